@@ -1,0 +1,96 @@
+// The engine interface: what the gRPC layer asks of a compute backend (CPU or CUDA).
+//
+// Each call gets a session that processes the array chunk by chunk, in order, carrying state
+// from one chunk to the next (a scan's running prefix, a reduction's partial, a compaction's
+// element offset), so no layer ever holds the whole array. A session's methods are called by
+// one thread at a time; different sessions run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/types.h"
+
+namespace gpuscan::engine {
+
+// Per-stage time a session spent on one chunk, in microseconds; sessions add to these.
+struct StageTimes {
+  uint64_t h2d_us = 0;
+  uint64_t kernel_us = 0;
+  uint64_t d2h_us = 0;
+};
+
+class ScanSession {
+ public:
+  virtual ~ScanSession() = default;
+  // Scans the next n elements: `in` and `out` hold n elements of the spec's dtype (raw bytes,
+  // they may not alias). The result continues the scan of all earlier chunks.
+  virtual void Process(const void* in, void* out, uint64_t n, StageTimes& times) = 0;
+  virtual std::string algorithm() const = 0;  // the algorithm that actually runs
+};
+
+class ReduceSession {
+ public:
+  virtual ~ReduceSession() = default;
+  virtual void Process(const void* in, uint64_t n, StageTimes& times) = 0;
+  // The reduction of everything processed so far (identity if nothing), as one raw element.
+  virtual void Result(void* value) const = 0;
+  virtual std::string algorithm() const = 0;
+};
+
+class CompactSession {
+ public:
+  virtual ~CompactSession() = default;
+  // Selects from the next n elements (flags: n bytes, nonzero = keep; null when the spec uses a
+  // predicate). Writes the kept values to out_values (if the spec wants values; room for n) and
+  // their indices in the whole array to out_indices (if it wants indices; room for n), in order.
+  // Returns how many were kept.
+  virtual uint64_t Process(const void* values, const uint8_t* flags, uint64_t n,
+                           void* out_values, int64_t* out_indices, StageTimes& times) = 0;
+  virtual std::string algorithm() const = 0;
+};
+
+struct DeviceInfo {
+  std::string name;
+  int cc_major = 0;
+  int cc_minor = 0;
+  uint64_t memory_bytes = 0;
+  int multiprocessors = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string name() const = 0;         // "cpu" or "cuda"
+  virtual std::string device_name() const = 0;  // for Timing.device and logs
+  virtual std::vector<DeviceInfo> devices() const = 0;
+  virtual std::vector<ScanAlgorithm> scan_algorithms() const = 0;
+  virtual std::vector<std::string> reduce_algorithms() const = 0;
+  virtual std::vector<std::string> compact_algorithms() const = 0;
+  // False once the engine hit an error it cannot recover from (the health service reports it).
+  virtual bool healthy() const { return true; }
+  virtual std::string unhealthy_reason() const { return {}; }
+
+  // These throw Error: kUnimplemented for an algorithm this engine lacks, kInvalidArgument for
+  // an operator the dtype does not support, kResourceExhausted when out of memory.
+  virtual std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) = 0;
+  virtual std::unique_ptr<ReduceSession> NewReduce(const ReduceSpec& spec) = 0;
+  virtual std::unique_ptr<CompactSession> NewCompact(const CompactSpec& spec) = 0;
+};
+
+// Which engine to run: kAuto takes CUDA when a device is present, else the CPU.
+enum class EngineKind { kAuto, kCuda, kCpu };
+
+struct EngineOptions {
+  EngineKind kind = EngineKind::kAuto;
+  int device = 0;        // CUDA device ordinal
+  int cpu_threads = 0;   // 0 = all hardware threads
+};
+
+// Builds the engine `options` ask for; throws Error(kUnavailable) when CUDA is asked for and
+// this build or machine has none. `why` receives one line explaining the choice.
+std::unique_ptr<Engine> MakeEngine(const EngineOptions& options, std::string* why);
+
+}  // namespace gpuscan::engine

@@ -1,0 +1,86 @@
+// The engine's vocabulary: element types, operators, algorithms, predicates and errors.
+// Plain C++ (no protobuf, no CUDA): the server translates the wire API into these.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace gpuscan::engine {
+
+enum class DType { kInt32, kInt64, kUInt32, kUInt64, kFloat32, kFloat64 };
+inline constexpr DType kAllDTypes[] = {DType::kInt32,  DType::kInt64,   DType::kUInt32,
+                                       DType::kUInt64, DType::kFloat32, DType::kFloat64};
+
+enum class Op { kSum, kProduct, kMin, kMax, kBitAnd, kBitOr, kBitXor };
+inline constexpr Op kAllOps[] = {Op::kSum,    Op::kProduct, Op::kMin,   Op::kMax,
+                                 Op::kBitAnd, Op::kBitOr,   Op::kBitXor};
+
+// Mirrors gpuscan.v1.ScanAlgorithm (same order, so the server maps by value).
+enum class ScanAlgorithm {
+  kDefault,
+  kDecoupledLookback,
+  kChained,
+  kReduceThenScan,
+  kKoggeStone,
+  kBrentKung,
+  kBlelloch,
+  kHillisSteele,
+  kCub,
+  kCpuBlocked,
+};
+
+enum class PredicateOp { kNonzero, kEq, kNe, kLt, kLe, kGt, kGe, kInRange, kNotNan };
+
+std::size_t SizeOf(DType t);
+bool IsFloat(DType t);
+bool IsSigned(DType t);
+std::string_view Name(DType t);            // "int32", ...
+std::string_view Name(Op op);              // "sum", ...
+std::string_view Name(ScanAlgorithm a);    // "decoupled_lookback", ...
+std::string_view Name(PredicateOp p);      // "lt", ...
+bool IsBitwise(Op op);
+
+// Why an engine call failed; the server maps each to one gRPC status code.
+enum class ErrorCode { kInvalidArgument, kUnimplemented, kResourceExhausted, kUnavailable, kInternal };
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  ErrorCode code() const { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+struct ScanSpec {
+  DType dtype = DType::kInt32;
+  Op op = Op::kSum;
+  bool exclusive = false;
+  ScanAlgorithm algorithm = ScanAlgorithm::kDefault;
+};
+
+struct ReduceSpec {
+  DType dtype = DType::kInt32;
+  Op op = Op::kSum;
+};
+
+// A predicate's operands, already converted to the array's dtype by the caller and stored as
+// one raw little-endian element each (8 bytes hold any dtype).
+struct Predicate {
+  PredicateOp op = PredicateOp::kNonzero;
+  unsigned char threshold[8] = {};
+  unsigned char upper[8] = {};  // IN_RANGE only: keep threshold <= x < upper
+};
+
+struct CompactSpec {
+  DType dtype = DType::kInt32;
+  bool use_flags = false;  // else `predicate` selects
+  Predicate predicate;
+  bool want_values = true;
+  bool want_indices = false;
+};
+
+}  // namespace gpuscan::engine

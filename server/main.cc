@@ -1,0 +1,84 @@
+// gpuscan-server: parses flags, picks the engine, serves until SIGINT/SIGTERM, then shuts
+// down gracefully (in-flight calls get --shutdown-grace to finish).
+#include <csignal>
+#include <iostream>
+#include <pthread.h>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "engine/engine.h"
+#include "service/server.h"
+
+namespace {
+
+// Blocks SIGINT/SIGTERM in every thread (call before any thread starts) so that only the
+// main thread's sigwait sees them.
+sigset_t BlockShutdownSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace gpuscan;
+  server::ServerOptions options;
+  engine::EngineOptions engine_options;
+  std::string log_level = "info";
+  int64_t grace_ms = options.shutdown_grace.count();
+
+  CLI::App app{"gpuscan-server: prefix scans, reductions and stream compaction over gRPC"};
+  app.option_defaults()->always_capture_default();
+  app.add_option("--address", options.address, "host:port to listen on (port 0 picks a free port)");
+  app.add_option("--engine", engine_options.kind,
+                 "compute engine: auto (CUDA when a device is present, else cpu), cuda or cpu")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, engine::EngineKind>{
+          {"auto", engine::EngineKind::kAuto}, {"cuda", engine::EngineKind::kCuda}, {"cpu", engine::EngineKind::kCpu}}))
+      ->default_str("auto");
+  app.add_option("--device", engine_options.device, "CUDA device ordinal (engine cuda)");
+  app.add_option("--max-concurrent", options.max_concurrent, "calls computing at once; more wait in a queue")
+      ->check(CLI::Range(1u, 1u << 20));
+  app.add_option("--max-queued", options.max_queued,
+                 "calls allowed to wait for a slot; beyond this a call gets RESOURCE_EXHAUSTED");
+  app.add_option("--max-request-bytes", options.max_request_bytes,
+                 "largest total input of one call in bytes (0 = unlimited); beyond: RESOURCE_EXHAUSTED");
+  app.add_option("--chunk-bytes", options.chunk_bytes,
+                 "largest data chunk accepted in one request message, in bytes")
+      ->check(CLI::Range(uint64_t{64}, uint64_t{512} << 20));
+  app.add_option("--workers", options.workers, "threads running the compute of calls (0 = hardware threads)");
+  app.add_option("--cpu-threads", engine_options.cpu_threads,
+                 "threads of the cpu engine's parallel loops (0 = hardware threads)");
+  app.add_option("--shutdown-grace", grace_ms, "milliseconds in-flight calls get to finish on SIGINT/SIGTERM");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  CLI11_PARSE(app, argc, argv);
+
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  options.shutdown_grace = std::chrono::milliseconds(grace_ms);
+  const sigset_t signals = BlockShutdownSignals();
+
+  std::unique_ptr<server::Server> srv;
+  try {
+    std::string why;
+    auto eng = engine::MakeEngine(engine_options, &why);
+    spdlog::info("{}", why);
+    srv = server::Server::Start(options, std::move(eng));
+  } catch (const std::exception& e) {
+    spdlog::critical("cannot start: {}", e.what());
+    return 1;
+  }
+  spdlog::info("gpuscan-server {} listening on {} (engine {}, device {}, max-concurrent {}, chunk-bytes {})",
+               GPUSCAN_VERSION, srv->address(), srv->engine().name(), srv->engine().device_name(),
+               options.max_concurrent, options.chunk_bytes);
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("received {}", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  srv->Shutdown();
+  return 0;
+}

@@ -1,0 +1,25 @@
+// Entry points of the RPC handler families, one .cc file each; GpuScanService (server.cc)
+// routes each gRPC method to one of these.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "gpuscan/v1/gpuscan.grpc.pb.h"
+#include "service/call_context.h"
+
+namespace gpuscan::server {
+
+grpc::ServerBidiReactor<v1::ScanRequest, v1::ScanResponse>* StartScan(CallContext ctx,
+                                                                      grpc::CallbackServerContext* rpc);
+grpc::ServerReadReactor<v1::ReduceRequest>* StartReduce(CallContext ctx, grpc::CallbackServerContext* rpc,
+                                                        v1::ReduceResponse* response);
+grpc::ServerBidiReactor<v1::CompactRequest, v1::CompactResponse>* StartCompact(
+    CallContext ctx, grpc::CallbackServerContext* rpc);
+void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info);
+
+// The status a call gets when the engine hit an unrecoverable error earlier.
+inline grpc::Status EngineUnavailable(const engine::Engine& engine) {
+  return {grpc::StatusCode::UNAVAILABLE, "the " + engine.name() + " engine is unavailable: " + engine.unhealthy_reason()};
+}
+
+}  // namespace gpuscan::server

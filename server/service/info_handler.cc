@@ -1,0 +1,36 @@
+// GetServerInfo: what this server runs on and what it accepts.
+#include <thread>
+
+#include "service/handlers.h"
+#include "service/validate.h"
+
+namespace gpuscan::server {
+
+void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info) {
+  const engine::Engine& eng = *ctx.engine;
+  info->set_version(GPUSCAN_VERSION);
+  info->set_engine(eng.name());
+  for (const engine::DeviceInfo& d : eng.devices()) {
+    v1::Device* out = info->add_devices();
+    out->set_name(d.name);
+    out->set_compute_capability_major(d.cc_major);
+    out->set_compute_capability_minor(d.cc_minor);
+    out->set_memory_bytes(d.memory_bytes);
+    out->set_multiprocessors(d.multiprocessors);
+  }
+  for (engine::ScanAlgorithm a : eng.scan_algorithms()) info->add_scan_algorithms(ToWire(a));
+  for (const std::string& a : eng.reduce_algorithms()) info->add_reduce_algorithms(a);
+  for (const std::string& a : eng.compact_algorithms()) info->add_compact_algorithms(a);
+  for (engine::DType t : engine::kAllDTypes) info->add_dtypes(ToWire(t));
+  for (engine::Op op : engine::kAllOps) info->add_operators(static_cast<v1::Operator>(static_cast<int>(op) + v1::OPERATOR_SUM));
+  const ServerOptions& o = *ctx.options;
+  v1::Limits* limits = info->mutable_limits();
+  limits->set_max_chunk_bytes(o.chunk_bytes);
+  limits->set_max_request_bytes(o.max_request_bytes);
+  limits->set_max_concurrent_requests(o.max_concurrent);
+  limits->set_max_queued_requests(o.max_queued);
+  limits->set_max_receive_message_bytes(MaxReceiveMessageBytes(o));
+  info->set_cpu_threads(ctx.executor->threads());
+}
+
+}  // namespace gpuscan::server

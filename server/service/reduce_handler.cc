@@ -1,0 +1,81 @@
+// Reduce: client streaming in, one response out. Each chunk folds into the session's partial.
+#include <memory>
+#include <optional>
+
+#include "service/handlers.h"
+#include "service/streaming_call.h"
+#include "service/validate.h"
+
+namespace gpuscan::server {
+namespace {
+
+class ReduceCall final : public StreamingCall<v1::ReduceRequest, v1::ReduceResponse,
+                                              grpc::ServerReadReactor<v1::ReduceRequest>> {
+ public:
+  ReduceCall(CallContext ctx, grpc::CallbackServerContext* rpc, v1::ReduceResponse* response)
+      : StreamingCall(std::move(ctx), rpc, "reduce"), response_(response) {}
+
+ protected:
+  grpc::Status OnHeader(const v1::ReduceHeader& header) override {
+    if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
+    if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
+    std::optional<uint64_t> count;
+    if (header.has_element_count()) count = header.element_count();
+    checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CheckRequest(const v1::ReduceRequest& req, uint64_t index) override {
+    return checker_->Add(req.data().size(), "data", index);
+  }
+
+  void Open() override { session_ = ctx_.engine->NewReduce(spec_); }
+
+  void Process(v1::ReduceRequest& req, std::vector<v1::ReduceResponse>&) override {
+    const std::string& in = req.data();
+    if (in.empty()) return;
+    const uint64_t n = in.size() / engine::SizeOf(spec_.dtype);
+    session_->Process(in.data(), n, stages_);
+    processed_ += n;
+    bytes_in_ += in.size();
+    ++chunks_;
+  }
+
+  grpc::Status Complete(std::vector<v1::ReduceResponse>&) override {
+    if (auto s = checker_->Finish(); !s.ok()) return s;
+    unsigned char value[8] = {};
+    session_->Result(value);
+    const size_t size = engine::SizeOf(spec_.dtype);
+    *response_->mutable_value() = ElementToScalar(value, spec_.dtype);
+    response_->set_raw_value(value, size);
+    response_->set_element_count(processed_);
+    bytes_out_ += size;
+    FillTiming(response_->mutable_timing(), stages_, session_->algorithm());
+    return grpc::Status::OK;
+  }
+
+  std::string LogFields() const override {
+    return fmt::format("op={} dtype={} n={} algorithm={} engine={}", engine::Name(spec_.op),
+                       engine::Name(spec_.dtype), processed_, session_ ? session_->algorithm() : "-",
+                       ctx_.engine->name());
+  }
+
+ private:
+  v1::ReduceResponse* response_;
+  engine::ReduceSpec spec_;
+  std::optional<ChunkChecker> checker_;
+  std::unique_ptr<engine::ReduceSession> session_;
+  engine::StageTimes stages_;
+  uint64_t processed_ = 0;
+};
+
+}  // namespace
+
+grpc::ServerReadReactor<v1::ReduceRequest>* StartReduce(CallContext ctx, grpc::CallbackServerContext* rpc,
+                                                        v1::ReduceResponse* response) {
+  auto* call = new ReduceCall(std::move(ctx), rpc, response);
+  call->Begin();
+  return call;
+}
+
+}  // namespace gpuscan::server

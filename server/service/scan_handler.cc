@@ -1,0 +1,82 @@
+// Scan: bidirectional streaming. Each data chunk is scanned as it arrives (the session carries
+// the running prefix) and sent straight back; the final response carries Timing.
+#include <memory>
+#include <optional>
+
+#include "service/handlers.h"
+#include "service/streaming_call.h"
+#include "service/validate.h"
+
+namespace gpuscan::server {
+namespace {
+
+class ScanCall final
+    : public StreamingCall<v1::ScanRequest, v1::ScanResponse,
+                           grpc::ServerBidiReactor<v1::ScanRequest, v1::ScanResponse>> {
+ public:
+  using StreamingCall::StreamingCall;
+
+ protected:
+  grpc::Status OnHeader(const v1::ScanHeader& header) override {
+    if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
+    if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
+    std::optional<uint64_t> count;
+    if (header.has_element_count()) count = header.element_count();
+    checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CheckRequest(const v1::ScanRequest& req, uint64_t index) override {
+    return checker_->Add(req.data().size(), "data", index);
+  }
+
+  void Open() override { session_ = ctx_.engine->NewScan(spec_); }
+
+  void Process(v1::ScanRequest& req, std::vector<v1::ScanResponse>& out) override {
+    const std::string& in = req.data();
+    if (in.empty()) return;
+    const uint64_t n = in.size() / engine::SizeOf(spec_.dtype);
+    v1::ScanResponse& resp = out.emplace_back();
+    std::string* data = resp.mutable_data();
+    data->resize(in.size());
+    session_->Process(in.data(), data->data(), n, stages_);
+    resp.set_offset(processed_);
+    processed_ += n;
+    bytes_in_ += in.size();
+    bytes_out_ += in.size();
+    ++chunks_;
+  }
+
+  grpc::Status Complete(std::vector<v1::ScanResponse>& out) override {
+    if (auto s = checker_->Finish(); !s.ok()) return s;
+    v1::ScanResponse& last = out.emplace_back();
+    last.set_element_count(processed_);
+    FillTiming(last.mutable_timing(), stages_, session_->algorithm());
+    return grpc::Status::OK;
+  }
+
+  std::string LogFields() const override {
+    return fmt::format("op={} dtype={} kind={} n={} algorithm={} engine={}", engine::Name(spec_.op),
+                       engine::Name(spec_.dtype), spec_.exclusive ? "exclusive" : "inclusive", processed_,
+                       session_ ? session_->algorithm() : std::string(engine::Name(spec_.algorithm)),
+                       ctx_.engine->name());
+  }
+
+ private:
+  engine::ScanSpec spec_;
+  std::optional<ChunkChecker> checker_;
+  std::unique_ptr<engine::ScanSession> session_;
+  engine::StageTimes stages_;
+  uint64_t processed_ = 0;
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::ScanRequest, v1::ScanResponse>* StartScan(CallContext ctx,
+                                                                      grpc::CallbackServerContext* rpc) {
+  auto* call = new ScanCall(std::move(ctx), rpc, "scan");
+  call->Begin();
+  return call;
+}
+
+}  // namespace gpuscan::server

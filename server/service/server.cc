@@ -1,0 +1,144 @@
+// The gRPC service (routes each method to its handler family) and the server's lifecycle:
+// health and reflection services, limits, graceful shutdown.
+#include "service/server.h"
+
+#include <atomic>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
+
+#include "service/admission.h"
+#include "service/executor.h"
+#include "service/handlers.h"
+
+namespace gpuscan::server {
+
+uint64_t MaxReceiveMessageBytes(const ServerOptions& o) {
+  // A compaction request carries a values chunk and its flags (at most a chunk's worth more),
+  // plus framing; anything larger is refused by gRPC itself with RESOURCE_EXHAUSTED.
+  return 2 * o.chunk_bytes + 64 * 1024;
+}
+
+namespace {
+
+class GpuScanService final : public v1::GpuScan::CallbackService {
+ public:
+  explicit GpuScanService(CallContext ctx) : ctx_(std::move(ctx)) {}
+
+  grpc::ServerBidiReactor<v1::ScanRequest, v1::ScanResponse>* Scan(grpc::CallbackServerContext* rpc) override {
+    return StartScan(ctx_, rpc);
+  }
+  grpc::ServerReadReactor<v1::ReduceRequest>* Reduce(grpc::CallbackServerContext* rpc,
+                                                     v1::ReduceResponse* response) override {
+    return StartReduce(ctx_, rpc, response);
+  }
+  grpc::ServerBidiReactor<v1::CompactRequest, v1::CompactResponse>* Compact(
+      grpc::CallbackServerContext* rpc) override {
+    return StartCompact(ctx_, rpc);
+  }
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* rpc, const v1::GetServerInfoRequest*,
+                                          v1::ServerInfo* info) override {
+    FillServerInfo(ctx_, info);
+    grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+ private:
+  CallContext ctx_;
+};
+
+constexpr const char* kServiceName = "gpuscan.v1.GpuScan";
+
+class ServerImpl final : public Server {
+ public:
+  ServerImpl(const ServerOptions& options, std::unique_ptr<engine::Engine> engine)
+      : options_(options),
+        engine_(std::move(engine)),
+        admission_(options.max_concurrent, options.max_queued),
+        executor_(options.workers ? options.workers : std::max(2u, std::thread::hardware_concurrency())) {
+    CallContext ctx;
+    ctx.engine = engine_.get();
+    ctx.executor = &executor_;
+    ctx.admission = &admission_;
+    ctx.options = &options_;
+    ctx.on_engine_failure = [this] { CheckEngineHealth(); };
+    service_ = std::make_unique<GpuScanService>(std::move(ctx));
+
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(options_.address, grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(service_.get());
+    builder.SetMaxReceiveMessageSize(static_cast<int>(MaxReceiveMessageBytes(options_)));
+    builder.SetMaxSendMessageSize(-1);
+    server_ = builder.BuildAndStart();
+    if (!server_ || port_ == 0) throw std::runtime_error("cannot listen on " + options_.address);
+    SetServing(engine_->healthy());
+    const std::string host = options_.address.substr(0, options_.address.rfind(':'));
+    address_ = host + ":" + std::to_string(port_);
+  }
+
+  ~ServerImpl() override { Shutdown(); }
+
+  int port() const override { return port_; }
+  std::string address() const override { return address_; }
+  const engine::Engine& engine() const override { return *engine_; }
+
+  void Shutdown() override {
+    std::call_once(shutdown_once_, [this] {
+      spdlog::info("shutting down: in-flight calls have {} ms to finish", options_.shutdown_grace.count());
+      SetServing(false);
+      server_->Shutdown(std::chrono::system_clock::now() + options_.shutdown_grace);
+      server_->Wait();
+      shut_down_ = true;
+      spdlog::info("shutdown complete");
+    });
+  }
+
+  void Wait() override { server_->Wait(); }
+
+ private:
+  void SetServing(bool serving) {
+    if (auto* health = server_->GetHealthCheckService()) {
+      health->SetServingStatus(serving);
+      health->SetServingStatus(kServiceName, serving);
+    }
+  }
+
+  void CheckEngineHealth() {
+    if (engine_->healthy() || shut_down_) return;
+    if (!reported_unhealthy_.exchange(true)) {
+      spdlog::error("engine {} is unhealthy, health now NOT_SERVING: {}", engine_->name(),
+                    engine_->unhealthy_reason());
+    }
+    SetServing(false);
+  }
+
+  ServerOptions options_;
+  std::unique_ptr<engine::Engine> engine_;
+  // Destroyed in reverse: the gRPC server first, then the workers (which may still release
+  // admission slots), then admission, then the engine they all use.
+  Admission admission_;
+  Executor executor_;
+  std::unique_ptr<GpuScanService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::string address_;
+  std::once_flag shutdown_once_;
+  std::atomic<bool> shut_down_{false};
+  std::atomic<bool> reported_unhealthy_{false};
+};
+
+}  // namespace
+
+std::unique_ptr<Server> Server::Start(const ServerOptions& options, std::unique_ptr<engine::Engine> engine) {
+  return std::make_unique<ServerImpl>(options, std::move(engine));
+}
+
+}  // namespace gpuscan::server

@@ -1,0 +1,43 @@
+// gpuscan::server::Server: the gRPC server's lifecycle (Start, Shutdown, Wait), shared by
+// gpuscan-server's main and the in-process integration tests.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+
+namespace gpuscan::server {
+
+struct ServerOptions {
+  std::string address = "127.0.0.1:50051";  // host:port; port 0 picks a free one
+  uint32_t max_concurrent = 64;         // calls computing at once
+  uint32_t max_queued = 256;            // calls waiting for a slot; beyond: RESOURCE_EXHAUSTED
+  uint64_t max_request_bytes = 0;       // total input bytes of one call; 0 = unlimited
+  uint64_t chunk_bytes = 4u << 20;      // largest data chunk accepted in one message
+  uint32_t workers = 0;                 // compute threads for calls; 0 = hardware threads
+  std::chrono::milliseconds shutdown_grace{5000};  // in-flight calls get this long on shutdown
+};
+
+// gRPC's receive limit for one message under these options.
+uint64_t MaxReceiveMessageBytes(const ServerOptions& options);
+
+class Server {
+ public:
+  // Builds and starts the server (health and reflection services included); throws
+  // std::runtime_error when the address cannot be bound.
+  static std::unique_ptr<Server> Start(const ServerOptions& options,
+                                       std::unique_ptr<engine::Engine> engine);
+  virtual ~Server() = default;
+  virtual int port() const = 0;            // the bound port
+  virtual std::string address() const = 0; // host:bound-port, usable as a client target
+  virtual const engine::Engine& engine() const = 0;
+  // Stops accepting calls, lets in-flight ones finish within options.shutdown_grace, then
+  // cancels the rest. Safe to call more than once and from any thread but a gRPC callback.
+  virtual void Shutdown() = 0;
+  virtual void Wait() = 0;  // blocks until Shutdown has completed
+};
+
+}  // namespace gpuscan::server

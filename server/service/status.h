@@ -1,0 +1,27 @@
+// The one mapping from internal failures to gRPC status codes, plus shorthands for handlers.
+#pragma once
+
+#include <exception>
+#include <string>
+
+#include <grpcpp/support/status.h>
+
+#include "engine/types.h"
+
+namespace gpuscan::server {
+
+grpc::Status ToStatus(const engine::Error& error);
+// Maps any exception escaping an engine call: engine::Error by its code, std::bad_alloc to
+// RESOURCE_EXHAUSTED, anything else to INTERNAL.
+grpc::Status StatusFromException(std::exception_ptr error);
+
+inline grpc::Status InvalidArgument(const std::string& message) {
+  return {grpc::StatusCode::INVALID_ARGUMENT, message};
+}
+inline grpc::Status ResourceExhausted(const std::string& message) {
+  return {grpc::StatusCode::RESOURCE_EXHAUSTED, message};
+}
+
+const char* CodeName(grpc::StatusCode code);  // "INVALID_ARGUMENT", ...
+
+}  // namespace gpuscan::server

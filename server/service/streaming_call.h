@@ -1,0 +1,338 @@
+// StreamingCall: the life of one client-streaming or bidirectional call, shared by Scan,
+// Reduce and Compact. It owns the flow that every such RPC has:
+//
+//   read header → validate → admission (maybe queue) → per request: read, check, hand to the
+//   worker pool → worker: Open, Process each request in order, Complete → write responses in
+//   order → Finish.
+//
+// Back-pressure keeps memory per call to a few chunks: no new read while kMaxBuffered
+// messages are waiting to be processed or sent. The RPC-specific parts are the virtual hooks.
+//
+// Threading: gRPC callbacks and the one worker task of a call may run concurrently; all state
+// is under mu_. Finish() is called outside the lock (gRPC may run OnDone inline from it). The
+// object deletes itself once gRPC is done with it (OnDone) and no worker task holds it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include "engine/engine.h"
+#include "gpuscan/v1/gpuscan.pb.h"
+#include "service/call_context.h"
+#include "service/status.h"
+
+namespace gpuscan::server {
+
+using Clock = std::chrono::steady_clock;
+
+inline uint64_t Micros(Clock::duration d) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+}
+
+template <class Req, class Resp, class ReactorBase>
+class StreamingCall : public ReactorBase {
+  static constexpr bool kBidi = std::is_base_of_v<grpc::ServerBidiReactor<Req, Resp>, ReactorBase>;
+  static constexpr size_t kMaxBuffered = 3;  // requests waiting + responses unsent, per call
+
+ public:
+  StreamingCall(CallContext ctx, grpc::CallbackServerContext* rpc, const char* op_name)
+      : ctx_(std::move(ctx)), rpc_(rpc), op_name_(op_name), start_(Clock::now()) {}
+
+  // Hands the call to gRPC: issues the first read. Call once, right after construction.
+  void Begin() {
+    std::lock_guard<std::mutex> lock(mu_);
+    MaybeReadLocked();
+  }
+
+  void OnReadDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    reading_ = false;
+    if (!ok) {
+      read_closed_ = true;
+      last_read_ = Clock::now();
+      if (requests_ == 0) return FailAndMaybeFinish(lock, InvalidArgument("empty stream: the call ended before its first request (the header)"));
+      MaybeWorkLocked();
+      return;
+    }
+    const uint64_t index = requests_++;
+    Req req = std::move(incoming_);
+    incoming_.Clear();
+    if (finish_requested_) return;
+    grpc::Status status;
+    if (index == 0) {
+      if (!req.has_header()) {
+        status = InvalidArgument("header missing: the first request must carry the header");
+      } else {
+        status = OnHeader(req.header());
+        if (status.ok()) status = Admit();
+      }
+    } else if (req.has_header()) {
+      status = InvalidArgument("header repeated in request #" + std::to_string(index) +
+                               ": only the first request may carry it");
+    }
+    if (status.ok()) status = CheckRequest(req, index);
+    if (!status.ok()) return FailAndMaybeFinish(lock, status);
+    pending_.push_back(std::move(req));
+    MaybeWorkLocked();
+    MaybeReadLocked();
+  }
+
+  // Overrides ServerBidiReactor::OnWriteDone for bidi calls; unused by client-streaming ones.
+  void OnWriteDone(bool ok) {
+    std::unique_lock<std::mutex> lock(mu_);
+    writing_ = false;
+    send_us_ += Micros(Clock::now() - write_start_);
+    outgoing_.pop_front();
+    if (!ok) return FailAndMaybeFinish(lock, grpc::Status(grpc::StatusCode::CANCELLED, "the client stopped receiving"));
+    MaybeWriteLocked();  // the rest of the queue, also after the final response was queued
+    MaybeReadLocked();
+    MaybeWorkLocked();
+    MaybeFinish(lock);
+  }
+
+  void OnCancel() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    FailAndMaybeFinish(lock, grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled"));
+  }
+
+  void OnDone() override {
+    spdlog::info("{} {} status={}{}{} total_us={}", op_name_, LogFields(), CodeName(status_.error_code()),
+                 status_.ok() ? "" : " message=\"", status_.ok() ? "" : status_.error_message() + "\"",
+                 Micros(Clock::now() - start_));
+    std::unique_lock<std::mutex> lock(mu_);
+    if (queued_ && ctx_.admission->CancelQueued(ticket_)) {
+      queued_ = false;
+      --refs_;  // the admission queue's reference
+    }
+    --refs_;
+    ReleaseIfUnused(lock);
+  }
+
+ protected:
+  virtual ~StreamingCall() = default;
+
+  // --- hooks, RPC-specific ---
+  // gRPC thread: validate the header and keep what Open needs.
+  virtual grpc::Status OnHeader(const decltype(std::declval<Req>().header())& header) = 0;
+  // gRPC thread: check one request's payload sizes (request `index`, from 0).
+  virtual grpc::Status CheckRequest(const Req& req, uint64_t index) = 0;
+  // Worker: create the engine session (once admitted).
+  virtual void Open() = 0;
+  // Worker: process one request in order; append responses to `out`. Throws on engine errors.
+  virtual void Process(Req& req, std::vector<Resp>& out) = 0;
+  // Worker: after the last request; final checks, the final response (bidi: append to `out`).
+  virtual grpc::Status Complete(std::vector<Resp>& out) = 0;
+  // For the log line: "dtype=int32 n=... algorithm=..."
+  virtual std::string LogFields() const = 0;
+
+  // Timing common to every call; engine stage times come from the session.
+  void FillTiming(v1::Timing* t, const engine::StageTimes& stages, const std::string& algorithm) const {
+    const Clock::time_point now = Clock::now();
+    t->set_receive_us(Micros(last_read_ - start_));
+    t->set_queue_us(Micros(admitted_at_ - header_at_));
+    t->set_h2d_us(stages.h2d_us);
+    t->set_kernel_us(stages.kernel_us);
+    t->set_d2h_us(stages.d2h_us);
+    t->set_send_us(send_us_);
+    t->set_total_us(Micros(now - start_));
+    t->set_bytes_in(bytes_in_);
+    t->set_bytes_out(bytes_out_);
+    t->set_engine(ctx_.engine->name());
+    t->set_device(ctx_.engine->device_name());
+    t->set_algorithm(algorithm);
+    t->set_chunks(chunks_);
+  }
+
+  CallContext ctx_;
+  grpc::CallbackServerContext* rpc_;
+  // Counted by Process (worker) and read by Complete (same worker): no lock needed.
+  uint64_t bytes_in_ = 0;
+  uint64_t bytes_out_ = 0;
+  uint64_t chunks_ = 0;
+
+ private:
+  grpc::Status Admit() {
+    header_at_ = Clock::now();
+    uint64_t ticket = 0;
+    switch (ctx_.admission->TryAdmit([this] { OnAdmitted(); }, &ticket)) {
+      case Admission::Result::kAdmitted:
+        admitted_ = true;
+        holds_slot_ = true;
+        admitted_at_ = header_at_;
+        return grpc::Status::OK;
+      case Admission::Result::kQueued:
+        queued_ = true;
+        ticket_ = ticket;
+        ++refs_;  // the admission queue holds the call until on_admit runs or is cancelled
+        return grpc::Status::OK;
+      case Admission::Result::kRejected:
+        break;
+    }
+    return ResourceExhausted("server busy: " + std::to_string(ctx_.options->max_concurrent) +
+                             " calls running and " + std::to_string(ctx_.options->max_queued) +
+                             " waiting (--max-concurrent, --max-queued); retry later");
+  }
+
+  void OnAdmitted() {
+    std::unique_lock<std::mutex> lock(mu_);
+    queued_ = false;
+    --refs_;
+    admitted_ = true;
+    holds_slot_ = true;
+    admitted_at_ = Clock::now();
+    if (!finish_requested_) {
+      MaybeWorkLocked();
+      MaybeReadLocked();
+    }
+    if (refs_ == 0) return ReleaseIfUnused(lock);
+  }
+
+  void MaybeReadLocked() {
+    if (reading_ || read_closed_ || finish_requested_) return;
+    if (requests_ > 0 && !admitted_) return;  // queued calls hold only their header
+    if (pending_.size() + outgoing_.size() >= kMaxBuffered) return;
+    reading_ = true;
+    this->StartRead(&incoming_);
+  }
+
+  void MaybeWorkLocked() {
+    if (!admitted_ || worker_running_ || finish_requested_ || completed_) return;
+    if (pending_.empty() && !read_closed_) return;
+    worker_running_ = true;
+    ++refs_;
+    ctx_.executor->Post([this] { Work(); });
+  }
+
+  void MaybeWriteLocked() {
+    if constexpr (kBidi) {
+      if (writing_ || outgoing_.empty()) return;
+      writing_ = true;
+      write_start_ = Clock::now();
+      this->StartWrite(&outgoing_.front());
+    }
+  }
+
+  // Worker task: processes pending requests in order until none is left.
+  void Work() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!finish_requested_) {
+      const bool open_needed = !opened_;
+      const bool have_request = !pending_.empty();
+      const bool at_end = !have_request && read_closed_;
+      if (!have_request && !at_end) break;
+      Req req;
+      if (have_request) {
+        req = std::move(pending_.front());
+        pending_.pop_front();
+      }
+      lock.unlock();
+      std::vector<Resp> out;
+      grpc::Status status;
+      bool engine_failure = false;
+      try {
+        if (open_needed) Open();
+        if (have_request) {
+          Process(req, out);
+        } else {
+          status = Complete(out);
+        }
+      } catch (...) {
+        status = StatusFromException(std::current_exception());
+        engine_failure = true;
+      }
+      if (engine_failure && ctx_.on_engine_failure) ctx_.on_engine_failure();
+      lock.lock();
+      opened_ = true;
+      if (!status.ok()) {
+        worker_running_ = false;
+        --refs_;
+        FailAndMaybeFinish(lock, status);
+        return;
+      }
+      if (finish_requested_) break;
+      for (auto& r : out) outgoing_.push_back(std::move(r));
+      if (at_end) completed_ = true;
+      MaybeWriteLocked();
+      MaybeReadLocked();
+      if (completed_) break;
+    }
+    worker_running_ = false;
+    --refs_;
+    if (completed_ && !finish_requested_) {
+      finish_requested_ = true;  // status_ stays OK: finish once the last response is out
+    }
+    MaybeFinish(lock);
+  }
+
+  // Records the first failure and stops all further work; finishes when no write is pending.
+  void FailAndMaybeFinish(std::unique_lock<std::mutex>& lock, const grpc::Status& status) {
+    if (!finish_requested_) {
+      finish_requested_ = true;
+      status_ = status;
+      pending_.clear();
+      if (writing_) {
+        outgoing_.erase(outgoing_.begin() + 1, outgoing_.end());
+      } else {
+        outgoing_.clear();
+      }
+    }
+    MaybeFinish(lock);
+  }
+
+  // Finishes the call once everything before it is done. Releases the lock; `this` may be
+  // gone when it returns.
+  void MaybeFinish(std::unique_lock<std::mutex>& lock) {
+    if (finish_requested_ && !finished_ && !writing_ && outgoing_.empty() && !worker_running_) {
+      finished_ = true;
+      grpc::Status status = status_;
+      lock.unlock();
+      this->Finish(status);
+      return;
+    }
+    ReleaseIfUnused(lock);
+  }
+
+  void ReleaseIfUnused(std::unique_lock<std::mutex>& lock) {
+    if (refs_ != 0) {
+      lock.unlock();
+      return;
+    }
+    const bool release_slot = holds_slot_;
+    lock.unlock();
+    if (release_slot) ctx_.admission->Release();
+    delete this;
+  }
+
+  std::mutex mu_;
+  const char* op_name_;
+  Req incoming_;
+  uint64_t requests_ = 0;
+  bool reading_ = false;
+  bool read_closed_ = false;
+  bool admitted_ = false;
+  bool holds_slot_ = false;
+  bool queued_ = false;
+  uint64_t ticket_ = 0;
+  bool opened_ = false;
+  bool worker_running_ = false;
+  bool completed_ = false;
+  bool writing_ = false;
+  bool finish_requested_ = false;
+  bool finished_ = false;
+  int refs_ = 1;  // gRPC's, until OnDone; plus the worker's and the admission queue's
+  std::deque<Req> pending_;
+  std::deque<Resp> outgoing_;
+  grpc::Status status_;
+  Clock::time_point start_, header_at_, admitted_at_, last_read_, write_start_;
+  uint64_t send_us_ = 0;
+};
+
+}  // namespace gpuscan::server

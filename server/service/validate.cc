@@ -1,0 +1,216 @@
+#include "service/validate.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "engine/dispatch.h"
+#include "service/status.h"
+
+namespace gpuscan::server {
+namespace {
+
+std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+grpc::Status ToEngineOp(int wire, engine::DType dtype, const char* field, engine::Op* out) {
+  if (wire == v1::OPERATOR_UNSPECIFIED) {
+    return InvalidArgument(std::string(field) +
+                           " is OPERATOR_UNSPECIFIED; set SUM, PRODUCT, MIN, MAX, BIT_AND, BIT_OR or BIT_XOR");
+  }
+  if (!v1::Operator_IsValid(wire)) {
+    return InvalidArgument(std::string(field) + "=" + std::to_string(wire) + " is not a known Operator");
+  }
+  *out = static_cast<engine::Op>(wire - v1::OPERATOR_SUM);
+  if (engine::IsBitwise(*out) && engine::IsFloat(dtype)) {
+    return InvalidArgument(std::string(field) + "=" + v1::Operator_Name(wire) +
+                           " is not defined for dtype " + std::string(engine::Name(dtype)) +
+                           " (bitwise operators take integer dtypes only)");
+  }
+  return grpc::Status::OK;
+}
+
+template <class T>
+grpc::Status FitInteger(const v1::Scalar& s, const std::string& field, engine::DType dtype, T* out) {
+  auto out_of_range = [&](const std::string& v) {
+    return InvalidArgument(field + "=" + v + " does not fit dtype " + std::string(engine::Name(dtype)));
+  };
+  if (s.value_case() == v1::Scalar::kIntValue) {
+    int64_t v = s.int_value();
+    if constexpr (std::is_signed_v<T>) {
+      if (v < std::numeric_limits<T>::lowest() || v > std::numeric_limits<T>::max()) return out_of_range(std::to_string(v));
+    } else {
+      if (v < 0 || static_cast<uint64_t>(v) > std::numeric_limits<T>::max()) return out_of_range(std::to_string(v));
+    }
+    *out = static_cast<T>(v);
+    return grpc::Status::OK;
+  }
+  uint64_t v = s.uint_value();
+  if (v > static_cast<uint64_t>(std::numeric_limits<T>::max())) return out_of_range(std::to_string(v));
+  *out = static_cast<T>(v);
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+grpc::Status ToEngineDType(int wire, engine::DType* out) {
+  if (wire == v1::DTYPE_UNSPECIFIED) {
+    return InvalidArgument("header.dtype is DTYPE_UNSPECIFIED; set INT32, INT64, UINT32, UINT64, FLOAT32 or FLOAT64");
+  }
+  if (!v1::DType_IsValid(wire)) {
+    return InvalidArgument("header.dtype=" + std::to_string(wire) + " is not a known DType");
+  }
+  *out = static_cast<engine::DType>(wire - v1::DTYPE_INT32);
+  return grpc::Status::OK;
+}
+
+v1::DType ToWire(engine::DType t) { return static_cast<v1::DType>(static_cast<int>(t) + v1::DTYPE_INT32); }
+v1::ScanAlgorithm ToWire(engine::ScanAlgorithm a) { return static_cast<v1::ScanAlgorithm>(static_cast<int>(a)); }
+
+grpc::Status ToEngine(const v1::ScanHeader& h, engine::ScanSpec* spec) {
+  if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
+  if (auto s = ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op); !s.ok()) return s;
+  if (!v1::ScanKind_IsValid(h.kind())) {
+    return InvalidArgument("header.kind=" + std::to_string(h.kind()) + " is not a known ScanKind");
+  }
+  spec->exclusive = h.kind() == v1::SCAN_KIND_EXCLUSIVE;
+  if (!v1::ScanAlgorithm_IsValid(h.algorithm())) {
+    return InvalidArgument("header.algorithm=" + std::to_string(h.algorithm()) + " is not a known ScanAlgorithm");
+  }
+  spec->algorithm = static_cast<engine::ScanAlgorithm>(h.algorithm());
+  return grpc::Status::OK;
+}
+
+grpc::Status ToEngine(const v1::ReduceHeader& h, engine::ReduceSpec* spec) {
+  if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
+  return ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op);
+}
+
+grpc::Status ToEngine(const v1::CompactHeader& h, engine::CompactSpec* spec) {
+  if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
+  if (!v1::CompactOutput_IsValid(h.output())) {
+    return InvalidArgument("header.output=" + std::to_string(h.output()) + " is not a known CompactOutput");
+  }
+  spec->want_values = h.output() != v1::COMPACT_OUTPUT_INDICES;
+  spec->want_indices = h.output() != v1::COMPACT_OUTPUT_VALUES;
+  switch (h.selector_case()) {
+    case v1::CompactHeader::kUseFlags:
+      if (!h.use_flags()) {
+        return InvalidArgument("header.use_flags=false selects nothing; set use_flags=true or a predicate");
+      }
+      spec->use_flags = true;
+      return grpc::Status::OK;
+    case v1::CompactHeader::kPredicate:
+      break;
+    default:
+      return InvalidArgument("header has no selector; set use_flags=true or a predicate");
+  }
+  spec->use_flags = false;
+  const v1::Predicate& p = h.predicate();
+  if (p.op() == v1::PREDICATE_OP_UNSPECIFIED) {
+    return InvalidArgument("header.predicate.op is PREDICATE_OP_UNSPECIFIED; set NONZERO, EQ, NE, LT, LE, GT, GE, IN_RANGE or NOT_NAN");
+  }
+  if (!v1::PredicateOp_IsValid(p.op())) {
+    return InvalidArgument("header.predicate.op=" + std::to_string(p.op()) + " is not a known PredicateOp");
+  }
+  spec->predicate.op = static_cast<engine::PredicateOp>(p.op() - v1::PREDICATE_OP_NONZERO);
+  const bool needs_threshold = p.op() != v1::PREDICATE_OP_NONZERO && p.op() != v1::PREDICATE_OP_NOT_NAN;
+  if (needs_threshold) {
+    if (auto s = ScalarToElement(p.threshold(), spec->dtype, "header.predicate.threshold",
+                                 spec->predicate.threshold);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (p.op() == v1::PREDICATE_OP_IN_RANGE) {
+    if (auto s = ScalarToElement(p.upper(), spec->dtype, "header.predicate.upper", spec->predicate.upper);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ScalarToElement(const v1::Scalar& s, engine::DType dtype, const std::string& field,
+                             unsigned char out[8]) {
+  if (s.value_case() == v1::Scalar::VALUE_NOT_SET) {
+    return InvalidArgument(field + " is required for this predicate and is not set");
+  }
+  return engine::VisitDType(dtype, [&](auto t) -> grpc::Status {
+    using T = typename decltype(t)::type;
+    T value{};
+    if constexpr (std::is_floating_point_v<T>) {
+      if (s.value_case() != v1::Scalar::kFloatValue) {
+        return InvalidArgument(field + " must be a float_value for dtype " + std::string(engine::Name(dtype)) +
+                               ", got an integer");
+      }
+      value = static_cast<T>(s.float_value());
+    } else {
+      if (s.value_case() == v1::Scalar::kFloatValue) {
+        return InvalidArgument(field + " must be an int_value or uint_value for dtype " +
+                               std::string(engine::Name(dtype)) + ", got float_value=" +
+                               std::to_string(s.float_value()));
+      }
+      if (auto st = FitInteger<T>(s, field, dtype, &value); !st.ok()) return st;
+    }
+    std::memcpy(out, &value, sizeof(T));
+    return grpc::Status::OK;
+  });
+}
+
+v1::Scalar ElementToScalar(const void* element, engine::DType dtype) {
+  v1::Scalar s;
+  engine::VisitDType(dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    T v;
+    std::memcpy(&v, element, sizeof(T));
+    if constexpr (std::is_floating_point_v<T>) {
+      s.set_float_value(static_cast<double>(v));
+    } else if constexpr (std::is_signed_v<T>) {
+      s.set_int_value(static_cast<int64_t>(v));
+    } else {
+      s.set_uint_value(static_cast<uint64_t>(v));
+    }
+  });
+  return s;
+}
+
+ChunkChecker::ChunkChecker(engine::DType dtype, std::optional<uint64_t> declared_count,
+                           uint64_t max_chunk_bytes, uint64_t max_request_bytes)
+    : dtype_(dtype),
+      declared_(declared_count),
+      max_chunk_bytes_(max_chunk_bytes),
+      max_request_bytes_(max_request_bytes) {}
+
+grpc::Status ChunkChecker::Add(uint64_t bytes, const char* field, uint64_t request_index) {
+  const uint64_t size = engine::SizeOf(dtype_);
+  const std::string where = "request #" + std::to_string(request_index) + ": " + field;
+  if (bytes % size != 0) {
+    return InvalidArgument(where + " length " + std::to_string(bytes) + " bytes is not a multiple of the " +
+                           std::string(engine::Name(dtype_)) + " element size " + std::to_string(size));
+  }
+  if (bytes > max_chunk_bytes_) {
+    return ResourceExhausted(where + " length " + std::to_string(bytes) + " bytes exceeds the chunk limit of " +
+                             std::to_string(max_chunk_bytes_) + " bytes; split the array into smaller chunks");
+  }
+  bytes_ += bytes;
+  elements_ += bytes / size;
+  if (max_request_bytes_ != 0 && bytes_ > max_request_bytes_) {
+    return ResourceExhausted("the call's input exceeds --max-request-bytes=" + std::to_string(max_request_bytes_) +
+                             " bytes (received " + std::to_string(bytes_) + " so far)");
+  }
+  if (declared_ && elements_ > *declared_) {
+    return InvalidArgument("received more elements than header.element_count=" + std::to_string(*declared_) +
+                           " (" + std::to_string(elements_) + " so far)");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ChunkChecker::Finish() const {
+  if (declared_ && elements_ != *declared_) {
+    return InvalidArgument("header.element_count=" + std::to_string(*declared_) + " but the stream carried " +
+                           std::to_string(elements_) + " elements");
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace gpuscan::server

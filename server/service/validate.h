@@ -1,0 +1,52 @@
+// Request validation: turns a call's wire header into an engine spec, or a gRPC status naming
+// the offending field and value. Everything here is pure (no I/O), so it is easy to test.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <grpcpp/support/status.h>
+
+#include "engine/types.h"
+#include "gpuscan/v1/gpuscan.pb.h"
+
+namespace gpuscan::server {
+
+grpc::Status ToEngine(const v1::ScanHeader& header, engine::ScanSpec* spec);
+grpc::Status ToEngine(const v1::ReduceHeader& header, engine::ReduceSpec* spec);
+grpc::Status ToEngine(const v1::CompactHeader& header, engine::CompactSpec* spec);
+
+grpc::Status ToEngineDType(int wire, engine::DType* out);  // wire: a v1::DType value
+v1::DType ToWire(engine::DType t);
+v1::ScanAlgorithm ToWire(engine::ScanAlgorithm a);
+
+// Converts a predicate operand to one raw element of `dtype` (8 bytes of room), checking that
+// its kind matches the dtype and that the value fits. `field` names it in the message.
+grpc::Status ScalarToElement(const v1::Scalar& scalar, engine::DType dtype, const std::string& field,
+                             unsigned char out[8]);
+// The inverse, for Reduce's answer.
+v1::Scalar ElementToScalar(const void* element, engine::DType dtype);
+
+// Checks the data chunks of one call as they arrive: whole elements, the per-chunk limit, the
+// per-call byte limit and the declared element count.
+class ChunkChecker {
+ public:
+  ChunkChecker(engine::DType dtype, std::optional<uint64_t> declared_count, uint64_t max_chunk_bytes,
+               uint64_t max_request_bytes);
+  // `field` names the bytes field ("data", "values"); `request_index` counts from 0.
+  grpc::Status Add(uint64_t bytes, const char* field, uint64_t request_index);
+  // At the end of the stream: the declared count, if any, must equal what arrived.
+  grpc::Status Finish() const;
+  uint64_t elements() const { return elements_; }
+
+ private:
+  engine::DType dtype_;
+  std::optional<uint64_t> declared_;
+  uint64_t max_chunk_bytes_;
+  uint64_t max_request_bytes_;
+  uint64_t elements_ = 0;
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace gpuscan::server
