@@ -35,9 +35,9 @@ class CompactCall final
   grpc::Status CheckRequest(const v1::CompactRequest& req, uint64_t index) override {
     if (auto s = checker_->Add(req.values().size(), "values", index); !s.ok()) return s;
     const uint64_t flags = req.flags().size();
-    if (flags == 0) return grpc::Status::OK;
     const std::string where = "request #" + std::to_string(index) + ": ";
     if (!spec_.use_flags) {
+      if (flags == 0) return grpc::Status::OK;
       return InvalidArgument(where + "flags sent (" + std::to_string(flags) +
                              " bytes) but the header selects by predicate, not use_flags");
     }

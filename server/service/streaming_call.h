@@ -13,6 +13,7 @@
 // object deletes itself once gRPC is done with it (OnDone) and no worker task holds it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -56,6 +57,9 @@ class StreamingCall : public ReactorBase {
     std::unique_lock<std::mutex> lock(mu_);
     reading_ = false;
     if (!ok) {
+      if (rpc_->IsCancelled()) {
+        return FailAndMaybeFinish(lock, grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled"));
+      }
       read_closed_ = true;
       last_read_ = Clock::now();
       if (requests_ == 0) return FailAndMaybeFinish(lock, InvalidArgument("empty stream: the call ended before its first request (the header)"));
@@ -141,7 +145,7 @@ class StreamingCall : public ReactorBase {
     t->set_h2d_us(stages.h2d_us);
     t->set_kernel_us(stages.kernel_us);
     t->set_d2h_us(stages.d2h_us);
-    t->set_send_us(send_us_);
+    t->set_send_us(send_us_.load());
     t->set_total_us(Micros(now - start_));
     t->set_bytes_in(bytes_in_);
     t->set_bytes_out(bytes_out_);
@@ -273,16 +277,15 @@ class StreamingCall : public ReactorBase {
   }
 
   // Records the first failure and stops all further work; finishes when no write is pending.
+  // Also after a successful completion: a failed write means the final response never left.
   void FailAndMaybeFinish(std::unique_lock<std::mutex>& lock, const grpc::Status& status) {
-    if (!finish_requested_) {
-      finish_requested_ = true;
-      status_ = status;
-      pending_.clear();
-      if (writing_) {
-        outgoing_.erase(outgoing_.begin() + 1, outgoing_.end());
-      } else {
-        outgoing_.clear();
-      }
+    if (!finished_ && status_.ok()) status_ = status;
+    finish_requested_ = true;
+    pending_.clear();
+    if (writing_) {
+      outgoing_.erase(outgoing_.begin() + 1, outgoing_.end());  // the front one is in flight
+    } else {
+      outgoing_.clear();
     }
     MaybeFinish(lock);
   }
@@ -332,7 +335,7 @@ class StreamingCall : public ReactorBase {
   std::deque<Resp> outgoing_;
   grpc::Status status_;
   Clock::time_point start_, header_at_, admitted_at_, last_read_, write_start_;
-  uint64_t send_us_ = 0;
+  std::atomic<uint64_t> send_us_{0};  // read by the worker while later writes are in flight
 };
 
 }  // namespace gpuscan::server

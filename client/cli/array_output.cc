@@ -1,0 +1,118 @@
+// ArrayOutput: streaming writes of result arrays as .npy, raw or text.
+#include "array_output.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "npy.h"
+#include "text_format.h"
+
+namespace gpuscan::cli {
+
+ArrayOutput::ArrayOutput(const OutputSpec& spec, v1::DType dtype,
+                         std::optional<uint64_t> expected_count)
+    : path_(spec.path), dtype_(dtype), element_size_(DTypeSize(dtype)) {
+  if (element_size_ == 0) throw std::invalid_argument("output needs a dtype");
+  format_ = spec.format != Format::kAuto ? spec.format : FormatFromPath(spec.path);
+  if (format_ == Format::kAuto) format_ = Format::kText;
+  if (spec.path == "-") {
+    f_ = stdout;
+    name_ = "stdout";
+  } else {
+    f_ = std::fopen(spec.path.c_str(), "wb");
+    if (!f_) throw std::runtime_error("cannot create " + spec.path + ": " + std::strerror(errno));
+    owned_ = true;
+    name_ = spec.path;
+  }
+  struct stat st;
+  seekable_ = fstat(fileno(f_), &st) == 0 && S_ISREG(st.st_mode);
+  if (format_ == Format::kNpy && (expected_count || seekable_)) {
+    header_count_ = expected_count.value_or(0);  // a placeholder, patched at Finish
+    std::string h = MakeNpyHeader(NpyDescr(dtype_), *header_count_);
+    Put(h.data(), h.size());
+  }
+}
+
+ArrayOutput::~ArrayOutput() {
+  if (!owned_) return;
+  std::fclose(f_);
+  if (!finished_ && seekable_) std::remove(path_.c_str());
+}
+
+void ArrayOutput::Put(const void* data, size_t bytes) {
+  if (bytes && std::fwrite(data, 1, bytes, f_) != bytes) {
+    throw std::runtime_error("writing " + name_ + ": " + std::strerror(errno));
+  }
+}
+
+void ArrayOutput::Write(const void* data, size_t bytes) {
+  bytes_ += bytes;
+  if (format_ == Format::kRaw || (format_ == Format::kNpy && header_count_)) {
+    Put(data, bytes);
+  } else if (format_ == Format::kNpy) {
+    buffered_.append(static_cast<const char*>(data), bytes);  // count unknown on a pipe
+  } else {
+    // Text: one element per line; an element split across writes waits in partial_.
+    std::string text;
+    auto p = static_cast<const char*>(data);
+    size_t i = 0;
+    if (!partial_.empty()) {
+      size_t take = std::min(bytes, element_size_ - partial_.size());
+      partial_.append(p, take);
+      i = take;
+      if (partial_.size() == element_size_) {
+        text += FormatElement(partial_.data(), dtype_) + '\n';
+        partial_.clear();
+      }
+    }
+    for (; i + element_size_ <= bytes; i += element_size_) {
+      text += FormatElement(p + i, dtype_);
+      text += '\n';
+    }
+    if (i < bytes) partial_.append(p + i, bytes - i);
+    Put(text.data(), text.size());
+  }
+}
+
+void ArrayOutput::Finish() {
+  if (bytes_ % element_size_ != 0) {
+    throw std::runtime_error("result for " + name_ + " ended inside an element");
+  }
+  const uint64_t count = bytes_ / element_size_;
+  if (format_ == Format::kNpy) {
+    if (!header_count_) {
+      std::string h = MakeNpyHeader(NpyDescr(dtype_), count);
+      Put(h.data(), h.size());
+      Put(buffered_.data(), buffered_.size());
+      buffered_.clear();
+    } else if (*header_count_ != count) {
+      if (!seekable_) {
+        throw std::runtime_error(name_ + ": received " + std::to_string(count) +
+                                 " elements but the .npy header already written says " +
+                                 std::to_string(*header_count_));
+      }
+      std::string h = MakeNpyHeader(NpyDescr(dtype_), count);
+      if (std::fflush(f_) != 0 || std::fseek(f_, 0, SEEK_SET) != 0) {
+        throw std::runtime_error("rewriting the header of " + name_ + ": " +
+                                 std::strerror(errno));
+      }
+      Put(h.data(), h.size());
+      std::fseek(f_, 0, SEEK_END);
+    }
+  }
+  if (std::fflush(f_) != 0) {
+    throw std::runtime_error("writing " + name_ + ": " + std::strerror(errno));
+  }
+  if (owned_) {
+    int rc = std::fclose(f_);
+    owned_ = false;
+    if (rc != 0) throw std::runtime_error("closing " + name_ + ": " + std::strerror(errno));
+  }
+  finished_ = true;
+}
+
+}  // namespace gpuscan::cli

@@ -1,0 +1,57 @@
+// ArrayOutput: writes result elements to a file (or stdout) as they arrive, in .npy, raw or
+// text form.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "formats.h"
+#include "gpuscan/client.h"
+
+namespace gpuscan::cli {
+
+struct OutputSpec {
+  std::string path = "-";         // "-" = stdout
+  Format format = Format::kAuto;  // kAuto: by extension (.npy, .bin/.raw, else text); stdout: text
+};
+
+class ArrayOutput {
+ public:
+  // `expected_count`, when known, goes into a .npy header written up front. Otherwise (or if
+  // the count turns out different) the header is rewritten at Finish on a regular file; on a
+  // pipe the .npy payload is buffered in memory until Finish.
+  ArrayOutput(const OutputSpec& spec, v1::DType dtype, std::optional<uint64_t> expected_count);
+  // Without Finish (an error happened) a file this created is removed, not left half-written.
+  ~ArrayOutput();
+  ArrayOutput(const ArrayOutput&) = delete;
+  ArrayOutput& operator=(const ArrayOutput&) = delete;
+
+  // Appends result bytes (raw little-endian elements of the dtype); throws on a write error.
+  void Write(const void* data, size_t bytes);
+  Sink AsSink() {
+    return [this](const void* d, size_t n) { Write(d, n); };
+  }
+  // Completes the file (header patch, flush, close); throws on an error.
+  void Finish();
+
+  Format format() const { return format_; }
+  uint64_t elements() const { return bytes_ / element_size_; }
+
+ private:
+  void Put(const void* data, size_t bytes);  // to the file, checked
+
+  std::string path_, name_;
+  FILE* f_ = nullptr;
+  bool owned_ = false, seekable_ = false, finished_ = false;
+  Format format_;
+  v1::DType dtype_;
+  size_t element_size_;
+  std::optional<uint64_t> header_count_;  // the count in the .npy header written so far
+  std::string buffered_;                  // .npy payload held back for a pipe
+  std::string partial_;                   // text: bytes of an element split across writes
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace gpuscan::cli

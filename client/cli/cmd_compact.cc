@@ -1,0 +1,136 @@
+// gpuscan compact: stable stream compaction of an array file by a flags file or a predicate;
+// kept values and/or indices stream to their outputs.
+#include <memory>
+#include <optional>
+
+#include "array_options.h"
+#include "commands.h"
+#include "names.h"
+#include "progress.h"
+#include "report.h"
+
+namespace gpuscan::cli {
+namespace {
+
+struct CompactArgs {
+  ArrayArgs io;
+  std::string flags;
+  std::string predicate;
+  std::string threshold, upper;
+  std::string output_kind = "values";
+  std::string indices_output;
+};
+
+v1::Predicate MakePredicate(const CompactArgs& a, v1::DType dtype) {
+  v1::Predicate p;
+  p.set_op(ParsePredicate(a.predicate));
+  const bool needs_threshold =
+      p.op() != v1::PREDICATE_OP_NONZERO && p.op() != v1::PREDICATE_OP_NOT_NAN;
+  if (needs_threshold) {
+    if (a.threshold.empty()) {
+      throw std::runtime_error("--predicate " + a.predicate + " needs --threshold");
+    }
+    *p.mutable_threshold() = ParseScalar(a.threshold, dtype);
+  }
+  if (p.op() == v1::PREDICATE_OP_IN_RANGE) {
+    if (a.upper.empty()) throw std::runtime_error("--predicate in_range needs --upper");
+    *p.mutable_upper() = ParseScalar(a.upper, dtype);
+  }
+  return p;
+}
+
+int RunCompact(const CompactArgs& a, const GlobalOptions& g) {
+  if (a.flags.empty() && a.predicate.empty()) {
+    throw std::runtime_error("compact needs --flags FILE or --predicate");
+  }
+  auto in = ArrayInput::Open(MakeInputSpec(a.io));
+  v1::CompactHeader header;
+  header.set_dtype(in->dtype());
+  header.set_output(ParseCompactOutput(a.output_kind));
+  if (in->count()) header.set_element_count(*in->count());
+
+  std::unique_ptr<ArrayInput> flags;
+  if (!a.flags.empty()) {
+    flags = ArrayInput::OpenFlags(a.flags);
+    if (in->count() && flags->count() && *in->count() != *flags->count()) {
+      throw std::runtime_error("flags " + flags->name() + " hold " +
+                               std::to_string(*flags->count()) + " elements, input " +
+                               in->name() + " " + std::to_string(*in->count()));
+    }
+    header.set_use_flags(true);
+  } else {
+    *header.mutable_predicate() = MakePredicate(a, in->dtype());
+  }
+
+  // Kept values go to -o; indices go to -o when they are the only output, else to
+  // --indices-output. The kept count is unknown until the end (see ArrayOutput).
+  std::optional<ArrayOutput> values_out, indices_out;
+  const v1::CompactOutput kind = header.output();
+  if (kind == v1::COMPACT_OUTPUT_VALUES_AND_INDICES && a.indices_output.empty()) {
+    throw std::runtime_error("--output-kind both needs --indices-output FILE");
+  }
+  if (kind != v1::COMPACT_OUTPUT_INDICES) {
+    values_out.emplace(ResolveOutput(a.io.output, a.io.out_format, g.json, std::nullopt),
+                       in->dtype(), std::nullopt);
+  }
+  if (kind == v1::COMPACT_OUTPUT_INDICES) {
+    indices_out.emplace(ResolveOutput(a.io.output, a.io.out_format, g.json, std::nullopt),
+                        v1::DTYPE_INT64, std::nullopt);
+  } else if (kind == v1::COMPACT_OUTPUT_VALUES_AND_INDICES) {
+    OutputSpec spec;
+    spec.path = a.indices_output;
+    indices_out.emplace(spec, v1::DTYPE_INT64, std::nullopt);
+  }
+
+  Client client(MakeClientOptions(g));
+  std::optional<uint64_t> total;
+  if (in->payload_bytes()) total = *in->payload_bytes() + (flags ? *in->count() : 0);
+  ProgressBar bar(!g.no_progress, total);
+  v1::CompactResponse final_response = client.CompactStream(
+      header, in->AsSource(), flags ? flags->AsSource() : Source{},
+      values_out ? values_out->AsSink() : Sink{}, indices_out ? indices_out->AsSink() : Sink{},
+      bar.AsCallback());
+  bar.Clear();
+  if (values_out) values_out->Finish();
+  if (indices_out) indices_out->Finish();
+
+  Timing timing = FromProto(final_response.timing());
+  Report report(g.json);
+  report.Field("kept_count", std::to_string(final_response.kept_count()));
+  report.Field("element_count", std::to_string(final_response.element_count()));
+  report.Note("kept " + std::to_string(final_response.kept_count()) + " of " +
+              std::to_string(final_response.element_count()) + " " + DTypeName(in->dtype()) +
+              " elements");
+  report.Print(&timing);
+  return 0;
+}
+
+}  // namespace
+
+Command AddCompactCommand(CLI::App& app, const GlobalOptions& g) {
+  auto a = std::make_shared<CompactArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "compact", "Keep the elements selected by a flags file or a predicate (stable)");
+  AddInputOptions(cmd, a->io);
+  AddOutputOptions(cmd, a->io);
+  auto* flags = cmd->add_option(
+      "--flags", a->flags,
+      "selection flags, one per element, nonzero = keep: .npy of bool/uint8/int8, or raw bytes");
+  auto* pred = cmd->add_option("--predicate", a->predicate,
+                               "keep x when x <predicate> threshold (in_range: threshold <= x "
+                               "< upper)")
+                   ->check(CLI::IsMember(PredicateNames()));
+  flags->excludes(pred);
+  cmd->add_option("--threshold", a->threshold, "predicate operand, in the input's dtype");
+  cmd->add_option("--upper", a->upper, "upper bound (exclusive) for in_range");
+  cmd->add_option("--output-kind", a->output_kind,
+                  "what to return: kept values, their int64 indices, or both")
+      ->check(CLI::IsMember(CompactOutputNames()))
+      ->capture_default_str();
+  cmd->add_option("--indices-output", a->indices_output,
+                  "file for the indices with --output-kind both (-o gets the values)");
+  cmd->footer(kArrayIoHelp);
+  return {cmd, [a, &g] { return RunCompact(*a, g); }};
+}
+
+}  // namespace gpuscan::cli

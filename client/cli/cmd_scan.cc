@@ -1,0 +1,64 @@
+// gpuscan scan: prefix scan of an array file, results streamed to the output as they arrive.
+#include <memory>
+
+#include "array_options.h"
+#include "commands.h"
+#include "names.h"
+#include "progress.h"
+#include "report.h"
+
+namespace gpuscan::cli {
+namespace {
+
+struct ScanArgs {
+  ArrayArgs io;
+  std::string op = "sum";
+  bool exclusive = false;
+  std::string algorithm = "default";
+};
+
+int RunScan(const ScanArgs& a, const GlobalOptions& g) {
+  auto in = ArrayInput::Open(MakeInputSpec(a.io));
+  ArrayOutput out(ResolveOutput(a.io.output, a.io.out_format, g.json, in->count()), in->dtype(),
+                  in->count());
+
+  v1::ScanHeader header;
+  header.set_dtype(in->dtype());
+  header.set_op(ParseOperator(a.op));
+  header.set_kind(a.exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
+  header.set_algorithm(ParseAlgorithm(a.algorithm));
+  if (in->count()) header.set_element_count(*in->count());
+
+  Client client(MakeClientOptions(g));
+  ProgressBar bar(!g.no_progress, in->payload_bytes());
+  Timing timing = client.ScanStream(header, in->AsSource(), out.AsSink(), bar.AsCallback());
+  bar.Clear();
+  out.Finish();
+
+  Report report(g.json);
+  report.Field("element_count", std::to_string(out.elements()));
+  report.Note("scanned " + std::to_string(out.elements()) + " " + DTypeName(in->dtype()) +
+              " elements (" + a.op + (a.exclusive ? ", exclusive" : ", inclusive") + ")");
+  report.Print(&timing);
+  return 0;
+}
+
+}  // namespace
+
+Command AddScanCommand(CLI::App& app, const GlobalOptions& g) {
+  auto a = std::make_shared<ScanArgs>();
+  CLI::App* cmd = app.add_subcommand("scan", "Prefix scan (inclusive or exclusive) of an array");
+  AddInputOptions(cmd, a->io);
+  AddOutputOptions(cmd, a->io);
+  cmd->add_option("--op", a->op, "operator")
+      ->check(CLI::IsMember(OperatorNames()))
+      ->capture_default_str();
+  cmd->add_flag("--exclusive", a->exclusive, "exclusive scan (starts from the identity)");
+  cmd->add_option("--algorithm", a->algorithm, "scan algorithm (the server lists its own: info)")
+      ->check(CLI::IsMember(AlgorithmNames()))
+      ->capture_default_str();
+  cmd->footer(kArrayIoHelp);
+  return {cmd, [a, &g] { return RunScan(*a, g); }};
+}
+
+}  // namespace gpuscan::cli

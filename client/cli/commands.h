@@ -1,0 +1,39 @@
+// The CLI's subcommands. Each Add*Command registers its subcommand and options on the app and
+// returns the function that runs it once the command line is parsed (its exit code).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "gpuscan/client.h"
+
+namespace gpuscan::cli {
+
+// Exit codes: 0 success, 1 any error (message on stderr), 2 health check not SERVING.
+constexpr int kExitError = 1;
+constexpr int kExitNotServing = 2;
+
+struct GlobalOptions {
+  std::string server = "127.0.0.1:50051";
+  double timeout_s = 0;  // per call; 0 = none
+  size_t chunk_bytes = 1 << 20;
+  bool json = false;
+  bool no_progress = false;
+};
+
+ClientOptions MakeClientOptions(const GlobalOptions& g);
+
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+Command AddInfoCommand(CLI::App& app, const GlobalOptions& g);
+Command AddHealthCommand(CLI::App& app, const GlobalOptions& g);
+Command AddScanCommand(CLI::App& app, const GlobalOptions& g);
+Command AddReduceCommand(CLI::App& app, const GlobalOptions& g);
+Command AddCompactCommand(CLI::App& app, const GlobalOptions& g);
+
+}  // namespace gpuscan::cli

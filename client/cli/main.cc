@@ -1,0 +1,68 @@
+// gpuscan: command-line client of the gpuscan service. Parses the command line, runs one
+// subcommand, and turns every failure into "error: <message>" on stderr and a non-zero exit.
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+
+namespace gpuscan::cli {
+
+ClientOptions MakeClientOptions(const GlobalOptions& g) {
+  ClientOptions o;
+  o.target = g.server;
+  o.chunk_bytes = g.chunk_bytes;
+  o.timeout = std::chrono::milliseconds(static_cast<int64_t>(g.timeout_s * 1000));
+  return o;
+}
+
+}  // namespace gpuscan::cli
+
+int main(int argc, char** argv) {
+  using namespace gpuscan::cli;
+  CLI::App app{"gpuscan: prefix scans, reductions and stream compaction on a gpuscan server"};
+  app.require_subcommand(1);
+  app.fallthrough();  // global options may also follow the subcommand
+  app.footer(
+      "Examples:\n"
+      "  gpuscan info --server gpu-box:50051\n"
+      "  gpuscan scan -i x.npy -o prefix.npy --op sum --exclusive\n"
+      "  gpuscan reduce -i x.npy --op max --json\n"
+      "  gpuscan compact -i x.npy -o kept.npy --predicate gt --threshold 0\n"
+      "  seq 1 10 | gpuscan scan --dtype int32\n"
+      "Exit status: 0 success, 1 error (\"error: CODE: message\" on stderr), 2 health not "
+      "SERVING.");
+
+  GlobalOptions g;
+  app.add_option("-s,--server", g.server, "server address: host:port or any gRPC target")
+      ->capture_default_str();
+  app.add_option("--timeout", g.timeout_s, "deadline per call in seconds (0 = none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--chunk-bytes", g.chunk_bytes, "bytes of elements per request message")
+      ->check(CLI::Range(size_t{8}, size_t{1} << 30))
+      ->capture_default_str();
+  app.add_flag("--json", g.json, "print the report (timing, results) as one JSON object on stdout");
+  app.add_flag("--no-progress", g.no_progress, "never draw the progress bar");
+
+  std::vector<Command> commands = {AddInfoCommand(app, g), AddHealthCommand(app, g),
+                                   AddScanCommand(app, g), AddReduceCommand(app, g),
+                                   AddCompactCommand(app, g)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (const auto& c : commands) {
+      if (c.app->parsed()) return c.run();
+    }
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return kExitError;
+  }
+  return kExitError;
+}

@@ -1,0 +1,38 @@
+// Command-line names of the wire enums ("int32", "sum", "decoupled_lookback", "in_range"),
+// derived from the proto's own value names so new enum values need no table here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gpuscan/v1/gpuscan.pb.h"
+
+namespace gpuscan::cli {
+
+std::string DTypeName(v1::DType v);              // DTYPE_INT32 -> "int32"
+std::string OperatorName(v1::Operator v);        // OPERATOR_BIT_AND -> "bit_and"
+std::string AlgorithmName(v1::ScanAlgorithm v);  // SCAN_ALGORITHM_CUB -> "cub"
+
+// Every accepted name (UNSPECIFIED values excluded), for --help and validation.
+std::vector<std::string> DTypeNames();
+std::vector<std::string> OperatorNames();
+std::vector<std::string> AlgorithmNames();
+std::vector<std::string> PredicateNames();
+std::vector<std::string> CompactOutputNames();  // "values", "indices", "both"
+
+// Name to value; throw std::invalid_argument listing the accepted names.
+v1::DType ParseDType(const std::string& name);
+v1::Operator ParseOperator(const std::string& name);
+v1::ScanAlgorithm ParseAlgorithm(const std::string& name);
+v1::PredicateOp ParsePredicate(const std::string& name);
+v1::CompactOutput ParseCompactOutput(const std::string& name);
+
+bool IsFloat(v1::DType t);
+bool IsSigned(v1::DType t);  // signed integers only
+
+// A threshold given on the command line as the Scalar kind the dtype needs: int_value for
+// signed integers, uint_value for unsigned, float_value for floats. Throws
+// std::invalid_argument when the text is not such a number.
+v1::Scalar ParseScalar(const std::string& text, v1::DType dtype);
+
+}  // namespace gpuscan::cli

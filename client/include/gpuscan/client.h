@@ -1,0 +1,155 @@
+// gpuscan::Client: the C++ client of the gpuscan.v1.GpuScan service.
+//
+// Two layers:
+// - a typed API over contiguous arrays (Scan, Reduce, Compact) for callers that hold the data;
+// - a byte-level streaming API (ScanStream, ReduceStream, CompactStream) fed by a Source and
+//   draining into a Sink, so arrays of any length pass through without being held in memory.
+// Streaming calls upload on an internal writer thread while the calling thread reads results,
+// as the service streams results back during the upload. Every failure throws RpcError.
+// A Client is thread-safe: calls may run concurrently on one instance (one channel).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <grpcpp/security/credentials.h>
+
+#include "gpuscan/rpc_error.h"
+#include "gpuscan/timing.h"
+#include "gpuscan/v1/gpuscan.grpc.pb.h"
+
+namespace gpuscan {
+
+struct ClientOptions {
+  std::string target = "127.0.0.1:50051";  // any gRPC target (host:port, dns:///..., unix:...)
+  size_t chunk_bytes = 1 << 20;            // bytes of elements per request message
+  std::chrono::milliseconds timeout{0};    // per-call deadline; 0 = none
+  std::shared_ptr<grpc::ChannelCredentials> credentials;  // null = insecure
+};
+
+// Fills up to max_bytes of buf and returns the bytes written; 0 = end of data. Must return
+// whole elements except at the very end. May throw: the call is cancelled and the exception
+// rethrown to the caller of the streaming method.
+using Source = std::function<size_t(void* buf, size_t max_bytes)>;
+// Receives result bytes in order (whole elements). May throw, like Source.
+using Sink = std::function<void(const void* data, size_t bytes)>;
+// Payload bytes sent and received so far. Called after each message, from the calling thread
+// or the internal writer thread, never from both at once.
+using Progress = std::function<void(uint64_t bytes_sent, uint64_t bytes_received)>;
+
+template <class T>
+struct ScanResult {
+  std::vector<T> values;
+  Timing timing;
+};
+
+template <class T>
+struct ReduceResult {
+  T value{};
+  uint64_t element_count = 0;
+  Timing timing;
+};
+
+template <class T>
+struct CompactResult {
+  std::vector<T> values;          // filled unless output == COMPACT_OUTPUT_INDICES
+  std::vector<int64_t> indices;   // filled unless output == COMPACT_OUTPUT_VALUES
+  uint64_t kept_count = 0;
+  Timing timing;
+};
+
+struct ScanOptions {
+  v1::Operator op = v1::OPERATOR_SUM;
+  bool exclusive = false;
+  v1::ScanAlgorithm algorithm = v1::SCAN_ALGORITHM_DEFAULT;
+};
+
+struct CompactOptions {
+  // Selection by flags (one byte per element, nonzero = keep) when use_flags is set or flags is
+  // non-empty; otherwise by `predicate`.
+  std::vector<uint8_t> flags;
+  bool use_flags = false;
+  v1::Predicate predicate;
+  v1::CompactOutput output = v1::COMPACT_OUTPUT_VALUES;
+};
+
+// The wire dtype of a C++ element type.
+template <class T>
+constexpr v1::DType DTypeOf() {
+  if constexpr (std::is_same_v<T, int32_t>) return v1::DTYPE_INT32;
+  else if constexpr (std::is_same_v<T, int64_t>) return v1::DTYPE_INT64;
+  else if constexpr (std::is_same_v<T, uint32_t>) return v1::DTYPE_UINT32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return v1::DTYPE_UINT64;
+  else if constexpr (std::is_same_v<T, float>) return v1::DTYPE_FLOAT32;
+  else if constexpr (std::is_same_v<T, double>) return v1::DTYPE_FLOAT64;
+  else static_assert(sizeof(T) == 0, "gpuscan: unsupported element type");
+}
+
+// Bytes per element of a dtype; 0 for DTYPE_UNSPECIFIED or an unknown value.
+size_t DTypeSize(v1::DType dtype);
+
+class Client {
+ public:
+  explicit Client(ClientOptions options = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Typed API (T = int32_t, int64_t, uint32_t, uint64_t, float, double). Sets element_count.
+  template <class T>
+  ScanResult<T> Scan(const T* data, size_t n, const ScanOptions& options = {});
+  template <class T>
+  ScanResult<T> Scan(const std::vector<T>& x, const ScanOptions& options = {}) {
+    return Scan(x.data(), x.size(), options);
+  }
+  template <class T>
+  ReduceResult<T> Reduce(const T* data, size_t n, v1::Operator op);
+  template <class T>
+  ReduceResult<T> Reduce(const std::vector<T>& x, v1::Operator op) {
+    return Reduce(x.data(), x.size(), op);
+  }
+  template <class T>
+  CompactResult<T> Compact(const T* data, size_t n, const CompactOptions& options);
+  template <class T>
+  CompactResult<T> Compact(const std::vector<T>& x, const CompactOptions& options) {
+    return Compact(x.data(), x.size(), options);
+  }
+
+  // Byte-level streaming: the header is sent as given (element_count too if the caller set
+  // it), together with the first chunk. Returns the final response's Timing.
+  Timing ScanStream(const v1::ScanHeader& header, Source in, Sink out, Progress progress = {});
+  v1::ReduceResponse ReduceStream(const v1::ReduceHeader& header, Source in,
+                                  Progress progress = {});
+  // `flags` is read only when header.use_flags: each request carries the flags bytes of the
+  // same element range as its values. Kept values go to values_out and kept indices (raw
+  // int64) to indices_out, either of which may be empty when the output kind has none.
+  // Returns the final response (timing, kept_count, element_count).
+  v1::CompactResponse CompactStream(const v1::CompactHeader& header, Source values, Source flags,
+                                    Sink values_out, Sink indices_out, Progress progress = {});
+
+  v1::ServerInfo Info();
+  // grpc.health.v1 status of `service` ("" = the whole server): "SERVING", "NOT_SERVING",
+  // "UNKNOWN" or "SERVICE_UNKNOWN". Throws RpcError when the server cannot be reached.
+  std::string Health(const std::string& service = "");
+
+  const ClientOptions& options() const { return options_; }
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+
+ private:
+  // Fresh context for one call, with the deadline from options_.timeout.
+  std::unique_ptr<grpc::ClientContext> NewContext() const;
+  // options_.chunk_bytes rounded down to whole elements of `element_size` (at least one).
+  size_t ChunkBytes(size_t element_size) const;
+
+  ClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::GpuScan::Stub> stub_;
+};
+
+}  // namespace gpuscan

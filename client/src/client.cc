@@ -1,0 +1,56 @@
+// Client: channel setup, per-call contexts and the unary calls (GetServerInfo).
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+
+#include "gpuscan/client.h"
+
+namespace gpuscan {
+
+size_t DTypeSize(v1::DType dtype) {
+  switch (dtype) {
+    case v1::DTYPE_INT32:
+    case v1::DTYPE_UINT32:
+    case v1::DTYPE_FLOAT32: return 4;
+    case v1::DTYPE_INT64:
+    case v1::DTYPE_UINT64:
+    case v1::DTYPE_FLOAT64: return 8;
+    default: return 0;
+  }
+}
+
+Client::Client(ClientOptions options) : options_(std::move(options)) {
+  grpc::ChannelArguments args;
+  // Responses can exceed the 4 MiB default: a compaction answering values and indices sends
+  // up to 3x the request chunk, and callers may pick chunks above 1 MiB.
+  args.SetMaxReceiveMessageSize(-1);
+  auto creds = options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials();
+  channel_ = grpc::CreateCustomChannel(options_.target, creds, args);
+  stub_ = v1::GpuScan::NewStub(channel_);
+}
+
+Client::~Client() = default;
+
+std::unique_ptr<grpc::ClientContext> Client::NewContext() const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  if (options_.timeout.count() > 0) {
+    ctx->set_deadline(std::chrono::system_clock::now() + options_.timeout);
+  }
+  return ctx;
+}
+
+size_t Client::ChunkBytes(size_t element_size) const {
+  if (element_size == 0) element_size = 1;  // unknown dtype: the server rejects the header
+  size_t chunk = options_.chunk_bytes / element_size * element_size;
+  return chunk == 0 ? element_size : chunk;
+}
+
+v1::ServerInfo Client::Info() {
+  auto ctx = NewContext();
+  v1::ServerInfo info;
+  grpc::Status status = stub_->GetServerInfo(ctx.get(), v1::GetServerInfoRequest(), &info);
+  if (!status.ok()) throw RpcError(status);
+  return info;
+}
+
+}  // namespace gpuscan

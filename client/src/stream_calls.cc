@@ -1,0 +1,142 @@
+// The byte-level streaming calls: ScanStream, ReduceStream, CompactStream. Each request holds
+// up to one chunk of whole elements; the first also carries the header (alone if the input is
+// empty).
+#include <algorithm>
+#include <stdexcept>
+
+#include "gpuscan/client.h"
+#include "stream_driver.h"
+
+namespace gpuscan {
+
+using detail::ProgressTracker;
+using detail::ReadFull;
+
+Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
+                          Progress progress) {
+  auto ctx = NewContext();
+  auto stream = stub_->Scan(ctx.get());
+  const size_t chunk = ChunkBytes(DTypeSize(header.dtype()));
+  ProgressTracker tracker(std::move(progress));
+  Timing timing;
+
+  auto write_all = [&] {
+    v1::ScanRequest req;
+    *req.mutable_header() = header;
+    std::string* data = req.mutable_data();
+    bool ended = !in;
+    for (bool first = true;; first = false) {
+      data->resize(chunk);  // the Source fills the message's own buffer: no extra copy
+      data->resize(ReadFull(in, data->data(), chunk, ended));
+      if (data->empty() && !first) return;
+      if (!stream->Write(req)) return;  // the call is over; Finish says why
+      tracker.Sent(data->size());
+      if (ended) return;
+      req.clear_header();
+    }
+  };
+  auto read_all = [&] {
+    v1::ScanResponse resp;
+    while (stream->Read(&resp)) {
+      if (!resp.data().empty()) {
+        if (out) out(resp.data().data(), resp.data().size());
+        tracker.Received(resp.data().size());
+      }
+      if (resp.has_timing()) timing = FromProto(resp.timing());
+    }
+  };
+  detail::RunBidi(*ctx, *stream, write_all, read_all);
+  return timing;
+}
+
+v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, Source in,
+                                        Progress progress) {
+  auto ctx = NewContext();
+  v1::ReduceResponse response;
+  auto stream = stub_->Reduce(ctx.get(), &response);
+  const size_t chunk = ChunkBytes(DTypeSize(header.dtype()));
+  ProgressTracker tracker(std::move(progress));
+
+  // Client streaming with a single response at the end: no reader runs during the upload.
+  try {
+    v1::ReduceRequest req;
+    *req.mutable_header() = header;
+    std::string* data = req.mutable_data();
+    bool ended = !in;
+    for (bool first = true;; first = false) {
+      data->resize(chunk);
+      data->resize(ReadFull(in, data->data(), chunk, ended));
+      if (data->empty() && !first) break;
+      if (!stream->Write(req)) break;
+      tracker.Sent(data->size());
+      if (ended) break;
+      req.clear_header();
+    }
+  } catch (...) {
+    ctx->TryCancel();
+    stream->Finish();
+    throw;
+  }
+  stream->WritesDone();
+  grpc::Status status = stream->Finish();
+  if (!status.ok()) throw RpcError(status);
+  return response;
+}
+
+v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Source values,
+                                          Source flags, Sink values_out, Sink indices_out,
+                                          Progress progress) {
+  const bool use_flags = header.selector_case() == v1::CompactHeader::kUseFlags &&
+                         header.use_flags();
+  if (use_flags && !flags) {
+    throw std::invalid_argument("gpuscan: CompactStream with use_flags needs a flags Source");
+  }
+  auto ctx = NewContext();
+  auto stream = stub_->Compact(ctx.get());
+  const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
+  const size_t chunk = ChunkBytes(esize);
+  ProgressTracker tracker(std::move(progress));
+  v1::CompactResponse final_response;
+
+  auto write_all = [&] {
+    v1::CompactRequest req;
+    *req.mutable_header() = header;
+    std::string* vals = req.mutable_values();
+    std::string* flg = req.mutable_flags();
+    bool values_ended = !values, flags_ended = !use_flags;
+    for (bool first = true;; first = false) {
+      vals->resize(chunk);
+      vals->resize(ReadFull(values, vals->data(), chunk, values_ended));
+      if (!flags_ended) {
+        // The flags of the same elements; once the values end, whatever flags remain are sent
+        // too, so the server (not this client) judges the length mismatch.
+        size_t want = values_ended && vals->empty() ? chunk / esize
+                                                    : (vals->size() + esize - 1) / esize;
+        flg->resize(want);
+        flg->resize(ReadFull(flags, flg->data(), want, flags_ended));
+      }
+      bool empty = vals->empty() && flg->empty();
+      if (empty && !first) return;
+      if (!stream->Write(req)) return;
+      tracker.Sent(vals->size() + flg->size());
+      if (values_ended && flags_ended) return;
+      if (empty) return;
+      req.clear_header();
+    }
+  };
+  auto read_all = [&] {
+    v1::CompactResponse resp;
+    while (stream->Read(&resp)) {
+      const std::string& v = resp.values();
+      const std::string& i = resp.indices();
+      if (!v.empty() && values_out) values_out(v.data(), v.size());
+      if (!i.empty() && indices_out) indices_out(i.data(), i.size());
+      tracker.Received(v.size() + i.size());
+      if (resp.has_timing()) final_response = std::move(resp);
+    }
+  };
+  detail::RunBidi(*ctx, *stream, write_all, read_all);
+  return final_response;
+}
+
+}  // namespace gpuscan

@@ -1,0 +1,468 @@
+// CPU engine: each chunk is cut into fixed blocks of CpuEngine::kBlockElems elements.
+//
+//   scan:    fold every block but the last (parallel) -> scan the block totals from the
+//            session's carry (sequential, in block order) -> scan every block from its
+//            offset (parallel).
+//   reduce:  fold every block (parallel) -> combine the totals in block order.
+//   compact: count the kept elements of every block (parallel) -> offsets in block order ->
+//            write every block's kept elements at its offset (parallel; stable order).
+//
+// Why not tbb::parallel_scan / parallel_reduce: how they associate the operation depends on
+// which ranges got stolen, so float sums and products would change from run to run and with
+// the thread count. Here the association depends only on the block layout, which depends only
+// on the chunk's length, so the same input and chunking give bit-identical results on any
+// number of threads (and a chunk run serially uses the very same blocks).
+//
+// Elements are read and written with memcpy: buffers come from protobuf strings and need not
+// be aligned for T (memcpy of sizeof(T) bytes compiles to a plain load or store).
+#include "engine/cpu_engine.h"
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <type_traits>
+#include <utility>
+
+#include "engine/dispatch.h"
+
+namespace gpuscan::engine {
+
+namespace cpu_detail {
+
+// Asking for more threads than the hardware has gains nothing (TBB would not start the extra
+// workers anyway, and says so on stderr), so the request is capped there.
+struct Pool {
+  explicit Pool(int threads)
+      : arena(threads > 0 ? std::min(threads, tbb::info::default_concurrency())
+                          : tbb::task_arena::automatic) {
+    arena.initialize();
+  }
+  tbb::task_arena arena;
+};
+
+}  // namespace cpu_detail
+
+namespace {
+
+using cpu_detail::Pool;
+constexpr uint64_t kBlock = CpuEngine::kBlockElems;
+
+template <class T>
+T Load(const unsigned char* p, uint64_t i) {
+  T v;
+  std::memcpy(&v, p + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+template <class T>
+void Store(unsigned char* p, uint64_t i, T v) {
+  std::memcpy(p + i * sizeof(T), &v, sizeof(T));
+}
+
+// Adds the time from construction to destruction to times.kernel_us.
+class KernelTimer {
+ public:
+  explicit KernelTimer(StageTimes& times) : times_(times), start_(Clock::now()) {}
+  ~KernelTimer() {
+    times_.kernel_us += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_).count());
+  }
+  KernelTimer(const KernelTimer&) = delete;
+  KernelTimer& operator=(const KernelTimer&) = delete;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  StageTimes& times_;
+  Clock::time_point start_;
+};
+
+// The block layout of one chunk of n elements.
+struct Blocks {
+  explicit Blocks(uint64_t n_) : n(n_), count((n_ + kBlock - 1) / kBlock) {}
+  uint64_t begin(uint64_t b) const { return b * kBlock; }
+  uint64_t end(uint64_t b) const { return std::min(n, (b + 1) * kBlock); }
+  uint64_t n;
+  uint64_t count;
+};
+
+// Runs f(b) for b in [0, count): on the pool when `parallel`, else in order on this thread.
+// Either way each block's arithmetic is the same, so the results are too.
+template <class F>
+void ForBlocks(Pool& pool, uint64_t count, bool parallel, const F& f) {
+  if (!parallel || count < 2) {
+    for (uint64_t b = 0; b < count; ++b) f(b);
+    return;
+  }
+  pool.arena.execute([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<uint64_t>(0, count, 1),
+        [&](const tbb::blocked_range<uint64_t>& r) {
+          for (uint64_t b = r.begin(); b != r.end(); ++b) f(b);
+        },
+        tbb::simple_partitioner());
+  });
+}
+
+bool RunParallel(const Pool& pool, uint64_t n) {
+  return n >= CpuEngine::kParallelMinElems && pool.arena.max_concurrency() > 1;
+}
+
+// Folds elements [begin, end) from the identity. Eight interleaved accumulators break the
+// dependency chain (floats add in ~4 cycles); their layout is fixed, so the result is too.
+template <class T, class Op>
+T Fold(const unsigned char* in, uint64_t begin, uint64_t end) {
+  constexpr int kLanes = 8;
+  const Op op;
+  T acc[kLanes];
+  for (T& a : acc) a = Op::identity();
+  uint64_t i = begin;
+  for (; i + kLanes <= end; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) acc[l] = op(acc[l], Load<T>(in, i + l));
+  }
+  T total = acc[0];
+  for (int l = 1; l < kLanes; ++l) total = op(total, acc[l]);
+  for (; i < end; ++i) total = op(total, Load<T>(in, i));
+  return total;
+}
+
+// Scans elements [begin, end) starting from `running`; returns the running value after the
+// last element (what the next element continues from).
+template <class T, class Op, bool kExclusive>
+T ScanRange(const unsigned char* in, unsigned char* out, uint64_t begin, uint64_t end,
+            T running) {
+  const Op op;
+  for (uint64_t i = begin; i < end; ++i) {
+    const T x = Load<T>(in, i);
+    if constexpr (kExclusive) {
+      Store(out, i, running);
+      running = op(running, x);
+    } else {
+      running = op(running, x);
+      Store(out, i, running);
+    }
+  }
+  return running;
+}
+
+void CheckBuffer(const void* p, uint64_t n, const char* what) {
+  if (n != 0 && p == nullptr) {
+    throw Error(ErrorCode::kInvalidArgument, std::string("null ") + what + " buffer");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scan
+
+template <class T, class Op, bool kExclusive>
+class CpuScan final : public ScanSession {
+ public:
+  explicit CpuScan(std::shared_ptr<Pool> pool) : pool_(std::move(pool)) {}
+
+  void Process(const void* in, void* out, uint64_t n, StageTimes& times) override {
+    if (n == 0) return;
+    CheckBuffer(in, n, "input");
+    CheckBuffer(out, n, "output");
+    KernelTimer timer(times);
+    const auto* src = static_cast<const unsigned char*>(in);
+    auto* dst = static_cast<unsigned char*>(out);
+    const Blocks blocks(n);
+    if (blocks.count == 1) {
+      carry_ = ScanRange<T, Op, kExclusive>(src, dst, 0, n, carry_);
+      return;
+    }
+    const bool parallel = RunParallel(*pool_, n);
+    const uint64_t last = blocks.count - 1;
+    // offsets[b + 1] first holds block b's total, then the scan turns it into an offset.
+    std::vector<T> offsets(blocks.count);
+    ForBlocks(*pool_, last, parallel, [&](uint64_t b) {
+      offsets[b + 1] = Fold<T, Op>(src, blocks.begin(b), blocks.end(b));
+    });
+    const Op op;
+    offsets[0] = carry_;
+    for (uint64_t b = 1; b < blocks.count; ++b) offsets[b] = op(offsets[b - 1], offsets[b]);
+    T end_running = carry_;
+    ForBlocks(*pool_, blocks.count, parallel, [&](uint64_t b) {
+      const T r = ScanRange<T, Op, kExclusive>(src, dst, blocks.begin(b), blocks.end(b), offsets[b]);
+      if (b == last) end_running = r;
+    });
+    // The next chunk continues from the value the last element's scan reached, as if the
+    // whole array had been one chunk from here on.
+    carry_ = end_running;
+  }
+
+  std::string algorithm() const override { return "cpu_blocked"; }
+
+ private:
+  std::shared_ptr<Pool> pool_;
+  T carry_ = Op::identity();
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reduce
+
+template <class T, class Op>
+class CpuReduce final : public ReduceSession {
+ public:
+  explicit CpuReduce(std::shared_ptr<Pool> pool) : pool_(std::move(pool)) {}
+
+  void Process(const void* in, uint64_t n, StageTimes& times) override {
+    if (n == 0) return;
+    CheckBuffer(in, n, "input");
+    KernelTimer timer(times);
+    const auto* src = static_cast<const unsigned char*>(in);
+    const Blocks blocks(n);
+    const Op op;
+    T chunk;
+    if (blocks.count == 1) {
+      chunk = Fold<T, Op>(src, 0, n);
+    } else {
+      std::vector<T> totals(blocks.count);
+      ForBlocks(*pool_, blocks.count, RunParallel(*pool_, n), [&](uint64_t b) {
+        totals[b] = Fold<T, Op>(src, blocks.begin(b), blocks.end(b));
+      });
+      chunk = totals[0];
+      for (uint64_t b = 1; b < blocks.count; ++b) chunk = op(chunk, totals[b]);
+    }
+    partial_ = op(partial_, chunk);
+  }
+
+  void Result(void* value) const override { std::memcpy(value, &partial_, sizeof(T)); }
+  std::string algorithm() const override { return "cpu_blocked"; }
+
+ private:
+  std::shared_ptr<Pool> pool_;
+  T partial_ = Op::identity();
+};
+
+// ---------------------------------------------------------------------------------------------
+// Compact
+
+// Keep-tests for element i of a chunk: a flag byte, or a predicate on the value.
+struct FlagKeep {
+  const uint8_t* flags;
+  bool operator()(uint64_t i) const { return flags[i] != 0; }
+};
+
+// Comparisons are IEEE ones: anything but != with a NaN is false.
+template <class T, PredicateOp P>
+struct PredicateKeep {
+  const unsigned char* values;
+  T threshold;
+  T upper;
+  bool operator()(uint64_t i) const {
+    const T x = Load<T>(values, i);
+    if constexpr (P == PredicateOp::kNonzero) {
+      return x != T(0);
+    } else if constexpr (P == PredicateOp::kEq) {
+      return x == threshold;
+    } else if constexpr (P == PredicateOp::kNe) {
+      return x != threshold;
+    } else if constexpr (P == PredicateOp::kLt) {
+      return x < threshold;
+    } else if constexpr (P == PredicateOp::kLe) {
+      return x <= threshold;
+    } else if constexpr (P == PredicateOp::kGt) {
+      return x > threshold;
+    } else if constexpr (P == PredicateOp::kGe) {
+      return x >= threshold;
+    } else if constexpr (P == PredicateOp::kInRange) {
+      return threshold <= x && x < upper;
+    } else {
+      static_assert(P == PredicateOp::kNotNan, "unhandled predicate operator");
+      return !ops::IsNan(x);
+    }
+  }
+};
+
+bool IsKnown(PredicateOp p) {
+  return static_cast<unsigned>(p) <= static_cast<unsigned>(PredicateOp::kNotNan);
+}
+
+// The one place a runtime predicate operator becomes a template argument.
+template <class F>
+decltype(auto) VisitPredicate(PredicateOp p, F&& f) {
+  using P = PredicateOp;
+  switch (p) {
+    case P::kNonzero: return f(std::integral_constant<P, P::kNonzero>{});
+    case P::kEq: return f(std::integral_constant<P, P::kEq>{});
+    case P::kNe: return f(std::integral_constant<P, P::kNe>{});
+    case P::kLt: return f(std::integral_constant<P, P::kLt>{});
+    case P::kLe: return f(std::integral_constant<P, P::kLe>{});
+    case P::kGt: return f(std::integral_constant<P, P::kGt>{});
+    case P::kGe: return f(std::integral_constant<P, P::kGe>{});
+    case P::kInRange: return f(std::integral_constant<P, P::kInRange>{});
+    case P::kNotNan: return f(std::integral_constant<P, P::kNotNan>{});
+  }
+  throw Error(ErrorCode::kInvalidArgument, "unknown predicate operator");
+}
+
+template <class T>
+class CpuCompact final : public CompactSession {
+ public:
+  CpuCompact(std::shared_ptr<Pool> pool, const CompactSpec& spec)
+      : pool_(std::move(pool)), spec_(spec) {
+    std::memcpy(&threshold_, spec.predicate.threshold, sizeof(T));
+    std::memcpy(&upper_, spec.predicate.upper, sizeof(T));
+  }
+
+  uint64_t Process(const void* values, const uint8_t* flags, uint64_t n, void* out_values,
+                   int64_t* out_indices, StageTimes& times) override {
+    if (n == 0) return 0;
+    if (spec_.use_flags) CheckBuffer(flags, n, "flags");
+    if (!spec_.use_flags || spec_.want_values) CheckBuffer(values, n, "values");
+    if (spec_.want_values) CheckBuffer(out_values, n, "output values");
+    if (spec_.want_indices) CheckBuffer(out_indices, n, "output indices");
+    KernelTimer timer(times);
+    Out out{static_cast<const unsigned char*>(values),
+            spec_.want_values ? static_cast<unsigned char*>(out_values) : nullptr,
+            spec_.want_indices ? reinterpret_cast<unsigned char*>(out_indices) : nullptr,
+            offset_};
+    uint64_t kept;
+    if (spec_.use_flags) {
+      kept = Run(FlagKeep{flags}, out, n);
+    } else {
+      kept = VisitPredicate(spec_.predicate.op, [&](auto p) {
+        return Run(PredicateKeep<T, decltype(p)::value>{out.values, threshold_, upper_}, out, n);
+      });
+    }
+    offset_ += n;
+    return kept;
+  }
+
+  std::string algorithm() const override { return "cpu_blocked"; }
+
+ private:
+  struct Out {
+    const unsigned char* values;
+    unsigned char* out_values;   // null: values not wanted
+    unsigned char* out_indices;  // null: indices not wanted (int64, maybe unaligned)
+    uint64_t offset;             // the chunk's first element's index in the whole array
+  };
+
+  template <class Keep>
+  static uint64_t Count(const Keep& keep, uint64_t begin, uint64_t end) {
+    uint64_t count = 0;
+    for (uint64_t i = begin; i < end; ++i) count += keep(i) ? 1 : 0;
+    return count;
+  }
+
+  // Writes the kept elements of [begin, end) from output position `pos` on; returns the
+  // position after the last one written.
+  template <class Keep>
+  static uint64_t Write(const Keep& keep, const Out& out, uint64_t begin, uint64_t end,
+                        uint64_t pos) {
+    for (uint64_t i = begin; i < end; ++i) {
+      if (!keep(i)) continue;
+      if (out.out_values) Store(out.out_values, pos, Load<T>(out.values, i));
+      if (out.out_indices) Store(out.out_indices, pos, static_cast<int64_t>(out.offset + i));
+      ++pos;
+    }
+    return pos;
+  }
+
+  template <class Keep>
+  uint64_t Run(const Keep& keep, const Out& out, uint64_t n) {
+    const Blocks blocks(n);
+    if (blocks.count == 1) return Write(keep, out, 0, n, 0);
+    const bool parallel = RunParallel(*pool_, n);
+    // starts[b + 1] first holds block b's count, then the scan turns it into b + 1's start.
+    std::vector<uint64_t> starts(blocks.count + 1, 0);
+    ForBlocks(*pool_, blocks.count, parallel, [&](uint64_t b) {
+      starts[b + 1] = Count(keep, blocks.begin(b), blocks.end(b));
+    });
+    for (uint64_t b = 1; b <= blocks.count; ++b) starts[b] += starts[b - 1];
+    ForBlocks(*pool_, blocks.count, parallel, [&](uint64_t b) {
+      Write(keep, out, blocks.begin(b), blocks.end(b), starts[b]);
+    });
+    return starts[blocks.count];
+  }
+
+  std::shared_ptr<Pool> pool_;
+  CompactSpec spec_;
+  T threshold_{};
+  T upper_{};
+  uint64_t offset_ = 0;
+};
+
+std::string CpuModelName() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) break;
+    const auto first = line.find_first_not_of(" \t", colon + 1);
+    return first == std::string::npos ? std::string() : line.substr(first);
+  }
+  return {};
+}
+
+}  // namespace
+
+CpuEngine::CpuEngine(int threads) {
+  if (threads < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "cpu threads must be >= 0 (0 = all hardware threads), got " +
+                    std::to_string(threads));
+  }
+  pool_ = std::make_shared<cpu_detail::Pool>(threads);
+  const int n = this->threads();
+  device_name_ = "cpu (" + std::to_string(n) + (n == 1 ? " thread" : " threads");
+  const std::string model = CpuModelName();
+  if (!model.empty()) device_name_ += ", " + model;
+  device_name_ += ")";
+}
+
+CpuEngine::~CpuEngine() = default;
+
+int CpuEngine::threads() const { return pool_->arena.max_concurrency(); }
+
+std::vector<ScanAlgorithm> CpuEngine::scan_algorithms() const {
+  return {ScanAlgorithm::kDefault, ScanAlgorithm::kCpuBlocked};
+}
+std::vector<std::string> CpuEngine::reduce_algorithms() const { return {"cpu_blocked"}; }
+std::vector<std::string> CpuEngine::compact_algorithms() const { return {"cpu_blocked"}; }
+
+std::unique_ptr<ScanSession> CpuEngine::NewScan(const ScanSpec& spec) {
+  if (spec.algorithm != ScanAlgorithm::kDefault && spec.algorithm != ScanAlgorithm::kCpuBlocked) {
+    if (static_cast<unsigned>(spec.algorithm) > static_cast<unsigned>(ScanAlgorithm::kCpuBlocked)) {
+      throw Error(ErrorCode::kInvalidArgument, "unknown scan algorithm");
+    }
+    throw Error(ErrorCode::kUnimplemented,
+                "scan algorithm '" + std::string(Name(spec.algorithm)) +
+                    "' is not available on the cpu engine (available: cpu_blocked)");
+  }
+  return Visit(spec.dtype, spec.op, [&](auto t, auto o) -> std::unique_ptr<ScanSession> {
+    using T = typename decltype(t)::type;
+    using O = typename decltype(o)::type;
+    if (spec.exclusive) return std::make_unique<CpuScan<T, O, true>>(pool_);
+    return std::make_unique<CpuScan<T, O, false>>(pool_);
+  });
+}
+
+std::unique_ptr<ReduceSession> CpuEngine::NewReduce(const ReduceSpec& spec) {
+  return Visit(spec.dtype, spec.op, [&](auto t, auto o) -> std::unique_ptr<ReduceSession> {
+    using T = typename decltype(t)::type;
+    using O = typename decltype(o)::type;
+    return std::make_unique<CpuReduce<T, O>>(pool_);
+  });
+}
+
+std::unique_ptr<CompactSession> CpuEngine::NewCompact(const CompactSpec& spec) {
+  if (!spec.use_flags && !IsKnown(spec.predicate.op)) {
+    throw Error(ErrorCode::kInvalidArgument, "unknown predicate operator");
+  }
+  return VisitDType(spec.dtype, [&](auto t) -> std::unique_ptr<CompactSession> {
+    using T = typename decltype(t)::type;
+    return std::make_unique<CpuCompact<T>>(pool_, spec);
+  });
+}
+
+}  // namespace gpuscan::engine

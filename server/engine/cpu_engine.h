@@ -1,0 +1,50 @@
+// The CPU engine: blocked, multi-threaded (oneTBB) scans, reductions and compactions whose
+// float results depend only on the input and its chunking, never on the thread count.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace gpuscan::engine {
+
+namespace cpu_detail {
+struct Pool;  // the TBB arena the sessions share; defined in cpu_engine.cc
+}
+
+class CpuEngine : public Engine {
+ public:
+  // Each chunk is cut into blocks of this many elements (whatever the dtype or thread count):
+  // the block layout fixes the association of float operations, hence the results.
+  static constexpr uint64_t kBlockElems = uint64_t{1} << 14;  // 16 Ki
+  // Chunks shorter than this run on the calling thread (same blocks, same results): waking
+  // the pool costs more than it saves.
+  static constexpr uint64_t kParallelMinElems = 4 * kBlockElems;  // 64 Ki
+
+  // threads: 0 = all hardware threads; more than the hardware has are capped to that.
+  explicit CpuEngine(int threads);
+  ~CpuEngine() override;
+
+  std::string name() const override { return "cpu"; }
+  std::string device_name() const override { return device_name_; }
+  std::vector<DeviceInfo> devices() const override { return {}; }
+  std::vector<ScanAlgorithm> scan_algorithms() const override;
+  std::vector<std::string> reduce_algorithms() const override;
+  std::vector<std::string> compact_algorithms() const override;
+
+  std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) override;
+  std::unique_ptr<ReduceSession> NewReduce(const ReduceSpec& spec) override;
+  std::unique_ptr<CompactSession> NewCompact(const CompactSpec& spec) override;
+
+  int threads() const;  // the arena's concurrency (after capping)
+
+ private:
+  // Shared with the sessions, so a session may outlive the engine that made it.
+  std::shared_ptr<cpu_detail::Pool> pool_;
+  std::string device_name_;
+};
+
+}  // namespace gpuscan::engine

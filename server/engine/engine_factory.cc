@@ -1,0 +1,65 @@
+// MakeEngine: picks the compute backend. The CUDA engine plugs in at MakeCudaEngine below.
+#include <memory>
+#include <string>
+
+#include "engine/cpu_engine.h"
+#include "engine/engine.h"
+
+namespace gpuscan::engine {
+namespace {
+
+// Returns the CUDA engine, or null with *reason saying why there is none.
+std::unique_ptr<Engine> MakeCudaEngine(const EngineOptions& /*options*/, std::string* reason) {
+#if defined(GPUSCAN_HAVE_CUDA)
+  *reason = "CUDA engine not implemented yet";
+#else
+  *reason = "no CUDA engine in this build";
+#endif
+  return nullptr;
+}
+
+std::unique_ptr<Engine> MakeCpuEngine(const EngineOptions& options) {
+  return std::make_unique<CpuEngine>(options.cpu_threads);
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> MakeEngine(const EngineOptions& options, std::string* why) {
+  std::string line;
+  std::unique_ptr<Engine> engine;
+  switch (options.kind) {
+    case EngineKind::kCpu:
+      engine = MakeCpuEngine(options);
+      line = "engine=cpu: requested";
+      break;
+    case EngineKind::kCuda: {
+      std::string reason;
+      engine = MakeCudaEngine(options, &reason);
+      if (!engine) {
+        std::string message = "engine=cuda requested but this build has no CUDA engine";
+#if defined(GPUSCAN_HAVE_CUDA)
+        message += " (" + reason + ")";
+#endif
+        throw Error(ErrorCode::kUnavailable, message);
+      }
+      line = "engine=cuda: requested";
+      break;
+    }
+    case EngineKind::kAuto: {
+      std::string reason;
+      engine = MakeCudaEngine(options, &reason);
+      if (engine) {
+        line = "engine=auto: using cuda";
+      } else {
+        engine = MakeCpuEngine(options);
+        line = "engine=auto: " + reason + ", using cpu";
+      }
+      break;
+    }
+  }
+  if (!engine) throw Error(ErrorCode::kInvalidArgument, "unknown engine kind");
+  if (why) *why = line;
+  return engine;
+}
+
+}  // namespace gpuscan::engine

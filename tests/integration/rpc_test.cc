@@ -1,0 +1,185 @@
+// Every RPC driven by gpuscan::Client against an in-process server: multi-chunk arrays of
+// every dtype, results checked against the sequential reference, Timing filled in.
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "reference.h"
+#include "test_server.h"
+
+namespace gpuscan {
+namespace {
+
+using testing::TestServer;
+
+class RpcTest : public ::testing::Test {
+ public:
+  // Small chunks so modest arrays span many messages.
+  static constexpr size_t kChunkBytes = 64 * 1024;
+
+ protected:
+  static void SetUpTestSuite() { server_ = new TestServer(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  Client client_{server_->client_options(kChunkBytes)};
+  static TestServer* server_;
+};
+TestServer* RpcTest::server_ = nullptr;
+
+template <class T>
+class TypedRpcTest : public RpcTest {};
+using AllTypes = ::testing::Types<int32_t, int64_t, uint32_t, uint64_t, float, double>;
+TYPED_TEST_SUITE(TypedRpcTest, AllTypes);
+
+// A size that spans several chunks and ends mid-chunk.
+template <class T>
+size_t MultiChunkSize() {
+  return 3 * RpcTest::kChunkBytes / sizeof(T) + 17;
+}
+
+template <class T, template <class> class Op>
+void CheckScan(Client& client, size_t n, v1::Operator wire_op, bool exclusive) {
+  GPUSCAN_SEEDED_RNG(rng);
+  const std::vector<T> x = testing::RandomInput<T, Op<T>>(n, rng);
+  ScanOptions opts;
+  opts.op = wire_op;
+  opts.exclusive = exclusive;
+  const ScanResult<T> r = client.Scan(x, opts);
+  const std::vector<T> ref = testing::ScanRef<T, Op<T>>(x, exclusive);
+  testing::ExpectScanNear<T, Op<T>>(r.values, ref, x, exclusive,
+                                    std::string("scan ") + v1::Operator_Name(wire_op) +
+                                        (exclusive ? " exclusive" : " inclusive"));
+  EXPECT_EQ(r.timing.bytes_in, n * sizeof(T));
+  EXPECT_EQ(r.timing.bytes_out, n * sizeof(T));
+  EXPECT_FALSE(r.timing.engine.empty());
+  EXPECT_FALSE(r.timing.algorithm.empty());
+  EXPECT_GE(r.timing.total_us, r.timing.kernel_us);
+}
+
+TYPED_TEST(TypedRpcTest, ScanEveryOperatorMultiChunk) {
+  using T = TypeParam;
+  const size_t n = MultiChunkSize<T>();
+  for (bool exclusive : {false, true}) {
+    CheckScan<T, ops::Sum>(this->client_, n, v1::OPERATOR_SUM, exclusive);
+    CheckScan<T, ops::Product>(this->client_, n, v1::OPERATOR_PRODUCT, exclusive);
+    CheckScan<T, ops::Min>(this->client_, n, v1::OPERATOR_MIN, exclusive);
+    CheckScan<T, ops::Max>(this->client_, n, v1::OPERATOR_MAX, exclusive);
+    if constexpr (std::is_integral_v<T>) {
+      CheckScan<T, ops::BitAnd>(this->client_, n, v1::OPERATOR_BIT_AND, exclusive);
+      CheckScan<T, ops::BitOr>(this->client_, n, v1::OPERATOR_BIT_OR, exclusive);
+      CheckScan<T, ops::BitXor>(this->client_, n, v1::OPERATOR_BIT_XOR, exclusive);
+    }
+  }
+}
+
+TYPED_TEST(TypedRpcTest, ScanSmallSizes) {
+  using T = TypeParam;
+  for (size_t n : {0, 1, 2, 31, 32, 33, 1023, 1024, 1025}) {
+    SCOPED_TRACE(n);
+    CheckScan<T, ops::Sum>(this->client_, n, v1::OPERATOR_SUM, n % 2 == 0);
+  }
+}
+
+template <class T, template <class> class Op>
+void CheckReduce(Client& client, size_t n, v1::Operator wire_op) {
+  GPUSCAN_SEEDED_RNG(rng);
+  const std::vector<T> x = testing::RandomInput<T, Op<T>>(n, rng);
+  const ReduceResult<T> r = client.Reduce(x, wire_op);
+  const std::vector<T> ref = testing::ScanRef<T, Op<T>>(x, false);
+  const std::vector<T> got = {r.value};
+  const std::vector<T> want = {n ? ref.back() : Op<T>::identity()};
+  double abs_sum = 0;
+  for (T v : x) abs_sum += std::fabs(double(v));
+  EXPECT_TRUE((testing::WithinTolerance<T, Op<T>>(r.value, want[0], abs_sum, double(n))))
+      << v1::Operator_Name(wire_op) << ": got " << testing::Show(r.value) << ", expected "
+      << testing::Show(want[0]);
+  EXPECT_EQ(r.element_count, n);
+  EXPECT_EQ(r.timing.bytes_in, n * sizeof(T));
+}
+
+TYPED_TEST(TypedRpcTest, ReduceEveryOperator) {
+  using T = TypeParam;
+  for (size_t n : {size_t{0}, size_t{1}, MultiChunkSize<T>()}) {
+    SCOPED_TRACE(n);
+    CheckReduce<T, ops::Sum>(this->client_, n, v1::OPERATOR_SUM);
+    CheckReduce<T, ops::Product>(this->client_, n, v1::OPERATOR_PRODUCT);
+    CheckReduce<T, ops::Min>(this->client_, n, v1::OPERATOR_MIN);
+    CheckReduce<T, ops::Max>(this->client_, n, v1::OPERATOR_MAX);
+    if constexpr (std::is_integral_v<T>) {
+      CheckReduce<T, ops::BitAnd>(this->client_, n, v1::OPERATOR_BIT_AND);
+      CheckReduce<T, ops::BitOr>(this->client_, n, v1::OPERATOR_BIT_OR);
+      CheckReduce<T, ops::BitXor>(this->client_, n, v1::OPERATOR_BIT_XOR);
+    }
+  }
+}
+
+TYPED_TEST(TypedRpcTest, CompactWithFlagsValuesAndIndices) {
+  using T = TypeParam;
+  GPUSCAN_SEEDED_RNG(rng);
+  const size_t n = MultiChunkSize<T>();
+  const std::vector<T> x = testing::RandomCompactInput<T>(n, rng);
+  CompactOptions o;
+  o.use_flags = true;
+  o.flags = testing::RandomFlags(n, rng, 0.5);
+  o.output = v1::COMPACT_OUTPUT_VALUES_AND_INDICES;
+  const CompactResult<T> r = this->client_.Compact(x, o);
+  const auto ref = testing::CompactRef(x, o.flags);
+  testing::ExpectEqualValues(r.values, ref.values, "kept values");
+  EXPECT_EQ(r.indices, ref.indices);
+  EXPECT_EQ(r.kept_count, ref.values.size());
+  EXPECT_EQ(r.timing.bytes_in, n * sizeof(T) + n);
+}
+
+TYPED_TEST(TypedRpcTest, CompactWithPredicateIndicesOnly) {
+  using T = TypeParam;
+  GPUSCAN_SEEDED_RNG(rng);
+  const size_t n = MultiChunkSize<T>();
+  const std::vector<T> x = testing::RandomCompactInput<T>(n, rng);
+  const T threshold = x[n / 2];
+  CompactOptions o;
+  o.predicate.set_op(v1::PREDICATE_OP_GT);
+  if constexpr (std::is_floating_point_v<T>) {
+    o.predicate.mutable_threshold()->set_float_value(threshold);
+  } else if constexpr (std::is_signed_v<T>) {
+    o.predicate.mutable_threshold()->set_int_value(threshold);
+  } else {
+    o.predicate.mutable_threshold()->set_uint_value(threshold);
+  }
+  o.output = v1::COMPACT_OUTPUT_INDICES;
+  const CompactResult<T> r = this->client_.Compact(x, o);
+  const auto ref = testing::CompactRef(x, engine::PredicateOp::kGt, threshold);
+  EXPECT_TRUE(r.values.empty());
+  EXPECT_EQ(r.indices, ref.indices);
+  EXPECT_EQ(r.kept_count, ref.indices.size());
+}
+
+TEST_F(RpcTest, ServerInfoDescribesEngineAndLimits) {
+  const v1::ServerInfo info = client_.Info();
+  EXPECT_EQ(info.version(), GPUSCAN_VERSION);
+  EXPECT_EQ(info.engine(), server_->server().engine().name());
+  EXPECT_EQ(info.dtypes_size(), 6);
+  EXPECT_EQ(info.operators_size(), 7);
+  EXPECT_GT(info.scan_algorithms_size(), 0);
+  EXPECT_GT(info.limits().max_chunk_bytes(), 0u);
+  EXPECT_GT(info.limits().max_concurrent_requests(), 0u);
+}
+
+TEST_F(RpcTest, HealthServing) {
+  EXPECT_EQ(client_.Health(), "SERVING");
+  EXPECT_EQ(client_.Health("gpuscan.v1.GpuScan"), "SERVING");
+}
+
+TEST_F(RpcTest, TimingCountsChunks) {
+  GPUSCAN_SEEDED_RNG(rng);
+  const size_t per_chunk = kChunkBytes / sizeof(int32_t);
+  const std::vector<int32_t> x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(5 * per_chunk, rng);
+  const ScanResult<int32_t> r = client_.Scan(x);
+  EXPECT_EQ(r.timing.chunks, 5u);
+  EXPECT_EQ(r.values.back(), (testing::ReduceRef<int32_t, ops::Sum<int32_t>>(x)));
+}
+
+}  // namespace
+}  // namespace gpuscan

@@ -1,0 +1,154 @@
+// Feeds whole std::vectors to engine sessions chunk by chunk, the way the server streams them.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/cpu_engine.h"
+#include "engine/dispatch.h"
+#include "reference.h"
+
+namespace gpuscan::unit {
+
+using engine::CompactSpec;
+using engine::CpuEngine;
+using engine::DType;
+using engine::Engine;
+using engine::Op;
+using engine::PredicateOp;
+using engine::ReduceSpec;
+using engine::ScanAlgorithm;
+using engine::ScanSpec;
+using engine::StageTimes;
+
+inline constexpr unsigned char kPoison = 0xA5;
+inline constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+// A buffer of n elements whose bytes are all kPoison, so unwritten elements show.
+template <class T>
+std::vector<T> Poisoned(std::size_t n) {
+  std::vector<T> v(n);
+  if (n != 0) std::memset(static_cast<void*>(v.data()), kPoison, n * sizeof(T));
+  return v;
+}
+
+template <class T>
+bool IsPoison(const T& v) {
+  unsigned char bytes[sizeof(T)];
+  std::memcpy(bytes, &v, sizeof(T));
+  for (unsigned char b : bytes) {
+    if (b != kPoison) return false;
+  }
+  return true;
+}
+
+inline std::string Describe(const std::vector<std::size_t>& chunks) {
+  std::string s = std::to_string(chunks.size()) + " chunks:";
+  for (std::size_t i = 0; i < chunks.size() && i < 24; ++i) s += " " + std::to_string(chunks[i]);
+  if (chunks.size() > 24) s += " ...";
+  return s;
+}
+
+template <class T>
+std::vector<T> RunScan(Engine& engine, const ScanSpec& spec, const std::vector<T>& in,
+                       const std::vector<std::size_t>& chunks, StageTimes* times = nullptr) {
+  auto session = engine.NewScan(spec);
+  std::vector<T> out = Poisoned<T>(in.size());
+  StageTimes local;
+  std::size_t offset = 0;
+  for (std::size_t len : chunks) {
+    session->Process(in.data() + offset, out.data() + offset, len, times ? *times : local);
+    offset += len;
+  }
+  EXPECT_EQ(offset, in.size()) << "chunk lengths do not add up";
+  return out;
+}
+
+template <class T>
+T RunReduce(Engine& engine, const ReduceSpec& spec, const std::vector<T>& in,
+            const std::vector<std::size_t>& chunks) {
+  auto session = engine.NewReduce(spec);
+  StageTimes times;
+  std::size_t offset = 0;
+  for (std::size_t len : chunks) {
+    session->Process(in.data() + offset, len, times);
+    offset += len;
+  }
+  EXPECT_EQ(offset, in.size()) << "chunk lengths do not add up";
+  T result;
+  session->Result(&result);
+  return result;
+}
+
+// Runs a compaction chunk by chunk (flags: null when the spec uses a predicate). Each chunk
+// gets fresh poisoned output buffers; nothing past the kept count may be written.
+template <class T>
+testing::CompactResult<T> RunCompact(Engine& engine, const CompactSpec& spec,
+                                     const std::vector<T>& values,
+                                     const std::vector<uint8_t>* flags,
+                                     const std::vector<std::size_t>& chunks) {
+  auto session = engine.NewCompact(spec);
+  testing::CompactResult<T> result;
+  StageTimes times;
+  std::size_t offset = 0;
+  for (std::size_t len : chunks) {
+    std::vector<T> out_values = Poisoned<T>(len);
+    std::vector<int64_t> out_indices = Poisoned<int64_t>(len);
+    const uint64_t kept = session->Process(
+        values.data() + offset, flags ? flags->data() + offset : nullptr, len,
+        spec.want_values ? out_values.data() : nullptr,
+        spec.want_indices ? out_indices.data() : nullptr, times);
+    EXPECT_LE(kept, len);
+    if (kept > len) return result;
+    if (spec.want_values) {
+      result.values.insert(result.values.end(), out_values.begin(), out_values.begin() + kept);
+    }
+    if (spec.want_indices) {
+      result.indices.insert(result.indices.end(), out_indices.begin(),
+                            out_indices.begin() + kept);
+    }
+    for (std::size_t i = kept; i < len; ++i) {
+      if (!IsPoison(out_values[i]) || !IsPoison(out_indices[i])) {
+        ADD_FAILURE() << "chunk at " << offset << ": output written past the kept count "
+                      << kept << " at [" << i << "]";
+        break;
+      }
+    }
+    if (!spec.want_values && !spec.want_indices) {
+      // Nothing wanted: record how many were kept through the indices' length.
+      result.indices.resize(result.indices.size() + kept, -1);
+    }
+    offset += len;
+  }
+  EXPECT_EQ(offset, values.size()) << "chunk lengths do not add up";
+  return result;
+}
+
+// Sizes every engine test sweeps: tiny, warp-ish, the engine's block and parallel thresholds,
+// the 1 MiB chunk the server streams (in elements of T), and one large odd size; each ±1.
+template <class T>
+std::vector<std::size_t> SweepSizes() {
+  const std::size_t b = CpuEngine::kBlockElems;
+  const std::size_t p = CpuEngine::kParallelMinElems;
+  const std::size_t m = kMiB / sizeof(T);
+  return {0,     1, 2,     31, 32,    33,    1023,  1024,  1025,  b - 1,
+          b,     b + 1, p - 1, p, p + 1, m - 1, m, m + 1, 1000003};
+}
+
+// A random "typical" chunk length for RandomChunkLengths.
+template <class T>
+std::size_t RandomTypicalChunk(std::size_t n, std::mt19937_64& rng) {
+  const std::size_t choices[] = {3, n / 7 + 1, CpuEngine::kBlockElems,
+                                 CpuEngine::kParallelMinElems + 1, kMiB / sizeof(T)};
+  return choices[rng() % (sizeof(choices) / sizeof(choices[0]))];
+}
+
+template <class T>
+std::vector<std::size_t> OneChunk(const std::vector<T>& v) {
+  return {v.size()};
+}
+
+}  // namespace gpuscan::unit
