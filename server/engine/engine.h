@@ -86,6 +86,7 @@ enum class EngineKind { kAuto, kCuda, kCpu };
 struct EngineOptions {
   EngineKind kind = EngineKind::kAuto;
   int device = 0;        // CUDA device ordinal
+  int streams = 8;       // CUDA engine: staging lanes (each two streams) shared by concurrent calls
   int cpu_threads = 0;   // 0 = all hardware threads
 };
 

@@ -3,19 +3,23 @@
 #include <string>
 
 #include "engine/cpu_engine.h"
+#if defined(GPUSCAN_HAVE_CUDA)
+#include "engine/cuda_engine.h"
+#endif
 #include "engine/engine.h"
 
 namespace gpuscan::engine {
 namespace {
 
 // Returns the CUDA engine, or null with *reason saying why there is none.
-std::unique_ptr<Engine> MakeCudaEngine(const EngineOptions& /*options*/, std::string* reason) {
+std::unique_ptr<Engine> TryCudaEngine(const EngineOptions& options, std::string* reason) {
 #if defined(GPUSCAN_HAVE_CUDA)
-  *reason = "CUDA engine not implemented yet";
+  return MakeCudaEngine(options, reason);
 #else
+  (void)options;
   *reason = "no CUDA engine in this build";
-#endif
   return nullptr;
+#endif
 }
 
 std::unique_ptr<Engine> MakeCpuEngine(const EngineOptions& options) {
@@ -34,22 +38,18 @@ std::unique_ptr<Engine> MakeEngine(const EngineOptions& options, std::string* wh
       break;
     case EngineKind::kCuda: {
       std::string reason;
-      engine = MakeCudaEngine(options, &reason);
+      engine = TryCudaEngine(options, &reason);
       if (!engine) {
-        std::string message = "engine=cuda requested but this build has no CUDA engine";
-#if defined(GPUSCAN_HAVE_CUDA)
-        message += " (" + reason + ")";
-#endif
-        throw Error(ErrorCode::kUnavailable, message);
+        throw Error(ErrorCode::kUnavailable, "engine=cuda requested but " + reason);
       }
-      line = "engine=cuda: requested";
+      line = "engine=cuda: requested, " + reason;
       break;
     }
     case EngineKind::kAuto: {
       std::string reason;
-      engine = MakeCudaEngine(options, &reason);
+      engine = TryCudaEngine(options, &reason);
       if (engine) {
-        line = "engine=auto: using cuda";
+        line = "engine=auto: using cuda, " + reason;
       } else {
         engine = MakeCpuEngine(options);
         line = "engine=auto: " + reason + ", using cpu";

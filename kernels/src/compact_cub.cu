@@ -1,0 +1,9 @@
+// The CUB compaction peer (DeviceSelect) for the six element types.
+#include "detail/cub_peers.cuh"
+
+GPUSCAN_INSTANTIATE_CUB_COMPACT(int32_t)
+GPUSCAN_INSTANTIATE_CUB_COMPACT(int64_t)
+GPUSCAN_INSTANTIATE_CUB_COMPACT(uint32_t)
+GPUSCAN_INSTANTIATE_CUB_COMPACT(uint64_t)
+GPUSCAN_INSTANTIATE_CUB_COMPACT(float)
+GPUSCAN_INSTANTIATE_CUB_COMPACT(double)

@@ -1,0 +1,200 @@
+// Single-pass scan: one launch reads n elements and writes n. Each block draws a tile ticket
+// (so the look-back never waits on a block that has not started, whatever order the hardware
+// schedules blocks in), scans its tile, learns the prefix of everything before it from its
+// predecessors' tile states, and writes.
+//   kChained = false: decoupled look-back (publish the tile's own sum at once, look back over
+//                     32 predecessors at a time).
+//   kChained = true:  wait for the predecessor's inclusive prefix only.
+//
+// Tile layout (Policy::kStriped): each warp owns 32 * kItems consecutive elements, which it
+// moves as kVecs rows of 32 lane-interleaved 16-byte vectors (every load and store instruction
+// of the warp covers 512 contiguous bytes). A thread scans its vectors, the warp scans each row
+// with shuffles, the rows chain, then the warps. The blocked layout (each thread kItems
+// consecutive elements) is kept for comparison in kernel_bench.
+#pragma once
+
+#include "block_scan.cuh"
+#include "tile_state.cuh"
+
+namespace gpuscan::kernels::detail {
+
+template <class T, int kItems>
+struct StripedLayout {
+  static constexpr int kVecElems = 16 / int(sizeof(T));  // elements per 16-byte vector
+  static constexpr int kVecs = kItems / kVecElems;       // rows per warp
+  static_assert(kItems % kVecElems == 0, "items per thread must fill 16-byte vectors");
+  // Offset in the tile of this thread's first element of row 0.
+  __device__ __forceinline__ static int First() {
+    return WarpId() * kWarpThreads * kItems + LaneId() * kVecElems;
+  }
+  static constexpr int kRowStride = kWarpThreads * kVecElems;  // elements between rows
+
+  __device__ __forceinline__ static void Load(const T* tile, int tile_valid, bool vec, T fill, T (&items)[kItems]) {
+    const int first = First();
+    if (vec) {
+      ItemVec<T, kItems> u;
+      const uint4* p = reinterpret_cast<const uint4*>(tile + first);
+#pragma unroll
+      for (int v = 0; v < kVecs; ++v) u.vec[v] = p[v * kWarpThreads];
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) items[i] = u.item[i];
+    } else {
+#pragma unroll
+      for (int v = 0; v < kVecs; ++v) {
+#pragma unroll
+        for (int j = 0; j < kVecElems; ++j) {
+          const int idx = first + v * kRowStride + j;
+          items[v * kVecElems + j] = idx < tile_valid ? tile[idx] : fill;
+        }
+      }
+    }
+  }
+
+  __device__ __forceinline__ static void Store(T* tile, int tile_valid, bool vec, const T (&items)[kItems]) {
+    const int first = First();
+    if (vec) {
+      ItemVec<T, kItems> u;
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) u.item[i] = items[i];
+      uint4* p = reinterpret_cast<uint4*>(tile + first);
+#pragma unroll
+      for (int v = 0; v < kVecs; ++v) p[v * kWarpThreads] = u.vec[v];
+    } else {
+#pragma unroll
+      for (int v = 0; v < kVecs; ++v) {
+#pragma unroll
+        for (int j = 0; j < kVecElems; ++j) {
+          const int idx = first + v * kRowStride + j;
+          if (idx < tile_valid) tile[idx] = items[v * kVecElems + j];
+        }
+      }
+    }
+  }
+};
+
+template <class T, class Op, class Policy, bool kChained>
+__global__ void __launch_bounds__(Policy::kThreads)
+    SinglePassScanKernel(const T* in, T* out, uint64_t n, uint32_t num_tiles, bool exclusive,
+                         const T* carry_in, T* carry_out, TempHeader* header, TileWord* tiles) {
+  constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems, kTile = Policy::kTile;
+  constexpr int kWarps = kThreads / kWarpThreads;
+  using Layout = StripedLayout<T, kItems>;
+  constexpr int kVecs = Layout::kVecs, kVecElems = Layout::kVecElems;
+  using BlockedScan = BlockScan<T, Op, kThreads, BlockScanAlgo::kWarpShuffle>;
+  __shared__ typename BlockedScan::Storage blocked_storage;
+  __shared__ T s_warp_total[kWarps];
+  __shared__ uint32_t s_tile;
+  __shared__ unsigned long long s_epoch;
+  __shared__ T s_prefix;
+  const Op op;
+  const int lane = LaneId(), warp = WarpId();
+
+  if (threadIdx.x == 0) {
+    uint32_t t;
+    unsigned long long e;
+    DrawTicket(header, num_tiles, t, e);
+    s_tile = t;
+    s_epoch = e;
+  }
+  __syncthreads();
+  const uint32_t tile = s_tile;
+  const unsigned long long epoch = s_epoch;
+  const uint64_t base = static_cast<uint64_t>(tile) * kTile;
+  const int tile_valid = n - base >= uint64_t(kTile) ? kTile : int(n - base);
+  const bool vec = tile_valid == kTile && Aligned16(in) && Aligned16(out);
+
+  T items[kItems];
+  T row_excl[kVecs];  // striped: combination of this warp's elements before each of my vectors
+  T thread_excl{};    // blocked: combination of the block's elements before mine
+  T block_total;
+  if constexpr (Policy::kStriped) {
+    Layout::Load(in + base, tile_valid, vec, Op::identity(), items);
+    // Scan each row across the warp; rows chain in order.
+    T row_incl[kVecs];
+#pragma unroll
+    for (int v = 0; v < kVecs; ++v) {
+      T s = items[v * kVecElems];
+#pragma unroll
+      for (int j = 1; j < kVecElems; ++j) s = op(s, items[v * kVecElems + j]);
+      row_incl[v] = WarpInclusiveScan(s, op);
+    }
+    T warp_run = Op::identity();  // this warp's rows before row v
+#pragma unroll
+    for (int v = 0; v < kVecs; ++v) {
+      const T lane_excl = ShflUp(row_incl[v], 1);
+      row_excl[v] = lane == 0 ? warp_run : op(warp_run, lane_excl);
+      warp_run = op(warp_run, ShflIdx(row_incl[v], kWarpThreads - 1));
+    }
+    if (lane == 0) s_warp_total[warp] = warp_run;
+    __syncthreads();
+    T before = Op::identity();
+    block_total = s_warp_total[0];
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const T t = s_warp_total[w];
+      if (w < warp) before = op(before, t);
+      if (w > 0) block_total = op(block_total, t);
+    }
+#pragma unroll
+    for (int v = 0; v < kVecs; ++v) row_excl[v] = op(before, row_excl[v]);
+  } else {
+    const int valid = ThreadValid(tile_valid, kItems);
+    LoadItems<T, kItems>(in + base + uint64_t(threadIdx.x) * kItems, valid, vec, Op::identity(), items);
+    T sum = items[0];
+#pragma unroll
+    for (int i = 1; i < kItems; ++i) sum = op(sum, items[i]);
+    BlockedScan::ExclusiveScan(sum, thread_excl, block_total, blocked_storage);
+  }
+
+  if (threadIdx.x < kWarpThreads) {
+    T prefix;
+    if (tile == 0) {
+      prefix = carry_in != nullptr ? *carry_in : Op::identity();
+      if (threadIdx.x == 0) PublishTile(tiles, 0, epoch, kFlagInclusive, op(prefix, block_total));
+    } else if constexpr (kChained) {
+      if (threadIdx.x == 0) {
+        prefix = WaitInclusive<T>(tiles, tile - 1, epoch);
+        PublishTile(tiles, tile, epoch, kFlagInclusive, op(prefix, block_total));
+      }
+    } else {
+      if (threadIdx.x == 0) PublishTile(tiles, tile, epoch, kFlagPartial, block_total);
+      prefix = LookBack<T, Op, Policy::kFirstDelayNs, Policy::kPollDelayNs>(
+          tiles, tile, epoch, num_tiles >= kDelayGridThreshold);
+      if (threadIdx.x == 0) PublishTile(tiles, tile, epoch, kFlagInclusive, op(prefix, block_total));
+    }
+    if (threadIdx.x == 0) {
+      s_prefix = prefix;
+      if (carry_out != nullptr && tile == num_tiles - 1) *carry_out = op(prefix, block_total);
+    }
+  }
+  __syncthreads();
+  const T prefix = s_prefix;
+
+  // Each run of consecutive elements a thread holds is scanned from its starting prefix.
+  auto scan_run = [&](T run, int first, int count) {
+    if (exclusive) {
+#pragma unroll
+      for (int i = 0; i < count; ++i) {
+        const T x = items[first + i];
+        items[first + i] = run;
+        run = op(run, x);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < count; ++i) {
+        run = op(run, items[first + i]);
+        items[first + i] = run;
+      }
+    }
+  };
+  if constexpr (Policy::kStriped) {
+#pragma unroll
+    for (int v = 0; v < kVecs; ++v) scan_run(op(prefix, row_excl[v]), v * kVecElems, kVecElems);
+    Layout::Store(out + base, tile_valid, vec, items);
+  } else {
+    scan_run(op(prefix, thread_excl), 0, kItems);
+    StoreItems<T, kItems>(out + base + uint64_t(threadIdx.x) * kItems, ThreadValid(tile_valid, kItems), vec, items);
+  }
+}
+
+}  // namespace gpuscan::kernels::detail

@@ -1,0 +1,239 @@
+// Host dispatch of the library's own algorithms: sizes temp storage (two-phase), the grid, and
+// splits calls longer than one launch may take; every launch is checked.
+#pragma once
+
+#include <algorithm>
+
+#include "gpuscan/kernels/compact.h"
+#include "gpuscan/kernels/reduce.h"
+#include "gpuscan/kernels/scan.h"
+#include "agent_compact.cuh"
+#include "agent_rts.cuh"
+#include "agent_single_pass.cuh"
+#include "tuning.cuh"
+
+namespace gpuscan::kernels::detail {
+
+// The CUB peers, defined in the *_cub.cu files.
+template <class T, class Op>
+cudaError_t CubScan(void* d_temp, std::size_t& temp_bytes, const T* in, T* out, uint64_t n,
+                    bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream);
+template <class T, class Op>
+cudaError_t CubReduce(void* d_temp, std::size_t& temp_bytes, const T* in, uint64_t n,
+                      const T* carry_in, T* out, cudaStream_t stream);
+template <class T>
+cudaError_t CubCompact(void* d_temp, std::size_t& temp_bytes, const T* in, const uint8_t* flags,
+                       Predicate<T> pred, uint64_t n, int64_t index_base, T* out_values,
+                       int64_t* out_indices, uint64_t* num_kept, cudaStream_t stream);
+
+// A T-typed view of one of the header's 8-byte slots.
+template <class T>
+T* Slot(TempHeader* h, int i) {
+  return reinterpret_cast<T*>(&h->slot[i]);
+}
+
+template <class T, class Op>
+cudaError_t PassCarry(const T* carry_in, T* carry_out, cudaStream_t stream) {
+  if (carry_out == nullptr) return cudaSuccess;
+  CarryPassKernel<T, Op><<<1, 1, 0, stream>>>(carry_in, carry_out);
+  GPUSCAN_CHECK_LAUNCH();
+  return cudaSuccess;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Single-pass scan (decoupled look-back / chained).
+template <class T, class Op, class Policy, bool kChained>
+cudaError_t SinglePassScan(void* d_temp, std::size_t& temp_bytes, const T* in, T* out, uint64_t n,
+                           bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream) {
+  const uint64_t num_tiles = DivUp(n, Policy::kTile);
+  const uint64_t launch_tiles = std::min<uint64_t>(std::max<uint64_t>(num_tiles, 1), MaxTilesPerLaunch());
+  const std::size_t body = launch_tiles * sizeof(TileWord);
+  if (d_temp == nullptr) {
+    temp_bytes = TempBytesFor(body);
+    return cudaSuccess;
+  }
+  if (n > 0 && (in == nullptr || out == nullptr)) return cudaErrorInvalidValue;
+  if (n == 0) return PassCarry<T, Op>(carry_in, carry_out, stream);
+  TempView view;
+  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
+  auto* tiles = reinterpret_cast<TileWord*>(view.body);
+  const uint64_t launch_items = launch_tiles * Policy::kTile;
+  const T* cin = carry_in;
+  int k = 0;
+  for (uint64_t off = 0; off < n; off += launch_items, ++k) {
+    const uint64_t m = std::min(launch_items, n - off);
+    T* cout = off + m == n ? carry_out : Slot<T>(view.header, k & 1);
+    const auto t = static_cast<uint32_t>(DivUp(m, Policy::kTile));
+    SinglePassScanKernel<T, Op, Policy, kChained><<<t, Policy::kThreads, 0, stream>>>(
+        in + off, out + off, m, t, exclusive, cin, cout, view.header, tiles);
+    GPUSCAN_CHECK_LAUNCH();
+    cin = cout;
+  }
+  return cudaSuccess;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reduce-then-scan with BlockScan<kAlgo> at the block level.
+template <class T, class Op, class Policy, BlockScanAlgo kAlgo>
+cudaError_t RtsScan(void* d_temp, std::size_t& temp_bytes, const T* in, T* out, uint64_t n,
+                    bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream) {
+  const EvenShare share = MakeEvenShare(DivUp(n, Policy::kTile), Policy::kMaxBlocks);
+  const std::size_t body = std::size_t(share.blocks) * sizeof(T);
+  if (d_temp == nullptr) {
+    temp_bytes = TempBytesFor(body);
+    return cudaSuccess;
+  }
+  if (n > 0 && (in == nullptr || out == nullptr)) return cudaErrorInvalidValue;
+  if (n == 0) return PassCarry<T, Op>(carry_in, carry_out, stream);
+  TempView view;
+  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
+  T* partials = reinterpret_cast<T*>(view.body);
+  RtsReduceKernel<T, Op, Policy><<<share.blocks, Policy::kThreads, 0, stream>>>(in, n, share, partials);
+  GPUSCAN_CHECK_LAUNCH();
+  RtsScanPartialsKernel<T, Op, Policy::kThreads, kAlgo>
+      <<<1, Policy::kThreads, 0, stream>>>(partials, share.blocks, carry_in, carry_out);
+  GPUSCAN_CHECK_LAUNCH();
+  RtsDownsweepKernel<T, Op, Policy, kAlgo>
+      <<<share.blocks, Policy::kThreads, 0, stream>>>(in, out, n, share, partials, exclusive);
+  GPUSCAN_CHECK_LAUNCH();
+  return cudaSuccess;
+}
+
+template <class T, class Op>
+cudaError_t ScanImpl(ScanAlgorithm algo, void* d_temp, std::size_t& temp_bytes, const T* in, T* out,
+                     uint64_t n, bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream) {
+  using P = ScanTuning<kTunedArch, sizeof(T)>;
+  using R = RtsTuning<kTunedArch, sizeof(T)>;
+  switch (algo) {
+    case ScanAlgorithm::kDecoupledLookback:
+      return SinglePassScan<T, Op, P, false>(d_temp, temp_bytes, in, out, n, exclusive, carry_in, carry_out, stream);
+    case ScanAlgorithm::kChained:
+      return SinglePassScan<T, Op, P, true>(d_temp, temp_bytes, in, out, n, exclusive, carry_in, carry_out, stream);
+    case ScanAlgorithm::kReduceThenScan:
+      return RtsScan<T, Op, R, BlockScanAlgo::kWarpShuffle>(d_temp, temp_bytes, in, out, n, exclusive, carry_in, carry_out, stream);
+    case ScanAlgorithm::kKoggeStone:
+      return RtsScan<T, Op, R, BlockScanAlgo::kKoggeStone>(d_temp, temp_bytes, in, out, n, exclusive, carry_in, carry_out, stream);
+    case ScanAlgorithm::kBrentKung:
+      return RtsScan<T, Op, R, BlockScanAlgo::kBrentKung>(d_temp, temp_bytes, in, out, n, exclusive, carry_in, carry_out, stream);
+    case ScanAlgorithm::kBlelloch:
+      return RtsScan<T, Op, R, BlockScanAlgo::kBlelloch>(d_temp, temp_bytes, in, out, n, exclusive, carry_in, carry_out, stream);
+    case ScanAlgorithm::kHillisSteele:
+      return RtsScan<T, Op, R, BlockScanAlgo::kHillisSteele>(d_temp, temp_bytes, in, out, n, exclusive, carry_in, carry_out, stream);
+    case ScanAlgorithm::kCub:
+      return CubScan<T, Op>(d_temp, temp_bytes, in, out, n, exclusive, carry_in, carry_out, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reduce (one pass, last block combines).
+template <class T, class Op, class Policy>
+cudaError_t OwnReduce(void* d_temp, std::size_t& temp_bytes, const T* in, uint64_t n,
+                      const T* carry_in, T* out, cudaStream_t stream) {
+  const EvenShare share = MakeEvenShare(DivUp(n, Policy::kTile), Policy::kMaxBlocks);
+  const std::size_t body = std::size_t(share.blocks) * sizeof(T);
+  if (d_temp == nullptr) {
+    temp_bytes = TempBytesFor(body);
+    return cudaSuccess;
+  }
+  if (out == nullptr || (n > 0 && in == nullptr)) return cudaErrorInvalidValue;
+  if (n == 0) return PassCarry<T, Op>(carry_in, out, stream);
+  TempView view;
+  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
+  ReduceKernel<T, Op, Policy><<<share.blocks, Policy::kThreads, 0, stream>>>(
+      in, n, share, reinterpret_cast<T*>(view.body), view.header, carry_in, out);
+  GPUSCAN_CHECK_LAUNCH();
+  return cudaSuccess;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compaction (one pass, look-back over kept counts).
+template <class T, class Policy>
+cudaError_t OwnCompact(void* d_temp, std::size_t& temp_bytes, const T* in, const uint8_t* flags,
+                       Predicate<T> pred, uint64_t n, int64_t index_base, T* out_values,
+                       int64_t* out_indices, uint64_t* num_kept, cudaStream_t stream) {
+  const uint64_t num_tiles = DivUp(n, Policy::kTile);
+  const uint64_t launch_tiles = std::min<uint64_t>(std::max<uint64_t>(num_tiles, 1), MaxTilesPerLaunch());
+  const std::size_t body = launch_tiles * sizeof(TileWord);
+  if (d_temp == nullptr) {
+    temp_bytes = TempBytesFor(body);
+    return cudaSuccess;
+  }
+  if (num_kept == nullptr) return cudaErrorInvalidValue;
+  if (n > 0 && ((flags == nullptr || out_values != nullptr) && in == nullptr)) return cudaErrorInvalidValue;
+  if (n == 0) return cudaMemsetAsync(num_kept, 0, sizeof(uint64_t), stream);
+  TempView view;
+  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
+  auto* tiles = reinterpret_cast<TileWord*>(view.body);
+  const uint64_t launch_items = launch_tiles * Policy::kTile;
+  using Count = unsigned long long;
+  const Count* cin = nullptr;
+  int k = 0;
+  for (uint64_t off = 0; off < n; off += launch_items, ++k) {
+    const uint64_t m = std::min(launch_items, n - off);
+    Count* cout = off + m == n ? reinterpret_cast<Count*>(num_kept) : &view.header->slot[k & 1];
+    const auto t = static_cast<uint32_t>(DivUp(m, Policy::kTile));
+    CompactKernel<T, Policy><<<t, Policy::kThreads, 0, stream>>>(
+        in == nullptr ? nullptr : in + off, flags == nullptr ? nullptr : flags + off, pred, m, t,
+        index_base + static_cast<int64_t>(off), out_values, out_indices, cin, cout, view.header, tiles);
+    GPUSCAN_CHECK_LAUNCH();
+    cin = cout;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace gpuscan::kernels::detail
+
+// The public templates' definitions; each .cu file explicitly instantiates its share.
+namespace gpuscan::kernels {
+
+template <class T, class Op>
+cudaError_t Scan(ScanAlgorithm algo, void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out,
+                 uint64_t n, bool exclusive, const T* d_carry_in, T* d_carry_out,
+                 cudaStream_t stream) {
+  return detail::ScanImpl<T, Op>(algo, d_temp, temp_bytes, d_in, d_out, n, exclusive, d_carry_in,
+                                 d_carry_out, stream);
+}
+
+template <class T, class Op>
+cudaError_t Reduce(bool use_cub, void* d_temp, std::size_t& temp_bytes, const T* d_in, uint64_t n,
+                   const T* d_carry_in, T* d_out, cudaStream_t stream) {
+  if (use_cub) return detail::CubReduce<T, Op>(d_temp, temp_bytes, d_in, n, d_carry_in, d_out, stream);
+  return detail::OwnReduce<T, Op, detail::ReduceTuning<detail::kTunedArch, sizeof(T)>>(
+      d_temp, temp_bytes, d_in, n, d_carry_in, d_out, stream);
+}
+
+template <class T>
+cudaError_t Compact(bool use_cub, void* d_temp, std::size_t& temp_bytes, const T* d_in,
+                    const uint8_t* d_flags, Predicate<T> pred, uint64_t n, int64_t index_base,
+                    T* d_out_values, int64_t* d_out_indices, uint64_t* d_num_kept,
+                    cudaStream_t stream) {
+  if (use_cub) {
+    return detail::CubCompact<T>(d_temp, temp_bytes, d_in, d_flags, pred, n, index_base,
+                                 d_out_values, d_out_indices, d_num_kept, stream);
+  }
+  return detail::OwnCompact<T, detail::CompactTuning<detail::kTunedArch, sizeof(T)>>(
+      d_temp, temp_bytes, d_in, d_flags, pred, n, index_base, d_out_values, d_out_indices,
+      d_num_kept, stream);
+}
+
+}  // namespace gpuscan::kernels
+
+// Explicit instantiations, one (T, Op) at a time.
+#define GPUSCAN_INSTANTIATE_SCAN(T, OP)                                                          \
+  template cudaError_t gpuscan::kernels::Scan<T, gpuscan::ops::OP<T>>(                           \
+      gpuscan::kernels::ScanAlgorithm, void*, std::size_t&, const T*, T*, uint64_t, bool,        \
+      const T*, T*, cudaStream_t);
+
+#define GPUSCAN_INSTANTIATE_REDUCE(T, OP)                                                        \
+  template cudaError_t gpuscan::kernels::Reduce<T, gpuscan::ops::OP<T>>(                         \
+      bool, void*, std::size_t&, const T*, uint64_t, const T*, T*, cudaStream_t);
+
+#define GPUSCAN_INSTANTIATE_COMPACT(T)                                                           \
+  template cudaError_t gpuscan::kernels::Compact<T>(                                             \
+      bool, void*, std::size_t&, const T*, const uint8_t*, gpuscan::kernels::Predicate<T>,       \
+      uint64_t, int64_t, T*, int64_t*, uint64_t*, cudaStream_t);
+
+// Every operator a dtype has: arithmetic for all, bitwise for integers.
+#define GPUSCAN_FOR_ARITH_OPS(M, T) M(T, Sum) M(T, Product) M(T, Min) M(T, Max)
+#define GPUSCAN_FOR_INT_OPS(M, T) GPUSCAN_FOR_ARITH_OPS(M, T) M(T, BitAnd) M(T, BitOr) M(T, BitXor)

@@ -1,0 +1,144 @@
+// Tile states of the single-pass kernels (scan and compaction): one 16-byte word per tile,
+// {status, value bits}, written and polled whole with 128-bit relaxed accesses (as CUB does for
+// 8-byte values), so a reader never sees a status without its value.
+//
+// status = epoch << 2 | flag. A word counts only when its epoch is the current launch's: words
+// left by earlier launches read as "not yet", so no launch has to clear the array first. The
+// epoch is 42 bits (it comes with the tile ticket, TempHeader::epoch_ticket), so it would take
+// 2^42 launches on one buffer before an old word could be mistaken for a new one.
+#pragma once
+
+#include "warp.cuh"
+
+namespace gpuscan::kernels::detail {
+
+struct alignas(16) TileWord {
+  unsigned long long status;
+  unsigned long long bits;
+};
+
+enum : unsigned { kFlagInvalid = 0, kFlagPartial = 1, kFlagInclusive = 2 };
+
+__device__ __forceinline__ void StoreTileWord(TileWord* p, unsigned long long status,
+                                              unsigned long long bits) {
+  asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(status), "l"(bits)
+               : "memory");
+}
+
+__device__ __forceinline__ void LoadTileWord(const TileWord* p, unsigned long long& status,
+                                             unsigned long long& bits) {
+  asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+               : "=l"(status), "=l"(bits)
+               : "l"(p)
+               : "memory");
+}
+
+template <class T>
+__device__ __forceinline__ unsigned long long ToBits(T v) {
+  if constexpr (sizeof(T) == 4) {
+    return BitCast<unsigned int>(v);
+  } else {
+    return BitCast<unsigned long long>(v);
+  }
+}
+
+template <class T>
+__device__ __forceinline__ T FromBits(unsigned long long b) {
+  if constexpr (sizeof(T) == 4) {
+    return BitCast<T>(static_cast<unsigned int>(b));
+  } else {
+    return BitCast<T>(b);
+  }
+}
+
+template <class T>
+__device__ __forceinline__ void PublishTile(TileWord* tiles, uint32_t tile, unsigned long long epoch,
+                                            unsigned flag, T value) {
+  StoreTileWord(tiles + tile, (epoch << 2) | flag, ToBits(value));
+}
+
+// Drawn by thread 0: this block's tile index and the launch's epoch. The block that draws the
+// last ticket starts the next epoch (nothing else touches the word in this launch after it).
+__device__ __forceinline__ void DrawTicket(TempHeader* header, uint32_t num_tiles, uint32_t& tile,
+                                           unsigned long long& epoch) {
+  const unsigned long long old = atomicAdd(&header->epoch_ticket, 1ull);
+  tile = static_cast<uint32_t>(old & kTicketMask);
+  epoch = old >> kTicketBits;
+  if (tile == num_tiles - 1) {
+    atomicExch(&header->epoch_ticket, ((epoch + 1) & kEpochMask) << kTicketBits);
+  }
+}
+
+// Decoupled look-back, run by one whole warp for tile > 0: returns the combination of every
+// element before this tile. Lane l watches tile - 1 - l; the warp waits until all 32 have a
+// state, then combines from the nearest tile back to the first inclusive one it saw; if none was
+// inclusive it moves 32 tiles further back. Tile 0 always publishes an inclusive state, so the
+// walk never goes past it.
+//
+// Polling delays (as CUB's fixed_delay_constructor_t): with many tiles in flight, a warp first
+// sleeps kFirstDelayNs (its predecessors are still publishing) and then kPollDelayNs between
+// polls, so hundreds of polling warps do not crowd the L2 that the data streams through. With a
+// small grid (< kDelayGridThreshold tiles) it polls at once: there latency is all that matters.
+constexpr uint32_t kDelayGridThreshold = 500;
+
+template <class T, class Op, int kFirstDelayNs = 0, int kPollDelayNs = 0>
+__device__ __forceinline__ T LookBack(const TileWord* tiles, uint32_t tile, unsigned long long epoch,
+                                      bool big_grid = false) {
+  const Op op;
+  const int lane = LaneId();
+  long long pred = static_cast<long long>(tile) - 1 - lane;
+  T exclusive{};
+  bool have = false;
+  if (kFirstDelayNs > 0 && big_grid) __nanosleep(kFirstDelayNs);
+  while (true) {
+    unsigned flag;
+    T value;
+    int spins = 0;
+    while (true) {
+      if (pred >= 0) {
+        unsigned long long status, bits;
+        LoadTileWord(tiles + pred, status, bits);
+        flag = (status >> 2) == epoch ? unsigned(status & 3u) : kFlagInvalid;
+        value = FromBits<T>(bits);
+      } else {
+        flag = kFlagInclusive;  // never combined: tile 0 is inclusive
+        value = Op::identity();
+      }
+      if (__all_sync(kFullMask, flag != kFlagInvalid)) break;
+      if (kPollDelayNs > 0 && big_grid) {
+        __nanosleep(kPollDelayNs);
+      } else if (++spins > 4) {
+        __nanosleep(32);
+      }
+    }
+    const unsigned inclusive = __ballot_sync(kFullMask, flag == kFlagInclusive);
+    const int last = inclusive != 0 ? __ffs(inclusive) - 1 : kWarpThreads - 1;
+    // Lanes 0..last in reverse lane order = ascending tile order.
+    T v = lane <= last ? value : Op::identity();
+#pragma unroll
+    for (int d = 1; d < kWarpThreads; d <<= 1) {
+      const T y = ShflDown(v, d);
+      if (lane + d < kWarpThreads) v = op(y, v);
+    }
+    const T window = ShflIdx(v, 0);
+    exclusive = have ? op(window, exclusive) : window;
+    have = true;
+    if (inclusive != 0) return exclusive;
+    pred -= kWarpThreads;
+  }
+}
+
+// Chained: one thread waits for its predecessor's inclusive prefix.
+template <class T>
+__device__ __forceinline__ T WaitInclusive(const TileWord* tiles, uint32_t pred, unsigned long long epoch) {
+  const unsigned long long want = (epoch << 2) | kFlagInclusive;
+  unsigned long long status, bits;
+  int spins = 0;
+  while (true) {
+    LoadTileWord(tiles + pred, status, bits);
+    if (status == want) return FromBits<T>(bits);
+    if (++spins > 4) __nanosleep(32);
+  }
+}
+
+}  // namespace gpuscan::kernels::detail

@@ -1,0 +1,4 @@
+// The CUB scan peer for float (every float operator).
+#include "detail/cub_peers.cuh"
+
+GPUSCAN_FOR_ARITH_OPS(GPUSCAN_INSTANTIATE_CUB_SCAN, float)

@@ -1,0 +1,4 @@
+// The CUB scan peer for uint64_t (every integer operator).
+#include "detail/cub_peers.cuh"
+
+GPUSCAN_FOR_INT_OPS(GPUSCAN_INSTANTIATE_CUB_SCAN, uint64_t)

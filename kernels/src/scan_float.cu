@@ -1,0 +1,4 @@
+// Scan for float with every operator of a float type (the CUB peer lives in scan_cub_float.cu).
+#include "detail/dispatch.cuh"
+
+GPUSCAN_FOR_ARITH_OPS(GPUSCAN_INSTANTIATE_SCAN, float)

@@ -1,0 +1,542 @@
+#include "engine/cuda_engine.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "engine/cuda_resources.h"
+#include "engine/dispatch.h"
+#include "gpuscan/kernels/compact.h"
+#include "gpuscan/kernels/reduce.h"
+#include "gpuscan/kernels/scan.h"
+#include "gpuscan/kernels/temp_storage.h"
+
+namespace gpuscan::engine {
+
+namespace cuda {
+
+void Check(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return;
+  cudaGetLastError();  // clears a non-sticky error so the thread can go on
+  const std::string detail = std::string(what) + ": " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")";
+  if (error == cudaErrorMemoryAllocation) throw Error(ErrorCode::kResourceExhausted, "out of device memory: " + detail);
+  throw Error(ErrorCode::kInternal, "CUDA error: " + detail);
+}
+
+}  // namespace cuda
+
+namespace {
+
+// Each chunk travels in sub-chunks of at most this many bytes through two staging slots.
+// 2 MiB keeps kernels long enough to amortise their launch while a 4 MiB chunk still gets
+// copy/compute overlap.
+constexpr size_t kSubChunkBytes = size_t{2} << 20;
+// Indices (int64) of the most elements a sub-chunk can hold (4-byte dtypes).
+constexpr size_t kIndexBytes = kSubChunkBytes / 4 * sizeof(int64_t);
+constexpr size_t kFlagBytes = kSubChunkBytes / 4;
+
+uint64_t ElapsedUs(cudaEvent_t from, cudaEvent_t to) {
+  float ms = 0;
+  if (cudaEventElapsedTime(&ms, from, to) != cudaSuccess) return 0;
+  return static_cast<uint64_t>(std::llround(ms * 1000.0));
+}
+
+// One staging slot: its own stream, pinned and device buffers, and the events that time it.
+struct Slot {
+  cuda::Stream stream;
+  cuda::Event start, h2d_done, kernel_start, kernel_done, d2h_done;
+  cuda::PinnedBuffer h_in{kSubChunkBytes}, h_flags{kFlagBytes}, h_out{kSubChunkBytes}, h_idx{kIndexBytes},
+      h_count{sizeof(uint64_t)};
+  cuda::DeviceBuffer d_in, d_flags, d_out, d_idx, d_count;
+  // The sub-chunk in flight: where its results go once it is done.
+  bool busy = false;
+  bool downloads = false;
+  char* out_dst = nullptr;
+  size_t out_bytes = 0;
+
+  Slot()
+      : d_in(kSubChunkBytes, stream.get()),
+        d_flags(kFlagBytes, stream.get()),
+        d_out(kSubChunkBytes, stream.get()),
+        d_idx(kIndexBytes, stream.get()),
+        d_count(sizeof(uint64_t), stream.get()) {}
+
+  cudaStream_t s() const { return stream.get(); }
+};
+
+// A lane: two slots (copy of one overlaps the kernel of the other) and the kernels' temporary
+// storage. A session holds a lane for one Process call; lanes are reused across calls.
+struct Lane {
+  Slot slots[2];
+  cuda::DeviceBuffer temp;
+  cudaEvent_t last_kernel = nullptr;  // the most recent kernel on this lane (kernels run in order)
+
+  void EnsureTemp(size_t bytes) {
+    if (bytes <= temp.size()) return;
+    Quiesce();
+    temp = cuda::DeviceBuffer(std::max<size_t>(bytes, 1 << 20), slots[0].s());
+    cuda::Check(kernels::ClearTempStorage(temp.get(), temp.size(), slots[0].s()), "ClearTempStorage");
+  }
+  // Waits for everything on the lane; used before reuse after an error.
+  void Quiesce() {
+    for (Slot& s : slots) {
+      cudaStreamSynchronize(s.s());
+      s.busy = false;
+    }
+    last_kernel = nullptr;
+  }
+};
+
+struct Shared;
+
+class LanePool {
+ public:
+  explicit LanePool(int max_lanes) : max_lanes_(std::max(1, max_lanes)) {}
+  Lane* Acquire() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (!free_.empty()) {
+        Lane* lane = free_.back();
+        free_.pop_back();
+        return lane;
+      }
+      if (static_cast<int>(all_.size()) < max_lanes_) {
+        all_.push_back(nullptr);  // reserve the place; build outside the lock
+        lock.unlock();
+        std::unique_ptr<Lane> lane;
+        try {
+          lane = std::make_unique<Lane>();
+        } catch (...) {
+          lock.lock();
+          all_.pop_back();
+          cv_.notify_one();
+          throw;
+        }
+        Lane* raw = lane.get();
+        lock.lock();
+        *std::find(all_.begin(), all_.end(), nullptr) = std::move(lane);
+        return raw;
+      }
+      cv_.wait(lock);
+    }
+  }
+  void Release(Lane* lane) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      free_.push_back(lane);
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  const int max_lanes_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Lane>> all_;
+  std::vector<Lane*> free_;
+};
+
+// State the engine and its sessions share (sessions may outlive the engine object).
+struct Shared {
+  int device = 0;
+  cudaDeviceProp prop{};
+  LanePool lanes;
+  std::atomic<bool> healthy{true};
+  std::mutex reason_mu;
+  std::string reason;
+
+  Shared(int dev, int max_lanes) : device(dev), lanes(max_lanes) {}
+
+  // Runs a CUDA call; on failure decides whether the device is still usable. A sticky error
+  // (the context is corrupt: every later call fails too) marks the engine unhealthy, so the
+  // health service reports NOT_SERVING; the call itself fails with UNAVAILABLE.
+  void Call(cudaError_t error, const char* what) {
+    if (error == cudaSuccess) return;
+    if (error != cudaErrorMemoryAllocation && cudaDeviceSynchronize() != cudaSuccess) {
+      const std::string detail = std::string(what) + ": " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")";
+      {
+        std::lock_guard<std::mutex> lock(reason_mu);
+        if (reason.empty()) reason = "sticky CUDA error on device " + std::to_string(device) + ": " + detail;
+      }
+      healthy = false;
+      throw Error(ErrorCode::kUnavailable, "the CUDA device failed: " + detail);
+    }
+    cuda::Check(error, what);
+  }
+};
+
+// Holds a lane for one Process call; after an error the lane is drained before reuse.
+class LaneLease {
+ public:
+  explicit LaneLease(Shared& shared) : shared_(shared), lane_(shared.lanes.Acquire()) {}
+  ~LaneLease() {
+    if (std::uncaught_exceptions() > entry_exceptions_) lane_->Quiesce();
+    shared_.lanes.Release(lane_);
+  }
+  Lane* operator->() const { return lane_; }
+  Lane& operator*() const { return *lane_; }
+
+ private:
+  Shared& shared_;
+  Lane* lane_;
+  int entry_exceptions_ = std::uncaught_exceptions();
+};
+
+// The per-sub-chunk steps every session shares.
+void Upload(Shared& sh, Slot& s, const void* src, size_t bytes, const uint8_t* flags, size_t flag_bytes) {
+  std::memcpy(s.h_in.get(), src, bytes);  // pageable protobuf bytes → pinned staging
+  if (flags) std::memcpy(s.h_flags.get(), flags, flag_bytes);
+  sh.Call(cudaEventRecord(s.start.get(), s.s()), "cudaEventRecord");
+  sh.Call(cudaMemcpyAsync(s.d_in.get(), s.h_in.get(), bytes, cudaMemcpyHostToDevice, s.s()), "H2D values");
+  if (flags) {
+    sh.Call(cudaMemcpyAsync(s.d_flags.get(), s.h_flags.get(), flag_bytes, cudaMemcpyHostToDevice, s.s()), "H2D flags");
+  }
+  sh.Call(cudaEventRecord(s.h2d_done.get(), s.s()), "cudaEventRecord");
+}
+
+void KernelBegin(Shared& sh, Lane& lane, Slot& s) {
+  if (lane.last_kernel) sh.Call(cudaStreamWaitEvent(s.s(), lane.last_kernel, 0), "cudaStreamWaitEvent");
+  sh.Call(cudaEventRecord(s.kernel_start.get(), s.s()), "cudaEventRecord");
+}
+
+void KernelEnd(Shared& sh, Lane& lane, Slot& s) {
+  sh.Call(cudaGetLastError(), "kernel launch");
+  sh.Call(cudaEventRecord(s.kernel_done.get(), s.s()), "cudaEventRecord");
+  lane.last_kernel = s.kernel_done.get();
+}
+
+void Download(Shared& sh, Slot& s, char* dst, size_t bytes) {
+  if (bytes) sh.Call(cudaMemcpyAsync(s.h_out.get(), s.d_out.get(), bytes, cudaMemcpyDeviceToHost, s.s()), "D2H");
+  sh.Call(cudaEventRecord(s.d2h_done.get(), s.s()), "cudaEventRecord");
+  s.busy = true;
+  s.downloads = true;
+  s.out_dst = dst;
+  s.out_bytes = bytes;
+}
+
+// Waits for the slot's sub-chunk, hands its result over and adds its stage times.
+void Retire(Shared& sh, Slot& s, StageTimes& times) {
+  if (!s.busy) return;
+  cudaEvent_t done = s.downloads ? s.d2h_done.get() : s.kernel_done.get();
+  sh.Call(cudaEventSynchronize(done), "cudaEventSynchronize");
+  if (s.out_bytes) std::memcpy(s.out_dst, s.h_out.get(), s.out_bytes);
+  times.h2d_us += ElapsedUs(s.start.get(), s.h2d_done.get());
+  times.kernel_us += ElapsedUs(s.kernel_start.get(), s.kernel_done.get());
+  if (s.downloads) times.d2h_us += ElapsedUs(s.kernel_done.get(), s.d2h_done.get());
+  s.busy = false;
+  s.downloads = false;
+  s.out_bytes = 0;
+}
+
+// A session's running carry, on the device, from the pool.
+template <class T>
+class DeviceCarry {
+ public:
+  // Allocates on first use, in `stream`'s order.
+  T* get(cudaStream_t stream) {
+    if (!buffer_.get()) buffer_ = cuda::DeviceBuffer(sizeof(T), stream);
+    return ptr();
+  }
+  T* ptr() const { return static_cast<T*>(buffer_.get()); }
+  bool valid = false;  // holds the combination of everything processed so far
+
+ private:
+  cuda::DeviceBuffer buffer_;
+};
+
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(Shared& sh) { sh.Call(cudaSetDevice(sh.device), "cudaSetDevice"); }
+};
+
+kernels::ScanAlgorithm ToKernels(ScanAlgorithm a) {
+  switch (a) {
+    case ScanAlgorithm::kDefault:
+    case ScanAlgorithm::kDecoupledLookback: return kernels::ScanAlgorithm::kDecoupledLookback;
+    case ScanAlgorithm::kChained: return kernels::ScanAlgorithm::kChained;
+    case ScanAlgorithm::kReduceThenScan: return kernels::ScanAlgorithm::kReduceThenScan;
+    case ScanAlgorithm::kKoggeStone: return kernels::ScanAlgorithm::kKoggeStone;
+    case ScanAlgorithm::kBrentKung: return kernels::ScanAlgorithm::kBrentKung;
+    case ScanAlgorithm::kBlelloch: return kernels::ScanAlgorithm::kBlelloch;
+    case ScanAlgorithm::kHillisSteele: return kernels::ScanAlgorithm::kHillisSteele;
+    case ScanAlgorithm::kCub: return kernels::ScanAlgorithm::kCub;
+    case ScanAlgorithm::kCpuBlocked: break;
+  }
+  throw Error(ErrorCode::kUnimplemented, "scan algorithm '" + std::string(Name(a)) +
+                                             "' is not available on the cuda engine");
+}
+
+template <class T, class Op>
+class CudaScan final : public ScanSession {
+ public:
+  CudaScan(std::shared_ptr<Shared> sh, kernels::ScanAlgorithm algo, bool exclusive)
+      : sh_(std::move(sh)), algo_(algo), exclusive_(exclusive) {}
+
+  void Process(const void* in, void* out, uint64_t n, StageTimes& times) override {
+    if (n == 0) return;
+    Shared& sh = *sh_;
+    DeviceGuard guard(sh);
+    LaneLease lane(sh);
+    const uint64_t sub = kSubChunkBytes / sizeof(T);
+    size_t temp_bytes = 0;
+    sh.Call(kernels::Scan<T, Op>(algo_, nullptr, temp_bytes, nullptr, nullptr, std::min(n, sub), exclusive_,
+                                 nullptr, nullptr, lane->slots[0].s()),
+            "scan temp size");
+    lane->EnsureTemp(temp_bytes);
+    T* carry = carry_.get(lane->slots[0].s());
+    const char* src = static_cast<const char*>(in);
+    char* dst = static_cast<char*>(out);
+    unsigned k = 0;
+    for (uint64_t off = 0; off < n; off += sub, ++k) {
+      const uint64_t m = std::min(sub, n - off);
+      Slot& s = lane->slots[k & 1];
+      Retire(sh, s, times);
+      Upload(sh, s, src + off * sizeof(T), m * sizeof(T), nullptr, 0);
+      KernelBegin(sh, *lane, s);
+      size_t bytes = lane->temp.size();
+      sh.Call(kernels::Scan<T, Op>(algo_, lane->temp.get(), bytes, static_cast<const T*>(s.d_in.get()),
+                                   static_cast<T*>(s.d_out.get()), m, exclusive_, carry_.valid ? carry : nullptr,
+                                   carry, s.s()),
+              "scan kernel");
+      carry_.valid = true;
+      KernelEnd(sh, *lane, s);
+      Download(sh, s, dst + off * sizeof(T), m * sizeof(T));
+    }
+    Retire(sh, lane->slots[k & 1], times);
+    Retire(sh, lane->slots[(k + 1) & 1], times);
+  }
+
+  std::string algorithm() const override { return kernels::ScanAlgorithmName(algo_); }
+
+ private:
+  std::shared_ptr<Shared> sh_;
+  kernels::ScanAlgorithm algo_;
+  bool exclusive_;
+  DeviceCarry<T> carry_;
+};
+
+template <class T, class Op>
+class CudaReduce final : public ReduceSession {
+ public:
+  explicit CudaReduce(std::shared_ptr<Shared> sh) : sh_(std::move(sh)) {}
+
+  void Process(const void* in, uint64_t n, StageTimes& times) override {
+    if (n == 0) return;
+    Shared& sh = *sh_;
+    DeviceGuard guard(sh);
+    LaneLease lane(sh);
+    const uint64_t sub = kSubChunkBytes / sizeof(T);
+    size_t temp_bytes = 0;
+    sh.Call(kernels::Reduce<T, Op>(false, nullptr, temp_bytes, nullptr, std::min(n, sub), nullptr, nullptr,
+                                   lane->slots[0].s()),
+            "reduce temp size");
+    lane->EnsureTemp(temp_bytes);
+    T* carry = carry_.get(lane->slots[0].s());
+    const char* src = static_cast<const char*>(in);
+    unsigned k = 0;
+    for (uint64_t off = 0; off < n; off += sub, ++k) {
+      const uint64_t m = std::min(sub, n - off);
+      Slot& s = lane->slots[k & 1];
+      Retire(sh, s, times);
+      Upload(sh, s, src + off * sizeof(T), m * sizeof(T), nullptr, 0);
+      KernelBegin(sh, *lane, s);
+      size_t bytes = lane->temp.size();
+      sh.Call(kernels::Reduce<T, Op>(false, lane->temp.get(), bytes, static_cast<const T*>(s.d_in.get()), m,
+                                     carry_.valid ? carry : nullptr, carry, s.s()),
+              "reduce kernel");
+      carry_.valid = true;
+      KernelEnd(sh, *lane, s);
+      s.busy = true;
+    }
+    Retire(sh, lane->slots[k & 1], times);
+    Retire(sh, lane->slots[(k + 1) & 1], times);
+  }
+
+  void Result(void* value) const override {
+    T v = Op::identity();
+    if (carry_.valid) {
+      DeviceGuard guard(*sh_);
+      sh_->Call(cudaMemcpy(&v, carry_.ptr(), sizeof(T), cudaMemcpyDeviceToHost),
+                "D2H result");
+    }
+    std::memcpy(value, &v, sizeof(T));
+  }
+
+  std::string algorithm() const override { return "one_pass"; }
+
+ private:
+  std::shared_ptr<Shared> sh_;
+  DeviceCarry<T> carry_;
+};
+
+template <class T>
+kernels::Predicate<T> ToKernels(const Predicate& p) {
+  kernels::Predicate<T> out;
+  out.op = static_cast<kernels::PredicateOp>(static_cast<int>(p.op));
+  std::memcpy(&out.threshold, p.threshold, sizeof(T));
+  std::memcpy(&out.upper, p.upper, sizeof(T));
+  return out;
+}
+
+template <class T>
+class CudaCompact final : public CompactSession {
+ public:
+  CudaCompact(std::shared_ptr<Shared> sh, const CompactSpec& spec)
+      : sh_(std::move(sh)), spec_(spec), pred_(ToKernels<T>(spec.predicate)) {}
+
+  // Each sub-chunk runs to completion before the next: how many were kept must be known
+  // before the kept values can be copied out.
+  uint64_t Process(const void* values, const uint8_t* flags, uint64_t n, void* out_values, int64_t* out_indices,
+                   StageTimes& times) override {
+    if (n == 0) return 0;
+    Shared& sh = *sh_;
+    DeviceGuard guard(sh);
+    LaneLease lane(sh);
+    const uint64_t sub = kSubChunkBytes / sizeof(T);
+    size_t temp_bytes = 0;
+    sh.Call(kernels::Compact<T>(false, nullptr, temp_bytes, nullptr, nullptr, pred_, std::min(n, sub), 0, nullptr,
+                                nullptr, nullptr, lane->slots[0].s()),
+            "compact temp size");
+    lane->EnsureTemp(temp_bytes);
+    const char* src = static_cast<const char*>(values);
+    uint64_t kept_total = 0;
+    Slot& s = lane->slots[0];
+    for (uint64_t off = 0; off < n; off += sub) {
+      const uint64_t m = std::min(sub, n - off);
+      Upload(sh, s, src + off * sizeof(T), m * sizeof(T), spec_.use_flags ? flags + off : nullptr, m);
+      KernelBegin(sh, *lane, s);
+      size_t bytes = lane->temp.size();
+      sh.Call(kernels::Compact<T>(false, lane->temp.get(), bytes, static_cast<const T*>(s.d_in.get()),
+                                  spec_.use_flags ? static_cast<const uint8_t*>(s.d_flags.get()) : nullptr, pred_, m,
+                                  static_cast<int64_t>(processed_ + off),
+                                  spec_.want_values ? static_cast<T*>(s.d_out.get()) : nullptr,
+                                  spec_.want_indices ? static_cast<int64_t*>(s.d_idx.get()) : nullptr,
+                                  static_cast<uint64_t*>(s.d_count.get()), s.s()),
+              "compact kernel");
+      KernelEnd(sh, *lane, s);
+      sh.Call(cudaMemcpyAsync(s.h_count.get(), s.d_count.get(), sizeof(uint64_t), cudaMemcpyDeviceToHost, s.s()),
+              "D2H kept count");
+      sh.Call(cudaStreamSynchronize(s.s()), "cudaStreamSynchronize");
+      uint64_t kept = 0;
+      std::memcpy(&kept, s.h_count.get(), sizeof(kept));
+      if (kept > m) sh.Call(cudaErrorIllegalState, "compact kernel reported more kept than it was given");
+      if (spec_.want_values && kept) {
+        sh.Call(cudaMemcpyAsync(s.h_out.get(), s.d_out.get(), kept * sizeof(T), cudaMemcpyDeviceToHost, s.s()),
+                "D2H kept values");
+      }
+      if (spec_.want_indices && kept) {
+        sh.Call(cudaMemcpyAsync(s.h_idx.get(), s.d_idx.get(), kept * sizeof(int64_t), cudaMemcpyDeviceToHost, s.s()),
+                "D2H kept indices");
+      }
+      sh.Call(cudaEventRecord(s.d2h_done.get(), s.s()), "cudaEventRecord");
+      s.busy = true;
+      s.downloads = true;
+      Retire(sh, s, times);
+      if (spec_.want_values) {
+        std::memcpy(static_cast<char*>(out_values) + kept_total * sizeof(T), s.h_out.get(), kept * sizeof(T));
+      }
+      if (spec_.want_indices) std::memcpy(out_indices + kept_total, s.h_idx.get(), kept * sizeof(int64_t));
+      kept_total += kept;
+    }
+    processed_ += n;
+    return kept_total;
+  }
+
+  std::string algorithm() const override { return "single_pass"; }
+
+ private:
+  std::shared_ptr<Shared> sh_;
+  CompactSpec spec_;
+  kernels::Predicate<T> pred_;
+  uint64_t processed_ = 0;
+};
+
+class CudaEngine final : public Engine {
+ public:
+  explicit CudaEngine(std::shared_ptr<Shared> sh) : sh_(std::move(sh)) {}
+
+  std::string name() const override { return "cuda"; }
+  std::string device_name() const override { return sh_->prop.name; }
+  std::vector<DeviceInfo> devices() const override {
+    DeviceInfo d;
+    d.name = sh_->prop.name;
+    d.cc_major = sh_->prop.major;
+    d.cc_minor = sh_->prop.minor;
+    d.memory_bytes = sh_->prop.totalGlobalMem;
+    d.multiprocessors = sh_->prop.multiProcessorCount;
+    return {d};
+  }
+  std::vector<ScanAlgorithm> scan_algorithms() const override {
+    return {ScanAlgorithm::kDefault,   ScanAlgorithm::kDecoupledLookback, ScanAlgorithm::kChained,
+            ScanAlgorithm::kReduceThenScan, ScanAlgorithm::kKoggeStone, ScanAlgorithm::kBrentKung,
+            ScanAlgorithm::kBlelloch,  ScanAlgorithm::kHillisSteele,      ScanAlgorithm::kCub};
+  }
+  std::vector<std::string> reduce_algorithms() const override { return {"one_pass"}; }
+  std::vector<std::string> compact_algorithms() const override { return {"single_pass"}; }
+  bool healthy() const override { return sh_->healthy; }
+  std::string unhealthy_reason() const override {
+    std::lock_guard<std::mutex> lock(sh_->reason_mu);
+    return sh_->reason;
+  }
+
+  std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) override {
+    const kernels::ScanAlgorithm algo = ToKernels(spec.algorithm);
+    return Visit(spec.dtype, spec.op, [&](auto t, auto op) -> std::unique_ptr<ScanSession> {
+      using T = typename decltype(t)::type;
+      using Op = typename decltype(op)::type;
+      return std::make_unique<CudaScan<T, Op>>(sh_, algo, spec.exclusive);
+    });
+  }
+  std::unique_ptr<ReduceSession> NewReduce(const ReduceSpec& spec) override {
+    return Visit(spec.dtype, spec.op, [&](auto t, auto op) -> std::unique_ptr<ReduceSession> {
+      using T = typename decltype(t)::type;
+      using Op = typename decltype(op)::type;
+      return std::make_unique<CudaReduce<T, Op>>(sh_);
+    });
+  }
+  std::unique_ptr<CompactSession> NewCompact(const CompactSpec& spec) override {
+    return VisitDType(spec.dtype, [&](auto t) -> std::unique_ptr<CompactSession> {
+      using T = typename decltype(t)::type;
+      return std::make_unique<CudaCompact<T>>(sh_, spec);
+    });
+  }
+
+ private:
+  std::shared_ptr<Shared> sh_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> MakeCudaEngine(const EngineOptions& options, std::string* reason) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    *reason = e != cudaSuccess ? std::string("no usable CUDA device (") + cudaGetErrorName(e) + ": " +
+                                     cudaGetErrorString(e) + ")"
+                               : "no CUDA device";
+    return nullptr;
+  }
+  if (options.device < 0 || options.device >= count) {
+    throw Error(ErrorCode::kInvalidArgument, "--device=" + std::to_string(options.device) + " but " +
+                                                 std::to_string(count) + " CUDA device(s) are present");
+  }
+  auto sh = std::make_shared<Shared>(options.device, options.streams);
+  cuda::Check(cudaSetDevice(options.device), "cudaSetDevice");
+  cuda::Check(cudaGetDeviceProperties(&sh->prop, options.device), "cudaGetDeviceProperties");
+  // Keep freed pool memory for reuse instead of returning it to the driver at every sync.
+  cudaMemPool_t pool;
+  cuda::Check(cudaDeviceGetDefaultMemPool(&pool, options.device), "cudaDeviceGetDefaultMemPool");
+  uint64_t threshold = UINT64_MAX;
+  cuda::Check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), "cudaMemPoolSetAttribute");
+  *reason = std::string("CUDA device ") + std::to_string(options.device) + ": " + sh->prop.name;
+  return std::make_unique<CudaEngine>(std::move(sh));
+}
+
+}  // namespace gpuscan::engine

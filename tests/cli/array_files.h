@@ -1,0 +1,46 @@
+// Test helpers: whole arrays to and from files through the CLI's own ArrayOutput/ArrayInput.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "array_input.h"
+#include "array_output.h"
+
+namespace gpuscan::cli_test {
+
+template <class T>
+void WriteArray(const std::string& path, const std::vector<T>& v,
+                cli::Format format = cli::Format::kAuto) {
+  cli::OutputSpec spec;
+  spec.path = path;
+  spec.format = format;
+  cli::ArrayOutput out(spec, DTypeOf<T>(), v.size());
+  out.Write(v.data(), v.size() * sizeof(T));
+  out.Finish();
+}
+
+// Reads every element, in small pieces so chunk boundaries get exercised.
+inline std::string ReadAllBytes(cli::ArrayInput& in, size_t piece = 4096) {
+  std::string all, buf(piece, '\0');
+  while (size_t n = in.Read(buf.data(), buf.size())) all.append(buf.data(), n);
+  return all;
+}
+
+template <class T>
+std::vector<T> ReadArray(const std::string& path, cli::Format format = cli::Format::kAuto) {
+  cli::InputSpec spec;
+  spec.path = path;
+  spec.format = format;
+  spec.dtype = DTypeOf<T>();
+  auto in = cli::ArrayInput::Open(spec);
+  EXPECT_EQ(in->dtype(), DTypeOf<T>());
+  std::string bytes = ReadAllBytes(*in);
+  std::vector<T> v(bytes.size() / sizeof(T));
+  if (!v.empty()) std::memcpy(v.data(), bytes.data(), v.size() * sizeof(T));
+  return v;
+}
+
+}  // namespace gpuscan::cli_test

@@ -1,0 +1,218 @@
+// The gpuscan binary end to end: an in-process server (CPU engine) on a free loopback port,
+// multi-chunk .npy files, and the CLI's results compared with gpuscan::Client on the same data.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <random>
+#include <regex>
+
+#include "array_files.h"
+#include "gpuscan/client.h"
+#include "in_process_server.h"
+#include "temp_dir.h"
+
+namespace gpuscan::cli_test {
+namespace {
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+class CliE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = StartCpuServer().release(); }
+  static void TearDownTestSuite() {
+    server_->Shutdown();
+    delete server_;
+    server_ = nullptr;
+  }
+
+  std::string addr() const { return server_->address(); }
+  Client client() const {
+    ClientOptions o;
+    o.target = addr();
+    o.timeout = std::chrono::seconds(120);
+    return Client(o);
+  }
+
+  // Runs `[stdin_cmd |] gpuscan args` through the shell, capturing stdout and stderr.
+  CliRun Run(const std::string& args, const std::string& stdin_cmd = "") const {
+    std::string cmd = stdin_cmd.empty() ? "" : stdin_cmd + " | ";
+    cmd += std::string(GPUSCAN_CLI_PATH) + " --no-progress " + args + " > " + dir_ / "stdout" +
+           " 2> " + dir_ / "stderr";
+    int status = std::system(cmd.c_str());
+    CliRun r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = ReadFile(dir_ / "stdout");
+    r.err = ReadFile(dir_ / "stderr");
+    return r;
+  }
+
+  std::string Path(const std::string& name) const { return dir_ / name; }
+
+  static server::Server* server_;
+  TempDir dir_;
+};
+server::Server* CliE2E::server_ = nullptr;
+
+// Enough elements for many 1 MiB chunks, and not a multiple of a chunk.
+constexpr size_t kN = 3'000'017;
+
+std::vector<int32_t> RandomInt32(size_t n) {
+  std::mt19937_64 rng(std::random_device{}());
+  std::uniform_int_distribution<int32_t> d(INT32_MIN, INT32_MAX);  // sums wrap
+  std::vector<int32_t> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// A JSON field of the CLI's flat report, as text ("" when absent).
+std::string JsonField(const std::string& json, const std::string& key) {
+  std::smatch m;
+  std::regex re("\"" + key + "\":(\"[^\"]*\"|[^,}]*)");
+  return std::regex_search(json, m, re) ? m[1].str() : "";
+}
+
+TEST_F(CliE2E, ScanInt32MatchesClientAndSequentialSum) {
+  std::vector<int32_t> x = RandomInt32(kN);
+  WriteArray(Path("in.npy"), x);
+  CliRun r = Run("scan --server " + addr() + " -i " + Path("in.npy") + " -o " + Path("out.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("server timing"), std::string::npos) << r.err;
+
+  std::vector<int32_t> got = ReadArray<int32_t>(Path("out.npy"));
+  ASSERT_EQ(got.size(), kN);
+  EXPECT_TRUE(got == client().Scan(x).values);
+  uint32_t acc = 0;  // two's-complement wrap, as the service defines it
+  for (size_t i = 0; i < kN; ++i) {
+    acc += static_cast<uint32_t>(x[i]);
+    ASSERT_EQ(got[i], static_cast<int32_t>(acc)) << "at " << i;
+  }
+}
+
+TEST_F(CliE2E, ExclusiveScanFloat64IsBitIdenticalToClient) {
+  std::mt19937_64 rng(std::random_device{}());
+  std::uniform_real_distribution<double> d(-1, 1);
+  std::vector<double> x(kN);
+  for (auto& v : x) v = d(rng);
+  WriteArray(Path("in.npy"), x);
+  // Global options before the subcommand work too.
+  CliRun r = Run("--server " + addr() + " scan --exclusive -i " + Path("in.npy") + " -o " +
+                 Path("out.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  ScanOptions o;
+  o.exclusive = true;
+  std::vector<double> want = client().Scan(x, o).values;
+  std::vector<double> got = ReadArray<double>(Path("out.npy"));
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)), 0);
+  EXPECT_EQ(got[0], 0.0);
+}
+
+TEST_F(CliE2E, ReduceJsonReportsValueAndCount) {
+  std::vector<int32_t> x = RandomInt32(kN);
+  WriteArray(Path("in.npy"), x);
+  CliRun r = Run("reduce --json --op max --server " + addr() + " -i " + Path("in.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(JsonField(r.out, "value"), std::to_string(client().Reduce(x, v1::OPERATOR_MAX).value))
+      << r.out;
+  EXPECT_EQ(JsonField(r.out, "element_count"), std::to_string(kN)) << r.out;
+  EXPECT_EQ(JsonField(r.out, "dtype"), "\"int32\"") << r.out;
+  EXPECT_EQ(JsonField(r.out, "bytes_in"), std::to_string(kN * 4)) << r.out;
+  EXPECT_EQ(r.out.back(), '\n');
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1);  // one object, one line
+}
+
+TEST_F(CliE2E, CompactPredicateGtWritesValuesAndIndices) {
+  std::vector<int32_t> x = RandomInt32(kN);
+  WriteArray(Path("in.npy"), x);
+  CliRun r = Run("compact --server " + addr() + " -i " + Path("in.npy") + " -o " +
+                 Path("kept.npy") + " --predicate gt --threshold 1000000 --output-kind both " +
+                 "--indices-output " + Path("idx.npy") + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+
+  CompactOptions o;
+  o.predicate.set_op(v1::PREDICATE_OP_GT);
+  o.predicate.mutable_threshold()->set_int_value(1000000);
+  o.output = v1::COMPACT_OUTPUT_VALUES_AND_INDICES;
+  CompactResult<int32_t> want = client().Compact(x, o);
+  EXPECT_EQ(JsonField(r.out, "kept_count"), std::to_string(want.kept_count)) << r.out;
+  EXPECT_TRUE(ReadArray<int32_t>(Path("kept.npy")) == want.values);
+  EXPECT_TRUE(ReadArray<int64_t>(Path("idx.npy")) == want.indices);
+  EXPECT_GT(want.kept_count, kN / 3);  // about half are above the threshold
+  EXPECT_LT(want.kept_count, kN * 2 / 3);
+}
+
+TEST_F(CliE2E, CompactByRawFlagsFile) {
+  std::vector<int32_t> x = RandomInt32(100'003);
+  std::vector<uint8_t> flags(x.size());
+  for (size_t i = 0; i < x.size(); ++i) flags[i] = (x[i] & 3) == 0;
+  WriteArray(Path("in.npy"), x);
+  WriteFile(Path("flags.bin"), std::string(flags.begin(), flags.end()));
+  CliRun r = Run("compact --server " + addr() + " -i " + Path("in.npy") + " --flags " +
+                 Path("flags.bin") + " -o " + Path("kept.bin"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<int32_t> want;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (flags[i]) want.push_back(x[i]);
+  }
+  EXPECT_TRUE(ReadArray<int32_t>(Path("kept.bin")) == want);
+  EXPECT_NE(r.err.find("kept " + std::to_string(want.size()) + " of 100003"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(CliE2E, TextFromStdinToStdout) {
+  CliRun r = Run("scan --server " + addr() + " --dtype int32", "printf '1 2 3\\n4,5'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "1\n3\n6\n10\n15\n");
+}
+
+TEST_F(CliE2E, BitwiseOperatorOnFloatIsInvalidArgument) {
+  WriteArray(Path("f.npy"), std::vector<float>{1.f, 2.f, 3.f});
+  CliRun r = Run("scan --op bit_xor --server " + addr() + " -i " + Path("f.npy") + " -o " +
+                 Path("out.npy"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("error: INVALID_ARGUMENT"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(Path("out.npy")));  // no half-written result
+}
+
+TEST_F(CliE2E, BadInputStopsTheCallWithTheInputsMessage) {
+  CliRun r = Run("scan --server " + addr() + " --format raw --dtype int32 -o " + Path("o.bin"),
+                 "printf 'abcde'");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("error: raw input stdin is 5 bytes, not a multiple"), std::string::npos)
+      << r.err;
+
+  WriteFile(Path("bad.txt"), "1 2\nthree\n");
+  r = Run("reduce --server " + addr() + " -i " + Path("bad.txt"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("bad token 'three'"), std::string::npos) << r.err;
+}
+
+TEST_F(CliE2E, HealthAndInfo) {
+  CliRun r = Run("health --server " + addr());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "SERVING\n");
+
+  r = Run("info --server " + addr());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("engine             cpu"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cpu_blocked"), std::string::npos) << r.out;
+
+  r = Run("--json info --server " + addr());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"engine\":\"cpu\""), std::string::npos) << r.out;
+}
+
+TEST_F(CliE2E, UnreachableServerIsUnavailable) {
+  CliRun r = Run("health --timeout 5 --server 127.0.0.1:1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("error: UNAVAILABLE"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace gpuscan::cli_test

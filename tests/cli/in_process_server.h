@@ -1,0 +1,21 @@
+// The real gpuscan server (CPU engine) started in this process on a free loopback port.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "service/server.h"
+
+namespace gpuscan::cli_test {
+
+inline std::unique_ptr<server::Server> StartCpuServer() {
+  server::ServerOptions options;
+  options.address = "127.0.0.1:0";
+  engine::EngineOptions eo;
+  eo.kind = engine::EngineKind::kCpu;
+  std::string why;
+  return server::Server::Start(options, engine::MakeEngine(eo, &why));
+}
+
+}  // namespace gpuscan::cli_test

@@ -1,0 +1,210 @@
+// CUDA engine sessions against the sequential reference: every scan algorithm x dtype x
+// operator x inclusive/exclusive, sizes around tiles, the engine's 2 MiB sub-chunk and the
+// server's chunks, fed as one chunk and as random chunks; reduce (deterministic floats);
+// compaction by flags and every predicate. Outputs are poisoned before each run.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine_runner.h"
+
+namespace gpuscan::unit {
+namespace {
+
+// The CUDA engine, or null with the reason when this machine has no usable device.
+std::unique_ptr<Engine> CudaOrSkipReason(std::string* reason) {
+  engine::EngineOptions o;
+  o.kind = engine::EngineKind::kCuda;
+  try {
+    return engine::MakeEngine(o, nullptr);
+  } catch (const engine::Error& e) {
+    *reason = e.what();
+    return nullptr;
+  }
+}
+
+class CudaEngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { engine_ = CudaOrSkipReason(&skip_reason_).release(); }
+  static void TearDownTestSuite() {
+    delete engine_;
+    engine_ = nullptr;
+  }
+  void SetUp() override {
+    if (!engine_) GTEST_SKIP() << "no CUDA device: " << skip_reason_;
+  }
+  static Engine* engine_;
+  static std::string skip_reason_;
+};
+Engine* CudaEngineTest::engine_ = nullptr;
+std::string CudaEngineTest::skip_reason_;
+
+constexpr std::size_t kSubChunkBytes = std::size_t{2} << 20;  // the engine's staging size
+
+template <class T>
+std::vector<std::size_t> GpuSizes(bool full) {
+  const std::size_t sub = kSubChunkBytes / sizeof(T);
+  std::vector<std::size_t> sizes = {0, 1, 31, 32, 33, 4095, 4096, 4097, 8191, 8193};
+  if (full) {
+    for (std::size_t n : {sub - 1, sub, sub + 1, 3 * sub + 5}) sizes.push_back(n);
+  }
+  return sizes;
+}
+
+const engine::ScanAlgorithm kAlgorithms[] = {
+    engine::ScanAlgorithm::kDecoupledLookback, engine::ScanAlgorithm::kChained,
+    engine::ScanAlgorithm::kReduceThenScan,    engine::ScanAlgorithm::kKoggeStone,
+    engine::ScanAlgorithm::kBrentKung,         engine::ScanAlgorithm::kBlelloch,
+    engine::ScanAlgorithm::kHillisSteele,      engine::ScanAlgorithm::kCub};
+
+TEST_F(CudaEngineTest, EveryScanAlgorithmDTypeOperator) {
+  GPUSCAN_SEEDED_RNG(rng);
+  for (engine::ScanAlgorithm algo : kAlgorithms) {
+    const bool full = algo == engine::ScanAlgorithm::kDecoupledLookback || algo == engine::ScanAlgorithm::kCub;
+    for (DType d : engine::kAllDTypes) {
+      for (Op op : engine::kAllOps) {
+        if (engine::IsFloat(d) && engine::IsBitwise(op)) continue;
+        for (bool exclusive : {false, true}) {
+          ScanSpec spec;
+          spec.dtype = d;
+          spec.op = op;
+          spec.exclusive = exclusive;
+          spec.algorithm = algo;
+          engine::Visit(d, op, [&](auto t, auto o) {
+            using T = typename decltype(t)::type;
+            using O = typename decltype(o)::type;
+            for (std::size_t n : GpuSizes<T>(full)) {
+              SCOPED_TRACE(::testing::Message() << engine::Name(algo) << " " << engine::Name(d) << " "
+                                                << engine::Name(op) << (exclusive ? " exclusive" : " inclusive")
+                                                << " n=" << n);
+              const std::vector<T> in = testing::RandomInput<T, O>(n, rng);
+              const std::vector<T> ref = testing::ScanRef<T, O>(in, exclusive);
+              testing::ExpectScanNear<T, O>(RunScan(*engine_, spec, in, OneChunk(in)), ref, in, exclusive,
+                                            "one chunk");
+              const auto chunks = testing::RandomChunkLengths(n, rng, n / 3 + 1);
+              testing::ExpectScanNear<T, O>(RunScan(*engine_, spec, in, chunks), ref, in, exclusive,
+                                            Describe(chunks));
+            }
+          });
+          if (HasFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CudaEngineTest, LargeDefaultScanEveryDType) {
+  GPUSCAN_SEEDED_RNG(rng);
+  for (DType d : engine::kAllDTypes) {
+    ScanSpec spec;
+    spec.dtype = d;
+    engine::Visit(d, Op::kSum, [&](auto t, auto o) {
+      using T = typename decltype(t)::type;
+      using O = typename decltype(o)::type;
+      const std::size_t n = (std::size_t{1} << 24) + 7;
+      const std::vector<T> in = testing::RandomInput<T, O>(n, rng);
+      const std::vector<T> ref = testing::ScanRef<T, O>(in, false);
+      const auto chunks = testing::RandomChunkLengths(n, rng, kMiB / sizeof(T));
+      testing::ExpectScanNear<T, O>(RunScan(*engine_, spec, in, chunks), ref, in, false,
+                                    std::string("2^24+7 ") + std::string(engine::Name(d)));
+    });
+  }
+}
+
+TEST_F(CudaEngineTest, ReduceEveryDTypeOperatorDeterministic) {
+  GPUSCAN_SEEDED_RNG(rng);
+  for (DType d : engine::kAllDTypes) {
+    for (Op op : engine::kAllOps) {
+      if (engine::IsFloat(d) && engine::IsBitwise(op)) continue;
+      ReduceSpec spec;
+      spec.dtype = d;
+      spec.op = op;
+      engine::Visit(d, op, [&](auto t, auto o) {
+        using T = typename decltype(t)::type;
+        using O = typename decltype(o)::type;
+        for (std::size_t n : GpuSizes<T>(true)) {
+          SCOPED_TRACE(::testing::Message() << engine::Name(d) << " " << engine::Name(op) << " n=" << n);
+          const std::vector<T> in = testing::RandomInput<T, O>(n, rng);
+          const auto chunks = testing::RandomChunkLengths(n, rng, n / 2 + 1);
+          const T got = RunReduce(*engine_, spec, in, chunks);
+          const T again = RunReduce(*engine_, spec, in, chunks);
+          EXPECT_TRUE(testing::SameBits(got, again)) << "not deterministic: " << testing::Show(got) << " vs "
+                                                     << testing::Show(again);
+          const std::vector<T> ref = testing::ScanRef<T, O>(in, false);
+          double abs_sum = 0;
+          for (T v : in) abs_sum += std::fabs(double(v));
+          const T want = n ? ref.back() : O::identity();
+          EXPECT_TRUE((testing::WithinTolerance<T, O>(got, want, abs_sum, double(n))))
+              << "got " << testing::Show(got) << ", expected " << testing::Show(want);
+        }
+      });
+    }
+  }
+}
+
+TEST_F(CudaEngineTest, CompactFlagsAndEveryPredicate) {
+  GPUSCAN_SEEDED_RNG(rng);
+  const PredicateOp preds[] = {PredicateOp::kNonzero, PredicateOp::kEq, PredicateOp::kNe,
+                               PredicateOp::kLt,      PredicateOp::kLe, PredicateOp::kGt,
+                               PredicateOp::kGe,      PredicateOp::kInRange, PredicateOp::kNotNan};
+  for (DType d : engine::kAllDTypes) {
+    engine::VisitDType(d, [&](auto t) {
+      using T = typename decltype(t)::type;
+      const std::size_t n = 3 * kSubChunkBytes / sizeof(T) + 11;
+      const std::vector<T> in = testing::RandomCompactInput<T>(n, rng, engine::IsFloat(d) ? 0.05 : 0.0);
+      const auto chunks = testing::RandomChunkLengths(n, rng, kMiB / sizeof(T));
+      CompactSpec spec;
+      spec.dtype = d;
+      spec.want_values = true;
+      spec.want_indices = true;
+      // Flags.
+      spec.use_flags = true;
+      const std::vector<uint8_t> flags = testing::RandomFlags(n, rng, 0.5);
+      auto got = RunCompact(*engine_, spec, in, &flags, chunks);
+      auto ref = testing::CompactRef(in, flags);
+      testing::ExpectEqualValues(got.values, ref.values, std::string(engine::Name(d)) + " flags values");
+      EXPECT_EQ(got.indices, ref.indices) << engine::Name(d) << " flags indices";
+      // Predicates, thresholds taken from the data.
+      spec.use_flags = false;
+      T lo = in[n / 3], hi = in[n / 2];
+      if (hi < lo) std::swap(lo, hi);
+      for (PredicateOp p : preds) {
+        spec.predicate.op = p;
+        std::memcpy(spec.predicate.threshold, &lo, sizeof(T));
+        std::memcpy(spec.predicate.upper, &hi, sizeof(T));
+        got = RunCompact(*engine_, spec, in, nullptr, chunks);
+        ref = testing::CompactRef(in, p, lo, hi);
+        const std::string what = std::string(engine::Name(d)) + " " + std::string(engine::Name(p));
+        testing::ExpectEqualValues(got.values, ref.values, what + " values");
+        EXPECT_EQ(got.indices, ref.indices) << what << " indices";
+      }
+    });
+  }
+}
+
+TEST_F(CudaEngineTest, DescribesItsDevice) {
+  ASSERT_EQ(engine_->name(), "cuda");
+  ASSERT_EQ(engine_->devices().size(), 1u);
+  EXPECT_GT(engine_->devices()[0].multiprocessors, 0);
+  EXPECT_TRUE(engine_->healthy());
+  ScanSpec spec;
+  spec.algorithm = engine::ScanAlgorithm::kCpuBlocked;
+  EXPECT_THROW(engine_->NewScan(spec), engine::Error);
+}
+
+TEST_F(CudaEngineTest, StageTimesComeFromTheDevice) {
+  GPUSCAN_SEEDED_RNG(rng);
+  const std::vector<int32_t> in = testing::RandomInput<int32_t, ops::Sum<int32_t>>(4 << 20, rng);
+  StageTimes times;
+  ScanSpec spec;
+  RunScan(*engine_, spec, in, OneChunk(in), &times);
+  EXPECT_GT(times.h2d_us, 0u);
+  EXPECT_GT(times.kernel_us, 0u);
+  EXPECT_GT(times.d2h_us, 0u);
+}
+
+}  // namespace
+}  // namespace gpuscan::unit
