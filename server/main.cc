@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
           {"auto", engine::EngineKind::kAuto}, {"cuda", engine::EngineKind::kCuda}, {"cpu", engine::EngineKind::kCpu}}))
       ->default_str("auto");
   app.add_option("--device", engine_options.device, "CUDA device ordinal (engine cuda)");
+  app.add_option("--streams", engine_options.streams,
+                 "CUDA engine: staging lanes (two streams and pinned buffers each) shared by concurrent calls")
+      ->check(CLI::Range(1, 256));
   app.add_option("--max-concurrent", options.max_concurrent, "calls computing at once; more wait in a queue")
       ->check(CLI::Range(1u, 1u << 20));
   app.add_option("--max-queued", options.max_queued,
