@@ -33,7 +33,9 @@ run info --server "$addr"
 run scan --server "$addr" --dtype int32 -i "$work/sample.txt"
 run scan --server "$addr" --dtype int32 --op max --exclusive -i "$work/sample.txt"
 run reduce --server "$addr" --dtype int32 --op sum -i "$work/sample.txt"
-run compact --server "$addr" --dtype int32 --predicate gt --threshold 2 --output-kind both -i "$work/sample.txt"
+run compact --server "$addr" --dtype int32 --predicate gt --threshold 2 --output-kind both \
+  -i "$work/sample.txt" -o "$work/kept.txt" --indices-output "$work/kept_idx.txt"
+echo "kept values and their indices:"; paste "$work/kept.txt" "$work/kept_idx.txt"
 
 # A larger one: 16 Mi random int32 through the pipeline in 1 MiB chunks.
 head -c $((64 << 20)) /dev/urandom >"$work/big.bin"
