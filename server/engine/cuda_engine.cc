@@ -234,6 +234,34 @@ void Retire(Shared& sh, Slot& s, StageTimes& times) {
   s.out_bytes = 0;
 }
 
+// Streams n elements of T through the lane's two slots: sub-chunk k+1's upload overlaps
+// sub-chunk k's kernel and download. launch(slot, m) enqueues the kernel on slot.s() reading
+// slot.d_in and (when out is non-null) writing slot.d_out, which is copied to out.
+template <class T, class Launch>
+void RunPipelined(Shared& sh, Lane& lane, const void* in, void* out, uint64_t n, StageTimes& times,
+                  Launch launch) {
+  const uint64_t sub = kSubChunkBytes / sizeof(T);
+  const char* src = static_cast<const char*>(in);
+  char* dst = static_cast<char*>(out);
+  unsigned k = 0;
+  for (uint64_t off = 0; off < n; off += sub, ++k) {
+    const uint64_t m = std::min(sub, n - off);
+    Slot& s = lane.slots[k & 1];
+    Retire(sh, s, times);
+    Upload(sh, s, src + off * sizeof(T), m * sizeof(T), nullptr, 0);
+    KernelBegin(sh, lane, s);
+    launch(s, m);
+    KernelEnd(sh, lane, s);
+    if (dst) {
+      Download(sh, s, dst + off * sizeof(T), m * sizeof(T));
+    } else {
+      s.busy = true;  // retired on its kernel's completion
+    }
+  }
+  Retire(sh, lane.slots[0], times);
+  Retire(sh, lane.slots[1], times);
+}
+
 // A session's running carry, on the device, from the pool.
 template <class T>
 class DeviceCarry {
@@ -290,26 +318,14 @@ class CudaScan final : public ScanSession {
             "scan temp size");
     lane->EnsureTemp(temp_bytes);
     T* carry = carry_.get(lane->slots[0].s());
-    const char* src = static_cast<const char*>(in);
-    char* dst = static_cast<char*>(out);
-    unsigned k = 0;
-    for (uint64_t off = 0; off < n; off += sub, ++k) {
-      const uint64_t m = std::min(sub, n - off);
-      Slot& s = lane->slots[k & 1];
-      Retire(sh, s, times);
-      Upload(sh, s, src + off * sizeof(T), m * sizeof(T), nullptr, 0);
-      KernelBegin(sh, *lane, s);
+    RunPipelined<T>(sh, *lane, in, out, n, times, [&](Slot& s, uint64_t m) {
       size_t bytes = lane->temp.size();
       sh.Call(kernels::Scan<T, Op>(algo_, lane->temp.get(), bytes, static_cast<const T*>(s.d_in.get()),
                                    static_cast<T*>(s.d_out.get()), m, exclusive_, carry_.valid ? carry : nullptr,
                                    carry, s.s()),
               "scan kernel");
       carry_.valid = true;
-      KernelEnd(sh, *lane, s);
-      Download(sh, s, dst + off * sizeof(T), m * sizeof(T));
-    }
-    Retire(sh, lane->slots[k & 1], times);
-    Retire(sh, lane->slots[(k + 1) & 1], times);
+    });
   }
 
   std::string algorithm() const override { return kernels::ScanAlgorithmName(algo_); }
@@ -338,24 +354,13 @@ class CudaReduce final : public ReduceSession {
             "reduce temp size");
     lane->EnsureTemp(temp_bytes);
     T* carry = carry_.get(lane->slots[0].s());
-    const char* src = static_cast<const char*>(in);
-    unsigned k = 0;
-    for (uint64_t off = 0; off < n; off += sub, ++k) {
-      const uint64_t m = std::min(sub, n - off);
-      Slot& s = lane->slots[k & 1];
-      Retire(sh, s, times);
-      Upload(sh, s, src + off * sizeof(T), m * sizeof(T), nullptr, 0);
-      KernelBegin(sh, *lane, s);
+    RunPipelined<T>(sh, *lane, in, nullptr, n, times, [&](Slot& s, uint64_t m) {
       size_t bytes = lane->temp.size();
       sh.Call(kernels::Reduce<T, Op>(false, lane->temp.get(), bytes, static_cast<const T*>(s.d_in.get()), m,
                                      carry_.valid ? carry : nullptr, carry, s.s()),
               "reduce kernel");
       carry_.valid = true;
-      KernelEnd(sh, *lane, s);
-      s.busy = true;
-    }
-    Retire(sh, lane->slots[k & 1], times);
-    Retire(sh, lane->slots[(k + 1) & 1], times);
+    });
   }
 
   void Result(void* value) const override {

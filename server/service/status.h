@@ -22,6 +22,6 @@ inline grpc::Status ResourceExhausted(const std::string& message) {
   return {grpc::StatusCode::RESOURCE_EXHAUSTED, message};
 }
 
-const char* CodeName(grpc::StatusCode code);  // "INVALID_ARGUMENT", ...
+std::string CodeName(grpc::StatusCode code);  // "INVALID_ARGUMENT", ...
 
 }  // namespace gpuscan::server
