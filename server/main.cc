@@ -1,5 +1,7 @@
 // gpuscan-server: parses flags, picks the engine, serves until SIGINT/SIGTERM, then shuts
 // down gracefully (in-flight calls get --shutdown-grace to finish).
+#include <malloc.h>
+
 #include <csignal>
 #include <iostream>
 #include <pthread.h>
@@ -21,6 +23,14 @@ sigset_t BlockShutdownSignals() {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
+}
+
+// Keeps the ~1 MiB message buffers gRPC allocates per chunk in the heap. By default glibc
+// mmaps and unmaps blocks that size, so every chunk's bytes page-fault their way in again:
+// measured on a 2-core VM, upload-only loopback went from 229 MB/s to 0.9-1.5 GB/s with this.
+void KeepLargeBuffersInHeap() {
+  mallopt(M_MMAP_THRESHOLD, 16 << 20);  // above the largest message (2 x --chunk-bytes default)
+  mallopt(M_TRIM_THRESHOLD, 32 << 20);  // still return memory after bursts
 }
 
 }  // namespace
@@ -60,6 +70,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   CLI11_PARSE(app, argc, argv);
+  KeepLargeBuffersInHeap();
 
   spdlog::set_level(spdlog::level::from_str(log_level));
   options.shutdown_grace = std::chrono::milliseconds(grace_ms);
