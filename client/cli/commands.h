@@ -35,5 +35,6 @@ Command AddHealthCommand(CLI::App& app, const GlobalOptions& g);
 Command AddScanCommand(CLI::App& app, const GlobalOptions& g);
 Command AddReduceCommand(CLI::App& app, const GlobalOptions& g);
 Command AddCompactCommand(CLI::App& app, const GlobalOptions& g);
+Command AddBenchCommand(CLI::App& app, const GlobalOptions& g);
 
 }  // namespace gpuscan::cli

@@ -1,5 +1,7 @@
 // gpuscan: command-line client of the gpuscan service. Parses the command line, runs one
 // subcommand, and turns every failure into "error: <message>" on stderr and a non-zero exit.
+#include <malloc.h>
+
 #include <cstdio>
 #include <exception>
 #include <vector>
@@ -21,6 +23,10 @@ ClientOptions MakeClientOptions(const GlobalOptions& g) {
 }  // namespace gpuscan::cli
 
 int main(int argc, char** argv) {
+  // Keep the ~1 MiB message buffers in the heap instead of mmapping them per chunk: page faults
+  // on fresh mappings halved loopback throughput (same setting as gpuscan-server's main).
+  mallopt(M_MMAP_THRESHOLD, 16 << 20);
+  mallopt(M_TRIM_THRESHOLD, 32 << 20);
   using namespace gpuscan::cli;
   CLI::App app{"gpuscan: prefix scans, reductions and stream compaction on a gpuscan server"};
   app.require_subcommand(1);
@@ -32,6 +38,8 @@ int main(int argc, char** argv) {
       "  gpuscan reduce -i x.npy --op max --json\n"
       "  gpuscan compact -i x.npy -o kept.npy --predicate gt --threshold 0\n"
       "  seq 1 10 | gpuscan scan --dtype int32\n"
+      "  gpuscan bench --kernels --ops scan --sizes 2^20,2^28 --json k.json --svg k.svg\n"
+      "  gpuscan bench --e2e --op scan --elements 1048576 --concurrency 1,4,16,64 --duration 5\n"
       "Exit status: 0 success, 1 error (\"error: CODE: message\" on stderr), 2 health not "
       "SERVING.");
 
@@ -49,7 +57,7 @@ int main(int argc, char** argv) {
 
   std::vector<Command> commands = {AddInfoCommand(app, g), AddHealthCommand(app, g),
                                    AddScanCommand(app, g), AddReduceCommand(app, g),
-                                   AddCompactCommand(app, g)};
+                                   AddCompactCommand(app, g), AddBenchCommand(app, g)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,6 +1,7 @@
 // What every call handler shares: the engine, the worker pool, admission and the options.
 #pragma once
 
+#include <atomic>
 #include <functional>
 
 #include "engine/engine.h"
@@ -17,6 +18,8 @@ struct CallContext {
   const ServerOptions* options = nullptr;
   // Called after a call failed inside the engine, so the server can re-check engine health.
   std::function<void()> on_engine_failure;
+  // Set while a Benchmark call owns the device (one at a time per server).
+  std::atomic<bool>* benchmark_running = nullptr;
 };
 
 }  // namespace gpuscan::server

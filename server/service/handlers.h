@@ -15,6 +15,11 @@ grpc::ServerReadReactor<v1::ReduceRequest>* StartReduce(CallContext ctx, grpc::C
                                                         v1::ReduceResponse* response);
 grpc::ServerBidiReactor<v1::CompactRequest, v1::CompactResponse>* StartCompact(
     CallContext ctx, grpc::CallbackServerContext* rpc);
+// Benchmark: the kernel suite on the server's device, rows streamed as measured.
+grpc::ServerWriteReactor<v1::BenchmarkRow>* StartBenchmark(CallContext ctx, const v1::BenchmarkRequest* request);
+// Transport: the diagnostic transport ceiling (bytes in and, with echo, straight back out).
+grpc::ServerBidiReactor<v1::TransportRequest, v1::TransportResponse>* StartTransport(
+    CallContext ctx, grpc::CallbackServerContext* rpc);
 void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info);
 
 // The status a call gets when the engine hit an unrecoverable error earlier.

@@ -41,6 +41,14 @@ class GpuScanService final : public v1::GpuScan::CallbackService {
       grpc::CallbackServerContext* rpc) override {
     return StartCompact(ctx_, rpc);
   }
+  grpc::ServerWriteReactor<v1::BenchmarkRow>* Benchmark(grpc::CallbackServerContext*,
+                                                        const v1::BenchmarkRequest* request) override {
+    return StartBenchmark(ctx_, request);
+  }
+  grpc::ServerBidiReactor<v1::TransportRequest, v1::TransportResponse>* Transport(
+      grpc::CallbackServerContext* rpc) override {
+    return StartTransport(ctx_, rpc);
+  }
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* rpc, const v1::GetServerInfoRequest*,
                                           v1::ServerInfo* info) override {
     FillServerInfo(ctx_, info);
@@ -68,6 +76,7 @@ class ServerImpl final : public Server {
     ctx.admission = &admission_;
     ctx.options = &options_;
     ctx.on_engine_failure = [this] { CheckEngineHealth(); };
+    ctx.benchmark_running = &benchmark_running_;
     service_ = std::make_unique<GpuScanService>(std::move(ctx));
 
     grpc::EnableDefaultHealthCheckService(true);
@@ -122,6 +131,7 @@ class ServerImpl final : public Server {
 
   ServerOptions options_;
   std::unique_ptr<engine::Engine> engine_;
+  std::atomic<bool> benchmark_running_{false};
   // Destroyed in reverse: the gRPC server first, then the workers (which may still release
   // admission slots), then admission, then the engine they all use.
   Admission admission_;

@@ -10,8 +10,6 @@
 namespace gpuscan::server {
 namespace {
 
-std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
-
 grpc::Status ToEngineOp(int wire, engine::DType dtype, const char* field, engine::Op* out) {
   if (wire == v1::OPERATOR_UNSPECIFIED) {
     return InvalidArgument(std::string(field) +

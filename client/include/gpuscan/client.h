@@ -91,6 +91,16 @@ constexpr v1::DType DTypeOf() {
   else static_assert(sizeof(T) == 0, "gpuscan: unsupported element type");
 }
 
+// What Client::Transport measured: the transport ceiling for one call of this size.
+struct TransportResult {
+  uint64_t bytes_in = 0;        // payload bytes the server received (its count)
+  uint64_t bytes_out = 0;       // payload bytes the server sent back (its count; 0 without echo)
+  uint64_t bytes_received = 0;  // payload bytes this client received
+  uint64_t requests = 0;        // request messages the server received
+  uint64_t wall_us = 0;         // the call as this client saw it: start until Finish (microseconds)
+  uint64_t server_total_us = 0; // the server's total_us: call start until the final response
+};
+
 // Bytes per element of a dtype; 0 for DTYPE_UNSPECIFIED or an unknown value.
 size_t DTypeSize(v1::DType dtype);
 
@@ -132,6 +142,17 @@ class Client {
   // Returns the final response (timing, kept_count, element_count).
   v1::CompactResponse CompactStream(const v1::CompactHeader& header, Source values, Source flags,
                                     Sink values_out, Sink indices_out, Progress progress = {});
+
+  // Runs the kernel suite on the server's device; on_row gets each row as it is measured (on
+  // the calling thread). An exception from on_row cancels the call and is rethrown.
+  void Benchmark(const v1::BenchmarkRequest& request,
+                 const std::function<void(const v1::BenchmarkRow&)>& on_row);
+
+  // The diagnostic transport ceiling: streams total_bytes of payload in chunk_bytes messages
+  // (0 = options().chunk_bytes) through the server's Transport RPC, which does no compute. With
+  // echo the server sends every chunk back (read concurrently, as ScanStream does: the byte
+  // pattern of a Scan); without it, one final response (the pattern of a Reduce).
+  TransportResult Transport(uint64_t total_bytes, bool echo, size_t chunk_bytes = 0);
 
   v1::ServerInfo Info();
   // grpc.health.v1 status of `service` ("" = the whole server): "SERVING", "NOT_SERVING",

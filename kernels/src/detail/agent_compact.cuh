@@ -1,11 +1,15 @@
-// Single-pass stable compaction: a block decides which of its tile's elements stay, scans the
-// kept counts, learns how many were kept before its tile through the same decoupled look-back
-// as the scan (over uint64 counts), gathers its kept elements in shared memory and writes them
-// out contiguously (coalesced), values and indices in turn.
+// Single-pass stable compaction: a block loads its tile in the striped layout (striped.cuh:
+// every warp instruction reads 512 contiguous bytes of values, 128 of 1-byte flags for 4-byte
+// values), decides which elements stay, ranks them in index order (per row of the layout, warp
+// ballots of the kept counts; then rows, then warps), learns how many were kept before its tile
+// through the same decoupled look-back as the scan (over uint64 counts, with the policy's
+// delays), gathers its kept elements in shared memory and writes them out contiguously
+// (coalesced), values and indices in turn.
 #pragma once
 
 #include "gpuscan/kernels/compact.h"
 #include "block_scan.cuh"
+#include "striped.cuh"
 #include "tile_state.cuh"
 
 namespace gpuscan::kernels::detail {
@@ -35,14 +39,22 @@ __global__ void __launch_bounds__(Policy::kThreads)
                   const unsigned long long* count_in, unsigned long long* count_out,
                   TempHeader* header, TileWord* tiles) {
   constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems, kTile = Policy::kTile;
+  constexpr int kWarps = kThreads / kWarpThreads;
+  using Layout = StripedLayout<T, kItems>;
+  constexpr int kVecs = Layout::kVecs, kVecElems = Layout::kVecElems, kRowStride = Layout::kRowStride;
+  // Bits of a row's kept count (0..kVecElems), each counted across the warp by one ballot.
+  constexpr int kCountBits = kVecElems >= 8 ? 4 : (kVecElems >= 4 ? 3 : 2);
+  static_assert(kItems <= 32, "the keep mask has 32 bits");
+  static_assert(Policy::kStriped, "compaction is striped only");
   using Count = unsigned long long;
   using CountOp = ops::Sum<Count>;
-  using Scan = BlockScan<unsigned, ops::Sum<unsigned>, kThreads, BlockScanAlgo::kWarpShuffle>;
-  __shared__ typename Scan::Storage scan_storage;
+  using FlagWord = std::conditional_t<kVecElems == 4, uint32_t, std::conditional_t<kVecElems == 2, uint16_t, uint64_t>>;
+  __shared__ unsigned s_warp_kept[kWarps];
   __shared__ uint32_t s_tile;
   __shared__ unsigned long long s_epoch;
   __shared__ Count s_prefix;
   __shared__ unsigned long long s_gather[kTile];  // kept values, then kept indices
+  const int lane = LaneId(), warp = WarpId();
 
   if (threadIdx.x == 0) {
     uint32_t t;
@@ -56,44 +68,74 @@ __global__ void __launch_bounds__(Policy::kThreads)
   const unsigned long long epoch = s_epoch;
   const uint64_t base = static_cast<uint64_t>(tile) * kTile;
   const int tile_valid = n - base >= uint64_t(kTile) ? kTile : int(n - base);
-  const int valid = ThreadValid(tile_valid, kItems);
-  const uint64_t first = base + uint64_t(threadIdx.x) * kItems;
   const bool full = tile_valid == kTile;
+  const int first = Layout::First();  // tile offset of my item 0; item v * kVecElems + j is at
+                                      // first + v * kRowStride + j
 
-  // Which items stay: a bit mask per thread.
+  // Which items stay: a bit mask per thread (bit i = item i).
   const bool need_values = out_values != nullptr || flags == nullptr;
   T items[kItems];
-  if (need_values) LoadItems<T, kItems>(in + first, valid, full && Aligned16(in), T(0), items);
+  if (need_values) Layout::Load(in + base, tile_valid, full && Aligned16(in), T(0), items);
   unsigned keep = 0;
   if (flags != nullptr) {
-    uint8_t f[kItems];
-    if (full && kItems % 16 == 0 && Aligned16(flags)) {
-      const uint4* p = reinterpret_cast<const uint4*>(flags + first);
+    const uint8_t* f = flags + base + first;
+    if (full && (reinterpret_cast<std::uintptr_t>(flags) & (sizeof(FlagWord) - 1)) == 0) {
 #pragma unroll
-      for (int v = 0; v < kItems / 16; ++v) {
-        const uint4 w = p[v];
-        memcpy(&f[v * 16], &w, 16);
-      }
-    } else if (full && kItems % 8 == 0 && (reinterpret_cast<std::uintptr_t>(flags) & 7u) == 0) {
-      const uint2* p = reinterpret_cast<const uint2*>(flags + first);
+      for (int v = 0; v < kVecs; ++v) {
+        const FlagWord w = *reinterpret_cast<const FlagWord*>(f + v * kRowStride);
 #pragma unroll
-      for (int v = 0; v < kItems / 8; ++v) {
-        const uint2 w = p[v];
-        memcpy(&f[v * 8], &w, 8);
+        for (int j = 0; j < kVecElems; ++j) {
+          keep |= ((w >> (8 * j)) & 0xffu) != 0 ? (1u << (v * kVecElems + j)) : 0u;
+        }
       }
     } else {
 #pragma unroll
-      for (int i = 0; i < kItems; ++i) f[i] = i < valid ? flags[first + i] : 0;
-    }
+      for (int v = 0; v < kVecs; ++v) {
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) keep |= (f[i] != 0 && i < valid) ? (1u << i) : 0u;
+        for (int j = 0; j < kVecElems; ++j) {
+          const int idx = first + v * kRowStride + j;
+          keep |= (idx < tile_valid && f[v * kRowStride + j] != 0) ? (1u << (v * kVecElems + j)) : 0u;
+        }
+      }
+    }
   } else {
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) keep |= (i < valid && Keep(pred, items[i])) ? (1u << i) : 0u;
+    for (int v = 0; v < kVecs; ++v) {
+#pragma unroll
+      for (int j = 0; j < kVecElems; ++j) {
+        const int idx = first + v * kRowStride + j;
+        keep |= (idx < tile_valid && Keep(pred, items[v * kVecElems + j])) ? (1u << (v * kVecElems + j)) : 0u;
+      }
+    }
   }
 
-  unsigned thread_excl, tile_kept;
-  Scan::ExclusiveScan(static_cast<unsigned>(__popc(keep)), thread_excl, tile_kept, scan_storage);
+  // Ranks in the warp, index order (row by row; in a row lane by lane): row_rank[v] = kept
+  // elements of this warp before my row-v vector.
+  unsigned row_rank[kVecs];
+  unsigned warp_kept = 0;
+  const unsigned lanes_before = (1u << lane) - 1u;
+#pragma unroll
+  for (int v = 0; v < kVecs; ++v) {
+    const unsigned c = __popc((keep >> (v * kVecElems)) & ((1u << kVecElems) - 1u));
+    unsigned before = 0, total = 0;
+#pragma unroll
+    for (int b = 0; b < kCountBits; ++b) {
+      const unsigned m = __ballot_sync(kFullMask, (c >> b) & 1u);
+      before += unsigned(__popc(m & lanes_before)) << b;
+      total += unsigned(__popc(m)) << b;
+    }
+    row_rank[v] = warp_kept + before;
+    warp_kept += total;
+  }
+  if (lane == 0) s_warp_kept[warp] = warp_kept;
+  __syncthreads();
+  unsigned warp_before = 0, tile_kept = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const unsigned k = s_warp_kept[w];
+    if (w < warp) warp_before += k;
+    tile_kept += k;
+  }
 
   if (threadIdx.x < kWarpThreads) {
     Count prefix;
@@ -102,7 +144,8 @@ __global__ void __launch_bounds__(Policy::kThreads)
       if (threadIdx.x == 0) PublishTile<Count>(tiles, 0, epoch, kFlagInclusive, prefix + tile_kept);
     } else {
       if (threadIdx.x == 0) PublishTile<Count>(tiles, tile, epoch, kFlagPartial, Count(tile_kept));
-      prefix = LookBack<Count, CountOp>(tiles, tile, epoch);
+      prefix = LookBack<Count, CountOp, Policy::kFirstDelayNs, Policy::kPollDelayNs>(
+          tiles, tile, epoch, num_tiles >= Policy::kDelayMinTiles);
       if (threadIdx.x == 0) PublishTile<Count>(tiles, tile, epoch, kFlagInclusive, prefix + tile_kept);
     }
     if (threadIdx.x == 0) {
@@ -115,10 +158,13 @@ __global__ void __launch_bounds__(Policy::kThreads)
 
   if (out_values != nullptr) {
     T* gather = reinterpret_cast<T*>(s_gather);
-    unsigned r = thread_excl;
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) {
-      if (keep & (1u << i)) gather[r++] = items[i];
+    for (int v = 0; v < kVecs; ++v) {
+      unsigned r = warp_before + row_rank[v];
+#pragma unroll
+      for (int j = 0; j < kVecElems; ++j) {
+        if (keep & (1u << (v * kVecElems + j))) gather[r++] = items[v * kVecElems + j];
+      }
     }
     __syncthreads();
     for (unsigned j = threadIdx.x; j < tile_kept; j += kThreads) out_values[prefix + j] = gather[j];
@@ -126,10 +172,14 @@ __global__ void __launch_bounds__(Policy::kThreads)
   }
   if (out_indices != nullptr) {
     long long* gather = reinterpret_cast<long long*>(s_gather);
-    unsigned r = thread_excl;
+    const long long tile_index = index_base + static_cast<long long>(base) + first;
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) {
-      if (keep & (1u << i)) gather[r++] = index_base + static_cast<long long>(first + i);
+    for (int v = 0; v < kVecs; ++v) {
+      unsigned r = warp_before + row_rank[v];
+#pragma unroll
+      for (int j = 0; j < kVecElems; ++j) {
+        if (keep & (1u << (v * kVecElems + j))) gather[r++] = tile_index + v * kRowStride + j;
+      }
     }
     __syncthreads();
     for (unsigned j = threadIdx.x; j < tile_kept; j += kThreads) out_indices[prefix + j] = gather[j];

@@ -14,63 +14,10 @@
 #pragma once
 
 #include "block_scan.cuh"
+#include "striped.cuh"
 #include "tile_state.cuh"
 
 namespace gpuscan::kernels::detail {
-
-template <class T, int kItems>
-struct StripedLayout {
-  static constexpr int kVecElems = 16 / int(sizeof(T));  // elements per 16-byte vector
-  static constexpr int kVecs = kItems / kVecElems;       // rows per warp
-  static_assert(kItems % kVecElems == 0, "items per thread must fill 16-byte vectors");
-  // Offset in the tile of this thread's first element of row 0.
-  __device__ __forceinline__ static int First() {
-    return WarpId() * kWarpThreads * kItems + LaneId() * kVecElems;
-  }
-  static constexpr int kRowStride = kWarpThreads * kVecElems;  // elements between rows
-
-  __device__ __forceinline__ static void Load(const T* tile, int tile_valid, bool vec, T fill, T (&items)[kItems]) {
-    const int first = First();
-    if (vec) {
-      ItemVec<T, kItems> u;
-      const uint4* p = reinterpret_cast<const uint4*>(tile + first);
-#pragma unroll
-      for (int v = 0; v < kVecs; ++v) u.vec[v] = p[v * kWarpThreads];
-#pragma unroll
-      for (int i = 0; i < kItems; ++i) items[i] = u.item[i];
-    } else {
-#pragma unroll
-      for (int v = 0; v < kVecs; ++v) {
-#pragma unroll
-        for (int j = 0; j < kVecElems; ++j) {
-          const int idx = first + v * kRowStride + j;
-          items[v * kVecElems + j] = idx < tile_valid ? tile[idx] : fill;
-        }
-      }
-    }
-  }
-
-  __device__ __forceinline__ static void Store(T* tile, int tile_valid, bool vec, const T (&items)[kItems]) {
-    const int first = First();
-    if (vec) {
-      ItemVec<T, kItems> u;
-#pragma unroll
-      for (int i = 0; i < kItems; ++i) u.item[i] = items[i];
-      uint4* p = reinterpret_cast<uint4*>(tile + first);
-#pragma unroll
-      for (int v = 0; v < kVecs; ++v) p[v * kWarpThreads] = u.vec[v];
-    } else {
-#pragma unroll
-      for (int v = 0; v < kVecs; ++v) {
-#pragma unroll
-        for (int j = 0; j < kVecElems; ++j) {
-          const int idx = first + v * kRowStride + j;
-          if (idx < tile_valid) tile[idx] = items[v * kVecElems + j];
-        }
-      }
-    }
-  }
-};
 
 template <class T, class Op, class Policy, bool kChained>
 __global__ void __launch_bounds__(Policy::kThreads)
@@ -159,7 +106,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
     } else {
       if (threadIdx.x == 0) PublishTile(tiles, tile, epoch, kFlagPartial, block_total);
       prefix = LookBack<T, Op, Policy::kFirstDelayNs, Policy::kPollDelayNs>(
-          tiles, tile, epoch, num_tiles >= kDelayGridThreshold);
+          tiles, tile, epoch, num_tiles >= Policy::kDelayMinTiles);
       if (threadIdx.x == 0) PublishTile(tiles, tile, epoch, kFlagInclusive, op(prefix, block_total));
     }
     if (threadIdx.x == 0) {

@@ -130,7 +130,7 @@ cudaError_t ScanImpl(ScanAlgorithm algo, void* d_temp, std::size_t& temp_bytes, 
 template <class T, class Op, class Policy>
 cudaError_t OwnReduce(void* d_temp, std::size_t& temp_bytes, const T* in, uint64_t n,
                       const T* carry_in, T* out, cudaStream_t stream) {
-  const EvenShare share = MakeEvenShare(DivUp(n, Policy::kTile), Policy::kMaxBlocks);
+  const EvenShare share = MakeReduceShare<Policy>(DivUp(n, Policy::kTile));
   const std::size_t body = std::size_t(share.blocks) * sizeof(T);
   if (d_temp == nullptr) {
     temp_bytes = TempBytesFor(body);

@@ -78,8 +78,8 @@ __device__ __forceinline__ void DrawTicket(TempHeader* header, uint32_t num_tile
 // Polling delays (as CUB's fixed_delay_constructor_t): with many tiles in flight, a warp first
 // sleeps kFirstDelayNs (its predecessors are still publishing) and then kPollDelayNs between
 // polls, so hundreds of polling warps do not crowd the L2 that the data streams through. With a
-// small grid (< kDelayGridThreshold tiles) it polls at once: there latency is all that matters.
-constexpr uint32_t kDelayGridThreshold = 500;
+// small grid (fewer than the policy's kDelayMinTiles tiles, tuning.cuh) it polls at once: there
+// latency is all that matters. The caller passes big_grid.
 
 template <class T, class Op, int kFirstDelayNs = 0, int kPollDelayNs = 0>
 __device__ __forceinline__ T LookBack(const TileWord* tiles, uint32_t tile, unsigned long long epoch,

@@ -4,7 +4,13 @@
 // H100 80GB HBM3, CUDA 13.0; its full output is in tests/gpu/results/).
 #pragma once
 
+#include <cstdint>
+
 namespace gpuscan::kernels::detail {
+
+// Cache behaviour of a 16-byte load (striped.cuh LoadVec): kDefault (ld.global), kNc
+// (ld.global.nc, the read-only path), kStream (ld.global.cs, evict first: data read once).
+enum class LoadHint { kDefault, kNc, kStream };
 
 template <int kThreads_, int kItems_>
 struct TilePolicy {
@@ -17,11 +23,28 @@ struct TilePolicy {
 //   kStriped: each warp loads its 32 * kItems elements as 16-byte vectors, lane-interleaved
 //             (fully coalesced); false: each thread loads kItems consecutive elements.
 //   kFirstDelayNs / kPollDelayNs: look-back sleeps (tile_state.cuh), for grids of >= 500 tiles.
-template <int kThreads_, int kItems_, bool kStriped_, int kFirstDelayNs_, int kPollDelayNs_>
+//   kDelayMinTiles: launches of fewer tiles poll without sleeping (latency is all that matters).
+template <int kThreads_, int kItems_, bool kStriped_, int kFirstDelayNs_, int kPollDelayNs_,
+          int kDelayMinTiles_ = 500>
 struct SinglePassPolicy : TilePolicy<kThreads_, kItems_> {
   static constexpr bool kStriped = kStriped_;
   static constexpr int kFirstDelayNs = kFirstDelayNs_;
   static constexpr int kPollDelayNs = kPollDelayNs_;
+  static constexpr uint32_t kDelayMinTiles = kDelayMinTiles_;
+};
+
+// Reduce: striped 16-byte loads (always; the unaligned case loads the same elements one by one,
+// so the association never depends on the address), at most kMaxBlocks blocks (a constant, not
+// the device's SM count, so the association depends on n alone).
+//   kGridStride: block b takes tiles b, b + blocks, ... (false: an even share of consecutive
+//                tiles). kUnroll: tiles whose loads are issued before any is combined.
+//   kHint: the loads' cache behaviour (striped.cuh LoadHint).
+template <int kThreads_, int kItems_, int kMaxBlocks_, bool kGridStride_, int kUnroll_, LoadHint kHint_>
+struct ReducePolicy : TilePolicy<kThreads_, kItems_> {
+  static constexpr int kMaxBlocks = kMaxBlocks_;
+  static constexpr bool kGridStride = kGridStride_;
+  static constexpr int kUnroll = kUnroll_;
+  static constexpr LoadHint kHint = kHint_;
 };
 
 constexpr int kTunedArch = 900;
@@ -36,6 +59,12 @@ constexpr int kTunedArch = 900;
 //   2^24: 60.2 us (1.17x CUB); 2^20: 12.5 us (1.52x); 2^16: 9.1 us (1.68x: one launch, CUB two).
 // sm_90, 8-byte: 128 x 16 (the same 16 KiB tile), same delays. f64 sum 2^27: 807 us, 1.03x CUB;
 //   128x12 804, 256x16 802 (within noise), 256x8 898, 128x16 without delays 888.
+// Sweep 2^16..2^30 (tune_bench, every power of two, int32 and float32, H100, 2026-11-22, two
+//   runs, tests/gpu/results/tune_bench-h100-2026-11-22-run{1,2}.txt): at least 1.11x CUB at every
+//   size in run 2 (2^30: 3142 us i32 1.12x, 3128 us f32 1.11x; 2^16..2^20: 1.49-1.69x); one
+//   outlier in run 1 (f32 2^26 1.01x; run 2 1.13x). Delay threshold (kDelayMinTiles = 500):
+//   delaying from 0 tiles costs up to 1.3 us at 2^17..2^20; never delaying loses 1-2% at
+//   2^22..2^23; 500 is kept.
 template <int kArch, int kSize>
 struct ScanTuning;
 template <int kArch>
@@ -53,17 +82,39 @@ struct RtsTuning : TilePolicy<256, 64 / kSize> {
   static constexpr int kMaxBlocks = 1024;
 };
 
-// Reduce: 256 x 16 (4-byte) / 256 x 8 (8-byte), at most 1024 blocks (one wave on 132 SMs at 8
-// blocks per SM), which also fixes the association order for any given n.
-// f32 sum 2^28: 364 us, 2950 GB/s read, 0.97x cub::DeviceReduce::Sum (353 us).
+// Reduce: 256 x 16 (4-byte) / 256 x 8 (8-byte) striped tiles, grid-stride over at most 1024
+// blocks (one wave on 132 SMs at 8 blocks per SM; a constant, so the association depends on n
+// alone), plain loads, one tile's loads in flight per thread.
+// Before (blocked loads, even share): f32 sum 2^28: 364 us, 2950 GB/s read, 0.97x
+// cub::DeviceReduce::Sum (353 us).
+// tests/gpu/tune_bench.cu on an H100 80GB HBM3, 2026-11-22 (xCUB = CUB's time / ours; same run):
+//   striped, even share (first candidate): f32 2^28 353.7 us 1.00x, 2^26 1.03x, 2^24 1.06x,
+//     2^22 1.17x, 2^20 1.28x; f64 2^28 699-725 us 0.97-1.00x (two identical runs: the spread).
+//   striped, grid-stride (chosen): f32 2^28 349.2 us 1.01x (3075 GB/s), 2^26 93.3 us 1.04x,
+//     2^24 1.10x, 2^22 1.17x, 2^20 1.31x; f64 2^28 693.8 us 1.01x, 2^26 1.02x, 2^24 1.06x.
+//   Run 2 (chosen default, all four types, 2^20..2^28): f32 1.01-1.21x (2^28 353 us 1.011x),
+//     i32 1.01-2.1x, f64 1.006-1.07x, i64 0.981x at 2^20 (13.5 us; the identical policy in the
+//     same run: 11.6 us 1.14x, small sizes are noisy) and 1.01-1.13x above.
+//   Rejected: 2 tiles in flight (u2), even share: f32 2^28 0.96x, f64 0.90-0.92x; 528 blocks
+//   grid-stride u2 ld.global.nc: as good as chosen (1.015x / 1.009x), no gain for the extra
+//   state; ld.global.nc or .cs alone: within 0.5% of plain loads; 128x32 / 256x32 (f64 128x16 /
+//   256x16): 0.92x f64 at 2^26..2^28.
 template <int kArch, int kSize>
-struct ReduceTuning : TilePolicy<256, 64 / kSize> {
-  static constexpr int kMaxBlocks = 1024;
-};
+struct ReduceTuning : ReducePolicy<256, 64 / kSize, 1024, true, 1, LoadHint::kDefault> {};
 
-// Compaction: 256 x 16 (4-byte) / 256 x 8 (8-byte), blocked loads, scatter through shared
-// memory. f32 by flags (half kept) 2^28: 851 us, 1.03x cub::DeviceSelect::Flagged (876 us).
+// Compaction: 256 x 16 (4-byte) / 256 x 8 (8-byte), striped loads of values and flags, kept
+// values staged in shared memory and written out contiguously; look-back delays as the scan's
+// (1200 ns first / 600 ns between polls, from 500 tiles).
+// Before (blocked loads, no delays, 256 x 16): f32 by flags (half kept) 2^28: 851 us, 1.03x
+// cub::DeviceSelect::Flagged (876 us).
+// tune_bench, H100, f32 flags half kept, same run: 2^28 726 us = 1.21x CUB (876 us), 86% of a
+//   copy's time for the same bytes; 2^24 58.1 us 1.23x; 2^20 11.7 us 1.44x. Candidates at 2^28:
+//   same without delays 844 us (1.04x: the delays are most of the gain), d2000/1000 728,
+//   128x32 741, 128x16 763, 512x8 900, 256x8 925 (smaller tiles: twice the look-backs).
+//   Run 2: f32 2^28 1.205x. 8-byte (f64 flags, 256 x 8): 2^28 1.09x, 2^24 1.12x, 2^20 1.34x.
+//   Not yet taken: f64 256 x 16 ran 1252 us at 2^28 (1.18x, output checked) against 1362 us for
+//   256 x 8; switch once gpu_kernel_tests has run with it.
 template <int kArch, int kSize>
-struct CompactTuning : TilePolicy<256, 64 / kSize> {};
+struct CompactTuning : SinglePassPolicy<256, 64 / kSize, true, 1200, 600> {};
 
 }  // namespace gpuscan::kernels::detail

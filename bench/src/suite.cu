@@ -1,0 +1,609 @@
+// RunKernelSuite (suite.h): every scan algorithm, reduce and compact against its CUB peer and a
+// device-to-device copy of the same bytes, all measured in the same run on device-resident
+// random data.
+//
+// How a row is timed: CUDA events around each call, `warmup` untimed calls first, then the
+// median (and min, max) of `repetitions` timed calls, each synchronised on its own.
+//
+// L2: H100's L2 holds 50 MB, so at small n repeated calls on one buffer would time the cache.
+// We rotate buffers rather than flush: inputs and outputs live in pools of at least 4x L2
+// split into slots of one call's data, and call r uses slot r % slots, so between two uses of a
+// slot at least 4x L2 of other inputs and outputs went through the cache. (A flush by memset
+// between calls, as nvbench does, leaves up to 50 MB of dirty lines that the timed call then
+// writes back; rotation adds no traffic.) From 4x L2 per slot up a single slot is used: one call
+// then sweeps the cache by itself.
+//
+// Data: integers drawn from a hash of the index, also for float32/float64 (-7..7, mean 0), so
+// every partial sum stays far below 2^24 up to n = 2^30 and float sums are exact in any
+// association order: results can be compared exactly against CUB (a tolerance of 1e-6 relative
+// is allowed for floats all the same). CUB itself is checked independently: its scan by
+// out[i] == out[i-1] + in[i] on the device, its reduce against an int64 sum, its compaction's
+// count against the number of set flags.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gpuscan/bench/suite.h"
+#include "gpuscan/kernels/compact.h"
+#include "gpuscan/kernels/reduce.h"
+#include "gpuscan/kernels/scan.h"
+#include "gpuscan/kernels/temp_storage.h"
+
+namespace gpuscan::bench {
+namespace {
+
+using engine::DType;
+using engine::Error;
+using engine::ErrorCode;
+using kernels::ScanAlgorithm;
+
+void Check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  cudaGetLastError();  // clear a non-sticky error before throwing
+  throw Error(e == cudaErrorMemoryAllocation ? ErrorCode::kResourceExhausted : ErrorCode::kInternal,
+              std::string(what) + ": " + cudaGetErrorString(e));
+}
+#define BENCH_CHECK(expr) Check((expr), #expr)
+
+constexpr std::size_t kAlign = 256;
+std::size_t RoundUp(std::size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+// One cudaMalloc'd buffer.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { Release(); }
+  void Release() {
+    if (ptr_) cudaFree(ptr_);
+    ptr_ = nullptr;
+    bytes_ = 0;
+  }
+  // false (error cleared) when the device has not that much memory free.
+  bool Allocate(std::size_t bytes) {
+    Release();
+    if (bytes == 0) return true;
+    const cudaError_t e = cudaMalloc(&ptr_, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      ptr_ = nullptr;
+      return false;
+    }
+    Check(e, "cudaMalloc");
+    bytes_ = bytes;
+    return true;
+  }
+  char* get() const { return static_cast<char*>(ptr_); }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+class Stream {
+ public:
+  Stream() { BENCH_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream() { cudaStreamDestroy(s_); }
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+class Event {
+ public:
+  Event() { BENCH_CHECK(cudaEventCreate(&e_)); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event() { cudaEventDestroy(e_); }
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+// ---- device-side data and checks ---------------------------------------------------------
+
+constexpr int kGrid = 2048, kBlock = 256;
+
+__device__ __forceinline__ uint64_t Hash(uint64_t i, uint64_t seed) {
+  uint64_t z = (i + seed) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+template <class T>
+__global__ void FillValues(T* p, uint64_t n, uint64_t seed) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    const uint64_t z = Hash(i, seed);
+    if constexpr (std::is_floating_point_v<T>) {
+      p[i] = T(int(z % 15) - 7);
+    } else if constexpr (std::is_signed_v<T>) {
+      p[i] = T(int(z % 1000) - 500);
+    } else {
+      p[i] = T(z % 1000);
+    }
+  }
+}
+
+__global__ void FillFlags(uint8_t* p, uint64_t n, uint64_t seed) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    p[i] = uint8_t(Hash(i, seed) >> 63);  // half kept
+  }
+}
+
+template <class T>
+__device__ __forceinline__ bool Same(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    const double d = double(a) - double(b), tol = 1e-6 * fabs(double(b));
+    return d <= tol && d >= -tol;  // false for NaN
+  } else {
+    return a == b;
+  }
+}
+
+template <class T>
+__global__ void CountDifferent(const T* a, const T* b, uint64_t n, unsigned long long* bad) {
+  unsigned long long mine = 0;
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    if (!Same(a[i], b[i])) ++mine;
+  }
+  if (mine) atomicAdd(bad, mine);
+}
+
+// An inclusive sum scan checked step by step: out[i] == out[i-1] + in[i].
+template <class T>
+__global__ void CheckScanSteps(const T* in, const T* out, uint64_t n, unsigned long long* bad) {
+  const ops::Sum<T> sum;
+  unsigned long long mine = 0;
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    if (!Same(out[i], i == 0 ? in[0] : sum(out[i - 1], in[i]))) ++mine;
+  }
+  if (mine) atomicAdd(bad, mine);
+}
+
+// Sum of integer-valued elements in wrapping 64-bit arithmetic (exact for our data).
+template <class T>
+__global__ void SumAsInt64(const T* in, uint64_t n, unsigned long long* acc) {
+  unsigned long long mine = 0;
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    mine += static_cast<unsigned long long>(static_cast<long long>(in[i]));
+  }
+  atomicAdd(acc, mine);
+}
+
+__global__ void CountFlags(const uint8_t* f, uint64_t n, unsigned long long* acc) {
+  unsigned long long mine = 0;
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    mine += f[i] != 0;
+  }
+  atomicAdd(acc, mine);
+}
+
+void CheckLaunch() { BENCH_CHECK(cudaGetLastError()); }
+
+// The one place a DType becomes a template argument.
+template <class F>
+void VisitDType(DType t, F&& f) {
+  switch (t) {
+    case DType::kInt32: return f(int32_t{});
+    case DType::kInt64: return f(int64_t{});
+    case DType::kUInt32: return f(uint32_t{});
+    case DType::kUInt64: return f(uint64_t{});
+    case DType::kFloat32: return f(float{});
+    case DType::kFloat64: return f(double{});
+  }
+  throw Error(ErrorCode::kInvalidArgument, "unknown dtype");
+}
+
+template <class T>
+bool SameHost(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::fabs(double(a) - double(b)) <= 1e-6 * std::fabs(double(b));
+  } else {
+    return a == b;
+  }
+}
+
+constexpr ScanAlgorithm kScanAlgorithms[] = {
+    ScanAlgorithm::kDecoupledLookback, ScanAlgorithm::kChained,   ScanAlgorithm::kReduceThenScan,
+    ScanAlgorithm::kKoggeStone,        ScanAlgorithm::kBrentKung, ScanAlgorithm::kBlelloch,
+    ScanAlgorithm::kHillisSteele};
+
+struct Times {
+  double median_us = 0, min_us = 0, max_us = 0;
+};
+
+// Scalars on the device: [0] mismatch count, [1] int64 sum / flag count, [2] kept count,
+// [4..5] a reduce's output, [6..7] the reference reduce's output.
+constexpr std::size_t kScalarBytes = 256;
+
+// ---- the suite -----------------------------------------------------------------------------
+
+class Suite {
+ public:
+  Suite(const SuiteSpec& spec, const std::function<bool(const Row&)>& on_row) : spec_(spec), on_row_(on_row) {
+    info_ = QueryDevice(spec.device);
+    BENCH_CHECK(cudaSetDevice(spec.device));
+    rotate_bytes_ = std::max<std::size_t>(4 * info_.l2_bytes, std::size_t(64) << 20);
+  }
+
+  // false: on_row asked to stop.
+  bool Run(const std::string& op, DType dtype, uint64_t n) {
+    bool go_on = true;
+    VisitDType(dtype, [&](auto zero) {
+      using T = decltype(zero);
+      if (op == "scan") go_on = Scan<T>(dtype, n);
+      else if (op == "reduce") go_on = Reduce<T>(dtype, n);
+      else go_on = Compact<T>(dtype, n);
+    });
+    return go_on;
+  }
+
+ private:
+  bool Wants(const std::string& algorithm) const {
+    return spec_.algorithms.empty() ||
+           std::find(spec_.algorithms.begin(), spec_.algorithms.end(), algorithm) != spec_.algorithms.end();
+  }
+  void Note(const std::string& line) const {
+    if (spec_.on_note) spec_.on_note(line);
+  }
+  cudaStream_t s() const { return stream_.get(); }
+
+  // Sizes the buffers for one (operation, dtype, n): `slot_bytes` per call for inputs and
+  // outputs each, `flag_slot` bytes of flags per call, a reference output, temp storage.
+  // false when they do not fit in free device memory (and the spec says skip).
+  bool Prepare(const std::string& what, std::size_t slot_bytes, std::size_t flag_slot, std::size_t ref_bytes,
+               std::size_t temp_bytes) {
+    slot_bytes_ = RoundUp(slot_bytes);
+    flag_slot_ = RoundUp(flag_slot);
+    slots_ = slot_bytes_ >= rotate_bytes_ ? 1 : (rotate_bytes_ + slot_bytes_ - 1) / slot_bytes_;
+    const std::size_t pool = slots_ * slot_bytes_, flags = slots_ * flag_slot_, ref = RoundUp(ref_bytes),
+                      temp = RoundUp(std::max<std::size_t>(temp_bytes, 1));
+    if (in_.bytes() >= pool && out_.bytes() >= pool && flags_.bytes() >= flags && ref_.bytes() >= ref &&
+        temp_.bytes() >= temp && scalars_.bytes() >= kScalarBytes) {
+      return true;
+    }
+    for (DeviceBuffer* b : {&in_, &out_, &flags_, &ref_, &temp_, &scalars_}) b->Release();
+    std::size_t free_bytes = 0, total_bytes = 0;
+    BENCH_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const std::size_t need = 2 * pool + flags + ref + temp + kScalarBytes;
+    const std::size_t margin = std::size_t(256) << 20;  // the context, CUB's launches
+    bool ok = need + margin <= free_bytes;
+    ok = ok && in_.Allocate(pool) && out_.Allocate(pool) && flags_.Allocate(flags) && ref_.Allocate(ref) &&
+         temp_.Allocate(temp) && scalars_.Allocate(kScalarBytes);
+    if (!ok) {
+      for (DeviceBuffer* b : {&in_, &out_, &flags_, &ref_, &temp_, &scalars_}) b->Release();
+      const std::string msg = what + ": skipped, needs " + std::to_string(need >> 20) + " MiB of device memory, " +
+                              std::to_string(free_bytes >> 20) + " MiB free";
+      if (!spec_.skip_sizes_that_do_not_fit) throw Error(ErrorCode::kResourceExhausted, msg);
+      Note(msg);
+      return false;
+    }
+    BENCH_CHECK(kernels::ClearTempStorage(temp_.get(), temp_.bytes(), s()));
+    return true;
+  }
+
+  char* InSlot(int rep) const { return in_.get() + (uint64_t(rep) % slots_) * slot_bytes_; }
+  char* OutSlot(int rep) const { return out_.get() + (uint64_t(rep) % slots_) * slot_bytes_; }
+  uint8_t* FlagSlot(int rep) const {
+    return reinterpret_cast<uint8_t*>(flags_.get() + (uint64_t(rep) % slots_) * flag_slot_);
+  }
+  unsigned long long* Scalar(int i) const { return reinterpret_cast<unsigned long long*>(scalars_.get()) + i; }
+
+  template <class T>
+  void FillPools(uint64_t seed, bool with_flags) {
+    FillValues<T><<<kGrid, kBlock, 0, s()>>>(reinterpret_cast<T*>(in_.get()), slots_ * slot_bytes_ / sizeof(T), seed);
+    CheckLaunch();
+    if (with_flags) {
+      FillFlags<<<kGrid, kBlock, 0, s()>>>(FlagSlot(0), slots_ * flag_slot_, seed ^ 0x5bd1e995);
+      CheckLaunch();
+    }
+  }
+
+  template <class F>
+  Times Time(F&& call) {
+    for (int i = 0; i < spec_.warmup; ++i) Check(call(i), "warm-up call");
+    const int reps = std::max(1, spec_.repetitions);
+    std::vector<float> ms;
+    for (int i = 0; i < reps; ++i) {
+      BENCH_CHECK(cudaEventRecord(start_.get(), s()));
+      Check(call(spec_.warmup + i), "timed call");
+      BENCH_CHECK(cudaEventRecord(stop_.get(), s()));
+      BENCH_CHECK(cudaEventSynchronize(stop_.get()));
+      float t = 0;
+      BENCH_CHECK(cudaEventElapsedTime(&t, start_.get(), stop_.get()));
+      ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    const std::size_t m = ms.size();
+    const double median = m % 2 ? ms[m / 2] : 0.5 * (double(ms[m / 2 - 1]) + ms[m / 2]);
+    return Times{1e3 * median, 1e3 * ms.front(), 1e3 * ms.back()};
+  }
+
+  // The copy that moves the same bytes: bytes_moved / 2 read and as many written.
+  Times TimeCopy(uint64_t bytes_moved) {
+    return Time([&](int r) {
+      return cudaMemcpyAsync(OutSlot(r), InSlot(r), bytes_moved / 2, cudaMemcpyDeviceToDevice, s());
+    });
+  }
+
+  unsigned long long Fetch(int i) {
+    unsigned long long v = 0;
+    BENCH_CHECK(cudaMemcpyAsync(&v, Scalar(i), sizeof v, cudaMemcpyDeviceToHost, s()));
+    BENCH_CHECK(cudaStreamSynchronize(s()));
+    return v;
+  }
+  template <class T>
+  T FetchValue(int i) {
+    T v{};
+    BENCH_CHECK(cudaMemcpyAsync(&v, Scalar(i), sizeof v, cudaMemcpyDeviceToHost, s()));
+    BENCH_CHECK(cudaStreamSynchronize(s()));
+    return v;
+  }
+  template <class T>
+  bool AllSame(const T* a, const T* b, uint64_t n) {
+    BENCH_CHECK(cudaMemsetAsync(Scalar(0), 0, 8, s()));
+    CountDifferent<T><<<kGrid, kBlock, 0, s()>>>(a, b, n, Scalar(0));
+    CheckLaunch();
+    return Fetch(0) == 0;
+  }
+
+  // Emits copy, CUB, then rows in `rows` order; false when on_row says stop.
+  bool Emit(Row row) { return on_row_(row); }
+  Row MakeRow(const std::string& op, const std::string& algorithm, DType dtype, uint64_t n, uint64_t bytes,
+              const Times& t, double copy_us, double cub_us, bool verified) const {
+    Row r;
+    r.operation = op;
+    r.algorithm = algorithm;
+    r.dtype = dtype;
+    r.elements = n;
+    r.median_us = t.median_us;
+    r.min_us = t.min_us;
+    r.max_us = t.max_us;
+    r.bytes_moved = bytes;
+    r.gbps = t.median_us > 0 ? double(bytes) / (t.median_us * 1e3) : 0;
+    r.pct_of_copy = t.median_us > 0 ? 100.0 * copy_us / t.median_us : 0;
+    r.ratio_to_cub = cub_us > 0 && t.median_us > 0 ? cub_us / t.median_us : 0;
+    r.verified = verified;
+    r.device = info_.name;
+    return r;
+  }
+  std::string What(const char* op, DType dtype, uint64_t n) const {
+    return std::string(op) + " " + std::string(engine::Name(dtype)) + " n=" + std::to_string(n);
+  }
+
+  template <class T>
+  bool Scan(DType dtype, uint64_t n) {
+    using Op = ops::Sum<T>;
+    std::vector<ScanAlgorithm> algos;
+    for (ScanAlgorithm a : kScanAlgorithms) {
+      if (!Wants(kernels::ScanAlgorithmName(a))) continue;
+      if (a == ScanAlgorithm::kChained && spec_.chained_max_elements && n > spec_.chained_max_elements) {
+        if (!chained_noted_) {
+          Note("scan chained: skipped above n=" + std::to_string(spec_.chained_max_elements) +
+               " (it waits tile by tile: 19 ms at 2^28 int32; raise chained_max_elements / --chained-max to run it)");
+          chained_noted_ = true;
+        }
+        continue;
+      }
+      algos.push_back(a);
+    }
+    std::size_t temp = 0;
+    for (ScanAlgorithm a : {ScanAlgorithm::kCub, ScanAlgorithm::kDecoupledLookback, ScanAlgorithm::kChained,
+                            ScanAlgorithm::kReduceThenScan, ScanAlgorithm::kKoggeStone, ScanAlgorithm::kBrentKung,
+                            ScanAlgorithm::kBlelloch, ScanAlgorithm::kHillisSteele}) {
+      std::size_t b = 0;
+      BENCH_CHECK((kernels::Scan<T, Op>(a, nullptr, b, nullptr, nullptr, n, false, nullptr, nullptr, s())));
+      temp = std::max(temp, b);
+    }
+    if (!Prepare(What("scan", dtype, n), n * sizeof(T), 0, n * sizeof(T), temp)) return true;
+    FillPools<T>(n, false);
+    const uint64_t bytes = 2 * n * sizeof(T);
+    auto in = [&](int r) { return reinterpret_cast<const T*>(InSlot(r)); };
+    auto out = [&](int r) { return reinterpret_cast<T*>(OutSlot(r)); };
+    T* ref = reinterpret_cast<T*>(ref_.get());
+    auto call = [&](ScanAlgorithm a, const T* x, T* y) {
+      std::size_t b = temp_.bytes();
+      return kernels::Scan<T, Op>(a, temp_.get(), b, x, y, n, false, nullptr, nullptr, s());
+    };
+    const Times copy = TimeCopy(bytes);
+    // CUB's output is the reference; CUB itself is checked step by step.
+    BENCH_CHECK(call(ScanAlgorithm::kCub, in(0), ref));
+    BENCH_CHECK(cudaMemsetAsync(Scalar(0), 0, 8, s()));
+    CheckScanSteps<T><<<kGrid, kBlock, 0, s()>>>(in(0), ref, n, Scalar(0));
+    CheckLaunch();
+    const bool cub_ok = Fetch(0) == 0;
+    const Times cub = Time([&](int r) { return call(ScanAlgorithm::kCub, in(r), out(r)); });
+    if (!Emit(MakeRow("copy", "scan", dtype, n, bytes, copy, copy.median_us, cub.median_us, true))) return false;
+    if (!Emit(MakeRow("scan", "cub", dtype, n, bytes, cub, copy.median_us, cub.median_us, cub_ok))) return false;
+    for (ScanAlgorithm a : algos) {
+      const Times t = Time([&](int r) { return call(a, in(r), out(r)); });
+      BENCH_CHECK(cudaMemsetAsync(out(0), 0xFF, n * sizeof(T), s()));  // poison: unwritten shows
+      BENCH_CHECK(call(a, in(0), out(0)));
+      const bool ok = AllSame<T>(out(0), ref, n);
+      if (!Emit(MakeRow("scan", kernels::ScanAlgorithmName(a), dtype, n, bytes, t, copy.median_us, cub.median_us, ok)))
+        return false;
+    }
+    return true;
+  }
+
+  template <class T>
+  bool Reduce(DType dtype, uint64_t n) {
+    using Op = ops::Sum<T>;
+    std::size_t temp = 0;
+    for (bool use_cub : {true, false}) {
+      std::size_t b = 0;
+      BENCH_CHECK((kernels::Reduce<T, Op>(use_cub, nullptr, b, nullptr, n, nullptr, nullptr, s())));
+      temp = std::max(temp, b);
+    }
+    if (!Prepare(What("reduce", dtype, n), n * sizeof(T), 0, 0, temp)) return true;
+    FillPools<T>(n + 1, false);
+    const uint64_t bytes = n * sizeof(T);
+    auto in = [&](int r) { return reinterpret_cast<const T*>(InSlot(r)); };
+    T* result = reinterpret_cast<T*>(Scalar(4));
+    T* ref = reinterpret_cast<T*>(Scalar(6));
+    auto call = [&](bool use_cub, const T* x, T* y) {
+      std::size_t b = temp_.bytes();
+      return kernels::Reduce<T, Op>(use_cub, temp_.get(), b, x, n, nullptr, y, s());
+    };
+    const Times copy = TimeCopy(bytes);
+    BENCH_CHECK(call(true, in(0), ref));
+    BENCH_CHECK(cudaMemsetAsync(Scalar(1), 0, 8, s()));
+    SumAsInt64<T><<<kGrid, kBlock, 0, s()>>>(in(0), n, Scalar(1));
+    CheckLaunch();
+    const T ref_value = FetchValue<T>(6);
+    // Integers wrap as T does; float sums of our integer-valued data are exact.
+    const T exact = static_cast<T>(static_cast<long long>(Fetch(1)));
+    const bool cub_ok = SameHost(ref_value, exact);
+    const Times cub = Time([&](int r) { return call(true, in(r), result); });
+    if (!Emit(MakeRow("copy", "reduce", dtype, n, bytes, copy, copy.median_us, cub.median_us, true))) return false;
+    if (!Emit(MakeRow("reduce", "cub", dtype, n, bytes, cub, copy.median_us, cub.median_us, cub_ok))) return false;
+    if (Wants("one_pass")) {
+      const Times t = Time([&](int r) { return call(false, in(r), result); });
+      BENCH_CHECK(cudaMemsetAsync(result, 0xFF, sizeof(T), s()));
+      BENCH_CHECK(call(false, in(0), result));
+      const bool ok = SameHost(FetchValue<T>(4), ref_value);
+      if (!Emit(MakeRow("reduce", "one_pass", dtype, n, bytes, t, copy.median_us, cub.median_us, ok))) return false;
+    }
+    return true;
+  }
+
+  template <class T>
+  bool Compact(DType dtype, uint64_t n) {
+    std::size_t temp = 0;
+    const kernels::Predicate<T> unused{};
+    for (bool use_cub : {true, false}) {
+      std::size_t b = 0;
+      BENCH_CHECK(kernels::Compact<T>(use_cub, nullptr, b, nullptr, nullptr, unused, n, 0, nullptr, nullptr, nullptr,
+                                      s()));
+      temp = std::max(temp, b);
+    }
+    // A slot holds the copy's share too: (n*size + n + kept*size) / 2 <= n*size + n.
+    if (!Prepare(What("compact", dtype, n), n * sizeof(T) + n, n, n * sizeof(T), temp)) return true;
+    FillPools<T>(n + 2, true);
+    auto in = [&](int r) { return reinterpret_cast<const T*>(InSlot(r)); };
+    auto out = [&](int r) { return reinterpret_cast<T*>(OutSlot(r)); };
+    T* ref = reinterpret_cast<T*>(ref_.get());
+    uint64_t* kept = reinterpret_cast<uint64_t*>(Scalar(2));
+    auto call = [&](bool use_cub, int r, T* y) {
+      std::size_t b = temp_.bytes();
+      return kernels::Compact<T>(use_cub, temp_.get(), b, in(r), FlagSlot(r), unused, n, 0, y, nullptr, kept, s());
+    };
+    BENCH_CHECK(call(true, 0, ref));
+    const uint64_t ref_kept = Fetch(2);
+    BENCH_CHECK(cudaMemsetAsync(Scalar(1), 0, 8, s()));
+    CountFlags<<<kGrid, kBlock, 0, s()>>>(FlagSlot(0), n, Scalar(1));
+    CheckLaunch();
+    const bool cub_ok = Fetch(1) == ref_kept;
+    const uint64_t bytes = n * sizeof(T) + n + ref_kept * sizeof(T);
+    const Times copy = TimeCopy(bytes);
+    const Times cub = Time([&](int r) { return call(true, r, out(r)); });
+    if (!Emit(MakeRow("copy", "compact", dtype, n, bytes, copy, copy.median_us, cub.median_us, true))) return false;
+    if (!Emit(MakeRow("compact", "cub", dtype, n, bytes, cub, copy.median_us, cub.median_us, cub_ok))) return false;
+    if (Wants("single_pass")) {
+      const Times t = Time([&](int r) { return call(false, r, out(r)); });
+      BENCH_CHECK(cudaMemsetAsync(out(0), 0xFF, n * sizeof(T), s()));
+      BENCH_CHECK(cudaMemsetAsync(kept, 0xFF, 8, s()));
+      BENCH_CHECK(call(false, 0, out(0)));
+      const bool ok = Fetch(2) == ref_kept && AllSame<T>(out(0), ref, ref_kept);
+      if (!Emit(MakeRow("compact", "single_pass", dtype, n, bytes, t, copy.median_us, cub.median_us, ok)))
+        return false;
+    }
+    return true;
+  }
+
+  const SuiteSpec& spec_;
+  const std::function<bool(const Row&)>& on_row_;
+  DeviceInfo info_;
+  std::size_t rotate_bytes_ = 0;
+  Stream stream_;
+  Event start_, stop_;
+  DeviceBuffer in_, out_, flags_, ref_, temp_, scalars_;
+  std::size_t slot_bytes_ = 0, flag_slot_ = 0;
+  uint64_t slots_ = 1;
+  bool chained_noted_ = false;
+};
+
+}  // namespace
+
+std::vector<std::string> SuiteAlgorithms(const std::string& operation) {
+  if (operation == "scan") {
+    std::vector<std::string> names{"cub"};
+    for (ScanAlgorithm a : kScanAlgorithms) names.push_back(kernels::ScanAlgorithmName(a));
+    return names;
+  }
+  if (operation == "reduce") return {"cub", "one_pass"};
+  if (operation == "compact") return {"cub", "single_pass"};
+  return {};
+}
+
+DeviceInfo QueryDevice(int device) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    throw Error(ErrorCode::kUnavailable, "no CUDA device");
+  }
+  if (device < 0 || device >= count) {
+    throw Error(ErrorCode::kUnavailable, "no CUDA device " + std::to_string(device) + " (" + std::to_string(count) +
+                                             " present)");
+  }
+  cudaDeviceProp prop{};
+  BENCH_CHECK(cudaGetDeviceProperties(&prop, device));
+  DeviceInfo info;
+  info.name = prop.name;
+  BENCH_CHECK(cudaDriverGetVersion(&info.driver_version));
+  BENCH_CHECK(cudaRuntimeGetVersion(&info.runtime_version));
+  info.compute_major = prop.major;
+  info.compute_minor = prop.minor;
+  info.sm_count = prop.multiProcessorCount;
+  info.l2_bytes = uint64_t(prop.l2CacheSize);
+  info.memory_bytes = uint64_t(prop.totalGlobalMem);
+  return info;
+}
+
+void RunKernelSuite(const SuiteSpec& spec, const std::function<bool(const Row&)>& on_row) {
+  const std::vector<std::string> all_ops{"scan", "reduce", "compact"};
+  const std::vector<std::string> ops = spec.operations.empty() ? all_ops : spec.operations;
+  for (const std::string& op : ops) {
+    if (SuiteAlgorithms(op).empty()) {
+      throw Error(ErrorCode::kInvalidArgument, "unknown operation '" + op + "' (scan, reduce, compact)");
+    }
+  }
+  for (const std::string& a : spec.algorithms) {
+    bool known = false;
+    for (const std::string& op : ops) {
+      const auto names = SuiteAlgorithms(op);
+      known = known || std::find(names.begin(), names.end(), a) != names.end();
+    }
+    if (!known) throw Error(ErrorCode::kInvalidArgument, "unknown algorithm '" + a + "' for the chosen operations");
+  }
+  const std::vector<DType> dtypes = spec.dtypes.empty()
+                                        ? std::vector<DType>{DType::kInt32, DType::kFloat32, DType::kInt64,
+                                                             DType::kFloat64}
+                                        : spec.dtypes;
+  const std::vector<uint64_t> sizes = spec.sizes.empty() ? DefaultSizes() : spec.sizes;
+  for (uint64_t n : sizes) {
+    if (n == 0) throw Error(ErrorCode::kInvalidArgument, "size 0 in the suite's sizes");
+  }
+  Suite suite(spec, on_row);
+  for (const std::string& op : ops) {
+    for (DType dtype : dtypes) {
+      for (uint64_t n : sizes) {
+        if (!suite.Run(op, dtype, n)) return;
+      }
+    }
+  }
+}
+
+}  // namespace gpuscan::bench

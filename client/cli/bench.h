@@ -1,0 +1,40 @@
+// gpuscan bench: the kernel suite on the server's device (--kernels) and the end-to-end service
+// benchmark with its transport ceiling (--e2e). Each mode in its own file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+namespace gpuscan::cli {
+
+struct KernelBenchArgs {
+  std::vector<std::string> ops;         // scan, reduce, compact; empty = all
+  std::vector<std::string> algorithms;  // suite names; empty = all
+  std::vector<std::string> dtypes;      // int32, ...; empty = the suite's four
+  std::string sizes;                    // "2^16,2^20,1000000"; empty = the suite's defaults
+  uint32_t reps = 0;                    // 0 = the suite's default
+  uint32_t warmup = 0;                  // 0 = the suite's default
+  std::string json_path, svg_path;      // empty = not written
+};
+
+struct E2EArgs {
+  std::string op = "scan";  // scan, reduce, compact
+  std::string dtype = "int32";
+  uint64_t elements = 1 << 20;  // per request
+  uint64_t bytes = 0;           // per request, instead of elements when set
+  std::vector<unsigned> concurrency = {1, 4, 16, 64};
+  double duration_s = 5;  // per level and per ceiling run
+  uint64_t requests = 0;  // per level instead of duration when set
+  std::string json_path;
+};
+
+int RunKernelBench(const KernelBenchArgs& a, const GlobalOptions& g);
+int RunE2EBench(const E2EArgs& a, const GlobalOptions& g);
+
+// "2^10,65536,1<<20" -> element counts; throws std::invalid_argument naming a bad entry.
+std::vector<uint64_t> ParseSizeList(const std::string& list);
+
+}  // namespace gpuscan::cli

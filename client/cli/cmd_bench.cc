@@ -1,0 +1,88 @@
+// gpuscan bench: options of both modes and the choice between them.
+#include <memory>
+#include <stdexcept>
+
+#include "bench.h"
+#include "commands.h"
+#include "names.h"
+
+namespace gpuscan::cli {
+namespace {
+
+struct BenchArgs {
+  bool kernels = false, e2e = false;
+  KernelBenchArgs k;
+  E2EArgs e;
+  std::string json_path;
+};
+
+int RunBench(BenchArgs& a, const GlobalOptions& g) {
+  if (a.kernels == a.e2e) throw std::invalid_argument("bench: choose one of --kernels and --e2e");
+  if (a.kernels) {
+    a.k.json_path = a.json_path;
+    return RunKernelBench(a.k, g);
+  }
+  a.e.json_path = a.json_path;
+  return RunE2EBench(a.e, g);
+}
+
+}  // namespace
+
+Command AddBenchCommand(CLI::App& app, const GlobalOptions& g) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Benchmarks: the kernel suite on the server's device (--kernels), or the service "
+               "end to end with its transport ceiling (--e2e)");
+  cmd->add_flag("--kernels", a->kernels, "run the kernel suite on the server's device (Benchmark RPC)");
+  cmd->add_flag("--e2e", a->e2e, "drive concurrent calls through the service and measure the transport ceiling");
+  cmd->add_option("--json", a->json_path, "also write the results as JSON to this file");
+
+  // --kernels
+  cmd->add_option("--ops", a->k.ops, "kernels: operations (scan, reduce, compact; default all)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"scan", "reduce", "compact"}));
+  cmd->add_option("--algorithms", a->k.algorithms,
+                  "kernels: algorithms by the suite's names (decoupled_lookback, cub, one_pass, ...; default all)")
+      ->delimiter(',');
+  cmd->add_option("--dtypes", a->k.dtypes, "kernels: dtypes (default int32, float32, int64, float64)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(DTypeNames()));
+  cmd->add_option("--sizes", a->k.sizes, "kernels: element counts, e.g. 2^16,2^20,1000000 (default 2^10..2^30)");
+  cmd->add_option("--reps", a->k.reps, "kernels: timed runs per row (default: the suite's, 25)");
+  cmd->add_option("--warmup", a->k.warmup, "kernels: untimed runs before them (default: the suite's, 3)");
+  cmd->add_option("--svg", a->k.svg_path, "kernels: write a plot of GB/s against size (SVG) to this file");
+
+  // --e2e
+  cmd->add_option("--op", a->e.op, "e2e: the call to drive")
+      ->check(CLI::IsMember({"scan", "reduce", "compact"}))
+      ->capture_default_str();
+  cmd->add_option("--dtype", a->e.dtype, "e2e: element type")->check(CLI::IsMember(DTypeNames()))->capture_default_str();
+  auto* elements = cmd->add_option("--elements", a->e.elements, "e2e: elements per request")
+                       ->check(CLI::PositiveNumber)
+                       ->capture_default_str();
+  cmd->add_option("--bytes", a->e.bytes, "e2e: input bytes per request (instead of --elements)")
+      ->check(CLI::PositiveNumber)
+      ->excludes(elements);
+  cmd->add_option("--concurrency", a->e.concurrency, "e2e: concurrent calls, one level each")
+      ->delimiter(',')
+      ->check(CLI::Range(1u, 4096u))
+      ->capture_default_str();
+  auto* duration = cmd->add_option("--duration", a->e.duration_s,
+                                   "e2e: seconds per level (and again for its transport ceiling)")
+                       ->check(CLI::PositiveNumber)
+                       ->capture_default_str();
+  cmd->add_option("--requests", a->e.requests, "e2e: requests per level instead of a duration")
+      ->check(CLI::PositiveNumber)
+      ->excludes(duration);
+  cmd->footer(
+      "Examples:\n"
+      "  gpuscan bench --kernels --ops scan --dtypes int32,float32 --sizes 2^16,2^24,2^28 --json k.json --svg k.svg\n"
+      "  gpuscan bench --e2e --op scan --dtype int32 --bytes 1073741824 --concurrency 1 --requests 3\n"
+      "  gpuscan bench --e2e --op reduce --elements 1024 --concurrency 1,4,16,64 --duration 10 --json e2e.json\n"
+      "--e2e drives all calls over one shared channel (one Client, like ghz's default of one\n"
+      "connection); the transport ceiling uses the same channel, bytes and concurrency (Transport\n"
+      "RPC: echo for scan and compact, no echo for reduce).");
+  return {cmd, [a, &g] { return RunBench(*a, g); }};
+}
+
+}  // namespace gpuscan::cli

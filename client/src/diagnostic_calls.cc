@@ -1,0 +1,74 @@
+// The diagnostic calls: Benchmark (the server's kernel suite) and Transport (the transport
+// ceiling, no compute).
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "gpuscan/client.h"
+#include "stream_driver.h"
+
+namespace gpuscan {
+
+void Client::Benchmark(const v1::BenchmarkRequest& request,
+                       const std::function<void(const v1::BenchmarkRow&)>& on_row) {
+  auto ctx = NewContext();
+  auto reader = stub_->Benchmark(ctx.get(), request);
+  v1::BenchmarkRow row;
+  try {
+    while (reader->Read(&row)) {
+      if (on_row) on_row(row);
+    }
+  } catch (...) {
+    ctx->TryCancel();
+    while (reader->Read(&row)) {
+    }
+    reader->Finish();
+    throw;
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) throw RpcError(status);
+}
+
+TransportResult Client::Transport(uint64_t total_bytes, bool echo, size_t chunk_bytes) {
+  if (chunk_bytes == 0) chunk_bytes = options_.chunk_bytes;
+  if (chunk_bytes == 0) chunk_bytes = 1 << 20;
+  // One chunk of a fixed pattern, copied into each message: the same one copy per chunk that
+  // ScanStream's Source makes, so the ceiling compares like with like.
+  std::string pattern(static_cast<size_t>(std::min<uint64_t>(chunk_bytes, std::max<uint64_t>(total_bytes, 1))), '\0');
+  for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<char>(i * 131 + 7);
+
+  const auto start = std::chrono::steady_clock::now();
+  auto ctx = NewContext();
+  auto stream = stub_->Transport(ctx.get());
+  TransportResult result;
+
+  auto write_all = [&] {
+    v1::TransportRequest req;
+    req.set_echo(echo);
+    uint64_t left = total_bytes;
+    for (bool first = true; first || left > 0; first = false) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, pattern.size()));
+      req.mutable_data()->assign(pattern.data(), n);
+      if (!stream->Write(req)) return;
+      left -= n;
+    }
+  };
+  auto read_all = [&] {
+    v1::TransportResponse resp;
+    while (stream->Read(&resp)) {
+      result.bytes_received += resp.data().size();
+      if (resp.final()) {
+        result.bytes_in = resp.bytes_in();
+        result.bytes_out = resp.bytes_out();
+        result.requests = resp.requests();
+        result.server_total_us = resp.total_us();
+      }
+    }
+  };
+  detail::RunBidi(*ctx, *stream, write_all, read_all);
+  result.wall_us = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+  return result;
+}
+
+}  // namespace gpuscan

@@ -1,0 +1,81 @@
+// The striped tile layout of the single-pass scan, the reduction and the compaction: each warp
+// owns 32 * kItems consecutive elements of the tile, which it moves as kVecs rows of 32
+// lane-interleaved 16-byte vectors, so every load and store instruction of the warp covers 512
+// contiguous bytes (the blocked layout, a thread's kItems consecutive elements, makes each
+// instruction touch 32 separate sectors half each). Element i = v * kVecElems + j of a thread
+// sits at tile offset First() + v * kRowStride + j.
+#pragma once
+
+#include "tuning.cuh"
+#include "warp.cuh"
+
+namespace gpuscan::kernels::detail {
+
+template <LoadHint kHint>
+__device__ __forceinline__ uint4 LoadVec(const uint4* p) {
+  if constexpr (kHint == LoadHint::kNc) {
+    return __ldg(p);
+  } else if constexpr (kHint == LoadHint::kStream) {
+    return __ldcs(p);
+  } else {
+    return *p;
+  }
+}
+
+template <class T, int kItems>
+struct StripedLayout {
+  static constexpr int kVecElems = 16 / int(sizeof(T));  // elements per 16-byte vector
+  static constexpr int kVecs = kItems / kVecElems;       // rows per warp
+  static_assert(kItems % kVecElems == 0, "items per thread must fill 16-byte vectors");
+  // Offset in the tile of this thread's first element of row 0.
+  __device__ __forceinline__ static int First() {
+    return WarpId() * kWarpThreads * kItems + LaneId() * kVecElems;
+  }
+  static constexpr int kRowStride = kWarpThreads * kVecElems;  // elements between rows
+
+  // kHint: how the 16-byte loads go through the cache (LoadHint).
+  template <LoadHint kHint = LoadHint::kDefault>
+  __device__ __forceinline__ static void Load(const T* tile, int tile_valid, bool vec, T fill, T (&items)[kItems]) {
+    const int first = First();
+    if (vec) {
+      ItemVec<T, kItems> u;
+      const uint4* p = reinterpret_cast<const uint4*>(tile + first);
+#pragma unroll
+      for (int v = 0; v < kVecs; ++v) u.vec[v] = LoadVec<kHint>(p + v * kWarpThreads);
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) items[i] = u.item[i];
+    } else {
+#pragma unroll
+      for (int v = 0; v < kVecs; ++v) {
+#pragma unroll
+        for (int j = 0; j < kVecElems; ++j) {
+          const int idx = first + v * kRowStride + j;
+          items[v * kVecElems + j] = idx < tile_valid ? tile[idx] : fill;
+        }
+      }
+    }
+  }
+
+  __device__ __forceinline__ static void Store(T* tile, int tile_valid, bool vec, const T (&items)[kItems]) {
+    const int first = First();
+    if (vec) {
+      ItemVec<T, kItems> u;
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) u.item[i] = items[i];
+      uint4* p = reinterpret_cast<uint4*>(tile + first);
+#pragma unroll
+      for (int v = 0; v < kVecs; ++v) p[v * kWarpThreads] = u.vec[v];
+    } else {
+#pragma unroll
+      for (int v = 0; v < kVecs; ++v) {
+#pragma unroll
+        for (int j = 0; j < kVecElems; ++j) {
+          const int idx = first + v * kRowStride + j;
+          if (idx < tile_valid) tile[idx] = items[v * kVecElems + j];
+        }
+      }
+    }
+  }
+};
+
+}  // namespace gpuscan::kernels::detail

@@ -1,0 +1,332 @@
+// Benchmark: runs the kernel suite (bench::RunKernelSuite) on the server's own device and
+// streams each row as it is measured.
+//
+// - The suite runs on a thread of its own, not on the Executor: one run can take minutes and
+//   would otherwise hold a compute worker that Scan/Reduce/Compact calls need. gRPC's callback
+//   threads never block.
+// - One Benchmark per server at a time: a second concurrent call gets RESOURCE_EXHAUSTED at
+//   once (rather than waiting), since measurements taken side by side would disturb each other
+//   and a client waiting minutes in silence is worse than a clear "busy". It also takes an
+//   admission slot like any other call, queueing behind running calls if none is free.
+// - Rows are written one at a time; the suite thread waits while kMaxBuffered rows are unsent
+//   (back-pressure). Cancellation (or a failed write) makes on_row return false, which stops the
+//   suite after the row being measured.
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "service/handlers.h"
+#include "service/streaming_call.h"
+#include "service/validate.h"
+
+#if defined(GPUSCAN_HAVE_BENCH)
+#include "gpuscan/bench/suite.h"
+#endif
+
+namespace gpuscan::server {
+namespace {
+
+constexpr uint32_t kMaxRepetitions = 10000;
+constexpr uint32_t kMaxWarmup = 1000;
+
+// Checks what needs no device: operation names, dtypes, repetition counts. Algorithm names are
+// the suite's own vocabulary; it rejects unknown ones with kInvalidArgument.
+grpc::Status ValidateBenchmark(const v1::BenchmarkRequest& r) {
+  for (int i = 0; i < r.operations_size(); ++i) {
+    const std::string& op = r.operations(i);
+    if (op != "scan" && op != "reduce" && op != "compact") {
+      return InvalidArgument("operations[" + std::to_string(i) + "]='" + op +
+                             "' is not a known operation (scan, reduce, compact)");
+    }
+  }
+  for (int i = 0; i < r.dtypes_size(); ++i) {
+    const int t = r.dtypes(i);
+    if (t == v1::DTYPE_UNSPECIFIED || !v1::DType_IsValid(t)) {
+      return InvalidArgument("dtypes[" + std::to_string(i) + "]=" + std::to_string(t) +
+                             " is not a known DType (INT32, INT64, UINT32, UINT64, FLOAT32, FLOAT64)");
+    }
+  }
+  for (int i = 0; i < r.algorithms_size(); ++i) {
+    if (r.algorithms(i).empty()) return InvalidArgument("algorithms[" + std::to_string(i) + "] is empty");
+  }
+  if (r.repetitions() > kMaxRepetitions) {
+    return InvalidArgument("repetitions=" + std::to_string(r.repetitions()) + " exceeds " +
+                           std::to_string(kMaxRepetitions));
+  }
+  if (r.warmup() > kMaxWarmup) {
+    return InvalidArgument("warmup=" + std::to_string(r.warmup()) + " exceeds " + std::to_string(kMaxWarmup));
+  }
+  return grpc::Status::OK;
+}
+
+// A size whose input and output alone exceed the device's memory cannot run: say so before
+// starting (the suite also throws kResourceExhausted for sizes that fail to allocate).
+grpc::Status CheckSizesFit(const v1::BenchmarkRequest& r, const engine::Engine& eng) {
+  const auto devices = eng.devices();
+  if (devices.empty() || devices[0].memory_bytes == 0) return grpc::Status::OK;
+  const uint64_t memory = devices[0].memory_bytes;
+  uint64_t widest = 8;  // bytes per element of the widest dtype asked for (all: 8)
+  if (r.dtypes_size() > 0) {
+    widest = 0;
+    for (int t : r.dtypes()) {
+      engine::DType d;
+      if (ToEngineDType(t, &d).ok()) widest = std::max<uint64_t>(widest, engine::SizeOf(d));
+    }
+  }
+  for (int i = 0; i < r.sizes_size(); ++i) {
+    const uint64_t n = r.sizes(i);
+    if (n == 0) return InvalidArgument("sizes[" + std::to_string(i) + "] is 0; give element counts >= 1");
+    if (n > memory / widest / 2) {
+      return ResourceExhausted("sizes[" + std::to_string(i) + "]=" + std::to_string(n) + " elements of " +
+                               std::to_string(widest) + " bytes need at least " +
+                               std::to_string(n / 1048576 * widest * 2) + " MiB (input and output); the device has " +
+                               std::to_string(memory >> 20) + " MiB");
+    }
+  }
+  return grpc::Status::OK;
+}
+
+#if defined(GPUSCAN_HAVE_BENCH)
+
+bench::SuiteSpec ToSuiteSpec(const v1::BenchmarkRequest& r) {
+  bench::SuiteSpec spec;
+  spec.operations.assign(r.operations().begin(), r.operations().end());
+  spec.algorithms.assign(r.algorithms().begin(), r.algorithms().end());
+  for (int t : r.dtypes()) {
+    engine::DType d;
+    if (ToEngineDType(t, &d).ok()) spec.dtypes.push_back(d);
+  }
+  spec.sizes.assign(r.sizes().begin(), r.sizes().end());
+  if (r.repetitions() > 0) spec.repetitions = static_cast<int>(r.repetitions());
+  if (r.warmup() > 0) spec.warmup = static_cast<int>(r.warmup());
+  return spec;
+}
+
+v1::BenchmarkRow RowToWire(const bench::Row& row) {
+  v1::BenchmarkRow out;
+  out.set_operation(row.operation);
+  out.set_algorithm(row.algorithm);
+  out.set_dtype(ToWire(row.dtype));
+  out.set_elements(row.elements);
+  out.set_median_us(row.median_us);
+  out.set_min_us(row.min_us);
+  out.set_max_us(row.max_us);
+  out.set_bytes_moved(row.bytes_moved);
+  out.set_gbps(row.gbps);
+  out.set_pct_of_copy(row.pct_of_copy);
+  out.set_ratio_to_cub(row.ratio_to_cub);
+  out.set_verified(row.verified);
+  out.set_device(row.device);
+  return out;
+}
+
+class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
+  static constexpr size_t kMaxBuffered = 16;  // rows measured but not yet sent
+
+ public:
+  BenchmarkCall(CallContext ctx, const v1::BenchmarkRequest& request)
+      : ctx_(std::move(ctx)), spec_(ToSuiteSpec(request)), start_(Clock::now()) {}
+
+  // The call already owns ctx_.benchmark_running; asks for an admission slot.
+  void Begin() {
+    std::unique_lock<std::mutex> lock(mu_);
+    uint64_t ticket = 0;
+    switch (ctx_.admission->TryAdmit([this] { OnAdmitted(); }, &ticket)) {
+      case Admission::Result::kAdmitted:
+        holds_slot_ = true;
+        return StartSuiteLocked();
+      case Admission::Result::kQueued:
+        queued_ = true;
+        ticket_ = ticket;
+        ++refs_;
+        return;
+      case Admission::Result::kRejected:
+        break;
+    }
+    stopped_ = true;
+    ctx_.benchmark_running->store(false);
+    status_ = ResourceExhausted("server busy: " + std::to_string(ctx_.options->max_concurrent) + " calls running and " +
+                                std::to_string(ctx_.options->max_queued) + " waiting; retry later");
+    MaybeFinish(lock);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    writing_ = false;
+    outgoing_.pop_front();
+    if (!ok) {
+      stop_ = true;
+      if (status_.ok()) status_ = {grpc::StatusCode::CANCELLED, "the client stopped receiving"};
+      outgoing_.clear();
+    }
+    cv_.notify_all();
+    MaybeWriteLocked();
+    MaybeFinish(lock);
+  }
+
+  void OnCancel() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    stop_ = true;
+    if (status_.ok()) status_ = {grpc::StatusCode::CANCELLED, "the call was cancelled"};
+    if (!writing_) outgoing_.clear();
+    if (queued_ && ctx_.admission->CancelQueued(ticket_)) {
+      // Still waiting for a slot: the suite never starts, so finish now.
+      queued_ = false;
+      --refs_;
+      stopped_ = true;
+      ctx_.benchmark_running->store(false);
+    }
+    cv_.notify_all();
+    MaybeFinish(lock);
+  }
+
+  void OnDone() override {
+    spdlog::info("benchmark rows={} status={}{}{} total_us={}", rows_, CodeName(status_.error_code()),
+                 status_.ok() ? "" : " message=\"", status_.ok() ? "" : status_.error_message() + "\"",
+                 Micros(Clock::now() - start_));
+    std::unique_lock<std::mutex> lock(mu_);
+    if (queued_ && ctx_.admission->CancelQueued(ticket_)) {
+      // Never admitted, so the suite never started: the Benchmark flag is still ours.
+      queued_ = false;
+      --refs_;
+      ctx_.benchmark_running->store(false);
+    }
+    --refs_;
+    ReleaseIfUnused(lock);
+  }
+
+ private:
+  void OnAdmitted() {
+    std::unique_lock<std::mutex> lock(mu_);
+    queued_ = false;
+    --refs_;
+    holds_slot_ = true;
+    if (stop_) {
+      stopped_ = true;
+      ctx_.benchmark_running->store(false);
+      return MaybeFinish(lock);
+    }
+    StartSuiteLocked();
+  }
+
+  void StartSuiteLocked() {
+    ++refs_;  // the suite thread's
+    std::thread([this] { RunSuite(); }).detach();
+  }
+
+  // Suite thread.
+  void RunSuite() {
+    grpc::Status status;
+    try {
+      bench::RunKernelSuite(spec_, [this](const bench::Row& row) { return OnRow(row); });
+    } catch (...) {
+      status = StatusFromException(std::current_exception());
+    }
+    if (!status.ok() && ctx_.on_engine_failure) ctx_.on_engine_failure();
+    ctx_.benchmark_running->store(false);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (status_.ok()) status_ = status;
+    stopped_ = true;
+    --refs_;
+    MaybeFinish(lock);
+  }
+
+  // Suite thread: queues one row; false stops the suite.
+  bool OnRow(const bench::Row& row) {
+    v1::BenchmarkRow wire = RowToWire(row);
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return stop_ || outgoing_.size() < kMaxBuffered; });
+    if (stop_) return false;
+    outgoing_.push_back(std::move(wire));
+    ++rows_;
+    MaybeWriteLocked();
+    return true;
+  }
+
+  void MaybeWriteLocked() {
+    if (writing_ || outgoing_.empty() || stop_) return;
+    writing_ = true;
+    StartWrite(&outgoing_.front());
+  }
+
+  // Finishes once the suite has stopped and every row is out. Releases the lock.
+  void MaybeFinish(std::unique_lock<std::mutex>& lock) {
+    if (stopped_ && !finished_ && !writing_ && (outgoing_.empty() || stop_)) {
+      finished_ = true;
+      grpc::Status status = status_;
+      lock.unlock();
+      Finish(status);
+      return;
+    }
+    ReleaseIfUnused(lock);
+  }
+
+  void ReleaseIfUnused(std::unique_lock<std::mutex>& lock) {
+    if (refs_ != 0) {
+      lock.unlock();
+      return;
+    }
+    const bool release_slot = holds_slot_;
+    lock.unlock();
+    if (release_slot) ctx_.admission->Release();
+    delete this;
+  }
+
+  CallContext ctx_;
+  const bench::SuiteSpec spec_;
+  const Clock::time_point start_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<v1::BenchmarkRow> outgoing_;
+  grpc::Status status_;
+  uint64_t rows_ = 0, ticket_ = 0;
+  bool holds_slot_ = false, queued_ = false, writing_ = false;
+  bool stop_ = false;     // cancelled or a write failed: the suite must stop
+  bool stopped_ = false;  // the suite is over (or never started)
+  bool finished_ = false;
+  int refs_ = 1;  // gRPC's, until OnDone; plus the suite thread's and the admission queue's
+};
+
+#endif  // GPUSCAN_HAVE_BENCH
+
+// A reactor that only finishes with `status` (for refusals before any work).
+grpc::ServerWriteReactor<v1::BenchmarkRow>* Refuse(grpc::Status status) {
+  class Refusal final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
+   public:
+    explicit Refusal(const grpc::Status& s) { Finish(s); }
+    void OnDone() override { delete this; }
+  };
+  spdlog::info("benchmark status={} message=\"{}\"", CodeName(status.error_code()), status.error_message());
+  return new Refusal(status);
+}
+
+}  // namespace
+
+grpc::ServerWriteReactor<v1::BenchmarkRow>* StartBenchmark(CallContext ctx, const v1::BenchmarkRequest* request) {
+  if (auto s = ValidateBenchmark(*request); !s.ok()) return Refuse(s);
+  if (ctx.engine->name() != "cuda") {
+    return Refuse({grpc::StatusCode::FAILED_PRECONDITION,
+                   "Benchmark needs the cuda engine; this server runs " + ctx.engine->name()});
+  }
+#if defined(GPUSCAN_HAVE_BENCH)
+  if (!ctx.engine->healthy()) return Refuse(EngineUnavailable(*ctx.engine));
+  if (auto s = CheckSizesFit(*request, *ctx.engine); !s.ok()) return Refuse(s);
+  if (ctx.benchmark_running->exchange(true)) {
+    return Refuse(ResourceExhausted("a Benchmark is already running on this server; one runs at a time, "
+                                    "retry when it has finished"));
+  }
+  auto* call = new BenchmarkCall(std::move(ctx), *request);
+  call->Begin();
+  return call;
+#else
+  (void)CheckSizesFit;
+  return Refuse({grpc::StatusCode::FAILED_PRECONDITION,
+                 "Benchmark needs the kernel suite, and this server was built without it (no gpuscan_bench)"});
+#endif
+}
+
+}  // namespace gpuscan::server

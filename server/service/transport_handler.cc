@@ -1,0 +1,197 @@
+// Transport: the diagnostic transport ceiling. The same gRPC path as Scan (echo) or Reduce (no
+// echo) with no compute, so the CLI can report the service as a share of what gRPC alone allows.
+//
+// A small bidi reactor of its own rather than StreamingCall: there is no header, no engine
+// session and no worker task, so everything runs on gRPC's callback threads (nothing blocks).
+// Flow: admission (maybe queued) → read; each request is counted and, with echo, queued for
+// writing; reads pause while kMaxBuffered echoes wait to be sent (back-pressure, as in
+// StreamingCall) → after the half-close, the final response with the totals → Finish.
+#include <deque>
+#include <mutex>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "service/handlers.h"
+#include "service/streaming_call.h"
+
+namespace gpuscan::server {
+namespace {
+
+class TransportCall final : public grpc::ServerBidiReactor<v1::TransportRequest, v1::TransportResponse> {
+  static constexpr size_t kMaxBuffered = 3;  // echoes waiting to be sent, per call
+
+ public:
+  TransportCall(CallContext ctx, grpc::CallbackServerContext* rpc)
+      : ctx_(std::move(ctx)), rpc_(rpc), start_(Clock::now()) {}
+
+  void Begin() {
+    std::unique_lock<std::mutex> lock(mu_);
+    uint64_t ticket = 0;
+    switch (ctx_.admission->TryAdmit([this] { OnAdmitted(); }, &ticket)) {
+      case Admission::Result::kAdmitted:
+        admitted_ = holds_slot_ = true;
+        MaybeReadLocked();
+        return;
+      case Admission::Result::kQueued:
+        queued_ = true;
+        ticket_ = ticket;
+        ++refs_;  // the admission queue's reference
+        return;
+      case Admission::Result::kRejected:
+        break;
+    }
+    Fail(lock, ResourceExhausted("server busy: " + std::to_string(ctx_.options->max_concurrent) +
+                                 " calls running and " + std::to_string(ctx_.options->max_queued) +
+                                 " waiting (--max-concurrent, --max-queued); retry later"));
+  }
+
+  void OnReadDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    reading_ = false;
+    if (finish_requested_) return MaybeFinish(lock);
+    if (!ok) {
+      if (rpc_->IsCancelled()) return Fail(lock, {grpc::StatusCode::CANCELLED, "the call was cancelled"});
+      // Half-close: the final response carries the totals.
+      v1::TransportResponse& last = outgoing_.emplace_back();
+      last.set_bytes_in(bytes_in_);
+      last.set_bytes_out(bytes_out_);
+      last.set_requests(requests_);
+      last.set_final(true);
+      last.set_total_us(Micros(Clock::now() - start_));
+      finish_requested_ = true;
+      MaybeWriteLocked();
+      return MaybeFinish(lock);
+    }
+    const uint64_t index = requests_++;
+    const uint64_t size = incoming_.data().size();
+    if (index == 0) echo_ = incoming_.echo();
+    if (size > ctx_.options->chunk_bytes) {
+      return Fail(lock, ResourceExhausted("request #" + std::to_string(index) + ": data of " + std::to_string(size) +
+                                          " bytes exceeds the chunk limit of " +
+                                          std::to_string(ctx_.options->chunk_bytes) +
+                                          " bytes (Limits.max_chunk_bytes); send smaller chunks"));
+    }
+    const uint64_t max_total = ctx_.options->max_request_bytes;
+    if (max_total != 0 && bytes_in_ + size > max_total) {
+      return Fail(lock, ResourceExhausted("the call's input exceeds " + std::to_string(max_total) +
+                                          " bytes (Limits.max_request_bytes)"));
+    }
+    bytes_in_ += size;
+    if (echo_ && size > 0) {
+      outgoing_.emplace_back().set_data(std::move(*incoming_.mutable_data()));
+      bytes_out_ += size;
+      MaybeWriteLocked();
+    }
+    incoming_.Clear();
+    MaybeReadLocked();
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    writing_ = false;
+    outgoing_.pop_front();
+    if (!ok) return Fail(lock, {grpc::StatusCode::CANCELLED, "the client stopped receiving"});
+    MaybeWriteLocked();
+    MaybeReadLocked();
+    MaybeFinish(lock);
+  }
+
+  void OnCancel() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    Fail(lock, {grpc::StatusCode::CANCELLED, "the call was cancelled"});
+  }
+
+  void OnDone() override {
+    spdlog::info("transport echo={} requests={} bytes_in={} status={} total_us={}", echo_, requests_, bytes_in_,
+                 CodeName(status_.error_code()), Micros(Clock::now() - start_));
+    std::unique_lock<std::mutex> lock(mu_);
+    if (queued_ && ctx_.admission->CancelQueued(ticket_)) {
+      queued_ = false;
+      --refs_;
+    }
+    --refs_;
+    ReleaseIfUnused(lock);
+  }
+
+ private:
+  void OnAdmitted() {
+    std::unique_lock<std::mutex> lock(mu_);
+    queued_ = false;
+    --refs_;
+    admitted_ = holds_slot_ = true;
+    if (!finish_requested_) MaybeReadLocked();
+    MaybeFinish(lock);
+  }
+
+  void MaybeReadLocked() {
+    if (reading_ || finish_requested_ || !admitted_ || outgoing_.size() >= kMaxBuffered) return;
+    reading_ = true;
+    StartRead(&incoming_);
+  }
+
+  void MaybeWriteLocked() {
+    if (writing_ || outgoing_.empty()) return;
+    writing_ = true;
+    StartWrite(&outgoing_.front());
+  }
+
+  // Records the first failure, drops unsent echoes and finishes once no write is in flight.
+  void Fail(std::unique_lock<std::mutex>& lock, const grpc::Status& status) {
+    if (!finished_ && status_.ok()) status_ = status;
+    finish_requested_ = true;
+    if (writing_) {
+      outgoing_.erase(outgoing_.begin() + 1, outgoing_.end());
+    } else {
+      outgoing_.clear();
+    }
+    MaybeFinish(lock);
+  }
+
+  // Finishes once no write is in flight (a pending read just completes with ok=false; gRPC runs
+  // OnDone after every reaction). Releases the lock; `this` may be gone when it returns.
+  void MaybeFinish(std::unique_lock<std::mutex>& lock) {
+    if (finish_requested_ && !finished_ && !writing_ && outgoing_.empty()) {
+      finished_ = true;
+      grpc::Status status = status_;
+      lock.unlock();
+      Finish(status);
+      return;
+    }
+    ReleaseIfUnused(lock);
+  }
+
+  void ReleaseIfUnused(std::unique_lock<std::mutex>& lock) {
+    if (refs_ != 0) {
+      lock.unlock();
+      return;
+    }
+    const bool release_slot = holds_slot_;
+    lock.unlock();
+    if (release_slot) ctx_.admission->Release();
+    delete this;
+  }
+
+  CallContext ctx_;
+  grpc::CallbackServerContext* rpc_;
+  const Clock::time_point start_;
+  std::mutex mu_;
+  v1::TransportRequest incoming_;
+  std::deque<v1::TransportResponse> outgoing_;
+  grpc::Status status_;
+  uint64_t requests_ = 0, bytes_in_ = 0, bytes_out_ = 0, ticket_ = 0;
+  bool echo_ = false, admitted_ = false, holds_slot_ = false, queued_ = false, reading_ = false,
+       writing_ = false, finish_requested_ = false, finished_ = false;
+  int refs_ = 1;  // gRPC's, until OnDone; plus the admission queue's while queued
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::TransportRequest, v1::TransportResponse>* StartTransport(
+    CallContext ctx, grpc::CallbackServerContext* rpc) {
+  auto* call = new TransportCall(std::move(ctx), rpc);
+  call->Begin();
+  return call;
+}
+
+}  // namespace gpuscan::server

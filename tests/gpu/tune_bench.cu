@@ -1,0 +1,376 @@
+// tune_bench: the figures behind kernels/src/detail/tuning.cuh for the issue-4 targets, in one
+// run (CUDA events, warm-up, median of 25; inputs rotate through a 4 GiB pool so that timings
+// are of HBM, not of the 50 MB L2):
+//   scan:    the default (decoupled look-back) vs cub::DeviceScan::InclusiveSum and a device copy,
+//            int32 and float32 sum, every power of two 2^16..2^30; look-back delay thresholds.
+//   reduce:  Reduce(own) vs cub::DeviceReduce::Sum, int32/float32/int64/float64, 2^20..2^28,
+//            plus candidate policies; floats checked bit-identical run to run.
+//   compact: Compact(own) vs cub::DeviceSelect::Flagged, float32 by flags (half kept), plus
+//            candidate policies.
+// Every timed output is checked against CUB's (integers and compaction: exact).
+//
+// Usage: tune_bench [scan|reduce|compact ...] (default: all)
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "detail/dispatch.cuh"
+#include "gpuscan/kernels/compact.h"
+#include "gpuscan/kernels/reduce.h"
+#include "gpuscan/kernels/scan.h"
+
+namespace {
+
+using namespace gpuscan;
+using kernels::ScanAlgorithm;
+namespace kd = kernels::detail;
+
+#define CHECK(expr)                                                                              \
+  do {                                                                                           \
+    const cudaError_t e_ = (expr);                                                               \
+    if (e_ != cudaSuccess) {                                                                     \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                              \
+    }                                                                                            \
+  } while (0)
+
+constexpr int kWarmup = 3;
+constexpr int kReps = 25;
+constexpr uint64_t kPoolBytes = 4ull << 30;  // per buffer
+
+template <class T>
+__global__ void FillKernel(T* p, uint64_t n, uint64_t seed) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    uint64_t z = (i + seed) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z ^= z >> 31;
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      p[i] = uint8_t(z & 1);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      p[i] = T(double(z >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+    } else {
+      p[i] = T(z % 1000) - T(500);
+    }
+  }
+}
+
+template <class T>
+__global__ void CountMismatchKernel(const T* a, const T* b, uint64_t n, unsigned long long* bad) {
+  unsigned long long mine = 0;
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    const T x = a[i], y = b[i];
+    if constexpr (std::is_floating_point_v<T>) {
+      // Scan outputs of inputs in [-1, 1): rounding differences grow at most like eps * (i + 1).
+      const double d = double(x) - double(y), tol = 1e-3 + 4.8e-7 * double(i + 1);
+      if (!(d <= tol && d >= -tol)) ++mine;
+    } else {
+      if (x != y) ++mine;
+    }
+  }
+  if (mine) atomicAdd(bad, mine);
+}
+
+double MedianUs(const std::function<void(int)>& f, cudaStream_t s) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < kWarmup; ++i) f(i);
+  std::vector<float> ms;
+  for (int i = 0; i < kReps; ++i) {
+    CHECK(cudaEventRecord(a, s));
+    f(kWarmup + i);
+    CHECK(cudaEventRecord(b, s));
+    CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    CHECK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  CHECK(cudaEventDestroy(a));
+  CHECK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return 1000.0 * ms[ms.size() / 2];
+}
+
+// Offset (elements) of the rep-th input so that consecutive reps touch different memory.
+uint64_t Rotate(uint64_t n, uint64_t pool, int rep) {
+  if (n * 2 > pool) return 0;
+  const uint64_t slots = pool / n;
+  return (uint64_t(rep) % slots) * n;
+}
+
+struct Ctx {
+  char* in = nullptr;
+  char* out = nullptr;
+  char* ref = nullptr;
+  void* tmp = nullptr;
+  std::size_t tmp_bytes = 256ull << 20;
+  unsigned long long* d_bad = nullptr;
+  cudaStream_t s{};
+};
+
+void Row(const std::string& what, uint64_t n, double us, double bytes, double copy_us, double cub_us,
+         const std::string& check) {
+  std::printf("%-44s %11llu %10.2f %9.1f %7.1f%% %8.3f %s\n", what.c_str(), (unsigned long long)n, us,
+              bytes / us / 1e3, copy_us > 0 ? 100.0 * copy_us / us : 0.0, cub_us / us, check.c_str());
+  std::fflush(stdout);
+}
+
+void Header(const char* title) {
+  std::printf("\n== %s\n%-44s %11s %10s %9s %8s %8s %s\n", title, "what", "n", "time_us", "GB/s", "%copy", "xCUB",
+              "check");
+}
+
+template <class T>
+unsigned long long Mismatches(const T* a, const T* b, uint64_t n, Ctx& c) {
+  CHECK(cudaMemsetAsync(c.d_bad, 0, 8, c.s));
+  CountMismatchKernel<T><<<1024, 256, 0, c.s>>>(a, b, n, c.d_bad);
+  CHECK(cudaGetLastError());
+  unsigned long long bad = 0;
+  CHECK(cudaMemcpyAsync(&bad, c.d_bad, 8, cudaMemcpyDeviceToHost, c.s));
+  CHECK(cudaStreamSynchronize(c.s));
+  return bad;
+}
+
+std::string Verdict(unsigned long long bad) { return bad == 0 ? "ok" : "MISMATCH " + std::to_string(bad); }
+
+double CopyUs(Ctx& c, uint64_t bytes) {
+  return MedianUs([&](int r) {
+    const uint64_t o = Rotate(bytes, kPoolBytes, r);
+    CHECK(cudaMemcpyAsync(c.out + o, c.in + o, bytes, cudaMemcpyDeviceToDevice, c.s));
+  }, c.s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scan.
+template <class T, int kThreads, int kItems, int kFirst, int kPoll, int kMinTiles>
+cudaError_t PolicyScan(void* tmp, std::size_t& bytes, const T* in, T* out, uint64_t n, cudaStream_t s) {
+  using P = kd::SinglePassPolicy<kThreads, kItems, true, kFirst, kPoll, kMinTiles>;
+  return kd::SinglePassScan<T, ops::Sum<T>, P, false>(tmp, bytes, in, out, n, false, nullptr, nullptr, s);
+}
+
+template <class T>
+void BenchScan(const char* dtype, Ctx& c) {
+  Header((std::string("scan ") + dtype + " sum (inclusive)").c_str());
+  T* in = reinterpret_cast<T*>(c.in);
+  T* out = reinterpret_cast<T*>(c.out);
+  T* ref = reinterpret_cast<T*>(c.ref);
+  const uint64_t pe = kPoolBytes / sizeof(T);
+  FillKernel<T><<<4096, 256, 0, c.s>>>(in, pe, sizeof(T) == 4 ? 1 : 3);
+  CHECK(cudaGetLastError());
+  for (int lg = 16; lg <= 30; ++lg) {
+    const uint64_t n = 1ull << lg;
+    const double bytes = 2.0 * double(n) * sizeof(T);
+    const double copy_us = CopyUs(c, n * sizeof(T));
+    std::size_t cb = 0;
+    CHECK(cub::DeviceScan::InclusiveSum(nullptr, cb, in, out, static_cast<int64_t>(n), c.s));
+    if (cb > c.tmp_bytes) { std::fprintf(stderr, "temp too small for CUB\n"); std::exit(1); }
+    const double cub_us = MedianUs([&](int r) {
+      CHECK(cub::DeviceScan::InclusiveSum(c.tmp, cb, in + Rotate(n, pe, r), out + Rotate(n, pe, r), static_cast<int64_t>(n), c.s));
+    }, c.s);
+    CHECK(cub::DeviceScan::InclusiveSum(c.tmp, cb, in, ref, static_cast<int64_t>(n), c.s));
+    CHECK(kernels::ClearTempStorage(c.tmp, c.tmp_bytes, c.s));  // CUB scribbled on it
+    Row(std::string("copy d2d ") + dtype, n, copy_us, bytes, copy_us, copy_us, "");
+    Row(std::string("cub::DeviceScan::InclusiveSum ") + dtype, n, cub_us, bytes, copy_us, cub_us, "");
+    auto timed = [&](const std::string& name, auto fn) {
+      std::size_t b = 0;
+      CHECK(fn(nullptr, b, in, out, n, c.s));
+      if (b > c.tmp_bytes) { std::fprintf(stderr, "temp too small\n"); std::exit(1); }
+      const double us = MedianUs([&](int r) { CHECK(fn(c.tmp, b, in + Rotate(n, pe, r), out + Rotate(n, pe, r), n, c.s)); }, c.s);
+      CHECK(cudaMemsetAsync(out, 0xFF, n * sizeof(T), c.s));
+      CHECK(fn(c.tmp, b, in, out, n, c.s));
+      Row(name + " " + dtype, n, us, bytes, copy_us, cub_us, Verdict(Mismatches(out, ref, n, c)));
+    };
+    timed("decoupled_lookback (default)", [](void* t, std::size_t& b, const T* i, T* o, uint64_t m, cudaStream_t s) {
+      return kernels::Scan<T, ops::Sum<T>>(ScanAlgorithm::kDecoupledLookback, t, b, i, o, m, false, nullptr, nullptr, s);
+    });
+    if (sizeof(T) == 4 && lg >= 17 && lg <= 23) {
+      timed("  128x32 d1200/600 delays from 0 tiles", PolicyScan<T, 128, 32, 1200, 600, 0>);
+      timed("  128x32 d1200/600 never delay", PolicyScan<T, 128, 32, 1200, 600, 1 << 30>);
+      timed("  256x16 d1200/600 from 500", PolicyScan<T, 256, 16, 1200, 600, 500>);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reduce.
+template <class T, int kThreads, int kItems4, int kMaxBlocks, bool kStride, int kUnroll, kd::LoadHint kHint>
+cudaError_t PolicyReduce(void* tmp, std::size_t& bytes, const T* in, uint64_t n, T* out, cudaStream_t s) {
+  using P = kd::ReducePolicy<kThreads, kItems4 * 4 / int(sizeof(T)), kMaxBlocks, kStride, kUnroll, kHint>;
+  return kd::OwnReduce<T, ops::Sum<T>, P>(tmp, bytes, in, n, nullptr, out, s);
+}
+
+template <class T>
+void BenchReduce(const char* dtype, Ctx& c, bool variants) {
+  Header((std::string("reduce ") + dtype + " sum").c_str());
+  using kd::LoadHint;
+  T* in = reinterpret_cast<T*>(c.in);
+  T* out = reinterpret_cast<T*>(c.out);
+  const uint64_t pe = kPoolBytes / sizeof(T);
+  FillKernel<T><<<4096, 256, 0, c.s>>>(in, pe, 5 + sizeof(T));
+  CHECK(cudaGetLastError());
+  for (int lg = 20; lg <= 28; lg += 2) {
+    const uint64_t n = 1ull << lg;
+    const double bytes = double(n) * sizeof(T);
+    const double copy_us = CopyUs(c, n * sizeof(T)) / 2;  // one direction's share of a copy
+    std::size_t cb = 0;
+    CHECK(cub::DeviceReduce::Sum(nullptr, cb, in, out, static_cast<int64_t>(n), c.s));
+    const double cub_us = MedianUs([&](int r) {
+      CHECK(cub::DeviceReduce::Sum(c.tmp, cb, in + Rotate(n, pe, r), out, static_cast<int64_t>(n), c.s));
+    }, c.s);
+    CHECK(cub::DeviceReduce::Sum(c.tmp, cb, in, out + 16, static_cast<int64_t>(n), c.s));
+    CHECK(kernels::ClearTempStorage(c.tmp, c.tmp_bytes, c.s));
+    T cub_ref{};
+    CHECK(cudaMemcpyAsync(&cub_ref, out + 16, sizeof(T), cudaMemcpyDeviceToHost, c.s));
+    CHECK(cudaStreamSynchronize(c.s));
+    Row(std::string("cub::DeviceReduce::Sum ") + dtype, n, cub_us, bytes, copy_us, cub_us, "");
+    auto timed = [&](const std::string& name, auto fn) {
+      std::size_t b = 0;
+      CHECK(fn(nullptr, b, in, n, out, c.s));
+      if (b > c.tmp_bytes) { std::fprintf(stderr, "temp too small\n"); std::exit(1); }
+      const double us = MedianUs([&](int r) { CHECK(fn(c.tmp, b, in + Rotate(n, pe, r), n, out, c.s)); }, c.s);
+      T got[2];
+      for (int k = 0; k < 2; ++k) {
+        CHECK(fn(c.tmp, b, in, n, out + 32 + k, c.s));
+      }
+      CHECK(cudaMemcpyAsync(got, out + 32, 2 * sizeof(T), cudaMemcpyDeviceToHost, c.s));
+      CHECK(cudaStreamSynchronize(c.s));
+      std::string check;
+      if (std::memcmp(&got[0], &got[1], sizeof(T)) != 0) check = "NONDETERMINISTIC ";
+      if constexpr (std::is_floating_point_v<T>) {
+        // Sums of n values in [-1, 1): the two association orders differ by far less than this.
+        const double d = double(got[0]) - double(cub_ref), tol = (sizeof(T) == 4 ? 1e-5 : 1e-12) * double(n);
+        check += (d <= tol && d >= -tol) ? "ok" : "MISMATCH " + std::to_string(d);
+      } else {
+        check += got[0] == cub_ref ? "ok" : "MISMATCH";
+      }
+      Row(name + " " + dtype, n, us, bytes, copy_us, cub_us, check);
+    };
+    timed("Reduce(own, default)", [](void* t, std::size_t& b, const T* i, uint64_t m, T* o, cudaStream_t s) {
+      return kernels::Reduce<T, ops::Sum<T>>(false, t, b, i, m, nullptr, o, s);
+    });
+    if (variants) {
+      timed("  256x16 1024 even u1 ld", PolicyReduce<T, 256, 16, 1024, false, 1, LoadHint::kDefault>);
+      timed("  256x16 1024 stride u1 ld", PolicyReduce<T, 256, 16, 1024, true, 1, LoadHint::kDefault>);
+      timed("  256x16 528 stride u2 nc", PolicyReduce<T, 256, 16, 528, true, 2, LoadHint::kNc>);
+      timed("  256x16 1024 stride u1 cs", PolicyReduce<T, 256, 16, 1024, true, 1, LoadHint::kStream>);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compact.
+template <class T, int kThreads, int kItems, int kFirst, int kPoll>
+cudaError_t PolicyCompact(void* tmp, std::size_t& bytes, const T* in, const uint8_t* flags, uint64_t n,
+                          T* out, uint64_t* count, cudaStream_t s) {
+  using P = kd::SinglePassPolicy<kThreads, kItems, true, kFirst, kPoll>;
+  return kd::OwnCompact<T, P>(tmp, bytes, in, flags, kernels::Predicate<T>{}, n, 0, out, nullptr, count, s);
+}
+
+template <class T>
+void BenchCompact(const char* dtype, Ctx& c) {
+  using W = std::conditional_t<sizeof(T) == 4, uint32_t, unsigned long long>;
+  Header((std::string("compact ") + dtype + " by flags (half kept); GB/s counts size+1 bytes read + size/2 written per element").c_str());
+  T* in = reinterpret_cast<T*>(c.in);
+  T* out = reinterpret_cast<T*>(c.out);
+  T* ref = reinterpret_cast<T*>(c.ref);
+  uint8_t* flags = reinterpret_cast<uint8_t*>(c.ref) + (kPoolBytes / 2);
+  const uint64_t maxn = 1ull << 28;
+  FillKernel<T><<<4096, 256, 0, c.s>>>(in, maxn, 2);
+  FillKernel<uint8_t><<<4096, 256, 0, c.s>>>(flags, maxn, 7);
+  CHECK(cudaGetLastError());
+  auto* counts = reinterpret_cast<uint64_t*>(c.d_bad) + 2;
+  for (int lg : {20, 24, 28}) {
+    const uint64_t n = 1ull << lg;
+    const double bytes = (1.5 * sizeof(T) + 1) * double(n);
+    const double copy_us = CopyUs(c, n * sizeof(T)) * bytes / (2.0 * n * sizeof(T));  // same bytes
+    std::size_t sb = 0;
+    CHECK(cub::DeviceSelect::Flagged(nullptr, sb, in, flags, ref, counts, static_cast<int64_t>(n), c.s));
+    const double cub_us = MedianUs([&](int) {
+      CHECK(cub::DeviceSelect::Flagged(c.tmp, sb, in, flags, ref, counts, static_cast<int64_t>(n), c.s));
+    }, c.s);
+    CHECK(kernels::ClearTempStorage(c.tmp, c.tmp_bytes, c.s));
+    uint64_t want = 0;
+    CHECK(cudaMemcpyAsync(&want, counts, 8, cudaMemcpyDeviceToHost, c.s));
+    CHECK(cudaStreamSynchronize(c.s));
+    Row(std::string("cub::DeviceSelect::Flagged ") + dtype, n, cub_us, bytes, copy_us, cub_us, "");
+    auto timed = [&](const std::string& name, auto fn) {
+      std::size_t b = 0;
+      CHECK(fn(nullptr, b, in, flags, n, out, counts + 1, c.s));
+      if (b > c.tmp_bytes) { std::fprintf(stderr, "temp too small\n"); std::exit(1); }
+      const double us = MedianUs([&](int) { CHECK(fn(c.tmp, b, in, flags, n, out, counts + 1, c.s)); }, c.s);
+      CHECK(cudaMemsetAsync(out, 0xFF, n * sizeof(T), c.s));
+      CHECK(fn(c.tmp, b, in, flags, n, out, counts + 1, c.s));
+      uint64_t got = 0;
+      CHECK(cudaMemcpyAsync(&got, counts + 1, 8, cudaMemcpyDeviceToHost, c.s));
+      CHECK(cudaStreamSynchronize(c.s));
+      std::string check = got == want ? Verdict(Mismatches(reinterpret_cast<const W*>(out),
+                                                           reinterpret_cast<const W*>(ref), want, c))
+                                      : "COUNT " + std::to_string(got) + " != " + std::to_string(want);
+      Row(name + " " + dtype + " flags", n, us, bytes, copy_us, cub_us, check);
+    };
+    timed("Compact(own, default)", [](void* t, std::size_t& b, const T* i, const uint8_t* f, uint64_t m, T* o,
+                                      uint64_t* k, cudaStream_t s) {
+      return kernels::Compact<T>(false, t, b, i, f, kernels::Predicate<T>{}, m, 0, o, nullptr, k, s);
+    });
+    if constexpr (sizeof(T) == 4) {
+      timed("  256x16 d1200/600", PolicyCompact<T, 256, 16, 1200, 600>);
+      timed("  128x32 d1200/600", PolicyCompact<T, 128, 32, 1200, 600>);
+    } else {
+      timed("  256x8 d1200/600", PolicyCompact<T, 256, 8, 1200, 600>);
+      timed("  256x16 d1200/600", PolicyCompact<T, 256, 16, 1200, 600>);
+      timed("  128x16 d1200/600", PolicyCompact<T, 128, 16, 1200, 600>);
+      timed("  128x8 d1200/600", PolicyCompact<T, 128, 8, 1200, 600>);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto want = [&](const char* what) {
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; ++i) {
+      if (std::strcmp(argv[i], what) == 0) return true;
+    }
+    return false;
+  };
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs, L2 %d MB, CUDA runtime %d; median of %d after %d warm-up\n", prop.name,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20, CUDART_VERSION, kReps, kWarmup);
+  std::printf("GB/s: bytes moved / time; %%copy = a device copy's time for the same bytes / time; "
+              "xCUB = CUB time / time (>1: faster)\n");
+  Ctx c;
+  CHECK(cudaMalloc(&c.in, kPoolBytes));
+  CHECK(cudaMalloc(&c.out, kPoolBytes));
+  CHECK(cudaMalloc(&c.ref, kPoolBytes));
+  CHECK(cudaMalloc(&c.tmp, c.tmp_bytes));
+  CHECK(kernels::ClearTempStorage(c.tmp, c.tmp_bytes, nullptr));
+  CHECK(cudaMalloc(&c.d_bad, 64));
+  CHECK(cudaStreamCreateWithFlags(&c.s, cudaStreamNonBlocking));
+  if (want("reduce")) {
+    BenchReduce<float>("f32", c, true);
+    BenchReduce<int32_t>("i32", c, true);
+    BenchReduce<double>("f64", c, true);
+    BenchReduce<int64_t>("i64", c, true);
+  }
+  if (want("compact")) {
+    BenchCompact<float>("f32", c);
+    BenchCompact<double>("f64", c);
+  }
+  if (want("scan")) {
+    BenchScan<int32_t>("i32", c);
+    BenchScan<float>("f32", c);
+  }
+  CHECK(cudaStreamSynchronize(c.s));
+  std::printf("\ndone\n");
+  return 0;
+}

@@ -1,0 +1,172 @@
+// The diagnostic RPCs: Transport (the transport ceiling: bytes in and, with echo, straight back
+// out; chunk limit; counts) and Benchmark (refused on the cpu engine; on the cuda engine, a
+// small suite run whose rows are verified).
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "test_server.h"
+
+namespace gpuscan {
+namespace {
+
+using testing::TestServer;
+
+class DiagnosticRpcTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new TestServer(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  bool cuda() const { return server_->server().engine().name() == "cuda"; }
+  Client client_{server_->client_options(64 * 1024)};
+  static TestServer* server_;
+};
+TestServer* DiagnosticRpcTest::server_ = nullptr;
+
+TEST_F(DiagnosticRpcTest, TransportEchoCountsEveryByteBothWays) {
+  const uint64_t total = 3 * 64 * 1024 + 17;  // several chunks, the last one short
+  TransportResult r = client_.Transport(total, true);
+  EXPECT_EQ(r.bytes_in, total);
+  EXPECT_EQ(r.bytes_out, total);
+  EXPECT_EQ(r.bytes_received, total);
+  EXPECT_EQ(r.requests, 4u);
+  EXPECT_GT(r.wall_us, 0u);
+  EXPECT_GE(r.wall_us, r.server_total_us);
+}
+
+TEST_F(DiagnosticRpcTest, TransportEchoReturnsTheSameBytesInOrder) {
+  auto stub = server_->stub();
+  grpc::ClientContext ctx;
+  auto stream = stub->Transport(&ctx);
+  std::vector<std::string> sent;
+  for (int i = 0; i < 5; ++i) {
+    std::string chunk(1000 + 37 * i, '\0');
+    for (size_t k = 0; k < chunk.size(); ++k) chunk[k] = static_cast<char>(k * 7 + i);
+    v1::TransportRequest req;
+    req.set_echo(true);
+    req.set_data(chunk);
+    ASSERT_TRUE(stream->Write(req));
+    sent.push_back(chunk);
+    v1::TransportResponse resp;  // read as we go: the echo comes back during the upload
+    ASSERT_TRUE(stream->Read(&resp));
+    EXPECT_EQ(resp.data(), chunk) << "chunk " << i;
+    EXPECT_FALSE(resp.final());
+  }
+  stream->WritesDone();
+  v1::TransportResponse last;
+  ASSERT_TRUE(stream->Read(&last));
+  EXPECT_TRUE(last.final());
+  EXPECT_TRUE(last.data().empty());
+  uint64_t total = 0;
+  for (const auto& s : sent) total += s.size();
+  EXPECT_EQ(last.bytes_in(), total);
+  EXPECT_EQ(last.bytes_out(), total);
+  EXPECT_EQ(last.requests(), 5u);
+  EXPECT_FALSE(stream->Read(&last));
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_F(DiagnosticRpcTest, TransportWithoutEchoAnswersOnceWithTheCount) {
+  const uint64_t total = 5 * 64 * 1024;
+  TransportResult r = client_.Transport(total, false);
+  EXPECT_EQ(r.bytes_in, total);
+  EXPECT_EQ(r.bytes_out, 0u);
+  EXPECT_EQ(r.bytes_received, 0u);
+}
+
+TEST_F(DiagnosticRpcTest, TransportEmptyCallStillAnswers) {
+  TransportResult r = client_.Transport(0, true);
+  EXPECT_EQ(r.bytes_in, 0u);
+  EXPECT_EQ(r.requests, 1u);
+}
+
+TEST_F(DiagnosticRpcTest, TransportChunkAboveTheLimitIsResourceExhausted) {
+  const uint64_t limit = server::ServerOptions().chunk_bytes;
+  try {
+    client_.Transport(limit + 4096, true, limit + 4096);
+    FAIL() << "expected RESOURCE_EXHAUSTED";
+  } catch (const RpcError& e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << e.what();
+    EXPECT_NE(e.message().find("chunk limit"), std::string::npos) << e.message();
+  }
+}
+
+TEST_F(DiagnosticRpcTest, BenchmarkUnknownOperationIsInvalidArgumentNamingIt) {
+  v1::BenchmarkRequest req;
+  req.add_operations("scan");
+  req.add_operations("sort");
+  try {
+    client_.Benchmark(req, {});
+    FAIL() << "expected INVALID_ARGUMENT";
+  } catch (const RpcError& e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::INVALID_ARGUMENT) << e.what();
+    EXPECT_NE(e.message().find("'sort'"), std::string::npos) << e.message();
+  }
+}
+
+TEST_F(DiagnosticRpcTest, BenchmarkUnknownDTypeIsInvalidArgument) {
+  v1::BenchmarkRequest req;
+  req.add_dtypes(static_cast<v1::DType>(42));
+  try {
+    client_.Benchmark(req, {});
+    FAIL() << "expected INVALID_ARGUMENT";
+  } catch (const RpcError& e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::INVALID_ARGUMENT) << e.what();
+    EXPECT_NE(e.message().find("dtypes[0]=42"), std::string::npos) << e.message();
+  }
+}
+
+TEST_F(DiagnosticRpcTest, BenchmarkOnTheCpuEngineIsFailedPrecondition) {
+  if (cuda()) GTEST_SKIP() << "the server runs the cuda engine";
+  v1::BenchmarkRequest req;
+  req.add_operations("scan");
+  req.add_sizes(1 << 16);
+  try {
+    client_.Benchmark(req, {});
+    FAIL() << "expected FAILED_PRECONDITION";
+  } catch (const RpcError& e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::FAILED_PRECONDITION) << e.what();
+    EXPECT_EQ(e.message(), "Benchmark needs the cuda engine; this server runs cpu");
+  }
+}
+
+TEST_F(DiagnosticRpcTest, BenchmarkOnTheCudaEngineStreamsVerifiedRows) {
+  if (!cuda()) GTEST_SKIP() << "needs the cuda engine (GPUSCAN_TEST_ENGINE=cuda)";
+  v1::BenchmarkRequest req;
+  req.add_operations("scan");
+  req.add_dtypes(v1::DTYPE_INT32);
+  req.add_sizes(1 << 16);
+  req.set_repetitions(3);
+  req.set_warmup(1);
+  std::vector<v1::BenchmarkRow> rows;
+  client_.Benchmark(req, [&](const v1::BenchmarkRow& r) { rows.push_back(r); });
+  ASSERT_FALSE(rows.empty());
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.elements(), 1u << 16);
+    EXPECT_EQ(r.dtype(), v1::DTYPE_INT32);
+    EXPECT_GT(r.median_us(), 0);
+    if (r.operation() != "copy") {
+      EXPECT_TRUE(r.verified()) << r.operation() << " " << r.algorithm();
+    }
+  }
+}
+
+TEST_F(DiagnosticRpcTest, BenchmarkSizeBeyondDeviceMemoryIsResourceExhausted) {
+  if (!cuda()) GTEST_SKIP() << "needs the cuda engine (GPUSCAN_TEST_ENGINE=cuda)";
+  v1::BenchmarkRequest req;
+  req.add_operations("scan");
+  req.add_dtypes(v1::DTYPE_INT64);
+  req.add_sizes(uint64_t{1} << 40);
+  try {
+    client_.Benchmark(req, {});
+    FAIL() << "expected RESOURCE_EXHAUSTED";
+  } catch (const RpcError& e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gpuscan
