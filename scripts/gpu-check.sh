@@ -7,18 +7,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-bins=(gpu_kernel_tests gpu_engine_tests integration_tests gpuscan-server gpuscan kernel_bench)
+bins=(gpu_kernel_tests gpu_engine_tests integration_tests gpuscan-server gpuscan kernel_suite)
 cmake -S . -B "$build" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${bins[@]}"
 rm -rf .gpu-bin .gpu-rt .gpu-pack
 mkdir -p .gpu-bin .gpu-pack
 for b in "${bins[@]}"; do strip -o ".gpu-bin/$b" "$build/bin/$b"; done
-../shared/device/bundle-libs.sh .gpu-rt .gpu-bin/*
+# Only the gRPC-linked binaries need libraries carried (the kernel binaries are static but libc).
+../shared/device/bundle-libs.sh .gpu-rt .gpu-bin/gpu_engine_tests .gpu-bin/integration_tests .gpu-bin/gpuscan .gpu-bin/gpuscan-server
 tar -cf - .gpu-bin .gpu-rt | xz -6 -T"$(nproc)" >.gpu-pack/gpu.tar.xz
 du -h .gpu-pack/gpu.tar.xz | awk '{print "packed " $1 " (a device run carries at most 64M)"}'
 cat <<'CMD'
 
 Device call: run(command="bash scripts/gpu-suite.sh", carry=[".gpu-pack"], timeout_s=590)
 Logs come back under $OUT: device.txt, gpu_kernel.log, gpu_engine.log, integration_cuda.log,
-bench.txt, e2e.txt, server.log.
+kernel_suite.{txt,json,svg}, e2e_cli.txt, e2e_1gib.json, e2e_1k.json, server.log.
 CMD

@@ -26,17 +26,26 @@ if [ -x "$san" ]; then
 else
   echo "compute-sanitizer not found"
 fi
-step kernel benchmark
-timeout 150 $B/kernel_bench 2>&1 | tee "$out/bench.txt" | tail -30
-step end to end: 1 GiB int32 scan from the CLI through the cuda server
+step kernel suite "(bench/: every algorithm vs CUB and copy, 2^10..2^30)"
+timeout 200 $B/kernel_suite --json "$out/kernel_suite.json" --svg "$out/kernel_suite.svg" >"$out/kernel_suite.txt" 2>&1
+grep -E "(decoupled_lookback|one_pass|single_pass) +(int32|float32) +2\^(16|28) " "$out/kernel_suite.txt"
+
+step end to end through the cuda server
 $B/gpuscan-server --address 127.0.0.1:50551 --engine auto >"$out/server.log" 2>&1 &
 pid=$!
 for _ in $(seq 50); do $B/gpuscan health -s 127.0.0.1:50551 >/dev/null 2>&1 && break; sleep 0.2; done
+G="$B/gpuscan -s 127.0.0.1:50551"
+echo "--- 1 GiB int32 scan from the CLI (file in, file out)"
 head -c $((1 << 30)) /dev/urandom >/tmp/in.bin
-/usr/bin/time -v $B/gpuscan scan -s 127.0.0.1:50551 --format raw --dtype int32 -i /tmp/in.bin -o /tmp/out.bin \
-  --no-progress 2>&1 | grep -E "us|MB|Elapsed|engine|device|algorithm" | tee "$out/e2e.txt"
-$B/gpuscan reduce -s 127.0.0.1:50551 --format raw --dtype int32 -i /tmp/in.bin 2>/dev/null | tee -a "$out/e2e.txt"
-echo "last scanned element: $(tail -c 4 /tmp/out.bin | od -An -t d4)" | tee -a "$out/e2e.txt"
-grep -E "VmHWM|VmRSS" /proc/$pid/status | tee -a "$out/e2e.txt"
+/usr/bin/time -f "wall %e s, client max RSS %M kB" $G scan --format raw --dtype int32 -i /tmp/in.bin -o /tmp/out.bin \
+  --no-progress 2>&1 | tee "$out/e2e_cli.txt"
+echo "last scanned element $(tail -c 4 /tmp/out.bin | od -An -t d4) vs reduce $($G reduce --format raw --dtype int32 -i /tmp/in.bin 2>/dev/null)"
+echo "--- 1 GiB int32 scan vs the transport ceiling, same run"
+timeout 120 $G bench --e2e --op scan --dtype int32 --bytes $((1 << 30)) --concurrency 1 --requests 3 --json "$out/e2e_1gib.json" 2>&1 | tail -5
+echo "--- 1K-element requests"
+timeout 120 $G bench --e2e --op scan --dtype int32 --elements 1024 --concurrency 1,4,16,64 --duration 3 --json "$out/e2e_1k.json" 2>&1 | tail -8
+echo "--- Benchmark RPC from the CLI"
+timeout 60 $G bench --kernels --ops scan --dtypes int32 --sizes 2^16,2^28 2>&1 | tail -12
+grep -E "VmHWM" /proc/$pid/status
 kill -TERM $pid; wait $pid
-tail -3 "$out/server.log"
+tail -2 "$out/server.log"
