@@ -93,8 +93,6 @@ struct Lane {
   }
 };
 
-struct Shared;
-
 class LanePool {
  public:
   explicit LanePool(int max_lanes) : max_lanes_(std::max(1, max_lanes)) {}
