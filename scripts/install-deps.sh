@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 / Ubuntu 24.04 packages gpuscan needs to build, test and run, skipping
 # what is already there (one dpkg query, so a repeated call costs a fraction of a second).
-# Uses sudo when not root. CUDA (nvcc) is not installed here: without it the build is CPU-only.
+# Uses sudo when not root. clang and libclang-rt-dev serve the sanitizer and fuzzing builds
+# that CI runs; python3-yaml the deployment manifest checks. CUDA (nvcc) is not installed here: without it the build is CPU-only.
 set -euo pipefail
 
 packages=(
   build-essential cmake make pkg-config git ca-certificates
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
-  libspdlog-dev libfmt-dev libcli11-dev libtbb-dev
+  libspdlog-dev libfmt-dev libcli11-dev libtbb-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev
-  openssl procps
+  openssl procps python3 python3-yaml
+  clang libclang-rt-dev
 )
 
 missing=()
