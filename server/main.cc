@@ -44,32 +44,57 @@ int main(int argc, char** argv) {
 
   CLI::App app{"gpuscan-server: prefix scans, reductions and stream compaction over gRPC"};
   app.option_defaults()->always_capture_default();
-  app.add_option("--address", options.address, "host:port to listen on (port 0 picks a free port)");
-  app.add_option("--engine", engine_options.kind,
-                 "compute engine: auto (CUDA when a device is present, else cpu), cuda or cpu")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, engine::EngineKind>{
-          {"auto", engine::EngineKind::kAuto}, {"cuda", engine::EngineKind::kCuda}, {"cpu", engine::EngineKind::kCpu}}))
-      ->default_str("auto");
-  app.add_option("--device", engine_options.device, "CUDA device ordinal (engine cuda)");
+  // Every flag can also come from the environment (GPUSCAN_<FLAG>, as --help shows): the
+  // container image and the Kubernetes ConfigMap configure the server that way. A flag given on
+  // the command line wins over its variable.
+  app.add_option("--address", options.address, "host:port to listen on (port 0 picks a free port)")
+      ->envname("GPUSCAN_ADDRESS");
+  std::string engine_name = "auto";
+  app.add_option("--engine", engine_name, "compute engine: auto (CUDA when a device is present, else cpu), cuda or cpu")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
+      ->envname("GPUSCAN_ENGINE");
+  app.add_option("--device", engine_options.device, "CUDA device ordinal (engine cuda)")->envname("GPUSCAN_DEVICE");
   app.add_option("--streams", engine_options.streams,
                  "CUDA engine: staging lanes (two streams and pinned buffers each) shared by concurrent calls")
-      ->check(CLI::Range(1, 256));
+      ->check(CLI::Range(1, 256))
+      ->envname("GPUSCAN_STREAMS");
   app.add_option("--max-concurrent", options.max_concurrent, "calls computing at once; more wait in a queue")
-      ->check(CLI::Range(1u, 1u << 20));
+      ->check(CLI::Range(1u, 1u << 20))
+      ->envname("GPUSCAN_MAX_CONCURRENT");
   app.add_option("--max-queued", options.max_queued,
-                 "calls allowed to wait for a slot; beyond this a call gets RESOURCE_EXHAUSTED");
+                 "calls allowed to wait for a slot; beyond this a call gets RESOURCE_EXHAUSTED")
+      ->envname("GPUSCAN_MAX_QUEUED");
   app.add_option("--max-request-bytes", options.max_request_bytes,
-                 "largest total input of one call in bytes (0 = unlimited); beyond: RESOURCE_EXHAUSTED");
+                 "largest total input of one call in bytes (0 = unlimited); beyond: RESOURCE_EXHAUSTED")
+      ->envname("GPUSCAN_MAX_REQUEST_BYTES");
   app.add_option("--chunk-bytes", options.chunk_bytes,
                  "largest data chunk accepted in one request message, in bytes")
-      ->check(CLI::Range(uint64_t{64}, uint64_t{512} << 20));
-  app.add_option("--workers", options.workers, "threads running the compute of calls (0 = hardware threads)");
+      ->check(CLI::Range(uint64_t{64}, uint64_t{512} << 20))
+      ->envname("GPUSCAN_CHUNK_BYTES");
+  app.add_option("--workers", options.workers, "threads running the compute of calls (0 = hardware threads)")
+      ->envname("GPUSCAN_WORKERS");
   app.add_option("--cpu-threads", engine_options.cpu_threads,
-                 "threads of the cpu engine's parallel loops (0 = hardware threads)");
-  app.add_option("--shutdown-grace", grace_ms, "milliseconds in-flight calls get to finish on SIGINT/SIGTERM");
+                 "threads of the cpu engine's parallel loops (0 = hardware threads)")
+      ->envname("GPUSCAN_CPU_THREADS");
+  app.add_option("--shutdown-grace", grace_ms, "milliseconds in-flight calls get to finish on SIGINT/SIGTERM")
+      ->envname("GPUSCAN_SHUTDOWN_GRACE");
+  app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate chain of the server; with --tls-key turns TLS on")
+      ->check(CLI::ExistingFile)
+      ->envname("GPUSCAN_TLS_CERT");
+  app.add_option("--tls-key", options.tls_key_file, "PEM private key of --tls-cert")
+      ->check(CLI::ExistingFile)
+      ->envname("GPUSCAN_TLS_KEY");
+  app.add_option("--tls-client-ca", options.tls_client_ca_file,
+                 "PEM CA certificates: require client certificates signed by them (mutual TLS)")
+      ->check(CLI::ExistingFile)
+      ->envname("GPUSCAN_TLS_CLIENT_CA");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->envname("GPUSCAN_LOG_LEVEL");
   CLI11_PARSE(app, argc, argv);
+  engine_options.kind = engine_name == "cuda" ? engine::EngineKind::kCuda
+                        : engine_name == "cpu" ? engine::EngineKind::kCpu
+                                               : engine::EngineKind::kAuto;
   KeepLargeBuffersInHeap();
 
   spdlog::set_level(spdlog::level::from_str(log_level));

@@ -19,6 +19,8 @@ struct GlobalOptions {
   std::string server = "127.0.0.1:50051";
   double timeout_s = 0;  // per call; 0 = none
   size_t chunk_bytes = 1 << 20;
+  TlsOptions tls;
+  std::string lb_policy;  // "" = gRPC's default (pick_first)
   bool json = false;
   bool no_progress = false;
 };

@@ -17,6 +17,8 @@ ClientOptions MakeClientOptions(const GlobalOptions& g) {
   o.target = g.server;
   o.chunk_bytes = g.chunk_bytes;
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(g.timeout_s * 1000));
+  o.tls = g.tls;
+  o.load_balancing_policy = g.lb_policy;
   return o;
 }
 
@@ -44,14 +46,39 @@ int main(int argc, char** argv) {
       "SERVING.");
 
   GlobalOptions g;
-  app.add_option("-s,--server", g.server, "server address: host:port or any gRPC target")
-      ->capture_default_str();
+  // Connection options can also come from the environment (GPUSCAN_SERVER, GPUSCAN_CLIENT_*,
+  // as --help shows), e.g. for a container's health check; the command line wins.
+  app.add_option("-s,--server", g.server,
+                 "server address: host:port, or any gRPC target such as dns:///name:port")
+      ->capture_default_str()
+      ->envname("GPUSCAN_SERVER");
   app.add_option("--timeout", g.timeout_s, "deadline per call in seconds (0 = none)")
       ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+      ->capture_default_str()
+      ->envname("GPUSCAN_CLIENT_TIMEOUT");
   app.add_option("--chunk-bytes", g.chunk_bytes, "bytes of elements per request message")
       ->check(CLI::Range(size_t{8}, size_t{1} << 30))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->envname("GPUSCAN_CLIENT_CHUNK_BYTES");
+  app.add_flag("--tls", g.tls.enabled, "connect with TLS, verifying the server against the system's CAs")
+      ->envname("GPUSCAN_CLIENT_TLS");
+  app.add_option("--tls-ca", g.tls.ca_file, "PEM CA certificates to verify the server with (implies --tls)")
+      ->check(CLI::ExistingFile)
+      ->envname("GPUSCAN_CLIENT_TLS_CA");
+  app.add_option("--tls-cert", g.tls.cert_file, "PEM client certificate chain, for mutual TLS (implies --tls)")
+      ->check(CLI::ExistingFile)
+      ->envname("GPUSCAN_CLIENT_TLS_CERT");
+  app.add_option("--tls-key", g.tls.key_file, "PEM private key of --tls-cert")
+      ->check(CLI::ExistingFile)
+      ->envname("GPUSCAN_CLIENT_TLS_KEY");
+  app.add_option("--tls-server-name", g.tls.server_name,
+                 "name to check the server's certificate against (default: the target's host)")
+      ->envname("GPUSCAN_CLIENT_TLS_SERVER_NAME");
+  app.add_option("--lb-policy", g.lb_policy,
+                 "how calls spread over the addresses a target resolves to: pick_first (gRPC's default) or "
+                 "round_robin (per call, e.g. over the pods of a headless Service)")
+      ->check(CLI::IsMember({"pick_first", "round_robin"}))
+      ->envname("GPUSCAN_CLIENT_LB_POLICY");
   app.add_flag("--json", g.json, "print the report (timing, results) as one JSON object on stdout");
   app.add_flag("--no-progress", g.no_progress, "never draw the progress bar");
 

@@ -24,7 +24,9 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   // Responses can exceed the 4 MiB default: a compaction answering values and indices sends
   // up to 3x the request chunk, and callers may pick chunks above 1 MiB.
   args.SetMaxReceiveMessageSize(-1);
-  auto creds = options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials();
+  if (!options_.load_balancing_policy.empty()) args.SetLoadBalancingPolicyName(options_.load_balancing_policy);
+  if (!options_.tls.server_name.empty()) args.SetSslTargetNameOverride(options_.tls.server_name);
+  auto creds = options_.credentials ? options_.credentials : MakeChannelCredentials(options_.tls);
   channel_ = grpc::CreateCustomChannel(options_.target, creds, args);
   stub_ = v1::GpuScan::NewStub(channel_);
 }

@@ -82,7 +82,8 @@ class ServerImpl final : public Server {
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(options_.address, grpc::InsecureServerCredentials(), &port_);
+    const bool tls = !options_.tls_cert_file.empty();
+    builder.AddListeningPort(options_.address, MakeServerCredentials(options_), &port_);
     builder.RegisterService(service_.get());
     builder.SetMaxReceiveMessageSize(static_cast<int>(MaxReceiveMessageBytes(options_)));
     builder.SetMaxSendMessageSize(-1);
@@ -91,6 +92,14 @@ class ServerImpl final : public Server {
     SetServing(engine_->healthy());
     const std::string host = options_.address.substr(0, options_.address.rfind(':'));
     address_ = host + ":" + std::to_string(port_);
+    if (tls) {
+      spdlog::info("TLS on{}", options_.tls_client_ca_file.empty() ? "" : ", client certificates required (mutual TLS)");
+    } else if (!IsLoopbackAddress(options_.address)) {
+      spdlog::warn("*** {} is reachable from other machines and gpuscan-server is NOT using TLS: anyone "
+                   "on the network can read and send data. Set --tls-cert/--tls-key (and --tls-client-ca "
+                   "for mutual TLS), or listen on 127.0.0.1 behind a TLS-terminating proxy. ***",
+                   options_.address);
+    }
   }
 
   ~ServerImpl() override { Shutdown(); }

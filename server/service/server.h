@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include <grpcpp/security/server_credentials.h>
+
 #include "engine/engine.h"
 
 namespace gpuscan::server {
@@ -19,7 +21,19 @@ struct ServerOptions {
   uint64_t chunk_bytes = 4u << 20;      // largest data chunk accepted in one message
   uint32_t workers = 0;                 // compute threads for calls; 0 = hardware threads
   std::chrono::milliseconds shutdown_grace{5000};  // in-flight calls get this long on shutdown
+  // TLS: PEM files. With cert and key the server speaks TLS only; with client_ca as well it
+  // demands and verifies a client certificate signed by that CA (mutual TLS).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
 };
+
+// The server credentials `options` ask for: TLS (or mutual TLS) from the PEM files, else
+// insecure. Throws std::invalid_argument naming the flag or file at fault.
+std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(const ServerOptions& options);
+
+// True when `address` (host:port) can only be reached from this machine (loopback, unix socket).
+bool IsLoopbackAddress(const std::string& address);
 
 // gRPC's receive limit for one message under these options.
 uint64_t MaxReceiveMessageBytes(const ServerOptions& options);
@@ -27,7 +41,8 @@ uint64_t MaxReceiveMessageBytes(const ServerOptions& options);
 class Server {
  public:
   // Builds and starts the server (health and reflection services included); throws
-  // std::runtime_error when the address cannot be bound.
+  // std::runtime_error when the address cannot be bound, std::invalid_argument for bad TLS
+  // options. Warns loudly when it listens without TLS on a non-loopback address.
   static std::unique_ptr<Server> Start(const ServerOptions& options,
                                        std::unique_ptr<engine::Engine> engine);
   virtual ~Server() = default;

@@ -26,12 +26,34 @@
 
 namespace gpuscan {
 
+// TLS towards the server. PEM file paths; empty ones are not used.
+struct TlsOptions {
+  bool enabled = false;      // also implied by any file below
+  std::string ca_file;       // CAs that sign the server's certificate; empty = system roots
+  std::string cert_file;     // client certificate chain, for servers that demand mutual TLS
+  std::string key_file;      // its private key
+  std::string server_name;   // name to verify the server's certificate against (default: target's host)
+  bool wanted() const { return enabled || !ca_file.empty() || !cert_file.empty() || !key_file.empty(); }
+};
+
 struct ClientOptions {
-  std::string target = "127.0.0.1:50051";  // any gRPC target (host:port, dns:///..., unix:...)
+  // Any gRPC target: host:port, dns:///host:port (every address the name resolves to),
+  // unix:/path, ...
+  std::string target = "127.0.0.1:50051";
   size_t chunk_bytes = 1 << 20;            // bytes of elements per request message
   std::chrono::milliseconds timeout{0};    // per-call deadline; 0 = none
-  std::shared_ptr<grpc::ChannelCredentials> credentials;  // null = insecure
+  TlsOptions tls;                          // off by default: plaintext
+  // Channel load-balancing policy: "" keeps gRPC's default (pick_first: every call on one
+  // connection); "round_robin" spreads calls over every address the target resolves to, e.g.
+  // the pods behind a headless Kubernetes Service reached as dns:///name:port.
+  std::string load_balancing_policy;
+  // Custom channel credentials; when set they replace `tls`.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
+
+// Channel credentials for `tls` (insecure when !tls.wanted()). Throws std::invalid_argument
+// naming the file that cannot be read or the option that is missing.
+std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials(const TlsOptions& tls);
 
 // Fills up to max_bytes of buf and returns the bytes written; 0 = end of data. Must return
 // whole elements except at the very end. May throw: the call is cancelled and the exception
