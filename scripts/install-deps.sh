@@ -2,7 +2,8 @@
 # Installs the Debian 12 / Ubuntu 24.04 packages gpuscan needs to build, test and run, skipping
 # what is already there (one dpkg query, so a repeated call costs a fraction of a second).
 # Uses sudo when not root. clang and libclang-rt-dev serve the sanitizer and fuzzing builds
-# that CI runs; python3-yaml the deployment manifest checks. CUDA (nvcc) is not installed here: without it the build is CPU-only.
+# that CI runs; python3-yaml the deployment manifest checks. CUDA (nvcc) is not installed here:
+# without it the build is CPU-only.
 set -euo pipefail
 
 packages=(

@@ -1,0 +1,70 @@
+// A sticky CUDA error while serving: the call that meets it fails with UNAVAILABLE, the health
+// service turns NOT_SERVING, the log says why, and later calls are refused up front instead of
+// computing garbage. The fault corrupts the process's CUDA context, so this test must run in a
+// process of its own (CTest runs each discovered test alone; scripts/gpu-suite.sh filters it).
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+
+#include "fault_kernel.h"
+#include "reference.h"
+#include "test_server.h"
+
+namespace gpuscan {
+namespace {
+
+grpc::StatusCode CodeOfScan(Client& client, const std::vector<int32_t>& x, std::string* message) {
+  try {
+    client.Scan(x);
+    return grpc::StatusCode::OK;
+  } catch (const RpcError& e) {
+    *message = e.what();
+    return e.code();
+  }
+}
+
+TEST(StickyFaultTest, DeviceFaultTurnsHealthNotServingAndRefusesLaterCalls) {
+  engine::EngineOptions eo;
+  eo.kind = engine::EngineKind::kCuda;
+  std::unique_ptr<engine::Engine> eng;
+  try {
+    eng = engine::MakeEngine(eo, nullptr);
+  } catch (const engine::Error& e) {
+    GTEST_SKIP() << "no CUDA device: " << e.what();
+  }
+  std::ostringstream log;
+  spdlog::default_logger()->sinks().push_back(std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+
+  server::ServerOptions so;
+  so.address = "127.0.0.1:0";
+  auto srv = server::Server::Start(so, std::move(eng));
+  ClientOptions co;
+  co.target = srv->address();
+  co.timeout = std::chrono::seconds(30);
+  Client client(co);
+
+  GPUSCAN_SEEDED_RNG(rng);
+  const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(1'000'003, rng);
+  ASSERT_EQ(client.Scan(x).values, (testing::ScanRef<int32_t, ops::Sum<int32_t>>(x, false)));
+  ASSERT_EQ(client.Health(""), "SERVING");
+
+  EXPECT_EQ(testing::InjectStickyDeviceFault(0), "cudaErrorIllegalAddress");
+
+  std::string message;
+  EXPECT_EQ(CodeOfScan(client, x, &message), grpc::StatusCode::UNAVAILABLE) << message;
+  EXPECT_NE(message.find("CUDA"), std::string::npos) << message;
+  EXPECT_EQ(client.Health(""), "NOT_SERVING");
+  EXPECT_EQ(client.Health("gpuscan.v1.GpuScan"), "NOT_SERVING");
+  EXPECT_NE(log.str().find("unhealthy"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("cudaErrorIllegalAddress"), std::string::npos) << log.str();
+
+  // Refused at the header from now on: nothing is computed on a broken device.
+  EXPECT_EQ(CodeOfScan(client, x, &message), grpc::StatusCode::UNAVAILABLE) << message;
+  spdlog::default_logger()->sinks().pop_back();
+  srv->Shutdown();
+}
+
+}  // namespace
+}  // namespace gpuscan
