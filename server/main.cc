@@ -45,6 +45,9 @@ int main(int argc, char** argv) {
   CLI::App app{"gpuscan-server: prefix scans, reductions and stream compaction over gRPC"};
   app.option_defaults()->always_capture_default();
   app.add_option("--address", options.address, "host:port to listen on (port 0 picks a free port)");
+  app.add_option("--metrics-address", options.metrics_address,
+                 "host:port for the Prometheus /metrics endpoint (empty = off)")
+      ->envname("GPUSCAN_METRICS_ADDRESS");
   app.add_option("--engine", engine_options.kind,
                  "compute engine: auto (CUDA when a device is present, else cpu), cuda or cpu")
       ->transform(CLI::CheckedTransformer(std::map<std::string, engine::EngineKind>{

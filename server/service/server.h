@@ -19,6 +19,9 @@ struct ServerOptions {
   uint64_t chunk_bytes = 4u << 20;      // largest data chunk accepted in one message
   uint32_t workers = 0;                 // compute threads for calls; 0 = hardware threads
   std::chrono::milliseconds shutdown_grace{5000};  // in-flight calls get this long on shutdown
+  // host:port of the Prometheus /metrics endpoint (port 0 picks a free one); empty = no
+  // endpoint (calls are still counted, for when one is wanted: see Server::metrics_port).
+  std::string metrics_address;
 };
 
 // gRPC's receive limit for one message under these options.
@@ -26,14 +29,16 @@ uint64_t MaxReceiveMessageBytes(const ServerOptions& options);
 
 class Server {
  public:
-  // Builds and starts the server (health and reflection services included); throws
-  // std::runtime_error when the address cannot be bound.
+  // Builds and starts the server (health and reflection services included) and, with
+  // options.metrics_address, the metrics endpoint; throws std::runtime_error when either
+  // address cannot be bound.
   static std::unique_ptr<Server> Start(const ServerOptions& options,
                                        std::unique_ptr<engine::Engine> engine);
   virtual ~Server() = default;
   virtual int port() const = 0;            // the bound port
   virtual std::string address() const = 0; // host:bound-port, usable as a client target
   virtual const engine::Engine& engine() const = 0;
+  virtual int metrics_port() const = 0;    // the /metrics endpoint's bound port; 0 when off
   // Stops accepting calls, lets in-flight ones finish within options.shutdown_grace, then
   // cancels the rest. Safe to call more than once and from any thread but a gRPC callback.
   virtual void Shutdown() = 0;
