@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
   // the command line wins over its variable.
   app.add_option("--address", options.address, "host:port to listen on (port 0 picks a free port)")
       ->envname("GPUSCAN_ADDRESS");
+  app.add_option("--metrics-address", options.metrics_address,
+                 "host:port for the Prometheus /metrics endpoint (empty = off)")
+      ->envname("GPUSCAN_METRICS_ADDRESS");
   std::string engine_name = "auto";
   app.add_option("--engine", engine_name, "compute engine: auto (CUDA when a device is present, else cpu), cuda or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}))

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "engine/cuda_resources.h"
@@ -486,6 +487,29 @@ class CudaEngine final : public Engine {
   std::string unhealthy_reason() const override {
     std::lock_guard<std::mutex> lock(sh_->reason_mu);
     return sh_->reason;
+  }
+
+  // Called from the metrics scrape thread: sets the device on that thread and reads without
+  // Shared::Call, so a failure here neither throws nor marks the engine unhealthy (a sticky
+  // error is the pipelines' to report); the gauges are just left out of that scrape.
+  std::optional<DeviceMemory> device_memory() const override {
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaSetDevice(sh_->device) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+      cudaGetLastError();  // clear a non-sticky error so this thread's next CUDA call is unaffected
+      return std::nullopt;
+    }
+    DeviceMemory m;
+    m.total_bytes = total_bytes;
+    m.used_bytes = total_bytes - std::min(free_bytes, total_bytes);
+    cudaMemPool_t pool;
+    uint64_t reserved = 0;
+    if (cudaDeviceGetDefaultMemPool(&pool, sh_->device) == cudaSuccess &&
+        cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) == cudaSuccess) {
+      m.pool_reserved_bytes = reserved;
+    } else {
+      cudaGetLastError();
+    }
+    return m;
   }
 
   std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) override {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,15 @@ struct DeviceInfo {
   int multiprocessors = 0;
 };
 
+// Device memory as the driver reports it, in bytes.
+struct DeviceMemory {
+  uint64_t used_bytes = 0;   // total - free: every process's allocations on the device, not only ours
+  uint64_t total_bytes = 0;
+  // What the engine's stream-ordered pool holds from the driver (in use or cached for reuse);
+  // empty when the engine has no such pool.
+  std::optional<uint64_t> pool_reserved_bytes;
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -72,6 +82,9 @@ class Engine {
   // False once the engine hit an error it cannot recover from (the health service reports it).
   virtual bool healthy() const { return true; }
   virtual std::string unhealthy_reason() const { return {}; }
+  // The device's memory now, for the metrics scrape: nullopt when the engine has no device (cpu)
+  // or it cannot be read. Any thread; never throws.
+  virtual std::optional<DeviceMemory> device_memory() const { return std::nullopt; }
 
   // These throw Error: kUnimplemented for an algorithm this engine lacks, kInvalidArgument for
   // an operator the dtype does not support, kResourceExhausted when out of memory.

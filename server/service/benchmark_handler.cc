@@ -33,6 +33,16 @@ namespace {
 constexpr uint32_t kMaxRepetitions = 10000;
 constexpr uint32_t kMaxWarmup = 1000;
 
+// The metrics' record of a Benchmark call: no dtype, algorithm or bytes (one call measures many
+// of each); the total time only.
+void RecordBenchmarkCall(Metrics* metrics, const grpc::Status& status, Clock::time_point start) {
+  CallRecord record;
+  record.op = "benchmark";
+  record.status = CodeName(status.error_code());
+  record.set(Stage::kTotal, std::chrono::duration<double>(Clock::now() - start).count());
+  metrics->CallDone(record);
+}
+
 // Checks what needs no device: operation names, dtypes, repetition counts. Algorithm names are
 // the suite's own vocabulary; it rejects unknown ones with kInvalidArgument.
 grpc::Status ValidateBenchmark(const v1::BenchmarkRequest& r) {
@@ -129,7 +139,9 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
 
  public:
   BenchmarkCall(CallContext ctx, const v1::BenchmarkRequest& request)
-      : ctx_(std::move(ctx)), spec_(ToSuiteSpec(request)), start_(Clock::now()) {}
+      : ctx_(std::move(ctx)), spec_(ToSuiteSpec(request)), start_(Clock::now()) {
+    ctx_.metrics->CallStarted();
+  }
 
   // The call already owns ctx_.benchmark_running; asks for an admission slot.
   void Begin() {
@@ -188,6 +200,7 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
     spdlog::info("benchmark rows={} status={}{}{} total_us={}", rows_, CodeName(status_.error_code()),
                  status_.ok() ? "" : " message=\"", status_.ok() ? "" : status_.error_message() + "\"",
                  Micros(Clock::now() - start_));
+    RecordBenchmarkCall(ctx_.metrics, status_, start_);
     std::unique_lock<std::mutex> lock(mu_);
     if (queued_ && ctx_.admission->CancelQueued(ticket_)) {
       // Never admitted, so the suite never started: the Benchmark flag is still ours.
@@ -294,37 +307,49 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
 #endif  // GPUSCAN_HAVE_BENCH
 
 // A reactor that only finishes with `status` (for refusals before any work).
-grpc::ServerWriteReactor<v1::BenchmarkRow>* Refuse(grpc::Status status) {
+grpc::ServerWriteReactor<v1::BenchmarkRow>* Refuse(Metrics* metrics, grpc::Status status) {
   class Refusal final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
    public:
-    explicit Refusal(const grpc::Status& s) { Finish(s); }
-    void OnDone() override { delete this; }
+    Refusal(Metrics* metrics, const grpc::Status& s) : metrics_(metrics), status_(s), start_(Clock::now()) {
+      metrics_->CallStarted();
+      Finish(s);
+    }
+    void OnDone() override {
+      RecordBenchmarkCall(metrics_, status_, start_);
+      delete this;
+    }
+
+   private:
+    Metrics* const metrics_;
+    const grpc::Status status_;
+    const Clock::time_point start_;
   };
   spdlog::info("benchmark status={} message=\"{}\"", CodeName(status.error_code()), status.error_message());
-  return new Refusal(status);
+  return new Refusal(metrics, status);
 }
 
 }  // namespace
 
 grpc::ServerWriteReactor<v1::BenchmarkRow>* StartBenchmark(CallContext ctx, const v1::BenchmarkRequest* request) {
-  if (auto s = ValidateBenchmark(*request); !s.ok()) return Refuse(s);
+  if (auto s = ValidateBenchmark(*request); !s.ok()) return Refuse(ctx.metrics, s);
   if (ctx.engine->name() != "cuda") {
-    return Refuse({grpc::StatusCode::FAILED_PRECONDITION,
-                   "Benchmark needs the cuda engine; this server runs " + ctx.engine->name()});
+    return Refuse(ctx.metrics, {grpc::StatusCode::FAILED_PRECONDITION,
+                                "Benchmark needs the cuda engine; this server runs " + ctx.engine->name()});
   }
 #if defined(GPUSCAN_HAVE_BENCH)
-  if (!ctx.engine->healthy()) return Refuse(EngineUnavailable(*ctx.engine));
-  if (auto s = CheckSizesFit(*request, *ctx.engine); !s.ok()) return Refuse(s);
+  if (!ctx.engine->healthy()) return Refuse(ctx.metrics, EngineUnavailable(*ctx.engine));
+  if (auto s = CheckSizesFit(*request, *ctx.engine); !s.ok()) return Refuse(ctx.metrics, s);
   if (ctx.benchmark_running->exchange(true)) {
-    return Refuse(ResourceExhausted("a Benchmark is already running on this server; one runs at a time, "
-                                    "retry when it has finished"));
+    return Refuse(ctx.metrics, ResourceExhausted("a Benchmark is already running on this server; one runs at a "
+                                                 "time, retry when it has finished"));
   }
   auto* call = new BenchmarkCall(std::move(ctx), *request);
   call->Begin();
   return call;
 #else
   (void)CheckSizesFit;
-  return Refuse({grpc::StatusCode::FAILED_PRECONDITION,
+  return Refuse(ctx.metrics,
+                {grpc::StatusCode::FAILED_PRECONDITION,
                  "Benchmark needs the kernel suite, and this server was built without it (no gpuscan_bench)"});
 #endif
 }

@@ -1,10 +1,12 @@
-// What every call handler shares: the engine, the worker pool, admission and the options.
+// What every call handler shares: the engine, the worker pool, admission, the options and
+// the metrics.
 #pragma once
 
 #include <atomic>
 #include <functional>
 
 #include "engine/engine.h"
+#include "metrics/metrics.h"
 #include "service/admission.h"
 #include "service/executor.h"
 #include "service/server.h"
@@ -16,6 +18,7 @@ struct CallContext {
   Executor* executor = nullptr;
   Admission* admission = nullptr;
   const ServerOptions* options = nullptr;
+  Metrics* metrics = nullptr;  // every call is recorded here once it is done
   // Called after a call failed inside the engine, so the server can re-check engine health.
   std::function<void()> on_engine_failure;
   // Set while a Benchmark call owns the device (one at a time per server).

@@ -89,7 +89,7 @@ class CompactCall final
     v1::CompactResponse& last = out.emplace_back();
     last.set_kept_count(kept_);
     last.set_element_count(processed_);
-    FillTiming(last.mutable_timing(), stages_, session_->algorithm());
+    FillTiming(last.mutable_timing(), session_->algorithm());
     return grpc::Status::OK;
   }
 
@@ -97,6 +97,10 @@ class CompactCall final
     return fmt::format("dtype={} select={} n={} kept={} algorithm={} engine={}", engine::Name(spec_.dtype),
                        spec_.use_flags ? "flags" : std::string(engine::Name(spec_.predicate.op)), processed_,
                        kept_, session_ ? session_->algorithm() : "-", ctx_.engine->name());
+  }
+
+  MetricLabels Labels() const override {
+    return {std::string(engine::Name(spec_.dtype)), session_ ? session_->algorithm() : ""};
   }
 
  private:
@@ -124,7 +128,6 @@ class CompactCall final
   engine::CompactSpec spec_;
   std::optional<ChunkChecker> checker_;
   std::unique_ptr<engine::CompactSession> session_;
-  engine::StageTimes stages_;
   size_t elem_size_ = 4;
   uint64_t flags_received_ = 0;  // gRPC thread (CheckRequest) and Complete, ordered by the call's lock
   std::string values_buf_, flags_buf_;

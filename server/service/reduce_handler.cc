@@ -50,7 +50,7 @@ class ReduceCall final : public StreamingCall<v1::ReduceRequest, v1::ReduceRespo
     response_->set_raw_value(value, size);
     response_->set_element_count(processed_);
     bytes_out_ += size;
-    FillTiming(response_->mutable_timing(), stages_, session_->algorithm());
+    FillTiming(response_->mutable_timing(), session_->algorithm());
     return grpc::Status::OK;
   }
 
@@ -60,12 +60,15 @@ class ReduceCall final : public StreamingCall<v1::ReduceRequest, v1::ReduceRespo
                        ctx_.engine->name());
   }
 
+  MetricLabels Labels() const override {
+    return {std::string(engine::Name(spec_.dtype)), session_ ? session_->algorithm() : ""};
+  }
+
  private:
   v1::ReduceResponse* response_;
   engine::ReduceSpec spec_;
   std::optional<ChunkChecker> checker_;
   std::unique_ptr<engine::ReduceSession> session_;
-  engine::StageTimes stages_;
   uint64_t processed_ = 0;
 };
 

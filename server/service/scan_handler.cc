@@ -53,7 +53,7 @@ class ScanCall final
     if (auto s = checker_->Finish(); !s.ok()) return s;
     v1::ScanResponse& last = out.emplace_back();
     last.set_element_count(processed_);
-    FillTiming(last.mutable_timing(), stages_, session_->algorithm());
+    FillTiming(last.mutable_timing(), session_->algorithm());
     return grpc::Status::OK;
   }
 
@@ -62,6 +62,10 @@ class ScanCall final
                        engine::Name(spec_.dtype), spec_.exclusive ? "exclusive" : "inclusive", processed_,
                        session_ ? session_->algorithm() : std::string(engine::Name(spec_.algorithm)),
                        ctx_.engine->name());
+  }
+
+  MetricLabels Labels() const override {
+    return {std::string(engine::Name(spec_.dtype)), session_ ? session_->algorithm() : ""};
   }
 
  private:
@@ -82,7 +86,6 @@ class ScanCall final
   engine::ScanSpec spec_;
   std::optional<ChunkChecker> checker_;
   std::unique_ptr<engine::ScanSession> session_;
-  engine::StageTimes stages_;
   uint64_t processed_ = 0;
 };
 

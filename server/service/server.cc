@@ -12,6 +12,8 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
+#include "metrics/endpoint.h"
+#include "metrics/metrics.h"
 #include "service/admission.h"
 #include "service/executor.h"
 #include "service/handlers.h"
@@ -69,12 +71,19 @@ class ServerImpl final : public Server {
       : options_(options),
         engine_(std::move(engine)),
         admission_(options.max_concurrent, options.max_queued),
+        metrics_(*engine_, GPUSCAN_VERSION,
+                 {[this] { return uint64_t{admission_.active()}; }, [this] { return uint64_t{admission_.queued()}; }}),
         executor_(options.workers ? options.workers : std::max(2u, std::thread::hardware_concurrency())) {
+    // The metrics endpoint first: an address that cannot be bound fails before anything serves.
+    if (!options_.metrics_address.empty()) {
+      metrics_endpoint_ = std::make_unique<MetricsEndpoint>(options_.metrics_address, metrics_);
+    }
     CallContext ctx;
     ctx.engine = engine_.get();
     ctx.executor = &executor_;
     ctx.admission = &admission_;
     ctx.options = &options_;
+    ctx.metrics = &metrics_;
     ctx.on_engine_failure = [this] { CheckEngineHealth(); };
     ctx.benchmark_running = &benchmark_running_;
     service_ = std::make_unique<GpuScanService>(std::move(ctx));
@@ -100,6 +109,7 @@ class ServerImpl final : public Server {
                    "for mutual TLS), or listen on 127.0.0.1 behind a TLS-terminating proxy. ***",
                    options_.address);
     }
+    if (metrics_endpoint_) spdlog::info("metrics at http://{}/metrics", metrics_endpoint_->address());
   }
 
   ~ServerImpl() override { Shutdown(); }
@@ -107,6 +117,7 @@ class ServerImpl final : public Server {
   int port() const override { return port_; }
   std::string address() const override { return address_; }
   const engine::Engine& engine() const override { return *engine_; }
+  int metrics_port() const override { return metrics_endpoint_ ? metrics_endpoint_->port() : 0; }
 
   void Shutdown() override {
     std::call_once(shutdown_once_, [this] {
@@ -141,9 +152,11 @@ class ServerImpl final : public Server {
   ServerOptions options_;
   std::unique_ptr<engine::Engine> engine_;
   std::atomic<bool> benchmark_running_{false};
-  // Destroyed in reverse: the gRPC server first, then the workers (which may still release
-  // admission slots), then admission, then the engine they all use.
+  // Destroyed in reverse: the metrics endpoint (its scrapes read the metrics, admission and the
+  // engine), the gRPC server, the workers (which may still release admission slots), the
+  // metrics calls record into, admission, then the engine they all use.
   Admission admission_;
+  Metrics metrics_;
   Executor executor_;
   std::unique_ptr<GpuScanService> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -152,6 +165,7 @@ class ServerImpl final : public Server {
   std::once_flag shutdown_once_;
   std::atomic<bool> shut_down_{false};
   std::atomic<bool> reported_unhealthy_{false};
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
 };
 
 }  // namespace

@@ -26,6 +26,9 @@ struct ServerOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
+  // host:port of the Prometheus /metrics endpoint (port 0 picks a free one); empty = no
+  // endpoint (calls are still counted, for when one is wanted: see Server::metrics_port).
+  std::string metrics_address;
 };
 
 // The server credentials `options` ask for: TLS (or mutual TLS) from the PEM files, else
@@ -40,15 +43,17 @@ uint64_t MaxReceiveMessageBytes(const ServerOptions& options);
 
 class Server {
  public:
-  // Builds and starts the server (health and reflection services included); throws
-  // std::runtime_error when the address cannot be bound, std::invalid_argument for bad TLS
-  // options. Warns loudly when it listens without TLS on a non-loopback address.
+  // Builds and starts the server (health and reflection services included) and, with
+  // options.metrics_address, the metrics endpoint; throws std::runtime_error when either
+  // address cannot be bound, std::invalid_argument for bad TLS options. Warns loudly when it
+  // listens without TLS on a non-loopback address.
   static std::unique_ptr<Server> Start(const ServerOptions& options,
                                        std::unique_ptr<engine::Engine> engine);
   virtual ~Server() = default;
   virtual int port() const = 0;            // the bound port
   virtual std::string address() const = 0; // host:bound-port, usable as a client target
   virtual const engine::Engine& engine() const = 0;
+  virtual int metrics_port() const = 0;    // the /metrics endpoint's bound port; 0 when off
   // Stops accepting calls, lets in-flight ones finish within options.shutdown_grace, then
   // cancels the rest. Safe to call more than once and from any thread but a gRPC callback.
   virtual void Shutdown() = 0;

@@ -11,6 +11,9 @@
 // Threading: gRPC callbacks and the one worker task of a call may run concurrently; all state
 // is under mu_. Finish() is called outside the lock (gRPC may run OnDone inline from it). The
 // object deletes itself once gRPC is done with it (OnDone) and no worker task holds it.
+//
+// Metrics: a call is in flight from construction to OnDone, where it is recorded once (status,
+// bytes, stage times): by then the worker is done with it, since Finish waits for the worker.
 #pragma once
 
 #include <atomic>
@@ -45,7 +48,9 @@ class StreamingCall : public ReactorBase {
 
  public:
   StreamingCall(CallContext ctx, grpc::CallbackServerContext* rpc, const char* op_name)
-      : ctx_(std::move(ctx)), rpc_(rpc), op_name_(op_name), start_(Clock::now()) {}
+      : ctx_(std::move(ctx)), rpc_(rpc), op_name_(op_name), start_(Clock::now()) {
+    ctx_.metrics->CallStarted();
+  }
 
   // Hands the call to gRPC: issues the first read. Call once, right after construction.
   void Begin() {
@@ -76,6 +81,7 @@ class StreamingCall : public ReactorBase {
         status = InvalidArgument("header missing: the first request must carry the header");
       } else {
         status = OnHeader(req.header());
+        header_accepted_ = status.ok();
         if (status.ok()) status = Admit();
       }
     } else if (req.has_header()) {
@@ -111,6 +117,7 @@ class StreamingCall : public ReactorBase {
     spdlog::info("{} {} status={}{}{} total_us={}", op_name_, LogFields(), CodeName(status_.error_code()),
                  status_.ok() ? "" : " message=\"", status_.ok() ? "" : status_.error_message() + "\"",
                  Micros(Clock::now() - start_));
+    RecordMetrics();
     std::unique_lock<std::mutex> lock(mu_);
     if (queued_ && ctx_.admission->CancelQueued(ticket_)) {
       queued_ = false;
@@ -136,15 +143,22 @@ class StreamingCall : public ReactorBase {
   virtual grpc::Status Complete(std::vector<Resp>& out) = 0;
   // For the log line: "dtype=int32 n=... algorithm=..."
   virtual std::string LogFields() const = 0;
+  // For the metrics, asked only once OnHeader has accepted the header (before that both are
+  // ""): the dtype's name and the algorithm that ran ("" when no engine session was opened).
+  struct MetricLabels {
+    std::string dtype;
+    std::string algorithm;
+  };
+  virtual MetricLabels Labels() const = 0;
 
-  // Timing common to every call; engine stage times come from the session.
-  void FillTiming(v1::Timing* t, const engine::StageTimes& stages, const std::string& algorithm) const {
+  // Timing common to every call; engine stage times come from the session via stages_.
+  void FillTiming(v1::Timing* t, const std::string& algorithm) const {
     const Clock::time_point now = Clock::now();
     t->set_receive_us(Micros(last_read_ - start_));
     t->set_queue_us(Micros(admitted_at_ - header_at_));
-    t->set_h2d_us(stages.h2d_us);
-    t->set_kernel_us(stages.kernel_us);
-    t->set_d2h_us(stages.d2h_us);
+    t->set_h2d_us(stages_.h2d_us);
+    t->set_kernel_us(stages_.kernel_us);
+    t->set_d2h_us(stages_.d2h_us);
     t->set_send_us(send_us_.load());
     t->set_total_us(Micros(now - start_));
     t->set_bytes_in(bytes_in_);
@@ -157,12 +171,44 @@ class StreamingCall : public ReactorBase {
 
   CallContext ctx_;
   grpc::CallbackServerContext* rpc_;
-  // Counted by Process (worker) and read by Complete (same worker): no lock needed.
+  // Counted by Process (worker) and read by Complete (same worker): no lock needed. OnDone
+  // reads them too, after Finish, which waits for the worker.
   uint64_t bytes_in_ = 0;
   uint64_t bytes_out_ = 0;
   uint64_t chunks_ = 0;
+  engine::StageTimes stages_;  // the engine sessions add their stage times here
 
  private:
+  // OnDone: the call's one record in the metrics. Bytes and stage times count for successful
+  // calls only (Metrics::CallDone), so only theirs are gathered. They are the numbers the
+  // call's Timing reported, except send and total: Timing is written before the final response
+  // goes out, these run to OnDone and so include it.
+  void RecordMetrics() {
+    CallRecord r;
+    r.op = op_name_;
+    r.status = CodeName(status_.error_code());
+    if (header_accepted_) {
+      MetricLabels labels = Labels();
+      r.dtype = std::move(labels.dtype);
+      r.algorithm = std::move(labels.algorithm);
+    }
+    if (status_.ok()) {
+      r.bytes_in = bytes_in_;
+      r.bytes_out = bytes_out_;
+      const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+      r.set(Stage::kReceive, seconds(last_read_ - start_));
+      r.set(Stage::kQueue, seconds(admitted_at_ - header_at_));
+      if (chunks_ > 0) {  // the engine saw data
+        r.set(Stage::kH2d, stages_.h2d_us * 1e-6);
+        r.set(Stage::kKernel, stages_.kernel_us * 1e-6);
+        r.set(Stage::kD2h, stages_.d2h_us * 1e-6);
+      }
+      if constexpr (kBidi) r.set(Stage::kSend, send_us_.load() * 1e-6);
+      r.set(Stage::kTotal, seconds(Clock::now() - start_));
+    }
+    ctx_.metrics->CallDone(r);
+  }
+
   grpc::Status Admit() {
     header_at_ = Clock::now();
     uint64_t ticket = 0;
@@ -318,6 +364,7 @@ class StreamingCall : public ReactorBase {
   const char* op_name_;
   Req incoming_;
   uint64_t requests_ = 0;
+  bool header_accepted_ = false;  // OnHeader returned OK: Labels() may be asked
   bool reading_ = false;
   bool read_closed_ = false;
   bool admitted_ = false;

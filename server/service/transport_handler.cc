@@ -23,7 +23,9 @@ class TransportCall final : public grpc::ServerBidiReactor<v1::TransportRequest,
 
  public:
   TransportCall(CallContext ctx, grpc::CallbackServerContext* rpc)
-      : ctx_(std::move(ctx)), rpc_(rpc), start_(Clock::now()) {}
+      : ctx_(std::move(ctx)), rpc_(rpc), start_(Clock::now()) {
+    ctx_.metrics->CallStarted();
+  }
 
   void Begin() {
     std::unique_lock<std::mutex> lock(mu_);
@@ -105,6 +107,14 @@ class TransportCall final : public grpc::ServerBidiReactor<v1::TransportRequest,
   void OnDone() override {
     spdlog::info("transport echo={} requests={} bytes_in={} status={} total_us={}", echo_, requests_, bytes_in_,
                  CodeName(status_.error_code()), Micros(Clock::now() - start_));
+    // No dtype, algorithm or engine stages here: the bytes and the total time are the point.
+    CallRecord record;
+    record.op = "transport";
+    record.status = CodeName(status_.error_code());
+    record.bytes_in = bytes_in_;
+    record.bytes_out = bytes_out_;
+    record.set(Stage::kTotal, std::chrono::duration<double>(Clock::now() - start_).count());
+    ctx_.metrics->CallDone(record);
     std::unique_lock<std::mutex> lock(mu_);
     if (queued_ && ctx_.admission->CancelQueued(ticket_)) {
       queued_ = false;

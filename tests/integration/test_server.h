@@ -25,6 +25,8 @@ inline engine::EngineKind TestEngineKind() {
 
 class TestServer {
  public:
+  // options.address is always a free loopback port; options.metrics_address passes through
+  // ("127.0.0.1:0" for an endpoint on a free port, empty for none).
   explicit TestServer(server::ServerOptions options = {}) {
     options.address = "127.0.0.1:0";
     if (options.workers == 0) options.workers = 4;
@@ -37,6 +39,7 @@ class TestServer {
 
   std::string target() const { return server_->address(); }
   server::Server& server() { return *server_; }
+  int metrics_port() const { return server_->metrics_port(); }  // 0 without an endpoint
 
   ClientOptions client_options(size_t chunk_bytes = 1 << 20) const {
     ClientOptions o;
