@@ -70,6 +70,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-request-bytes", options.max_request_bytes,
                  "largest total input of one call in bytes (0 = unlimited); beyond: RESOURCE_EXHAUSTED")
       ->envname("GPUSCAN_MAX_REQUEST_BYTES");
+  app.add_option("--max-inflight-bytes", options.max_inflight_bytes,
+                 "bytes all running calls may buffer together (0 = unlimited); calls that would pass it wait")
+      ->envname("GPUSCAN_MAX_INFLIGHT_BYTES");
   app.add_option("--chunk-bytes", options.chunk_bytes,
                  "largest data chunk accepted in one request message, in bytes")
       ->check(CLI::Range(uint64_t{64}, uint64_t{512} << 20))

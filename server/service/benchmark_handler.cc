@@ -147,7 +147,7 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
   void Begin() {
     std::unique_lock<std::mutex> lock(mu_);
     uint64_t ticket = 0;
-    switch (ctx_.admission->TryAdmit([this] { OnAdmitted(); }, &ticket)) {
+    switch (ctx_.admission->TryAdmit(0, [this] { OnAdmitted(); }, &ticket)) {
       case Admission::Result::kAdmitted:
         holds_slot_ = true;
         return StartSuiteLocked();
@@ -285,7 +285,7 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
     }
     const bool release_slot = holds_slot_;
     lock.unlock();
-    if (release_slot) ctx_.admission->Release();
+    if (release_slot) ctx_.admission->Release(0);
     delete this;
   }
 

@@ -70,7 +70,7 @@ class ServerImpl final : public Server {
   ServerImpl(const ServerOptions& options, std::unique_ptr<engine::Engine> engine)
       : options_(options),
         engine_(std::move(engine)),
-        admission_(options.max_concurrent, options.max_queued),
+        admission_(options.max_concurrent, options.max_queued, options.max_inflight_bytes),
         metrics_(*engine_, GPUSCAN_VERSION,
                  {[this] { return uint64_t{admission_.active()}; }, [this] { return uint64_t{admission_.queued()}; }}),
         executor_(options.workers ? options.workers : std::max(2u, std::thread::hardware_concurrency())) {

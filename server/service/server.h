@@ -18,6 +18,9 @@ struct ServerOptions {
   uint32_t max_concurrent = 64;         // calls computing at once
   uint32_t max_queued = 256;            // calls waiting for a slot; beyond: RESOURCE_EXHAUSTED
   uint64_t max_request_bytes = 0;       // total input bytes of one call; 0 = unlimited
+  // Bytes running calls may buffer in all (each reserves its worst case at admission; calls that
+  // do not fit wait). 0 = unlimited.
+  uint64_t max_inflight_bytes = uint64_t{2} << 30;
   uint64_t chunk_bytes = 4u << 20;      // largest data chunk accepted in one message
   uint32_t workers = 0;                 // compute threads for calls; 0 = hardware threads
   std::chrono::milliseconds shutdown_grace{5000};  // in-flight calls get this long on shutdown

@@ -32,6 +32,7 @@
 #include "gpuscan/v1/gpuscan.pb.h"
 #include "service/call_context.h"
 #include "service/status.h"
+#include "service/validate.h"
 
 namespace gpuscan::server {
 
@@ -82,7 +83,7 @@ class StreamingCall : public ReactorBase {
       } else {
         status = OnHeader(req.header());
         header_accepted_ = status.ok();
-        if (status.ok()) status = Admit();
+        if (status.ok()) status = Admit(ReservationBytes(req.header()));
       }
     } else if (req.has_header()) {
       status = InvalidArgument("header repeated in request #" + std::to_string(index) +
@@ -209,10 +210,24 @@ class StreamingCall : public ReactorBase {
     ctx_.metrics->CallDone(r);
   }
 
-  grpc::Status Admit() {
+  // What this call may buffer at once, reserved from admission's byte budget: at most
+  // kMaxBuffered messages waiting plus the one being read and the one being processed, or, when
+  // the header declares the element count, the whole array three times over (a compaction may
+  // answer values and int64 indices), whichever is less.
+  template <class Header>
+  uint64_t ReservationBytes(const Header& header) const {
+    const uint64_t cap = (kMaxBuffered + 2) * MaxReceiveMessageBytes(*ctx_.options);
+    engine::DType dtype;
+    if (!header.has_element_count() || !ToEngineDType(header.dtype(), &dtype).ok()) return cap;
+    if (header.element_count() > cap) return cap;  // also keeps the product below from overflowing
+    return std::min(cap, 3 * header.element_count() * engine::SizeOf(dtype) + 4096);
+  }
+
+  grpc::Status Admit(uint64_t reservation) {
     header_at_ = Clock::now();
+    reservation_ = reservation;
     uint64_t ticket = 0;
-    switch (ctx_.admission->TryAdmit([this] { OnAdmitted(); }, &ticket)) {
+    switch (ctx_.admission->TryAdmit(reservation, [this] { OnAdmitted(); }, &ticket)) {
       case Admission::Result::kAdmitted:
         admitted_ = true;
         holds_slot_ = true;
@@ -226,9 +241,12 @@ class StreamingCall : public ReactorBase {
       case Admission::Result::kRejected:
         break;
     }
-    return ResourceExhausted("server busy: " + std::to_string(ctx_.options->max_concurrent) +
-                             " calls running and " + std::to_string(ctx_.options->max_queued) +
-                             " waiting (--max-concurrent, --max-queued); retry later");
+    return ResourceExhausted(
+        "server busy: " + std::to_string(ctx_.admission->active()) + " calls running (--max-concurrent=" +
+        std::to_string(ctx_.options->max_concurrent) + "), " + std::to_string(ctx_.admission->bytes_in_use()) +
+        " bytes reserved (--max-inflight-bytes=" + std::to_string(ctx_.options->max_inflight_bytes) + ", this call needs " +
+        std::to_string(reservation) + ") and " + std::to_string(ctx_.options->max_queued) +
+        " waiting (--max-queued); retry later");
   }
 
   void OnAdmitted() {
@@ -356,7 +374,7 @@ class StreamingCall : public ReactorBase {
     }
     const bool release_slot = holds_slot_;
     lock.unlock();
-    if (release_slot) ctx_.admission->Release();
+    if (release_slot) ctx_.admission->Release(reservation_);
     delete this;
   }
 
@@ -369,6 +387,7 @@ class StreamingCall : public ReactorBase {
   bool read_closed_ = false;
   bool admitted_ = false;
   bool holds_slot_ = false;
+  uint64_t reservation_ = 0;  // bytes of admission's budget this call asked for
   bool queued_ = false;
   uint64_t ticket_ = 0;
   bool opened_ = false;

@@ -27,10 +27,13 @@ class TransportCall final : public grpc::ServerBidiReactor<v1::TransportRequest,
     ctx_.metrics->CallStarted();
   }
 
+  // The echoes waiting plus the message being read, from admission's byte budget.
+  uint64_t Reservation() const { return (kMaxBuffered + 1) * MaxReceiveMessageBytes(*ctx_.options); }
+
   void Begin() {
     std::unique_lock<std::mutex> lock(mu_);
     uint64_t ticket = 0;
-    switch (ctx_.admission->TryAdmit([this] { OnAdmitted(); }, &ticket)) {
+    switch (ctx_.admission->TryAdmit(Reservation(), [this] { OnAdmitted(); }, &ticket)) {
       case Admission::Result::kAdmitted:
         admitted_ = holds_slot_ = true;
         MaybeReadLocked();
@@ -178,7 +181,7 @@ class TransportCall final : public grpc::ServerBidiReactor<v1::TransportRequest,
     }
     const bool release_slot = holds_slot_;
     lock.unlock();
-    if (release_slot) ctx_.admission->Release();
+    if (release_slot) ctx_.admission->Release(Reservation());
     delete this;
   }
 
