@@ -61,6 +61,9 @@ int main(int argc, char** argv) {
                  "CUDA engine: staging lanes (two streams and pinned buffers each) shared by concurrent calls")
       ->check(CLI::Range(1, 256))
       ->envname("GPUSCAN_STREAMS");
+  app.add_option("--device-memory-limit", engine_options.device_memory_limit,
+                 "CUDA engine: bytes of device memory it may allocate (0 = no cap); beyond: RESOURCE_EXHAUSTED")
+      ->envname("GPUSCAN_DEVICE_MEMORY_LIMIT");
   app.add_option("--max-concurrent", options.max_concurrent, "calls computing at once; more wait in a queue")
       ->check(CLI::Range(1u, 1u << 20))
       ->envname("GPUSCAN_MAX_CONCURRENT");

@@ -61,12 +61,12 @@ struct Slot {
   char* out_dst = nullptr;
   size_t out_bytes = 0;
 
-  Slot()
-      : d_in(kSubChunkBytes, stream.get()),
-        d_flags(kFlagBytes, stream.get()),
-        d_out(kSubChunkBytes, stream.get()),
-        d_idx(kIndexBytes, stream.get()),
-        d_count(sizeof(uint64_t), stream.get()) {}
+  explicit Slot(cuda::DeviceMemoryBudget* budget)
+      : d_in(kSubChunkBytes, stream.get(), budget),
+        d_flags(kFlagBytes, stream.get(), budget),
+        d_out(kSubChunkBytes, stream.get(), budget),
+        d_idx(kIndexBytes, stream.get(), budget),
+        d_count(sizeof(uint64_t), stream.get(), budget) {}
 
   cudaStream_t s() const { return stream.get(); }
 };
@@ -74,6 +74,8 @@ struct Slot {
 // A lane: two slots (copy of one overlaps the kernel of the other) and the kernels' temporary
 // storage. A session holds a lane for one Process call; lanes are reused across calls.
 struct Lane {
+  explicit Lane(cuda::DeviceMemoryBudget* b) : budget(b), slots{Slot(b), Slot(b)} {}
+  cuda::DeviceMemoryBudget* budget;
   Slot slots[2];
   cuda::DeviceBuffer temp;
   cudaEvent_t last_kernel = nullptr;  // the most recent kernel on this lane (kernels run in order)
@@ -81,7 +83,7 @@ struct Lane {
   void EnsureTemp(size_t bytes) {
     if (bytes <= temp.size()) return;
     Quiesce();
-    temp = cuda::DeviceBuffer(std::max<size_t>(bytes, 1 << 20), slots[0].s());
+    temp = cuda::DeviceBuffer(std::max<size_t>(bytes, 1 << 20), slots[0].s(), budget);
     cuda::Check(kernels::ClearTempStorage(temp.get(), temp.size(), slots[0].s()), "ClearTempStorage");
   }
   // Waits for everything on the lane; used before reuse after an error.
@@ -96,7 +98,7 @@ struct Lane {
 
 class LanePool {
  public:
-  explicit LanePool(int max_lanes) : max_lanes_(std::max(1, max_lanes)) {}
+  LanePool(int max_lanes, cuda::DeviceMemoryBudget* budget) : max_lanes_(std::max(1, max_lanes)), budget_(budget) {}
   Lane* Acquire() {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
@@ -110,10 +112,20 @@ class LanePool {
         lock.unlock();
         std::unique_ptr<Lane> lane;
         try {
-          lane = std::make_unique<Lane>();
+          lane = std::make_unique<Lane>(budget_);
+        } catch (const Error& e) {
+          lock.lock();
+          all_.erase(std::find(all_.begin(), all_.end(), nullptr));
+          cv_.notify_one();
+          // Out of device memory (or over --device-memory-limit) while other lanes exist: run
+          // with the lanes there are, waiting for one, instead of failing the call.
+          const bool others = std::any_of(all_.begin(), all_.end(), [](const auto& l) { return l != nullptr; });
+          if (e.code() != ErrorCode::kResourceExhausted || !others) throw;
+          max_lanes_ = static_cast<int>(all_.size());
+          continue;
         } catch (...) {
           lock.lock();
-          all_.pop_back();
+          all_.erase(std::find(all_.begin(), all_.end(), nullptr));
           cv_.notify_one();
           throw;
         }
@@ -134,7 +146,8 @@ class LanePool {
   }
 
  private:
-  const int max_lanes_;
+  int max_lanes_;  // lowered when device memory runs out with lanes already built
+  cuda::DeviceMemoryBudget* budget_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Lane>> all_;
@@ -145,12 +158,14 @@ class LanePool {
 struct Shared {
   int device = 0;
   cudaDeviceProp prop{};
+  cuda::DeviceMemoryBudget budget;  // before lanes: they allocate from it
   LanePool lanes;
   std::atomic<bool> healthy{true};
   std::mutex reason_mu;
   std::string reason;
 
-  Shared(int dev, int max_lanes) : device(dev), lanes(max_lanes) {}
+  Shared(int dev, int max_lanes, size_t memory_limit)
+      : device(dev), budget(memory_limit), lanes(max_lanes, &budget) {}
 
   // Runs a CUDA call; on failure decides whether the device is still usable. A sticky error
   // (the context is corrupt: every later call fails too) marks the engine unhealthy, so the
@@ -265,7 +280,8 @@ void RunPipelined(Shared& sh, Lane& lane, const void* in, void* out, uint64_t n,
 template <class T>
 class DeviceCarry {
  public:
-  // Allocates on first use, in `stream`'s order.
+  // Allocates on first use, in `stream`'s order. A few bytes per session: not counted against
+  // --device-memory-limit, which bounds the lanes and temporary storage.
   T* get(cudaStream_t stream) {
     if (!buffer_.get()) buffer_ = cuda::DeviceBuffer(sizeof(T), stream);
     return ptr();
@@ -554,7 +570,7 @@ std::unique_ptr<Engine> MakeCudaEngine(const EngineOptions& options, std::string
     throw Error(ErrorCode::kInvalidArgument, "--device=" + std::to_string(options.device) + " but " +
                                                  std::to_string(count) + " CUDA device(s) are present");
   }
-  auto sh = std::make_shared<Shared>(options.device, options.streams);
+  auto sh = std::make_shared<Shared>(options.device, options.streams, options.device_memory_limit);
   cuda::Check(cudaSetDevice(options.device), "cudaSetDevice");
   cuda::Check(cudaGetDeviceProperties(&sh->prop, options.device), "cudaGetDeviceProperties");
   // Keep freed pool memory for reuse instead of returning it to the driver at every sync.

@@ -101,6 +101,9 @@ struct EngineOptions {
   int device = 0;        // CUDA device ordinal
   int streams = 8;       // CUDA engine: staging lanes (each two streams) shared by concurrent calls
   int cpu_threads = 0;   // 0 = all hardware threads
+  // CUDA engine: device memory it may allocate (staging lanes, kernel temporaries); beyond it a
+  // call gets kResourceExhausted, or waits for a lane when others exist. 0 = no cap.
+  uint64_t device_memory_limit = 0;
 };
 
 // Builds the engine `options` ask for; throws Error(kUnavailable) when CUDA is asked for and
