@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <csignal>
+#include <cstdint>
 #include <iostream>
 #include <pthread.h>
 
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   engine::EngineOptions engine_options;
   std::string log_level = "info";
   int64_t grace_ms = options.shutdown_grace.count();
+  int64_t connection_age_ms = 0;
 
   CLI::App app{"gpuscan-server: prefix scans, reductions and stream compaction over gRPC"};
   app.option_defaults()->always_capture_default();
@@ -87,6 +89,11 @@ int main(int argc, char** argv) {
       ->envname("GPUSCAN_CPU_THREADS");
   app.add_option("--shutdown-grace", grace_ms, "milliseconds in-flight calls get to finish on SIGINT/SIGTERM")
       ->envname("GPUSCAN_SHUTDOWN_GRACE");
+  app.add_option("--max-connection-age", connection_age_ms,
+                 "milliseconds after which a client connection is asked to reconnect (0 = never), so "
+                 "round_robin clients find new pods; open calls still finish")
+      ->check(CLI::Range(int64_t{0}, int64_t{INT32_MAX}))
+      ->envname("GPUSCAN_MAX_CONNECTION_AGE");
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate chain of the server; with --tls-key turns TLS on")
       ->check(CLI::ExistingFile)
       ->envname("GPUSCAN_TLS_CERT");
@@ -108,6 +115,7 @@ int main(int argc, char** argv) {
 
   spdlog::set_level(spdlog::level::from_str(log_level));
   options.shutdown_grace = std::chrono::milliseconds(grace_ms);
+  options.max_connection_age = std::chrono::milliseconds(connection_age_ms);
   const sigset_t signals = BlockShutdownSignals();
 
   std::unique_ptr<server::Server> srv;

@@ -96,6 +96,10 @@ class ServerImpl final : public Server {
     builder.RegisterService(service_.get());
     builder.SetMaxReceiveMessageSize(static_cast<int>(MaxReceiveMessageBytes(options_)));
     builder.SetMaxSendMessageSize(-1);
+    if (options_.max_connection_age.count() > 0) {
+      // No age grace: a GOAWAY lets the connection's open calls finish however long they take.
+      builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, static_cast<int>(options_.max_connection_age.count()));
+    }
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) throw std::runtime_error("cannot listen on " + options_.address);
     SetServing(engine_->healthy());

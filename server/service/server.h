@@ -24,6 +24,9 @@ struct ServerOptions {
   uint64_t chunk_bytes = 4u << 20;      // largest data chunk accepted in one message
   uint32_t workers = 0;                 // compute threads for calls; 0 = hardware threads
   std::chrono::milliseconds shutdown_grace{5000};  // in-flight calls get this long on shutdown
+  // Connections older than this get a GOAWAY (their calls still finish), so clients reconnect
+  // and re-resolve DNS: pods added behind a headless Service get traffic. 0 = never.
+  std::chrono::milliseconds max_connection_age{0};
   // TLS: PEM files. With cert and key the server speaks TLS only; with client_ca as well it
   // demands and verifies a client certificate signed by that CA (mutual TLS).
   std::string tls_cert_file;

@@ -229,3 +229,43 @@ TEST(ConcurrencyTest, AdmissionBoundsBytesInFlight) {
 
 }  // namespace
 }  // namespace gpuscan
+
+namespace gpuscan {
+namespace {
+
+// --max-connection-age: connections are recycled (GOAWAY) but a call longer than the age still
+// finishes, and later calls on the same client reconnect transparently.
+TEST(ConcurrencyTest, ConnectionAgeRecyclesConnectionsWithoutCuttingCalls) {
+  server::ServerOptions o;
+  o.max_connection_age = std::chrono::milliseconds(150);
+  TestServer server(o);
+  auto stub = server.stub();
+  grpc::ClientContext ctx;
+  auto s = stub->Scan(&ctx);
+  ASSERT_TRUE(s->Write(Header()));
+  std::vector<int32_t> all;
+  for (int i = 0; i < 6; ++i) {  // ~600 ms: four times the age
+    const std::vector<int32_t> part = {i, 2 * i + 1};
+    all.insert(all.end(), part.begin(), part.end());
+    ASSERT_TRUE(s->Write(Data(part)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  s->WritesDone();
+  std::vector<int32_t> got;
+  v1::ScanResponse resp;
+  while (s->Read(&resp)) {
+    const auto* p = reinterpret_cast<const int32_t*>(resp.data().data());
+    got.insert(got.end(), p, p + resp.data().size() / sizeof(int32_t));
+  }
+  ASSERT_TRUE(s->Finish().ok());
+  EXPECT_EQ(got, (testing::ScanRef<int32_t, ops::Sum<int32_t>>(all, false)));
+
+  Client client(server.client_options());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(client.Scan(std::vector<int32_t>{1, 2, 3}).values, (std::vector<int32_t>{1, 3, 6}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+}  // namespace
+}  // namespace gpuscan
