@@ -174,14 +174,18 @@ struct Shared {
     if (error == cudaSuccess) return;
     if (error != cudaErrorMemoryAllocation && cudaDeviceSynchronize() != cudaSuccess) {
       const std::string detail = std::string(what) + ": " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")";
-      {
-        std::lock_guard<std::mutex> lock(reason_mu);
-        if (reason.empty()) reason = "sticky CUDA error on device " + std::to_string(device) + ": " + detail;
-      }
-      healthy = false;
+      MarkUnhealthy(detail);
       throw Error(ErrorCode::kUnavailable, "the CUDA device failed: " + detail);
     }
     cuda::Check(error, what);
+  }
+
+  void MarkUnhealthy(const std::string& detail) {
+    {
+      std::lock_guard<std::mutex> lock(reason_mu);
+      if (reason.empty()) reason = "sticky CUDA error on device " + std::to_string(device) + ": " + detail;
+    }
+    healthy = false;
   }
 };
 
@@ -500,6 +504,15 @@ class CudaEngine final : public Engine {
   std::vector<std::string> reduce_algorithms() const override { return {"one_pass"}; }
   std::vector<std::string> compact_algorithms() const override { return {"single_pass"}; }
   bool healthy() const override { return sh_->healthy; }
+  void CheckHealth() override {
+    if (!sh_->healthy) return;
+    // Only after a failure: the synchronisation waits for every stream of the device.
+    cudaError_t e = cudaSetDevice(sh_->device);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) return;
+    sh_->MarkUnhealthy(std::string("device check after a failed call: ") + cudaGetErrorName(e) + " (" +
+                       cudaGetErrorString(e) + ")");
+  }
   std::string unhealthy_reason() const override {
     std::lock_guard<std::mutex> lock(sh_->reason_mu);
     return sh_->reason;

@@ -82,6 +82,9 @@ class Engine {
   // False once the engine hit an error it cannot recover from (the health service reports it).
   virtual bool healthy() const { return true; }
   virtual std::string unhealthy_reason() const { return {}; }
+  // After a call failed: examines the device, turning healthy() false when the failure left it
+  // unusable (a sticky CUDA error met by an allocation, say, rather than by a checked launch).
+  virtual void CheckHealth() {}
   // The device's memory now, for the metrics scrape: nullopt when the engine has no device (cpu)
   // or it cannot be read. Any thread; never throws.
   virtual std::optional<DeviceMemory> device_memory() const { return std::nullopt; }

@@ -145,7 +145,9 @@ class ServerImpl final : public Server {
   }
 
   void CheckEngineHealth() {
-    if (engine_->healthy() || shut_down_) return;
+    if (shut_down_) return;
+    engine_->CheckHealth();
+    if (engine_->healthy()) return;
     if (!reported_unhealthy_.exchange(true)) {
       spdlog::error("engine {} is unhealthy, health now NOT_SERVING: {}", engine_->name(),
                     engine_->unhealthy_reason());

@@ -317,6 +317,11 @@ class StreamingCall : public ReactorBase {
         engine_failure = true;
       }
       if (engine_failure && ctx_.on_engine_failure) ctx_.on_engine_failure();
+      if (engine_failure && status.error_code() == grpc::StatusCode::INTERNAL && !ctx_.engine->healthy()) {
+        // The device broke under this call: UNAVAILABLE tells the client to retry elsewhere.
+        status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                              "the " + ctx_.engine->name() + " engine failed: " + status.error_message());
+      }
       lock.lock();
       opened_ = true;
       if (!status.ok()) {

@@ -58,7 +58,7 @@ TEST(StickyFaultTest, DeviceFaultTurnsHealthNotServingAndRefusesLaterCalls) {
   EXPECT_EQ(client.Health(""), "NOT_SERVING");
   EXPECT_EQ(client.Health("gpuscan.v1.GpuScan"), "NOT_SERVING");
   EXPECT_NE(log.str().find("unhealthy"), std::string::npos) << log.str();
-  EXPECT_NE(log.str().find("cudaErrorIllegalAddress"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("IllegalAddress"), std::string::npos) << log.str();
 
   // Refused at the header from now on: nothing is computed on a broken device.
   EXPECT_EQ(CodeOfScan(client, x, &message), grpc::StatusCode::UNAVAILABLE) << message;

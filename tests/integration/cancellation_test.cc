@@ -91,7 +91,11 @@ TEST(CancellationTest, ThousandEarlyEndingsReturnMemoryAndSlotsToBaseline) {
   options.max_concurrent = 4;
   options.max_queued = 64;
   options.metrics_address = "127.0.0.1:0";
-  TestServer server(options);
+  // One CUDA lane: the pool of lanes (each with pinned host buffers) grows with concurrency up
+  // to --streams, which would read as RSS growth; one lane is built during the warm-up.
+  engine::EngineOptions eo;
+  eo.streams = 1;
+  TestServer server(options, eo);
   auto stub = server.stub();
   GPUSCAN_SEEDED_RNG(rng);
   const std::string chunk = Bytes(testing::RandomInput<int32_t, ops::Sum<int32_t>>(256 * 1024, rng));

@@ -26,11 +26,11 @@ inline engine::EngineKind TestEngineKind() {
 class TestServer {
  public:
   // options.address is always a free loopback port; options.metrics_address passes through
-  // ("127.0.0.1:0" for an endpoint on a free port, empty for none).
-  explicit TestServer(server::ServerOptions options = {}) {
+  // ("127.0.0.1:0" for an endpoint on a free port, empty for none). The engine kind always
+  // comes from GPUSCAN_TEST_ENGINE; the rest of `eo` passes through.
+  explicit TestServer(server::ServerOptions options = {}, engine::EngineOptions eo = {}) {
     options.address = "127.0.0.1:0";
     if (options.workers == 0) options.workers = 4;
-    engine::EngineOptions eo;
     eo.kind = TestEngineKind();
     std::string why;
     server_ = server::Server::Start(options, engine::MakeEngine(eo, &why));
