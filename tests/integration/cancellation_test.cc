@@ -1,6 +1,9 @@
 // Calls that end early (cancelled mid-upload or mid-download, deadline expired) release
 // everything they held: after 1000 of them the server's memory (RSS; device pool on the CUDA
 // engine) is back at its baseline and no call, slot or queue place is left held.
+#include <malloc.h>
+
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -19,7 +22,10 @@ namespace {
 using testing::TestServer;
 
 // Resident set size of this process (the in-process server plus the test's clients), in bytes.
+// Free heap memory is handed back first: glibc keeps freed ~1 MiB message buffers in per-thread
+// arenas (many on a 16-core host), which is caching, not a leak; what stays after the trim is held.
 uint64_t ResidentBytes() {
+  malloc_trim(0);
   std::ifstream status("/proc/self/status");
   for (std::string line; std::getline(status, line);) {
     if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
@@ -81,6 +87,13 @@ grpc::StatusCode EndEarly(v1::GpuScan::Stub& stub, int rpc, Ending ending, const
   return stream->Finish().error_code();
 }
 
+// 1000, or GPUSCAN_CANCEL_CALLS for a longer run by hand (growth that keeps pace with the count
+// is a leak; a step that does not is a cache filling up).
+int CallsToRun() {
+  const char* n = std::getenv("GPUSCAN_CANCEL_CALLS");
+  return n ? std::atoi(n) : 1000;
+}
+
 // The server's own view, from its metrics endpoint.
 testing::PromText Scrape(const TestServer& server) {
   return testing::PromText(testing::HttpGet(server.metrics_port(), "/metrics").body);
@@ -126,10 +139,13 @@ TEST(CancellationTest, ThousandEarlyEndingsReturnMemoryAndSlotsToBaseline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
     }
   };
-  ASSERT_EQ(run(300), 0);  // warm-up: thread pools, arenas and engine buffers reach steady state
+  // Warm-up as long as the measured run: on a 16-core H100 host RSS steps up by ~30 MB during
+  // the first 1000 such calls and then stays (3000 calls: +31 MB, 1000: +30 MB) as thread pools
+  // and allocator arenas fill; a leak would keep growing through the second thousand.
+  ASSERT_EQ(run(1000), 0);
   const testing::PromText before = settled();
   const uint64_t baseline = ResidentBytes();
-  ASSERT_EQ(run(1000), 0);
+  ASSERT_EQ(run(CallsToRun()), 0);
   const testing::PromText after = settled();
   const uint64_t rss = ResidentBytes();
 
@@ -138,7 +154,9 @@ TEST(CancellationTest, ThousandEarlyEndingsReturnMemoryAndSlotsToBaseline) {
   EXPECT_EQ(after.Sum("gpuscan_admission_queued"), 0);
   RecordProperty("rss_baseline_bytes", std::to_string(baseline));
   RecordProperty("rss_after_bytes", std::to_string(rss));
-  EXPECT_LE(rss, baseline + baseline / 20) << "RSS grew from " << baseline << " to " << rss << " bytes";
+  // 5% plus 8 MiB of allocator slack: a leak of a call's buffers (>= 1 MiB each) over 1000
+  // calls passes it by far; measured here +0.6..3 MB on a 35-40 MB baseline (see notes).
+  EXPECT_LE(rss, baseline + baseline / 20 + (8 << 20)) << "RSS grew from " << baseline << " to " << rss << " bytes";
   // CUDA engine: the device memory its pool holds is back where it was (CPU: no such gauge).
   const double pool_before = before.Sum("gpuscan_device_memory_pool_bytes");
   const double pool_after = after.Sum("gpuscan_device_memory_pool_bytes");
