@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build test demo clean
+.PHONY: all deps configure build test sanitize demo clean
 
 all: build
 
@@ -20,6 +20,11 @@ build: configure
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(JOBS) --timeout 600
+
+# ASan + UBSan build (build-asan, clang) of the CPU engine, service and their tests, then the
+# request fuzzer for FUZZ_SECONDS (default 60). See docs/RELIABILITY.md.
+sanitize: deps
+	bash scripts/ci-sanitize.sh
 
 demo: build
 	bash scripts/demo.sh $(BUILD_DIR)

@@ -7,14 +7,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-bins=(gpu_kernel_tests gpu_engine_tests integration_tests gpuscan-server gpuscan kernel_suite)
+bins=(gpu_kernel_tests gpu_engine_tests integration_tests gpuscan-server gpuscan kernel_suite gpuscan_soak)
 cmake -S . -B "$build" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${bins[@]}"
 rm -rf .gpu-bin .gpu-rt .gpu-pack
 mkdir -p .gpu-bin .gpu-pack
 for b in "${bins[@]}"; do strip -o ".gpu-bin/$b" "$build/bin/$b"; done
+cp "$build/tests/soak/libgpuscan_soak_heap_probe.so" .gpu-bin/  # preloaded into the soak's server
 # Only the gRPC-linked binaries need libraries carried (the kernel binaries are static but libc).
-../shared/device/bundle-libs.sh .gpu-rt .gpu-bin/gpu_engine_tests .gpu-bin/integration_tests .gpu-bin/gpuscan .gpu-bin/gpuscan-server
+../shared/device/bundle-libs.sh .gpu-rt .gpu-bin/gpu_engine_tests .gpu-bin/integration_tests .gpu-bin/gpuscan .gpu-bin/gpuscan-server \
+  .gpu-bin/gpuscan_soak
 tar -cf - .gpu-bin .gpu-rt | xz -6 -T"$(nproc)" >.gpu-pack/gpu.tar.xz
 du -h .gpu-pack/gpu.tar.xz | awk '{print "packed " $1 " (a device run carries at most 64M)"}'
 cat <<'CMD'
@@ -22,4 +24,6 @@ cat <<'CMD'
 Device call: run(command="bash scripts/gpu-suite.sh", carry=[".gpu-pack"], timeout_s=590)
 Logs come back under $OUT: device.txt, gpu_kernel.log, gpu_engine.log, integration_cuda.log,
 kernel_suite.{txt,json,svg}, e2e_cli.txt, e2e_1gib.json, e2e_1k.json, server.log.
+The bad input matrix and the soak test on the CUDA engine (docs/RELIABILITY.md), same pack:
+run(command="SOAK_SECONDS=270 bash scripts/gpu-soak.sh", carry=[".gpu-pack"], timeout_s=590)
 CMD

@@ -1,19 +1,15 @@
 // Compact: bidirectional streaming. Values (and, with use_flags, a flags stream matched to them
 // by element position) are compacted chunk by chunk; kept values and/or indices stream back.
-#include <algorithm>
 #include <memory>
 #include <optional>
 
+#include "service/flags_aligner.h"
 #include "service/handlers.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
 
 namespace gpuscan::server {
 namespace {
-
-// How far flags and values may run ahead of each other, in chunks, before the call fails:
-// keeps the server's buffering per call bounded.
-constexpr uint64_t kMaxSkewChunks = 4;
 
 class CompactCall final
     : public StreamingCall<v1::CompactRequest, v1::CompactResponse,
@@ -27,34 +23,14 @@ class CompactCall final
     if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
     std::optional<uint64_t> count;
     if (header.has_element_count()) count = header.element_count();
-    checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    checker_.emplace(spec_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     elem_size_ = engine::SizeOf(spec_.dtype);
+    aligner_.emplace(elem_size_);
     return grpc::Status::OK;
   }
 
   grpc::Status CheckRequest(const v1::CompactRequest& req, uint64_t index) override {
-    if (auto s = checker_->Add(req.values().size(), "values", index); !s.ok()) return s;
-    const uint64_t flags = req.flags().size();
-    const std::string where = "request #" + std::to_string(index) + ": ";
-    if (!spec_.use_flags) {
-      if (flags == 0) return grpc::Status::OK;
-      return InvalidArgument(where + "flags sent (" + std::to_string(flags) +
-                             " bytes) but the header selects by predicate, not use_flags");
-    }
-    if (flags > ctx_.options->chunk_bytes) {
-      return ResourceExhausted(where + "flags length " + std::to_string(flags) + " bytes exceeds the chunk limit of " +
-                               std::to_string(ctx_.options->chunk_bytes) + " bytes");
-    }
-    flags_received_ += flags;
-    const uint64_t values = checker_->elements();
-    const uint64_t skew = values > flags_received_ ? values - flags_received_ : flags_received_ - values;
-    const uint64_t max_skew = kMaxSkewChunks * ctx_.options->chunk_bytes / elem_size_;
-    if (skew > max_skew) {
-      return InvalidArgument(where + "flags (" + std::to_string(flags_received_) + " so far) and values (" +
-                             std::to_string(values) + " elements so far) are out of step by more than " +
-                             std::to_string(max_skew) + " elements; send each chunk's flags with its values");
-    }
-    return grpc::Status::OK;
+    return checker_->Add(req.values().size(), req.flags().size(), index);
   }
 
   void Open() override { session_ = ctx_.engine->NewCompact(spec_); }
@@ -65,27 +41,13 @@ class CompactCall final
       Select(req.values().data(), nullptr, req.values().size() / elem_size_, out);
       return;
     }
-    if (values_buf_.empty() && flags_buf_.empty() && req.values().size() == req.flags().size() * elem_size_) {
-      Select(req.values().data(), reinterpret_cast<const uint8_t*>(req.flags().data()), req.flags().size(), out);
-      return;
-    }
-    // Flags and values arrived out of step: match them by element position.
-    values_buf_.append(req.values());
-    flags_buf_.append(req.flags());
-    const uint64_t n = std::min<uint64_t>(values_buf_.size() / elem_size_, flags_buf_.size());
-    if (n == 0) return;
-    Select(values_buf_.data(), reinterpret_cast<const uint8_t*>(flags_buf_.data()), n, out);
-    values_buf_.erase(0, n * elem_size_);
-    flags_buf_.erase(0, n);
+    aligner_->Add(req.values(), req.flags(), [&](const char* values, const uint8_t* flags, uint64_t n) {
+      Select(values, flags, n, out);
+    });
   }
 
   grpc::Status Complete(std::vector<v1::CompactResponse>& out) override {
     if (auto s = checker_->Finish(); !s.ok()) return s;
-    if (spec_.use_flags && flags_received_ != checker_->elements()) {
-      return InvalidArgument("flags length " + std::to_string(flags_received_) +
-                             " differs from values length " + std::to_string(checker_->elements()) +
-                             " (elements): use_flags needs one flag byte per value");
-    }
     v1::CompactResponse& last = out.emplace_back();
     last.set_kept_count(kept_);
     last.set_element_count(processed_);
@@ -126,11 +88,10 @@ class CompactCall final
   }
 
   engine::CompactSpec spec_;
-  std::optional<ChunkChecker> checker_;
+  std::optional<CompactChecker> checker_;
   std::unique_ptr<engine::CompactSession> session_;
   size_t elem_size_ = 4;
-  uint64_t flags_received_ = 0;  // gRPC thread (CheckRequest) and Complete, ordered by the call's lock
-  std::string values_buf_, flags_buf_;
+  std::optional<FlagsAligner> aligner_;  // use_flags: matches flags with values by position
   uint64_t processed_ = 0;
   uint64_t kept_ = 0;
 };

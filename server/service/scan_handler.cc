@@ -1,6 +1,5 @@
 // Scan: bidirectional streaming. Each data chunk is scanned as it arrives (the session carries
 // the running prefix) and sent straight back; the final response carries Timing.
-#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -21,7 +20,9 @@ class ScanCall final
   grpc::Status OnHeader(const v1::ScanHeader& header) override {
     if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
     if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
-    if (auto s = CheckAlgorithmOffered(); !s.ok()) return s;
+    if (auto s = CheckScanAlgorithm(spec_.algorithm, ctx_.engine->scan_algorithms(), ctx_.engine->name()); !s.ok()) {
+      return s;
+    }
     std::optional<uint64_t> count;
     if (header.has_element_count()) count = header.element_count();
     checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
@@ -69,20 +70,6 @@ class ScanCall final
   }
 
  private:
-  // Refuses an algorithm the engine lacks before any data is sent.
-  grpc::Status CheckAlgorithmOffered() const {
-    const auto offered = ctx_.engine->scan_algorithms();
-    if (std::find(offered.begin(), offered.end(), spec_.algorithm) != offered.end()) return grpc::Status::OK;
-    std::string names;
-    for (engine::ScanAlgorithm a : offered) {
-      if (a == engine::ScanAlgorithm::kDefault) continue;
-      names += (names.empty() ? "" : ", ") + std::string(engine::Name(a));
-    }
-    return {grpc::StatusCode::UNIMPLEMENTED, "header.algorithm=" + std::string(engine::Name(spec_.algorithm)) +
-                                                 " is not available on the " + ctx_.engine->name() +
-                                                 " engine (available: " + names + ")"};
-  }
-
   engine::ScanSpec spec_;
   std::optional<ChunkChecker> checker_;
   std::unique_ptr<engine::ScanSession> session_;

@@ -68,7 +68,7 @@ class StreamingCall : public ReactorBase {
       }
       read_closed_ = true;
       last_read_ = Clock::now();
-      if (requests_ == 0) return FailAndMaybeFinish(lock, InvalidArgument("empty stream: the call ended before its first request (the header)"));
+      if (requests_ == 0) return FailAndMaybeFinish(lock, EmptyStreamStatus());
       MaybeWorkLocked();
       return;
     }
@@ -76,18 +76,11 @@ class StreamingCall : public ReactorBase {
     Req req = std::move(incoming_);
     incoming_.Clear();
     if (finish_requested_) return;
-    grpc::Status status;
-    if (index == 0) {
-      if (!req.has_header()) {
-        status = InvalidArgument("header missing: the first request must carry the header");
-      } else {
-        status = OnHeader(req.header());
-        header_accepted_ = status.ok();
-        if (status.ok()) status = Admit(ReservationBytes(req.header()));
-      }
-    } else if (req.has_header()) {
-      status = InvalidArgument("header repeated in request #" + std::to_string(index) +
-                               ": only the first request may carry it");
+    grpc::Status status = CheckHeaderPlacement(index, req.has_header());
+    if (status.ok() && index == 0) {
+      status = OnHeader(req.header());
+      header_accepted_ = status.ok();
+      if (status.ok()) status = Admit(ReservationBytes(req.header()));
     }
     if (status.ok()) status = CheckRequest(req, index);
     if (!status.ok()) return FailAndMaybeFinish(lock, status);

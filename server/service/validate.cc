@@ -1,5 +1,7 @@
 #include "service/validate.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -48,7 +50,53 @@ grpc::Status FitInteger(const v1::Scalar& s, const std::string& field, engine::D
   return grpc::Status::OK;
 }
 
+// The shortest text that reads back as exactly `v` ("1.5", "1e+300", "nan").
+std::string ShortestText(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, r.ptr);
+}
+
+// How a Scalar was set, for messages: "int_value=3", "uint_value=7", "float_value=1.5".
+std::string DescribeScalar(const v1::Scalar& s) {
+  switch (s.value_case()) {
+    case v1::Scalar::kIntValue: return "int_value=" + std::to_string(s.int_value());
+    case v1::Scalar::kUintValue: return "uint_value=" + std::to_string(s.uint_value());
+    case v1::Scalar::kFloatValue: return "float_value=" + ShortestText(s.float_value());
+    case v1::Scalar::VALUE_NOT_SET: break;
+  }
+  return "nothing";
+}
+
 }  // namespace
+
+grpc::Status CheckHeaderPlacement(uint64_t index, bool has_header) {
+  if (index == 0 && !has_header) {
+    return InvalidArgument("header missing: request #0 has no header; the first request must carry the header");
+  }
+  if (index != 0 && has_header) {
+    return InvalidArgument("header repeated in request #" + std::to_string(index) +
+                           ": only the first request may carry it");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status EmptyStreamStatus() {
+  return InvalidArgument("empty stream: the call ended before its first request (the header)");
+}
+
+grpc::Status CheckScanAlgorithm(engine::ScanAlgorithm wanted, const std::vector<engine::ScanAlgorithm>& offered,
+                                const std::string& engine_name) {
+  if (std::find(offered.begin(), offered.end(), wanted) != offered.end()) return grpc::Status::OK;
+  std::string names;
+  for (engine::ScanAlgorithm a : offered) {
+    if (a == engine::ScanAlgorithm::kDefault) continue;
+    names += (names.empty() ? "" : ", ") + std::string(engine::Name(a));
+  }
+  return {grpc::StatusCode::UNIMPLEMENTED, "header.algorithm=" + std::string(engine::Name(wanted)) +
+                                               " is not available on the " + engine_name +
+                                               " engine (available: " + names + ")"};
+}
 
 grpc::Status ToEngineDType(int wire, engine::DType* out) {
   if (wire == v1::DTYPE_UNSPECIFIED) {
@@ -139,14 +187,21 @@ grpc::Status ScalarToElement(const v1::Scalar& s, engine::DType dtype, const std
     if constexpr (std::is_floating_point_v<T>) {
       if (s.value_case() != v1::Scalar::kFloatValue) {
         return InvalidArgument(field + " must be a float_value for dtype " + std::string(engine::Name(dtype)) +
-                               ", got an integer");
+                               ", got " + DescribeScalar(s));
       }
-      value = static_cast<T>(s.float_value());
+      // A finite value beyond the dtype's range would round to infinity and change what the
+      // predicate selects (x > 1e300 keeps +inf; x > inf keeps nothing): refuse it, as integers
+      // that do not fit are refused.
+      const double v = s.float_value();
+      if (std::isfinite(v) && std::fabs(v) > double(std::numeric_limits<T>::max())) {
+        return InvalidArgument(field + "=" + ShortestText(v) + " does not fit dtype " +
+                               std::string(engine::Name(dtype)) + " (it would become infinite)");
+      }
+      value = static_cast<T>(v);
     } else {
       if (s.value_case() == v1::Scalar::kFloatValue) {
         return InvalidArgument(field + " must be an int_value or uint_value for dtype " +
-                               std::string(engine::Name(dtype)) + ", got float_value=" +
-                               std::to_string(s.float_value()));
+                               std::string(engine::Name(dtype)) + ", got " + DescribeScalar(s));
       }
       if (auto st = FitInteger<T>(s, field, dtype, &value); !st.ok()) return st;
     }
@@ -203,10 +258,61 @@ grpc::Status ChunkChecker::Add(uint64_t bytes, const char* field, uint64_t reque
   return grpc::Status::OK;
 }
 
+grpc::Status ChunkChecker::AddOtherBytes(uint64_t bytes) {
+  bytes_ += bytes;
+  if (max_request_bytes_ != 0 && bytes_ > max_request_bytes_) {
+    return ResourceExhausted("the call's input exceeds --max-request-bytes=" + std::to_string(max_request_bytes_) +
+                             " bytes (received " + std::to_string(bytes_) + " so far, values and flags)");
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status ChunkChecker::Finish() const {
   if (declared_ && elements_ != *declared_) {
     return InvalidArgument("header.element_count=" + std::to_string(*declared_) + " but the stream carried " +
                            std::to_string(elements_) + " elements");
+  }
+  return grpc::Status::OK;
+}
+
+CompactChecker::CompactChecker(const engine::CompactSpec& spec, std::optional<uint64_t> declared_count,
+                               uint64_t max_chunk_bytes, uint64_t max_request_bytes)
+    : use_flags_(spec.use_flags),
+      element_size_(engine::SizeOf(spec.dtype)),
+      max_chunk_bytes_(max_chunk_bytes),
+      values_(spec.dtype, declared_count, max_chunk_bytes, max_request_bytes) {}
+
+grpc::Status CompactChecker::Add(uint64_t values_bytes, uint64_t flags_bytes, uint64_t request_index) {
+  if (auto s = values_.Add(values_bytes, "values", request_index); !s.ok()) return s;
+  const std::string where = "request #" + std::to_string(request_index) + ": ";
+  if (!use_flags_) {
+    if (flags_bytes == 0) return grpc::Status::OK;
+    return InvalidArgument(where + "flags sent (" + std::to_string(flags_bytes) +
+                           " bytes) but the header selects by predicate, not use_flags");
+  }
+  if (flags_bytes > max_chunk_bytes_) {
+    return ResourceExhausted(where + "flags length " + std::to_string(flags_bytes) +
+                             " bytes exceeds the chunk limit of " + std::to_string(max_chunk_bytes_) + " bytes");
+  }
+  if (auto s = values_.AddOtherBytes(flags_bytes); !s.ok()) return s;
+  flags_ += flags_bytes;
+  const uint64_t values = values_.elements();
+  const uint64_t skew = values > flags_ ? values - flags_ : flags_ - values;
+  const uint64_t max_skew = kMaxSkewChunks * max_chunk_bytes_ / element_size_;
+  if (skew > max_skew) {
+    return InvalidArgument(where + "flags (" + std::to_string(flags_) + " so far) and values (" +
+                           std::to_string(values) + " elements so far) are out of step by more than " +
+                           std::to_string(max_skew) + " elements; send each chunk's flags with its values");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status CompactChecker::Finish() const {
+  if (auto s = values_.Finish(); !s.ok()) return s;
+  if (use_flags_ && flags_ != values_.elements()) {
+    return InvalidArgument("flags length " + std::to_string(flags_) + " differs from values length " +
+                           std::to_string(values_.elements()) +
+                           " (elements): use_flags needs one flag byte per value");
   }
   return grpc::Status::OK;
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <grpcpp/support/status.h>
 
@@ -16,6 +17,15 @@ namespace gpuscan::server {
 grpc::Status ToEngine(const v1::ScanHeader& header, engine::ScanSpec* spec);
 grpc::Status ToEngine(const v1::ReduceHeader& header, engine::ReduceSpec* spec);
 grpc::Status ToEngine(const v1::CompactHeader& header, engine::CompactSpec* spec);
+
+// Where the header may appear: in request #0, which must carry it, and nowhere else.
+// `index` counts the call's requests from 0.
+grpc::Status CheckHeaderPlacement(uint64_t index, bool has_header);
+// The status of a call that ended before sending its first request.
+grpc::Status EmptyStreamStatus();
+// UNIMPLEMENTED for a (known) scan algorithm the engine does not offer, naming those it does.
+grpc::Status CheckScanAlgorithm(engine::ScanAlgorithm wanted, const std::vector<engine::ScanAlgorithm>& offered,
+                                const std::string& engine_name);
 
 grpc::Status ToEngineDType(int wire, engine::DType* out);  // wire: a v1::DType value
 v1::DType ToWire(engine::DType t);
@@ -36,6 +46,8 @@ class ChunkChecker {
                uint64_t max_request_bytes);
   // `field` names the bytes field ("data", "values"); `request_index` counts from 0.
   grpc::Status Add(uint64_t bytes, const char* field, uint64_t request_index);
+  // Counts payload bytes that are not elements (a compaction's flags) toward the per-call limit.
+  grpc::Status AddOtherBytes(uint64_t bytes);
   // At the end of the stream: the declared count, if any, must equal what arrived.
   grpc::Status Finish() const;
   uint64_t elements() const { return elements_; }
@@ -47,6 +59,28 @@ class ChunkChecker {
   uint64_t max_request_bytes_;
   uint64_t elements_ = 0;
   uint64_t bytes_ = 0;
+};
+
+// Compact's checks per request: the values chunk (as ChunkChecker), and the flags stream: none
+// with a predicate; with use_flags, each flags chunk within the chunk limit, flags and values
+// never out of step by more than kMaxSkewChunks chunks (bounds what the server buffers), and
+// in the end exactly one flag byte per value. Flags count toward --max-request-bytes.
+class CompactChecker {
+ public:
+  static constexpr uint64_t kMaxSkewChunks = 4;
+
+  CompactChecker(const engine::CompactSpec& spec, std::optional<uint64_t> declared_count,
+                 uint64_t max_chunk_bytes, uint64_t max_request_bytes);
+  grpc::Status Add(uint64_t values_bytes, uint64_t flags_bytes, uint64_t request_index);
+  grpc::Status Finish() const;
+  uint64_t elements() const { return values_.elements(); }
+
+ private:
+  bool use_flags_;
+  uint64_t element_size_;
+  uint64_t max_chunk_bytes_;
+  ChunkChecker values_;
+  uint64_t flags_ = 0;
 };
 
 }  // namespace gpuscan::server

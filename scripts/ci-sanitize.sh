@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# AddressSanitizer + UndefinedBehaviorSanitizer build of the CPU engine, the service and their
+# tests, plus the libFuzzer request fuzzer (docs/RELIABILITY.md). Runs the unit and integration
+# suites (and the fuzz corpus replay) under the sanitizers, then fuzzes for a bounded time over a
+# copy of the seed corpus. Fails on any test failure, sanitizer report or fuzzer crash.
+#   scripts/ci-sanitize.sh                      (make sanitize; .ci/run calls it after make test)
+# Environment: SANITIZE_BUILD_DIR (build-asan), FUZZ_SECONDS (60), JOBS (nproc).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${SANITIZE_BUILD_DIR:-build-asan}
+fuzz_seconds=${FUZZ_SECONDS:-60}
+jobs=${JOBS:-$(nproc)}
+t0=$SECONDS
+stamp() { echo "[ci-sanitize +$((SECONDS - t0)) s] $*"; }
+
+# Leak detection stays on. Reports must fail the run and say where: halt on the first error,
+# symbolized stacks. (No suppressions are needed: the suites shut their servers down cleanly.)
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-}
+
+# -O1 and line tables only: sanitizer builds compile slowly; this keeps stacks readable and the
+# build within the CI budget. CUDA is off: the sanitizers cover host code (the CUDA engine gets
+# compute-sanitizer on the GPU machine, scripts/gpu-suite.sh).
+stamp "configure $build"
+CC=${CC_SANITIZE:-clang} CXX=${CXX_SANITIZE:-clang++} cmake -S . -B "$build" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
+  -DGPUSCAN_ENABLE_CUDA=OFF -DGPUSCAN_SANITIZE=address,undefined -DGPUSCAN_FUZZ=ON >/dev/null
+stamp "build (unit_tests, integration_tests, request_fuzz_replay, request_fuzzer)"
+cmake --build "$build" -j"$jobs" --target unit_tests integration_tests request_fuzz_replay request_fuzzer
+stamp "ctest -L 'unit|integration' under ASan+UBSan"
+ctest --test-dir "$build" -L 'unit|integration' -LE gpu --output-on-failure -j"$jobs" --timeout 600
+
+stamp "fuzz for ${fuzz_seconds} s over a copy of tests/fuzz/corpus"
+work="$build/fuzz"
+rm -rf "$work"
+mkdir -p "$work/corpus" "$work/artifacts"
+cp tests/fuzz/corpus/* "$work/corpus/"
+set +e
+"$build/bin/request_fuzzer" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=4096 -max_len=8192 \
+  -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$work/corpus" >"$work/fuzz.log" 2>&1
+rc=$?
+set -e
+grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::number_of_executed_units|stat::average_exec_per_sec|stat::new_units_added|stat::peak_rss_mb)' \
+  "$work/fuzz.log" || true
+if [ "$rc" -ne 0 ]; then
+  tail -60 "$work/fuzz.log"
+  echo "request_fuzzer failed (exit $rc); the input is in $work/artifacts/:"
+  ls -l "$work/artifacts/"
+  echo "Reproduce: $build/bin/request_fuzzer $work/artifacts/<file>; keep it as a regression in tests/fuzz/regressions/."
+  exit 1
+fi
+stamp "done: sanitizer suites and ${fuzz_seconds} s of fuzzing passed"

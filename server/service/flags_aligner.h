@@ -1,0 +1,47 @@
+// FlagsAligner: chunk assembly for Compact with use_flags. Values and flags are matched by
+// element position across requests, so a client may send them out of step (CompactChecker
+// bounds by how much); this hands the engine only runs of elements whose values and flags have
+// both arrived, in order. Pure (no I/O, no engine), so the request fuzzer drives the very code
+// the handler runs.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace gpuscan::server {
+
+class FlagsAligner {
+ public:
+  explicit FlagsAligner(size_t element_size) : element_size_(element_size) {}
+
+  // Takes one request's values (whole elements) and flags (one byte per element) and calls
+  // select(const char* values, const uint8_t* flags, uint64_t n) for the next n >= 1 elements
+  // that now have both, if any. Without a backlog, a request whose values and flags match
+  // passes straight through (no copy).
+  template <class Select>
+  void Add(const std::string& values, const std::string& flags, Select&& select) {
+    if (values_.empty() && flags_.empty() && values.size() == flags.size() * element_size_) {
+      if (!flags.empty()) select(values.data(), reinterpret_cast<const uint8_t*>(flags.data()), uint64_t(flags.size()));
+      return;
+    }
+    values_.append(values);
+    flags_.append(flags);
+    const uint64_t n = std::min<uint64_t>(values_.size() / element_size_, flags_.size());
+    if (n == 0) return;
+    select(values_.data(), reinterpret_cast<const uint8_t*>(flags_.data()), n);
+    values_.erase(0, n * element_size_);
+    flags_.erase(0, n);
+  }
+
+  // Elements whose values, or flags, are still waiting for their counterpart.
+  uint64_t values_waiting() const { return values_.size() / element_size_; }
+  uint64_t flags_waiting() const { return flags_.size(); }
+
+ private:
+  size_t element_size_;
+  std::string values_, flags_;
+};
+
+}  // namespace gpuscan::server

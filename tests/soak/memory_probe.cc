@@ -1,0 +1,81 @@
+#include "memory_probe.h"
+
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "server_process.h"
+
+namespace gpuscan::soak {
+namespace {
+
+struct HeapReport {
+  uint64_t live = 0, heap = 0, number = 0;
+};
+
+HeapReport ReadHeapFile(const std::string& path) {
+  HeapReport r;
+  std::ifstream f(path);
+  f >> r.live >> r.heap >> r.number;
+  return r;
+}
+
+uint64_t CountFds(pid_t pid) {
+  std::error_code ec;
+  uint64_t n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
+
+uint64_t ReadThreads(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoull(line.substr(8));
+  }
+  return 0;
+}
+
+}  // namespace
+
+bool HasHeapProbe(pid_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("gpuscan_soak_heap_probe") != std::string::npos) return true;
+  }
+  return false;
+}
+
+QuietMemory ReadQuietMemory(pid_t pid, bool probe, const std::string& heap_file) {
+  using namespace std::chrono_literals;
+  QuietMemory m;
+  for (int i = 0; i < 8; ++i) {  // the last of readings a quarter second apart
+    std::this_thread::sleep_for(250ms);
+    m.rss = ReadProcMemory(pid);
+  }
+  m.threads = ReadThreads(pid);
+  m.fds = CountFds(pid);
+  if (!probe) return m;
+  const uint64_t before = ReadHeapFile(heap_file).number;
+  kill(pid, SIGUSR2);
+  for (int i = 0; i < 50; ++i) {
+    std::this_thread::sleep_for(100ms);
+    const HeapReport r = ReadHeapFile(heap_file);
+    if (r.number > before) {
+      m.live_heap = r.live;
+      m.probed = true;
+      break;
+    }
+  }
+  m.rss_trimmed = ReadProcMemory(pid);
+  return m;
+}
+
+}  // namespace gpuscan::soak

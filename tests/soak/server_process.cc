@@ -1,0 +1,173 @@
+#include "server_process.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "gpuscan/client.h"
+
+extern char** environ;
+
+namespace gpuscan::soak {
+namespace {
+
+// A loopback port free right now (the server binds it a moment later; a clash shows as a
+// server that does not come up, and the caller retries on another port).
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket: " + std::string(std::strerror(errno)));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw std::runtime_error("cannot find a free port: " + std::string(std::strerror(errno)));
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+uint64_t ReadProcMemory(pid_t pid, const char* field) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  const std::string key = std::string(field) + ":";
+  while (std::getline(f, line)) {
+    if (line.compare(0, key.size(), key) != 0) continue;
+    std::istringstream in(line.substr(key.size()));
+    uint64_t kb = 0;
+    in >> kb;
+    return kb * 1024;
+  }
+  return 0;
+}
+
+std::string DescribeExit(int status) {
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  }
+  return "status " + std::to_string(status);
+}
+
+ServerProcess::ServerProcess(const std::string& binary, const std::string& engine,
+                             const std::vector<std::string>& extra, const std::vector<std::string>& env,
+                             const std::string& log_path, std::chrono::seconds ready)
+    : binary_(binary), log_path_(log_path) {
+  std::vector<std::string> env_strings = env;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    const std::string key = entry.substr(0, entry.find('='));
+    const bool overridden = std::any_of(env.begin(), env.end(), [&](const std::string& x) {
+      return x.compare(0, key.size() + 1, key + "=") == 0;
+    });
+    if (!overridden) env_strings.push_back(entry);
+  }
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string last_error;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    target_ = "127.0.0.1:" + std::to_string(FreePort());
+    std::vector<std::string> args = {binary_, "--address", target_, "--engine", engine, "--log-level", "warn"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    const int rc = posix_spawn(&pid_, binary_.c_str(), &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) throw std::runtime_error("cannot start " + binary_ + ": " + std::strerror(rc));
+    exited_ = false;
+
+    ClientOptions o;
+    o.target = target_;
+    o.timeout = std::chrono::seconds(2);
+    Client probe(o);
+    const auto deadline = std::chrono::steady_clock::now() + ready;
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::string why;
+      if (!Alive(&why)) {
+        last_error = "the server exited at start (" + why + ")";
+        break;
+      }
+      try {
+        if (probe.Health() == "SERVING") return;
+      } catch (const std::exception& e) {
+        last_error = e.what();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    if (Alive()) {
+      std::string ignored;
+      Stop(std::chrono::seconds(5), &ignored);
+      last_error = "not SERVING within " + std::to_string(ready.count()) + " s (" + last_error + ")";
+    }
+  }
+  throw std::runtime_error("gpuscan-server did not come up: " + last_error + "\n--- server log:\n" + LogTail());
+}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ > 0 && !exited_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+bool ServerProcess::Alive(std::string* why) {
+  if (!exited_) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      exited_ = true;
+      exit_status_ = status;
+    }
+  }
+  if (exited_ && why) *why = DescribeExit(exit_status_);
+  return !exited_;
+}
+
+bool ServerProcess::Stop(std::chrono::seconds grace, std::string* why) {
+  if (Alive()) {
+    kill(pid_, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    while (Alive() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (Alive()) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &exit_status_, 0);
+      exited_ = true;
+      *why = "did not exit within " + std::to_string(grace.count()) + " s of SIGTERM; killed";
+      return false;
+    }
+  }
+  *why = DescribeExit(exit_status_);
+  return WIFEXITED(exit_status_) && WEXITSTATUS(exit_status_) == 0;
+}
+
+std::string ServerProcess::LogTail(size_t bytes) const {
+  std::ifstream f(log_path_, std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(f)), {});
+  return s.size() > bytes ? s.substr(s.size() - bytes) : s;
+}
+
+}  // namespace gpuscan::soak

@@ -1,0 +1,47 @@
+// gpuscan-server as a child process of the soak test: started on a free loopback port, watched
+// (alive? resident memory?) while the load runs, stopped with SIGTERM at the end.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpuscan::soak {
+
+// VmRSS (or another "Vm..." line, in bytes) of /proc/<pid>/status; 0 when it cannot be read.
+uint64_t ReadProcMemory(pid_t pid, const char* field = "VmRSS");
+
+class ServerProcess {
+ public:
+  // Starts `binary --address 127.0.0.1:<free port> --engine <engine> --log-level warn <extra>`,
+  // its stdout and stderr going to `log_path`; waits until its health service says SERVING.
+  // Throws std::runtime_error (with the log's tail) when it does not come up within `ready`.
+  // `env`: extra KEY=VALUE entries for its environment (on top of this process's).
+  ServerProcess(const std::string& binary, const std::string& engine, const std::vector<std::string>& extra,
+                const std::vector<std::string>& env, const std::string& log_path,
+                std::chrono::seconds ready = std::chrono::seconds(60));
+  ~ServerProcess();  // kills it if still running
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  const std::string& target() const { return target_; }
+  pid_t pid() const { return pid_; }
+  // False once the process has exited (a crash, while the load runs); `why` says how.
+  bool Alive(std::string* why = nullptr);
+  // SIGTERM, then waits up to `grace` for a clean exit. True when it exited with status 0.
+  bool Stop(std::chrono::seconds grace, std::string* why);
+  std::string LogTail(size_t bytes = 2000) const;
+
+ private:
+  std::string binary_, log_path_, target_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int exit_status_ = 0;
+};
+
+std::string DescribeExit(int status);  // "exit 0", "killed by signal 11 (Segmentation fault)"
+
+}  // namespace gpuscan::soak
