@@ -63,12 +63,14 @@ QuietMemory ReadQuietMemory(pid_t pid, bool probe, const std::string& heap_file)
   m.threads = ReadThreads(pid);
   m.fds = CountFds(pid);
   if (!probe) return m;
-  const uint64_t before = ReadHeapFile(heap_file).number;
+  // A report left from an earlier probe (or an earlier server) must not pass for this one.
+  std::error_code ec;
+  std::filesystem::remove(heap_file, ec);
   kill(pid, SIGUSR2);
   for (int i = 0; i < 50; ++i) {
     std::this_thread::sleep_for(100ms);
     const HeapReport r = ReadHeapFile(heap_file);
-    if (r.number > before) {
+    if (r.number > 0) {  // complete (0 while the file is still empty)
       m.live_heap = r.live;
       m.probed = true;
       break;

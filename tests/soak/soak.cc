@@ -438,6 +438,9 @@ int Run(const Options& opt) {
   double growth_pct = 0, raw_growth_pct = 0;
   const QuietMemory base = rss_baseline ? *rss_baseline : QuietMemory{};
   const bool judged_live = base.probed && rss_end.probed;
+  if (probe && !judged_live && rss_baseline && !crashed) {
+    problems.push_back("the heap probe did not answer; memory judged on raw RSS instead");
+  }
   const bool rss_measured = rss_baseline && base.rss > 0 && rss_end.rss > 0;
   if (rss_measured) {
     raw_growth_pct = 100.0 * (double(rss_end.rss) - double(base.rss)) / double(base.rss);
