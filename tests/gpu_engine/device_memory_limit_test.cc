@@ -6,35 +6,26 @@
 #include <future>
 #include <vector>
 
+#include "cuda_test_server.h"
 #include "reference.h"
 #include "test_server.h"
 
 namespace gpuscan {
 namespace {
 
-std::unique_ptr<server::Server> StartCudaServer(uint64_t limit) {
+// A server on the CUDA engine capped at `limit` bytes of device memory; null (and *why set)
+// without a device.
+std::unique_ptr<server::Server> StartCudaServer(uint64_t limit, std::string* why) {
   engine::EngineOptions eo;
-  eo.kind = engine::EngineKind::kCuda;
   eo.device_memory_limit = limit;
-  auto eng = engine::MakeEngine(eo, nullptr);
-  server::ServerOptions so;
-  so.address = "127.0.0.1:0";
-  return server::Server::Start(so, std::move(eng));
-}
-
-bool HaveDevice() {
-  try {
-    engine::EngineOptions eo;
-    eo.kind = engine::EngineKind::kCuda;
-    return engine::MakeEngine(eo, nullptr) != nullptr;
-  } catch (const engine::Error&) {
-    return false;
-  }
+  auto eng = testing::CudaEngineOrNull(eo, why);
+  return eng ? testing::StartOnLoopback(std::move(eng)) : nullptr;
 }
 
 TEST(DeviceMemoryLimitTest, FarBelowALaneIsResourceExhaustedAndServerStaysHealthy) {
-  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
-  auto srv = StartCudaServer(1 << 20);
+  std::string why;
+  auto srv = StartCudaServer(1 << 20, &why);
+  if (!srv) GTEST_SKIP() << why;
   ClientOptions co;
   co.target = srv->address();
   co.timeout = std::chrono::seconds(30);
@@ -55,8 +46,9 @@ TEST(DeviceMemoryLimitTest, FarBelowALaneIsResourceExhaustedAndServerStaysHealth
 }
 
 TEST(DeviceMemoryLimitTest, RoomForOneLaneServesConcurrentCallsCorrectly) {
-  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
-  auto srv = StartCudaServer(24 << 20);  // one lane (~17 MiB) and its temporaries, not two
+  std::string why;
+  auto srv = StartCudaServer(24 << 20, &why);  // one lane (~17 MiB) and its temporaries, not two
+  if (!srv) GTEST_SKIP() << why;
   ClientOptions co;
   co.target = srv->address();
   co.timeout = std::chrono::seconds(60);

@@ -5,23 +5,17 @@
 #include <cstring>
 #include <vector>
 
+#include "cuda_test_server.h"
 #include "test_server.h"
 
 namespace gpuscan {
 namespace {
 
 TEST(CudaServiceTest, ScanPast2Pow31Elements) {
-  engine::EngineOptions eo;
-  eo.kind = engine::EngineKind::kCuda;
-  std::unique_ptr<engine::Engine> eng;
-  try {
-    eng = engine::MakeEngine(eo, nullptr);
-  } catch (const engine::Error& e) {
-    GTEST_SKIP() << "no CUDA device: " << e.what();
-  }
-  server::ServerOptions so;
-  so.address = "127.0.0.1:0";
-  auto srv = server::Server::Start(so, std::move(eng));
+  std::string why;
+  auto eng = testing::CudaEngineOrNull({}, &why);
+  if (!eng) GTEST_SKIP() << why;
+  auto srv = testing::StartOnLoopback(std::move(eng));
   ClientOptions co;
   co.target = srv->address();
   co.chunk_bytes = 4 << 20;

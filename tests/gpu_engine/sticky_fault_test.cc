@@ -8,6 +8,7 @@
 
 #include <sstream>
 
+#include "cuda_test_server.h"
 #include "fault_kernel.h"
 #include "reference.h"
 #include "test_server.h"
@@ -26,20 +27,13 @@ grpc::StatusCode CodeOfScan(Client& client, const std::vector<int32_t>& x, std::
 }
 
 TEST(StickyFaultTest, DeviceFaultTurnsHealthNotServingAndRefusesLaterCalls) {
-  engine::EngineOptions eo;
-  eo.kind = engine::EngineKind::kCuda;
-  std::unique_ptr<engine::Engine> eng;
-  try {
-    eng = engine::MakeEngine(eo, nullptr);
-  } catch (const engine::Error& e) {
-    GTEST_SKIP() << "no CUDA device: " << e.what();
-  }
+  std::string why;
+  auto eng = testing::CudaEngineOrNull({}, &why);
+  if (!eng) GTEST_SKIP() << why;
   std::ostringstream log;
   spdlog::default_logger()->sinks().push_back(std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
 
-  server::ServerOptions so;
-  so.address = "127.0.0.1:0";
-  auto srv = server::Server::Start(so, std::move(eng));
+  auto srv = testing::StartOnLoopback(std::move(eng));
   ClientOptions co;
   co.target = srv->address();
   co.timeout = std::chrono::seconds(30);

@@ -1,0 +1,31 @@
+// The CUDA engine and an in-process server on it, for the gpu_engine tests; without a usable
+// device the engine is null and the reason says why, so a test can skip with it.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "service/server.h"
+
+namespace gpuscan::testing {
+
+// MakeEngine with kind cuda (the rest of `eo` as given); null and *why set when there is none.
+inline std::unique_ptr<engine::Engine> CudaEngineOrNull(engine::EngineOptions eo, std::string* why) {
+  eo.kind = engine::EngineKind::kCuda;
+  try {
+    return engine::MakeEngine(eo, nullptr);
+  } catch (const engine::Error& e) {
+    *why = std::string("no CUDA device: ") + e.what();
+    return nullptr;
+  }
+}
+
+// A server on a free loopback port running `eng`.
+inline std::unique_ptr<server::Server> StartOnLoopback(std::unique_ptr<engine::Engine> eng,
+                                                       server::ServerOptions so = {}) {
+  so.address = "127.0.0.1:0";
+  return server::Server::Start(so, std::move(eng));
+}
+
+}  // namespace gpuscan::testing
