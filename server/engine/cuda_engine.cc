@@ -116,17 +116,17 @@ class LanePool {
         } catch (const Error& e) {
           lock.lock();
           all_.erase(std::find(all_.begin(), all_.end(), nullptr));
-          cv_.notify_one();
-          // Out of device memory (or over --device-memory-limit) while other lanes exist: run
-          // with the lanes there are, waiting for one, instead of failing the call.
-          const bool others = std::any_of(all_.begin(), all_.end(), [](const auto& l) { return l != nullptr; });
-          if (e.code() != ErrorCode::kResourceExhausted || !others) throw;
+          // Out of device memory (or over --device-memory-limit) while other lanes exist or are
+          // being built: run with those, waiting for one, instead of failing the call. Only a
+          // call that finds no other lane at all fails; waiters wake and retry then.
+          cv_.notify_all();
+          if (e.code() != ErrorCode::kResourceExhausted || all_.empty()) throw;
           max_lanes_ = static_cast<int>(all_.size());
           continue;
         } catch (...) {
           lock.lock();
           all_.erase(std::find(all_.begin(), all_.end(), nullptr));
-          cv_.notify_one();
+          cv_.notify_all();
           throw;
         }
         Lane* raw = lane.get();
