@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   int64_t grace_ms = options.shutdown_grace.count();
   int64_t connection_age_ms = 0;
+  int64_t lane_wait_ms = options.lane_wait.count();
 
   CLI::App app{"gpuscan-server: prefix scans, reductions and stream compaction over gRPC"};
   app.option_defaults()->always_capture_default();
@@ -94,6 +95,15 @@ int main(int argc, char** argv) {
                  "round_robin clients find new pods; open calls still finish")
       ->check(CLI::Range(int64_t{0}, int64_t{INT32_MAX}))
       ->envname("GPUSCAN_MAX_CONNECTION_AGE");
+  app.add_option("--max-lanes", options.max_lanes,
+                 "striped lanes: the most concurrent calls (lanes) one array may be split over; more: INVALID_ARGUMENT")
+      ->check(CLI::Range(1u, 4096u))
+      ->envname("GPUSCAN_MAX_LANES");
+  app.add_option("--lane-wait-ms", lane_wait_ms,
+                 "striped lanes: milliseconds the lanes of an array wait for the rest to arrive before all fail "
+                 "with DEADLINE_EXCEEDED naming the missing ones")
+      ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
+      ->envname("GPUSCAN_LANE_WAIT_MS");
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate chain of the server; with --tls-key turns TLS on")
       ->check(CLI::ExistingFile)
       ->envname("GPUSCAN_TLS_CERT");
@@ -116,6 +126,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
   options.shutdown_grace = std::chrono::milliseconds(grace_ms);
   options.max_connection_age = std::chrono::milliseconds(connection_age_ms);
+  options.lane_wait = std::chrono::milliseconds(lane_wait_ms);
   const sigset_t signals = BlockShutdownSignals();
 
   std::unique_ptr<server::Server> srv;

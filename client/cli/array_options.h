@@ -22,6 +22,7 @@ struct ArrayArgs {
   std::string dtype;
   std::string output;  // empty: not given
   std::string out_format = "auto";
+  uint32_t lanes = 0;  // --lanes (lanes_option.h); 0 = not given
 };
 
 void AddInputOptions(CLI::App* cmd, ArrayArgs& a);

@@ -5,6 +5,7 @@
 
 #include "array_options.h"
 #include "commands.h"
+#include "lanes_option.h"
 #include "names.h"
 #include "progress.h"
 #include "report.h"
@@ -89,7 +90,7 @@ int RunCompact(const CompactArgs& a, const GlobalOptions& g) {
   v1::CompactResponse final_response = client.CompactStream(
       header, in->AsSource(), flags ? flags->AsSource() : Source{},
       values_out ? values_out->AsSink() : Sink{}, indices_out ? indices_out->AsSink() : Sink{},
-      bar.AsCallback());
+      bar.AsCallback(), ChooseLanes(a.io.lanes, in->payload_bytes()));
   bar.Clear();
   if (values_out) values_out->Finish();
   if (indices_out) indices_out->Finish();
@@ -129,6 +130,7 @@ Command AddCompactCommand(CLI::App& app, const GlobalOptions& g) {
       ->capture_default_str();
   cmd->add_option("--indices-output", a->indices_output,
                   "file for the indices with --output-kind both (-o gets the values)");
+  AddLanesOption(cmd, a->io.lanes);
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunCompact(*a, g); }};
 }

@@ -6,6 +6,7 @@
 
 #include "array_options.h"
 #include "commands.h"
+#include "lanes_option.h"
 #include "gpuscan/json.h"
 #include "names.h"
 #include "progress.h"
@@ -66,7 +67,8 @@ int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
 
   Client client(MakeClientOptions(g));
   ProgressBar bar(!g.no_progress, in->payload_bytes());
-  v1::ReduceResponse response = client.ReduceStream(header, in->AsSource(), bar.AsCallback());
+  v1::ReduceResponse response = client.ReduceStream(header, in->AsSource(), bar.AsCallback(),
+                                                    ChooseLanes(a.io.lanes, in->payload_bytes()));
   bar.Clear();
 
   const std::string raw = RawValue(response, in->dtype());
@@ -93,6 +95,7 @@ Command AddReduceCommand(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--op", a->op, "operator")
       ->check(CLI::IsMember(OperatorNames()))
       ->capture_default_str();
+  AddLanesOption(cmd, a->io.lanes);
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunReduce(*a, g); }};
 }

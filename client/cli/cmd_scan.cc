@@ -3,6 +3,7 @@
 
 #include "array_options.h"
 #include "commands.h"
+#include "lanes_option.h"
 #include "names.h"
 #include "progress.h"
 #include "report.h"
@@ -31,7 +32,8 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
 
   Client client(MakeClientOptions(g));
   ProgressBar bar(!g.no_progress, in->payload_bytes());
-  Timing timing = client.ScanStream(header, in->AsSource(), out.AsSink(), bar.AsCallback());
+  Timing timing = client.ScanStream(header, in->AsSource(), out.AsSink(), bar.AsCallback(),
+                                    ChooseLanes(a.io.lanes, in->payload_bytes()));
   bar.Clear();
   out.Finish();
 
@@ -57,6 +59,7 @@ Command AddScanCommand(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--algorithm", a->algorithm, "scan algorithm (the server lists its own: info)")
       ->check(CLI::IsMember(AlgorithmNames()))
       ->capture_default_str();
+  AddLanesOption(cmd, a->io.lanes);
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunScan(*a, g); }};
 }

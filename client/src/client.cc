@@ -4,6 +4,7 @@
 #include <grpcpp/support/channel_arguments.h>
 
 #include "gpuscan/client.h"
+#include "lane_pool.h"
 
 namespace gpuscan {
 
@@ -29,6 +30,7 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   auto creds = options_.credentials ? options_.credentials : MakeChannelCredentials(options_.tls);
   channel_ = grpc::CreateCustomChannel(options_.target, creds, args);
   stub_ = v1::GpuScan::NewStub(channel_);
+  lane_pool_ = std::make_unique<LanePool>(options_);  // connects only when a call uses lanes
 }
 
 Client::~Client() = default;

@@ -13,7 +13,8 @@ using detail::ProgressTracker;
 using detail::ReadFull;
 
 Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
-                          Progress progress) {
+                          Progress progress, uint32_t lanes) {
+  if (LanesFor(lanes) > 1) return ScanLanes(header, std::move(in), std::move(out), std::move(progress), LanesFor(lanes));
   auto ctx = NewContext();
   auto stream = stub_->Scan(ctx.get());
   const size_t chunk = ChunkBytes(DTypeSize(header.dtype()));
@@ -50,7 +51,8 @@ Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
 }
 
 v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, Source in,
-                                        Progress progress) {
+                                        Progress progress, uint32_t lanes) {
+  if (LanesFor(lanes) > 1) return ReduceLanes(header, std::move(in), std::move(progress), LanesFor(lanes));
   auto ctx = NewContext();
   v1::ReduceResponse response;
   auto stream = stub_->Reduce(ctx.get(), &response);
@@ -85,7 +87,11 @@ v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, Source i
 
 v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Source values,
                                           Source flags, Sink values_out, Sink indices_out,
-                                          Progress progress) {
+                                          Progress progress, uint32_t lanes) {
+  if (LanesFor(lanes) > 1) {
+    return CompactLanes(header, std::move(values), std::move(flags), std::move(values_out), std::move(indices_out),
+                        std::move(progress), LanesFor(lanes));
+  }
   const bool use_flags = header.selector_case() == v1::CompactHeader::kUseFlags &&
                          header.use_flags();
   if (use_flags && !flags) {

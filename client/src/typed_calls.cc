@@ -64,18 +64,18 @@ ScanResult<T> Client::Scan(const T* data, size_t n, const ScanOptions& options) 
   result.values.reserve(n);
   VectorSink<T> sink(result.values);
   result.timing = ScanStream(header, MemorySource(data, n * sizeof(T)),
-                             [&sink](const void* p, size_t b) { sink(p, b); });
+                             [&sink](const void* p, size_t b) { sink(p, b); }, {}, options.lanes);
   sink.Check();
   return result;
 }
 
 template <class T>
-ReduceResult<T> Client::Reduce(const T* data, size_t n, v1::Operator op) {
+ReduceResult<T> Client::Reduce(const T* data, size_t n, v1::Operator op, uint32_t lanes) {
   v1::ReduceHeader header;
   header.set_dtype(DTypeOf<T>());
   header.set_op(op);
   header.set_element_count(n);
-  v1::ReduceResponse response = ReduceStream(header, MemorySource(data, n * sizeof(T)));
+  v1::ReduceResponse response = ReduceStream(header, MemorySource(data, n * sizeof(T)), {}, lanes);
   ReduceResult<T> result;
   // raw_value is exact for every dtype; the Scalar is the fallback.
   if (response.raw_value().size() == sizeof(T)) {
@@ -109,7 +109,7 @@ CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& 
   v1::CompactResponse final_response = CompactStream(
       header, MemorySource(data, n * sizeof(T)), std::move(flags),
       [&values](const void* p, size_t b) { values(p, b); },
-      [&indices](const void* p, size_t b) { indices(p, b); });
+      [&indices](const void* p, size_t b) { indices(p, b); }, {}, options.lanes);
   values.Check();
   indices.Check();
   result.kept_count = final_response.kept_count();
@@ -119,7 +119,7 @@ CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& 
 
 #define GPUSCAN_INSTANTIATE(T)                                                        \
   template ScanResult<T> Client::Scan<T>(const T*, size_t, const ScanOptions&);       \
-  template ReduceResult<T> Client::Reduce<T>(const T*, size_t, v1::Operator);         \
+  template ReduceResult<T> Client::Reduce<T>(const T*, size_t, v1::Operator, uint32_t); \
   template CompactResult<T> Client::Compact<T>(const T*, size_t, const CompactOptions&);
 GPUSCAN_INSTANTIATE(int32_t)
 GPUSCAN_INSTANTIATE(int64_t)

@@ -9,6 +9,7 @@
 #include "metrics/metrics.h"
 #include "service/admission.h"
 #include "service/executor.h"
+#include "service/lane_join.h"
 #include "service/server.h"
 
 namespace gpuscan::server {
@@ -23,6 +24,8 @@ struct CallContext {
   std::function<void()> on_engine_failure;
   // Set while a Benchmark call owns the device (one at a time per server).
   std::atomic<bool>* benchmark_running = nullptr;
+  // Arrays striped over several calls (lanes), joined by id.
+  LaneRegistry* lanes = nullptr;
 };
 
 }  // namespace gpuscan::server

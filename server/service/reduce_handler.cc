@@ -60,6 +60,11 @@ class ReduceCall final : public StreamingCall<v1::ReduceRequest, v1::ReduceRespo
                        ctx_.engine->name());
   }
 
+  // Lanes: every lane answers with the whole array's value, which Complete wrote on the owner.
+  void CopyFinalFrom(const StreamingCall& owner) override {
+    *response_ = *static_cast<const ReduceCall&>(owner).response_;
+  }
+
   MetricLabels Labels() const override {
     return {std::string(engine::Name(spec_.dtype)), session_ ? session_->algorithm() : ""};
   }

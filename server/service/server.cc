@@ -86,6 +86,7 @@ class ServerImpl final : public Server {
     ctx.metrics = &metrics_;
     ctx.on_engine_failure = [this] { CheckEngineHealth(); };
     ctx.benchmark_running = &benchmark_running_;
+    ctx.lanes = &lanes_;
     service_ = std::make_unique<GpuScanService>(std::move(ctx));
 
     grpc::EnableDefaultHealthCheckService(true);
@@ -164,6 +165,7 @@ class ServerImpl final : public Server {
   Admission admission_;
   Metrics metrics_;
   Executor executor_;
+  LaneRegistry lanes_{&admission_, &options_};  // its timer fails lanes: gone before the workers
   std::unique_ptr<GpuScanService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -35,6 +35,10 @@ struct ServerOptions {
   // host:port of the Prometheus /metrics endpoint (port 0 picks a free one); empty = no
   // endpoint (calls are still counted, for when one is wanted: see Server::metrics_port).
   std::string metrics_address;
+  // Striped lanes (one array over several calls): the most lanes one array may use, and how
+  // long the lanes that arrived wait for the rest before all fail with DEADLINE_EXCEEDED.
+  uint32_t max_lanes = 64;
+  std::chrono::milliseconds lane_wait{10000};
 };
 
 // The server credentials `options` ask for: TLS (or mutual TLS) from the PEM files, else

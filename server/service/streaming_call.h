@@ -14,6 +14,11 @@
 //
 // Metrics: a call is in flight from construction to OnDone, where it is recorded once (status,
 // bytes, stage times): by then the worker is done with it, since Finish waits for the worker.
+//
+// Lanes: a call whose header sets `lanes` is one lane of a striped array (lane_join.h). It
+// validates and reads as any call, but hands its chunks to the array's LaneJoin instead of
+// running them, gets its results back from whichever thread runs them (JoinDeliver), and
+// finishes once the join has released it. Admission is the join's, once per array.
 #pragma once
 
 #include <atomic>
@@ -31,6 +36,7 @@
 #include "engine/engine.h"
 #include "gpuscan/v1/gpuscan.pb.h"
 #include "service/call_context.h"
+#include "service/lane_join.h"
 #include "service/status.h"
 #include "service/validate.h"
 
@@ -43,7 +49,7 @@ inline uint64_t Micros(Clock::duration d) {
 }
 
 template <class Req, class Resp, class ReactorBase>
-class StreamingCall : public ReactorBase {
+class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   static constexpr bool kBidi = std::is_base_of_v<grpc::ServerBidiReactor<Req, Resp>, ReactorBase>;
   static constexpr size_t kMaxBuffered = 3;  // requests waiting + responses unsent, per call
 
@@ -77,12 +83,15 @@ class StreamingCall : public ReactorBase {
     incoming_.Clear();
     if (finish_requested_) return;
     grpc::Status status = CheckHeaderPlacement(index, req.has_header());
-    if (status.ok() && index == 0) {
+    if (status.ok() && index == 0 && req.header().has_lanes()) {
+      status = JoinLanes(req.header());
+    } else if (status.ok() && index == 0) {
       status = OnHeader(req.header());
       header_accepted_ = status.ok();
       if (status.ok()) status = Admit(ReservationBytes(req.header()));
     }
     if (status.ok()) status = CheckRequest(req, index);
+    if (status.ok() && join_) status = CheckLaneChunk(req, index, lane_spec_, &lane_short_seen_);
     if (!status.ok()) return FailAndMaybeFinish(lock, status);
     pending_.push_back(std::move(req));
     MaybeWorkLocked();
@@ -108,7 +117,11 @@ class StreamingCall : public ReactorBase {
   }
 
   void OnDone() override {
-    spdlog::info("{} {} status={}{}{} total_us={}", op_name_, LogFields(), CodeName(status_.error_code()),
+    spdlog::info("{} {}{} status={}{}{} total_us={}", op_name_, LogFields(),
+                 join_ ? fmt::format(" lane={}/{} array={}", lane_spec_.lane, lane_spec_.lane_count,
+                                     ArrayIdText(lane_spec_.array_id))
+                       : std::string(),
+                 CodeName(status_.error_code()),
                  status_.ok() ? "" : " message=\"", status_.ok() ? "" : status_.error_message() + "\"",
                  Micros(Clock::now() - start_));
     RecordMetrics();
@@ -144,6 +157,67 @@ class StreamingCall : public ReactorBase {
     std::string algorithm;
   };
   virtual MetricLabels Labels() const = 0;
+  // Lanes, client-streaming calls: take the array's answer that Complete wrote on the owner lane.
+  virtual void CopyFinalFrom(const StreamingCall& /*owner*/) {}
+
+  // --- LaneEndpoint: what the array's join asks of this lane (lane_join.h)
+  void JoinAdmitted() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    admitted_ = true;
+    admitted_at_ = Clock::now();
+    if (finish_requested_) return;
+    MaybeWorkLocked();
+    MaybeReadLocked();
+  }
+  void JoinFailed(const grpc::Status& status) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    join_told_ = true;  // the join knows already
+    FailAndMaybeFinish(lock, status);
+  }
+  void JoinDeliver(std::vector<Resp> out) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    --parked_;
+    if (finish_requested_) return;
+    for (auto& r : out) outgoing_.push_back(std::move(r));
+    MaybeWriteLocked();
+    MaybeReadLocked();
+    MaybeWorkLocked();
+  }
+  void JoinFinished(std::vector<Resp> final_out, LaneEndpoint<Req, Resp>* owner) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (finish_requested_) return;
+    if (owner != this) CopyFinalFrom(*static_cast<const StreamingCall*>(owner));
+    for (auto& r : final_out) outgoing_.push_back(std::move(r));
+    completed_ = true;
+    finish_requested_ = true;  // status_ stays OK: finish once the last response is out
+    MaybeWriteLocked();
+    MaybeFinish(lock);
+  }
+  void JoinReleased() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    join_released_ = true;
+    --refs_;  // the join's
+    MaybeFinish(lock);
+  }
+  grpc::Status JoinProcess(Req& req, std::vector<Resp>& out) override {
+    try {
+      if (!opened_) Open();
+      opened_ = true;
+      Process(req, out);
+    } catch (...) {
+      return EngineFailure(std::current_exception());
+    }
+    return grpc::Status::OK;
+  }
+  grpc::Status JoinComplete(std::vector<Resp>& out) override {
+    try {
+      if (!opened_) Open();
+      opened_ = true;
+      return Complete(out);
+    } catch (...) {
+      return EngineFailure(std::current_exception());
+    }
+  }
 
   // Timing common to every call; engine stage times come from the session via stages_.
   void FillTiming(v1::Timing* t, const std::string& algorithm) const {
@@ -216,6 +290,48 @@ class StreamingCall : public ReactorBase {
     return std::min(cap, 3 * header.element_count() * engine::SizeOf(dtype) + 4096);
   }
 
+  // The header of one lane: checks the lanes field, lets the RPC check the rest (the count it
+  // declares is the array's, which the join checks), then joins the array.
+  template <class Header>
+  grpc::Status JoinLanes(const Header& header) {
+    engine::DType dtype;
+    if (auto s = ToEngineDType(header.dtype(), &dtype); !s.ok()) return s;
+    LaneSpec spec;
+    if (auto s = CheckLanes(header.lanes(), engine::SizeOf(dtype), *ctx_.options, &spec); !s.ok()) return s;
+    if constexpr (std::is_same_v<Header, v1::CompactHeader>) {
+      spec.flags = header.selector_case() == v1::CompactHeader::kUseFlags && header.use_flags();
+    }
+    Header local = header;
+    local.clear_element_count();
+    grpc::Status status = OnHeader(local);
+    header_accepted_ = status.ok();
+    if (!status.ok()) {
+      ctx_.lanes->Fail(spec, status);  // the siblings learn now rather than at the lane wait
+      return status;
+    }
+    std::optional<uint64_t> declared;
+    if (header.has_element_count()) declared = header.element_count();
+    std::shared_ptr<LaneJoin<Req, Resp>> join;
+    if (auto s = ctx_.lanes->Find<Req, Resp>(spec, declared, op_name_, &join); !s.ok()) return s;
+    header_at_ = Clock::now();
+    // The array's reservation, once: what its lanes may buffer, or three times a declared count.
+    uint64_t reservation = spec.lane_count * ((kMaxBuffered + 2) * MaxReceiveMessageBytes(*ctx_.options));
+    if (declared && *declared <= reservation) {
+      reservation = std::min(reservation, 3 * *declared * engine::SizeOf(dtype) + 4096);
+    }
+    bool admitted = false;
+    if (auto s = join->Attach(header, spec, reservation, this, &admitted); !s.ok()) return s;
+    join_ = std::move(join);
+    lane_spec_ = spec;
+    join_released_ = false;
+    ++refs_;  // the join's, until JoinReleased
+    if (admitted) {
+      admitted_ = true;
+      admitted_at_ = header_at_;
+    }
+    return grpc::Status::OK;
+  }
+
   grpc::Status Admit(uint64_t reservation) {
     header_at_ = Clock::now();
     reservation_ = reservation;
@@ -259,13 +375,13 @@ class StreamingCall : public ReactorBase {
   void MaybeReadLocked() {
     if (reading_ || read_closed_ || finish_requested_) return;
     if (requests_ > 0 && !admitted_) return;  // queued calls hold only their header
-    if (pending_.size() + outgoing_.size() >= kMaxBuffered) return;
+    if (pending_.size() + outgoing_.size() + parked_ >= kMaxBuffered) return;
     reading_ = true;
     this->StartRead(&incoming_);
   }
 
   void MaybeWorkLocked() {
-    if (!admitted_ || worker_running_ || finish_requested_ || completed_) return;
+    if (!admitted_ || worker_running_ || finish_requested_ || completed_ || lane_closed_) return;
     if (pending_.empty() && !read_closed_) return;
     worker_running_ = true;
     ++refs_;
@@ -284,6 +400,7 @@ class StreamingCall : public ReactorBase {
   // Worker task: processes pending requests in order until none is left.
   void Work() {
     std::unique_lock<std::mutex> lock(mu_);
+    if (join_) return WorkLane(lock);
     while (!finish_requested_) {
       const bool open_needed = !opened_;
       const bool have_request = !pending_.empty();
@@ -297,7 +414,6 @@ class StreamingCall : public ReactorBase {
       lock.unlock();
       std::vector<Resp> out;
       grpc::Status status;
-      bool engine_failure = false;
       try {
         if (open_needed) Open();
         if (have_request) {
@@ -306,14 +422,7 @@ class StreamingCall : public ReactorBase {
           status = Complete(out);
         }
       } catch (...) {
-        status = StatusFromException(std::current_exception());
-        engine_failure = true;
-      }
-      if (engine_failure && ctx_.on_engine_failure) ctx_.on_engine_failure();
-      if (engine_failure && status.error_code() == grpc::StatusCode::INTERNAL && !ctx_.engine->healthy()) {
-        // The device broke under this call: UNAVAILABLE tells the client to retry elsewhere.
-        status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                              "the " + ctx_.engine->name() + " engine failed: " + status.error_message());
+        status = EngineFailure(std::current_exception());
       }
       lock.lock();
       opened_ = true;
@@ -338,12 +447,55 @@ class StreamingCall : public ReactorBase {
     MaybeFinish(lock);
   }
 
+  // The status of an exception from the RPC's hooks; tells the server to re-check the engine.
+  grpc::Status EngineFailure(std::exception_ptr error) {
+    grpc::Status status = StatusFromException(error);
+    if (ctx_.on_engine_failure) ctx_.on_engine_failure();
+    if (status.error_code() == grpc::StatusCode::INTERNAL && !ctx_.engine->healthy()) {
+      // The device broke under this call: UNAVAILABLE tells the client to retry elsewhere.
+      status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            "the " + ctx_.engine->name() + " engine failed: " + status.error_message());
+    }
+    return status;
+  }
+
+  // Worker task of a lane: hands its chunks to the join in order (the join runs them in global
+  // order, maybe right here), then tells it the lane has ended.
+  void WorkLane(std::unique_lock<std::mutex>& lock) {
+    while (!finish_requested_ && !lane_closed_) {
+      if (pending_.empty() && !read_closed_) break;
+      if (pending_.empty()) {
+        lane_closed_ = true;
+        lock.unlock();
+        join_->Closed(lane_spec_.lane);
+        lock.lock();
+        break;
+      }
+      Req req = std::move(pending_.front());
+      pending_.pop_front();
+      const bool chunk = RequestElements(req, lane_spec_.element_size) > 0;
+      if (chunk) ++parked_;  // counts toward kMaxBuffered until its results come back
+      lock.unlock();
+      if (chunk) join_->Submit(lane_spec_.lane, std::move(req));
+      lock.lock();
+      MaybeReadLocked();
+    }
+    worker_running_ = false;
+    --refs_;
+    MaybeFinish(lock);
+  }
+
   // Records the first failure and stops all further work; finishes when no write is pending.
   // Also after a successful completion: a failed write means the final response never left.
   void FailAndMaybeFinish(std::unique_lock<std::mutex>& lock, const grpc::Status& status) {
     if (!finished_ && status_.ok()) status_ = status;
     finish_requested_ = true;
     pending_.clear();
+    if (join_ && !join_told_) {
+      // A lane failed on its own: its siblings fail too. Posted, as the join calls other lanes.
+      join_told_ = true;
+      ctx_.executor->Post([join = join_, lane = lane_spec_.lane, status] { join->LaneFailed(lane, status); });
+    }
     if (writing_) {
       outgoing_.erase(outgoing_.begin() + 1, outgoing_.end());  // the front one is in flight
     } else {
@@ -355,7 +507,7 @@ class StreamingCall : public ReactorBase {
   // Finishes the call once everything before it is done. Releases the lock; `this` may be
   // gone when it returns.
   void MaybeFinish(std::unique_lock<std::mutex>& lock) {
-    if (finish_requested_ && !finished_ && !writing_ && outgoing_.empty() && !worker_running_) {
+    if (finish_requested_ && !finished_ && !writing_ && outgoing_.empty() && !worker_running_ && join_released_) {
       finished_ = true;
       grpc::Status status = status_;
       lock.unlock();
@@ -400,6 +552,14 @@ class StreamingCall : public ReactorBase {
   grpc::Status status_;
   Clock::time_point start_, header_at_, admitted_at_, last_read_, write_start_;
   std::atomic<uint64_t> send_us_{0};  // read by the worker while later writes are in flight
+  // Lanes (lane_join.h); unused by a call without them.
+  std::shared_ptr<LaneJoin<Req, Resp>> join_;
+  LaneSpec lane_spec_;
+  bool join_released_ = true;   // the join holds no reference (false from attach to JoinReleased)
+  bool join_told_ = false;      // the join knows this lane failed
+  bool lane_closed_ = false;    // the lane's end was handed to the join
+  bool lane_short_seen_ = false;
+  size_t parked_ = 0;           // chunks handed to the join whose results have not come back
 };
 
 }  // namespace gpuscan::server

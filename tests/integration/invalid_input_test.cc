@@ -41,6 +41,7 @@ server::ServerOptions MatrixServerOptions() {
   server::ServerOptions o;
   o.chunk_bytes = kChunkBytes;
   o.max_request_bytes = kMaxRequestBytes;
+  o.lane_wait = std::chrono::milliseconds(300);  // the missing-lane row waits this long
   return o;
 }
 const uint64_t kReceiveLimit = server::MaxReceiveMessageBytes(MatrixServerOptions());
@@ -186,6 +187,65 @@ void ForEveryRpc(std::vector<Row>& rows, const std::string& name, grpc::StatusCo
   rows.push_back(MakeRow(name, make(Tag<v1::ScanRequest>{}), code, fill("data")));
   rows.push_back(MakeRow(name, make(Tag<v1::ReduceRequest>{}), code, fill("data")));
   rows.push_back(MakeRow(name, make(Tag<v1::CompactRequest>{}), code, fill("values")));
+}
+
+// ---- striped lanes (header.lanes): one lane's header or chunks; the failures that need
+// several lanes are in lanes_test.cc
+template <class C>
+C WithLanes(C r, uint32_t lane, uint32_t count, uint64_t chunk_elements, size_t id_bytes = 16) {
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::string id(id_bytes, '\0');
+  for (char& c : id) c = static_cast<char>(rng() | 1);  // a fresh id per row
+  v1::Lanes* l = r.mutable_header()->mutable_lanes();
+  l->set_array_id(id);
+  l->set_lane(lane);
+  l->set_lane_count(count);
+  l->set_chunk_elements(chunk_elements);
+  return r;
+}
+
+void LaneRows(std::vector<Row>& rows) {
+  using V = std::vector<v1::ScanRequest>;
+  using K = std::vector<v1::CompactRequest>;
+  ForEveryRpc(rows, "LanesArrayIdNot16Bytes", kInvalid, {"header.lanes.array_id is 5 bytes", "exactly 16"}, [](auto t) {
+    using C = typename decltype(t)::type;
+    return std::vector<C>{WithLanes(Head<C>(), 0, 2, 64, 5)};
+  });
+  ForEveryRpc(rows, "LanesCountZero", kInvalid, {"header.lanes.lane_count=0"}, [](auto t) {
+    using C = typename decltype(t)::type;
+    return std::vector<C>{WithLanes(Head<C>(), 0, 0, 64)};
+  });
+  ForEveryRpc(rows, "LanesCountAboveMax", kInvalid, {"header.lanes.lane_count=1000", "--max-lanes=64"}, [](auto t) {
+    using C = typename decltype(t)::type;
+    return std::vector<C>{WithLanes(Head<C>(), 0, 1000, 64)};
+  });
+  ForEveryRpc(rows, "LaneNotBelowCount", kInvalid,
+              {"header.lanes.lane=3 is not below header.lanes.lane_count=3"}, [](auto t) {
+                using C = typename decltype(t)::type;
+                return std::vector<C>{WithLanes(Head<C>(), 3, 3, 64)};
+              });
+  rows.push_back(MakeRow("LanesChunkElementsZero", V{WithLanes(ScanHead(), 0, 2, 0)}, kInvalid,
+                         {"header.lanes.chunk_elements=0"}));
+  rows.push_back(MakeRow("LanesChunkElementsAboveChunkLimit", V{WithLanes(ScanHead(), 0, 2, 2000)}, kInvalid,
+                         {"header.lanes.chunk_elements=2000", "chunk limit of 4096 bytes"}));
+  ForEveryRpc(rows, "LaneChunkAboveChunkElements", kInvalid,
+              {"request #1 of lanes.lane=0: 32 elements is more than lanes.chunk_elements=16"}, [](auto t) {
+                using C = typename decltype(t)::type;
+                return std::vector<C>{WithLanes(Head<C>(), 0, 1, 16), Data<C>(32 * 4)};
+              });
+  ForEveryRpc(rows, "LaneChunkAfterShortChunk", kInvalid,
+              {"request #2 of lanes.lane=0: a chunk after this lane's short chunk", "lanes.chunk_elements=16"},
+              [](auto t) {
+                using C = typename decltype(t)::type;
+                return std::vector<C>{WithLanes(Head<C>(), 0, 1, 16), Data<C>(8 * 4), Data<C>(16 * 4)};
+              });
+  rows.push_back(MakeRow("LaneFlagsNotWithItsValues", K{WithLanes(CompactHead(), 0, 1, 16), ValuesAndFlags(16, 8)},
+                         kInvalid, {"request #1 of lanes.lane=0: flags length 8 differs from its 16 values"}));
+  ForEveryRpc(rows, "LaneWithoutItsSiblings", grpc::StatusCode::DEADLINE_EXCEEDED,
+              {"lane(s) 1 of lanes.lane_count=2 never arrived within --lane-wait-ms=300"}, [](auto t) {
+                using C = typename decltype(t)::type;
+                return std::vector<C>{WithLanes(Head<C>(), 0, 2, 16), Data<C>(16 * 4)};
+              });
 }
 
 std::vector<Row> Rows() {
@@ -381,6 +441,7 @@ std::vector<Row> Rows() {
     rows.push_back(MakeRow("ValuesAndFlagsAboveMaxRequestBytes", r, kExhausted,
                            {"--max-request-bytes=65536", "values and flags"}));
   }
+  LaneRows(rows);
   return rows;
 }
 

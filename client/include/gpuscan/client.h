@@ -49,6 +49,10 @@ struct ClientOptions {
   std::string load_balancing_policy;
   // Custom channel credentials; when set they replace `tls`.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // Striped lanes: calls that do not say otherwise send each array over this many concurrent
+  // calls, each on its own connection, all to one server (one resolved address of `target`).
+  // 1 = one ordinary call. See Lanes in gpuscan.proto.
+  uint32_t lanes = 1;
 };
 
 // Channel credentials for `tls` (insecure when !tls.wanted()). Throws std::invalid_argument
@@ -90,6 +94,7 @@ struct ScanOptions {
   v1::Operator op = v1::OPERATOR_SUM;
   bool exclusive = false;
   v1::ScanAlgorithm algorithm = v1::SCAN_ALGORITHM_DEFAULT;
+  uint32_t lanes = 0;  // striped lanes for this call; 0 = ClientOptions::lanes
 };
 
 struct CompactOptions {
@@ -99,6 +104,7 @@ struct CompactOptions {
   bool use_flags = false;
   v1::Predicate predicate;
   v1::CompactOutput output = v1::COMPACT_OUTPUT_VALUES;
+  uint32_t lanes = 0;  // striped lanes for this call; 0 = ClientOptions::lanes
 };
 
 // The wire dtype of a C++ element type.
@@ -140,11 +146,12 @@ class Client {
   ScanResult<T> Scan(const std::vector<T>& x, const ScanOptions& options = {}) {
     return Scan(x.data(), x.size(), options);
   }
+  // lanes: striped lanes for this call; 0 = ClientOptions::lanes.
   template <class T>
-  ReduceResult<T> Reduce(const T* data, size_t n, v1::Operator op);
+  ReduceResult<T> Reduce(const T* data, size_t n, v1::Operator op, uint32_t lanes = 0);
   template <class T>
-  ReduceResult<T> Reduce(const std::vector<T>& x, v1::Operator op) {
-    return Reduce(x.data(), x.size(), op);
+  ReduceResult<T> Reduce(const std::vector<T>& x, v1::Operator op, uint32_t lanes = 0) {
+    return Reduce(x.data(), x.size(), op, lanes);
   }
   template <class T>
   CompactResult<T> Compact(const T* data, size_t n, const CompactOptions& options);
@@ -154,16 +161,20 @@ class Client {
   }
 
   // Byte-level streaming: the header is sent as given (element_count too if the caller set
-  // it), together with the first chunk. Returns the final response's Timing.
-  Timing ScanStream(const v1::ScanHeader& header, Source in, Sink out, Progress progress = {});
+  // it), together with the first chunk. Returns the final response's Timing. `lanes`: striped
+  // lanes for this call (0 = ClientOptions::lanes); with more than one, the client sets
+  // header.lanes itself, reads the Source and feeds the Sink in order as one call does.
+  Timing ScanStream(const v1::ScanHeader& header, Source in, Sink out, Progress progress = {},
+                    uint32_t lanes = 0);
   v1::ReduceResponse ReduceStream(const v1::ReduceHeader& header, Source in,
-                                  Progress progress = {});
+                                  Progress progress = {}, uint32_t lanes = 0);
   // `flags` is read only when header.use_flags: each request carries the flags bytes of the
   // same element range as its values. Kept values go to values_out and kept indices (raw
   // int64) to indices_out, either of which may be empty when the output kind has none.
   // Returns the final response (timing, kept_count, element_count).
   v1::CompactResponse CompactStream(const v1::CompactHeader& header, Source values, Source flags,
-                                    Sink values_out, Sink indices_out, Progress progress = {});
+                                    Sink values_out, Sink indices_out, Progress progress = {},
+                                    uint32_t lanes = 0);
 
   // Runs the kernel suite on the server's device; on_row gets each row as it is measured (on
   // the calling thread). An exception from on_row cancels the call and is rethrown.
@@ -175,6 +186,10 @@ class Client {
   // echo the server sends every chunk back (read concurrently, as ScanStream does: the byte
   // pattern of a Scan); without it, one final response (the pattern of a Reduce).
   TransportResult Transport(uint64_t total_bytes, bool echo, size_t chunk_bytes = 0);
+  // The same over `lanes` concurrent Transport calls on the lanes' own connections (the
+  // plain parallel-stream ceiling a striped call of that many lanes compares with); totals are
+  // summed, wall_us is the whole run's.
+  TransportResult TransportLanes(uint64_t total_bytes, bool echo, uint32_t lanes, size_t chunk_bytes = 0);
 
   v1::ServerInfo Info();
   // grpc.health.v1 status of `service` ("" = the whole server): "SERVING", "NOT_SERVING",
@@ -189,6 +204,16 @@ class Client {
   std::unique_ptr<grpc::ClientContext> NewContext() const;
   // options_.chunk_bytes rounded down to whole elements of `element_size` (at least one).
   size_t ChunkBytes(size_t element_size) const;
+
+  // Striped lanes (src/lanes.cc).
+  uint32_t LanesFor(uint32_t lanes) const { return lanes ? lanes : (options_.lanes ? options_.lanes : 1); }
+  Timing ScanLanes(const v1::ScanHeader& header, Source in, Sink out, Progress progress, uint32_t lanes);
+  v1::ReduceResponse ReduceLanes(const v1::ReduceHeader& header, Source in, Progress progress, uint32_t lanes);
+  v1::CompactResponse CompactLanes(const v1::CompactHeader& header, Source values, Source flags, Sink values_out,
+                                   Sink indices_out, Progress progress, uint32_t lanes);
+  // One stub per lane, each on its own connection, all to one server; kept for later calls.
+  class LanePool;
+  std::unique_ptr<LanePool> lane_pool_;
 
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;

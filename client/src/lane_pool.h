@@ -1,0 +1,41 @@
+// Internal: the connections of striped lanes. Each lane of an array gets its own channel (its
+// own connection: distinct channel arguments and a local subchannel pool, so gRPC does not
+// share one connection among them), and all lanes of one array go to one server: a target that
+// resolves to several addresses (dns:, ipv4:/ipv6: lists, round_robin over pods) is pinned to
+// one of them, picked at random per array so arrays still spread. Channels are kept for later
+// calls.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <grpcpp/channel.h>
+
+#include "gpuscan/client.h"
+
+namespace gpuscan {
+
+class Client::LanePool {
+ public:
+  explicit LanePool(ClientOptions options) : options_(std::move(options)) {}
+  // `lanes` stubs, lane i on connection i, all to one server address.
+  std::vector<v1::GpuScan::Stub*> Stubs(uint32_t lanes);
+
+ private:
+  struct Lane {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<v1::GpuScan::Stub> stub;
+  };
+  // The target every lane of the next array uses, and the TLS name to verify when pinned to an
+  // address ("" = the target's own).
+  std::string PickTarget(std::string* tls_name) const;
+
+  const ClientOptions options_;
+  std::mutex mu_;
+  std::map<std::string, std::vector<Lane>> by_target_;
+};
+
+}  // namespace gpuscan

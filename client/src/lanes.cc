@@ -1,0 +1,480 @@
+// Striped lanes: one array over several concurrent calls, each on its own connection (see Lanes
+// in gpuscan.proto). Chunk g of the array goes on lane g mod K. Each lane has a writer thread
+// and a reader thread: writers take turns reading the caller's Source (chunk g is read by lane
+// g mod K's writer, straight into its request message, then written while the next lane reads),
+// and readers take turns feeding the Sink, in the order of the positions the server puts on each
+// result (a scan's offset, a compaction's kept_offset). The first lane to fail cancels the rest.
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/support/channel_arguments.h>
+
+#include "gpuscan/client.h"
+#include "lane_pool.h"
+#include "stream_driver.h"
+
+namespace gpuscan {
+namespace {
+
+using detail::ProgressTracker;
+using detail::ReadFull;
+
+std::mt19937_64& Rng() {
+  thread_local std::mt19937_64 rng{(uint64_t{std::random_device{}()} << 32) ^ std::random_device{}()};
+  return rng;
+}
+
+std::string NewArrayId() {
+  std::string id(16, '\0');
+  for (int i = 0; i < 2; ++i) {
+    const uint64_t r = Rng()();
+    std::memcpy(id.data() + 8 * i, &r, 8);
+  }
+  return id;
+}
+
+// The addresses `host` resolves to, as gRPC targets ("ipv4:1.2.3.4:80", "ipv6:[::1]:80").
+std::vector<std::string> Resolve(const std::string& host, const std::string& port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  std::vector<std::string> out;
+  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0) return out;
+  std::set<std::string> seen;
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    char text[NI_MAXHOST];
+    if (getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof(text), nullptr, 0, NI_NUMERICHOST) != 0) continue;
+    const std::string t = a->ai_family == AF_INET6 ? "ipv6:[" + std::string(text) + "]:" + port
+                                                   : "ipv4:" + std::string(text) + ":" + port;
+    if (seen.insert(t).second) out.push_back(t);
+  }
+  freeaddrinfo(res);
+  return out;
+}
+
+}  // namespace
+
+std::string Client::LanePool::PickTarget(std::string* tls_name) const {
+  const std::string& target = options_.target;
+  tls_name->clear();
+  for (const char* scheme : {"ipv4:", "ipv6:"}) {
+    if (target.rfind(scheme, 0) != 0) continue;
+    std::vector<std::string> list;  // "ipv4:a:1,b:2": one of them
+    for (size_t at = std::strlen(scheme); at <= target.size();) {
+      const size_t comma = std::min(target.find(',', at), target.size());
+      list.push_back(scheme + target.substr(at, comma - at));
+      at = comma + 1;
+    }
+    return list[Rng()() % list.size()];
+  }
+  // A name: pinned only where separate channels could land on different servers (a dns: target
+  // or round_robin), since pick_first on one resolution order reaches the same one anyway.
+  std::string name = target;
+  const bool dns = name.rfind("dns:", 0) == 0;
+  if (!dns && options_.load_balancing_policy.empty()) return target;
+  if (dns) {
+    name = name.substr(4);
+    if (name.rfind("//", 0) == 0) name = name.substr(std::min(name.find('/', 2), name.size()) + 1);
+  }
+  const size_t colon = name.rfind(':');
+  if (colon == std::string::npos || name.find('/') != std::string::npos) return target;
+  std::string host = name.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const std::vector<std::string> addresses = Resolve(host, name.substr(colon + 1));
+  if (addresses.size() < 2) return target;
+  *tls_name = host;  // the certificate names the host, not the address
+  return addresses[Rng()() % addresses.size()];
+}
+
+std::vector<v1::GpuScan::Stub*> Client::LanePool::Stubs(uint32_t lanes) {
+  std::string tls_name;
+  const std::string target = PickTarget(&tls_name);
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Lane>& pool = by_target_[target];
+  while (pool.size() < lanes) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    // A distinct argument per lane and a channel-local subchannel pool: one connection per lane.
+    args.SetInt("gpuscan.lane", static_cast<int>(pool.size()));
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    if (target == options_.target && !options_.load_balancing_policy.empty()) {
+      args.SetLoadBalancingPolicyName(options_.load_balancing_policy);
+    }
+    if (!options_.tls.server_name.empty()) {
+      args.SetSslTargetNameOverride(options_.tls.server_name);
+    } else if (!tls_name.empty()) {
+      args.SetSslTargetNameOverride(tls_name);
+    }
+    auto creds = options_.credentials ? options_.credentials : MakeChannelCredentials(options_.tls);
+    Lane lane;
+    lane.channel = grpc::CreateCustomChannel(target, creds, args);
+    lane.stub = v1::GpuScan::NewStub(lane.channel);
+    pool.push_back(std::move(lane));
+  }
+  std::vector<v1::GpuScan::Stub*> out;
+  for (uint32_t i = 0; i < lanes; ++i) out.push_back(pool[i].stub.get());
+  return out;
+}
+
+namespace {
+
+// The shared state of one striped call's lanes.
+class LaneRun {
+ public:
+  LaneRun(uint32_t lanes, std::chrono::milliseconds timeout) : lanes_(lanes) {
+    for (uint32_t i = 0; i < lanes; ++i) {
+      auto ctx = std::make_unique<grpc::ClientContext>();
+      if (timeout.count() > 0) ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+      contexts_.push_back(std::move(ctx));
+    }
+  }
+  grpc::ClientContext* context(uint32_t lane) { return contexts_[lane].get(); }
+
+  // Writer of `lane`: waits for its turn to read the next chunk. fill(ended) reads it (under
+  // the turn, so chunks leave the Source in order) and returns its payload bytes. Returns the
+  // bytes (0: nothing more for this lane) or -1 when the run was aborted.
+  template <class Fill>
+  int64_t NextChunk(uint32_t lane, Fill&& fill) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return aborted_ || ended_ || next_chunk_ % lanes_ == lane; });
+    if (aborted_) return -1;
+    if (ended_) return 0;
+    size_t bytes = 0;
+    try {
+      bytes = fill(ended_);
+    } catch (...) {
+      if (!error_) error_ = std::current_exception();
+      lock.unlock();
+      Abort();
+      return -1;
+    }
+    if (bytes > 0) ++next_chunk_;
+    lock.unlock();
+    cv_.notify_all();
+    return static_cast<int64_t>(bytes);
+  }
+
+  // Reader: waits until the results before `pos` went to the Sink, runs emit(), then advances
+  // by `len`. False when the run was aborted.
+  template <class Emit>
+  bool Deliver(uint64_t pos, uint64_t len, Emit&& emit) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return aborted_ || emitted_ == pos; });
+    if (aborted_) return false;
+    lock.unlock();  // only this reader holds position `pos`: the Sink runs unlocked
+    try {
+      emit();
+    } catch (...) {
+      lock.lock();
+      if (!error_) error_ = std::current_exception();
+      lock.unlock();
+      Abort();
+      return false;
+    }
+    lock.lock();
+    emitted_ += len;
+    lock.unlock();
+    cv_.notify_all();
+    return true;
+  }
+
+  // A lane ended with `status`: the first failure (not one this run caused) is the call's.
+  void LaneDone(const grpc::Status& status) {
+    if (status.ok()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!aborted_ && failure_.ok()) failure_ = status;
+    }
+    Abort();
+  }
+
+  void Abort() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (aborted_) return;
+      aborted_ = true;
+    }
+    cv_.notify_all();
+    for (auto& c : contexts_) c->TryCancel();
+  }
+
+  // After every lane ended: the caller's own exception first, else the first lane failure.
+  void Throw() {
+    if (error_) std::rethrow_exception(error_);
+    if (!failure_.ok()) throw RpcError(failure_);
+  }
+
+ private:
+  const uint32_t lanes_;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t next_chunk_ = 0;  // chunks read from the Source so far
+  bool ended_ = false;       // the Source is exhausted
+  uint64_t emitted_ = 0;     // result positions given to the Sink so far
+  bool aborted_ = false;
+  std::exception_ptr error_;
+  grpc::Status failure_;
+};
+
+template <class Header>
+Header LaneHeader(const Header& h, const std::string& id, uint32_t lane, uint32_t lanes, uint64_t chunk_elements) {
+  Header out = h;
+  v1::Lanes* l = out.mutable_lanes();
+  l->set_array_id(id);
+  l->set_lane(lane);
+  l->set_lane_count(lanes);
+  l->set_chunk_elements(chunk_elements);
+  return out;
+}
+
+// One lane's upload: header first (with the lane's first chunk, if it has one), then its chunks.
+// fill(req, ended) puts the next chunk into req and returns its payload bytes.
+template <class Req, class Stream, class Fill>
+void WriteLane(LaneRun& run, uint32_t lane, Stream& stream, Req req, ProgressTracker& tracker, Fill&& fill) {
+  for (bool first = true;; first = false) {
+    const int64_t bytes = run.NextChunk(lane, [&](bool& ended) { return fill(req, ended); });
+    if (bytes < 0) break;
+    if (bytes == 0 && !first) break;  // (a first request without a chunk: the header alone)
+    if (!stream.Write(req)) break;  // the call is over; Finish says why
+    tracker.Sent(static_cast<uint64_t>(bytes));
+    req.clear_header();
+    if (bytes == 0) break;
+  }
+}
+
+// Runs a bidirectional striped call. place(resp) gives a data response's (position, length) in
+// the Sink's order; emit(resp) feeds the Sink; the first final response (has_timing) is kept.
+template <class Req, class Resp, class Start, class Fill, class Place, class Emit>
+Resp RunBidiLanes(const std::vector<v1::GpuScan::Stub*>& stubs, std::chrono::milliseconds timeout,
+                  const std::vector<Req>& firsts, ProgressTracker& tracker, Start start, Fill fill, Place place,
+                  Emit emit) {
+  const uint32_t lanes = static_cast<uint32_t>(stubs.size());
+  LaneRun run(lanes, timeout);
+  Resp final_response;
+  std::mutex final_mu;
+  bool have_final = false;
+  std::vector<std::thread> threads;
+  for (uint32_t l = 0; l < lanes; ++l) {
+    threads.emplace_back([&, l] {
+      auto stream = start(*stubs[l], run.context(l));
+      std::thread writer([&] {
+        WriteLane(run, l, *stream, firsts[l], tracker, fill);
+        stream->WritesDone();
+      });
+      Resp resp;
+      bool reading = true;
+      while (reading && stream->Read(&resp)) {
+        if (resp.has_timing()) {
+          std::lock_guard<std::mutex> lock(final_mu);
+          if (!have_final) final_response = resp;
+          have_final = true;
+          continue;
+        }
+        const auto [pos, len] = place(resp);
+        if (len == 0) continue;
+        reading = run.Deliver(pos, len, [&] { emit(resp); });
+      }
+      if (!reading) {
+        while (stream->Read(&resp)) {
+        }
+      }
+      writer.join();
+      run.LaneDone(stream->Finish());
+    });
+  }
+  for (auto& t : threads) t.join();
+  run.Throw();
+  return final_response;
+}
+
+}  // namespace
+
+Timing Client::ScanLanes(const v1::ScanHeader& header, Source in, Sink out, Progress progress, uint32_t lanes) {
+  const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
+  const size_t chunk = ChunkBytes(esize);
+  const auto stubs = lane_pool_->Stubs(lanes);
+  const std::string id = NewArrayId();
+  std::vector<v1::ScanRequest> firsts(lanes);
+  for (uint32_t l = 0; l < lanes; ++l) *firsts[l].mutable_header() = LaneHeader(header, id, l, lanes, chunk / esize);
+  ProgressTracker tracker(std::move(progress));
+  bool no_source = !in;
+  auto fill = [&](v1::ScanRequest& req, bool& ended) -> size_t {
+    std::string* data = req.mutable_data();
+    if (no_source) ended = true;
+    data->resize(chunk);  // the Source fills the message's own buffer: no extra copy
+    data->resize(ended ? 0 : ReadFull(in, data->data(), chunk, ended));
+    return data->size();
+  };
+  auto start = [](v1::GpuScan::Stub& stub, grpc::ClientContext* ctx) { return stub.Scan(ctx); };
+  auto place = [&](const v1::ScanResponse& r) {
+    return std::pair<uint64_t, uint64_t>(r.offset(), r.data().size() / esize);
+  };
+  auto emit = [&](const v1::ScanResponse& r) {
+    if (out) out(r.data().data(), r.data().size());
+    tracker.Received(r.data().size());
+  };
+  v1::ScanResponse last = RunBidiLanes<v1::ScanRequest, v1::ScanResponse>(stubs, options_.timeout, firsts, tracker,
+                                                                         start, fill, place, emit);
+  return FromProto(last.timing());
+}
+
+v1::CompactResponse Client::CompactLanes(const v1::CompactHeader& header, Source values, Source flags,
+                                         Sink values_out, Sink indices_out, Progress progress, uint32_t lanes) {
+  const bool use_flags = header.selector_case() == v1::CompactHeader::kUseFlags && header.use_flags();
+  if (use_flags && !flags) {
+    throw std::invalid_argument("gpuscan: CompactStream with use_flags needs a flags Source");
+  }
+  const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
+  const size_t chunk = ChunkBytes(esize);
+  const auto stubs = lane_pool_->Stubs(lanes);
+  const std::string id = NewArrayId();
+  std::vector<v1::CompactRequest> firsts(lanes);
+  for (uint32_t l = 0; l < lanes; ++l) *firsts[l].mutable_header() = LaneHeader(header, id, l, lanes, chunk / esize);
+  ProgressTracker tracker(std::move(progress));
+  bool values_ended = !values, flags_ended = !use_flags;
+  auto fill = [&](v1::CompactRequest& req, bool& ended) -> size_t {
+    std::string* vals = req.mutable_values();
+    std::string* flg = req.mutable_flags();
+    vals->resize(chunk);
+    vals->resize(ended ? 0 : ReadFull(values, vals->data(), chunk, values_ended));
+    flg->clear();
+    if (!flags_ended && !ended) {
+      // The flags of the same elements; after the values end, one more byte of flags (if any)
+      // is sent so the server (not this client) judges the length mismatch.
+      const size_t want = vals->empty() ? 1 : vals->size() / esize;
+      flg->resize(want);
+      flg->resize(ReadFull(flags, flg->data(), want, flags_ended));
+    }
+    if (values_ended) ended = true;
+    return vals->size() + flg->size();
+  };
+  auto start = [](v1::GpuScan::Stub& stub, grpc::ClientContext* ctx) { return stub.Compact(ctx); };
+  auto place = [&](const v1::CompactResponse& r) {
+    const uint64_t kept = r.values().empty() ? r.indices().size() / sizeof(int64_t) : r.values().size() / esize;
+    return std::pair<uint64_t, uint64_t>(r.kept_offset(), kept);
+  };
+  auto emit = [&](const v1::CompactResponse& r) {
+    if (!r.values().empty() && values_out) values_out(r.values().data(), r.values().size());
+    if (!r.indices().empty() && indices_out) indices_out(r.indices().data(), r.indices().size());
+    tracker.Received(r.values().size() + r.indices().size());
+  };
+  return RunBidiLanes<v1::CompactRequest, v1::CompactResponse>(stubs, options_.timeout, firsts, tracker, start, fill,
+                                                               place, emit);
+}
+
+v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in, Progress progress, uint32_t lanes) {
+  const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
+  const size_t chunk = ChunkBytes(esize);
+  const auto stubs = lane_pool_->Stubs(lanes);
+  const std::string id = NewArrayId();
+  ProgressTracker tracker(std::move(progress));
+  LaneRun run(lanes, options_.timeout);
+  bool no_source = !in;
+  auto fill = [&](v1::ReduceRequest& req, bool& ended) -> size_t {
+    std::string* data = req.mutable_data();
+    if (no_source) ended = true;
+    data->resize(chunk);
+    data->resize(ended ? 0 : ReadFull(in, data->data(), chunk, ended));
+    return data->size();
+  };
+  // Client streaming: each lane's thread uploads, then waits for its one response. Every lane
+  // answers with the whole array's value; lane 0's is returned.
+  std::vector<v1::ReduceResponse> responses(lanes);
+  std::vector<std::thread> threads;
+  for (uint32_t l = 0; l < lanes; ++l) {
+    threads.emplace_back([&, l] {
+      auto writer = stubs[l]->Reduce(run.context(l), &responses[l]);
+      v1::ReduceRequest first;
+      *first.mutable_header() = LaneHeader(header, id, l, lanes, chunk / esize);
+      WriteLane(run, l, *writer, std::move(first), tracker, fill);
+      writer->WritesDone();
+      run.LaneDone(writer->Finish());
+    });
+  }
+  for (auto& t : threads) t.join();
+  run.Throw();
+  return responses[0];
+}
+
+TransportResult Client::TransportLanes(uint64_t total_bytes, bool echo, uint32_t lanes, size_t chunk_bytes) {
+  if (lanes < 1) lanes = 1;
+  if (chunk_bytes == 0) chunk_bytes = options_.chunk_bytes ? options_.chunk_bytes : 1 << 20;
+  const auto stubs = lane_pool_->Stubs(lanes);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<TransportResult> results(lanes);
+  std::vector<std::exception_ptr> errors(lanes);
+  std::vector<std::thread> threads;
+  // The bytes each lane carries when chunk g goes on lane g mod lanes, as in a striped call.
+  const uint64_t chunks = (total_bytes + chunk_bytes - 1) / chunk_bytes;
+  for (uint32_t l = 0; l < lanes; ++l) {
+    const uint64_t mine = chunks / lanes + (l < chunks % lanes ? 1 : 0);
+    uint64_t bytes = mine * chunk_bytes;
+    if (chunks > 0 && (chunks - 1) % lanes == l) bytes -= chunks * chunk_bytes - total_bytes;  // the short last
+    threads.emplace_back([&, l, bytes] {
+      try {
+        // A Client over the lane's stub would open a new connection; drive the stub directly.
+        grpc::ClientContext ctx;
+        if (options_.timeout.count() > 0) ctx.set_deadline(std::chrono::system_clock::now() + options_.timeout);
+        auto stream = stubs[l]->Transport(&ctx);
+        std::string pattern(std::min<uint64_t>(chunk_bytes, std::max<uint64_t>(bytes, 1)), '\0');
+        for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<char>(i * 131 + 7);
+        TransportResult& r = results[l];
+        auto write_all = [&] {
+          v1::TransportRequest req;
+          req.set_echo(echo);
+          uint64_t left = bytes;
+          for (bool first = true; first || left > 0; first = false) {
+            const size_t n = static_cast<size_t>(std::min<uint64_t>(left, pattern.size()));
+            req.mutable_data()->assign(pattern.data(), n);
+            if (!stream->Write(req)) return;
+            left -= n;
+          }
+        };
+        auto read_all = [&] {
+          v1::TransportResponse resp;
+          while (stream->Read(&resp)) {
+            r.bytes_received += resp.data().size();
+            if (resp.final()) {
+              r.bytes_in = resp.bytes_in();
+              r.bytes_out = resp.bytes_out();
+              r.requests = resp.requests();
+              r.server_total_us = resp.total_us();
+            }
+          }
+        };
+        detail::RunBidi(ctx, *stream, write_all, read_all);
+      } catch (...) {
+        errors[l] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  TransportResult total;
+  for (const auto& r : results) {
+    total.bytes_in += r.bytes_in;
+    total.bytes_out += r.bytes_out;
+    total.bytes_received += r.bytes_received;
+    total.requests += r.requests;
+    total.server_total_us = std::max(total.server_total_us, r.server_total_us);
+  }
+  total.wall_us = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+  return total;
+}
+
+}  // namespace gpuscan
