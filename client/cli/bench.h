@@ -28,6 +28,10 @@ struct E2EArgs {
   std::vector<unsigned> concurrency = {1, 4, 16, 64};
   double duration_s = 5;  // per level and per ceiling run
   uint64_t requests = 0;  // per level instead of duration when set
+  // Striped lanes per call (1 = one call); the ceiling then runs as many plain Transport calls
+  // at once, each on its lane's connection.
+  uint32_t lanes = 1;
+  bool check = false;  // compare every scan result with the expected one (integer dtypes)
   std::string json_path;
 };
 

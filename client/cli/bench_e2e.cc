@@ -47,6 +47,46 @@ void FillRandom(std::string& buf, uint64_t n) {
   }
 }
 
+// The inclusive SUM scan of `input` with wrap-around, what the service must answer (integer
+// dtypes: exact whatever the chunking); empty for floats, whose rounding depends on it.
+template <class T>
+std::string ExpectedSum(const std::string& input) {
+  using U = std::make_unsigned_t<T>;
+  std::string out(input.size(), '\0');
+  const size_t n = input.size() / sizeof(T);
+  U acc = 0;
+  for (size_t i = 0; i < n; ++i) {
+    U x;
+    std::memcpy(&x, input.data() + i * sizeof(T), sizeof(T));
+    acc = static_cast<U>(acc + x);
+    std::memcpy(out.data() + i * sizeof(T), &acc, sizeof(T));
+  }
+  return out;
+}
+
+std::string ExpectedScan(v1::DType dtype, const std::string& input) {
+  switch (dtype) {
+    case v1::DTYPE_INT32: return ExpectedSum<int32_t>(input);
+    case v1::DTYPE_INT64: return ExpectedSum<int64_t>(input);
+    case v1::DTYPE_UINT32: return ExpectedSum<uint32_t>(input);
+    case v1::DTYPE_UINT64: return ExpectedSum<uint64_t>(input);
+    default: return {};
+  }
+}
+
+// A Sink that compares what arrives, in order, with `expected` (empty: takes anything).
+Sink CheckingSink(const std::string& expected) {
+  if (expected.empty()) return [](const void*, size_t) {};
+  auto pos = std::make_shared<size_t>(0);
+  return [&expected, pos](const void* data, size_t bytes) {
+    if (*pos + bytes > expected.size() || std::memcmp(expected.data() + *pos, data, bytes) != 0) {
+      throw std::runtime_error("wrong scan result in bytes [" + std::to_string(*pos) + ", " +
+                               std::to_string(*pos + bytes) + ")");
+    }
+    *pos += bytes;
+  };
+}
+
 // The one place that turns the wire dtype into an element type here.
 std::string RandomInput(v1::DType dtype, uint64_t n) {
   std::string buf(n * DTypeSize(dtype), '\0');
@@ -202,6 +242,11 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
   const v1::ServerInfo info = client.Info();
   const std::string device = info.devices().empty() ? "" : info.devices(0).name();
   const std::string input = RandomInput(dtype, n);
+  const uint32_t lanes = std::max(a.lanes, 1u);
+  const std::string expected = a.check && a.op == "scan" ? ExpectedScan(dtype, input) : std::string();
+  if (a.check && expected.empty()) {
+    std::printf("note: --check covers scan of integer dtypes only; not checking this run\n");
+  }
 
   auto service_call = [&]() -> Timing {
     if (a.op == "scan") {
@@ -209,14 +254,16 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
       h.set_dtype(dtype);
       h.set_op(v1::OPERATOR_SUM);
       h.set_element_count(n);
-      return client.ScanStream(h, MemorySource(input), [](const void*, size_t) {});
+      Timing t = client.ScanStream(h, MemorySource(input), CheckingSink(expected), {}, lanes);
+      if (!expected.empty() && t.bytes_out != bytes) throw std::runtime_error("scan result incomplete");
+      return t;
     }
     if (a.op == "reduce") {
       v1::ReduceHeader h;
       h.set_dtype(dtype);
       h.set_op(v1::OPERATOR_SUM);
       h.set_element_count(n);
-      return FromProto(client.ReduceStream(h, MemorySource(input)).timing());
+      return FromProto(client.ReduceStream(h, MemorySource(input), {}, lanes).timing());
     }
     v1::CompactHeader h;
     h.set_dtype(dtype);
@@ -230,10 +277,11 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
     } else {
       p->mutable_threshold()->set_uint_value(1000);
     }
-    return FromProto(client.CompactStream(h, MemorySource(input), {}, [](const void*, size_t) {}, {}).timing());
+    return FromProto(
+        client.CompactStream(h, MemorySource(input), {}, [](const void*, size_t) {}, {}, {}, lanes).timing());
   };
   auto ceiling_call = [&]() -> Timing {
-    TransportResult t = client.Transport(bytes, echo);
+    TransportResult t = lanes > 1 ? client.TransportLanes(bytes, echo, lanes) : client.Transport(bytes, echo);
     if (t.bytes_in != bytes || (echo && t.bytes_received != bytes)) {
       throw std::runtime_error("Transport moved " + std::to_string(t.bytes_in) + " bytes in, " +
                                std::to_string(t.bytes_received) + " back; expected " + std::to_string(bytes));
@@ -242,10 +290,14 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
   };
 
   const std::string budget = a.requests ? std::to_string(a.requests) + " requests" : JsonNumber(a.duration_s) + " s";
-  std::printf("e2e %s %s: %" PRIu64 " elements (%" PRIu64 " bytes) per request, %s per level, one shared channel\n",
-              a.op.c_str(), a.dtype.c_str(), n, bytes, budget.c_str());
-  std::printf("server %s: %s engine%s%s; ceiling: Transport %s\n", g.server.c_str(), info.engine().c_str(),
-              device.empty() ? "" : ", ", device.c_str(), echo ? "with echo" : "without echo");
+  std::printf("e2e %s %s: %" PRIu64 " elements (%" PRIu64 " bytes) per request, %s per level, %s\n", a.op.c_str(),
+              a.dtype.c_str(), n, bytes, budget.c_str(),
+              lanes > 1 ? (std::to_string(lanes) + " lanes per call, each on its own connection").c_str()
+                        : "one shared channel");
+  std::printf("server %s: %s engine%s%s; ceiling: Transport %s%s%s\n", g.server.c_str(), info.engine().c_str(),
+              device.empty() ? "" : ", ", device.c_str(), echo ? "with echo" : "without echo",
+              lanes > 1 ? (", " + std::to_string(lanes) + " plain calls at once on the lanes' connections").c_str() : "",
+              expected.empty() ? "" : "; results checked");
   std::printf("%5s %9s %8s %9s %9s %9s | %9s %9s %9s %9s %9s %9s %9s | %9s %8s\n", "conc", "req/s", "GB/s", "p50_ms",
               "p90_ms", "p99_ms", "receive", "queue", "h2d", "kernel", "d2h", "send", "total", "ceil_GB/s", "%ceil");
   std::fflush(stdout);
@@ -272,7 +324,8 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
                        ",\"elements\":" + std::to_string(n) + ",\"bytes_per_request\":" + std::to_string(bytes) +
                        ",\"duration_s\":" + (a.requests ? "null" : JsonNumber(a.duration_s)) +
                        ",\"requests_per_level\":" + (a.requests ? std::to_string(a.requests) : "null") +
-                       ",\"channel\":\"shared\",\"server\":{\"target\":" + JsonQuote(g.server) +
+                       ",\"channel\":\"shared\",\"lanes\":" + std::to_string(lanes) +
+                       ",\"checked\":" + (expected.empty() ? "false" : "true") + ",\"server\":{\"target\":" + JsonQuote(g.server) +
                        ",\"engine\":" + JsonQuote(info.engine()) + ",\"device\":" + JsonQuote(device) +
                        ",\"version\":" + JsonQuote(info.version()) + "},\"ceiling_rpc\":{\"name\":\"Transport\",\"echo\":" +
                        (echo ? "true" : "false") + "},\"levels\":[" + levels_json + "]}\n";

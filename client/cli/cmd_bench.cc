@@ -74,11 +74,20 @@ Command AddBenchCommand(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--requests", a->e.requests, "e2e: requests per level instead of a duration")
       ->check(CLI::PositiveNumber)
       ->excludes(duration);
+  cmd->add_option("--lanes", a->e.lanes,
+                  "e2e: striped lanes per call (one array over K calls on K connections); the ceiling "
+                  "then runs K plain Transport calls at once on the same K connections")
+      ->check(CLI::Range(1u, 1024u))
+      ->capture_default_str();
+  cmd->add_flag("--check", a->e.check,
+                "e2e: check every scan result against the expected prefix sums (integer dtypes; "
+                "computed once before the run)");
   cmd->footer(
       "Examples:\n"
       "  gpuscan bench --kernels --ops scan --dtypes int32,float32 --sizes 2^16,2^24,2^28 --json k.json --svg k.svg\n"
       "  gpuscan bench --e2e --op scan --dtype int32 --bytes 1073741824 --concurrency 1 --requests 3\n"
       "  gpuscan bench --e2e --op reduce --elements 1024 --concurrency 1,4,16,64 --duration 10 --json e2e.json\n"
+      "  gpuscan bench --e2e --op scan --dtype int32 --bytes 1073741824 --lanes 8 --check --concurrency 1 --requests 3\n"
       "--e2e drives all calls over one shared channel (one Client, like ghz's default of one\n"
       "connection); the transport ceiling uses the same channel, bytes and concurrency (Transport\n"
       "RPC: echo for scan and compact, no echo for reduce).");

@@ -164,8 +164,10 @@ class ServerImpl final : public Server {
   // metrics calls record into, admission, then the engine they all use.
   Admission admission_;
   Metrics metrics_;
+  // Striped arrays in flight. After the workers in destruction: tasks they drain may still end
+  // an array (which leaves the registry and gives back its admission slot).
+  LaneRegistry lanes_{&admission_, &options_};
   Executor executor_;
-  LaneRegistry lanes_{&admission_, &options_};  // its timer fails lanes: gone before the workers
   std::unique_ptr<GpuScanService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
