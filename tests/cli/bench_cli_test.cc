@@ -99,6 +99,26 @@ TEST_F(BenchCli, E2EScanReportsLevelsAndTheTransportCeiling) {
   }
 }
 
+// --lanes: each call striped over 3 connections, results checked, the ceiling as 3 plain calls.
+TEST_F(BenchCli, E2EScanOverLanesChecked) {
+  const std::string json_path = dir_ / "lanes.json";
+  ASSERT_EQ(Run("--chunk-bytes 65536 bench --e2e --op scan --elements 100003 --lanes 3 --check --concurrency 1 "
+                "--requests 2 --json " + json_path),
+            0)
+      << out_ << err_;
+  EXPECT_NE(out_.find("3 lanes per call"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("results checked"), std::string::npos) << out_;
+  pb::Struct doc;
+  ASSERT_TRUE(pb::util::JsonStringToMessage(ReadFile(json_path), &doc).ok());
+  EXPECT_EQ(Number(doc, "lanes"), 3);
+  EXPECT_TRUE(doc.fields().at("checked").bool_value());
+  const pb::Struct& level = doc.fields().at("levels").list_value().values(0).struct_value();
+  EXPECT_EQ(Number(level, "requests"), 2);
+  EXPECT_EQ(Number(level, "errors"), 0);
+  EXPECT_EQ(Number(Object(level, "ceiling"), "requests"), 2);
+  EXPECT_EQ(Number(Object(level, "ceiling"), "errors"), 0);
+}
+
 TEST_F(BenchCli, E2EReduceByRequestCount) {
   const std::string json_path = dir_ / "reduce.json";
   ASSERT_EQ(Run("bench --e2e --op reduce --dtype float64 --bytes 80000 --concurrency 2 --requests 6 --json " +

@@ -164,6 +164,34 @@ TEST_F(CliE2E, CompactByRawFlagsFile) {
       << r.err;
 }
 
+// --lanes K: scan, reduce and compact striped over K connections give the one-call results.
+TEST_F(CliE2E, LanesGiveTheOneCallResults) {
+  std::vector<int32_t> x = RandomInt32(300'007);
+  std::vector<uint8_t> flags(x.size());
+  for (size_t i = 0; i < x.size(); ++i) flags[i] = (x[i] & 3) == 0;
+  WriteArray(Path("in.npy"), x);
+  WriteFile(Path("flags.bin"), std::string(flags.begin(), flags.end()));
+  const std::string common = "--server " + addr() + " --chunk-bytes 65536 ";
+  CliRun r = Run(common + "scan --lanes 3 -i " + Path("in.npy") + " -o " + Path("out.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ReadArray<int32_t>(Path("out.npy")) == client().Scan(x).values);
+  r = Run(common + "reduce --json --op max --lanes 4 -i " + Path("in.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(JsonField(r.out, "value"), std::to_string(client().Reduce(x, v1::OPERATOR_MAX).value)) << r.out;
+  EXPECT_EQ(JsonField(r.out, "element_count"), std::to_string(x.size())) << r.out;
+  r = Run(common + "compact --lanes 2 -i " + Path("in.npy") + " --flags " + Path("flags.bin") + " -o " +
+          Path("kept.bin"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<int32_t> want;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (flags[i]) want.push_back(x[i]);
+  }
+  EXPECT_TRUE(ReadArray<int32_t>(Path("kept.bin")) == want);
+  r = Run(common + "scan --lanes 0 -i " + Path("in.npy") + " -o " + Path("out2.npy"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--lanes"), std::string::npos) << r.err;
+}
+
 TEST_F(CliE2E, TextFromStdinToStdout) {
   CliRun r = Run("scan --server " + addr() + " --dtype int32", "printf '1 2 3\\n4,5'");
   ASSERT_EQ(r.code, 0) << r.err;
