@@ -153,6 +153,22 @@ TEST_F(LanesTest, ClientDefaultAndStreamingCall) {
   EXPECT_EQ(client.Reduce(x, v1::OPERATOR_SUM).value, (testing::ReduceRef<int32_t, ops::Sum<int32_t>>(x)));
 }
 
+// A target of several addresses with round_robin: the client pins each array's lanes to one of
+// them (here both name the same server, so a lane that strayed would still meet its siblings;
+// what this checks is that a pinned target works end to end, TLS names aside).
+TEST_F(LanesTest, MultiAddressTargetIsPinned) {
+  ClientOptions co = server_->client_options(kChunkBytes);
+  const std::string addr = server_->target();
+  co.target = "ipv4:" + addr + "," + addr;
+  co.load_balancing_policy = "round_robin";
+  Client client(co);
+  GPUSCAN_SEEDED_RNG(rng);
+  const auto x = testing::RandomInput<uint64_t, ops::Sum<uint64_t>>(2000, rng);
+  ScanOptions so;
+  so.lanes = 3;
+  EXPECT_EQ(client.Scan(x, so).values, (testing::ScanRef<uint64_t, ops::Sum<uint64_t>>(x, false)));
+}
+
 // ---- raw lanes, for the failures
 
 std::string RandomId() {
