@@ -216,6 +216,13 @@ struct RawLane {
     return stream->Finish();
   }
   bool closed = false;
+  // Sends one chunk and waits for its result: the lane has joined its array (and, as results
+  // come in global order, so have the lanes of every earlier chunk).
+  void Joined(size_t elements, uint32_t seed) {
+    ASSERT_TRUE(stream->Write(Chunk(elements, seed)));
+    v1::ScanResponse resp;
+    ASSERT_TRUE(stream->Read(&resp));
+  }
   grpc::ClientContext ctx;
   std::unique_ptr<grpc::ClientReaderWriter<v1::ScanRequest, v1::ScanResponse>> stream;
 };
@@ -227,8 +234,8 @@ TEST_F(LanesTest, CancelledLaneFailsItsSiblings) {
   ASSERT_TRUE(a.stream->Write(LaneHead(id, 0, 3, 64)));
   ASSERT_TRUE(b.stream->Write(LaneHead(id, 1, 3, 64)));
   ASSERT_TRUE(c.stream->Write(LaneHead(id, 2, 3, 64)));
-  ASSERT_TRUE(a.stream->Write(Chunk(64, 1)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  a.Joined(64, 1);
+  b.Joined(64, 2);
   b.ctx.TryCancel();
   const grpc::Status sa = a.Finish();
   const grpc::Status sc = c.Finish();
@@ -277,7 +284,7 @@ TEST_F(LanesTest, LanesThatDisagreeFailNamingTheField) {
     const std::string id = RandomId();
     RawLane a(*stub), b(*stub);
     ASSERT_TRUE(a.stream->Write(LaneHead(id, 0, 2, 64)));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // lane 0 first
+    a.Joined(64, 1);  // lane 0 first
     v1::ScanRequest second = LaneHead(id, 1, 2, 64);
     change(second);
     ASSERT_TRUE(b.stream->Write(second));
@@ -297,15 +304,15 @@ TEST_F(LanesTest, ReusedIdAndDoubleLaneAreRefused) {
   {
     RawLane a(*stub), b(*stub), dup(*stub);
     ASSERT_TRUE(a.stream->Write(LaneHead(id, 0, 2, 64)));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    a.Joined(64, 1);
     ASSERT_TRUE(dup.stream->Write(LaneHead(id, 0, 2, 64)));
     const grpc::Status sd = dup.Finish();
     EXPECT_EQ(sd.error_code(), grpc::StatusCode::ALREADY_EXISTS) << sd.error_message();
     EXPECT_THAT(sd.error_message(), HasSubstr("lanes.lane=0 of array"));
     EXPECT_THAT(sd.error_message(), HasSubstr("has already joined"));
     ASSERT_TRUE(b.stream->Write(LaneHead(id, 1, 2, 64)));
-    ASSERT_TRUE(a.stream->Write(Chunk(64, 1)));
-    ASSERT_TRUE(b.stream->Write(Chunk(10, 2)));
+    ASSERT_TRUE(b.stream->Write(Chunk(64, 2)));
+    ASSERT_TRUE(a.stream->Write(Chunk(10, 3)));
     b.Close();
     EXPECT_TRUE(a.Finish().ok());
     EXPECT_TRUE(b.Finish().ok());
