@@ -90,7 +90,7 @@ int RunCompact(const CompactArgs& a, const GlobalOptions& g) {
   v1::CompactResponse final_response = client.CompactStream(
       header, in->AsSource(), flags ? flags->AsSource() : Source{},
       values_out ? values_out->AsSink() : Sink{}, indices_out ? indices_out->AsSink() : Sink{},
-      bar.AsCallback(), ChooseLanes(a.io.lanes, in->payload_bytes()));
+      bar.AsCallback(), ChooseLanes(a.io.lanes, in->payload_bytes(), client));
   bar.Clear();
   if (values_out) values_out->Finish();
   if (indices_out) indices_out->Finish();

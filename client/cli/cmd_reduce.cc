@@ -68,7 +68,7 @@ int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
   Client client(MakeClientOptions(g));
   ProgressBar bar(!g.no_progress, in->payload_bytes());
   v1::ReduceResponse response = client.ReduceStream(header, in->AsSource(), bar.AsCallback(),
-                                                    ChooseLanes(a.io.lanes, in->payload_bytes()));
+                                                    ChooseLanes(a.io.lanes, in->payload_bytes(), client));
   bar.Clear();
 
   const std::string raw = RawValue(response, in->dtype());

@@ -33,7 +33,7 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
   Client client(MakeClientOptions(g));
   ProgressBar bar(!g.no_progress, in->payload_bytes());
   Timing timing = client.ScanStream(header, in->AsSource(), out.AsSink(), bar.AsCallback(),
-                                    ChooseLanes(a.io.lanes, in->payload_bytes()));
+                                    ChooseLanes(a.io.lanes, in->payload_bytes(), client));
   bar.Clear();
   out.Finish();
 

@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "gpuscan/client.h"
+
 namespace gpuscan::cli {
 
 // From this much input, a command without --lanes stripes over kAutoLanes lanes: one HTTP/2
@@ -21,10 +23,12 @@ inline void AddLanesOption(CLI::App* cmd, uint32_t& lanes) {
       ->check(CLI::Range(1u, 1024u));
 }
 
-// The lanes a command uses: --lanes if given (0 = not given), else chosen by the input's size.
-inline uint32_t ChooseLanes(uint32_t asked, std::optional<uint64_t> payload_bytes) {
+// The lanes a command uses: --lanes if given (0 = not given), else chosen by the input's size,
+// and then only if the server joins lanes (an older one does not: one call instead).
+inline uint32_t ChooseLanes(uint32_t asked, std::optional<uint64_t> payload_bytes, Client& client) {
   if (asked > 0) return asked;
-  return payload_bytes && *payload_bytes >= kAutoLanesFromBytes ? kAutoLanes : 1;
+  if (!payload_bytes || *payload_bytes < kAutoLanesFromBytes) return 1;
+  return client.Info().limits().max_lanes() > 0 ? kAutoLanes : 1;
 }
 
 }  // namespace gpuscan::cli

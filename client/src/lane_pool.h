@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ class Client::LanePool {
   explicit LanePool(ClientOptions options) : options_(std::move(options)) {}
   // `lanes` stubs, lane i on connection i, all to one server address.
   std::vector<v1::GpuScan::Stub*> Stubs(uint32_t lanes);
+
+  // The server's Limits.max_lanes, asked once (0: it does not join lanes).
+  std::mutex info_mu;
+  std::optional<uint32_t> server_max_lanes;
 
  private:
   struct Lane {

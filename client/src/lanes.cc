@@ -127,6 +127,19 @@ std::vector<v1::GpuScan::Stub*> Client::LanePool::Stubs(uint32_t lanes) {
   return out;
 }
 
+uint32_t Client::UsableLanes(uint32_t wanted) {
+  std::lock_guard<std::mutex> lock(lane_pool_->info_mu);
+  if (!lane_pool_->server_max_lanes) lane_pool_->server_max_lanes = Info().limits().max_lanes();
+  const uint32_t max = *lane_pool_->server_max_lanes;
+  if (max == 0) {
+    // An older server would answer each lane as an array of its own: a wrong result, not an error.
+    throw RpcError(grpc::StatusCode::FAILED_PRECONDITION,
+                   "the server does not join striped lanes (Limits.max_lanes is 0: an older version); "
+                   "use lanes = 1 (CLI: --lanes 1)");
+  }
+  return std::min(wanted, max);
+}
+
 namespace {
 
 // The shared state of one striped call's lanes.
@@ -170,8 +183,18 @@ class LaneRun {
   template <class Emit>
   bool Deliver(uint64_t pos, uint64_t len, Emit&& emit) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return aborted_ || emitted_ == pos; });
+    cv_.wait(lock, [&] { return aborted_ || emitted_ >= pos; });
     if (aborted_) return false;
+    if (emitted_ != pos) {  // two results for one position: the server did not join the lanes
+      if (failure_.ok()) {
+        failure_ = grpc::Status(grpc::StatusCode::INTERNAL,
+                                "the server answered position " + std::to_string(pos) + " twice: it did not join "
+                                "the lanes of this array");
+      }
+      lock.unlock();
+      Abort();
+      return false;
+    }
     lock.unlock();  // only this reader holds position `pos`: the Sink runs unlocked
     try {
       emit();
@@ -302,6 +325,7 @@ Resp RunBidiLanes(const std::vector<v1::GpuScan::Stub*>& stubs, std::chrono::mil
 }  // namespace
 
 Timing Client::ScanLanes(const v1::ScanHeader& header, Source in, Sink out, Progress progress, uint32_t lanes) {
+  lanes = UsableLanes(lanes);
   const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
   const size_t chunk = ChunkBytes(esize);
   const auto stubs = lane_pool_->Stubs(lanes);
@@ -332,6 +356,7 @@ Timing Client::ScanLanes(const v1::ScanHeader& header, Source in, Sink out, Prog
 
 v1::CompactResponse Client::CompactLanes(const v1::CompactHeader& header, Source values, Source flags,
                                          Sink values_out, Sink indices_out, Progress progress, uint32_t lanes) {
+  lanes = UsableLanes(lanes);
   const bool use_flags = header.selector_case() == v1::CompactHeader::kUseFlags && header.use_flags();
   if (use_flags && !flags) {
     throw std::invalid_argument("gpuscan: CompactStream with use_flags needs a flags Source");
@@ -375,6 +400,7 @@ v1::CompactResponse Client::CompactLanes(const v1::CompactHeader& header, Source
 }
 
 v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in, Progress progress, uint32_t lanes) {
+  lanes = UsableLanes(lanes);
   const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
   const size_t chunk = ChunkBytes(esize);
   const auto stubs = lane_pool_->Stubs(lanes);

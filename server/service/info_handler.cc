@@ -30,6 +30,8 @@ void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info) {
   limits->set_max_concurrent_requests(o.max_concurrent);
   limits->set_max_queued_requests(o.max_queued);
   limits->set_max_receive_message_bytes(MaxReceiveMessageBytes(o));
+  limits->set_max_lanes(o.max_lanes);
+  limits->set_lane_wait_ms(static_cast<uint64_t>(o.lane_wait.count()));
   info->set_cpu_threads(ctx.executor->threads());
 }
 

@@ -151,6 +151,13 @@ TEST_F(LanesTest, ClientDefaultAndStreamingCall) {
   const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(5000, rng);
   EXPECT_EQ(client.Scan(x).values, (testing::ScanRef<int32_t, ops::Sum<int32_t>>(x, false)));
   EXPECT_EQ(client.Reduce(x, v1::OPERATOR_SUM).value, (testing::ReduceRef<int32_t, ops::Sum<int32_t>>(x)));
+  // The server says what it joins; more lanes than its --max-lanes are capped to it.
+  const v1::ServerInfo info = client.Info();
+  EXPECT_EQ(info.limits().max_lanes(), 16u);
+  EXPECT_EQ(info.limits().lane_wait_ms(), 300u);
+  ScanOptions so;
+  so.lanes = 40;
+  EXPECT_EQ(client.Scan(x, so).values, (testing::ScanRef<int32_t, ops::Sum<int32_t>>(x, false)));
 }
 
 // A target of several addresses with round_robin: the client pins each array's lanes to one of

@@ -51,7 +51,9 @@ struct ClientOptions {
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   // Striped lanes: calls that do not say otherwise send each array over this many concurrent
   // calls, each on its own connection, all to one server (one resolved address of `target`).
-  // 1 = one ordinary call. See Lanes in gpuscan.proto.
+  // 1 = one ordinary call. See Lanes in gpuscan.proto. Before its first striped call a Client
+  // asks the server (GetServerInfo) for its Limits.max_lanes and uses at most that many; a
+  // server that does not join lanes fails the call with FAILED_PRECONDITION.
   uint32_t lanes = 1;
 };
 
@@ -207,6 +209,8 @@ class Client {
 
   // Striped lanes (src/lanes.cc).
   uint32_t LanesFor(uint32_t lanes) const { return lanes ? lanes : (options_.lanes ? options_.lanes : 1); }
+  // `wanted` (> 1) capped by the server's Limits.max_lanes, asked once per Client.
+  uint32_t UsableLanes(uint32_t wanted);
   Timing ScanLanes(const v1::ScanHeader& header, Source in, Sink out, Progress progress, uint32_t lanes);
   v1::ReduceResponse ReduceLanes(const v1::ReduceHeader& header, Source in, Progress progress, uint32_t lanes);
   v1::CompactResponse CompactLanes(const v1::CompactHeader& header, Source values, Source flags, Sink values_out,
