@@ -350,6 +350,23 @@ TEST_F(LanesTest, MissingChunkIsNamed) {
   EXPECT_EQ(sb.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << sb.error_message();
 }
 
+// Only the array's last chunk may be short: a full chunk after a short one on another lane.
+TEST_F(LanesTest, ShortChunkThatIsNotTheLastIsNamed) {
+  auto stub = server_->stub();
+  const std::string id = RandomId();
+  RawLane a(*stub), b(*stub);
+  ASSERT_TRUE(a.stream->Write(LaneHead(id, 0, 2, 64)));
+  ASSERT_TRUE(b.stream->Write(LaneHead(id, 1, 2, 64)));
+  ASSERT_TRUE(a.stream->Write(Chunk(32, 1)));
+  b.stream->Write(Chunk(64, 2));
+  const grpc::Status sb = b.Finish(), sa = a.Finish();
+  EXPECT_EQ(sb.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << sb.error_message();
+  EXPECT_THAT(sb.error_message(), HasSubstr("chunk 1 (lanes.lane=1) follows the short chunk 0"));
+  EXPECT_EQ(sa.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << sa.error_message();
+  EXPECT_THAT(sa.error_message(), HasSubstr("lanes.lane=1 of array"));
+  EXPECT_THAT(sa.error_message(), HasSubstr("only the array's last chunk may be shorter"));
+}
+
 // K = 1 through the join, and a declared element count checked over the whole array.
 TEST_F(LanesTest, OneLaneAndDeclaredCount) {
   auto stub = server_->stub();
