@@ -186,7 +186,12 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   void JoinFinished(std::vector<Resp> final_out, LaneEndpoint<Req, Resp>* owner) override {
     std::unique_lock<std::mutex> lock(mu_);
     if (finish_requested_) return;
-    if (owner != this) CopyFinalFrom(*static_cast<const StreamingCall*>(owner));
+    if (owner != this) {
+      CopyFinalFrom(*static_cast<const StreamingCall*>(owner));
+      // Results that Complete flushed (if an RPC ever holds some back) go once, on the owner;
+      // every lane gets the last response, the one with the array's counts and Timing.
+      if (final_out.size() > 1) final_out.erase(final_out.begin(), final_out.end() - 1);
+    }
     for (auto& r : final_out) outgoing_.push_back(std::move(r));
     completed_ = true;
     finish_requested_ = true;  // status_ stays OK: finish once the last response is out
