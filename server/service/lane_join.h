@@ -145,8 +145,10 @@ class LaneJoin final : public LaneJoinBase, public std::enable_shared_from_this<
  public:
   using Endpoint = LaneEndpoint<Req, Resp>;
 
+  // `header`: the header of the lane that made the join; every lane must agree with it (and with
+  // `spec`, which it gave) whichever attaches first.
   LaneJoin(LaneRegistry* registry, Admission* admission, const ServerOptions* options, const LaneSpec& spec,
-           std::optional<uint64_t> declared, const char* rpc)
+           const google::protobuf::Message& header, std::optional<uint64_t> declared, const char* rpc)
       : registry_(registry),
         admission_(admission),
         options_(options),
@@ -157,7 +159,10 @@ class LaneJoin final : public LaneJoinBase, public std::enable_shared_from_this<
         rpc_(rpc),
         lanes_(spec.lane_count, nullptr),
         next_of_lane_(spec.lane_count),
-        closed_(spec.lane_count, false) {
+        closed_(spec.lane_count, false),
+        first_header_(header.New()),
+        first_lane_(spec.lane) {
+    first_header_->CopyFrom(header);
     for (uint32_t l = 0; l < spec.lane_count; ++l) next_of_lane_[l] = l;
   }
 
@@ -171,24 +176,20 @@ class LaneJoin final : public LaneJoinBase, public std::enable_shared_from_this<
                       Endpoint* lane, bool* admitted) {
     std::unique_lock<std::mutex> lock(mu_);
     if (failed_ || done_) return EndedStatus(spec_.array_id, failed_ ? failure_ : grpc::Status::OK);
-    if (first_header_) {
-      const std::string diff = FirstDifference(header, *first_header_, first_lane_);
-      if (!diff.empty()) {
-        grpc::Status s(grpc::StatusCode::INVALID_ARGUMENT,
-                       "lanes of array " + id_text_ + " disagree: " + diff + "; every lane must send the same header");
-        FailLocked(lock, std::nullopt, s, spec.lane);
-        return s;
-      }
+    // Same header, hence same lane count and chunk size: spec.lane indexes lanes_ safely below.
+    const std::string diff = FirstDifference(header, *first_header_, first_lane_);
+    if (!diff.empty()) {
+      grpc::Status s(grpc::StatusCode::INVALID_ARGUMENT,
+                     "lanes of array " + id_text_ + " disagree: " + diff + "; every lane must send the same header");
+      FailLocked(lock, std::nullopt, s, spec.lane);
+      return s;
     }
     if (lanes_[spec.lane] != nullptr) {
       return {grpc::StatusCode::ALREADY_EXISTS, "lanes.lane=" + std::to_string(spec.lane) + " of array " + id_text_ +
                                                     " has already joined (two calls claim the same lane)"};
     }
     lanes_[spec.lane] = lane;
-    if (!first_header_) {
-      first_header_.reset(header.New());
-      first_header_->CopyFrom(header);
-      first_lane_ = spec.lane;
+    if (!owner_) {
       owner_ = lane;
       if (!Admit(reservation)) {
         lanes_[spec.lane] = nullptr;  // refused: the join holds no reference to it
@@ -425,14 +426,14 @@ class LaneJoin final : public LaneJoinBase, public std::enable_shared_from_this<
   const char* rpc_;
 
   std::mutex mu_;
-  std::unique_ptr<google::protobuf::Message> first_header_;
-  uint32_t first_lane_ = 0;
-  Endpoint* owner_ = nullptr;
+  Endpoint* owner_ = nullptr;            // the first lane to attach: its hooks run the array
   std::vector<Endpoint*> lanes_;         // by lane index; null until it arrives
   uint32_t attached_ = 0;
   std::atomic<bool> all_arrived_{false};
   std::vector<uint64_t> next_of_lane_;   // the global index of each lane's next chunk
   std::vector<bool> closed_;
+  const std::unique_ptr<google::protobuf::Message> first_header_;  // the join's maker's
+  const uint32_t first_lane_;
   uint32_t closed_count_ = 0;
   uint64_t min_closed_end_ = UINT64_MAX; // smallest chunk index that a closed lane never sent
   uint64_t max_submitted_ = 0;           // highest chunk index handed over, plus one
@@ -459,13 +460,13 @@ class LaneRegistry {
   // The join of spec.array_id for this RPC, made when this is the array's first lane. A reused
   // id (an array that ended) or a join of another RPC: a status instead.
   template <class Req, class Resp>
-  grpc::Status Find(const LaneSpec& spec, std::optional<uint64_t> declared, const char* rpc,
-                    std::shared_ptr<LaneJoin<Req, Resp>>* join) {
+  grpc::Status Find(const LaneSpec& spec, const google::protobuf::Message& header, std::optional<uint64_t> declared,
+                    const char* rpc, std::shared_ptr<LaneJoin<Req, Resp>>* join) {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto r = ended_.find(spec.array_id); r != ended_.end()) return EndedStatus(spec.array_id, r->second);
     auto it = joins_.find(spec.array_id);
     if (it == joins_.end()) {
-      *join = std::make_shared<LaneJoin<Req, Resp>>(this, admission_, options_, spec, declared, rpc);
+      *join = std::make_shared<LaneJoin<Req, Resp>>(this, admission_, options_, spec, header, declared, rpc);
       joins_.emplace(spec.array_id, Entry{*join, LaneClock::now() + wait_});
       cv_.notify_one();
       return grpc::Status::OK;

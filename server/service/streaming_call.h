@@ -317,7 +317,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     std::optional<uint64_t> declared;
     if (header.has_element_count()) declared = header.element_count();
     std::shared_ptr<LaneJoin<Req, Resp>> join;
-    if (auto s = ctx_.lanes->Find<Req, Resp>(spec, declared, op_name_, &join); !s.ok()) return s;
+    if (auto s = ctx_.lanes->Find<Req, Resp>(spec, header, declared, op_name_, &join); !s.ok()) return s;
     header_at_ = Clock::now();
     // The array's reservation, once: what its lanes may buffer, or three times a declared count.
     uint64_t reservation = spec.lane_count * ((kMaxBuffered + 2) * MaxReceiveMessageBytes(*ctx_.options));
