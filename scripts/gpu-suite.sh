@@ -31,7 +31,7 @@ else
 fi
 step kernel suite "(bench/: every algorithm vs CUB and copy, 2^10..2^30)"
 timeout 200 $B/kernel_suite --json "$out/kernel_suite.json" --svg "$out/kernel_suite.svg" >"$out/kernel_suite.txt" 2>&1
-grep -E "(decoupled_lookback|one_pass|single_pass) +(int32|float32) +2\^(16|28) " "$out/kernel_suite.txt"
+grep -E "(decoupled_lookback|deterministic|one_pass|single_pass) +(int32|float32) +2\^(16|28) " "$out/kernel_suite.txt"
 
 step end to end through the cuda server
 $B/gpuscan-server --address 127.0.0.1:50551 --engine auto >"$out/server.log" 2>&1 &

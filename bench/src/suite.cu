@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "gpuscan/bench/suite.h"
+#include "gpuscan/kernels/canonical_scan.h"
 #include "gpuscan/kernels/compact.h"
 #include "gpuscan/kernels/reduce.h"
 #include "gpuscan/kernels/scan.h"
@@ -407,6 +408,15 @@ class Suite {
       BENCH_CHECK((kernels::Scan<T, Op>(a, nullptr, b, nullptr, nullptr, n, false, nullptr, nullptr, s())));
       temp = std::max(temp, b);
     }
+    // The reproducible float scan (issue 11): whole tiles of 4096 only (the engine does the
+    // edge tiles on the host), float SUM; its own state buffer.
+    const bool deterministic = std::is_floating_point_v<T> && Wants("deterministic") && n % 4096 == 0;
+    if constexpr (std::is_floating_point_v<T>) {
+      std::size_t b = 0;
+      BENCH_CHECK((kernels::CanonicalScan<T, Op>(nullptr, b, nullptr, nullptr, n / 4096, 0, false, nullptr, s())));
+      temp = std::max(temp, b);
+      if (!state_.get() && !state_.Allocate(sizeof(kernels::CanonicalState<double>))) return true;
+    }
     if (!Prepare(What("scan", dtype, n), n * sizeof(T), 0, n * sizeof(T), temp)) return true;
     FillPools<T>(n, false);
     const uint64_t bytes = 2 * n * sizeof(T);
@@ -434,6 +444,25 @@ class Suite {
       const bool ok = AllSame<T>(out(0), ref, n);
       if (!Emit(MakeRow("scan", kernels::ScanAlgorithmName(a), dtype, n, bytes, t, copy.median_us, cub.median_us, ok)))
         return false;
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+      if (deterministic) {
+        auto* state = reinterpret_cast<kernels::CanonicalState<T>*>(state_.get());
+        auto det = [&](const T* x, T* y) {
+          BENCH_CHECK(cudaMemsetAsync(state, 0, sizeof(*state), s()));  // a fresh array
+          std::size_t b = temp_.bytes();
+          return kernels::CanonicalScan<T, Op>(temp_.get(), b, x, y, n / 4096, 0, false, state, s());
+        };
+        const Times t = Time([&](int r) { return det(in(r), out(r)); });
+        BENCH_CHECK(cudaMemsetAsync(out(0), 0xFF, n * sizeof(T), s()));
+        BENCH_CHECK(det(in(0), out(0)));
+        // The suite's data sums exactly, so any association matches CUB's bits.
+        const bool ok = AllSame<T>(out(0), ref, n);
+        if (!Emit(MakeRow("scan", "deterministic", dtype, n, bytes, t, copy.median_us, cub.median_us, ok))) return false;
+      } else if (Wants("deterministic") && n % 4096 != 0 && !deterministic_noted_) {
+        Note("scan deterministic: kernel rows only for n a multiple of 4096 (whole tiles; the engine does the edges)");
+        deterministic_noted_ = true;
+      }
     }
     return true;
   }
@@ -529,10 +558,11 @@ class Suite {
   std::size_t rotate_bytes_ = 0;
   Stream stream_;
   Event start_, stop_;
-  DeviceBuffer in_, out_, flags_, ref_, temp_, scalars_;
+  DeviceBuffer in_, out_, flags_, ref_, temp_, scalars_, state_;
   std::size_t slot_bytes_ = 0, flag_slot_ = 0;
   uint64_t slots_ = 1;
   bool chained_noted_ = false;
+  bool deterministic_noted_ = false;
 };
 
 }  // namespace
@@ -541,6 +571,7 @@ std::vector<std::string> SuiteAlgorithms(const std::string& operation) {
   if (operation == "scan") {
     std::vector<std::string> names{"cub"};
     for (ScanAlgorithm a : kScanAlgorithms) names.push_back(kernels::ScanAlgorithmName(a));
+    names.push_back("deterministic");  // float dtypes only
     return names;
   }
   if (operation == "reduce") return {"cub", "one_pass"};

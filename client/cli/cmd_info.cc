@@ -45,6 +45,8 @@ void PrintInfoText(const v1::ServerInfo& info, const std::string& target) {
   auto algo = [](int a) { return AlgorithmName(static_cast<v1::ScanAlgorithm>(a)); };
   auto str = [](const std::string& s) { return s; };
   std::printf("scan algorithms    %s\n", JoinNames(info.scan_algorithms(), algo).c_str());
+  std::printf("float scan default %s (float SUM/PRODUCT scans and reduces)\n",
+              algo(info.float_scan_default()).c_str());
   std::printf("reduce algorithms  %s\n", JoinNames(info.reduce_algorithms(), str).c_str());
   std::printf("compact algorithms %s\n", JoinNames(info.compact_algorithms(), str).c_str());
   auto dtype = [](int t) { return DTypeName(static_cast<v1::DType>(t)); };

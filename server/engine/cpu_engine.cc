@@ -31,6 +31,7 @@
 #include <utility>
 
 #include "engine/dispatch.h"
+#include "gpuscan/kernels/canonical_tree.h"
 
 namespace gpuscan::engine {
 
@@ -202,6 +203,97 @@ class CpuScan final : public ScanSession {
  private:
   std::shared_ptr<Pool> pool_;
   T carry_ = Op::identity();
+};
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic float SUM / PRODUCT: the canonical tree of gpuscan/kernels/canonical_tree.h,
+// whose association is tied to global element positions, so the bits depend on the input
+// only (not on the chunking or the thread count) and match the CUDA engine's.
+
+// Runs f(t) for t in [0, count) tiles, several tiles per task; the arithmetic per tile is the
+// same whoever runs it.
+template <class F>
+void ForTiles(Pool& pool, uint64_t count, bool parallel, const F& f) {
+  constexpr uint64_t kTilesPerTask = kBlock / canon::kTileItems;  // 4
+  const uint64_t tasks = (count + kTilesPerTask - 1) / kTilesPerTask;
+  ForBlocks(pool, tasks, parallel, [&](uint64_t b) {
+    const uint64_t end = std::min(count, (b + 1) * kTilesPerTask);
+    for (uint64_t t = b * kTilesPerTask; t < end; ++t) f(t);
+  });
+}
+
+template <class T, class Op, bool kExclusive>
+class CpuTreeScan final : public ScanSession {
+ public:
+  explicit CpuTreeScan(std::shared_ptr<Pool> pool) : pool_(std::move(pool)) {}
+
+  void Process(const void* in, void* out, uint64_t n, StageTimes& times) override {
+    if (n == 0) return;
+    CheckBuffer(in, n, "input");
+    CheckBuffer(out, n, "output");
+    KernelTimer timer(times);
+    canon::ScanChunk<T, Op>(cur_, static_cast<const unsigned char*>(in), static_cast<unsigned char*>(out), n,
+                            kExclusive, [&](const unsigned char* src, unsigned char* dst, uint64_t tiles) {
+                              ScanWholeTiles(src, dst, tiles);
+                            });
+  }
+
+  std::string algorithm() const override { return "deterministic"; }
+
+ private:
+  // Q and A of every tile (parallel), the tiles' prefixes (sequential, a few values per tile),
+  // then every tile from its prefix (parallel).
+  void ScanWholeTiles(const unsigned char* src, unsigned char* dst, uint64_t tiles) {
+    constexpr uint64_t kTile = canon::kTileItems;
+    const bool parallel = RunParallel(*pool_, tiles * kTile);
+    std::vector<T> q(tiles * canon::kTileSegs);
+    std::vector<T> aggs(tiles);
+    ForTiles(*pool_, tiles, parallel, [&](uint64_t t) {
+      T* qt = q.data() + t * canon::kTileSegs;
+      canon::TileQ<T, Op>(src + t * kTile * sizeof(T), kTile, qt);
+      aggs[t] = qt[canon::kTileSegs - 1];
+    });
+    std::vector<canon::Maybe<T>> prefixes(tiles);
+    cur_.state.Commit(aggs.data(), tiles, prefixes.data());
+    ForTiles(*pool_, tiles, parallel, [&](uint64_t t) {
+      canon::ScanTileQ<T, Op>(src + t * kTile * sizeof(T), dst + t * kTile * sizeof(T), kTile, prefixes[t],
+                              kExclusive, q.data() + t * canon::kTileSegs);
+    });
+  }
+
+  std::shared_ptr<Pool> pool_;
+  canon::Cursor<T, Op> cur_;
+};
+
+template <class T, class Op>
+class CpuTreeReduce final : public ReduceSession {
+ public:
+  explicit CpuTreeReduce(std::shared_ptr<Pool> pool) : pool_(std::move(pool)) {}
+
+  void Process(const void* in, uint64_t n, StageTimes& times) override {
+    if (n == 0) return;
+    CheckBuffer(in, n, "input");
+    KernelTimer timer(times);
+    canon::ReduceChunk<T, Op>(cur_, static_cast<const unsigned char*>(in), n,
+                              [&](const unsigned char* src, uint64_t tiles) {
+                                constexpr uint64_t kTile = canon::kTileItems;
+                                std::vector<T> aggs(tiles);
+                                ForTiles(*pool_, tiles, RunParallel(*pool_, tiles * kTile), [&](uint64_t t) {
+                                  aggs[t] = canon::TileAggregate<T, Op>(src + t * kTile * sizeof(T));
+                                });
+                                cur_.state.Commit(aggs.data(), tiles, nullptr);
+                              });
+  }
+
+  void Result(void* value) const override {
+    const T v = canon::ReduceResult(cur_);
+    std::memcpy(value, &v, sizeof(T));
+  }
+  std::string algorithm() const override { return "deterministic"; }
+
+ private:
+  std::shared_ptr<Pool> pool_;
+  canon::Cursor<T, Op> cur_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -425,23 +517,32 @@ CpuEngine::~CpuEngine() = default;
 int CpuEngine::threads() const { return pool_->arena.max_concurrency(); }
 
 std::vector<ScanAlgorithm> CpuEngine::scan_algorithms() const {
-  return {ScanAlgorithm::kDefault, ScanAlgorithm::kCpuBlocked};
+  return {ScanAlgorithm::kDefault, ScanAlgorithm::kCpuBlocked, ScanAlgorithm::kDeterministic};
 }
-std::vector<std::string> CpuEngine::reduce_algorithms() const { return {"cpu_blocked"}; }
+std::vector<std::string> CpuEngine::reduce_algorithms() const { return {"cpu_blocked", "deterministic"}; }
 std::vector<std::string> CpuEngine::compact_algorithms() const { return {"cpu_blocked"}; }
 
 std::unique_ptr<ScanSession> CpuEngine::NewScan(const ScanSpec& spec) {
-  if (spec.algorithm != ScanAlgorithm::kDefault && spec.algorithm != ScanAlgorithm::kCpuBlocked) {
-    if (static_cast<unsigned>(spec.algorithm) > static_cast<unsigned>(ScanAlgorithm::kCpuBlocked)) {
+  if (spec.algorithm != ScanAlgorithm::kDefault && spec.algorithm != ScanAlgorithm::kCpuBlocked &&
+      spec.algorithm != ScanAlgorithm::kDeterministic) {
+    if (static_cast<unsigned>(spec.algorithm) > static_cast<unsigned>(ScanAlgorithm::kDeterministic)) {
       throw Error(ErrorCode::kInvalidArgument, "unknown scan algorithm");
     }
     throw Error(ErrorCode::kUnimplemented,
                 "scan algorithm '" + std::string(Name(spec.algorithm)) +
-                    "' is not available on the cpu engine (available: cpu_blocked)");
+                    "' is not available on the cpu engine (available: cpu_blocked, deterministic)");
   }
   return Visit(spec.dtype, spec.op, [&](auto t, auto o) -> std::unique_ptr<ScanSession> {
     using T = typename decltype(t)::type;
     using O = typename decltype(o)::type;
+    // Float SUM/PRODUCT take the canonical tree unless cpu_blocked is asked for by name; every
+    // other pair is exact in any association and keeps the blocked path.
+    if constexpr (canon::kUsesTree<T, O>) {
+      if (spec.algorithm != ScanAlgorithm::kCpuBlocked) {
+        if (spec.exclusive) return std::make_unique<CpuTreeScan<T, O, true>>(pool_);
+        return std::make_unique<CpuTreeScan<T, O, false>>(pool_);
+      }
+    }
     if (spec.exclusive) return std::make_unique<CpuScan<T, O, true>>(pool_);
     return std::make_unique<CpuScan<T, O, false>>(pool_);
   });
@@ -451,6 +552,7 @@ std::unique_ptr<ReduceSession> CpuEngine::NewReduce(const ReduceSpec& spec) {
   return Visit(spec.dtype, spec.op, [&](auto t, auto o) -> std::unique_ptr<ReduceSession> {
     using T = typename decltype(t)::type;
     using O = typename decltype(o)::type;
+    if constexpr (canon::kUsesTree<T, O>) return std::make_unique<CpuTreeReduce<T, O>>(pool_);
     return std::make_unique<CpuReduce<T, O>>(pool_);
   });
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
@@ -13,6 +14,8 @@
 
 #include "engine/cuda_resources.h"
 #include "engine/dispatch.h"
+#include "gpuscan/kernels/canonical_scan.h"
+#include "gpuscan/kernels/canonical_tree.h"
 #include "gpuscan/kernels/compact.h"
 #include "gpuscan/kernels/reduce.h"
 #include "gpuscan/kernels/scan.h"
@@ -313,6 +316,7 @@ kernels::ScanAlgorithm ToKernels(ScanAlgorithm a) {
     case ScanAlgorithm::kBlelloch: return kernels::ScanAlgorithm::kBlelloch;
     case ScanAlgorithm::kHillisSteele: return kernels::ScanAlgorithm::kHillisSteele;
     case ScanAlgorithm::kCub: return kernels::ScanAlgorithm::kCub;
+    case ScanAlgorithm::kDeterministic: return kernels::ScanAlgorithm::kDecoupledLookback;  // exact pairs
     case ScanAlgorithm::kCpuBlocked: break;
   }
   throw Error(ErrorCode::kUnimplemented, "scan algorithm '" + std::string(Name(a)) +
@@ -397,6 +401,116 @@ class CudaReduce final : public ReduceSession {
  private:
   std::shared_ptr<Shared> sh_;
   DeviceCarry<T> carry_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic float SUM / PRODUCT (issue 11): the canonical tree of canonical_tree.h. The
+// partial tiles at a chunk's edges (< 4096 elements each) are computed on the host with the
+// CPU engine's code; the whole tiles between them on the device (kernels::CanonicalScan), with
+// the tree state uploaded before and read back after. Both compute the same operations, so
+// the bits do not depend on where a tile ran.
+
+// Runs `tiles` whole tiles through the lane's pipeline (sub-chunks are whole tiles too:
+// kSubChunkBytes / sizeof(T) is a multiple of 4096), continuing and then updating `state`.
+// dst == nullptr: a reduction (aggregates only).
+template <class T, class Op>
+void RunCanonicalTiles(Shared& sh, cuda::DeviceBuffer& d_state, canon::TreeState<T, Op>& state, const void* src,
+                       void* dst, uint64_t tiles, bool exclusive, StageTimes& times) {
+  static_assert((kSubChunkBytes / sizeof(T)) % canon::kTileItems == 0, "sub-chunks must be whole tiles");
+  DeviceGuard guard(sh);
+  LaneLease lane(sh);
+  cudaStream_t s0 = lane->slots[0].s();
+  const uint64_t sub_tiles = kSubChunkBytes / sizeof(T) / canon::kTileItems;
+  size_t temp_bytes = 0;
+  sh.Call(kernels::CanonicalScan<T, Op>(nullptr, temp_bytes, nullptr, nullptr, std::min(tiles, sub_tiles), 0,
+                                        exclusive, nullptr, s0),
+          "canonical scan temp size");
+  lane->EnsureTemp(temp_bytes);
+  using DevState = kernels::CanonicalState<T>;
+  if (!d_state.get()) d_state = cuda::DeviceBuffer(sizeof(DevState), s0);
+  auto* dev = static_cast<DevState*>(d_state.get());
+  DevState h{};
+  std::memcpy(h.aggs, state.aggs, sizeof(h.aggs));
+  h.carry = state.carry.value;
+  h.has_carry = state.carry.has ? 1 : 0;
+  // Pageable source: returns once staged, so `h` may change afterwards. Slot 0 runs the first
+  // kernel, which is thereby ordered after this.
+  sh.Call(cudaMemcpyAsync(dev, &h, sizeof(h), cudaMemcpyHostToDevice, s0), "H2D canonical state");
+  uint64_t done = 0;
+  RunPipelined<T>(sh, *lane, src, dst, tiles * canon::kTileItems, times, [&](Slot& s, uint64_t m) {
+    const uint64_t t = m / canon::kTileItems;
+    size_t bytes = lane->temp.size();
+    sh.Call(kernels::CanonicalScan<T, Op>(lane->temp.get(), bytes, static_cast<const T*>(s.d_in.get()),
+                                          dst ? static_cast<T*>(s.d_out.get()) : nullptr, t, state.tiles + done,
+                                          exclusive, dev, s.s()),
+            "canonical scan kernel");
+    done += t;
+  });
+  if (lane->last_kernel) sh.Call(cudaStreamWaitEvent(s0, lane->last_kernel, 0), "cudaStreamWaitEvent");
+  sh.Call(cudaMemcpyAsync(&h, dev, sizeof(h), cudaMemcpyDeviceToHost, s0), "D2H canonical state");
+  sh.Call(cudaStreamSynchronize(s0), "cudaStreamSynchronize");
+  std::memcpy(state.aggs, h.aggs, sizeof(h.aggs));
+  state.carry = {h.has_carry != 0, h.carry};
+  state.tiles += tiles;
+}
+
+template <class T, class Op, bool kExclusive>
+class CudaTreeScan final : public ScanSession {
+ public:
+  explicit CudaTreeScan(std::shared_ptr<Shared> sh) : sh_(std::move(sh)) {}
+
+  void Process(const void* in, void* out, uint64_t n, StageTimes& times) override {
+    if (n == 0) return;
+    const auto* src = static_cast<const unsigned char*>(in);
+    auto* dst = static_cast<unsigned char*>(out);
+    // The edge tiles' host time counts as kernel time; the whole tiles' device stages are
+    // added by RunPipelined, so their wall time is taken out.
+    uint64_t device_us = 0;
+    const auto start = std::chrono::steady_clock::now();
+    canon::ScanChunk<T, Op>(cur_, src, dst, n, kExclusive,
+                            [&](const unsigned char* s, unsigned char* d, uint64_t tiles) {
+                              const auto t0 = std::chrono::steady_clock::now();
+                              RunCanonicalTiles<T, Op>(*sh_, d_state_, cur_.state, s, d, tiles, kExclusive, times);
+                              device_us += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                                     std::chrono::steady_clock::now() - t0)
+                                                                     .count());
+                            });
+    const auto all_us = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+    times.kernel_us += all_us > device_us ? all_us - device_us : 0;  // host-computed edge tiles
+  }
+
+  std::string algorithm() const override { return "deterministic"; }
+
+ private:
+  std::shared_ptr<Shared> sh_;
+  canon::Cursor<T, Op> cur_;
+  cuda::DeviceBuffer d_state_;
+};
+
+template <class T, class Op>
+class CudaTreeReduce final : public ReduceSession {
+ public:
+  explicit CudaTreeReduce(std::shared_ptr<Shared> sh) : sh_(std::move(sh)) {}
+
+  void Process(const void* in, uint64_t n, StageTimes& times) override {
+    if (n == 0) return;
+    canon::ReduceChunk<T, Op>(cur_, static_cast<const unsigned char*>(in), n,
+                              [&](const unsigned char* s, uint64_t tiles) {
+                                RunCanonicalTiles<T, Op>(*sh_, d_state_, cur_.state, s, nullptr, tiles, false, times);
+                              });
+  }
+
+  void Result(void* value) const override {
+    const T v = canon::ReduceResult(cur_);
+    std::memcpy(value, &v, sizeof(T));
+  }
+  std::string algorithm() const override { return "deterministic"; }
+
+ private:
+  std::shared_ptr<Shared> sh_;
+  canon::Cursor<T, Op> cur_;
+  cuda::DeviceBuffer d_state_;
 };
 
 template <class T>
@@ -499,9 +613,10 @@ class CudaEngine final : public Engine {
   std::vector<ScanAlgorithm> scan_algorithms() const override {
     return {ScanAlgorithm::kDefault,   ScanAlgorithm::kDecoupledLookback, ScanAlgorithm::kChained,
             ScanAlgorithm::kReduceThenScan, ScanAlgorithm::kKoggeStone, ScanAlgorithm::kBrentKung,
-            ScanAlgorithm::kBlelloch,  ScanAlgorithm::kHillisSteele,      ScanAlgorithm::kCub};
+            ScanAlgorithm::kBlelloch,  ScanAlgorithm::kHillisSteele,      ScanAlgorithm::kCub,
+            ScanAlgorithm::kDeterministic};
   }
-  std::vector<std::string> reduce_algorithms() const override { return {"one_pass"}; }
+  std::vector<std::string> reduce_algorithms() const override { return {"one_pass", "deterministic"}; }
   std::vector<std::string> compact_algorithms() const override { return {"single_pass"}; }
   bool healthy() const override { return sh_->healthy; }
   void CheckHealth() override {
@@ -546,6 +661,14 @@ class CudaEngine final : public Engine {
     return Visit(spec.dtype, spec.op, [&](auto t, auto op) -> std::unique_ptr<ScanSession> {
       using T = typename decltype(t)::type;
       using Op = typename decltype(op)::type;
+      // Float SUM/PRODUCT: the canonical tree by default; a named algorithm runs as asked
+      // (and its float bits may change from run to run and with the chunking).
+      if constexpr (canon::kUsesTree<T, Op>) {
+        if (spec.algorithm == ScanAlgorithm::kDefault || spec.algorithm == ScanAlgorithm::kDeterministic) {
+          if (spec.exclusive) return std::make_unique<CudaTreeScan<T, Op, true>>(sh_);
+          return std::make_unique<CudaTreeScan<T, Op, false>>(sh_);
+        }
+      }
       return std::make_unique<CudaScan<T, Op>>(sh_, algo, spec.exclusive);
     });
   }
@@ -553,6 +676,7 @@ class CudaEngine final : public Engine {
     return Visit(spec.dtype, spec.op, [&](auto t, auto op) -> std::unique_ptr<ReduceSession> {
       using T = typename decltype(t)::type;
       using Op = typename decltype(op)::type;
+      if constexpr (canon::kUsesTree<T, Op>) return std::make_unique<CudaTreeReduce<T, Op>>(sh_);
       return std::make_unique<CudaReduce<T, Op>>(sh_);
     });
   }

@@ -77,6 +77,8 @@ class Engine {
   virtual std::string device_name() const = 0;  // for Timing.device and logs
   virtual std::vector<DeviceInfo> devices() const = 0;
   virtual std::vector<ScanAlgorithm> scan_algorithms() const = 0;
+  // What ScanAlgorithm::kDefault runs for float SUM/PRODUCT (other pairs are exact anyway).
+  virtual ScanAlgorithm float_scan_default() const { return ScanAlgorithm::kDeterministic; }
   virtual std::vector<std::string> reduce_algorithms() const = 0;
   virtual std::vector<std::string> compact_algorithms() const = 0;
   // False once the engine hit an error it cannot recover from (the health service reports it).

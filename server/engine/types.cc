@@ -36,7 +36,7 @@ std::string_view Name(ScanAlgorithm a) {
   static constexpr std::string_view kNames[] = {
       "default",    "decoupled_lookback", "chained",       "reduce_then_scan",
       "kogge_stone", "brent_kung",        "blelloch",      "hillis_steele",
-      "cub",        "cpu_blocked"};
+      "cub",        "cpu_blocked",        "deterministic"};
   return kNames[static_cast<int>(a)];
 }
 

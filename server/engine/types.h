@@ -30,6 +30,9 @@ enum class ScanAlgorithm {
   kHillisSteele,
   kCub,
   kCpuBlocked,
+  // Float SUM/PRODUCT in the canonical tree (gpuscan/kernels/canonical_tree.h): the same bits
+  // for the same input on every run, chunking, thread count and engine. The default for those.
+  kDeterministic,
 };
 
 enum class PredicateOp { kNonzero, kEq, kNe, kLt, kLe, kGt, kGe, kInRange, kNotNan };

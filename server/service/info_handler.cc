@@ -19,6 +19,7 @@ void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info) {
     out->set_multiprocessors(d.multiprocessors);
   }
   for (engine::ScanAlgorithm a : eng.scan_algorithms()) info->add_scan_algorithms(ToWire(a));
+  info->set_float_scan_default(ToWire(eng.float_scan_default()));
   for (const std::string& a : eng.reduce_algorithms()) info->add_reduce_algorithms(a);
   for (const std::string& a : eng.compact_algorithms()) info->add_compact_algorithms(a);
   for (engine::DType t : engine::kAllDTypes) info->add_dtypes(ToWire(t));

@@ -230,6 +230,7 @@ TEST_F(CliE2E, HealthAndInfo) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("engine             cpu"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cpu_blocked"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("float scan default deterministic"), std::string::npos) << r.out;
 
   r = Run("--json info --server " + addr());
   EXPECT_EQ(r.code, 0) << r.err;

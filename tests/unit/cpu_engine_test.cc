@@ -21,8 +21,9 @@ TEST(CpuEngine, DescribesItself) {
   EXPECT_EQ(engine.device_name().rfind("cpu (1 thread", 0), 0u) << engine.device_name();
   EXPECT_TRUE(engine.devices().empty());
   EXPECT_EQ(engine.scan_algorithms(),
-            (std::vector<ScanAlgorithm>{ScanAlgorithm::kDefault, ScanAlgorithm::kCpuBlocked}));
-  EXPECT_EQ(engine.reduce_algorithms(), std::vector<std::string>{"cpu_blocked"});
+            (std::vector<ScanAlgorithm>{ScanAlgorithm::kDefault, ScanAlgorithm::kCpuBlocked,
+                                        ScanAlgorithm::kDeterministic}));
+  EXPECT_EQ(engine.reduce_algorithms(), (std::vector<std::string>{"cpu_blocked", "deterministic"}));
   EXPECT_EQ(engine.compact_algorithms(), std::vector<std::string>{"cpu_blocked"});
   EXPECT_TRUE(engine.healthy());
   const int all = CpuEngine(0).threads();
@@ -58,7 +59,7 @@ TEST(CpuEngine, OtherScanAlgorithmsAreUnimplemented) {
   spec.algorithm = ScanAlgorithm::kKoggeStone;
   ExpectError([&] { engine.NewScan(spec); }, ErrorCode::kUnimplemented,
               "scan algorithm 'kogge_stone' is not available on the cpu engine (available: "
-              "cpu_blocked)");
+              "cpu_blocked, deterministic)");
   for (ScanAlgorithm a :
        {ScanAlgorithm::kDecoupledLookback, ScanAlgorithm::kChained, ScanAlgorithm::kReduceThenScan,
         ScanAlgorithm::kBrentKung, ScanAlgorithm::kBlelloch, ScanAlgorithm::kHillisSteele,
