@@ -65,7 +65,7 @@ class AsyncClient(_Calls):
                  credentials: Optional[grpc.ChannelCredentials] = None,
                  load_balancing_policy: Optional[str] = None, options=None):
         self._init_common(target, tls, timeout, lanes, chunk_bytes)
-        args = channel_args(self.chunk_bytes, load_balancing_policy, options)
+        args = channel_args(self.chunk_bytes, load_balancing_policy, options, tls)
         creds = channel_credentials(tls, credentials)
         self._channel = (grpc.aio.secure_channel(target, creds, options=args) if creds is not None
                          else grpc.aio.insecure_channel(target, options=args))

@@ -68,8 +68,10 @@ def check_lanes(lanes: int) -> int:
     return lanes
 
 
-def channel_args(chunk_bytes: int, load_balancing_policy: Optional[str], options) -> list:
+def channel_args(chunk_bytes: int, load_balancing_policy: Optional[str], options, tls=None) -> list:
     args = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+    if isinstance(tls, Tls) and tls.server_name:
+        args.append(("grpc.ssl_target_name_override", tls.server_name))
     if load_balancing_policy:
         args.append(("grpc.lb_policy_name", load_balancing_policy))
     if options:
@@ -171,7 +173,7 @@ class Client(_Calls):
                  credentials: Optional[grpc.ChannelCredentials] = None,
                  load_balancing_policy: Optional[str] = None, options=None):
         self._init_common(target, tls, timeout, lanes, chunk_bytes)
-        args = channel_args(self.chunk_bytes, load_balancing_policy, options)
+        args = channel_args(self.chunk_bytes, load_balancing_policy, options, tls)
         creds = channel_credentials(tls, credentials)
         self._channel = (grpc.secure_channel(target, creds, options=args) if creds is not None
                          else grpc.insecure_channel(target, options=args))

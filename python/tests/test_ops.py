@@ -1,9 +1,7 @@
 """scan / reduce / compact against numpy, for every dtype, operator, kind and length around the
-chunk boundaries (client chunks of 64 bytes: 16 or 8 elements), then random lengths (hypothesis)."""
+chunk boundaries (client chunks of 64 bytes: 16 or 8 elements); random lengths in test_properties."""
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import reference as ref
 from conftest import SMALL_CHUNK_BYTES
@@ -37,19 +35,6 @@ def test_reduce_boundaries(client, rng, dtype):
         for n in boundary_lengths(dtype):
             x = ref.random_array(rng, dtype, n, op)
             ref.assert_value_close(client.reduce(x, op=op), ref.reduce(x, op), x, op)
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data=st.data())
-def test_scan_reduce_random(client, data):
-    dtype = data.draw(st.sampled_from(ref.DTYPES))
-    op = data.draw(st.sampled_from(ref.ops_for(dtype)))
-    exclusive = data.draw(st.booleans())
-    n = data.draw(st.integers(0, 200))
-    seed = data.draw(st.integers(0, 2**32 - 1))
-    x = ref.random_array(np.random.default_rng(seed), dtype, n, op)
-    ref.assert_scan_close(client.scan(x, op=op, exclusive=exclusive), ref.scan(x, op, exclusive), x, op)
-    ref.assert_value_close(client.reduce(x, op=op), ref.reduce(x, op), x, op)
 
 
 def test_integer_wraparound(client):
@@ -137,18 +122,3 @@ def test_compact_every_predicate(client, rng, dtype):
             np.testing.assert_array_equal(client.compact(x, predicate=spec), x[mask])
             np.testing.assert_array_equal(client.compact(x, predicate=spec, values=False, indices=True),
                                           np.flatnonzero(mask))
-
-
-@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data=st.data())
-def test_compact_where_random(client, data):
-    dtype = data.draw(st.sampled_from(ref.DTYPES))
-    n = data.draw(st.integers(0, 200))
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
-    x = ref.random_array(rng, dtype, n)
-    mask = rng.random(n) < data.draw(st.sampled_from([0.0, 0.1, 0.5, 1.0]))
-    v, i = client.compact(x, where=mask, indices=True)
-    np.testing.assert_array_equal(v, x[mask])
-    np.testing.assert_array_equal(i, np.flatnonzero(mask))
-    # A non-bool mask: nonzero keeps.
-    np.testing.assert_array_equal(client.compact(x, where=mask.astype(np.int32) * 7), x[mask])
