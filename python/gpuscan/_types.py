@@ -11,7 +11,16 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .v1 import gpuscan_pb2 as pb
+try:
+    from .v1 import gpuscan_pb2 as pb
+except ModuleNotFoundError as e:  # the source tree: stubs are generated at build time
+    if e.name not in ("gpuscan.v1", "gpuscan.v1.gpuscan_pb2"):
+        raise
+    raise ImportError(
+        "gpuscan: the generated stubs (gpuscan.v1) are missing: this looks like the source tree. Install "
+        "the package (pip install --no-build-isolation --no-deps ./python), use the build tree "
+        "(PYTHONPATH=build/python/pkg after make), or generate them in place: "
+        "python3 python/tools/gen_stubs.py python") from None
 
 # dtype <-> wire. The wire is little-endian; `np.dtype(...).newbyteorder("<")` is what travels.
 _DTYPES = {

@@ -40,7 +40,8 @@ def best_of(repeat, fn):
     return min(times), sorted(times)[len(times) // 2], result
 
 
-def run(client: gpuscan.Client, nbytes: int, dtype: np.dtype, repeat: int, verify: bool, log=print):
+def run(client: gpuscan.Client, nbytes: int, dtype: np.dtype, repeat: int, verify: bool, log=print,
+        transport_lanes: int = 1):
     n = nbytes // dtype.itemsize
     nbytes = n * dtype.itemsize
     rng = np.random.default_rng(12345)
@@ -63,13 +64,15 @@ def run(client: gpuscan.Client, nbytes: int, dtype: np.dtype, repeat: int, verif
         if check is not None:
             row["verified"] = bool(check(result))
         rows.append(row)
-        log(f"  {name:<16} {row['gbps']:7.3f} GB/s (median {row['median_gbps']:.3f})" +
+        log(f"  {name:<20} {row['gbps']:7.3f} GB/s (median {row['median_gbps']:.3f})" +
             (f"  verified={row['verified']}" if "verified" in row else ""))
         return result
 
     log(f"target {client.target}, chunk_bytes {client.chunk_bytes}, best of {repeat}")
     echo = add("transport_echo", lambda: client.transport(nbytes, echo=True), nbytes)
     add("transport_sink", lambda: client.transport(nbytes, echo=False), nbytes)
+    if transport_lanes > 1:
+        add(f"transport_echo_x{transport_lanes}", lambda: client.transport(nbytes, lanes=transport_lanes), nbytes)
     scanned = add("scan", lambda: client.scan(x, out=out), nbytes,
                   (lambda y: np.array_equal(y, np.cumsum(x, dtype=dtype))) if verify and dtype.kind != "f" else None)
     total = add("reduce", lambda: client.reduce(x), nbytes,
@@ -92,6 +95,9 @@ def main(argv=None):
     p.add_argument("--dtype", default="int32")
     p.add_argument("--chunk-bytes", type=parse_size, default=1 << 20)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--lanes", type=int, default=1, help="lanes of the client (> 1 needs the lanes proto fields)")
+    p.add_argument("--transport-lanes", type=int, default=0,
+                   help="also measure the echo ceiling over this many concurrent connections (default: --lanes)")
     p.add_argument("--no-verify", action="store_true", help="skip checking results against numpy")
     p.add_argument("--json", help="write the rows and the setup as JSON here")
     a = p.parse_args(argv)
@@ -105,22 +111,26 @@ def main(argv=None):
         server = ServerProcess(binary, engine=a.engine)
         target = server.target
     try:
-        with gpuscan.Client(target, chunk_bytes=a.chunk_bytes) as c:
+        try:
+            c = gpuscan.Client(target, chunk_bytes=a.chunk_bytes, lanes=a.lanes)
+        except NotImplementedError as e:
+            p.exit(2, f"{e}\n")
+        with c:
             info = c.info()
             print(f"server {info['version']} engine {info['engine']} "
                   f"{', '.join(d['name'] for d in info['devices']) or ''}".rstrip())
-            rows = run(c, a.size, dtype, a.repeat, not a.no_verify)
+            rows = run(c, a.size, dtype, a.repeat, not a.no_verify, transport_lanes=a.transport_lanes or a.lanes)
     finally:
         if server:
             server.stop()
-    print(f"\n{'operation':<16} {'GB/s':>8} {'% of echo':>10}")
+    print(f"\n{'operation':<20} {'GB/s':>8} {'% of echo':>10}")
     for r in rows:
-        print(f"{r['operation']:<16} {r['gbps']:8.3f} {r['pct_of_transport_echo']:9.1f}%")
+        print(f"{r['operation']:<20} {r['gbps']:8.3f} {r['pct_of_transport_echo']:9.1f}%")
     if a.json:
         import grpc
         import google.protobuf
         setup = {"target": target, "size_bytes": a.size, "dtype": str(dtype), "chunk_bytes": a.chunk_bytes,
-                 "repeat": a.repeat, "server": info, "python": platform.python_version(),
+                 "repeat": a.repeat, "lanes": a.lanes, "server": info, "python": platform.python_version(),
                  "grpcio": grpc.__version__, "protobuf": google.protobuf.__version__, "numpy": np.__version__,
                  "host": platform.node(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         with open(a.json, "w") as f:

@@ -5,9 +5,10 @@ out, every failure a gpuscan.Error; the chunking lives in _chunking, the error m
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import grpc
 import numpy as np
@@ -185,10 +186,26 @@ class Client(_Calls):
         self._transport = self._channel.stream_stream(method_path("Transport"))
         self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
         self._local = threading.local()
+        # Lanes: one channel each, with its own subchannel pool so each is its own connection.
+        self._lane_args = (target, creds, args)
+        self._lane_channels = []
+        self._lane_lock = threading.Lock()
+
+    def _lanes(self, k: int, method: str):
+        """The stream-stream method `method` on each of k lane channels (made on first use)."""
+        with self._lane_lock:
+            target, creds, args = self._lane_args
+            while len(self._lane_channels) < k:
+                a = args + [("grpc.use_local_subchannel_pool", 1)]
+                self._lane_channels.append(grpc.secure_channel(target, creds, options=a) if creds is not None
+                                           else grpc.insecure_channel(target, options=a))
+            return [ch.stream_stream(method_path(method)) for ch in self._lane_channels[:k]]
 
     # -- lifecycle
     def close(self) -> None:
         self._channel.close()
+        for ch in self._lane_channels:
+            ch.close()
 
     def __enter__(self) -> "Client":
         return self
@@ -229,8 +246,17 @@ class Client(_Calls):
         x, header, out = self._scan_args(x, op, exclusive, algorithm, out)
         asm = _chunking.ScanAssembler(out)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
-        for raw in self._stream(self._scan, _chunking.data_requests(header, _wire.SCAN_DATA, x, per)):
-            asm.feed(raw)
+        if self.lanes > 1:
+            # Chunk k on lane k mod K; results land by offset, whichever lane brings them.
+            array_id, k = os.urandom(16), self.lanes
+            streams = [(m, _chunking.data_requests(_chunking.lane_header(header, array_id, lane, k, per),
+                                                   _wire.SCAN_DATA, x, per,
+                                                   ranges=_chunking.lane_chunks(len(x), per, lane, k)))
+                       for lane, m in enumerate(self._lanes(k, "Scan"))]
+            _chunking.fan_out(streams, lambda lane, raw: asm.feed(raw), self.timeout)
+        else:
+            for raw in self._stream(self._scan, _chunking.data_requests(header, _wire.SCAN_DATA, x, per)):
+                asm.feed(raw)
         self._set_timing(asm.finish())
         return out
 
@@ -315,22 +341,35 @@ class Client(_Calls):
             raise
         return table
 
-    def transport(self, total_bytes: int, echo: bool = True, chunk_bytes: Optional[int] = None) -> TransportResult:
+    def transport(self, total_bytes: int, echo: bool = True, chunk_bytes: Optional[int] = None,
+                  lanes: int = 1) -> TransportResult:
         """The transport ceiling: total_bytes through the server's Transport RPC (no compute), in
-        messages framed as a scan's are. With echo each chunk comes back (a Scan's byte pattern)."""
+        messages framed as a scan's are. With echo each chunk comes back (a Scan's byte pattern).
+        lanes=K: K concurrent calls on K connections, chunk k on call k mod K (the ceiling of a
+        K-lane scan); the totals are summed and server_total_us is the slowest call's."""
         cb = int(chunk_bytes or self.chunk_bytes)
-        received = 0
-        final: Dict[int, Any] = {}
-        t0 = time.perf_counter()
-        for raw in self._stream(self._transport, _chunking.transport_requests(int(total_bytes), cb, echo)):
+        total = int(total_bytes)
+        received = [0] * lanes
+        finals: List[Dict[int, Any]] = [{} for _ in range(lanes)]
+
+        def feed(lane: int, raw: bytes) -> None:
             f = _wire.parse(raw)
             if 1 in f:
-                received += f[1][1] - f[1][0]
+                received[lane] += f[1][1] - f[1][0]
             if f.get(6):
-                final = f
+                finals[lane] = f
+        t0 = time.perf_counter()
+        if lanes == 1:
+            for raw in self._stream(self._transport, _chunking.transport_requests(total, cb, echo)):
+                feed(0, raw)
+        else:
+            streams = [(m, _chunking.transport_requests(total, cb, echo, lane, lanes))
+                       for lane, m in enumerate(self._lanes(lanes, "Transport"))]
+            _chunking.fan_out(streams, feed, self.timeout)
         wall = time.perf_counter() - t0
-        return TransportResult(bytes_in=final.get(2, 0), bytes_out=final.get(3, 0), bytes_received=received,
-                               requests=final.get(5, 0), wall_s=wall, server_total_us=final.get(4, 0))
+        return TransportResult(bytes_in=sum(f.get(2, 0) for f in finals), bytes_out=sum(f.get(3, 0) for f in finals),
+                               bytes_received=sum(received), requests=sum(f.get(5, 0) for f in finals),
+                               wall_s=wall, server_total_us=max(f.get(4, 0) for f in finals))
 
     def shared_array(self, n: int, dtype="int32"):
         """A numpy array in a shared-memory region the server reads and writes in place (no copy)."""

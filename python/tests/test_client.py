@@ -56,6 +56,17 @@ def test_transport(client):
     assert r.bytes_in == 5_000 and r.bytes_out == 0 and r.bytes_received == 0
 
 
+def test_transport_lanes(client):
+    """K concurrent Transport calls on K connections (the lane fan-out's driver, and the ceiling a
+    K-lane scan will be compared with)."""
+    for lanes in (2, 3):
+        r = client.transport(10_500, echo=True, chunk_bytes=1000, lanes=lanes)
+        assert r.bytes_in == 10_500 and r.bytes_out == 10_500 and r.bytes_received == 10_500
+        assert r.requests == 11
+    r = client.transport(2_000, echo=False, chunk_bytes=1000, lanes=4)  # two lanes carry nothing
+    assert r.bytes_in == 2_000 and r.bytes_received == 0
+
+
 def test_lanes_and_shared_memory_placeholders(target):
     with gpuscan.Client(target, lanes=1) as c:
         assert c.reduce(np.arange(1, 11, dtype=np.int32)) == 55

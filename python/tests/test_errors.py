@@ -106,6 +106,9 @@ def test_resource_exhausted(small_server):
         with pytest.raises(gpuscan.ResourceExhausted):  # 8000 bytes above --max-request-bytes 4096
             c.reduce(np.arange(1, 2001, dtype=np.int32))
         np.testing.assert_array_equal(c.scan(np.arange(1, 101, dtype=np.int32)), np.cumsum(np.arange(1, 101)))
+        with pytest.raises(gpuscan.ResourceExhausted):  # one lane fails: every lane is cancelled
+            c.transport(3000, chunk_bytes=1000, lanes=3)
+        assert c.transport(3000, chunk_bytes=200, lanes=3).bytes_received == 3000
 
 
 def test_error_mapping_is_total():
