@@ -124,9 +124,13 @@ class AsyncClient(_Calls):
             (), lambda wire: pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm)),
             self.chunk_bytes)
         asm = _chunking.ScanIterAssembler(feeder)
-        async for raw in self._stream(self._scan, _feed_async(feeder, chunks)):
-            for arr in asm.feed(raw):
-                yield arr
+        stream = self._stream(self._scan, _feed_async(feeder, chunks))
+        try:
+            async for raw in stream:
+                for arr in asm.feed(raw):
+                    yield arr
+        finally:
+            await stream.aclose()
         if asm.current is not None:
             raise Internal("server returned fewer scan results than elements sent")
         self._timing = asm.timing or Timing()

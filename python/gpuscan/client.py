@@ -269,8 +269,12 @@ class Client(_Calls):
             chunks, lambda wire: pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm)),
             self.chunk_bytes)
         asm = _chunking.ScanIterAssembler(feeder)
-        for raw in self._stream(self._scan, feeder):
-            yield from asm.feed(raw)
+        stream = self._stream(self._scan, feeder)
+        try:
+            for raw in stream:
+                yield from asm.feed(raw)
+        finally:
+            stream.close()  # the caller stopped early: cancels the call now, not when collected
         if asm.current is not None:
             raise Internal("server returned fewer scan results than elements sent")
         self._set_timing(asm.timing or Timing())
@@ -372,6 +376,13 @@ class Client(_Calls):
                                wall_s=wall, server_total_us=max(f.get(4, 0) for f in finals))
 
     def shared_array(self, n: int, dtype="int32"):
-        """A numpy array in a shared-memory region the server reads and writes in place (no copy)."""
+        """A numpy array in a shared-memory region the server reads and writes in place (no copy):
+        `with client.shared_array(n, "int32") as a: a[:] = ...; client.scan(a)`.
+
+        Not available yet: it needs header field 20 (region name under the server's --shm-dir,
+        offset, bytes, output region). How it slots in: the region is a file created here (sealed
+        against shrinking), mapped, and wrapped by np.frombuffer; scan/reduce/compact recognise an
+        array whose buffer lies in a region of this client and send the header with field 20
+        instead of data chunks, the result arriving in the output region; everything else stays."""
         self._shared_array_unsupported()
 
