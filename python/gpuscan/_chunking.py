@@ -21,7 +21,7 @@ import grpc
 import numpy as np
 
 from . import _wire
-from ._types import Timing, check_array, numpy_dtype, wire_dtype
+from ._types import Timing, check_array, numpy_dtype
 from .errors import Internal, from_rpc_error
 from .v1 import gpuscan_pb2 as pb
 

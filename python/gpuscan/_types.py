@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, AsyncIterator, Callable, Dict, Iterable, Optional, Union
+from typing import Any, AsyncIterator, Callable, Dict, Optional, Union
 
 import grpc
 import grpc.aio

@@ -8,7 +8,7 @@ import dataclasses
 import os
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
 
 import grpc
 import numpy as np

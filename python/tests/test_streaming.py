@@ -91,13 +91,14 @@ def test_keyboard_interrupt_mid_scan(client, target):
         for _ in range(200):
             yield np.arange(1, 65, dtype=np.int32)
             time.sleep(0.01)
-    timer = threading.Timer(0.3, _thread.interrupt_main)
-    timer.start()
+    timer = threading.Timer(0.05, _thread.interrupt_main)
     got = 0
     try:
         with pytest.raises(KeyboardInterrupt):
             for _ in client.scan_iter(slow()):
                 got += 1
+                if got == 1:
+                    timer.start()  # mid-scan for sure: results are flowing, 2 s of input remain
     finally:
         timer.cancel()
     assert 0 < got < 200
@@ -109,18 +110,21 @@ def test_keyboard_interrupt_mid_scan(client, target):
 
 
 def test_keyboard_interrupt_in_plain_scan(big_client):
-    x = np.ones(8 << 20, np.int32)  # 32 MiB: long enough to be interrupted
+    x = np.ones(8 << 20, np.int32)  # 32 MiB: long enough to be interrupted, mostly
     timer = threading.Timer(0.05, _thread.interrupt_main)
-    timer.start()
+    interrupted = False
     try:
-        big_client.scan(x)
-        interrupted = False
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
+        timer.start()
+        try:
+            big_client.scan(x)
+        except KeyboardInterrupt:
+            interrupted = True
         timer.cancel()
-        time.sleep(0.1)  # an interrupt that fired after the scan must land here, inside the test
+        time.sleep(0.2)  # an interrupt already on its way lands here
+    except KeyboardInterrupt:
+        pass  # it fired just after the scan ended
     assert big_client.reduce(np.arange(1, 11, dtype=np.int32)) == 55
+    np.testing.assert_array_equal(big_client.scan(x[:1000]), np.arange(1, 1001))
     print("interrupted" if interrupted else "finished before the interrupt")
 
 

@@ -1,7 +1,6 @@
 """The generated stubs are current (regenerated from proto/ into a temp dir and compared), and the
 data path's hand framing (gpuscan._wire) matches the generated messages byte for byte."""
 import importlib.util
-import os
 from pathlib import Path
 
 import numpy as np
