@@ -108,3 +108,16 @@ def test_async_client(target, rng):
             with pytest.raises(gpuscan.Unavailable):
                 await bad.reduce(x)
     asyncio.run(main())
+
+
+def test_benchmark_rows(client):
+    if client.info()["engine"] != "cuda":
+        pytest.skip("Benchmark needs a cuda server (a cpu server: test_errors checks FailedPrecondition)")
+    seen = []
+    table = client.benchmark(operations=["scan"], algorithms=["decoupled_lookback"], dtypes=["int32"],
+                             sizes=[1 << 16], repetitions=3, warmup=1, on_row=seen.append)
+    assert len(table) >= 2 and seen == list(table)
+    ops = {r["operation"] for r in table}
+    assert "copy" in ops and "scan" in ops
+    assert all(r["dtype"] == "int32" and r["elements"] == 1 << 16 for r in table)
+    assert "gbps" in str(table)
