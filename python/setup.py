@@ -23,7 +23,9 @@ class BuildPyWithStubs(build_py):
     def run(self):
         super().run()
         if not self.dry_run:
-            _gen_stubs().generate(self.build_lib, proto_root=HERE.parent / "proto")
+            # An editable install imports the source tree: the stubs go there (git ignores them).
+            root = HERE if getattr(self, "editable_mode", False) else self.build_lib
+            _gen_stubs().generate(root, proto_root=HERE.parent / "proto")
 
 
 setup(cmdclass={"build_py": BuildPyWithStubs})

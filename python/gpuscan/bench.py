@@ -31,6 +31,14 @@ def parse_size(s: str) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
+def channel_options(pairs):
+    out = []
+    for kv in pairs:
+        k, _, v = kv.partition("=")
+        out.append((k, int(v) if v.lstrip("-").isdigit() else v))
+    return out
+
+
 def best_of(repeat, fn):
     times, result = [], None
     for _ in range(repeat):
@@ -98,6 +106,8 @@ def main(argv=None):
     p.add_argument("--lanes", type=int, default=1, help="lanes of the client (> 1 needs the lanes proto fields)")
     p.add_argument("--transport-lanes", type=int, default=0,
                    help="also measure the echo ceiling over this many concurrent connections (default: --lanes)")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="grpc channel argument, e.g. grpc.http2.max_frame_size=4194304 (repeatable)")
     p.add_argument("--no-verify", action="store_true", help="skip checking results against numpy")
     p.add_argument("--json", help="write the rows and the setup as JSON here")
     a = p.parse_args(argv)
@@ -112,7 +122,7 @@ def main(argv=None):
         target = server.target
     try:
         try:
-            c = gpuscan.Client(target, chunk_bytes=a.chunk_bytes, lanes=a.lanes)
+            c = gpuscan.Client(target, chunk_bytes=a.chunk_bytes, lanes=a.lanes, options=channel_options(a.option))
         except NotImplementedError as e:
             p.exit(2, f"{e}\n")
         with c:
@@ -130,7 +140,7 @@ def main(argv=None):
         import grpc
         import google.protobuf
         setup = {"target": target, "size_bytes": a.size, "dtype": str(dtype), "chunk_bytes": a.chunk_bytes,
-                 "repeat": a.repeat, "lanes": a.lanes, "server": info, "python": platform.python_version(),
+                 "repeat": a.repeat, "lanes": a.lanes, "channel_options": a.option, "server": info, "python": platform.python_version(),
                  "grpcio": grpc.__version__, "protobuf": google.protobuf.__version__, "numpy": np.__version__,
                  "host": platform.node(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         with open(a.json, "w") as f:
