@@ -56,8 +56,8 @@ def wire_dtype(dtype) -> int:
     """The wire DType of a numpy dtype (native or little-endian); ValueError for any other."""
     d = np.dtype(dtype)
     if d.byteorder == ">" or (d.byteorder == "=" and sys.byteorder == "big"):
-        raise ValueError(f"gpuscan: big-endian dtype {d.str}: the wire is little-endian; "
-                         f"convert first, e.g. x.astype('{d.newbyteorder('<').str}')")
+        raise ValueError(f"gpuscan: big-endian dtype {d.str}: the wire is little-endian; pass copy=True "
+                         f"or convert first, e.g. x.astype('{d.newbyteorder('<').str}')")
     wire = _DTYPES.get(d.newbyteorder("=") if d.byteorder == "<" else d)
     if wire is None:
         raise ValueError(f"gpuscan: dtype {d} is not served (supported: {', '.join(DTYPE_NAMES)})")
@@ -68,12 +68,13 @@ def numpy_dtype(wire: int) -> np.dtype:
     return _NP_OF_WIRE[wire]
 
 
-def check_array(x, what: str = "x") -> Tuple[np.ndarray, int]:
+def check_array(x, what: str = "x", copy: bool = False) -> Tuple[np.ndarray, int]:
     """x as a 1-D C-contiguous little-endian array of a served dtype, and its wire dtype.
 
     numpy arrays pass without a copy or fail with ValueError (non-contiguous, big-endian, an
-    unserved dtype, more than one dimension); anything else (a list, a memoryview) is converted
-    with np.asarray, which is the copy the caller asked for by passing it."""
+    unserved dtype, more than one dimension); with copy=True a non-contiguous or big-endian 1-D
+    array is copied into a contiguous native one instead. Anything else (a list, a memoryview)
+    is converted with np.asarray, which is the copy the caller asked for by passing it."""
     if not isinstance(x, np.ndarray):
         x = np.asarray(x)
         if x.dtype == np.dtype("float16") or x.dtype.kind == "b":
@@ -84,9 +85,11 @@ def check_array(x, what: str = "x") -> Tuple[np.ndarray, int]:
         if not x.flags.c_contiguous:
             raise ValueError(f"gpuscan: {what} is not contiguous; pass np.ascontiguousarray({what}).ravel()")
         raise ValueError(f"gpuscan: {what} must be 1-D, got shape {x.shape}; pass {what}.ravel()")
+    if copy and x.dtype.kind in "iuf" and (not x.flags.c_contiguous or x.dtype.byteorder == ">"):
+        x = np.ascontiguousarray(x, dtype=x.dtype.newbyteorder("="))
     if not x.flags.c_contiguous:
         raise ValueError(f"gpuscan: {what} is not contiguous (strides {x.strides}); "
-                         f"pass np.ascontiguousarray({what}) to send a copy")
+                         f"pass copy=True or np.ascontiguousarray({what}) to send a copy")
     return x, wire_dtype(x.dtype)
 
 

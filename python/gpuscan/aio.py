@@ -109,8 +109,8 @@ class AsyncClient(_Calls):
             raise upload.error
 
     async def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
-                   out: Optional[np.ndarray] = None) -> np.ndarray:
-        x, header, out = self._scan_args(x, op, exclusive, algorithm, out)
+                   out: Optional[np.ndarray] = None, *, copy: bool = False) -> np.ndarray:
+        x, header, out = self._scan_args(x, op, exclusive, algorithm, out, copy)
         asm = _chunking.ScanAssembler(out)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
         async for raw in self._stream(self._scan, _chunking.data_requests(header, _wire.SCAN_DATA, x, per)):
@@ -135,7 +135,7 @@ class AsyncClient(_Calls):
             raise Internal("server returned fewer scan results than elements sent")
         self._timing = asm.timing or Timing()
 
-    async def reduce(self, x, op: str = "sum"):
+    async def reduce(self, x, op: str = "sum", *, copy: bool = False):
         x, wire = check_array(x)
         header = pb.ReduceRequest(header=pb.ReduceHeader(dtype=wire, op=_types.operator(op), element_count=len(x)))
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
@@ -149,8 +149,9 @@ class AsyncClient(_Calls):
         value, _, self._timing = _chunking.reduce_value(raw, x.dtype)
         return value
 
-    async def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True):
-        x, flags, header = self._compact_args(x, where, predicate, indices, values)
+    async def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
+                copy: bool = False):
+        x, flags, header = self._compact_args(x, where, predicate, indices, values, copy)
         asm = _chunking.CompactAssembler(x.dtype)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
         async for raw in self._stream(self._compact,

@@ -116,8 +116,8 @@ class _Calls:
             h.element_count = n
         return h
 
-    def _scan_args(self, x, op, exclusive, algorithm, out):
-        x, wire = check_array(x)
+    def _scan_args(self, x, op, exclusive, algorithm, out, copy=False):
+        x, wire = check_array(x, copy=copy)
         header = pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm, len(x)))
         if out is None:
             out = np.empty(len(x), x.dtype.newbyteorder("="))
@@ -127,8 +127,8 @@ class _Calls:
             raise ValueError(f"gpuscan: out must be a writable contiguous {x.dtype} array of shape {x.shape}")
         return x, header, out
 
-    def _compact_args(self, x, where, predicate, indices, values):
-        x, wire = check_array(x)
+    def _compact_args(self, x, where, predicate, indices, values, copy=False):
+        x, wire = check_array(x, copy=copy)
         if (where is None) == (predicate is None):
             raise ValueError("gpuscan: compact needs exactly one of where= (a mask) or predicate= (e.g. ('gt', 0))")
         flags = None
@@ -241,9 +241,12 @@ class Client(_Calls):
 
     # -- typed API
     def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
-             out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Prefix scan of a 1-D array (inclusive unless exclusive=True); returns `out` (new if None)."""
-        x, header, out = self._scan_args(x, op, exclusive, algorithm, out)
+             out: Optional[np.ndarray] = None, *, copy: bool = False) -> np.ndarray:
+        """Prefix scan of a 1-D array (inclusive unless exclusive=True); returns `out` (new if None).
+        op: sum, product, min, max, bit_and, bit_or, bit_xor; algorithm: a name from info()
+        ["scan_algorithms"] (None: the server's default). copy=True copies a non-contiguous or
+        big-endian array instead of raising ValueError."""
+        x, header, out = self._scan_args(x, op, exclusive, algorithm, out, copy)
         asm = _chunking.ScanAssembler(out)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
         if self.lanes > 1:
@@ -279,9 +282,9 @@ class Client(_Calls):
             raise Internal("server returned fewer scan results than elements sent")
         self._set_timing(asm.timing or Timing())
 
-    def reduce(self, x, op: str = "sum"):
+    def reduce(self, x, op: str = "sum", *, copy: bool = False):
         """Reduction of a 1-D array: a numpy scalar of x's dtype (the identity for an empty array)."""
-        x, wire = check_array(x)
+        x, wire = check_array(x, copy=copy)
         header = pb.ReduceRequest(header=pb.ReduceHeader(dtype=wire, op=_types.operator(op),
                                                          element_count=len(x)))
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
@@ -297,12 +300,13 @@ class Client(_Calls):
         self._set_timing(timing)
         return value
 
-    def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True):
+    def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
+                copy: bool = False):
         """Stable stream compaction: keeps x[i] where the mask `where` is true, or where the predicate
         holds (("gt", 0), ("in_range", lo, hi), "nonzero", "not_nan", "eq"/"ne"/"lt"/"le"/"ge").
         Returns the kept values; with indices=True (values, indices); values=False, indices=True:
         the indices (int64) alone."""
-        x, flags, header = self._compact_args(x, where, predicate, indices, values)
+        x, flags, header = self._compact_args(x, where, predicate, indices, values, copy)
         asm = _chunking.CompactAssembler(x.dtype)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
         reqs = _chunking.data_requests(header, _wire.COMPACT_VALUES, x, per, flags)

@@ -51,6 +51,14 @@ def test_argument_value_errors(client):
 def test_big_endian_copy_when_asked(client):
     x = np.arange(1, 20, dtype=">i8")
     np.testing.assert_array_equal(client.scan(x.astype("<i8")), np.cumsum(np.arange(1, 20)))
+    y = client.scan(x, copy=True)
+    assert y.dtype == np.int64 and y.dtype.byteorder in "=<"
+    np.testing.assert_array_equal(y, np.cumsum(np.arange(1, 20)))
+    strided = np.arange(1, 101, dtype=np.float32)[::3]
+    assert client.reduce(strided, op="max", copy=True) == np.float32(100)
+    np.testing.assert_array_equal(client.compact(strided, predicate=("gt", 50), copy=True), strided[strided > 50])
+    with pytest.raises(ValueError, match="not served"):
+        client.scan(np.arange(5, dtype=np.int16), copy=True)
     # A list is converted (the copy the caller asked for by passing one).
     np.testing.assert_array_equal(client.scan([3, 1, 2]), [3, 4, 6])
 
