@@ -3,6 +3,7 @@ errors). scan_iter is an async generator taking a sync or async iterable of arra
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from typing import Any, AsyncIterator, Callable, Dict, Optional, Union
 
@@ -75,7 +76,8 @@ class AsyncClient(_Calls):
         self._compact = self._channel.stream_stream(method_path("Compact"))
         self._transport = self._channel.stream_stream(method_path("Transport"))
         self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
-        self._timing: Optional[Timing] = None
+        # Per task, as the sync client's is per thread: concurrent tasks each see their own.
+        self._timing_var: contextvars.ContextVar = contextvars.ContextVar(f"gpuscan_timing_{id(self)}", default=None)
 
     async def close(self) -> None:
         await self._channel.close()
@@ -88,8 +90,8 @@ class AsyncClient(_Calls):
 
     @property
     def last_timing(self) -> Optional[Timing]:
-        """The server's Timing of this client's last completed call (None before one)."""
-        return self._timing
+        """The server's Timing of the current task's last completed call (None before one)."""
+        return self._timing_var.get()
 
     async def _stream(self, method, requests) -> AsyncIterator[bytes]:
         upload = _AsyncUpload(requests)
@@ -115,7 +117,7 @@ class AsyncClient(_Calls):
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
         async for raw in self._stream(self._scan, _chunking.data_requests(header, _wire.SCAN_DATA, x, per)):
             asm.feed(raw)
-        self._timing = asm.finish()
+        self._timing_var.set(asm.finish())
         return out
 
     async def scan_iter(self, chunks, op: str = "sum", exclusive: bool = False,
@@ -133,7 +135,7 @@ class AsyncClient(_Calls):
             await stream.aclose()
         if asm.current is not None:
             raise Internal("server returned fewer scan results than elements sent")
-        self._timing = asm.timing or Timing()
+        self._timing_var.set(asm.timing or Timing())
 
     async def reduce(self, x, op: str = "sum", *, copy: bool = False):
         x, wire = check_array(x)
@@ -146,7 +148,8 @@ class AsyncClient(_Calls):
         except BaseException:
             call.cancel()
             raise
-        value, _, self._timing = _chunking.reduce_value(raw, x.dtype)
+        value, _, timing = _chunking.reduce_value(raw, x.dtype)
+        self._timing_var.set(timing)
         return value
 
     async def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
@@ -157,7 +160,7 @@ class AsyncClient(_Calls):
         async for raw in self._stream(self._compact,
                                       _chunking.data_requests(header, _wire.COMPACT_VALUES, x, per, flags)):
             asm.feed(raw)
-        self._timing = asm.timing or Timing()
+        self._timing_var.set(asm.timing or Timing())
         return self._compact_result(asm, values, indices)
 
     async def info(self) -> Dict[str, Any]:

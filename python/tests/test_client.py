@@ -104,6 +104,12 @@ def test_async_client(target, rng):
             results = await asyncio.gather(*(c.reduce(x[k:]) for k in range(8)))
             for k, r in enumerate(results):
                 assert r == ref.reduce(x[k:], "sum")
+
+            async def timed(k):  # last_timing is per task
+                await c.scan(x[:k * 16])
+                await asyncio.sleep(0.01)
+                return c.last_timing.bytes_in
+            assert await asyncio.gather(*(timed(k) for k in range(1, 5))) == [64, 128, 192, 256]
         async with gpuscan.AsyncClient("127.0.0.1:1", timeout=5) as bad:
             with pytest.raises(gpuscan.Unavailable):
                 await bad.reduce(x)
