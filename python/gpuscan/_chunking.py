@@ -223,6 +223,9 @@ class CompactAssembler:
     def result(self, want_values: bool, want_indices: bool):
         v = self._join(self.values, self.dtype.newbyteorder("=")) if want_values else None
         i = self._join(self.indices, np.int64) if want_indices else None
+        for got in (v, i):
+            if got is not None and len(got) != self.kept_count:
+                raise Internal(f"server reported {self.kept_count} kept elements but sent {len(got)}")
         return v, i
 
 

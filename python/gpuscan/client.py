@@ -290,6 +290,7 @@ class Client(_Calls):
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
         upload = _chunking.Upload(_chunking.data_requests(header, _wire.REDUCE_DATA, x, per))
         fut = self._reduce.future(iter(upload), timeout=self.timeout)
+        upload.attach(fut)
         try:
             with raised():
                 raw = fut.result()

@@ -127,3 +127,39 @@ def test_benchmark_rows(client):
     assert "copy" in ops and "scan" in ops
     assert all(r["dtype"] == "int32" and r["elements"] == 1 << 16 for r in table)
     assert "gbps" in str(table)
+
+
+def test_async_cancel_and_deadline(target):
+    """Cancelling a task mid-scan cancels the call; a deadline raises DeadlineExceeded; the client
+    carries on."""
+    async def main():
+        async with gpuscan.AsyncClient(target, chunk_bytes=256, timeout=30) as c:
+            got = []
+
+            async def slow():
+                for _ in range(500):
+                    yield np.arange(1, 65, dtype=np.int32)
+                    await asyncio.sleep(0.01)
+
+            async def consume():
+                async for part in c.scan_iter(slow()):
+                    got.append(part)
+            task = asyncio.create_task(consume())
+            while not got:
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert 0 < len(got) < 500
+            assert await c.health() == "SERVING"
+            assert await c.reduce(np.arange(1, 11, dtype=np.int64)) == 55
+        async with gpuscan.AsyncClient(target, timeout=0.3) as c:
+            async def stalls():
+                yield np.arange(1, 10, dtype=np.int32)
+                await asyncio.sleep(1.0)
+                yield np.arange(1, 10, dtype=np.int32)
+            with pytest.raises(gpuscan.DeadlineExceeded):
+                async for _ in c.scan_iter(stalls()):
+                    pass
+            assert await c.reduce(np.arange(1, 11, dtype=np.int64)) == 55
+    asyncio.run(main())
