@@ -7,9 +7,11 @@ empty array). Responses: each result chunk carries its element offset, and is co
 offset, into the caller's preallocated array.
 
 Lanes (header field 21, not in this proto yet): chunk k of an array travels on lane k mod K, each
-lane a call of its own on its own channel. Everything here is already keyed by chunk index and
-element offset, so a lane fan-out is `chunks(...)[lane::K]` per call plus the same assemblers fed
-from K calls; see `lane_chunks`.
+lane a call of its own on its own connection. Requests take a chunk selection (`lane_chunks`),
+assemblers place results by offset whichever call brings them, and `fan_out` runs K calls at once
+(Client.transport(lanes=K) uses it today; Client.scan's lane path is written and waits only for
+`lane_header`). What is left for Reduce/Compact: per-lane partials (reduce) and kept offsets
+(compact) as the server will define them in field 21.
 """
 from __future__ import annotations
 

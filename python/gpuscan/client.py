@@ -64,7 +64,7 @@ def check_lanes(lanes: int) -> int:
         raise NotImplementedError(
             "gpuscan: lanes > 1 needs the lanes header field (21) in gpuscan.v1, which the proto this "
             "package was built from does not have yet; use lanes=1")
-    if lanes > 1:  # TODO(lanes): fan chunk k out to lane k mod K (see _chunking.lane_chunks)
+    if lanes > 1:  # TODO(lanes): once _chunking.lane_header sets field 21, drop this (scan is wired)
         raise NotImplementedError("gpuscan: lanes > 1 is not wired into this client yet; use lanes=1")
     return lanes
 
