@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 / Ubuntu 24.04 packages gpuscan needs to build, test and run, skipping
 # what is already there (one dpkg query, so a repeated call costs a fraction of a second).
-# Uses sudo when not root. clang and libclang-rt-dev serve the sanitizer and fuzzing builds
-# that CI runs; python3-yaml the deployment manifest checks. CUDA (nvcc) is not installed here:
-# without it the build is CPU-only.
+# Uses sudo when not root. clang/libclang-rt-dev: sanitizer and fuzzing builds; python3-yaml: the
+# deploy checks; python3-grpcio..setuptools: python/ and its tests (same names on Ubuntu 24.04).
+# CUDA (nvcc) is not installed here: without it the build is CPU-only.
 #
 #   install-deps.sh            build, test and run (the default; `make`, the Dockerfile's builder)
 #   install-deps.sh --runtime  only the shared libraries the binaries load (the Dockerfile's runtime)
@@ -30,6 +30,8 @@ build_packages=(
   libgtest-dev libgmock-dev
   openssl procps python3 python3-yaml
   clang libclang-rt-dev
+  python3-grpcio python3-protobuf python3-numpy python3-pytest python3-hypothesis
+  python3-venv python3-setuptools
 )
 
 # What gpuscan-server and gpuscan load (tests/deploy checks this against ldd). "a|b": the first

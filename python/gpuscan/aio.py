@@ -1,0 +1,212 @@
+"""gpuscan.AsyncClient: the Client's methods as coroutines on grpc.aio (same arguments, results and
+errors). scan_iter is an async generator taking a sync or async iterable of arrays."""
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from typing import Any, AsyncIterator, Callable, Dict, Optional, Union
+
+import grpc
+import grpc.aio
+import numpy as np
+
+from . import _chunking, _types, _wire
+from ._types import Timing, TransportResult, check_array
+from .client import (DEFAULT_CHUNK_BYTES, Tls, _Calls, channel_args, channel_credentials,
+                     decode_health_response, encode_health_request, method_path)
+from .errors import Internal, from_rpc_error, raised
+from .v1 import gpuscan_pb2 as pb
+from .v1 import gpuscan_pb2_grpc as pb_grpc
+
+
+class _AsyncUpload:
+    """Async request iterator over a sync or async source; an exception from the source cancels
+    the call and is re-raised to the caller (as _chunking.Upload does for the sync client)."""
+
+    def __init__(self, requests):
+        self._requests = requests
+        self.error: Optional[BaseException] = None
+        self.call = None
+
+    async def __aiter__(self):
+        try:
+            if hasattr(self._requests, "__aiter__"):
+                async for r in self._requests:
+                    yield r
+            else:
+                for r in self._requests:
+                    yield r
+        except (GeneratorExit, asyncio.CancelledError):
+            raise
+        except BaseException as e:  # noqa: B902
+            self.error = e
+            if self.call is not None:
+                self.call.cancel()
+
+
+async def _feed_async(feeder: _chunking.ScanIterFeeder, chunks) -> AsyncIterator[bytes]:
+    if hasattr(chunks, "__aiter__"):
+        async for arr in chunks:
+            for r in feeder.requests_for(arr):
+                yield r
+    else:
+        for arr in chunks:
+            for r in feeder.requests_for(arr):
+                yield r
+    for r in feeder.finish():
+        yield r
+
+
+class AsyncClient(_Calls):
+    """Asynchronous gpuscan client on grpc.aio; `async with AsyncClient(target) as c: await c.scan(x)`."""
+
+    def __init__(self, target: str = "127.0.0.1:50051", *, tls: Union[None, bool, Tls] = None,
+                 timeout: Optional[float] = None, lanes: int = 1, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                 credentials: Optional[grpc.ChannelCredentials] = None,
+                 load_balancing_policy: Optional[str] = None, options=None):
+        self._init_common(target, tls, timeout, lanes, chunk_bytes)
+        args = channel_args(self.chunk_bytes, load_balancing_policy, options, tls)
+        creds = channel_credentials(tls, credentials)
+        self._channel = (grpc.aio.secure_channel(target, creds, options=args) if creds is not None
+                         else grpc.aio.insecure_channel(target, options=args))
+        self._stub = pb_grpc.GpuScanStub(self._channel)
+        self._scan = self._channel.stream_stream(method_path("Scan"))
+        self._reduce = self._channel.stream_unary(method_path("Reduce"))
+        self._compact = self._channel.stream_stream(method_path("Compact"))
+        self._transport = self._channel.stream_stream(method_path("Transport"))
+        self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
+        # Per task, as the sync client's is per thread: concurrent tasks each see their own.
+        self._timing_var: contextvars.ContextVar = contextvars.ContextVar(f"gpuscan_timing_{id(self)}", default=None)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    @property
+    def last_timing(self) -> Optional[Timing]:
+        """The server's Timing of the current task's last completed call (None before one)."""
+        return self._timing_var.get()
+
+    async def _stream(self, method, requests) -> AsyncIterator[bytes]:
+        upload = _AsyncUpload(requests)
+        call = method(upload.__aiter__(), timeout=self.timeout)
+        upload.call = call
+        try:
+            async for raw in call:
+                yield raw
+        except grpc.RpcError as e:
+            if upload.error is not None:
+                raise upload.error from None
+            raise from_rpc_error(e) from None
+        except BaseException:
+            call.cancel()
+            raise
+        if upload.error is not None:
+            raise upload.error
+
+    async def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
+                   out: Optional[np.ndarray] = None, *, copy: bool = False) -> np.ndarray:
+        x, header, out = self._scan_args(x, op, exclusive, algorithm, out, copy)
+        asm = _chunking.ScanAssembler(out)
+        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
+        async for raw in self._stream(self._scan, _chunking.data_requests(header, _wire.SCAN_DATA, x, per)):
+            asm.feed(raw)
+        self._timing_var.set(asm.finish())
+        return out
+
+    async def scan_iter(self, chunks, op: str = "sum", exclusive: bool = False,
+                        algorithm: Optional[str] = None) -> AsyncIterator[np.ndarray]:
+        feeder = _chunking.ScanIterFeeder(
+            (), lambda wire: pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm)),
+            self.chunk_bytes)
+        asm = _chunking.ScanIterAssembler(feeder)
+        stream = self._stream(self._scan, _feed_async(feeder, chunks))
+        try:
+            async for raw in stream:
+                for arr in asm.feed(raw):
+                    yield arr
+        finally:
+            await stream.aclose()
+        if asm.current is not None:
+            raise Internal("server returned fewer scan results than elements sent")
+        self._timing_var.set(asm.timing or Timing())
+
+    async def reduce(self, x, op: str = "sum", *, copy: bool = False):
+        x, wire = check_array(x)
+        header = pb.ReduceRequest(header=pb.ReduceHeader(dtype=wire, op=_types.operator(op), element_count=len(x)))
+        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
+        call = self._reduce(_chunking.data_requests(header, _wire.REDUCE_DATA, x, per), timeout=self.timeout)
+        try:
+            with raised():
+                raw = await call
+        except BaseException:
+            call.cancel()
+            raise
+        value, _, timing = _chunking.reduce_value(raw, x.dtype)
+        self._timing_var.set(timing)
+        return value
+
+    async def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
+                copy: bool = False):
+        x, flags, header = self._compact_args(x, where, predicate, indices, values, copy)
+        asm = _chunking.CompactAssembler(x.dtype)
+        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
+        async for raw in self._stream(self._compact,
+                                      _chunking.data_requests(header, _wire.COMPACT_VALUES, x, per, flags)):
+            asm.feed(raw)
+        self._timing_var.set(asm.timing or Timing())
+        return self._compact_result(asm, values, indices)
+
+    async def info(self) -> Dict[str, Any]:
+        with raised():
+            return _types.server_info(await self._stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=self.timeout))
+
+    async def health(self, service: str = "") -> str:
+        try:
+            raw = await self._health(encode_health_request(service), timeout=self.timeout)
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.NOT_FOUND:  # the health service's answer for an unknown name
+                return "SERVICE_UNKNOWN"
+            raise from_rpc_error(e) from None
+        return decode_health_response(raw)
+
+    async def benchmark(self, operations=None, algorithms=None, dtypes=None, sizes=None, repetitions=0,
+                        warmup=0, on_row: Optional[Callable[[dict], None]] = None) -> _types.Table:
+        req = _types.bench_request(operations, algorithms, dtypes, sizes, repetitions, warmup)
+        table = _types.Table()
+        call = self._stub.Benchmark(req, timeout=self.timeout)
+        try:
+            with raised():
+                async for row in call:
+                    d = _types.bench_row(row)
+                    table.append(d)
+                    if on_row:
+                        on_row(d)
+        except BaseException:
+            call.cancel()
+            raise
+        return table
+
+    async def transport(self, total_bytes: int, echo: bool = True, chunk_bytes: Optional[int] = None) -> TransportResult:
+        cb = int(chunk_bytes or self.chunk_bytes)
+        received = 0
+        final: Dict[int, Any] = {}
+        t0 = time.perf_counter()
+        async for raw in self._stream(self._transport, _chunking.transport_requests(int(total_bytes), cb, echo)):
+            f = _wire.parse(raw)
+            if 1 in f:
+                received += f[1][1] - f[1][0]
+            if f.get(6):
+                final = f
+        wall = time.perf_counter() - t0
+        return TransportResult(bytes_in=final.get(2, 0), bytes_out=final.get(3, 0), bytes_received=received,
+                               requests=final.get(5, 0), wall_s=wall, server_total_us=final.get(4, 0))
+
+    def shared_array(self, n: int, dtype="int32"):
+        self._shared_array_unsupported()
