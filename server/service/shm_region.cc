@@ -25,8 +25,7 @@ std::atomic<std::uintptr_t> g_end[kSlots];
 void Register(void* base, std::size_t length) {
   auto b = reinterpret_cast<std::uintptr_t>(base);
   for (int i = 0; i < kSlots; ++i) {
-    std::uintptr_t expected = 0;
-    g_end[i].store(0, std::memory_order_relaxed);
+    std::uintptr_t expected = 0;  // a free slot's end is already 0 (Unregister clears it first)
     if (g_begin[i].compare_exchange_strong(expected, b)) {
       g_end[i].store(b + length, std::memory_order_release);
       return;
