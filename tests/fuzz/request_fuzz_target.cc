@@ -1,6 +1,6 @@
 // The request fuzzer's target: one call's header and chunks through the handlers' checks and
-// chunk assembly, then the CPU engine against the sequential reference. Format and invariants:
-// request_fuzz_target.h.
+// chunk assembly, then the CPU engine against the reference (sequential, or the canonical tree for
+// deterministic sessions). Format and invariants: request_fuzz_target.h.
 #include "request_fuzz_target.h"
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/cpu_engine.h"
+#include "canonical_reference.h"
 #include "engine/dispatch.h"
 #include "gpuscan/v1/gpuscan.pb.h"
 #include "reference.h"
@@ -140,8 +141,8 @@ void ExpectSame(const std::vector<T>& got, const std::vector<T>& ref, const std:
 // sequential one may differ on arbitrary data. Reductions of those get data on which any
 // association is exact: sums of multiples of 1/8 below 2^10 in magnitude, products of +-1 with
 // at most 100 factors of 2 or 1/2, and some NaN and zeros, which propagate the same in any
-// order. (Scans run sequentially within a chunk and carry between chunks, so they are compared
-// exactly on raw fuzz data.)
+// order. (Scans are compared exactly on raw fuzz data: against the canonical tree when the session is
+// deterministic, else against the sequential fold the cpu_blocked scan computes.)
 template <class T, class Op>
 void TameForReduce(std::vector<T>& v, int& scaled) {
   if constexpr (std::is_floating_point_v<T> && std::is_same_v<Op, ops::Sum<T>>) {
@@ -195,7 +196,11 @@ void RunScanEngine(const engine::ScanSpec& spec, const std::vector<const std::st
       const std::vector<T> ys = Elements<T>(std::string(reinterpret_cast<const char*>(out.data()), chunk->size()));
       got.insert(got.end(), ys.begin(), ys.end());
     }
-    ExpectSame(got, testing::ScanRef<T, Op>(x, spec.exclusive),
+    // The deterministic algorithm (the default for float SUM/PRODUCT) associates by global
+    // element position, so it is held to the canonical tree; every other algorithm to the
+    // sequential fold (the two agree wherever association cannot change the bits).
+    const bool canonical = session->algorithm() == "deterministic";
+    ExpectSame(got, canonical ? testing::CanonicalScanRef<T, Op>(x, spec.exclusive) : testing::ScanRef<T, Op>(x, spec.exclusive),
                std::string("scan ") + std::string(engine::Name(spec.op)) + " " + std::string(engine::Name(spec.dtype)) +
                    (spec.exclusive ? " exclusive" : " inclusive"));
   });
@@ -250,7 +255,8 @@ void RunReduceEngine(const engine::ReduceSpec& spec, const std::vector<const std
     }
     T got;
     session->Result(&got);
-    ExpectSame(std::vector<T>{got}, std::vector<T>{testing::ReduceRef<T, Op>(x)},
+    const T want = session->algorithm() == "deterministic" ? testing::CanonicalReduceRef<T, Op>(x) : testing::ReduceRef<T, Op>(x);
+    ExpectSame(std::vector<T>{got}, std::vector<T>{want},
                "reduce " + std::string(engine::Name(spec.op)) + " " + std::string(engine::Name(spec.dtype)) + " of " +
                    std::to_string(x.size()) + " elements");
   });

@@ -22,8 +22,9 @@
 //   - a rejected call has INVALID_ARGUMENT, RESOURCE_EXHAUSTED or UNIMPLEMENTED and a message
 //     that names a field;
 //   - a header ToEngine accepts never makes the engine throw;
-//   - the engine's output equals the sequential reference (tests/common/reference.h) on the
-//     elements it was given, accepted call or not.
+//   - the engine's output equals the reference on the elements it was given, accepted call or
+//     not: the canonical tree (tests/common/canonical_reference.h) for a deterministic session
+//     (float SUM/PRODUCT by default), else the sequential fold (tests/common/reference.h).
 #pragma once
 
 #include <cstddef>

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Runs ON the GPU machine (device `run`, from the repo root) after scripts/gpu-check.sh packed the
+# binaries: the data-path and reproducible-float measurements of issues 10 and 11.
+#   - striped lanes: 1 GiB int32 scan at --lanes 1,2,4,8,16 through the CUDA server, result checked,
+#     each beside the plain Transport ceiling on the same K connections (same run); reduce and
+#     compact at 8 lanes; a CLI file-to-file scan at 8 lanes, checked against one call;
+#   - reproducible floats: the GPU tests of the canonical scan and the kernel suite's
+#     deterministic rows beside decoupled look-back and CUB.
+#   run(command="bash scripts/gpu-data-path.sh", carry=[".gpu-pack"], timeout_s=590)
+# Logs under $OUT: lanes_K.{txt,json}, lanes_cli.txt, det_tests.log, det_suite.{txt,json}, server.log.
+set -uo pipefail
+out=${OUT:-/tmp/gpuscan-out}
+mkdir -p "$out"
+[ -d .gpu-bin ] || tar -xJf .gpu-pack/gpu.tar.xz
+export LD_LIBRARY_PATH=$PWD/.gpu-rt
+B=.gpu-bin
+step() { echo; echo "=== $* ==="; }
+nvidia-smi -L | tee "$out/device.txt"
+
+step reproducible floats: GPU tests
+{ timeout 120 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='Canonical*'
+  timeout 120 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='CudaDeterministic*'
+  GPUSCAN_TEST_ENGINE=cuda timeout 120 $B/integration_tests --gtest_brief=1 --gtest_filter='DeterministicRpc*:Lanes*'
+} 2>&1 | grep -v '\[info\]' | tee "$out/det_tests.log" | grep -E "PASSED|FAILED|tests ran|SKIPPED" | head -20
+
+step reproducible floats: kernel suite
+timeout 200 $B/kernel_suite --ops scan --dtypes float32,float64 --algorithms deterministic,decoupled_lookback,cub \
+  --sizes 2^16,2^20,2^24,2^28 --json "$out/det_suite.json" >"$out/det_suite.txt" 2>&1
+grep -E "^ *(scan|copy)" "$out/det_suite.txt" | head -40
+
+step striped lanes through the cuda server
+$B/gpuscan-server --address 127.0.0.1:50571 --engine cuda >"$out/server.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do $B/gpuscan health -s 127.0.0.1:50571 >/dev/null 2>&1 && break; sleep 0.2; done
+G="$B/gpuscan -s 127.0.0.1:50571"
+for k in 1 2 4 8 16; do
+  echo "--- scan, 1 GiB int32, --lanes $k"
+  timeout 100 $G bench --e2e --op scan --dtype int32 --bytes $((1 << 30)) --lanes $k --check --concurrency 1 \
+    --requests 3 --json "$out/lanes_$k.json" >"$out/lanes_$k.txt" 2>&1
+  tail -4 "$out/lanes_$k.txt"
+done
+for op in reduce compact; do
+  echo "--- $op, 1 GiB int32, --lanes 8"
+  timeout 100 $G bench --e2e --op $op --dtype int32 --bytes $((1 << 30)) --lanes 8 --check --concurrency 1 \
+    --requests 3 --json "$out/lanes_${op}_8.json" >"$out/lanes_${op}_8.txt" 2>&1
+  tail -4 "$out/lanes_${op}_8.txt"
+done
+echo "--- CLI file to file, 1 GiB int32, --lanes 8 vs one call"
+head -c $((1 << 30)) /dev/urandom >/tmp/in.bin
+{ /usr/bin/time -f "lanes 8: wall %e s, max RSS %M kB" $G scan --format raw --dtype int32 -i /tmp/in.bin -o /tmp/out8.bin --lanes 8 --no-progress
+  /usr/bin/time -f "lanes 1: wall %e s, max RSS %M kB" $G scan --format raw --dtype int32 -i /tmp/in.bin -o /tmp/out1.bin --lanes 1 --no-progress
+  cmp /tmp/out8.bin /tmp/out1.bin && echo "lanes 8 output identical to one call"
+} 2>&1 | tee "$out/lanes_cli.txt"
+rm -f /tmp/in.bin /tmp/out8.bin /tmp/out1.bin
+kill -TERM $pid; wait $pid
+tail -2 "$out/server.log"
