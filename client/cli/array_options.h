@@ -23,6 +23,7 @@ struct ArrayArgs {
   std::string output;  // empty: not given
   std::string out_format = "auto";
   uint32_t lanes = 0;  // --lanes (lanes_option.h); 0 = not given
+  uint32_t shards = 1;  // --shards (shards_option.h)
 };
 
 void AddInputOptions(CLI::App* cmd, ArrayArgs& a);

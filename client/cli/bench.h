@@ -31,6 +31,10 @@ struct E2EArgs {
   // Striped lanes per call (1 = one call); the ceiling then runs as many plain Transport calls
   // at once, each on its lane's connection.
   uint32_t lanes = 1;
+  // Shards per call (1 = none): the array split over the servers of the target, results
+  // combined by the client (ClientOptions::shards); the ceiling runs as many plain Transport
+  // calls at once.
+  uint32_t shards = 1;
   bool check = false;  // compare every scan result with the expected one (integer dtypes)
   std::string json_path;
 };

@@ -225,6 +225,50 @@ std::string LevelJson(const LevelResult& s, const LevelResult& c, bool echo, dou
   return j;
 }
 
+// One sharded call (ClientOptions::shards) through the typed API, which holds arrays in memory.
+template <class T>
+Timing ShardedCall(Client& client, const std::string& op, const std::string& input, uint32_t lanes, uint32_t shards,
+                   const std::string& expected) {
+  const T* x = reinterpret_cast<const T*>(input.data());  // std::string data is suitably aligned for T
+  const size_t n = input.size() / sizeof(T);
+  if (op == "scan") {
+    ScanOptions so;
+    so.lanes = lanes;
+    so.shards = shards;
+    const ScanResult<T> r = client.Scan(x, n, so);
+    if (!expected.empty() &&
+        (r.values.size() != n || std::memcmp(r.values.data(), expected.data(), expected.size()) != 0)) {
+      throw std::runtime_error("sharded scan result differs from the expected prefix sums");
+    }
+    return r.timing;
+  }
+  if (op == "reduce") return client.Reduce(x, n, v1::OPERATOR_SUM, lanes, shards).timing;
+  CompactOptions co;
+  co.lanes = lanes;
+  co.shards = shards;
+  co.predicate.set_op(v1::PREDICATE_OP_GT);
+  if constexpr (std::is_floating_point_v<T>) {
+    co.predicate.mutable_threshold()->set_float_value(0);
+  } else if constexpr (std::is_signed_v<T>) {
+    co.predicate.mutable_threshold()->set_int_value(0);
+  } else {
+    co.predicate.mutable_threshold()->set_uint_value(1000);
+  }
+  return client.Compact(x, n, co).timing;
+}
+
+Timing ShardedCall(Client& client, v1::DType dtype, const std::string& op, const std::string& input, uint32_t lanes,
+                   uint32_t shards, const std::string& expected) {
+  switch (dtype) {
+    case v1::DTYPE_INT32: return ShardedCall<int32_t>(client, op, input, lanes, shards, expected);
+    case v1::DTYPE_INT64: return ShardedCall<int64_t>(client, op, input, lanes, shards, expected);
+    case v1::DTYPE_UINT32: return ShardedCall<uint32_t>(client, op, input, lanes, shards, expected);
+    case v1::DTYPE_UINT64: return ShardedCall<uint64_t>(client, op, input, lanes, shards, expected);
+    case v1::DTYPE_FLOAT32: return ShardedCall<float>(client, op, input, lanes, shards, expected);
+    default: return ShardedCall<double>(client, op, input, lanes, shards, expected);
+  }
+}
+
 }  // namespace
 
 int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
@@ -248,7 +292,12 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
     std::printf("note: --check covers scan of integer dtypes only; not checking this run\n");
   }
 
+  const uint32_t shards = std::max(a.shards, 1u);
+  // Parallel plain calls of the ceiling: one per lane, or per shard (times its lanes).
+  const uint32_t streams = shards > 1 ? shards * lanes : lanes;
+
   auto service_call = [&]() -> Timing {
+    if (shards > 1) return ShardedCall(client, dtype, a.op, input, lanes, shards, expected);
     if (a.op == "scan") {
       v1::ScanHeader h;
       h.set_dtype(dtype);
@@ -281,7 +330,7 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
         client.CompactStream(h, MemorySource(input), {}, [](const void*, size_t) {}, {}, {}, lanes).timing());
   };
   auto ceiling_call = [&]() -> Timing {
-    TransportResult t = lanes > 1 ? client.TransportLanes(bytes, echo, lanes) : client.Transport(bytes, echo);
+    TransportResult t = streams > 1 ? client.TransportLanes(bytes, echo, streams) : client.Transport(bytes, echo);
     if (t.bytes_in != bytes || (echo && t.bytes_received != bytes)) {
       throw std::runtime_error("Transport moved " + std::to_string(t.bytes_in) + " bytes in, " +
                                std::to_string(t.bytes_received) + " back; expected " + std::to_string(bytes));
@@ -292,11 +341,15 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
   const std::string budget = a.requests ? std::to_string(a.requests) + " requests" : JsonNumber(a.duration_s) + " s";
   std::printf("e2e %s %s: %" PRIu64 " elements (%" PRIu64 " bytes) per request, %s per level, %s\n", a.op.c_str(),
               a.dtype.c_str(), n, bytes, budget.c_str(),
-              lanes > 1 ? (std::to_string(lanes) + " lanes per call, each on its own connection").c_str()
-                        : "one shared channel");
+              shards > 1 ? (std::to_string(shards) + " shards per call over the target's servers" +
+                            (lanes > 1 ? ", " + std::to_string(lanes) + " lanes each" : std::string()))
+                               .c_str()
+              : lanes > 1 ? (std::to_string(lanes) + " lanes per call, each on its own connection").c_str()
+                          : "one shared channel");
   std::printf("server %s: %s engine%s%s; ceiling: Transport %s%s%s\n", g.server.c_str(), info.engine().c_str(),
               device.empty() ? "" : ", ", device.c_str(), echo ? "with echo" : "without echo",
-              lanes > 1 ? (", " + std::to_string(lanes) + " plain calls at once on the lanes' connections").c_str() : "",
+              streams > 1 ? (", " + std::to_string(streams) + " plain calls at once on connections of their own").c_str()
+                          : "",
               expected.empty() ? "" : "; results checked");
   std::printf("%5s %9s %8s %9s %9s %9s | %9s %9s %9s %9s %9s %9s %9s | %9s %8s\n", "conc", "req/s", "GB/s", "p50_ms",
               "p90_ms", "p99_ms", "receive", "queue", "h2d", "kernel", "d2h", "send", "total", "ceil_GB/s", "%ceil");
@@ -324,7 +377,7 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
                        ",\"elements\":" + std::to_string(n) + ",\"bytes_per_request\":" + std::to_string(bytes) +
                        ",\"duration_s\":" + (a.requests ? "null" : JsonNumber(a.duration_s)) +
                        ",\"requests_per_level\":" + (a.requests ? std::to_string(a.requests) : "null") +
-                       ",\"channel\":\"shared\",\"lanes\":" + std::to_string(lanes) +
+                       ",\"channel\":\"shared\",\"lanes\":" + std::to_string(lanes) + ",\"shards\":" + std::to_string(shards) +
                        ",\"checked\":" + (expected.empty() ? "false" : "true") + ",\"server\":{\"target\":" + JsonQuote(g.server) +
                        ",\"engine\":" + JsonQuote(info.engine()) + ",\"device\":" + JsonQuote(device) +
                        ",\"version\":" + JsonQuote(info.version()) + "},\"ceiling_rpc\":{\"name\":\"Transport\",\"echo\":" +

@@ -79,6 +79,12 @@ Command AddBenchCommand(CLI::App& app, const GlobalOptions& g) {
                   "then runs K plain Transport calls at once on the same K connections")
       ->check(CLI::Range(1u, 1024u))
       ->capture_default_str();
+  cmd->add_option("--shards", a->e.shards,
+                  "e2e: split each array over the servers of the target (-s ipv4:a:p,b:q or a dns: name) "
+                  "in this many contiguous shards, combined by the client; the ceiling then runs as many "
+                  "plain Transport calls at once")
+      ->check(CLI::Range(1u, 1024u))
+      ->capture_default_str();
   cmd->add_flag("--check", a->e.check,
                 "e2e: check every scan result against the expected prefix sums (integer dtypes; "
                 "computed once before the run)");
@@ -88,6 +94,7 @@ Command AddBenchCommand(CLI::App& app, const GlobalOptions& g) {
       "  gpuscan bench --e2e --op scan --dtype int32 --bytes 1073741824 --concurrency 1 --requests 3\n"
       "  gpuscan bench --e2e --op reduce --elements 1024 --concurrency 1,4,16,64 --duration 10 --json e2e.json\n"
       "  gpuscan bench --e2e --op scan --dtype int32 --bytes 1073741824 --lanes 8 --check --concurrency 1 --requests 3\n"
+      "  gpuscan -s ipv4:127.0.0.1:50051,127.0.0.1:50052 bench --e2e --op scan --bytes 1073741824 --shards 2 --check\n"
       "--e2e drives all calls over one shared channel (one Client, like ghz's default of one\n"
       "connection); the transport ceiling uses the same channel, bytes and concurrency (Transport\n"
       "RPC: echo for scan and compact, no echo for reduce).");

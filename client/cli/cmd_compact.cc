@@ -9,6 +9,7 @@
 #include "names.h"
 #include "progress.h"
 #include "report.h"
+#include "shards_option.h"
 
 namespace gpuscan::cli {
 namespace {
@@ -87,20 +88,30 @@ int RunCompact(const CompactArgs& a, const GlobalOptions& g) {
   std::optional<uint64_t> total;
   if (in->payload_bytes()) total = *in->payload_bytes() + (flags ? *in->count() : 0);
   ProgressBar bar(!g.no_progress, total);
-  v1::CompactResponse final_response = client.CompactStream(
-      header, in->AsSource(), flags ? flags->AsSource() : Source{},
-      values_out ? values_out->AsSink() : Sink{}, indices_out ? indices_out->AsSink() : Sink{},
-      bar.AsCallback(), ChooseLanes(a.io.lanes, in->payload_bytes(), client));
+  const uint32_t lanes = ChooseLanes(a.io.lanes, in->payload_bytes(), client);
+  const Sink values_sink = values_out ? values_out->AsSink() : Sink{};
+  const Sink indices_sink = indices_out ? indices_out->AsSink() : Sink{};
+  ShardedCompactResult result;
+  if (a.io.shards > 1) {
+    result = ShardedCompact(client, header, *in, flags.get(), values_sink, indices_sink, lanes, a.io.shards);
+  } else {
+    const v1::CompactResponse final_response =
+        client.CompactStream(header, in->AsSource(), flags ? flags->AsSource() : Source{}, values_sink,
+                             indices_sink, bar.AsCallback(), lanes);
+    result.kept_count = final_response.kept_count();
+    result.element_count = final_response.element_count();
+    result.timing = FromProto(final_response.timing());
+  }
   bar.Clear();
   if (values_out) values_out->Finish();
   if (indices_out) indices_out->Finish();
 
-  Timing timing = FromProto(final_response.timing());
+  Timing& timing = result.timing;
   Report report(g.json);
-  report.Field("kept_count", std::to_string(final_response.kept_count()));
-  report.Field("element_count", std::to_string(final_response.element_count()));
-  report.Note("kept " + std::to_string(final_response.kept_count()) + " of " +
-              std::to_string(final_response.element_count()) + " " + DTypeName(in->dtype()) +
+  report.Field("kept_count", std::to_string(result.kept_count));
+  report.Field("element_count", std::to_string(result.element_count));
+  report.Note("kept " + std::to_string(result.kept_count) + " of " +
+              std::to_string(result.element_count) + " " + DTypeName(in->dtype()) +
               " elements");
   report.Print(&timing);
   return 0;
@@ -131,6 +142,7 @@ Command AddCompactCommand(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--indices-output", a->indices_output,
                   "file for the indices with --output-kind both (-o gets the values)");
   AddLanesOption(cmd, a->io.lanes);
+  AddShardsOption(cmd, a->io.shards);
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunCompact(*a, g); }};
 }

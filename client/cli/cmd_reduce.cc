@@ -11,6 +11,7 @@
 #include "names.h"
 #include "progress.h"
 #include "report.h"
+#include "shards_option.h"
 #include "text_format.h"
 
 namespace gpuscan::cli {
@@ -67,18 +68,26 @@ int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
 
   Client client(MakeClientOptions(g));
   ProgressBar bar(!g.no_progress, in->payload_bytes());
-  v1::ReduceResponse response = client.ReduceStream(header, in->AsSource(), bar.AsCallback(),
-                                                    ChooseLanes(a.io.lanes, in->payload_bytes(), client));
+  const uint32_t lanes = ChooseLanes(a.io.lanes, in->payload_bytes(), client);
+  ShardedReduceResult result;
+  if (a.io.shards > 1) {
+    result = ShardedReduce(client, header, *in, lanes, a.io.shards);
+  } else {
+    const v1::ReduceResponse response = client.ReduceStream(header, in->AsSource(), bar.AsCallback(), lanes);
+    result.raw_value = RawValue(response, in->dtype());
+    result.element_count = response.element_count();
+    result.timing = FromProto(response.timing());
+  }
   bar.Clear();
 
-  const std::string raw = RawValue(response, in->dtype());
-  Timing timing = FromProto(response.timing());
+  const std::string& raw = result.raw_value;
+  Timing& timing = result.timing;
   Report report(g.json);
   report.Field("value", JsonElement(raw, in->dtype()));
-  report.Field("element_count", std::to_string(response.element_count()));
+  report.Field("element_count", std::to_string(result.element_count));
   report.Field("dtype", JsonQuote(DTypeName(in->dtype())));
   report.Field("op", JsonQuote(a.op));
-  report.Note("reduced " + std::to_string(response.element_count()) + " " +
+  report.Note("reduced " + std::to_string(result.element_count) + " " +
               DTypeName(in->dtype()) + " elements (" + a.op + ")");
   if (!g.json) std::printf("%s\n", FormatElement(raw.data(), in->dtype()).c_str());
   std::fflush(stdout);
@@ -96,6 +105,7 @@ Command AddReduceCommand(CLI::App& app, const GlobalOptions& g) {
       ->check(CLI::IsMember(OperatorNames()))
       ->capture_default_str();
   AddLanesOption(cmd, a->io.lanes);
+  AddShardsOption(cmd, a->io.shards);
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunReduce(*a, g); }};
 }

@@ -7,6 +7,7 @@
 #include "names.h"
 #include "progress.h"
 #include "report.h"
+#include "shards_option.h"
 
 namespace gpuscan::cli {
 namespace {
@@ -32,8 +33,9 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
 
   Client client(MakeClientOptions(g));
   ProgressBar bar(!g.no_progress, in->payload_bytes());
-  Timing timing = client.ScanStream(header, in->AsSource(), out.AsSink(), bar.AsCallback(),
-                                    ChooseLanes(a.io.lanes, in->payload_bytes(), client));
+  const uint32_t lanes = ChooseLanes(a.io.lanes, in->payload_bytes(), client);
+  Timing timing = a.io.shards > 1 ? ShardedScan(client, header, *in, out.AsSink(), lanes, a.io.shards)
+                                  : client.ScanStream(header, in->AsSource(), out.AsSink(), bar.AsCallback(), lanes);
   bar.Clear();
   out.Finish();
 
@@ -60,6 +62,7 @@ Command AddScanCommand(CLI::App& app, const GlobalOptions& g) {
       ->check(CLI::IsMember(AlgorithmNames()))
       ->capture_default_str();
   AddLanesOption(cmd, a->io.lanes);
+  AddShardsOption(cmd, a->io.shards);
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunScan(*a, g); }};
 }

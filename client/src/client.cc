@@ -5,6 +5,7 @@
 
 #include "gpuscan/client.h"
 #include "lane_pool.h"
+#include "shards.h"
 
 namespace gpuscan {
 
@@ -27,10 +28,12 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   args.SetMaxReceiveMessageSize(-1);
   if (!options_.load_balancing_policy.empty()) args.SetLoadBalancingPolicyName(options_.load_balancing_policy);
   if (!options_.tls.server_name.empty()) args.SetSslTargetNameOverride(options_.tls.server_name);
+  for (const auto& [name, value] : options_.channel_int_args) args.SetInt(name, value);
   auto creds = options_.credentials ? options_.credentials : MakeChannelCredentials(options_.tls);
   channel_ = grpc::CreateCustomChannel(options_.target, creds, args);
   stub_ = v1::GpuScan::NewStub(channel_);
   lane_pool_ = std::make_unique<LanePool>(options_);  // connects only when a call uses lanes
+  shard_pool_ = std::make_unique<detail::ShardPool>(options_);  // likewise for shards
 }
 
 Client::~Client() = default;

@@ -4,16 +4,12 @@
 // g mod K's writer, straight into its request message, then written while the next lane reads),
 // and readers take turns feeding the Sink, in the order of the positions the server puts on each
 // result (a scan's offset, a compaction's kept_offset). The first lane to fail cancels the rest.
-#include <netdb.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <mutex>
 #include <random>
-#include <set>
 #include <thread>
 
 #include <grpcpp/create_channel.h>
@@ -22,6 +18,7 @@
 #include "gpuscan/client.h"
 #include "lane_pool.h"
 #include "stream_driver.h"
+#include "targets.h"
 
 namespace gpuscan {
 namespace {
@@ -43,57 +40,10 @@ std::string NewArrayId() {
   return id;
 }
 
-// The addresses `host` resolves to, as gRPC targets ("ipv4:1.2.3.4:80", "ipv6:[::1]:80").
-std::vector<std::string> Resolve(const std::string& host, const std::string& port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  std::vector<std::string> out;
-  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0) return out;
-  std::set<std::string> seen;
-  for (addrinfo* a = res; a; a = a->ai_next) {
-    char text[NI_MAXHOST];
-    if (getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof(text), nullptr, 0, NI_NUMERICHOST) != 0) continue;
-    const std::string t = a->ai_family == AF_INET6 ? "ipv6:[" + std::string(text) + "]:" + port
-                                                   : "ipv4:" + std::string(text) + ":" + port;
-    if (seen.insert(t).second) out.push_back(t);
-  }
-  freeaddrinfo(res);
-  return out;
-}
-
 }  // namespace
 
 std::string Client::LanePool::PickTarget(std::string* tls_name) const {
-  const std::string& target = options_.target;
-  tls_name->clear();
-  for (const char* scheme : {"ipv4:", "ipv6:"}) {
-    if (target.rfind(scheme, 0) != 0) continue;
-    std::vector<std::string> list;  // "ipv4:a:1,b:2": one of them
-    for (size_t at = std::strlen(scheme); at <= target.size();) {
-      const size_t comma = std::min(target.find(',', at), target.size());
-      list.push_back(scheme + target.substr(at, comma - at));
-      at = comma + 1;
-    }
-    return list[Rng()() % list.size()];
-  }
-  // A name: pinned only where separate channels could land on different servers (a dns: target
-  // or round_robin), since pick_first on one resolution order reaches the same one anyway.
-  std::string name = target;
-  const bool dns = name.rfind("dns:", 0) == 0;
-  if (!dns && options_.load_balancing_policy.empty()) return target;
-  if (dns) {
-    name = name.substr(4);
-    if (name.rfind("//", 0) == 0) name = name.substr(std::min(name.find('/', 2), name.size()) + 1);
-  }
-  const size_t colon = name.rfind(':');
-  if (colon == std::string::npos || name.find('/') != std::string::npos) return target;
-  std::string host = name.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  const std::vector<std::string> addresses = Resolve(host, name.substr(colon + 1));
-  if (addresses.size() < 2) return target;
-  *tls_name = host;  // the certificate names the host, not the address
+  const std::vector<std::string> addresses = detail::ExpandTarget(options_, tls_name);
   return addresses[Rng()() % addresses.size()];
 }
 
@@ -105,6 +55,7 @@ std::vector<v1::GpuScan::Stub*> Client::LanePool::Stubs(uint32_t lanes) {
   while (pool.size() < lanes) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
+    for (const auto& [name, value] : options_.channel_int_args) args.SetInt(name, value);
     // A distinct argument per lane and a channel-local subchannel pool: one connection per lane.
     args.SetInt("gpuscan.lane", static_cast<int>(pool.size()));
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);

@@ -1,65 +1,30 @@
-// The typed API: contiguous arrays in, vectors out, over the byte-level streaming calls.
+// The typed API: contiguous arrays in, vectors out, over the byte-level streaming calls (or, with
+// shards, over several servers at once: shards.cc).
 #include <algorithm>
 #include <cstring>
 
 #include "gpuscan/client.h"
+#include "shards.h"
+#include "typed_support.h"
 
 namespace gpuscan {
-namespace {
 
-// Hands out the bytes of one array in caller-sized pieces.
-Source MemorySource(const void* data, size_t bytes) {
-  auto p = static_cast<const char*>(data);
-  return [p, bytes, pos = size_t{0}](void* buf, size_t max) mutable {
-    size_t n = std::min(max, bytes - pos);
-    if (n > 0) std::memcpy(buf, p + pos, n);
-    pos += n;
-    return n;
-  };
-}
-
-// Appends result bytes to a vector<T>; tolerates an element split across messages.
-template <class T>
-class VectorSink {
- public:
-  explicit VectorSink(std::vector<T>& v) : v_(v) {}
-  void operator()(const void* data, size_t bytes) {
-    if (bytes == 0) return;
-    v_.resize((bytes_ + bytes + sizeof(T) - 1) / sizeof(T));
-    std::memcpy(reinterpret_cast<char*>(v_.data()) + bytes_, data, bytes);
-    bytes_ += bytes;
-  }
-  void Check() const {
-    if (bytes_ % sizeof(T) != 0) {
-      throw RpcError(grpc::StatusCode::DATA_LOSS, "server sent a partial element");
-    }
-  }
-
- private:
-  std::vector<T>& v_;
-  size_t bytes_ = 0;
-};
+using detail::FromScalar;
+using detail::MemorySource;
+using detail::VectorSink;
 
 template <class T>
-T FromScalar(const v1::Scalar& s) {
-  switch (s.value_case()) {
-    case v1::Scalar::kIntValue: return static_cast<T>(s.int_value());
-    case v1::Scalar::kUintValue: return static_cast<T>(s.uint_value());
-    case v1::Scalar::kFloatValue: return static_cast<T>(s.float_value());
-    default: return T{};
-  }
+std::vector<size_t> Client::ShardBounds(size_t n, uint32_t shards) const {
+  return detail::ShardBounds(n, ChunkBytes(sizeof(T)) / sizeof(T), shards);
 }
-
-}  // namespace
 
 template <class T>
 ScanResult<T> Client::Scan(const T* data, size_t n, const ScanOptions& options) {
-  v1::ScanHeader header;
-  header.set_dtype(DTypeOf<T>());
-  header.set_op(options.op);
-  header.set_kind(options.exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
-  header.set_algorithm(options.algorithm);
-  header.set_element_count(n);
+  const uint32_t shards = ShardsFor<T>(options.shards, n);
+  if (shards > 1 && detail::Shardable(DTypeOf<T>(), options.op, options.algorithm)) {
+    return detail::ShardedScan(shard_pool_->Clients(shards), ShardBounds<T>(n, shards), data, options);
+  }
+  const v1::ScanHeader header = detail::ScanHeaderFor<T>(options, n);
   ScanResult<T> result;
   result.values.reserve(n);
   VectorSink<T> sink(result.values);
@@ -70,11 +35,12 @@ ScanResult<T> Client::Scan(const T* data, size_t n, const ScanOptions& options) 
 }
 
 template <class T>
-ReduceResult<T> Client::Reduce(const T* data, size_t n, v1::Operator op, uint32_t lanes) {
-  v1::ReduceHeader header;
-  header.set_dtype(DTypeOf<T>());
-  header.set_op(op);
-  header.set_element_count(n);
+ReduceResult<T> Client::Reduce(const T* data, size_t n, v1::Operator op, uint32_t lanes, uint32_t shards) {
+  shards = ShardsFor<T>(shards, n);
+  if (shards > 1 && detail::Shardable(DTypeOf<T>(), op, v1::SCAN_ALGORITHM_DEFAULT)) {
+    return detail::ShardedReduce(shard_pool_->Clients(shards), ShardBounds<T>(n, shards), data, op, lanes);
+  }
+  const v1::ReduceHeader header = detail::ReduceHeaderFor<T>(op, n);
   v1::ReduceResponse response = ReduceStream(header, MemorySource(data, n * sizeof(T)), {}, lanes);
   ReduceResult<T> result;
   // raw_value is exact for every dtype; the Scalar is the fallback.
@@ -90,16 +56,10 @@ ReduceResult<T> Client::Reduce(const T* data, size_t n, v1::Operator op, uint32_
 
 template <class T>
 CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& options) {
-  v1::CompactHeader header;
-  header.set_dtype(DTypeOf<T>());
-  const bool use_flags = options.use_flags || !options.flags.empty();
-  if (use_flags) {
-    header.set_use_flags(true);
-  } else {
-    *header.mutable_predicate() = options.predicate;
-  }
-  header.set_output(options.output);
-  header.set_element_count(n);
+  const uint32_t shards = ShardsFor<T>(options.shards, n);
+  if (shards > 1) return detail::ShardedCompact(shard_pool_->Clients(shards), ShardBounds<T>(n, shards), data, options);
+  const v1::CompactHeader header = detail::CompactHeaderFor<T>(options, n);
+  const bool use_flags = header.use_flags();
 
   CompactResult<T> result;
   VectorSink<T> values(result.values);
@@ -119,7 +79,7 @@ CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& 
 
 #define GPUSCAN_INSTANTIATE(T)                                                        \
   template ScanResult<T> Client::Scan<T>(const T*, size_t, const ScanOptions&);       \
-  template ReduceResult<T> Client::Reduce<T>(const T*, size_t, v1::Operator, uint32_t); \
+  template ReduceResult<T> Client::Reduce<T>(const T*, size_t, v1::Operator, uint32_t, uint32_t); \
   template CompactResult<T> Client::Compact<T>(const T*, size_t, const CompactOptions&);
 GPUSCAN_INSTANTIATE(int32_t)
 GPUSCAN_INSTANTIATE(int64_t)

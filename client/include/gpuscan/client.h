@@ -12,7 +12,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -25,6 +27,10 @@
 #include "gpuscan/v1/gpuscan.grpc.pb.h"
 
 namespace gpuscan {
+
+namespace detail {
+class ShardPool;  // src/shards.h
+}
 
 // TLS towards the server. PEM file paths; empty ones are not used.
 struct TlsOptions {
@@ -55,6 +61,18 @@ struct ClientOptions {
   // asks the server (GetServerInfo) for its Limits.max_lanes and uses at most that many; a
   // server that does not join lanes fails the call with FAILED_PRECONDITION.
   uint32_t lanes = 1;
+  // Shards: the typed calls (Scan, Reduce, Compact on arrays in memory) split each array into
+  // this many contiguous pieces, run them at once on the servers behind `target` (every
+  // address of an ipv4:/ipv6: list, of a dns: name, or of any name under round_robin; shard i
+  // on address i mod their number, each shard on its own connection) and combine the results:
+  // scans fixed up with the carry of the shards before them, partial reductions folded in
+  // order, kept indices offset. 1 = one call. Never more shards than chunks. Float SUM/PRODUCT
+  // scans and reduces with the deterministic (default) algorithm stay one call: their bits are
+  // tied to global positions, which a carry fix-up would change. A failing shard fails the
+  // call and cancels the others; the error names the shard and its server.
+  uint32_t shards = 1;
+  // Extra integer gRPC channel arguments (e.g. keepalive settings).
+  std::map<std::string, int> channel_int_args;
 };
 
 // Channel credentials for `tls` (insecure when !tls.wanted()). Throws std::invalid_argument
@@ -97,6 +115,7 @@ struct ScanOptions {
   bool exclusive = false;
   v1::ScanAlgorithm algorithm = v1::SCAN_ALGORITHM_DEFAULT;
   uint32_t lanes = 0;  // striped lanes for this call; 0 = ClientOptions::lanes
+  uint32_t shards = 0;  // shards for this call; 0 = ClientOptions::shards
 };
 
 struct CompactOptions {
@@ -107,6 +126,7 @@ struct CompactOptions {
   v1::Predicate predicate;
   v1::CompactOutput output = v1::COMPACT_OUTPUT_VALUES;
   uint32_t lanes = 0;  // striped lanes for this call; 0 = ClientOptions::lanes
+  uint32_t shards = 0;  // shards for this call; 0 = ClientOptions::shards
 };
 
 // The wire dtype of a C++ element type.
@@ -148,12 +168,12 @@ class Client {
   ScanResult<T> Scan(const std::vector<T>& x, const ScanOptions& options = {}) {
     return Scan(x.data(), x.size(), options);
   }
-  // lanes: striped lanes for this call; 0 = ClientOptions::lanes.
+  // lanes, shards: for this call; 0 = ClientOptions::lanes, ClientOptions::shards.
   template <class T>
-  ReduceResult<T> Reduce(const T* data, size_t n, v1::Operator op, uint32_t lanes = 0);
+  ReduceResult<T> Reduce(const T* data, size_t n, v1::Operator op, uint32_t lanes = 0, uint32_t shards = 0);
   template <class T>
-  ReduceResult<T> Reduce(const std::vector<T>& x, v1::Operator op, uint32_t lanes = 0) {
-    return Reduce(x.data(), x.size(), op, lanes);
+  ReduceResult<T> Reduce(const std::vector<T>& x, v1::Operator op, uint32_t lanes = 0, uint32_t shards = 0) {
+    return Reduce(x.data(), x.size(), op, lanes, shards);
   }
   template <class T>
   CompactResult<T> Compact(const T* data, size_t n, const CompactOptions& options);
@@ -218,6 +238,19 @@ class Client {
   // One stub per lane, each on its own connection, all to one server; kept for later calls.
   class LanePool;
   std::unique_ptr<LanePool> lane_pool_;
+
+  // Shards (src/shards.cc): the shards an array of n elements of T is split into: `wanted`
+  // (0 = ClientOptions::shards), at most one per chunk.
+  template <class T>
+  uint32_t ShardsFor(uint32_t wanted, size_t n) const {
+    const uint64_t per_chunk = ChunkBytes(sizeof(T)) / sizeof(T);
+    const uint64_t chunks = (n + per_chunk - 1) / per_chunk;
+    const uint64_t s = wanted ? wanted : (options_.shards ? options_.shards : 1);
+    return static_cast<uint32_t>(std::max<uint64_t>(1, std::min(s, chunks)));
+  }
+  template <class T>
+  std::vector<size_t> ShardBounds(size_t n, uint32_t shards) const;  // cut on chunk boundaries
+  std::unique_ptr<detail::ShardPool> shard_pool_;
 
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -1,0 +1,68 @@
+// Expanding a target into its server addresses (targets.h).
+#include "targets.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+namespace gpuscan::detail {
+namespace {
+
+// The addresses `host` resolves to, as gRPC targets ("ipv4:1.2.3.4:80", "ipv6:[::1]:80").
+std::vector<std::string> Resolve(const std::string& host, const std::string& port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  std::vector<std::string> out;
+  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0) return out;
+  std::set<std::string> seen;
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    char text[NI_MAXHOST];
+    if (getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof(text), nullptr, 0, NI_NUMERICHOST) != 0) continue;
+    const std::string t = a->ai_family == AF_INET6 ? "ipv6:[" + std::string(text) + "]:" + port
+                                                   : "ipv4:" + std::string(text) + ":" + port;
+    if (seen.insert(t).second) out.push_back(t);
+  }
+  freeaddrinfo(res);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> ExpandTarget(const ClientOptions& options, std::string* tls_name) {
+  const std::string& target = options.target;
+  tls_name->clear();
+  for (const char* scheme : {"ipv4:", "ipv6:"}) {
+    if (target.rfind(scheme, 0) != 0) continue;
+    std::vector<std::string> list;  // "ipv4:a:1,b:2": each of them
+    for (size_t at = std::strlen(scheme); at <= target.size();) {
+      const size_t comma = std::min(target.find(',', at), target.size());
+      list.push_back(scheme + target.substr(at, comma - at));
+      at = comma + 1;
+    }
+    return list;
+  }
+  // A name: expanded only where separate channels could land on different servers (a dns:
+  // target or round_robin), since pick_first on one resolution order reaches the same one.
+  std::string name = target;
+  const bool dns = name.rfind("dns:", 0) == 0;
+  if (!dns && options.load_balancing_policy.empty()) return {target};
+  if (dns) {
+    name = name.substr(4);
+    if (name.rfind("//", 0) == 0) name = name.substr(std::min(name.find('/', 2), name.size()) + 1);
+  }
+  const size_t colon = name.rfind(':');
+  if (colon == std::string::npos || name.find('/') != std::string::npos) return {target};
+  std::string host = name.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  std::vector<std::string> addresses = Resolve(host, name.substr(colon + 1));
+  if (addresses.size() < 2) return {target};
+  *tls_name = host;  // the certificate names the host, not the address
+  return addresses;
+}
+
+}  // namespace gpuscan::detail
