@@ -4,10 +4,11 @@
 #   - striped lanes: 1 GiB int32 scan at --lanes 1,2,4,8,16 through the CUDA server, result checked,
 #     each beside the plain Transport ceiling on the same K connections (same run); reduce and
 #     compact at 8 lanes; a CLI file-to-file scan at 8 lanes, checked against one call;
+#   - shards: the same scan split over 1, 2 and 4 local CUDA servers (one GPU), and 4 x 2 lanes;
 #   - reproducible floats: the GPU tests of the canonical scan and the kernel suite's
 #     deterministic rows beside decoupled look-back and CUB.
 #   run(command="bash scripts/gpu-data-path.sh", carry=[".gpu-pack"], timeout_s=590)
-# Logs under $OUT: lanes_K.{txt,json}, lanes_cli.txt, det_tests.log, det_suite.{txt,json}, server.log.
+# Logs under $OUT: lanes_K.{txt,json}, lanes_cli.txt, shards_N.{txt,json}, det_tests.log, det_suite.{txt,json}, server.log.
 set -uo pipefail
 out=${OUT:-/tmp/gpuscan-out}
 mkdir -p "$out"
@@ -52,5 +53,28 @@ head -c $((1 << 30)) /dev/urandom >/tmp/in.bin
   cmp /tmp/out8.bin /tmp/out1.bin && echo "lanes 8 output identical to one call"
 } 2>&1 | tee "$out/lanes_cli.txt"
 rm -f /tmp/in.bin /tmp/out8.bin /tmp/out1.bin
-kill -TERM $pid; wait $pid
+
+step shards across local servers
+pids=()
+for port in 50572 50573 50574; do
+  $B/gpuscan-server --address 127.0.0.1:$port --engine cuda >"$out/server_$port.log" 2>&1 &
+  pids+=($!)
+done
+for port in 50572 50573 50574; do
+  for _ in $(seq 100); do $B/gpuscan health -s 127.0.0.1:$port >/dev/null 2>&1 && break; sleep 0.2; done
+done
+S2="ipv4:127.0.0.1:50571,127.0.0.1:50572"
+S4="$S2,127.0.0.1:50573,127.0.0.1:50574"
+for spec in "1 127.0.0.1:50571" "2 $S2" "4 $S4"; do
+  set -- $spec
+  echo "--- scan, 1 GiB int32, --shards $1 over $1 servers"
+  timeout 100 $B/gpuscan -s "$2" bench --e2e --op scan --dtype int32 --bytes $((1 << 30)) --shards $1 --check \
+    --concurrency 1 --requests 3 --json "$out/shards_$1.json" >"$out/shards_$1.txt" 2>&1
+  tail -3 "$out/shards_$1.txt"
+done
+echo "--- scan, 1 GiB int32, --shards 4 --lanes 2 over 4 servers"
+timeout 100 $B/gpuscan -s "$S4" bench --e2e --op scan --dtype int32 --bytes $((1 << 30)) --shards 4 --lanes 2 --check \
+  --concurrency 1 --requests 3 --json "$out/shards_4_lanes_2.json" >"$out/shards_4_lanes_2.txt" 2>&1
+tail -3 "$out/shards_4_lanes_2.txt"
+kill -TERM "${pids[@]}" $pid; wait
 tail -2 "$out/server.log"

@@ -1,12 +1,16 @@
 // Striped lanes: one array over several concurrent calls, each on its own connection (see Lanes
 // in gpuscan.proto). Chunk g of the array goes on lane g mod K. Each lane has a writer thread
 // and a reader thread: writers take turns reading the caller's Source (chunk g is read by lane
-// g mod K's writer, straight into its request message, then written while the next lane reads),
-// and readers take turns feeding the Sink, in the order of the positions the server puts on each
-// result (a scan's offset, a compaction's kept_offset). The first lane to fail cancels the rest.
+// g mod K's writer, straight into its request message, then written while the next lane reads);
+// readers read on without waiting for each other, queueing a few results per lane, and the
+// caller's thread feeds the Sink from those queues in the order of the positions the server puts
+// on each result (a scan's offset, a compaction's kept_offset). The first lane to fail cancels
+// the rest.
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <exception>
 #include <mutex>
 #include <random>
@@ -96,7 +100,7 @@ namespace {
 // The shared state of one striped call's lanes.
 class LaneRun {
  public:
-  LaneRun(uint32_t lanes, std::chrono::milliseconds timeout) : lanes_(lanes) {
+  LaneRun(uint32_t lanes, std::chrono::milliseconds timeout) : lanes_(lanes), queued_(lanes) {
     for (uint32_t i = 0; i < lanes; ++i) {
       auto ctx = std::make_unique<grpc::ClientContext>();
       if (timeout.count() > 0) ctx->set_deadline(std::chrono::system_clock::now() + timeout);
@@ -129,38 +133,79 @@ class LaneRun {
     return static_cast<int64_t>(bytes);
   }
 
-  // Reader: waits until the results before `pos` went to the Sink, runs emit(), then advances
-  // by `len`. False when the run was aborted.
-  template <class Emit>
-  bool Deliver(uint64_t pos, uint64_t len, Emit&& emit) {
+  // Reader of `lane`: queues one result (its position and length in the Sink's order, and the
+  // closure that feeds it to the Sink), waiting while the lane already holds kQueued. Readers
+  // keep reading while earlier positions are still on their way: a reader that waited for its
+  // turn would stop its stream's flow-control credit, and the lanes would take turns on the wire.
+  // False when the run was aborted.
+  bool Queue(uint32_t lane, uint64_t pos, uint64_t len, std::function<void()> emit) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return aborted_ || emitted_ >= pos; });
+    cv_.wait(lock, [&] { return aborted_ || queued_[lane].size() < kQueued; });
     if (aborted_) return false;
-    if (emitted_ != pos) {  // two results for one position: the server did not join the lanes
-      if (failure_.ok()) {
-        failure_ = grpc::Status(grpc::StatusCode::INTERNAL,
-                                "the server answered position " + std::to_string(pos) + " twice: it did not join "
-                                "the lanes of this array");
-      }
-      lock.unlock();
-      Abort();
-      return false;
-    }
-    lock.unlock();  // only this reader holds position `pos`: the Sink runs unlocked
-    try {
-      emit();
-    } catch (...) {
-      lock.lock();
-      if (!error_) error_ = std::current_exception();
-      lock.unlock();
-      Abort();
-      return false;
-    }
-    lock.lock();
-    emitted_ += len;
+    queued_[lane].push_back({pos, len, std::move(emit)});
     lock.unlock();
     cv_.notify_all();
     return true;
+  }
+  // A lane's reader read its last response.
+  void ReaderDone() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++readers_done_;
+    }
+    cv_.notify_all();
+  }
+
+  // The caller's thread: feeds the Sink in position order until every reader is done (or the
+  // run aborts). A position answered twice, or one never answered, fails the call: the server
+  // did not join the lanes of this array.
+  void DeliverAll() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      Queued* next = nullptr;
+      bool stale = false;
+      cv_.wait(lock, [&] {
+        if (aborted_) return true;
+        next = nullptr;
+        stale = false;
+        for (auto& q : queued_) {
+          if (q.empty()) continue;
+          if (q.front().pos == emitted_) next = &q.front();
+          if (q.front().pos < emitted_) stale = true;
+        }
+        return next || stale || readers_done_ == lanes_;
+      });
+      if (aborted_) return;
+      if (!next) {
+        const bool pending = std::any_of(queued_.begin(), queued_.end(), [](const auto& q) { return !q.empty(); });
+        if (!stale && !pending) return;  // every result delivered
+        if (failure_.ok()) {
+          failure_ = grpc::Status(grpc::StatusCode::INTERNAL,
+                                  "the server answered position " + std::to_string(emitted_) +
+                                      (stale ? " twice" : " never") + ": it did not join the lanes of this array");
+        }
+        lock.unlock();
+        Abort();
+        return;
+      }
+      Queued item = std::move(*next);
+      for (auto& q : queued_) {
+        if (!q.empty() && &q.front() == next) q.pop_front();
+      }
+      lock.unlock();
+      cv_.notify_all();  // room in that lane's queue
+      try {
+        item.emit();  // only this thread feeds the Sink: it runs unlocked
+      } catch (...) {
+        lock.lock();
+        if (!error_) error_ = std::current_exception();
+        lock.unlock();
+        Abort();
+        return;
+      }
+      lock.lock();
+      emitted_ += item.len;
+    }
   }
 
   // A lane ended with `status`: the first failure (not one this run caused) is the call's.
@@ -197,6 +242,14 @@ class LaneRun {
   uint64_t next_chunk_ = 0;  // chunks read from the Source so far
   bool ended_ = false;       // the Source is exhausted
   uint64_t emitted_ = 0;     // result positions given to the Sink so far
+  // Results read but not yet given to the Sink, per lane, in the lane's order.
+  struct Queued {
+    uint64_t pos, len;
+    std::function<void()> emit;
+  };
+  static constexpr size_t kQueued = 4;
+  std::vector<std::deque<Queued>> queued_;
+  uint32_t readers_done_ = 0;
   bool aborted_ = false;
   std::exception_ptr error_;
   grpc::Status failure_;
@@ -247,27 +300,29 @@ Resp RunBidiLanes(const std::vector<v1::GpuScan::Stub*>& stubs, std::chrono::mil
         WriteLane(run, l, *stream, firsts[l], tracker, fill);
         stream->WritesDone();
       });
-      Resp resp;
       bool reading = true;
-      while (reading && stream->Read(&resp)) {
-        if (resp.has_timing()) {
+      for (auto resp = std::make_shared<Resp>(); reading && stream->Read(resp.get()); resp = std::make_shared<Resp>()) {
+        if (resp->has_timing()) {
           std::lock_guard<std::mutex> lock(final_mu);
-          if (!have_final) final_response = resp;
+          if (!have_final) final_response = *resp;
           have_final = true;
           continue;
         }
-        const auto [pos, len] = place(resp);
+        const auto [pos, len] = place(*resp);
         if (len == 0) continue;
-        reading = run.Deliver(pos, len, [&] { emit(resp); });
+        reading = run.Queue(l, pos, len, [resp, &emit] { emit(*resp); });
       }
+      run.ReaderDone();
       if (!reading) {
-        while (stream->Read(&resp)) {
+        Resp rest;
+        while (stream->Read(&rest)) {
         }
       }
       writer.join();
       run.LaneDone(stream->Finish());
     });
   }
+  run.DeliverAll();
   for (auto& t : threads) t.join();
   run.Throw();
   return final_response;
