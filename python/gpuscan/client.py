@@ -138,8 +138,9 @@ class _Calls:
         the lanes would answer each lane's part)."""
         responses = [pb.ReduceResponse.FromString(r) for r in raws]
         first = responses[0]
-        for lane, r in enumerate(responses):
-            if r.element_count != n or r.raw_value != first.raw_value or r.value != first.value:
+        for lane, r in enumerate(responses):  # compared as bytes: a NaN equals itself
+            if r.element_count != n or r.raw_value != first.raw_value or \
+                    r.value.SerializeToString() != first.value.SerializeToString():
                 raise Internal(f"server's lane {lane} answered {r.element_count} elements reduced (of {n}) or a "
                                "value that differs from lane 0's: it did not join the lanes of this array")
         return _chunking.reduce_value(raws[0], dtype)
