@@ -311,3 +311,37 @@ def test_async_client_lanes(lane_server, rng):
             with pytest.raises(ValueError, match="lanes"):
                 await c.reduce(x, lanes=0)
     asyncio.run(main())
+
+
+def test_async_cancel_cancels_every_lane(lane_server, rng):
+    """Cancelling the task of a laned call cancels all its lanes (the server logs each as
+    CANCELLED) and the client carries on."""
+    x = ref.random_array(rng, np.dtype(np.int32), 200_000)  # 12,500 chunks of 64 bytes
+    out = np.zeros_like(x)
+
+    async def main():
+        async with gpuscan.AsyncClient(lane_server.target, chunk_bytes=CHUNK_BYTES, timeout=60) as c:
+            await c.info()
+            task = asyncio.create_task(c.scan(x, op="bit_or", out=out, lanes=3))
+            while not out[:16].any():  # the first chunk's result has landed: all lanes are under way
+                assert not task.done()
+                await asyncio.sleep(0.005)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert not out[-16:].any()  # it did stop early
+            y = x[:1000]
+            np.testing.assert_array_equal(await c.scan(y, lanes=3), ref.scan(y, "sum", False))
+    before = len(lane_lines(lane_server))
+    asyncio.run(main())
+    for _ in range(100):
+        lines = [line for line in lane_lines(lane_server)[before:] if line[2] == 3]
+        if len(lines) >= 6:
+            break
+        time.sleep(0.05)
+    by_array = {}
+    for op, lane, k, array, status in lines:
+        by_array.setdefault(array, []).append((lane, status))
+    statuses = sorted(sorted(v) for v in by_array.values())
+    assert [(0, "CANCELLED"), (1, "CANCELLED"), (2, "CANCELLED")] in statuses, lines
+    assert [(0, "OK"), (1, "OK"), (2, "OK")] in statuses, lines
