@@ -6,12 +6,11 @@ grpcio needs a `bytes` for); the first request also carries the header (the head
 empty array). Responses: each result chunk carries its element offset, and is copied once, at that
 offset, into the caller's preallocated array.
 
-Lanes (header field 21, not in this proto yet): chunk k of an array travels on lane k mod K, each
-lane a call of its own on its own connection. Requests take a chunk selection (`lane_chunks`),
-assemblers place results by offset whichever call brings them, and `fan_out` runs K calls at once
-(Client.transport(lanes=K) uses it today; Client.scan's lane path is written and waits only for
-`lane_header`). What is left for Reduce/Compact: per-lane partials (reduce) and kept offsets
-(compact) as the server will define them in field 21.
+Lanes (header field 21, see Lanes in gpuscan.proto): chunk k of an array travels on lane k mod K,
+each lane a call of its own on its own connection, every chunk full but the array's last. Requests
+take a chunk selection (`lane_chunks`) and a header made by `lane_header`; scan results land by
+offset and compaction's by kept_offset, whichever lane brings them; `fan_out` runs the K calls at
+once on threads (the sync client; aio.py has its asyncio counterpart).
 """
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ import numpy as np
 
 from . import _wire
 from ._types import Timing, check_array, numpy_dtype
-from .errors import Internal, from_rpc_error
+from .errors import Cancelled, Internal, from_rpc_error
 from .v1 import gpuscan_pb2 as pb
 
 
@@ -103,27 +102,63 @@ class Upload:
             call.cancel()
 
 
+def lane_count(chunks: int, wanted: int, server_max: int) -> int:
+    """The lanes a call uses: at most the server's Limits.max_lanes (0: it does not join lanes, so
+    one call) and at most one per chunk (a lane without a chunk would only add a connection)."""
+    if wanted <= 1 or chunks <= 1 or server_max <= 0:
+        return 1
+    return min(wanted, server_max, chunks)
+
+
+def chunk_count(n: int, per_chunk: int) -> int:
+    return -(-n // per_chunk)
+
+
 def lane_header(request_msg, array_id: bytes, lane: int, lanes: int, per_chunk: int):
-    """A copy of the first request with the lanes header field (21) set: array id (16 random
-    bytes), this lane's index, the lane count K and the chunk length in elements.
+    """A copy of the first request (ScanRequest, ReduceRequest or CompactRequest with its header)
+    with the header's lanes field (21) set: the array's id (16 random bytes, the same on every
+    lane), this lane's index, the lane count K and the chunk length in elements."""
+    if len(array_id) != 16:
+        raise ValueError("gpuscan: a lanes array id is 16 bytes")
+    out = type(request_msg)()
+    out.CopyFrom(request_msg)
+    lanes_msg = out.header.lanes
+    lanes_msg.array_id = array_id
+    lanes_msg.lane = lane
+    lanes_msg.lane_count = lanes
+    lanes_msg.chunk_elements = per_chunk
+    return out
 
-    TODO(lanes): the only piece missing for lanes > 1; field 21 is not in this proto yet. Once it
-    is: copy request_msg, set its header's lanes fields, return it (and drop the second
-    NotImplementedError in client.check_lanes)."""
-    raise NotImplementedError("gpuscan: lanes > 1 needs header field 21, which this proto lacks")
+
+def first_failure(errors: List[BaseException]) -> BaseException:
+    """The failure a laned call raises, from its lanes' errors in the order they happened: the
+    first status that is not CANCELLED (the cause: a lane the server failed; the siblings we then
+    cancelled say CANCELLED), else the first exception that is not a cancellation (e.g. a result
+    that does not fit), else the first cancellation. grpc.RpcError becomes gpuscan.Error."""
+    rpc = [e for e in errors if isinstance(e, grpc.RpcError)]
+    first = next((e for e in rpc if e.code() != grpc.StatusCode.CANCELLED), None) or \
+        next((e for e in errors if not isinstance(e, (grpc.RpcError, grpc.FutureCancelledError))), None) or \
+        (rpc[0] if rpc else errors[0])
+    if isinstance(first, grpc.RpcError):
+        return from_rpc_error(first)
+    if isinstance(first, grpc.FutureCancelledError):
+        return Cancelled("a lane of this call was cancelled")
+    return first
 
 
-def fan_out(streams, feed: Callable[[int, bytes], None], timeout: Optional[float]) -> None:
-    """Runs several stream-stream calls at once, one per lane, each on its own channel: streams is
-    a list of (method, request iterator). Every response goes to feed(lane, raw) under one lock.
-    The first failure cancels every lane and is raised (the data source's own exception first,
-    else the first status that is not CANCELLED); Ctrl-C on the calling thread cancels them all."""
+def fan_out(streams, feed: Callable[[int, bytes], None], timeout: Optional[float], unary: bool = False) -> None:
+    """Runs several calls at once, one per lane, each on its own channel: streams is a list of
+    (method, request iterator), stream-stream methods, or stream-unary ones with unary=True. Every
+    response goes to feed(lane, raw) under one lock. The first failure cancels every lane and is
+    raised (the data source's own exception first, else see first_failure); Ctrl-C on the
+    calling thread cancels them all."""
     uploads = [Upload(reqs) for _, reqs in streams]
-    calls = [method(iter(u), timeout=timeout) for (method, _), u in zip(streams, uploads)]
+    calls = [(method.future(iter(u), timeout=timeout) if unary else method(iter(u), timeout=timeout))
+             for (method, _), u in zip(streams, uploads)]
     for u, call in zip(uploads, calls):
         u.attach(call)
     lock = threading.Lock()
-    failures: List[Tuple[int, BaseException]] = []
+    failures: List[BaseException] = []
 
     def cancel_all():
         for call in calls:
@@ -131,12 +166,17 @@ def fan_out(streams, feed: Callable[[int, bytes], None], timeout: Optional[float
 
     def read(lane: int):
         try:
-            for raw in calls[lane]:
+            if unary:
+                raw = calls[lane].result()
                 with lock:
                     feed(lane, raw)
+            else:
+                for raw in calls[lane]:
+                    with lock:
+                        feed(lane, raw)
         except BaseException as e:  # noqa: B902 - handed to the calling thread
             with lock:
-                failures.append((lane, e))
+                failures.append(e)
             cancel_all()
 
     threads = [threading.Thread(target=read, args=(k,), name=f"gpuscan-lane-{k}", daemon=True)
@@ -154,38 +194,48 @@ def fan_out(streams, feed: Callable[[int, bytes], None], timeout: Optional[float
         if u.error is not None:
             raise u.error
     if failures:
-        errs = [e for _, e in failures]
-        rpc = [e for e in errs if isinstance(e, grpc.RpcError)]
-        first = next((e for e in rpc if e.code() != grpc.StatusCode.CANCELLED), None) or \
-            next((e for e in errs if not isinstance(e, grpc.RpcError)), None) or errs[0]
-        if isinstance(first, grpc.RpcError):
-            raise from_rpc_error(first) from None
-        raise first
+        raise first_failure(failures) from None
 
 
 class ScanAssembler:
-    """Writes result chunks into `out` at their offsets; keeps the final Timing."""
+    """Writes result chunks into `out` at their offsets; keeps the final Timing. With lanes
+    (per_chunk, K), each result must be exactly one chunk of the lane it came on, each chunk once:
+    a server that did not join the lanes (each lane an array of its own) is caught here rather
+    than returning a wrong scan."""
 
-    def __init__(self, out: np.ndarray):
+    def __init__(self, out: np.ndarray, lanes: Optional[Tuple[int, int]] = None):
         self.out_u8 = out.view(np.uint8) if out.size else np.empty(0, np.uint8)
         self.isz = out.itemsize
         self.n = len(out)
         self.received = 0
         self.timing: Optional[Timing] = None
+        self.lanes = lanes
+        self.seen = bytearray(chunk_count(self.n, lanes[0])) if lanes else None
 
-    def feed(self, raw: bytes) -> None:
+    def feed(self, raw: bytes, lane: int = 0) -> None:
         f = _wire.parse(raw)
         data = f.get(1)
         if data is not None:
             s, e = data
-            pos = f.get(2, 0) * self.isz
+            offset = f.get(2, 0)
+            pos = offset * self.isz
             if pos + (e - s) > self.n * self.isz:
                 raise Internal("server returned more scan results than elements sent")
+            if self.lanes:
+                self._check_lane_chunk(lane, offset, (e - s) // self.isz)
             self.out_u8[pos:pos + e - s] = np.frombuffer(raw, np.uint8, e - s, s)
             self.received += (e - s) // self.isz
         if 3 in f:
             s, e = f[3]
             self.timing = Timing.from_bytes(memoryview(raw)[s:e])
+
+    def _check_lane_chunk(self, lane: int, offset: int, length: int) -> None:
+        per, k = self.lanes
+        chunk = offset // per
+        if offset % per or chunk % k != lane or length != min(per, self.n - offset) or self.seen[chunk]:
+            raise Internal(f"server answered elements {offset}..{offset + length} on lane {lane} of {k}, "
+                           "not one chunk sent on that lane: it did not join the lanes of this array")
+        self.seen[chunk] = 1
 
     def finish(self) -> Timing:
         if self.received != self.n:
@@ -194,40 +244,51 @@ class ScanAssembler:
 
 
 class CompactAssembler:
-    """Collects kept values and indices (zero-copy views onto the responses) and joins them once."""
+    """Collects kept values and indices (zero-copy views onto the responses) with their
+    kept_offset, then places each piece at its offset in one output array: one copy, and the
+    same for one call (pieces in order) as for lanes (pieces in any order)."""
 
     def __init__(self, dtype: np.dtype):
         self.dtype = dtype
-        self.values: List[np.ndarray] = []
-        self.indices: List[np.ndarray] = []
+        self.values: List[Tuple[int, np.ndarray]] = []
+        self.indices: List[Tuple[int, np.ndarray]] = []
         self.timing: Optional[Timing] = None
-        self.kept_count = 0
+        self.kept_count: Optional[int] = None
 
-    def feed(self, raw: bytes) -> None:
+    def feed(self, raw: bytes, lane: int = 0) -> None:
         f = _wire.parse(raw)
+        offset = f.get(3, 0)
         if 1 in f:
             s, e = f[1]
-            self.values.append(np.frombuffer(raw, self.dtype, (e - s) // self.dtype.itemsize, s))
+            self.values.append((offset, np.frombuffer(raw, self.dtype, (e - s) // self.dtype.itemsize, s)))
         if 2 in f:
             s, e = f[2]
-            self.indices.append(np.frombuffer(raw, "<i8", (e - s) // 8, s))
+            self.indices.append((offset, np.frombuffer(raw, "<i8", (e - s) // 8, s)))
         if 4 in f:
             s, e = f[4]
+            kept = f.get(5, 0)
+            if self.kept_count is not None and kept != self.kept_count:  # lanes: every final has it
+                raise Internal(f"server's lanes reported {self.kept_count} and {kept} kept elements")
             self.timing = Timing.from_bytes(memoryview(raw)[s:e])
-            self.kept_count = f.get(5, 0)
+            self.kept_count = kept
 
-    @staticmethod
-    def _join(pieces, dtype):
-        if not pieces:
-            return np.empty(0, dtype)
-        return np.concatenate(pieces) if len(pieces) > 1 else pieces[0].copy()
+    def _place(self, pieces, dtype, what: str) -> np.ndarray:
+        kept = self.kept_count or 0
+        out = np.empty(kept, dtype)
+        at = 0  # the pieces, by offset, must tile [0, kept) exactly
+        for offset, piece in sorted(pieces, key=lambda p: p[0]):
+            if offset != at or offset + len(piece) > kept:
+                raise Internal(f"server's kept {what} at {offset}..{offset + len(piece)} do not continue "
+                               f"at {at} of {kept} kept elements")
+            out[at:at + len(piece)] = piece
+            at += len(piece)
+        if at != kept:
+            raise Internal(f"server reported {kept} kept elements but sent {at} {what}")
+        return out
 
     def result(self, want_values: bool, want_indices: bool):
-        v = self._join(self.values, self.dtype.newbyteorder("=")) if want_values else None
-        i = self._join(self.indices, np.int64) if want_indices else None
-        for got in (v, i):
-            if got is not None and len(got) != self.kept_count:
-                raise Internal(f"server reported {self.kept_count} kept elements but sent {len(got)}")
+        v = self._place(self.values, self.dtype.newbyteorder("="), "values") if want_values else None
+        i = self._place(self.indices, np.int64, "indices") if want_indices else None
         return v, i
 
 

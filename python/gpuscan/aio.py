@@ -1,20 +1,21 @@
 """gpuscan.AsyncClient: the Client's methods as coroutines on grpc.aio (same arguments, results and
-errors). scan_iter is an async generator taking a sync or async iterable of arrays."""
+errors). scan_iter is an async generator taking a sync or async iterable of arrays. Striped lanes run
+as one asyncio task per lane, each call on its own grpc.aio channel."""
 from __future__ import annotations
 
 import asyncio
 import contextvars
 import time
-from typing import Any, AsyncIterator, Callable, Dict, Optional, Union
+from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Union
 
 import grpc
 import grpc.aio
 import numpy as np
 
 from . import _chunking, _types, _wire
-from ._types import Timing, TransportResult, check_array
-from .client import (DEFAULT_CHUNK_BYTES, Tls, _Calls, channel_args, channel_credentials,
-                     decode_health_response, encode_health_request, method_path)
+from ._types import Timing, TransportResult
+from .client import (DEFAULT_CHUNK_BYTES, Tls, _Calls, channel_args, channel_credentials, check_lanes,
+                     decode_health_response, encode_health_request, lane_channel_args, method_path)
 from .errors import Internal, from_rpc_error, raised
 from .v1 import gpuscan_pb2 as pb
 from .v1 import gpuscan_pb2_grpc as pb_grpc
@@ -78,9 +79,82 @@ class AsyncClient(_Calls):
         self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
         # Per task, as the sync client's is per thread: concurrent tasks each see their own.
         self._timing_var: contextvars.ContextVar = contextvars.ContextVar(f"gpuscan_timing_{id(self)}", default=None)
+        # Lanes: one channel (connection) each, made on first use, reused, closed with the client.
+        self._lane_args = (target, creds, options, tls)
+        self._lane_channels: List[grpc.aio.Channel] = []
+        self._lane_methods: List[Dict[str, Any]] = []
+        self._closed = False
 
     async def close(self) -> None:
+        self._closed = True
+        channels, self._lane_channels, self._lane_methods = self._lane_channels, [], []
         await self._channel.close()
+        for ch in channels:
+            await ch.close()
+
+    def _lanes(self, k: int, method: str):
+        """The multi-callable `method` on each of k lane channels (no await: no other task can
+        interleave, so no lock is needed)."""
+        if self._closed:
+            raise ValueError("gpuscan: the client is closed")
+        target, creds, options, tls = self._lane_args
+        while len(self._lane_channels) < k:
+            a = lane_channel_args(self.chunk_bytes, options, tls, len(self._lane_channels))
+            ch = grpc.aio.secure_channel(target, creds, options=a) if creds is not None \
+                else grpc.aio.insecure_channel(target, options=a)
+            self._lane_channels.append(ch)
+            self._lane_methods.append({
+                "Scan": ch.stream_stream(method_path("Scan")),
+                "Reduce": ch.stream_unary(method_path("Reduce")),
+                "Compact": ch.stream_stream(method_path("Compact")),
+                "Transport": ch.stream_stream(method_path("Transport"))})
+        return [m[method] for m in self._lane_methods[:k]]
+
+    async def _usable_lanes(self, lanes, n: int, per: int) -> int:
+        """As Client._usable_lanes: capped by the server's max_lanes (asked once) and the chunks."""
+        wanted = self._wanted_lanes(lanes)
+        chunks = _chunking.chunk_count(n, per)
+        if wanted <= 1 or chunks <= 1:
+            return 1
+        if self._max_lanes is None:
+            self._max_lanes = int((await self.info())["limits"].get("max_lanes", 0))
+        return _chunking.lane_count(chunks, wanted, self._max_lanes)
+
+    async def _fan_out(self, streams, feed: Callable[[int, bytes], None], unary: bool = False) -> None:
+        """Runs one call per lane at once, as tasks: streams is a list of (method, request
+        iterator). Every response goes to feed(lane, raw). The first failure cancels every lane and
+        is raised (see _chunking.first_failure); cancelling the awaiting task cancels them all."""
+        calls = [method(reqs, timeout=self.timeout) for method, reqs in streams]
+        failures: List[BaseException] = []
+        aborted = False
+
+        def cancel_all():
+            for c in calls:
+                c.cancel()
+
+        async def run(lane: int):
+            nonlocal aborted
+            try:
+                if unary:
+                    feed(lane, await calls[lane])
+                else:
+                    async for raw in calls[lane]:
+                        feed(lane, raw)
+            except asyncio.CancelledError:
+                if not aborted:  # this task itself was cancelled, not the call by a sibling's failure
+                    raise
+            except Exception as e:  # noqa: B902 - raised by the awaiting task
+                failures.append(e)
+                aborted = True
+                cancel_all()
+
+        try:
+            await asyncio.gather(*(run(lane) for lane in range(len(calls))))
+        except BaseException:
+            cancel_all()
+            raise
+        if failures:
+            raise _chunking.first_failure(failures) from None
 
     async def __aenter__(self) -> "AsyncClient":
         return self
@@ -111,12 +185,18 @@ class AsyncClient(_Calls):
             raise upload.error
 
     async def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
-                   out: Optional[np.ndarray] = None, *, copy: bool = False) -> np.ndarray:
+                   out: Optional[np.ndarray] = None, *, copy: bool = False, lanes: Optional[int] = None) -> np.ndarray:
         x, header, out = self._scan_args(x, op, exclusive, algorithm, out, copy)
-        asm = _chunking.ScanAssembler(out)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
-        async for raw in self._stream(self._scan, _chunking.data_requests(header, _wire.SCAN_DATA, x, per)):
-            asm.feed(raw)
+        k = await self._usable_lanes(lanes, len(x), per)
+        if k > 1:
+            asm = _chunking.ScanAssembler(out, (per, k))
+            reqs = self._lane_requests(header, _wire.SCAN_DATA, x, per, k)
+            await self._fan_out(list(zip(self._lanes(k, "Scan"), reqs)), lambda lane, raw: asm.feed(raw, lane))
+        else:
+            asm = _chunking.ScanAssembler(out)
+            async for raw in self._stream(self._scan, _chunking.data_requests(header, _wire.SCAN_DATA, x, per)):
+                asm.feed(raw)
         self._timing_var.set(asm.finish())
         return out
 
@@ -137,10 +217,17 @@ class AsyncClient(_Calls):
             raise Internal("server returned fewer scan results than elements sent")
         self._timing_var.set(asm.timing or Timing())
 
-    async def reduce(self, x, op: str = "sum", *, copy: bool = False):
-        x, wire = check_array(x)
-        header = pb.ReduceRequest(header=pb.ReduceHeader(dtype=wire, op=_types.operator(op), element_count=len(x)))
+    async def reduce(self, x, op: str = "sum", *, copy: bool = False, lanes: Optional[int] = None):
+        x, header = self._reduce_args(x, op, copy)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
+        k = await self._usable_lanes(lanes, len(x), per)
+        if k > 1:
+            raws: List[bytes] = [b""] * k
+            reqs = self._lane_requests(header, _wire.REDUCE_DATA, x, per, k)
+            await self._fan_out(list(zip(self._lanes(k, "Reduce"), reqs)), raws.__setitem__, unary=True)
+            value, _, timing = self._reduce_lanes_result(raws, x.dtype, len(x))
+            self._timing_var.set(timing)
+            return value
         call = self._reduce(_chunking.data_requests(header, _wire.REDUCE_DATA, x, per), timeout=self.timeout)
         try:
             with raised():
@@ -153,13 +240,18 @@ class AsyncClient(_Calls):
         return value
 
     async def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
-                copy: bool = False):
+                      copy: bool = False, lanes: Optional[int] = None):
         x, flags, header = self._compact_args(x, where, predicate, indices, values, copy)
         asm = _chunking.CompactAssembler(x.dtype)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
-        async for raw in self._stream(self._compact,
-                                      _chunking.data_requests(header, _wire.COMPACT_VALUES, x, per, flags)):
-            asm.feed(raw)
+        k = await self._usable_lanes(lanes, len(x), per)
+        if k > 1:
+            reqs = self._lane_requests(header, _wire.COMPACT_VALUES, x, per, k, flags)
+            await self._fan_out(list(zip(self._lanes(k, "Compact"), reqs)), lambda lane, raw: asm.feed(raw, lane))
+        else:
+            async for raw in self._stream(self._compact,
+                                          _chunking.data_requests(header, _wire.COMPACT_VALUES, x, per, flags)):
+                asm.feed(raw)
         self._timing_var.set(asm.timing or Timing())
         return self._compact_result(asm, values, indices)
 
@@ -193,20 +285,31 @@ class AsyncClient(_Calls):
             raise
         return table
 
-    async def transport(self, total_bytes: int, echo: bool = True, chunk_bytes: Optional[int] = None) -> TransportResult:
+    async def transport(self, total_bytes: int, echo: bool = True, chunk_bytes: Optional[int] = None,
+                        lanes: int = 1) -> TransportResult:
         cb = int(chunk_bytes or self.chunk_bytes)
-        received = 0
-        final: Dict[int, Any] = {}
-        t0 = time.perf_counter()
-        async for raw in self._stream(self._transport, _chunking.transport_requests(int(total_bytes), cb, echo)):
+        total = int(total_bytes)
+        lanes = check_lanes(lanes)  # Transport is not joined: not capped by max_lanes
+        received = [0] * lanes
+        finals: List[Dict[int, Any]] = [{} for _ in range(lanes)]
+
+        def feed(lane: int, raw: bytes) -> None:
             f = _wire.parse(raw)
             if 1 in f:
-                received += f[1][1] - f[1][0]
+                received[lane] += f[1][1] - f[1][0]
             if f.get(6):
-                final = f
+                finals[lane] = f
+        t0 = time.perf_counter()
+        if lanes == 1:
+            async for raw in self._stream(self._transport, _chunking.transport_requests(total, cb, echo)):
+                feed(0, raw)
+        else:
+            await self._fan_out([(m, _chunking.transport_requests(total, cb, echo, lane, lanes))
+                                 for lane, m in enumerate(self._lanes(lanes, "Transport"))], feed)
         wall = time.perf_counter() - t0
-        return TransportResult(bytes_in=final.get(2, 0), bytes_out=final.get(3, 0), bytes_received=received,
-                               requests=final.get(5, 0), wall_s=wall, server_total_us=final.get(4, 0))
+        return TransportResult(bytes_in=sum(f.get(2, 0) for f in finals), bytes_out=sum(f.get(3, 0) for f in finals),
+                               bytes_received=sum(received), requests=sum(f.get(5, 0) for f in finals),
+                               wall_s=wall, server_total_us=max(f.get(4, 0) for f in finals))
 
     def shared_array(self, n: int, dtype="int32"):
         self._shared_array_unsupported()

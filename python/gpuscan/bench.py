@@ -1,8 +1,10 @@
 """End-to-end throughput of the Python client: scan, reduce and compact of one array over one
-stream, beside the Transport ceiling (the same gRPC path with no compute) measured in the same run.
+stream (or K striped lanes with --lanes K), beside the Transport ceiling (the same gRPC path with no
+compute) measured in the same run.
 
     python -m gpuscan.bench --target HOST:PORT [--size 1GiB] [--dtype int32] [--repeat 3] [--json out.json]
     python -m gpuscan.bench --server build/bin/gpuscan-server --engine cpu --size 64MiB
+    python -m gpuscan.bench --target HOST:PORT --lanes 4   # scan/reduce/compact over 4 connections
 
 GB/s = input bytes / wall seconds of the call as this client sees it (10^9 B/s), best of --repeat.
 """
@@ -76,7 +78,7 @@ def run(client: gpuscan.Client, nbytes: int, dtype: np.dtype, repeat: int, verif
             (f"  verified={row['verified']}" if "verified" in row else ""))
         return result
 
-    log(f"target {client.target}, chunk_bytes {client.chunk_bytes}, best of {repeat}")
+    log(f"target {client.target}, chunk_bytes {client.chunk_bytes}, lanes {client.lanes}, best of {repeat}")
     echo = add("transport_echo", lambda: client.transport(nbytes, echo=True), nbytes)
     add("transport_sink", lambda: client.transport(nbytes, echo=False), nbytes)
     if transport_lanes > 1:
@@ -103,7 +105,9 @@ def main(argv=None):
     p.add_argument("--dtype", default="int32")
     p.add_argument("--chunk-bytes", type=parse_size, default=1 << 20)
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--lanes", type=int, default=1, help="lanes of the client (> 1 needs the lanes proto fields)")
+    p.add_argument("--lanes", type=int, default=1,
+                   help="scan/reduce/compact stripe each array over this many calls on as many connections "
+                        "(capped by the server's max_lanes; default 1: one call)")
     p.add_argument("--transport-lanes", type=int, default=0,
                    help="also measure the echo ceiling over this many concurrent connections (default: --lanes)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
@@ -123,8 +127,8 @@ def main(argv=None):
     try:
         try:
             c = gpuscan.Client(target, chunk_bytes=a.chunk_bytes, lanes=a.lanes, options=channel_options(a.option))
-        except NotImplementedError as e:
-            p.exit(2, f"{e}\n")
+        except ValueError as e:
+            p.error(str(e))
         with c:
             info = c.info()
             print(f"server {info['version']} engine {info['engine']} "

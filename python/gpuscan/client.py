@@ -1,10 +1,12 @@
-"""gpuscan.Client: the synchronous client (one grpc channel; thread-safe, calls may run
-concurrently). Mirrors client/include/gpuscan/client.h: numpy arrays in, numpy arrays and scalars
-out, every failure a gpuscan.Error; the chunking lives in _chunking, the error mapping in errors.
+"""gpuscan.Client: the synchronous client (one grpc channel, plus one per lane for striped calls;
+thread-safe, calls may run concurrently). Mirrors client/include/gpuscan/client.h: numpy arrays in,
+numpy arrays and scalars out, every failure a gpuscan.Error; the chunking lives in _chunking, the
+error mapping in errors.
 """
 from __future__ import annotations
 
 import dataclasses
+import operator
 import os
 import threading
 import time
@@ -56,17 +58,26 @@ def has_header_field(number: int) -> bool:
     return any(f.number == number for f in pb.ScanHeader.DESCRIPTOR.fields)
 
 
-def check_lanes(lanes: int) -> int:
-    lanes = int(lanes)
-    if lanes < 1:
-        raise ValueError(f"gpuscan: lanes must be >= 1, got {lanes}")
-    if lanes > 1 and not has_header_field(21):
-        raise NotImplementedError(
-            "gpuscan: lanes > 1 needs the lanes header field (21) in gpuscan.v1, which the proto this "
-            "package was built from does not have yet; use lanes=1")
-    if lanes > 1:  # TODO(lanes): once _chunking.lane_header sets field 21, drop this (scan is wired)
-        raise NotImplementedError("gpuscan: lanes > 1 is not wired into this client yet; use lanes=1")
-    return lanes
+def check_lanes(lanes) -> int:
+    """A lanes argument as an int >= 1 (ValueError otherwise: 0, negatives, 2.5, "4", True)."""
+    try:
+        if isinstance(lanes, bool):
+            raise TypeError
+        k = operator.index(lanes)
+    except TypeError:
+        raise ValueError(f"gpuscan: lanes must be an integer >= 1, got {lanes!r}") from None
+    if k < 1:
+        raise ValueError(f"gpuscan: lanes must be >= 1, got {k}")
+    return k
+
+
+def lane_channel_args(chunk_bytes: int, options, tls, lane: int) -> list:
+    """Channel arguments of lane `lane`'s channel. As the C++ client does: a distinct argument per
+    lane and a channel-local subchannel pool, so each lane gets its own TCP connection (channels
+    with equal arguments would share one). No load-balancing policy: pick_first sends every lane
+    of an array to the same server, which the server needs to join them."""
+    return channel_args(chunk_bytes, None, options, tls) + [
+        ("gpuscan.lane", lane), ("grpc.use_local_subchannel_pool", 1)]
 
 
 def channel_args(chunk_bytes: int, load_balancing_policy: Optional[str], options, tls=None) -> list:
@@ -107,6 +118,32 @@ class _Calls:
         if int(chunk_bytes) < 1:
             raise ValueError(f"gpuscan: chunk_bytes must be positive, got {chunk_bytes}")
         self.chunk_bytes = int(chunk_bytes)
+        self._max_lanes: Optional[int] = None  # the server's Limits.max_lanes, asked once
+
+    def _wanted_lanes(self, lanes) -> int:
+        return self.lanes if lanes is None else check_lanes(lanes)
+
+    @staticmethod
+    def _lane_requests(first, data_field: int, x: np.ndarray, per: int, k: int, flags=None) -> list:
+        """Each lane's request iterator for one array striped over k lanes: the first request with
+        the lanes header (a fresh random array id), then chunks lane, lane + k, ..."""
+        array_id = os.urandom(16)
+        return [_chunking.data_requests(_chunking.lane_header(first, array_id, lane, k, per), data_field, x,
+                                        per, flags, ranges=_chunking.lane_chunks(len(x), per, lane, k))
+                for lane in range(k)]
+
+    @staticmethod
+    def _reduce_lanes_result(raws, dtype: np.dtype, n: int):
+        """Every lane answers the whole array's value: they must agree (a server that did not join
+        the lanes would answer each lane's part)."""
+        responses = [pb.ReduceResponse.FromString(r) for r in raws]
+        first = responses[0]
+        for lane, r in enumerate(responses):  # compared as bytes: a NaN equals itself
+            if r.element_count != n or r.raw_value != first.raw_value or \
+                    r.value.SerializeToString() != first.value.SerializeToString():
+                raise Internal(f"server's lane {lane} answered {r.element_count} elements reduced (of {n}) or a "
+                               "value that differs from lane 0's: it did not join the lanes of this array")
+        return _chunking.reduce_value(raws[0], dtype)
 
     def _scan_header(self, wire, op, exclusive, algorithm, n=None):
         h = pb.ScanHeader(dtype=wire, op=_types.operator(op),
@@ -115,6 +152,10 @@ class _Calls:
         if n is not None:
             h.element_count = n
         return h
+
+    def _reduce_args(self, x, op, copy=False):
+        x, wire = check_array(x, copy=copy)
+        return x, pb.ReduceRequest(header=pb.ReduceHeader(dtype=wire, op=_types.operator(op), element_count=len(x)))
 
     def _scan_args(self, x, op, exclusive, algorithm, out, copy=False):
         x, wire = check_array(x, copy=copy)
@@ -167,6 +208,11 @@ class Client(_Calls):
 
     Client(target, *, tls=None|True|Tls(...), timeout=None (seconds per call), lanes=1,
            chunk_bytes=1 MiB, credentials=None, load_balancing_policy=None, options=None)
+
+    lanes=K (or a call's lanes=K): scan/reduce/compact stripe an array over K concurrent calls, each
+    on its own connection (chunk i on lane i mod K), capped by the server's Limits.max_lanes and
+    the array's chunk count; one call when the server does not join lanes (max_lanes 0).
+    Results are exactly those of one call.
     """
 
     def __init__(self, target: str = "127.0.0.1:50051", *, tls: Union[None, bool, Tls] = None,
@@ -186,25 +232,54 @@ class Client(_Calls):
         self._transport = self._channel.stream_stream(method_path("Transport"))
         self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
         self._local = threading.local()
-        # Lanes: one channel each, with its own subchannel pool so each is its own connection.
-        self._lane_args = (target, creds, args)
-        self._lane_channels = []
+        # Lanes: one channel (connection) each, made on first use, reused, closed with the client.
+        self._lane_args = (target, creds, options, tls)
+        self._lane_channels: List[grpc.Channel] = []
+        self._lane_methods: List[Dict[str, Any]] = []
         self._lane_lock = threading.Lock()
+        self._closed = False
 
     def _lanes(self, k: int, method: str):
-        """The stream-stream method `method` on each of k lane channels (made on first use)."""
+        """The multi-callable `method` (Scan, Compact, Transport: stream-stream; Reduce:
+        stream-unary) on each of k lane channels."""
         with self._lane_lock:
-            target, creds, args = self._lane_args
+            if self._closed:
+                raise ValueError("gpuscan: the client is closed")
+            target, creds, options, tls = self._lane_args
             while len(self._lane_channels) < k:
-                a = args + [("grpc.use_local_subchannel_pool", 1)]
-                self._lane_channels.append(grpc.secure_channel(target, creds, options=a) if creds is not None
-                                           else grpc.insecure_channel(target, options=a))
-            return [ch.stream_stream(method_path(method)) for ch in self._lane_channels[:k]]
+                a = lane_channel_args(self.chunk_bytes, options, tls, len(self._lane_channels))
+                ch = grpc.secure_channel(target, creds, options=a) if creds is not None \
+                    else grpc.insecure_channel(target, options=a)
+                self._lane_channels.append(ch)
+                self._lane_methods.append({
+                    "Scan": ch.stream_stream(method_path("Scan")),
+                    "Reduce": ch.stream_unary(method_path("Reduce")),
+                    "Compact": ch.stream_stream(method_path("Compact")),
+                    "Transport": ch.stream_stream(method_path("Transport"))})
+            return [m[method] for m in self._lane_methods[:k]]
+
+    def _usable_lanes(self, lanes, n: int, per: int) -> int:
+        """Lanes for an n-element array: the wanted count capped by the server's max_lanes (asked
+        once; 0 = it does not join lanes, so one call) and by the number of chunks."""
+        wanted = self._wanted_lanes(lanes)
+        chunks = _chunking.chunk_count(n, per)
+        if wanted <= 1 or chunks <= 1:
+            return 1
+        with self._lane_lock:
+            known = self._max_lanes
+        if known is None:
+            known = int(self.info()["limits"].get("max_lanes", 0))
+            with self._lane_lock:
+                self._max_lanes = known
+        return _chunking.lane_count(chunks, wanted, known)
 
     # -- lifecycle
     def close(self) -> None:
         self._channel.close()
-        for ch in self._lane_channels:
+        with self._lane_lock:
+            self._closed = True
+            channels, self._lane_channels, self._lane_methods = self._lane_channels, [], []
+        for ch in channels:
             ch.close()
 
     def __enter__(self) -> "Client":
@@ -241,23 +316,23 @@ class Client(_Calls):
 
     # -- typed API
     def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
-             out: Optional[np.ndarray] = None, *, copy: bool = False) -> np.ndarray:
+             out: Optional[np.ndarray] = None, *, copy: bool = False, lanes: Optional[int] = None) -> np.ndarray:
         """Prefix scan of a 1-D array (inclusive unless exclusive=True); returns `out` (new if None).
         op: sum, product, min, max, bit_and, bit_or, bit_xor; algorithm: a name from info()
         ["scan_algorithms"] (None: the server's default). copy=True copies a non-contiguous or
-        big-endian array instead of raising ValueError."""
+        big-endian array instead of raising ValueError. lanes: this call's lanes (None: the
+        client's)."""
         x, header, out = self._scan_args(x, op, exclusive, algorithm, out, copy)
-        asm = _chunking.ScanAssembler(out)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
-        if self.lanes > 1:
-            # Chunk k on lane k mod K; results land by offset, whichever lane brings them.
-            array_id, k = os.urandom(16), self.lanes
-            streams = [(m, _chunking.data_requests(_chunking.lane_header(header, array_id, lane, k, per),
-                                                   _wire.SCAN_DATA, x, per,
-                                                   ranges=_chunking.lane_chunks(len(x), per, lane, k)))
-                       for lane, m in enumerate(self._lanes(k, "Scan"))]
-            _chunking.fan_out(streams, lambda lane, raw: asm.feed(raw), self.timeout)
+        k = self._usable_lanes(lanes, len(x), per)
+        if k > 1:
+            # Chunk i on lane i mod k; results land in `out` by offset, whichever lane brings them.
+            asm = _chunking.ScanAssembler(out, (per, k))
+            reqs = self._lane_requests(header, _wire.SCAN_DATA, x, per, k)
+            _chunking.fan_out(list(zip(self._lanes(k, "Scan"), reqs)), lambda lane, raw: asm.feed(raw, lane),
+                              self.timeout)
         else:
+            asm = _chunking.ScanAssembler(out)
             for raw in self._stream(self._scan, _chunking.data_requests(header, _wire.SCAN_DATA, x, per)):
                 asm.feed(raw)
         self._set_timing(asm.finish())
@@ -282,12 +357,18 @@ class Client(_Calls):
             raise Internal("server returned fewer scan results than elements sent")
         self._set_timing(asm.timing or Timing())
 
-    def reduce(self, x, op: str = "sum", *, copy: bool = False):
+    def reduce(self, x, op: str = "sum", *, copy: bool = False, lanes: Optional[int] = None):
         """Reduction of a 1-D array: a numpy scalar of x's dtype (the identity for an empty array)."""
-        x, wire = check_array(x, copy=copy)
-        header = pb.ReduceRequest(header=pb.ReduceHeader(dtype=wire, op=_types.operator(op),
-                                                         element_count=len(x)))
+        x, header = self._reduce_args(x, op, copy)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
+        k = self._usable_lanes(lanes, len(x), per)
+        if k > 1:
+            raws: List[bytes] = [b""] * k
+            reqs = self._lane_requests(header, _wire.REDUCE_DATA, x, per, k)
+            _chunking.fan_out(list(zip(self._lanes(k, "Reduce"), reqs)), raws.__setitem__, self.timeout, unary=True)
+            value, _, timing = self._reduce_lanes_result(raws, x.dtype, len(x))
+            self._set_timing(timing)
+            return value
         upload = _chunking.Upload(_chunking.data_requests(header, _wire.REDUCE_DATA, x, per))
         fut = self._reduce.future(iter(upload), timeout=self.timeout)
         upload.attach(fut)
@@ -302,17 +383,23 @@ class Client(_Calls):
         return value
 
     def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
-                copy: bool = False):
+                copy: bool = False, lanes: Optional[int] = None):
         """Stable stream compaction: keeps x[i] where the mask `where` is true, or where the predicate
         holds (("gt", 0), ("in_range", lo, hi), "nonzero", "not_nan", "eq"/"ne"/"lt"/"le"/"ge").
         Returns the kept values; with indices=True (values, indices); values=False, indices=True:
-        the indices (int64) alone."""
+        the indices (int64) alone. Indices count in the whole array, with or without lanes."""
         x, flags, header = self._compact_args(x, where, predicate, indices, values, copy)
         asm = _chunking.CompactAssembler(x.dtype)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
-        reqs = _chunking.data_requests(header, _wire.COMPACT_VALUES, x, per, flags)
-        for raw in self._stream(self._compact, reqs):
-            asm.feed(raw)
+        k = self._usable_lanes(lanes, len(x), per)
+        if k > 1:  # each lane's kept pieces are placed by their kept_offset
+            reqs = self._lane_requests(header, _wire.COMPACT_VALUES, x, per, k, flags)
+            _chunking.fan_out(list(zip(self._lanes(k, "Compact"), reqs)), lambda lane, raw: asm.feed(raw, lane),
+                              self.timeout)
+        else:
+            for raw in self._stream(self._compact, _chunking.data_requests(header, _wire.COMPACT_VALUES, x, per,
+                                                                           flags)):
+                asm.feed(raw)
         self._set_timing(asm.timing or Timing())
         return self._compact_result(asm, values, indices)
 
@@ -358,6 +445,7 @@ class Client(_Calls):
         K-lane scan); the totals are summed and server_total_us is the slowest call's."""
         cb = int(chunk_bytes or self.chunk_bytes)
         total = int(total_bytes)
+        lanes = check_lanes(lanes)  # Transport is not joined: not capped by max_lanes
         received = [0] * lanes
         finals: List[Dict[int, Any]] = [{} for _ in range(lanes)]
 

@@ -1,4 +1,5 @@
-"""info, health, Timing, transport, out=, AsyncClient, lanes and shared memory placeholders."""
+"""info, health, Timing, transport, out=, AsyncClient and the shared memory placeholder (lanes:
+test_lanes.py)."""
 import asyncio
 
 import numpy as np
@@ -67,13 +68,11 @@ def test_transport_lanes(client):
     assert r.bytes_in == 2_000 and r.bytes_received == 0
 
 
-def test_lanes_and_shared_memory_placeholders(target):
+def test_shared_memory_placeholder(target):
     with gpuscan.Client(target, lanes=1) as c:
         assert c.reduce(np.arange(1, 11, dtype=np.int32)) == 55
         with pytest.raises(NotImplementedError, match="shared"):
             c.shared_array(16, "int32")
-    with pytest.raises(NotImplementedError, match="lanes"):
-        gpuscan.Client(target, lanes=8)
 
 
 def test_async_client(target, rng):
