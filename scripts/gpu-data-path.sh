@@ -8,16 +8,22 @@
 #   - reproducible floats: the GPU tests of the canonical scan and the kernel suite's
 #     deterministic rows beside decoupled look-back and CUB.
 #   run(command="bash scripts/gpu-data-path.sh", carry=[".gpu-pack"], timeout_s=590)
-# Logs under $OUT: lanes_K.{txt,json}, lanes_cli.txt, shards_N.{txt,json}, det_tests.log, det_suite.{txt,json}, server.log.
+# Logs in $OUT/data-path-logs.tgz: lanes_K.{txt,json}, lanes_cli.txt, shards_N.{txt,json}, det_tests.log, det_suite.{txt,json}, server.log.
 set -uo pipefail
-out=${OUT:-/tmp/gpuscan-out}
-mkdir -p "$out"
+# Logs are written to a scratch folder and come back as one archive (the device returns few files).
+final=${OUT:-/tmp/gpuscan-out}
+out=$(mktemp -d)
+mkdir -p "$final"
+trap 'tar -czf "$final/data-path-logs.tgz" -C "$out" .' EXIT
 [ -d .gpu-bin ] || tar -xJf .gpu-pack/gpu.tar.xz
 export LD_LIBRARY_PATH=$PWD/.gpu-rt
 B=.gpu-bin
 step() { echo; echo "=== $* ==="; }
+# DP_STEPS picks steps (default all): det,lanes,shards,cpu-shards.
+want() { [[ ",${DP_STEPS:-det,lanes,shards,cpu-shards}," == *",$1,"* ]]; }
 nvidia-smi -L | tee "$out/device.txt"
 
+if want det; then
 step reproducible floats: GPU tests
 { timeout 120 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='Canonical*'
   timeout 120 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='CudaDeterministic*'
@@ -28,13 +34,16 @@ step reproducible floats: kernel suite
 timeout 200 $B/kernel_suite --ops scan --dtypes float32,float64 --algorithms deterministic,decoupled_lookback,cub \
   --sizes 2^16,2^20,2^24,2^28 --json "$out/det_suite.json" >"$out/det_suite.txt" 2>&1
 grep -E "^ *(scan|copy)" "$out/det_suite.txt" | head -40
+fi
 
-step striped lanes through the cuda server
+step cuda server
 $B/gpuscan-server --address 127.0.0.1:50571 --engine cuda >"$out/server.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do $B/gpuscan health -s 127.0.0.1:50571 >/dev/null 2>&1 && break; sleep 0.2; done
 G="$B/gpuscan -s 127.0.0.1:50571"
-for k in 1 2 4 8 16; do
+if want lanes; then
+step striped lanes through the cuda server
+for k in ${DP_LANES:-1 2 4 8 16}; do
   echo "--- scan, 1 GiB int32, --lanes $k"
   timeout 100 $G bench --e2e --op scan --dtype int32 --bytes $((1 << 30)) --lanes $k --check --concurrency 1 \
     --requests 3 --json "$out/lanes_$k.json" >"$out/lanes_$k.txt" 2>&1
@@ -53,7 +62,9 @@ head -c $((1 << 30)) /dev/urandom >/tmp/in.bin
   cmp /tmp/out8.bin /tmp/out1.bin && echo "lanes 8 output identical to one call"
 } 2>&1 | tee "$out/lanes_cli.txt"
 rm -f /tmp/in.bin /tmp/out8.bin /tmp/out1.bin
+fi
 
+if want shards; then
 step shards across local servers
 pids=()
 for port in 50572 50573 50574; do
@@ -76,5 +87,28 @@ echo "--- scan, 1 GiB int32, --shards 4 --lanes 2 over 4 servers"
 timeout 100 $B/gpuscan -s "$S4" bench --e2e --op scan --dtype int32 --bytes $((1 << 30)) --shards 4 --lanes 2 --check \
   --concurrency 1 --requests 3 --json "$out/shards_4_lanes_2.json" >"$out/shards_4_lanes_2.txt" 2>&1
 tail -3 "$out/shards_4_lanes_2.txt"
-kill -TERM "${pids[@]}" $pid; wait
+kill -TERM "${pids[@]}"
+fi
+kill -TERM $pid; wait
 tail -2 "$out/server.log"
+
+# The same split over CPU-engine servers: tells the client's own cost from several server
+# processes sharing one GPU (their contexts time-slice).
+want cpu-shards || exit 0
+step shards across local CPU-engine servers
+pids=()
+for port in 50581 50582 50583 50584; do
+  $B/gpuscan-server --address 127.0.0.1:$port --engine cpu >"$out/server_cpu_$port.log" 2>&1 &
+  pids+=($!)
+done
+for port in 50581 50582 50583 50584; do
+  for _ in $(seq 100); do $B/gpuscan health -s 127.0.0.1:$port >/dev/null 2>&1 && break; sleep 0.2; done
+done
+C4="ipv4:127.0.0.1:50581,127.0.0.1:50582,127.0.0.1:50583,127.0.0.1:50584"
+for n in 1 4; do
+  echo "--- cpu engine: scan, 1 GiB int32, --shards $n"
+  timeout 100 $B/gpuscan -s "$C4" bench --e2e --op scan --dtype int32 --bytes $((1 << 30)) --shards $n --check \
+    --concurrency 1 --requests 3 --json "$out/shards_cpu_$n.json" >"$out/shards_cpu_$n.txt" 2>&1
+  tail -3 "$out/shards_cpu_$n.txt"
+done
+kill -TERM "${pids[@]}"; wait

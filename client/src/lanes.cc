@@ -54,7 +54,7 @@ std::string Client::LanePool::PickTarget(std::string* tls_name) const {
 std::vector<v1::GpuScan::Stub*> Client::LanePool::Stubs(uint32_t lanes) {
   std::string tls_name;
   const std::string target = PickTarget(&tls_name);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   std::vector<Lane>& pool = by_target_[target];
   while (pool.size() < lanes) {
     grpc::ChannelArguments args;
@@ -78,8 +78,28 @@ std::vector<v1::GpuScan::Stub*> Client::LanePool::Stubs(uint32_t lanes) {
     pool.push_back(std::move(lane));
   }
   std::vector<v1::GpuScan::Stub*> out;
-  for (uint32_t i = 0; i < lanes; ++i) out.push_back(pool[i].stub.get());
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (uint32_t i = 0; i < lanes; ++i) {
+    out.push_back(pool[i].stub.get());
+    channels.push_back(pool[i].channel);
+  }
+  lock.unlock();
+  Connect(channels, target);
   return out;
+}
+
+void Client::LanePool::Connect(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
+                               const std::string& target) const {
+  const auto wait = options_.timeout.count() > 0 ? std::min(options_.timeout, kConnectWait) : kConnectWait;
+  const auto deadline = std::chrono::system_clock::now() + wait;
+  for (auto& c : channels) c->GetState(true);  // all connect at once
+  for (size_t i = 0; i < channels.size(); ++i) {
+    if (!channels[i]->WaitForConnected(deadline)) {
+      throw RpcError(grpc::StatusCode::UNAVAILABLE,
+                     "lane " + std::to_string(i) + " of " + std::to_string(channels.size()) + " could not connect to " +
+                         target + " within " + std::to_string(wait.count()) + " ms");
+    }
+  }
 }
 
 uint32_t Client::UsableLanes(uint32_t wanted) {

@@ -352,6 +352,9 @@ class CudaScan final : public ScanSession {
   }
 
   std::string algorithm() const override { return kernels::ScanAlgorithmName(algo_); }
+  // Staged through pinned memory: a range of `out` is written only after the same range of
+  // `in` was copied to the device (RunPipelined retires sub-chunk k-2 after uploading k).
+  bool in_place() const override { return true; }
 
  private:
   std::shared_ptr<Shared> sh_;

@@ -26,10 +26,13 @@ struct StageTimes {
 class ScanSession {
  public:
   virtual ~ScanSession() = default;
-  // Scans the next n elements: `in` and `out` hold n elements of the spec's dtype (raw bytes,
-  // they may not alias). The result continues the scan of all earlier chunks.
+  // Scans the next n elements: `in` and `out` hold n elements of the spec's dtype (raw bytes;
+  // they alias only when in_place()). The result continues the scan of all earlier chunks.
   virtual void Process(const void* in, void* out, uint64_t n, StageTimes& times) = 0;
   virtual std::string algorithm() const = 0;  // the algorithm that actually runs
+  // Whether Process may also be given one buffer as both `in` and `out` (the result replaces
+  // the input): spares the caller a chunk-sized buffer to allocate and clear per chunk.
+  virtual bool in_place() const { return false; }
 };
 
 class ReduceSession {

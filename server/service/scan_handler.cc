@@ -36,17 +36,22 @@ class ScanCall final
   void Open() override { session_ = ctx_.engine->NewScan(spec_); }
 
   void Process(v1::ScanRequest& req, std::vector<v1::ScanResponse>& out) override {
-    const std::string& in = req.data();
-    if (in.empty()) return;
-    const uint64_t n = in.size() / engine::SizeOf(spec_.dtype);
+    const size_t bytes = req.data().size();
+    if (bytes == 0) return;
+    const uint64_t n = bytes / engine::SizeOf(spec_.dtype);
     v1::ScanResponse& resp = out.emplace_back();
     std::string* data = resp.mutable_data();
-    data->resize(in.size());
-    session_->Process(in.data(), data->data(), n, stages_);
+    if (session_->in_place()) {
+      data->swap(*req.mutable_data());  // the result replaces the request's bytes
+      session_->Process(data->data(), data->data(), n, stages_);
+    } else {
+      data->resize(bytes);
+      session_->Process(req.data().data(), data->data(), n, stages_);
+    }
     resp.set_offset(processed_);
     processed_ += n;
-    bytes_in_ += in.size();
-    bytes_out_ += in.size();
+    bytes_in_ += bytes;
+    bytes_out_ += bytes;
     ++chunks_;
   }
 

@@ -105,7 +105,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     send_us_ += Micros(Clock::now() - write_start_);
     outgoing_.pop_front();
     if (!ok) return FailAndMaybeFinish(lock, grpc::Status(grpc::StatusCode::CANCELLED, "the client stopped receiving"));
-    MaybeWriteLocked();  // the rest of the queue, also after the final response was queued
+    MaybeWriteLocked(true);  // the rest of the queue, also after the final response was queued
     MaybeReadLocked();
     MaybeWorkLocked();
     MaybeFinish(lock);
@@ -393,12 +393,24 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     ctx_.executor->Post([this] { Work(); });
   }
 
-  void MaybeWriteLocked() {
+  // Starts the next write. StartWrite serializes the response (a copy of its MiB of data) and
+  // often writes the socket inline: as long as computing the chunk. A worker or a lane join's
+  // driver therefore hands it to another executor thread and goes on computing; OnWriteDone,
+  // already on a gRPC thread, starts the next one itself.
+  void MaybeWriteLocked(bool on_grpc_thread = false) {
     if constexpr (kBidi) {
       if (writing_ || outgoing_.empty()) return;
       writing_ = true;
       write_start_ = Clock::now();
-      this->StartWrite(&outgoing_.front());
+      Resp* next = &outgoing_.front();  // stays put: only OnWriteDone pops it
+      if (on_grpc_thread) return this->StartWrite(next);
+      ++refs_;
+      ctx_.executor->Post([this, next] {
+        this->StartWrite(next);
+        std::unique_lock<std::mutex> lock(mu_);
+        --refs_;
+        ReleaseIfUnused(lock);
+      });
     }
   }
 
