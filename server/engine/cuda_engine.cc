@@ -60,6 +60,7 @@ struct Slot {
   cuda::DeviceBuffer d_in, d_flags, d_out, d_idx, d_count;
   // The sub-chunk in flight: where its results go once it is done.
   bool busy = false;
+  uint64_t ticket = 0;  // ScanSession::Begin's ticket of the chunk in flight (0: none)
   bool downloads = false;
   char* out_dst = nullptr;
   size_t out_bytes = 0;
@@ -251,6 +252,7 @@ void Retire(Shared& sh, Slot& s, StageTimes& times) {
   times.kernel_us += ElapsedUs(s.kernel_start.get(), s.kernel_done.get());
   if (s.downloads) times.d2h_us += ElapsedUs(s.kernel_done.get(), s.d2h_done.get());
   s.busy = false;
+  s.ticket = 0;
   s.downloads = false;
   s.out_bytes = 0;
 }
@@ -329,26 +331,62 @@ class CudaScan final : public ScanSession {
   CudaScan(std::shared_ptr<Shared> sh, kernels::ScanAlgorithm algo, bool exclusive)
       : sh_(std::move(sh)), algo_(algo), exclusive_(exclusive) {}
 
+  ~CudaScan() override {
+    if (held_) {  // chunks begun and never ended (the call failed): let the lane go idle first
+      cudaSetDevice(sh_->device);
+      (*held_)->Quiesce();
+    }
+  }
+
   void Process(const void* in, void* out, uint64_t n, StageTimes& times) override {
     if (n == 0) return;
     Shared& sh = *sh_;
     DeviceGuard guard(sh);
-    LaneLease lane(sh);
-    const uint64_t sub = kSubChunkBytes / sizeof(T);
-    size_t temp_bytes = 0;
-    sh.Call(kernels::Scan<T, Op>(algo_, nullptr, temp_bytes, nullptr, nullptr, std::min(n, sub), exclusive_,
-                                 nullptr, nullptr, lane->slots[0].s()),
-            "scan temp size");
-    lane->EnsureTemp(temp_bytes);
-    T* carry = carry_.get(lane->slots[0].s());
-    RunPipelined<T>(sh, *lane, in, out, n, times, [&](Slot& s, uint64_t m) {
-      size_t bytes = lane->temp.size();
-      sh.Call(kernels::Scan<T, Op>(algo_, lane->temp.get(), bytes, static_cast<const T*>(s.d_in.get()),
-                                   static_cast<T*>(s.d_out.get()), m, exclusive_, carry_.valid ? carry : nullptr,
-                                   carry, s.s()),
-              "scan kernel");
-      carry_.valid = true;
-    });
+    // A chunk begun on the held lane is retired by RunPipelined before its slot is reused.
+    std::optional<LaneLease> own;
+    Lane& lane = held_ ? **held_ : *own.emplace(sh);
+    for (Slot& s : lane.slots) Retire(sh, s, times);  // a begun chunk, before temp storage may move
+    PrepareTemp(lane, std::min<uint64_t>(n, kSubChunkBytes / sizeof(T)));
+    RunPipelined<T>(sh, lane, in, out, n, times, [&](Slot& s, uint64_t m) { Launch(lane, s, m); });
+    held_.reset();  // both slots retired
+  }
+
+  // Pipelined: a chunk of at most one sub-chunk takes the next slot of a lane held while chunks
+  // are in flight, so its copies and kernel overlap the caller's work on the chunk before.
+  uint64_t Begin(const void* in, void* out, uint64_t n, StageTimes& times) override {
+    if (n == 0) return 0;
+    if (n * sizeof(T) > kSubChunkBytes) {
+      Process(in, out, n, times);
+      return 0;
+    }
+    Shared& sh = *sh_;
+    DeviceGuard guard(sh);
+    if (!held_) {
+      // Temporary storage for any chunk this pipeline may take, while none is in flight.
+      PrepareTemp(*held_.emplace(sh), kSubChunkBytes / sizeof(T));
+    }
+    Lane& lane = **held_;
+    Slot& s = lane.slots[next_slot_];
+    Retire(sh, s, times);  // (its chunk was ended already: a no-op)
+    Upload(sh, s, in, n * sizeof(T), nullptr, 0);
+    KernelBegin(sh, lane, s);
+    Launch(lane, s, n);
+    KernelEnd(sh, lane, s);
+    Download(sh, s, static_cast<char*>(out), n * sizeof(T));
+    s.ticket = ++tickets_;
+    next_slot_ ^= 1;
+    return s.ticket;
+  }
+
+  void End(uint64_t ticket, StageTimes& times) override {
+    if (ticket == 0 || !held_) return;
+    Shared& sh = *sh_;
+    DeviceGuard guard(sh);
+    Lane& lane = **held_;
+    for (Slot& s : lane.slots) {
+      if (s.busy && s.ticket == ticket) Retire(sh, s, times);
+    }
+    if (!lane.slots[0].busy && !lane.slots[1].busy) held_.reset();  // nothing in flight: give the lane back
   }
 
   std::string algorithm() const override { return kernels::ScanAlgorithmName(algo_); }
@@ -357,10 +395,35 @@ class CudaScan final : public ScanSession {
   bool in_place() const override { return true; }
 
  private:
+  // Enqueues the scan of slot s's m elements on its stream, continuing the device carry.
+  void Launch(Lane& lane, Slot& s, uint64_t m) {
+    Shared& sh = *sh_;
+    T* carry = carry_.get(s.s());
+    size_t bytes = lane.temp.size();
+    sh.Call(kernels::Scan<T, Op>(algo_, lane.temp.get(), bytes, static_cast<const T*>(s.d_in.get()),
+                                 static_cast<T*>(s.d_out.get()), m, exclusive_, carry_.valid ? carry : nullptr, carry,
+                                 s.s()),
+            "scan kernel");
+    carry_.valid = true;
+  }
+
+  // Grows the lane's temporary storage for scans of up to m elements. Growing waits for the
+  // lane (Quiesce): call it only with no chunk in flight.
+  void PrepareTemp(Lane& lane, uint64_t m) {
+    size_t temp_bytes = 0;
+    sh_->Call(kernels::Scan<T, Op>(algo_, nullptr, temp_bytes, nullptr, nullptr, m, exclusive_, nullptr, nullptr,
+                                   lane.slots[0].s()),
+              "scan temp size");
+    lane.EnsureTemp(temp_bytes);
+  }
+
   std::shared_ptr<Shared> sh_;
   kernels::ScanAlgorithm algo_;
   bool exclusive_;
   DeviceCarry<T> carry_;
+  uint64_t tickets_ = 0;
+  unsigned next_slot_ = 0;
+  std::optional<LaneLease> held_;  // last: released before the carry goes
 };
 
 template <class T, class Op>

@@ -33,6 +33,16 @@ class ScanSession {
   // Whether Process may also be given one buffer as both `in` and `out` (the result replaces
   // the input): spares the caller a chunk-sized buffer to allocate and clear per chunk.
   virtual bool in_place() const { return false; }
+  // Pipelined chunks, for a caller that has the next chunk before it needs this one's result:
+  // Begin starts the chunk (its input is read before Begin returns) and End(ticket) finishes
+  // it, writing `out`. Calls come from one thread at a time, Ends in Begin order, and at most
+  // one chunk is left begun but not ended when the next begins (Begin k+1, then End k). The
+  // default runs the whole chunk in Begin.
+  virtual uint64_t Begin(const void* in, void* out, uint64_t n, StageTimes& times) {
+    Process(in, out, n, times);
+    return 0;
+  }
+  virtual void End(uint64_t /*ticket*/, StageTimes& /*times*/) {}
 };
 
 class ReduceSession {

@@ -121,8 +121,11 @@ class LaneEndpoint {
   virtual void JoinFinished(std::vector<Resp> final_out, LaneEndpoint* owner) = 0;
   virtual void JoinReleased() = 0;  // the join will not call this lane again
   // Owner only, from the driver (one thread at a time, no lock held): run the RPC's hooks.
-  // They catch engine errors and return them as the status the call would get.
-  virtual grpc::Status JoinProcess(Req& req, std::vector<Resp>& out) = 0;
+  // They catch engine errors and return them as the status the call would get. A chunk runs
+  // in two halves: JoinBegin (its responses in `out` may stay unfinished) and JoinEnd(ticket),
+  // which the driver calls after beginning the next chunk, so the engine overlaps them.
+  virtual grpc::Status JoinBegin(Req& req, std::vector<Resp>& out, uint64_t* ticket) = 0;
+  virtual grpc::Status JoinEnd(uint64_t ticket) = 0;
   virtual grpc::Status JoinComplete(std::vector<Resp>& out) = 0;
 
  protected:
@@ -330,13 +333,40 @@ class LaneJoin final : public LaneJoinBase, public std::enable_shared_from_this<
                lane);
   }
 
-  // Runs the chunks that are next in global order, unless another thread already does.
+  // A chunk begun but not yet ended, with the lane its results go back on.
+  struct Begun {
+    uint64_t ticket = 0;
+    Endpoint* to = nullptr;
+    std::unique_ptr<std::vector<Resp>> out;  // unfinished until JoinEnd: must not move
+  };
+
+  // Ends a begun chunk and hands its results to its lane (no lock held).
+  grpc::Status EndChunk(Begun& b) {
+    grpc::Status s = owner_->JoinEnd(b.ticket);
+    if (s.ok()) b.to->JoinDeliver(std::move(*b.out));
+    return s;
+  }
+
+  // Runs the chunks that are next in global order, unless another thread already does. Chunk
+  // g + 1 begins before chunk g ends, so the engine's copies and kernels of one overlap the
+  // host's work on the other; the last begun chunk is ended before the driver stops.
   void Drive(std::unique_lock<std::mutex>& lock) {
     if (driving_ || !admitted_) return MaybeRelease(lock);
     driving_ = true;
+    std::optional<Begun> prev;
     while (!failed_ && !done_) {
       auto it = window_.find(next_);
       if (it == window_.end()) {
+        if (prev) {
+          lock.unlock();
+          const auto t0 = LaneClock::now();
+          grpc::Status s = EndChunk(*prev);
+          prev.reset();
+          driver_busy_ += LaneClock::now() - t0;
+          lock.lock();
+          if (!s.ok()) FailLocked(lock, std::nullopt, s);
+          continue;  // chunks may have come meanwhile
+        }
         if (closed_count_ == spec_.lane_count && window_.empty()) Complete(lock);
         break;
       }
@@ -353,16 +383,18 @@ class LaneJoin final : public LaneJoinBase, public std::enable_shared_from_this<
           break;
         }
       }
-      Endpoint* to = lanes_[lane];
+      Begun cur{0, lanes_[lane], std::make_unique<std::vector<Resp>>()};
       lock.unlock();
       const auto t0 = LaneClock::now();
-      std::vector<Resp> out;
-      grpc::Status s = owner_->JoinProcess(req, out);
-      if (s.ok()) to->JoinDeliver(std::move(out));
+      grpc::Status s = owner_->JoinBegin(req, *cur.out, &cur.ticket);
+      if (s.ok() && prev) s = EndChunk(*prev);
+      prev.reset();
+      if (s.ok()) prev = std::move(cur);
       driver_busy_ += LaneClock::now() - t0;
       lock.lock();
       if (!s.ok()) FailLocked(lock, std::nullopt, s);
     }
+    // A chunk still begun here belongs to a failed array: the engine session drops it.
     driving_ = false;
     MaybeRelease(lock);
   }

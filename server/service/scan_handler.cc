@@ -36,24 +36,32 @@ class ScanCall final
   void Open() override { session_ = ctx_.engine->NewScan(spec_); }
 
   void Process(v1::ScanRequest& req, std::vector<v1::ScanResponse>& out) override {
+    EndChunk(BeginChunk(req, out));
+  }
+
+  uint64_t BeginChunk(v1::ScanRequest& req, std::vector<v1::ScanResponse>& out) override {
     const size_t bytes = req.data().size();
-    if (bytes == 0) return;
+    if (bytes == 0) return 0;
     const uint64_t n = bytes / engine::SizeOf(spec_.dtype);
     v1::ScanResponse& resp = out.emplace_back();
     std::string* data = resp.mutable_data();
+    uint64_t ticket = 0;
     if (session_->in_place()) {
       data->swap(*req.mutable_data());  // the result replaces the request's bytes
-      session_->Process(data->data(), data->data(), n, stages_);
+      ticket = session_->Begin(data->data(), data->data(), n, stages_);
     } else {
       data->resize(bytes);
-      session_->Process(req.data().data(), data->data(), n, stages_);
+      ticket = session_->Begin(req.data().data(), data->data(), n, stages_);
     }
     resp.set_offset(processed_);
     processed_ += n;
     bytes_in_ += bytes;
     bytes_out_ += bytes;
     ++chunks_;
+    return ticket;
   }
+
+  void EndChunk(uint64_t ticket) override { session_->End(ticket, stages_); }
 
   grpc::Status Complete(std::vector<v1::ScanResponse>& out) override {
     if (auto s = checker_->Finish(); !s.ok()) return s;

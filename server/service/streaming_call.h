@@ -146,6 +146,14 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   virtual void Open() = 0;
   // Worker: process one request in order; append responses to `out`. Throws on engine errors.
   virtual void Process(Req& req, std::vector<Resp>& out) = 0;
+  // Lanes (the join's driver): Process in two halves, so that the next request can begin
+  // before this one ends. BeginChunk may leave the responses it appends to `out` unfinished
+  // until EndChunk(its ticket); `out` stays put in between. Default: Process in BeginChunk.
+  virtual uint64_t BeginChunk(Req& req, std::vector<Resp>& out) {
+    Process(req, out);
+    return 0;
+  }
+  virtual void EndChunk(uint64_t /*ticket*/) {}
   // Worker: after the last request; final checks, the final response (bidi: append to `out`).
   virtual grpc::Status Complete(std::vector<Resp>& out) = 0;
   // For the log line: "dtype=int32 n=... algorithm=..."
@@ -204,11 +212,19 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     --refs_;  // the join's
     MaybeFinish(lock);
   }
-  grpc::Status JoinProcess(Req& req, std::vector<Resp>& out) override {
+  grpc::Status JoinBegin(Req& req, std::vector<Resp>& out, uint64_t* ticket) override {
     try {
       if (!opened_) Open();
       opened_ = true;
-      Process(req, out);
+      *ticket = BeginChunk(req, out);
+    } catch (...) {
+      return EngineFailure(std::current_exception());
+    }
+    return grpc::Status::OK;
+  }
+  grpc::Status JoinEnd(uint64_t ticket) override {
+    try {
+      EndChunk(ticket);
     } catch (...) {
       return EngineFailure(std::current_exception());
     }
