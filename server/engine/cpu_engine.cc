@@ -199,6 +199,8 @@ class CpuScan final : public ScanSession {
   }
 
   std::string algorithm() const override { return "cpu_blocked"; }
+  // Begin runs the whole chunk and End has nothing left to do, so any thread may call it.
+  uint64_t overlap_elements() const override { return UINT64_MAX; }
 
  private:
   std::shared_ptr<Pool> pool_;
@@ -239,6 +241,8 @@ class CpuTreeScan final : public ScanSession {
   }
 
   std::string algorithm() const override { return "deterministic"; }
+  // Begin runs the whole chunk and End has nothing left to do, so any thread may call it.
+  uint64_t overlap_elements() const override { return UINT64_MAX; }
 
  private:
   // Q and A of every tile (parallel), the tiles' prefixes (sequential, a few values per tile),

@@ -353,6 +353,8 @@ class CudaScan final : public ScanSession {
 
   // Pipelined: a chunk of at most one sub-chunk takes the next slot of a lane held while chunks
   // are in flight, so its copies and kernel overlap the caller's work on the chunk before.
+  // End(k) may run on another thread during Begin(k+1): they use different slots, and mu_
+  // guards which slots are taken and the held lane.
   uint64_t Begin(const void* in, void* out, uint64_t n, StageTimes& times) override {
     if (n == 0) return 0;
     if (n * sizeof(T) > kSubChunkBytes) {
@@ -361,33 +363,48 @@ class CudaScan final : public ScanSession {
     }
     Shared& sh = *sh_;
     DeviceGuard guard(sh);
-    if (!held_) {
-      // Temporary storage for any chunk this pipeline may take, while none is in flight.
-      PrepareTemp(*held_.emplace(sh), kSubChunkBytes / sizeof(T));
+    Lane* lane = nullptr;
+    Slot* s = nullptr;
+    uint64_t ticket = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!held_) {
+        // Temporary storage for any chunk this pipeline may take, while none is in flight.
+        PrepareTemp(*held_.emplace(sh), kSubChunkBytes / sizeof(T));
+      }
+      lane = &**held_;
+      s = &lane->slots[next_slot_];
+      if (s->busy) Retire(sh, *s, times);  // only when the caller ended nothing in between
+      s->busy = true;                      // taken: End of the other slot keeps the lane
+      s->ticket = ticket = ++tickets_;
+      next_slot_ ^= 1;
     }
-    Lane& lane = **held_;
-    Slot& s = lane.slots[next_slot_];
-    Retire(sh, s, times);  // (its chunk was ended already: a no-op)
-    Upload(sh, s, in, n * sizeof(T), nullptr, 0);
-    KernelBegin(sh, lane, s);
-    Launch(lane, s, n);
-    KernelEnd(sh, lane, s);
-    Download(sh, s, static_cast<char*>(out), n * sizeof(T));
-    s.ticket = ++tickets_;
-    next_slot_ ^= 1;
-    return s.ticket;
+    Upload(sh, *s, in, n * sizeof(T), nullptr, 0);
+    KernelBegin(sh, *lane, *s);
+    Launch(*lane, *s, n);
+    KernelEnd(sh, *lane, *s);
+    Download(sh, *s, static_cast<char*>(out), n * sizeof(T));
+    return ticket;
   }
 
   void End(uint64_t ticket, StageTimes& times) override {
-    if (ticket == 0 || !held_) return;
+    if (ticket == 0) return;
     Shared& sh = *sh_;
     DeviceGuard guard(sh);
-    Lane& lane = **held_;
-    for (Slot& s : lane.slots) {
-      if (s.busy && s.ticket == ticket) Retire(sh, s, times);
+    Slot* s = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!held_) return;
+      for (Slot& slot : (*held_)->slots) {
+        if (slot.busy && slot.ticket == ticket) s = &slot;
+      }
     }
-    if (!lane.slots[0].busy && !lane.slots[1].busy) held_.reset();  // nothing in flight: give the lane back
+    if (s) Retire(sh, *s, times);  // waits and copies out, unlocked: Begin may fill the other slot
+    std::lock_guard<std::mutex> lock(mu_);
+    if (held_ && !(*held_)->slots[0].busy && !(*held_)->slots[1].busy) held_.reset();  // give the lane back
   }
+
+  uint64_t overlap_elements() const override { return kSubChunkBytes / sizeof(T); }
 
   std::string algorithm() const override { return kernels::ScanAlgorithmName(algo_); }
   // Staged through pinned memory: a range of `out` is written only after the same range of
@@ -421,6 +438,7 @@ class CudaScan final : public ScanSession {
   kernels::ScanAlgorithm algo_;
   bool exclusive_;
   DeviceCarry<T> carry_;
+  std::mutex mu_;
   uint64_t tickets_ = 0;
   unsigned next_slot_ = 0;
   std::optional<LaneLease> held_;  // last: released before the carry goes

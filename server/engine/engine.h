@@ -35,14 +35,16 @@ class ScanSession {
   virtual bool in_place() const { return false; }
   // Pipelined chunks, for a caller that has the next chunk before it needs this one's result:
   // Begin starts the chunk (its input is read before Begin returns) and End(ticket) finishes
-  // it, writing `out`. Calls come from one thread at a time, Ends in Begin order, and at most
-  // one chunk is left begun but not ended when the next begins (Begin k+1, then End k). The
-  // default runs the whole chunk in Begin.
+  // it, writing `out`. Ends come in Begin order, and at most one chunk is left begun but not
+  // ended when the next begins (Begin k+1, End k). Calls come from one thread at a time, except
+  // that with chunks of at most overlap_elements() End(k) may run on another thread while
+  // Begin(k+1) runs (then Begin records no stage times). The default runs the chunk in Begin.
   virtual uint64_t Begin(const void* in, void* out, uint64_t n, StageTimes& times) {
     Process(in, out, n, times);
     return 0;
   }
   virtual void End(uint64_t /*ticket*/, StageTimes& /*times*/) {}
+  virtual uint64_t overlap_elements() const { return 0; }
 };
 
 class ReduceSession {

@@ -105,8 +105,8 @@ grpc::Status EndedStatus(const std::string& id, const grpc::Status& how) {
                                 how.error_message()};
 }
 
-LaneRegistry::LaneRegistry(Admission* admission, const ServerOptions* options)
-    : admission_(admission), options_(options), wait_(options->lane_wait), timer_([this] { TimerLoop(); }) {}
+LaneRegistry::LaneRegistry(Admission* admission, Executor* executor, const ServerOptions* options)
+    : admission_(admission), executor_(executor), options_(options), wait_(options->lane_wait), timer_([this] { TimerLoop(); }) {}
 
 LaneRegistry::~LaneRegistry() {
   {

@@ -42,6 +42,7 @@
 
 #include "gpuscan/v1/gpuscan.pb.h"
 #include "service/admission.h"
+#include "service/executor.h"
 #include "service/server.h"
 
 namespace gpuscan::server {
@@ -126,6 +127,9 @@ class LaneEndpoint {
   // which the driver calls after beginning the next chunk, so the engine overlaps them.
   virtual grpc::Status JoinBegin(Req& req, std::vector<Resp>& out, uint64_t* ticket) = 0;
   virtual grpc::Status JoinEnd(uint64_t ticket) = 0;
+  // Whether JoinEnd of one chunk may run on another thread while the next one begins, for
+  // chunks of `chunk_elements` (asked once, after the first JoinBegin).
+  virtual bool JoinOverlaps(uint64_t chunk_elements) = 0;
   virtual grpc::Status JoinComplete(std::vector<Resp>& out) = 0;
 
  protected:
@@ -151,9 +155,11 @@ class LaneJoin final : public LaneJoinBase, public std::enable_shared_from_this<
 
   // `header`: the header of the lane that made the join; every lane must agree with it (and with
   // `spec`, which it gave) whichever attaches first.
-  LaneJoin(LaneRegistry* registry, Admission* admission, const ServerOptions* options, const LaneSpec& spec,
-           const google::protobuf::Message& header, std::optional<uint64_t> declared, const char* rpc)
+  LaneJoin(LaneRegistry* registry, Admission* admission, Executor* executor, const ServerOptions* options,
+           const LaneSpec& spec, const google::protobuf::Message& header, std::optional<uint64_t> declared,
+           const char* rpc)
       : registry_(registry),
+        executor_(executor),
         admission_(admission),
         options_(options),
         spec_(spec),
@@ -353,6 +359,7 @@ class LaneJoin final : public LaneJoinBase, public std::enable_shared_from_this<
   void Drive(std::unique_lock<std::mutex>& lock) {
     if (driving_ || !admitted_) return MaybeRelease(lock);
     driving_ = true;
+    if (overlaps_.value_or(false)) return DriveOverlapped(lock);
     std::optional<Begun> prev;
     while (!failed_ && !done_) {
       auto it = window_.find(next_);
@@ -390,13 +397,105 @@ class LaneJoin final : public LaneJoinBase, public std::enable_shared_from_this<
       if (s.ok() && prev) s = EndChunk(*prev);
       prev.reset();
       if (s.ok()) prev = std::move(cur);
+      const bool first = !overlaps_;
+      if (first && s.ok()) overlaps_ = owner_->JoinOverlaps(spec_.chunk_elements);
       driver_busy_ += LaneClock::now() - t0;
       lock.lock();
       if (!s.ok()) FailLocked(lock, std::nullopt, s);
+      if (first && s.ok() && *overlaps_) {
+        // From now on chunks end on another thread (the first one, begun here, too).
+        begun_.push_back(std::move(*prev));
+        prev.reset();
+        PostEnds(lock);
+        return DriveOverlapped(lock);
+      }
     }
     // A chunk still begun here belongs to a failed array: the engine session drops it.
     driving_ = false;
     MaybeRelease(lock);
+  }
+
+  // Overlapped: the driver only begins chunks (at most kInFlight begun and not ended); an
+  // executor task ends them in order and hands the results over (RunEnds). Lock held; driving_
+  // set by the caller.
+  void DriveOverlapped(std::unique_lock<std::mutex>& lock) {
+    while (!failed_ && !done_) {
+      auto it = window_.find(next_);
+      if (it == window_.end()) {
+        if (closed_count_ == spec_.lane_count && window_.empty() && begun_.empty() && !ending_) Complete(lock);
+        break;
+      }
+      if (begun_.size() >= kInFlight) {
+        // Wait for the thread that ends chunks; if none is running yet (its task still
+        // queued behind busy workers), end them here rather than wait on it.
+        if (ending_) {
+          room_.wait(lock, [&] { return failed_ || begun_.size() < kInFlight; });
+        } else {
+          RunEnds(lock);
+        }
+        continue;
+      }
+      Req req = std::move(it->second);
+      window_.erase(it);
+      const uint64_t g = next_++;
+      const uint32_t lane = static_cast<uint32_t>(g % spec_.lane_count);
+      const uint64_t n = RequestElements(req, spec_.element_size);
+      elements_ += n;
+      if (n < spec_.chunk_elements) {
+        short_at_ = g;
+        if (max_submitted_ > g + 1) {
+          FailAfterShort(lock, max_submitted_ - 1);
+          break;
+        }
+      }
+      Begun cur{0, lanes_[lane], std::make_unique<std::vector<Resp>>()};
+      lock.unlock();
+      const auto t0 = LaneClock::now();
+      grpc::Status s = owner_->JoinBegin(req, *cur.out, &cur.ticket);
+      driver_busy_ += LaneClock::now() - t0;
+      lock.lock();
+      if (!s.ok()) {
+        FailLocked(lock, std::nullopt, s);
+        break;
+      }
+      begun_.push_back(std::move(cur));
+      PostEnds(lock);
+    }
+    driving_ = false;
+    MaybeRelease(lock);
+  }
+
+  // Makes sure a task will end the begun chunks (lock held).
+  void PostEnds(std::unique_lock<std::mutex>&) {
+    if (ending_ || ends_posted_ || begun_.empty()) return;
+    ends_posted_ = true;
+    executor_->Post([self = this->shared_from_this()] {
+      std::unique_lock<std::mutex> lock(self->mu_);
+      self->ends_posted_ = false;
+      if (self->ending_) return;
+      self->RunEnds(lock);
+      // The array may be complete now, or its lanes freed to read the next chunks.
+      if (!self->driving_) return self->Drive(lock);
+      self->MaybeRelease(lock);
+    });
+  }
+
+  // Ends the begun chunks in order and hands their results to their lanes. Lock held on entry
+  // and return; unlocked while ending.
+  void RunEnds(std::unique_lock<std::mutex>& lock) {
+    if (ending_) return;
+    ending_ = true;
+    while (!begun_.empty() && !failed_ && !released_) {
+      Begun& b = begun_.front();  // stays put: only this thread pops
+      lock.unlock();
+      grpc::Status s = EndChunk(b);
+      lock.lock();
+      begun_.pop_front();
+      room_.notify_all();
+      if (!s.ok()) FailLocked(lock, std::nullopt, s);
+    }
+    ending_ = false;
+    room_.notify_all();
   }
 
   // Every lane closed and every chunk ran (driver, lock held; returns with it held).
@@ -458,6 +557,7 @@ class LaneJoin final : public LaneJoinBase, public std::enable_shared_from_this<
   void MaybeRelease(std::unique_lock<std::mutex>& lock);
 
   LaneRegistry* registry_;
+  Executor* executor_;
   Admission* admission_;
   const ServerOptions* options_;
   const LaneSpec spec_;
@@ -483,6 +583,14 @@ class LaneJoin final : public LaneJoinBase, public std::enable_shared_from_this<
   std::optional<uint64_t> short_at_;     // the short chunk, which must be the last
   uint64_t elements_ = 0, bytes_ = 0;
   bool driving_ = false;
+  // Overlapped driving (DriveOverlapped): whether the session allows it (asked once), the
+  // chunks begun and not yet ended, and who ends them.
+  static constexpr size_t kInFlight = 2;
+  std::optional<bool> overlaps_;
+  std::deque<Begun> begun_;
+  bool ending_ = false;        // a thread is in RunEnds
+  bool ends_posted_ = false;   // a RunEnds task is queued
+  std::condition_variable room_;
   LaneClock::duration driver_busy_{};    // time spent running chunks and handing results over
   const LaneClock::time_point created_ = LaneClock::now();
   int callers_ = 0;                      // threads calling lanes outside the lock
@@ -495,7 +603,7 @@ class LaneJoin final : public LaneJoinBase, public std::enable_shared_from_this<
 // The arrays in flight, by id, and the timer that fails arrays whose lanes do not all arrive.
 class LaneRegistry {
  public:
-  LaneRegistry(Admission* admission, const ServerOptions* options);
+  LaneRegistry(Admission* admission, Executor* executor, const ServerOptions* options);
   ~LaneRegistry();  // stops the timer
   LaneRegistry(const LaneRegistry&) = delete;
   LaneRegistry& operator=(const LaneRegistry&) = delete;
@@ -509,7 +617,7 @@ class LaneRegistry {
     if (auto r = ended_.find(spec.array_id); r != ended_.end()) return EndedStatus(spec.array_id, r->second);
     auto it = joins_.find(spec.array_id);
     if (it == joins_.end()) {
-      *join = std::make_shared<LaneJoin<Req, Resp>>(this, admission_, options_, spec, header, declared, rpc);
+      *join = std::make_shared<LaneJoin<Req, Resp>>(this, admission_, executor_, options_, spec, header, declared, rpc);
       joins_.emplace(spec.array_id, Entry{*join, LaneClock::now() + wait_});
       cv_.notify_one();
       return grpc::Status::OK;
@@ -541,6 +649,7 @@ class LaneRegistry {
   static constexpr size_t kEndedKept = 4096;  // ids remembered after their array ended
 
   Admission* admission_;
+  Executor* executor_;
   const ServerOptions* options_;
   const std::chrono::milliseconds wait_;
   std::mutex mu_;
@@ -554,7 +663,7 @@ class LaneRegistry {
 
 template <class Req, class Resp>
 void LaneJoin<Req, Resp>::MaybeRelease(std::unique_lock<std::mutex>& lock) {
-  if (released_ || driving_ || callers_ > 0 || !(failed_ || done_)) return;
+  if (released_ || driving_ || ending_ || callers_ > 0 || !(failed_ || done_)) return;
   released_ = true;
   const bool release_slot = holds_slot_;
   holds_slot_ = false;

@@ -62,6 +62,7 @@ class ScanCall final
   }
 
   void EndChunk(uint64_t ticket) override { session_->End(ticket, stages_); }
+  uint64_t OverlapElements() const override { return session_ ? session_->overlap_elements() : 0; }
 
   grpc::Status Complete(std::vector<v1::ScanResponse>& out) override {
     if (auto s = checker_->Finish(); !s.ok()) return s;

@@ -166,7 +166,7 @@ class ServerImpl final : public Server {
   Metrics metrics_;
   // Striped arrays in flight. After the workers in destruction: tasks they drain may still end
   // an array (which leaves the registry and gives back its admission slot).
-  LaneRegistry lanes_{&admission_, &options_};
+  LaneRegistry lanes_{&admission_, &executor_, &options_};  // (the executor is built next; used later)
   Executor executor_;
   std::unique_ptr<GpuScanService> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -154,6 +154,9 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     return 0;
   }
   virtual void EndChunk(uint64_t /*ticket*/) {}
+  // Chunks of at most this many elements may end on another thread while the next one begins
+  // (engine::ScanSession::overlap_elements); 0: never.
+  virtual uint64_t OverlapElements() const { return 0; }
   // Worker: after the last request; final checks, the final response (bidi: append to `out`).
   virtual grpc::Status Complete(std::vector<Resp>& out) = 0;
   // For the log line: "dtype=int32 n=... algorithm=..."
@@ -222,6 +225,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     }
     return grpc::Status::OK;
   }
+  bool JoinOverlaps(uint64_t chunk_elements) override { return chunk_elements <= OverlapElements(); }
   grpc::Status JoinEnd(uint64_t ticket) override {
     try {
       EndChunk(ticket);
