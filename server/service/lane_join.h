@@ -422,8 +422,14 @@ class LaneJoin final : public LaneJoinBase, public std::enable_shared_from_this<
     while (!failed_ && !done_) {
       auto it = window_.find(next_);
       if (it == window_.end()) {
+        if (!begun_.empty() && !ending_) {
+          // Nothing to begin: end what is in flight before stopping. An idle array then holds
+          // no engine lane, so a driver waiting for one never waits on a task queued behind it.
+          RunEnds(lock);
+          continue;  // chunks may have come meanwhile
+        }
         if (closed_count_ == spec_.lane_count && window_.empty() && begun_.empty() && !ending_) Complete(lock);
-        break;
+        break;  // (or the thread in RunEnds drives on when it is done)
       }
       if (begun_.size() >= kInFlight) {
         // Wait for the thread that ends chunks; if none is running yet (its task still
