@@ -346,6 +346,24 @@ class LaneJoin final : public LaneJoinBase, public std::enable_shared_from_this<
     std::unique_ptr<std::vector<Resp>> out;  // unfinished until JoinEnd: must not move
   };
 
+  // Takes the next chunk in global order (its request already out of the window): counts it,
+  // checks that only the last chunk is short, and readies `cur` for its results on its lane.
+  // False when the array failed (lock held throughout).
+  bool Next(std::unique_lock<std::mutex>& lock, const Req& req, Begun* cur) {
+    const uint64_t g = next_++;
+    const uint64_t n = RequestElements(req, spec_.element_size);
+    elements_ += n;
+    if (n < spec_.chunk_elements) {
+      short_at_ = g;
+      if (max_submitted_ > g + 1) {
+        FailAfterShort(lock, max_submitted_ - 1);
+        return false;
+      }
+    }
+    *cur = Begun{0, lanes_[static_cast<uint32_t>(g % spec_.lane_count)], std::make_unique<std::vector<Resp>>()};
+    return true;
+  }
+
   // Ends a begun chunk and hands its results to its lane (no lock held).
   grpc::Status EndChunk(Begun& b) {
     grpc::Status s = owner_->JoinEnd(b.ticket);
@@ -379,18 +397,8 @@ class LaneJoin final : public LaneJoinBase, public std::enable_shared_from_this<
       }
       Req req = std::move(it->second);
       window_.erase(it);
-      const uint64_t g = next_++;
-      const uint32_t lane = static_cast<uint32_t>(g % spec_.lane_count);
-      const uint64_t n = RequestElements(req, spec_.element_size);
-      elements_ += n;
-      if (n < spec_.chunk_elements) {
-        short_at_ = g;
-        if (max_submitted_ > g + 1) {
-          FailAfterShort(lock, max_submitted_ - 1);
-          break;
-        }
-      }
-      Begun cur{0, lanes_[lane], std::make_unique<std::vector<Resp>>()};
+      Begun cur;
+      if (!Next(lock, req, &cur)) break;
       lock.unlock();
       const auto t0 = LaneClock::now();
       grpc::Status s = owner_->JoinBegin(req, *cur.out, &cur.ticket);
@@ -443,18 +451,8 @@ class LaneJoin final : public LaneJoinBase, public std::enable_shared_from_this<
       }
       Req req = std::move(it->second);
       window_.erase(it);
-      const uint64_t g = next_++;
-      const uint32_t lane = static_cast<uint32_t>(g % spec_.lane_count);
-      const uint64_t n = RequestElements(req, spec_.element_size);
-      elements_ += n;
-      if (n < spec_.chunk_elements) {
-        short_at_ = g;
-        if (max_submitted_ > g + 1) {
-          FailAfterShort(lock, max_submitted_ - 1);
-          break;
-        }
-      }
-      Begun cur{0, lanes_[lane], std::make_unique<std::vector<Resp>>()};
+      Begun cur;
+      if (!Next(lock, req, &cur)) break;
       lock.unlock();
       const auto t0 = LaneClock::now();
       grpc::Status s = owner_->JoinBegin(req, *cur.out, &cur.ticket);
