@@ -226,21 +226,22 @@ std::string LevelJson(const LevelResult& s, const LevelResult& c, bool echo, dou
 }
 
 // One sharded call (ClientOptions::shards) through the typed API, which holds arrays in memory.
+// A scan writes into `out` (the input's size, allocated once outside the timed calls, as a
+// caller that reuses its buffers would).
 template <class T>
 Timing ShardedCall(Client& client, const std::string& op, const std::string& input, uint32_t lanes, uint32_t shards,
-                   const std::string& expected) {
+                   const std::string& expected, std::string& out) {
   const T* x = reinterpret_cast<const T*>(input.data());  // std::string data is suitably aligned for T
   const size_t n = input.size() / sizeof(T);
   if (op == "scan") {
     ScanOptions so;
     so.lanes = lanes;
     so.shards = shards;
-    const ScanResult<T> r = client.Scan(x, n, so);
-    if (!expected.empty() &&
-        (r.values.size() != n || std::memcmp(r.values.data(), expected.data(), expected.size()) != 0)) {
+    const Timing t = client.ScanInto(x, n, reinterpret_cast<T*>(out.data()), so);
+    if (!expected.empty() && std::memcmp(out.data(), expected.data(), expected.size()) != 0) {
       throw std::runtime_error("sharded scan result differs from the expected prefix sums");
     }
-    return r.timing;
+    return t;
   }
   if (op == "reduce") return client.Reduce(x, n, v1::OPERATOR_SUM, lanes, shards).timing;
   CompactOptions co;
@@ -258,14 +259,14 @@ Timing ShardedCall(Client& client, const std::string& op, const std::string& inp
 }
 
 Timing ShardedCall(Client& client, v1::DType dtype, const std::string& op, const std::string& input, uint32_t lanes,
-                   uint32_t shards, const std::string& expected) {
+                   uint32_t shards, const std::string& expected, std::string& out) {
   switch (dtype) {
-    case v1::DTYPE_INT32: return ShardedCall<int32_t>(client, op, input, lanes, shards, expected);
-    case v1::DTYPE_INT64: return ShardedCall<int64_t>(client, op, input, lanes, shards, expected);
-    case v1::DTYPE_UINT32: return ShardedCall<uint32_t>(client, op, input, lanes, shards, expected);
-    case v1::DTYPE_UINT64: return ShardedCall<uint64_t>(client, op, input, lanes, shards, expected);
-    case v1::DTYPE_FLOAT32: return ShardedCall<float>(client, op, input, lanes, shards, expected);
-    default: return ShardedCall<double>(client, op, input, lanes, shards, expected);
+    case v1::DTYPE_INT32: return ShardedCall<int32_t>(client, op, input, lanes, shards, expected, out);
+    case v1::DTYPE_INT64: return ShardedCall<int64_t>(client, op, input, lanes, shards, expected, out);
+    case v1::DTYPE_UINT32: return ShardedCall<uint32_t>(client, op, input, lanes, shards, expected, out);
+    case v1::DTYPE_UINT64: return ShardedCall<uint64_t>(client, op, input, lanes, shards, expected, out);
+    case v1::DTYPE_FLOAT32: return ShardedCall<float>(client, op, input, lanes, shards, expected, out);
+    default: return ShardedCall<double>(client, op, input, lanes, shards, expected, out);
   }
 }
 
@@ -296,8 +297,15 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
   // Parallel plain calls of the ceiling: one per lane, or per shard (times its lanes).
   const uint32_t streams = shards > 1 ? shards * lanes : lanes;
 
+  const bool one_at_a_time = std::all_of(a.concurrency.begin(), a.concurrency.end(), [](unsigned c) { return c == 1; });
+  std::string shard_out(shards > 1 && a.op == "scan" && one_at_a_time ? bytes : 0, '\0');
   auto service_call = [&]() -> Timing {
-    if (shards > 1) return ShardedCall(client, dtype, a.op, input, lanes, shards, expected);
+    if (shards > 1) {
+      // Concurrent calls each need their own output buffer; one level at concurrency 1 reuses one.
+      std::string mine;
+      std::string& out = shard_out.size() == bytes ? shard_out : (mine.resize(a.op == "scan" ? bytes : 0), mine);
+      return ShardedCall(client, dtype, a.op, input, lanes, shards, expected, out);
+    }
     if (a.op == "scan") {
       v1::ScanHeader h;
       h.set_dtype(dtype);

@@ -39,10 +39,9 @@ class Client::LanePool {
   // address ("" = the target's own).
   std::string PickTarget(std::string* tls_name) const;
   // Waits until every lane's connection is up (a connect that fails is retried meanwhile), at
-  // most the call timeout or kConnectWait. A lane still connecting when the array starts would
+  // most detail::ConnectWait. A lane still connecting when the array starts would
   // stall every other lane at its turn; one that cannot connect fails the call here, by name.
   void Connect(const std::vector<std::shared_ptr<grpc::Channel>>& channels, const std::string& target) const;
-  static constexpr std::chrono::milliseconds kConnectWait{10000};
 
   const ClientOptions options_;
   std::mutex mu_;

@@ -90,16 +90,12 @@ std::vector<v1::GpuScan::Stub*> Client::LanePool::Stubs(uint32_t lanes) {
 
 void Client::LanePool::Connect(const std::vector<std::shared_ptr<grpc::Channel>>& channels,
                                const std::string& target) const {
-  const auto wait = options_.timeout.count() > 0 ? std::min(options_.timeout, kConnectWait) : kConnectWait;
-  const auto deadline = std::chrono::system_clock::now() + wait;
-  for (auto& c : channels) c->GetState(true);  // all connect at once
+  std::vector<std::string> what;
   for (size_t i = 0; i < channels.size(); ++i) {
-    if (!channels[i]->WaitForConnected(deadline)) {
-      throw RpcError(grpc::StatusCode::UNAVAILABLE,
-                     "lane " + std::to_string(i) + " of " + std::to_string(channels.size()) + " could not connect to " +
-                         target + " within " + std::to_string(wait.count()) + " ms");
-    }
+    what.push_back("lane " + std::to_string(i) + " of " + std::to_string(channels.size()));
   }
+  detail::ConnectAll(channels, what, std::vector<std::string>(channels.size(), target),
+                     detail::ConnectWait(options_), /*required=*/true);
 }
 
 uint32_t Client::UsableLanes(uint32_t wanted) {

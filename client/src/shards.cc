@@ -18,7 +18,7 @@
 namespace gpuscan::detail {
 
 std::vector<Client*> ShardPool::Clients(uint32_t shards) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (!expanded_) {
     addresses_ = ExpandTarget(options_, &tls_name_);
     expanded_ = true;
@@ -26,6 +26,8 @@ std::vector<Client*> ShardPool::Clients(uint32_t shards) {
   const size_t a = addresses_.size();
   const uint64_t first = rotation_++;
   std::vector<Client*> out;
+  std::vector<std::shared_ptr<grpc::Channel>> fresh;  // made for this call: connect them first
+  std::vector<std::string> fresh_what, fresh_targets;
   for (uint32_t i = 0; i < shards; ++i) {
     const std::string& address = addresses_[(first + i) % a];
     // Shards on one address differ in i / a: each gets a connection of its own.
@@ -42,9 +44,17 @@ std::vector<Client*> ShardPool::Clients(uint32_t shards) {
       o.channel_int_args["gpuscan.shard"] = static_cast<int>(connection);
       o.channel_int_args[GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL] = 1;
       client = std::make_unique<Client>(std::move(o));
+      fresh.push_back(client->channel());
+      fresh_what.push_back("shard " + std::to_string(i) + " of " + std::to_string(shards));
+      fresh_targets.push_back(address);
     }
     out.push_back(client.get());
   }
+  lock.unlock();
+  // Long enough for gRPC's first reconnect; a server that is down still fails its shard soon,
+  // with the shard's own message.
+  ConnectAll(fresh, fresh_what, fresh_targets, std::min(ConnectWait(options_), std::chrono::milliseconds(3000)),
+             /*required=*/false);
   return out;
 }
 
@@ -157,12 +167,9 @@ void CheckFilled(size_t got, size_t want, size_t shard) {
 }  // namespace
 
 template <class T>
-ScanResult<T> ShardedScan(const std::vector<Client*>& clients, const std::vector<size_t>& bounds, const T* data,
-                          const ScanOptions& options) {
+Timing ShardedScan(const std::vector<Client*>& clients, const std::vector<size_t>& bounds, const T* data, T* out,
+                   const ScanOptions& options) {
   const size_t count = clients.size();
-  ScanResult<T> result;
-  result.values.resize(bounds.back());
-  T* out = result.values.data();
   std::vector<Timing> timings(count);
   std::atomic<bool> failed{false};
   RunShards(clients, failed, [&](size_t s) {
@@ -203,8 +210,7 @@ ScanResult<T> ShardedScan(const std::vector<Client*>& clients, const std::vector
     }
     for (auto& t : threads) t.join();
   });
-  result.timing = Merge(timings);
-  return result;
+  return Merge(timings);
 }
 
 template <class T>
@@ -265,8 +271,8 @@ CompactResult<T> ShardedCompact(const std::vector<Client*>& clients, const std::
 }
 
 #define GPUSCAN_INSTANTIATE(T)                                                                                     \
-  template ScanResult<T> ShardedScan<T>(const std::vector<Client*>&, const std::vector<size_t>&, const T*,          \
-                                        const ScanOptions&);                                                       \
+  template Timing ShardedScan<T>(const std::vector<Client*>&, const std::vector<size_t>&, const T*, T*,             \
+                                 const ScanOptions&);                                                              \
   template ReduceResult<T> ShardedReduce<T>(const std::vector<Client*>&, const std::vector<size_t>&, const T*,      \
                                             v1::Operator, uint32_t);                                               \
   template CompactResult<T> ShardedCompact<T>(const std::vector<Client*>&, const std::vector<size_t>&, const T*,    \

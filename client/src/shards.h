@@ -42,9 +42,10 @@ bool Shardable(v1::DType dtype, v1::Operator op, v1::ScanAlgorithm algorithm);
 std::vector<size_t> ShardBounds(size_t n, size_t per_chunk, uint32_t shards);
 
 // The sharded typed calls: shard s is elements [bounds[s], bounds[s + 1]) on clients[s].
+// Scan results go to out[0, bounds.back()), each shard's straight from its own thread.
 template <class T>
-ScanResult<T> ShardedScan(const std::vector<Client*>& clients, const std::vector<size_t>& bounds, const T* data,
-                          const ScanOptions& options);
+Timing ShardedScan(const std::vector<Client*>& clients, const std::vector<size_t>& bounds, const T* data, T* out,
+                   const ScanOptions& options);
 template <class T>
 ReduceResult<T> ShardedReduce(const std::vector<Client*>& clients, const std::vector<size_t>& bounds, const T* data,
                               v1::Operator op, uint32_t lanes);

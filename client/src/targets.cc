@@ -65,4 +65,16 @@ std::vector<std::string> ExpandTarget(const ClientOptions& options, std::string*
   return addresses;
 }
 
+void ConnectAll(const std::vector<std::shared_ptr<grpc::Channel>>& channels, const std::vector<std::string>& what,
+                const std::vector<std::string>& targets, std::chrono::milliseconds wait, bool required) {
+  const auto deadline = std::chrono::system_clock::now() + wait;
+  for (auto& c : channels) c->GetState(true);
+  for (size_t i = 0; i < channels.size(); ++i) {
+    if (!channels[i]->WaitForConnected(deadline) && required) {
+      throw RpcError(grpc::StatusCode::UNAVAILABLE, what[i] + " could not connect to " + targets[i] + " within " +
+                                                        std::to_string(wait.count()) + " ms");
+    }
+  }
+}
+
 }  // namespace gpuscan::detail

@@ -22,7 +22,11 @@ template <class T>
 ScanResult<T> Client::Scan(const T* data, size_t n, const ScanOptions& options) {
   const uint32_t shards = ShardsFor<T>(options.shards, n);
   if (shards > 1 && detail::Shardable(DTypeOf<T>(), options.op, options.algorithm)) {
-    return detail::ShardedScan(shard_pool_->Clients(shards), ShardBounds<T>(n, shards), data, options);
+    ScanResult<T> result;
+    result.values.resize(n);
+    result.timing =
+        detail::ShardedScan(shard_pool_->Clients(shards), ShardBounds<T>(n, shards), data, result.values.data(), options);
+    return result;
   }
   const v1::ScanHeader header = detail::ScanHeaderFor<T>(options, n);
   ScanResult<T> result;
@@ -32,6 +36,22 @@ ScanResult<T> Client::Scan(const T* data, size_t n, const ScanOptions& options) 
                              [&sink](const void* p, size_t b) { sink(p, b); }, {}, options.lanes);
   sink.Check();
   return result;
+}
+
+template <class T>
+Timing Client::ScanInto(const T* data, size_t n, T* out, const ScanOptions& options) {
+  const uint32_t shards = ShardsFor<T>(options.shards, n);
+  if (shards > 1 && detail::Shardable(DTypeOf<T>(), options.op, options.algorithm)) {
+    return detail::ShardedScan(shard_pool_->Clients(shards), ShardBounds<T>(n, shards), data, out, options);
+  }
+  detail::SpanSink sink(out, n * sizeof(T));
+  const Timing timing = ScanStream(detail::ScanHeaderFor<T>(options, n), MemorySource(data, n * sizeof(T)),
+                                   [&sink](const void* p, size_t b) { sink(p, b); }, {}, options.lanes);
+  if (sink.used() != n * sizeof(T)) {
+    throw RpcError(grpc::StatusCode::DATA_LOSS, "the server returned " + std::to_string(sink.used()) + " of " +
+                                                    std::to_string(n * sizeof(T)) + " result bytes");
+  }
+  return timing;
 }
 
 template <class T>
@@ -79,6 +99,7 @@ CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& 
 
 #define GPUSCAN_INSTANTIATE(T)                                                        \
   template ScanResult<T> Client::Scan<T>(const T*, size_t, const ScanOptions&);       \
+  template Timing Client::ScanInto<T>(const T*, size_t, T*, const ScanOptions&);      \
   template ReduceResult<T> Client::Reduce<T>(const T*, size_t, v1::Operator, uint32_t, uint32_t); \
   template CompactResult<T> Client::Compact<T>(const T*, size_t, const CompactOptions&);
 GPUSCAN_INSTANTIATE(int32_t)

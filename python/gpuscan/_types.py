@@ -93,10 +93,18 @@ def check_array(x, what: str = "x", copy: bool = False) -> Tuple[np.ndarray, int
     return x, wire_dtype(x.dtype)
 
 
-def operator(op: str) -> int:
+def operator(op: str, wire: Optional[int] = None) -> int:
+    """The wire operator for `op`; with the wire dtype, a bitwise operator on floats is refused
+    here, as the server would refuse it: grpc.aio (#36066) can report a server that ends a
+    stream while the client still writes as INTERNAL instead of the server's status."""
     name = _OP_ALIASES.get(op, op) if isinstance(op, str) else None
     if name not in OPERATORS:
         raise ValueError(f"gpuscan: unknown operator {op!r} (one of {', '.join(OPERATORS)})")
+    if wire in (pb.DTYPE_FLOAT32, pb.DTYPE_FLOAT64) and name.startswith("bit_"):
+        from .errors import InvalidArgument
+        dtype = pb.DType.Name(wire).replace("DTYPE_", "").lower()
+        raise InvalidArgument(f"header.op={pb.Operator.Name(OPERATORS[name])} is not defined for dtype {dtype} "
+                              "(bitwise operators take integer dtypes only)")
     return OPERATORS[name]
 
 

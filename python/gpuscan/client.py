@@ -146,7 +146,7 @@ class _Calls:
         return _chunking.reduce_value(raws[0], dtype)
 
     def _scan_header(self, wire, op, exclusive, algorithm, n=None):
-        h = pb.ScanHeader(dtype=wire, op=_types.operator(op),
+        h = pb.ScanHeader(dtype=wire, op=_types.operator(op, wire),
                           kind=pb.SCAN_KIND_EXCLUSIVE if exclusive else pb.SCAN_KIND_INCLUSIVE,
                           algorithm=_types.scan_algorithm(algorithm))
         if n is not None:
@@ -155,7 +155,7 @@ class _Calls:
 
     def _reduce_args(self, x, op, copy=False):
         x, wire = check_array(x, copy=copy)
-        return x, pb.ReduceRequest(header=pb.ReduceHeader(dtype=wire, op=_types.operator(op), element_count=len(x)))
+        return x, pb.ReduceRequest(header=pb.ReduceHeader(dtype=wire, op=_types.operator(op, wire), element_count=len(x)))
 
     def _scan_args(self, x, op, exclusive, algorithm, out, copy=False):
         x, wire = check_array(x, copy=copy)

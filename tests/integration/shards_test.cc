@@ -68,7 +68,18 @@ void CheckScanShards(Client& client, v1::Operator op, bool exclusive) {
       ASSERT_EQ(r.values.size(), n);
       EXPECT_TRUE(SameBits(r.values, single)) << "shards differ from one call";
       EXPECT_EQ(r.timing.bytes_in, n * sizeof(T));
+      // Into the caller's buffer: poisoned first, so a range no shard wrote shows.
+      std::vector<T> into(n + 1);
+      std::memset(static_cast<void*>(into.data()), 0xA5, into.size() * sizeof(T));
+      const T guard = into[n];
+      const Timing t = client.ScanInto(x.data(), n, into.data(), o);
+      EXPECT_EQ(t.bytes_in, n * sizeof(T));
+      EXPECT_EQ(0, std::memcmp(into.data(), single.data(), n * sizeof(T))) << "ScanInto differs from one call";
+      EXPECT_EQ(0, std::memcmp(&into[n], &guard, sizeof(T))) << "ScanInto wrote past n";
     }
+    std::vector<T> into(n);
+    client.ScanInto(x.data(), n, into.data(), one);
+    EXPECT_TRUE(SameBits(into, single)) << "ScanInto without shards differs from Scan";
   }
 }
 

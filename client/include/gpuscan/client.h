@@ -168,6 +168,11 @@ class Client {
   ScanResult<T> Scan(const std::vector<T>& x, const ScanOptions& options = {}) {
     return Scan(x.data(), x.size(), options);
   }
+  // The same scan written into the caller's `out` (room for n elements, not overlapping `data`):
+  // no result vector to allocate and clear, which matters at GiB sizes and with shards, whose
+  // results land in place from several threads at once. Throws DATA_LOSS if fewer came back.
+  template <class T>
+  Timing ScanInto(const T* data, size_t n, T* out, const ScanOptions& options = {});
   // lanes, shards: for this call; 0 = ClientOptions::lanes, ClientOptions::shards.
   template <class T>
   ReduceResult<T> Reduce(const T* data, size_t n, v1::Operator op, uint32_t lanes = 0, uint32_t shards = 0);
