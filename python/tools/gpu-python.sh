@@ -38,12 +38,14 @@ PY
 
 step pytest against the server
 if $py -c 'import pytest' 2>/dev/null; then
-  GPUSCAN_TARGET=127.0.0.1:$port GPUSCAN_SERVER=$wrap GPUSCAN_TEST_ENGINE="${ENGINE:-cuda}" timeout 300 \
-    $py -m pytest -q -p no:cacheprovider -rs python/tests 2>&1 | tee "$out/py-tests.log" | tail -15
+  # PYTEST_ARGS (e.g. "-v") and PYTEST_PATHS (default python/tests) narrow the run; PY_TESTS_ONLY=1 skips the benches below.
+  GPUSCAN_TARGET=127.0.0.1:$port GPUSCAN_SERVER=$wrap GPUSCAN_TEST_ENGINE="${ENGINE:-cuda}" timeout "${PYTEST_TIMEOUT:-300}" \
+    $py -m pytest -q -p no:cacheprovider -rs ${PYTEST_ARGS:-} ${PYTEST_PATHS:-python/tests} 2>&1 | tee "$out/py-tests.log" | tail -15
 else
   echo "no pytest here: skipped" | tee "$out/py-tests.log"
 fi
 
+if [ -n "${PY_TESTS_ONLY:-}" ]; then kill -TERM $pid; wait $pid; exit 0; fi
 step python bench, 1 GiB int32, 1 MiB chunks
 timeout 200 $py -m gpuscan.bench --target 127.0.0.1:$port --size 1GiB --json "$out/py-bench-1m.json" 2>&1 | tee "$out/py-bench-1m.txt" | tail -8
 step python bench, 1 GiB int32, 4 MiB chunks
