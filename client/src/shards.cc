@@ -157,13 +157,6 @@ Timing Merge(const std::vector<Timing>& t) {
   return m;
 }
 
-void CheckFilled(size_t got, size_t want, size_t shard) {
-  if (got != want) {
-    throw RpcError(grpc::StatusCode::DATA_LOSS, "shard " + std::to_string(shard) + " returned " + std::to_string(got) +
-                                                    " of " + std::to_string(want) + " result bytes");
-  }
-}
-
 }  // namespace
 
 template <class T>
@@ -182,7 +175,7 @@ Timing ShardedScan(const std::vector<Client*>& clients, const std::vector<size_t
           sink(p, b);
         },
         {}, options.lanes);
-    CheckFilled(sink.used(), len * sizeof(T), s);
+    sink.CheckFull("shard " + std::to_string(s));
   });
   // Shard s > 0 continues from the carry of shards 0..s-1: out = carry op local, one pass per
   // shard, the shards at once.

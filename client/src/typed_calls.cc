@@ -47,10 +47,7 @@ Timing Client::ScanInto(const T* data, size_t n, T* out, const ScanOptions& opti
   detail::SpanSink sink(out, n * sizeof(T));
   const Timing timing = ScanStream(detail::ScanHeaderFor<T>(options, n), MemorySource(data, n * sizeof(T)),
                                    [&sink](const void* p, size_t b) { sink(p, b); }, {}, options.lanes);
-  if (sink.used() != n * sizeof(T)) {
-    throw RpcError(grpc::StatusCode::DATA_LOSS, "the server returned " + std::to_string(sink.used()) + " of " +
-                                                    std::to_string(n * sizeof(T)) + " result bytes");
-  }
+  sink.CheckFull("the server");
   return timing;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "gpuscan/client.h"
@@ -65,6 +66,13 @@ class SpanSink {
     used_ += bytes;
   }
   size_t used() const { return used_; }
+  // After the call: DATA_LOSS unless the whole span was filled ("<who> returned X of Y ...").
+  void CheckFull(const std::string& who) const {
+    if (used_ != capacity_) {
+      throw RpcError(grpc::StatusCode::DATA_LOSS, who + " returned " + std::to_string(used_) + " of " +
+                                                      std::to_string(capacity_) + " result bytes");
+    }
+  }
 
  private:
   char* p_;

@@ -324,6 +324,17 @@ bool SameBits(T a, T b) {
   return std::memcmp(&a, &b, sizeof(T)) == 0;
 }
 
+// Whole arrays, bit for bit (memcmp may not be given the null data of empty vectors).
+template <class T>
+bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+// Lengths around the boundaries of chunks of c elements: empty, one, c +- 1, several chunks.
+inline std::vector<std::size_t> ChunkBoundaryLengths(std::size_t c) {
+  return {0, 1, c - 1, c, c + 1, 3 * c, 3 * c + 1, 8 * c + 5};
+}
+
 namespace detail {
 
 // Reports one failure naming the first bad index and how many there were.

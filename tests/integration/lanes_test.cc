@@ -42,19 +42,12 @@ class LanesTest : public ::testing::Test {
 };
 TestServer* LanesTest::server_ = nullptr;
 
-// Bitwise equality (memcmp may not be given the null data of empty vectors).
-template <class T>
-bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
-
-// Lengths around the chunk boundaries of `elems_per_chunk`.
-std::vector<size_t> Lengths(size_t c) { return {0, 1, c - 1, c, c + 1, 3 * c, 3 * c + 1, 8 * c + 5}; }
+using testing::SameBits;
 
 template <class T, template <class> class Op>
 void CheckScanLanes(Client& client, v1::Operator op, bool exclusive) {
   GPUSCAN_SEEDED_RNG(rng);
-  for (size_t n : Lengths(kChunkBytes / sizeof(T))) {
+  for (size_t n : testing::ChunkBoundaryLengths(kChunkBytes / sizeof(T))) {
     const std::vector<T> x = testing::RandomInput<T, Op<T>>(n, rng);
     ScanOptions one;
     one.op = op;
@@ -87,7 +80,7 @@ TEST_F(LanesTest, ScanEqualsSingleCall) {
 template <class T, template <class> class Op>
 void CheckReduceLanes(Client& client, v1::Operator op) {
   GPUSCAN_SEEDED_RNG(rng);
-  for (size_t n : Lengths(kChunkBytes / sizeof(T))) {
+  for (size_t n : testing::ChunkBoundaryLengths(kChunkBytes / sizeof(T))) {
     const std::vector<T> x = testing::RandomInput<T, Op<T>>(n, rng);
     const auto single = client.Reduce(x, op, 1);
     for (uint32_t k : {2u, 3u, 8u}) {
@@ -112,7 +105,7 @@ TEST_F(LanesTest, ReduceEqualsSingleCall) {
 template <class T>
 void CheckCompactLanes(Client& client) {
   GPUSCAN_SEEDED_RNG(rng);
-  for (size_t n : Lengths(kChunkBytes / sizeof(T))) {
+  for (size_t n : testing::ChunkBoundaryLengths(kChunkBytes / sizeof(T))) {
     const std::vector<T> x = testing::RandomCompactInput<T>(n, rng);
     for (int mode = 0; mode < 2; ++mode) {
       CompactOptions one;

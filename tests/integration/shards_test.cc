@@ -42,17 +42,12 @@ class ShardsTest : public ::testing::Test {
 };
 TestServer* ShardsTest::servers_[3] = {};
 
-template <class T>
-bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
-
-std::vector<size_t> Lengths(size_t c) { return {0, 1, c - 1, c, c + 1, 3 * c, 3 * c + 1, 8 * c + 5}; }
+using testing::SameBits;
 
 template <class T, template <class> class Op>
 void CheckScanShards(Client& client, v1::Operator op, bool exclusive) {
   GPUSCAN_SEEDED_RNG(rng);
-  for (size_t n : Lengths(kChunkBytes / sizeof(T))) {
+  for (size_t n : testing::ChunkBoundaryLengths(kChunkBytes / sizeof(T))) {
     const std::vector<T> x = testing::RandomInput<T, Op<T>>(n, rng);
     ScanOptions one;
     one.op = op;
@@ -101,7 +96,7 @@ TEST_F(ShardsTest, ScanEqualsSingleCall) {
 template <class T, template <class> class Op>
 void CheckReduceShards(Client& client, v1::Operator op) {
   GPUSCAN_SEEDED_RNG(rng);
-  for (size_t n : Lengths(kChunkBytes / sizeof(T))) {
+  for (size_t n : testing::ChunkBoundaryLengths(kChunkBytes / sizeof(T))) {
     const std::vector<T> x = testing::RandomInput<T, Op<T>>(n, rng);
     const auto single = client.Reduce(x, op, 1, 1);
     for (uint32_t k : {2u, 3u, 16u}) {
@@ -127,7 +122,7 @@ TEST_F(ShardsTest, ReduceEqualsSingleCall) {
 template <class T>
 void CheckCompactShards(Client& client) {
   GPUSCAN_SEEDED_RNG(rng);
-  for (size_t n : Lengths(kChunkBytes / sizeof(T))) {
+  for (size_t n : testing::ChunkBoundaryLengths(kChunkBytes / sizeof(T))) {
     const std::vector<T> x = testing::RandomCompactInput<T>(n, rng);
     for (int mode = 0; mode < 3; ++mode) {
       CompactOptions one;
