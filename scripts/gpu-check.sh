@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-bins=(gpu_kernel_tests gpu_engine_tests integration_tests gpuscan-server gpuscan kernel_suite gpuscan_soak)
+bins=(gpu_kernel_tests gpu_engine_tests integration_tests shm_region_test gpuscan-server gpuscan kernel_suite gpuscan_soak)
 cmake -S . -B "$build" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${bins[@]}"
 rm -rf .gpu-bin .gpu-rt .gpu-pack

@@ -19,8 +19,8 @@ trap 'tar -czf "$final/data-path-logs.tgz" -C "$out" .' EXIT
 export LD_LIBRARY_PATH=$PWD/.gpu-rt
 B=.gpu-bin
 step() { echo; echo "=== $* ==="; }
-# DP_STEPS picks steps (default all): det,lanes,shards,cpu-shards.
-want() { [[ ",${DP_STEPS:-det,lanes,shards,cpu-shards}," == *",$1,"* ]]; }
+# DP_STEPS picks steps (default all): det,shm,lanes,shards,cpu-shards.
+want() { [[ ",${DP_STEPS:-det,shm,lanes,shards,cpu-shards}," == *",$1,"* ]]; }
 nvidia-smi -L | tee "$out/device.txt"
 
 if want det; then
@@ -34,6 +34,37 @@ step reproducible floats: kernel suite
 timeout 200 $B/kernel_suite --ops scan --dtypes float32,float64 --algorithms deterministic,decoupled_lookback,cub \
   --sizes 2^16,2^20,2^24,2^28 --json "$out/det_suite.json" >"$out/det_suite.txt" 2>&1
 grep -E "^ *(scan|copy)" "$out/det_suite.txt" | head -40
+fi
+
+if want shm; then
+step shared memory: tests on the cuda engine
+{ GPUSCAN_TEST_ENGINE=cuda timeout 200 $B/integration_tests --gtest_brief=1 --gtest_filter='SharedMemory*:*Shm*'
+  timeout 60 $B/shm_region_test --gtest_brief=1
+} 2>&1 | grep -v '\[info\]' | tee "$out/shm_tests.log" | grep -E "PASSED|FAILED|tests ran|SKIPPED|Failure" | head -20
+step shared memory: 1 GiB int32 region to region through a cuda server
+mkdir -p /dev/shm/gpuscan-bench
+$B/gpuscan-server --address 127.0.0.1:50579 --engine cuda --shm-dir /dev/shm/gpuscan-bench >"$out/server_shm.log" 2>&1 &
+spid=$!
+for _ in $(seq 100); do $B/gpuscan health -s 127.0.0.1:50579 >/dev/null 2>&1 && break; sleep 0.2; done
+H="$B/gpuscan -s 127.0.0.1:50579"
+for spec in "scan --check" "scan" "reduce" "compact"; do
+  set -- $spec
+  for c in ${DP_SHM_CONC:-1 4}; do
+    echo "--- $spec, concurrency $c"
+    timeout 100 $H bench --e2e --op $1 --dtype int32 --bytes $((1 << 30)) --shm ${2:-} --concurrency $c \
+      --requests ${DP_SHM_REQUESTS:-10} --json "$out/shm_$1${2:+_check}_c$c.json" >"$out/shm_$1${2:+_check}_c$c.txt" 2>&1
+    grep -E "first call|^ +[0-9]" "$out/shm_$1${2:+_check}_c$c.txt" | head -3
+  done
+done
+echo "--- CLI file to file, 1 GiB int32: --shm vs --lanes 8"
+head -c $((1 << 30)) /dev/urandom >/tmp/in.bin
+{ /usr/bin/time -f "shm: wall %e s, max RSS %M kB" $H scan --format raw --dtype int32 -i /tmp/in.bin -o /tmp/out_shm.bin --shm --no-progress
+  /usr/bin/time -f "lanes 8: wall %e s, max RSS %M kB" $H scan --format raw --dtype int32 -i /tmp/in.bin -o /tmp/out8.bin --lanes 8 --no-progress
+  cmp /tmp/out_shm.bin /tmp/out8.bin && echo "shm output identical to lanes 8"
+} 2>&1 | tee "$out/shm_cli.txt"
+rm -f /tmp/in.bin /tmp/out_shm.bin /tmp/out8.bin
+ls -la /dev/shm/gpuscan-bench | tee -a "$out/shm_cli.txt"
+kill -TERM $spid; wait $spid
 fi
 
 step cuda server

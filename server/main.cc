@@ -104,6 +104,16 @@ int main(int argc, char** argv) {
                  "with DEADLINE_EXCEEDED naming the missing ones")
       ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
       ->envname("GPUSCAN_LANE_WAIT_MS");
+  app.add_option("--shm-dir", options.shm_dir,
+                 "shared memory for clients on this host: calls may name regular files directly under this "
+                 "directory as their input/output (no paths, no symlinks; its permissions decide who may); "
+                 "unset = off (such calls get FAILED_PRECONDITION)")
+      ->check(CLI::ExistingDirectory)
+      ->envname("GPUSCAN_SHM_DIR");
+  app.add_option("--shm-pin-limit", options.shm_pin_limit,
+                 "shared memory: the most bytes of regions kept registered (page-locked) for DMA at once; "
+                 "larger regions are copied through staging buffers")
+      ->envname("GPUSCAN_SHM_PIN_LIMIT");
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate chain of the server; with --tls-key turns TLS on")
       ->check(CLI::ExistingFile)
       ->envname("GPUSCAN_TLS_CERT");

@@ -24,6 +24,8 @@ struct ArrayArgs {
   std::string out_format = "auto";
   uint32_t lanes = 0;  // --lanes (lanes_option.h); 0 = not given
   uint32_t shards = 1;  // --shards (shards_option.h)
+  bool shm = false;     // --shm (shm_option.h)
+  std::string shm_dir;  // --shm-dir
 };
 
 void AddInputOptions(CLI::App* cmd, ArrayArgs& a);

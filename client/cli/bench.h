@@ -36,6 +36,10 @@ struct E2EArgs {
   // calls at once.
   uint32_t shards = 1;
   bool check = false;  // compare every scan result with the expected one (integer dtypes)
+  // Shared memory (same host): each calling thread's input and output live in regions under
+  // this directory (empty: the server's --shm-dir); only headers cross gRPC.
+  bool shm = false;
+  std::string shm_dir;
   std::string json_path;
 };
 

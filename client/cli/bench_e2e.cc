@@ -15,7 +15,10 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -23,6 +26,7 @@
 #include "bench.h"
 #include "gpuscan/json.h"
 #include "names.h"
+#include "shm_option.h"
 
 namespace gpuscan::cli {
 namespace {
@@ -272,6 +276,95 @@ Timing ShardedCall(Client& client, v1::DType dtype, const std::string& op, const
 
 }  // namespace
 
+// Shared memory: one input and one output region per concurrent call, made and used once
+// before a level starts (the server maps a fresh region, and registers it on its second use: a
+// client that reuses its regions pays that once; printed apart), then taken from the pool.
+class RegionPool {
+ public:
+  struct Pair {
+    SharedRegion in, out;
+  };
+  RegionPool(std::string dir, const std::string& input) : dir_(std::move(dir)), input_(input) {}
+  // Makes the pool `count` pairs deep, warming each new pair with `warm` (two calls).
+  void Fill(unsigned count, const std::function<void(Pair&)>& warm) {
+    while (all_.size() < count) {
+      auto p = std::make_unique<Pair>();
+      p->in = SharedRegion::Create(dir_, input_.size());
+      std::memcpy(p->in.data(), input_.data(), input_.size());
+      p->out = SharedRegion::Create(dir_, input_.size());
+      for (const char* what : {"first call on fresh regions (staged)", "second call (the server registers them)"}) {
+        const auto start = std::chrono::steady_clock::now();
+        warm(*p);
+        std::fprintf(stderr, "%s: %.1f ms\n", what,
+                     std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      }
+      free_.push_back(p.get());
+      all_.push_back(std::move(p));
+    }
+  }
+  Pair* Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    Pair* p = free_.back();
+    free_.pop_back();
+    return p;
+  }
+  void Give(Pair* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(p);
+  }
+
+ private:
+  std::string dir_;
+  const std::string& input_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Pair>> all_;
+  std::vector<Pair*> free_;
+};
+
+// memcmp on 8 threads: the check is the bench's, and one thread would take longer than the call.
+bool SameBytes(const void* a, const void* b, size_t bytes) {
+  constexpr unsigned kThreads = 8;
+  std::atomic<bool> same{true};
+  std::vector<std::thread> threads;
+  const size_t per = (bytes + kThreads - 1) / kThreads;
+  for (unsigned t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const size_t from = std::min(bytes, t * per), to = std::min(bytes, from + per);
+      if (std::memcmp(static_cast<const char*>(a) + from, static_cast<const char*>(b) + from, to - from) != 0) {
+        same = false;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  return same;
+}
+
+// One call on shared memory (a scan writes into the output region, a compaction its kept
+// values), checked like a stream when `expected` is set.
+Timing SharedCall(Client& client, const E2EArgs& a, v1::DType dtype, RegionPool::Pair& r, size_t bytes,
+                  const std::string& expected, const v1::Predicate& predicate) {
+  if (a.op == "scan") {
+    v1::ScanHeader h;
+    h.set_dtype(dtype);
+    h.set_op(v1::OPERATOR_SUM);
+    Timing t = client.ScanShared(h, r.in, bytes, &r.out);
+    if (!expected.empty() && !SameBytes(r.out.data(), expected.data(), bytes)) {
+      throw std::runtime_error("scan result differs from the expected prefix sums");
+    }
+    return t;
+  }
+  if (a.op == "reduce") {
+    v1::ReduceHeader h;
+    h.set_dtype(dtype);
+    h.set_op(v1::OPERATOR_SUM);
+    return FromProto(client.ReduceShared(h, r.in, bytes).timing());
+  }
+  v1::CompactHeader h;
+  h.set_dtype(dtype);
+  *h.mutable_predicate() = predicate;
+  return FromProto(client.CompactShared(h, r.in, bytes, nullptr, &r.out, nullptr).timing());
+}
+
 int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
   const v1::DType dtype = ParseDType(a.dtype);
   const size_t esize = DTypeSize(dtype);
@@ -297,9 +390,33 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
   // Parallel plain calls of the ceiling: one per lane, or per shard (times its lanes).
   const uint32_t streams = shards > 1 ? shards * lanes : lanes;
 
+  v1::Predicate predicate;  // compaction keeps about half of RandomInput's elements
+  predicate.set_op(v1::PREDICATE_OP_GT);
+  if (IsFloat(dtype)) {
+    predicate.mutable_threshold()->set_float_value(0);
+  } else if (IsSigned(dtype)) {
+    predicate.mutable_threshold()->set_int_value(0);
+  } else {
+    predicate.mutable_threshold()->set_uint_value(1000);
+  }
+  std::optional<RegionPool> pool;
+  if (a.shm) pool.emplace(ShmDir(a.shm_dir, client), input);
+  if (a.shm && (a.lanes > 1 || a.shards > 1)) throw std::invalid_argument("--shm takes neither --lanes nor --shards");
+
   const bool one_at_a_time = std::all_of(a.concurrency.begin(), a.concurrency.end(), [](unsigned c) { return c == 1; });
   std::string shard_out(shards > 1 && a.op == "scan" && one_at_a_time ? bytes : 0, '\0');
   auto service_call = [&]() -> Timing {
+    if (pool) {
+      RegionPool::Pair* r = pool->Take();
+      try {
+        Timing t = SharedCall(client, a, dtype, *r, bytes, expected, predicate);
+        pool->Give(r);
+        return t;
+      } catch (...) {
+        pool->Give(r);
+        throw;
+      }
+    }
     if (shards > 1) {
       // Concurrent calls each need their own output buffer; one level at concurrency 1 reuses one.
       std::string mine;
@@ -325,15 +442,7 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
     v1::CompactHeader h;
     h.set_dtype(dtype);
     h.set_element_count(n);
-    v1::Predicate* p = h.mutable_predicate();
-    p->set_op(v1::PREDICATE_OP_GT);
-    if (IsFloat(dtype)) {
-      p->mutable_threshold()->set_float_value(0);
-    } else if (IsSigned(dtype)) {
-      p->mutable_threshold()->set_int_value(0);
-    } else {
-      p->mutable_threshold()->set_uint_value(1000);
-    }
+    *h.mutable_predicate() = predicate;
     return FromProto(
         client.CompactStream(h, MemorySource(input), {}, [](const void*, size_t) {}, {}, {}, lanes).timing());
   };
@@ -353,6 +462,7 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
                             (lanes > 1 ? ", " + std::to_string(lanes) + " lanes each" : std::string()))
                                .c_str()
               : lanes > 1 ? (std::to_string(lanes) + " lanes per call, each on its own connection").c_str()
+              : a.shm     ? "arrays in shared-memory regions, headers on one channel"
                           : "one shared channel");
   std::printf("server %s: %s engine%s%s; ceiling: Transport %s%s%s\n", g.server.c_str(), info.engine().c_str(),
               device.empty() ? "" : ", ", device.c_str(), echo ? "with echo" : "without echo",
@@ -367,6 +477,9 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
   uint64_t errors = 0;
   std::string first_error;
   for (unsigned c : a.concurrency) {
+    if (pool) {
+      pool->Fill(c, [&](RegionPool::Pair& r) { SharedCall(client, a, dtype, r, bytes, expected, predicate); });
+    }
     const LevelResult s = RunLevel(c, a, bytes, service_call);
     const LevelResult t = RunLevel(c, a, bytes, ceiling_call);
     const double pct = t.gbps > 0 ? 100.0 * s.gbps / t.gbps : 0;
@@ -385,7 +498,7 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
                        ",\"elements\":" + std::to_string(n) + ",\"bytes_per_request\":" + std::to_string(bytes) +
                        ",\"duration_s\":" + (a.requests ? "null" : JsonNumber(a.duration_s)) +
                        ",\"requests_per_level\":" + (a.requests ? std::to_string(a.requests) : "null") +
-                       ",\"channel\":\"shared\",\"lanes\":" + std::to_string(lanes) + ",\"shards\":" + std::to_string(shards) +
+                       ",\"channel\":\"shared\",\"shm\":" + (a.shm ? "true" : "false") + ",\"lanes\":" + std::to_string(lanes) + ",\"shards\":" + std::to_string(shards) +
                        ",\"checked\":" + (expected.empty() ? "false" : "true") + ",\"server\":{\"target\":" + JsonQuote(g.server) +
                        ",\"engine\":" + JsonQuote(info.engine()) + ",\"device\":" + JsonQuote(device) +
                        ",\"version\":" + JsonQuote(info.version()) + "},\"ceiling_rpc\":{\"name\":\"Transport\",\"echo\":" +

@@ -85,6 +85,11 @@ Command AddBenchCommand(CLI::App& app, const GlobalOptions& g) {
                   "plain Transport calls at once")
       ->check(CLI::Range(1u, 1024u))
       ->capture_default_str();
+  auto* shm = cmd->add_flag("--shm", a->e.shm,
+                            "e2e: arrays in shared-memory regions (the client on the server's host, which needs "
+                            "--shm-dir): one input and one output region per calling thread, reused");
+  cmd->add_option("--shm-dir", a->e.shm_dir, "e2e: where to create the regions (default: the server's --shm-dir)")
+      ->needs(shm);
   cmd->add_flag("--check", a->e.check,
                 "e2e: check every scan result against the expected prefix sums (integer dtypes; "
                 "computed once before the run)");
@@ -95,6 +100,7 @@ Command AddBenchCommand(CLI::App& app, const GlobalOptions& g) {
       "  gpuscan bench --e2e --op reduce --elements 1024 --concurrency 1,4,16,64 --duration 10 --json e2e.json\n"
       "  gpuscan bench --e2e --op scan --dtype int32 --bytes 1073741824 --lanes 8 --check --concurrency 1 --requests 3\n"
       "  gpuscan -s ipv4:127.0.0.1:50051,127.0.0.1:50052 bench --e2e --op scan --bytes 1073741824 --shards 2 --check\n"
+      "  gpuscan bench --e2e --op scan --bytes 1073741824 --shm --check --concurrency 1 --requests 5\n"
       "--e2e drives all calls over one shared channel (one Client, like ghz's default of one\n"
       "connection); the transport ceiling uses the same channel, bytes and concurrency (Transport\n"
       "RPC: echo for scan and compact, no echo for reduce).");

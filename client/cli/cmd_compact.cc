@@ -10,6 +10,7 @@
 #include "progress.h"
 #include "report.h"
 #include "shards_option.h"
+#include "shm_option.h"
 
 namespace gpuscan::cli {
 namespace {
@@ -39,6 +40,30 @@ v1::Predicate MakePredicate(const CompactArgs& a, v1::DType dtype) {
     *p.mutable_upper() = ParseScalar(a.upper, dtype);
   }
   return p;
+}
+
+// --shm: input (and flags) loaded into regions, kept values and indices written by the server
+// into regions of the worst-case size, then the kept part of each saved to its file.
+ShardedCompactResult CompactThroughRegions(Client& client, const v1::CompactHeader& header, ArrayInput& in,
+                                           ArrayInput* flags, const std::string& dir,
+                                           std::optional<ArrayOutput>& values_out,
+                                           std::optional<ArrayOutput>& indices_out) {
+  const SharedRegion values = LoadRegion(in, dir);
+  std::optional<SharedRegion> flag_region, kept_values, kept_indices;
+  if (flags) flag_region.emplace(LoadRegion(*flags, dir));
+  const uint64_t n = values.bytes() / DTypeSize(header.dtype());
+  if (values_out) kept_values.emplace(SharedRegion::Create(dir, values.bytes()));
+  if (indices_out) kept_indices.emplace(SharedRegion::Create(dir, n * sizeof(int64_t)));
+  const v1::CompactResponse response =
+      client.CompactShared(header, values, values.bytes(), flag_region ? &*flag_region : nullptr,
+                           kept_values ? &*kept_values : nullptr, kept_indices ? &*kept_indices : nullptr);
+  ShardedCompactResult result;
+  result.kept_count = response.kept_count();
+  result.element_count = response.element_count();
+  result.timing = FromProto(response.timing());
+  if (values_out) SaveRegion(*kept_values, result.kept_count * DTypeSize(header.dtype()), *values_out);
+  if (indices_out) SaveRegion(*kept_indices, result.kept_count * sizeof(int64_t), *indices_out);
+  return result;
 }
 
 int RunCompact(const CompactArgs& a, const GlobalOptions& g) {
@@ -92,7 +117,10 @@ int RunCompact(const CompactArgs& a, const GlobalOptions& g) {
   const Sink values_sink = values_out ? values_out->AsSink() : Sink{};
   const Sink indices_sink = indices_out ? indices_out->AsSink() : Sink{};
   ShardedCompactResult result;
-  if (a.io.shards > 1) {
+  if (a.io.shm) {
+    result = CompactThroughRegions(client, header, *in, flags.get(), ShmDir(a.io.shm_dir, client), values_out,
+                                   indices_out);
+  } else if (a.io.shards > 1) {
     result = ShardedCompact(client, header, *in, flags.get(), values_sink, indices_sink, lanes, a.io.shards);
   } else {
     const v1::CompactResponse final_response =
@@ -143,6 +171,7 @@ Command AddCompactCommand(CLI::App& app, const GlobalOptions& g) {
                   "file for the indices with --output-kind both (-o gets the values)");
   AddLanesOption(cmd, a->io.lanes);
   AddShardsOption(cmd, a->io.shards);
+  AddShmOption(cmd, a->io.shm, a->io.shm_dir);
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunCompact(*a, g); }};
 }

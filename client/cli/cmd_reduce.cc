@@ -12,6 +12,7 @@
 #include "progress.h"
 #include "report.h"
 #include "shards_option.h"
+#include "shm_option.h"
 #include "text_format.h"
 
 namespace gpuscan::cli {
@@ -70,7 +71,13 @@ int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
   ProgressBar bar(!g.no_progress, in->payload_bytes());
   const uint32_t lanes = ChooseLanes(a.io.lanes, in->payload_bytes(), client);
   ShardedReduceResult result;
-  if (a.io.shards > 1) {
+  if (a.io.shm) {
+    const SharedRegion region = LoadRegion(*in, ShmDir(a.io.shm_dir, client));
+    const v1::ReduceResponse response = client.ReduceShared(header, region, region.bytes());
+    result.raw_value = RawValue(response, in->dtype());
+    result.element_count = response.element_count();
+    result.timing = FromProto(response.timing());
+  } else if (a.io.shards > 1) {
     result = ShardedReduce(client, header, *in, lanes, a.io.shards);
   } else {
     const v1::ReduceResponse response = client.ReduceStream(header, in->AsSource(), bar.AsCallback(), lanes);
@@ -106,6 +113,7 @@ Command AddReduceCommand(CLI::App& app, const GlobalOptions& g) {
       ->capture_default_str();
   AddLanesOption(cmd, a->io.lanes);
   AddShardsOption(cmd, a->io.shards);
+  AddShmOption(cmd, a->io.shm, a->io.shm_dir);
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunReduce(*a, g); }};
 }

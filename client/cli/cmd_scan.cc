@@ -8,6 +8,7 @@
 #include "progress.h"
 #include "report.h"
 #include "shards_option.h"
+#include "shm_option.h"
 
 namespace gpuscan::cli {
 namespace {
@@ -32,11 +33,18 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
   if (in->count()) header.set_element_count(*in->count());
 
   Client client(MakeClientOptions(g));
-  ProgressBar bar(!g.no_progress, in->payload_bytes());
-  const uint32_t lanes = ChooseLanes(a.io.lanes, in->payload_bytes(), client);
-  Timing timing = a.io.shards > 1 ? ShardedScan(client, header, *in, out.AsSink(), lanes, a.io.shards)
-                                  : client.ScanStream(header, in->AsSource(), out.AsSink(), bar.AsCallback(), lanes);
-  bar.Clear();
+  Timing timing;
+  if (a.io.shm) {  // in place in one region: loaded from the file, scanned, written out
+    SharedRegion region = LoadRegion(*in, ShmDir(a.io.shm_dir, client));
+    timing = client.ScanShared(header, region, region.bytes());
+    SaveRegion(region, region.bytes(), out);
+  } else {
+    ProgressBar bar(!g.no_progress, in->payload_bytes());
+    const uint32_t lanes = ChooseLanes(a.io.lanes, in->payload_bytes(), client);
+    timing = a.io.shards > 1 ? ShardedScan(client, header, *in, out.AsSink(), lanes, a.io.shards)
+                             : client.ScanStream(header, in->AsSource(), out.AsSink(), bar.AsCallback(), lanes);
+    bar.Clear();
+  }
   out.Finish();
 
   Report report(g.json);
@@ -63,6 +71,7 @@ Command AddScanCommand(CLI::App& app, const GlobalOptions& g) {
       ->capture_default_str();
   AddLanesOption(cmd, a->io.lanes);
   AddShardsOption(cmd, a->io.shards);
+  AddShmOption(cmd, a->io.shm, a->io.shm_dir);
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunScan(*a, g); }};
 }

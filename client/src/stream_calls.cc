@@ -94,7 +94,7 @@ v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Sourc
   }
   const bool use_flags = header.selector_case() == v1::CompactHeader::kUseFlags &&
                          header.use_flags();
-  if (use_flags && !flags) {
+  if (use_flags && !flags && !header.has_shared_memory()) {  // a region holds the flags
     throw std::invalid_argument("gpuscan: CompactStream with use_flags needs a flags Source");
   }
   auto ctx = NewContext();
@@ -109,7 +109,7 @@ v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Sourc
     *req.mutable_header() = header;
     std::string* vals = req.mutable_values();
     std::string* flg = req.mutable_flags();
-    bool values_ended = !values, flags_ended = !use_flags;
+    bool values_ended = !values, flags_ended = !use_flags || !flags;
     for (bool first = true;; first = false) {
       vals->resize(chunk);
       vals->resize(ReadFull(values, vals->data(), chunk, values_ended));

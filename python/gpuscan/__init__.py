@@ -5,6 +5,9 @@
         y = c.scan(np.arange(1, 11, dtype=np.int32))          # inclusive prefix sum
         s = c.reduce(np.random.rand(1000), op="max")           # numpy scalar of x's dtype
         v, i = c.compact(x, predicate=("gt", 0), indices=True)
+        with c.shared_array(1 << 20, "int32") as a:            # on the server's host: no copy
+            a[:] = 1
+            y = c.scan(a)                                      # a SharedArray too
 
 The gRPC stubs (gpuscan.v1) are generated from proto/ when the package is built.
 """
@@ -14,6 +17,8 @@ from .errors import (Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceed
                      Unknown)
 from ._types import DTYPE_NAMES, OPERATORS, PREDICATES, Table, Timing, TransportResult
 from .client import Client, Tls
+from .shared import SharedArray
+from .shared import create as shared_array
 
 __version__ = "0.1.0"
 
@@ -27,8 +32,8 @@ def __getattr__(name):
 
 
 __all__ = [
-    "Client", "AsyncClient", "Tls", "Timing", "TransportResult", "Table", "DTYPE_NAMES", "OPERATORS",
-    "PREDICATES", "Error", "Aborted", "AlreadyExists", "Cancelled", "DataLoss", "DeadlineExceeded",
-    "FailedPrecondition", "Internal", "InvalidArgument", "NotFound", "OutOfRange", "PermissionDenied",
-    "ResourceExhausted", "Unauthenticated", "Unavailable", "Unimplemented", "Unknown",
+    "Client", "AsyncClient", "Tls", "SharedArray", "shared_array", "Timing", "TransportResult", "Table",
+    "DTYPE_NAMES", "OPERATORS", "PREDICATES", "Error", "Aborted", "AlreadyExists", "Cancelled", "DataLoss",
+    "DeadlineExceeded", "FailedPrecondition", "Internal", "InvalidArgument", "NotFound", "OutOfRange",
+    "PermissionDenied", "ResourceExhausted", "Unauthenticated", "Unavailable", "Unimplemented", "Unknown",
 ]

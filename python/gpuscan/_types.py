@@ -6,10 +6,24 @@ modules never spell an enum value.
 from __future__ import annotations
 
 import dataclasses
+import operator as _operator  # _types.operator() is the wire operator helper
 import sys
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+
+def check_int(value, what: str, minimum: int) -> int:
+    """value as an int >= minimum, else ValueError naming `what` (bools, floats, strings refused)."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        k = _operator.index(value)
+    except TypeError:
+        raise ValueError(f"gpuscan: {what} must be an integer >= {minimum}, got {value!r}") from None
+    if k < minimum:
+        raise ValueError(f"gpuscan: {what} must be >= {minimum}, got {k}")
+    return k
 
 try:
     from .v1 import gpuscan_pb2 as pb

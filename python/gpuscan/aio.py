@@ -1,6 +1,7 @@
 """gpuscan.AsyncClient: the Client's methods as coroutines on grpc.aio (same arguments, results and
 errors). scan_iter is an async generator taking a sync or async iterable of arrays. Striped lanes run
-as one asyncio task per lane, each call on its own grpc.aio channel."""
+as one asyncio task per lane, each call on its own grpc.aio channel. Shared memory as the Client's
+(shared_array is a coroutine)."""
 from __future__ import annotations
 
 import asyncio
@@ -12,7 +13,7 @@ import grpc
 import grpc.aio
 import numpy as np
 
-from . import _chunking, _types, _wire
+from . import _chunking, _types, _wire, shared
 from ._types import Timing, TransportResult
 from .client import (DEFAULT_CHUNK_BYTES, Tls, _Calls, channel_args, channel_credentials, check_lanes,
                      decode_health_response, encode_health_request, lane_channel_args, method_path)
@@ -187,6 +188,14 @@ class AsyncClient(_Calls):
     async def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
                    out: Optional[np.ndarray] = None, *, copy: bool = False, lanes: Optional[int] = None) -> np.ndarray:
         x, header, out = self._scan_args(x, op, exclusive, algorithm, out, copy)
+        call = self._scan_shared(x, header, out)
+        if call is not None:
+            with call:
+                async for raw in self._stream(self._scan, call.serialized()):
+                    call.feed_scan(raw)
+                self._timing_var.set(call.finish())
+            return call.result
+        out = self._scan_out(x, out)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
         k = await self._usable_lanes(lanes, len(x), per)
         if k > 1:
@@ -219,6 +228,12 @@ class AsyncClient(_Calls):
 
     async def reduce(self, x, op: str = "sum", *, copy: bool = False, lanes: Optional[int] = None):
         x, header = self._reduce_args(x, op, copy)
+        call = self._reduce_shared(x, header)
+        if call is not None:
+            with call:
+                value = call.reduce_value(await self._reduce_unary(call.serialized()))
+            self._timing_var.set(call.timing)
+            return value
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
         k = await self._usable_lanes(lanes, len(x), per)
         if k > 1:
@@ -228,20 +243,30 @@ class AsyncClient(_Calls):
             value, _, timing = self._reduce_lanes_result(raws, x.dtype, len(x))
             self._timing_var.set(timing)
             return value
-        call = self._reduce(_chunking.data_requests(header, _wire.REDUCE_DATA, x, per), timeout=self.timeout)
-        try:
-            with raised():
-                raw = await call
-        except BaseException:
-            call.cancel()
-            raise
+        raw = await self._reduce_unary(_chunking.data_requests(header, _wire.REDUCE_DATA, x, per))
         value, _, timing = _chunking.reduce_value(raw, x.dtype)
         self._timing_var.set(timing)
         return value
 
+    async def _reduce_unary(self, requests) -> bytes:
+        call = self._reduce(requests, timeout=self.timeout)
+        try:
+            with raised():
+                return await call
+        except BaseException:
+            call.cancel()
+            raise
+
     async def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
                       copy: bool = False, lanes: Optional[int] = None):
         x, flags, header = self._compact_args(x, where, predicate, indices, values, copy)
+        call = self._compact_shared(x, where, flags, header, values, indices)
+        if call is not None:
+            with call:
+                async for raw in self._stream(self._compact, call.serialized()):
+                    call.feed_compact(raw)
+                self._timing_var.set(call.finish())
+            return self._compact_shared_result(call, values, indices)
         asm = _chunking.CompactAssembler(x.dtype)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
         k = await self._usable_lanes(lanes, len(x), per)
@@ -311,5 +336,10 @@ class AsyncClient(_Calls):
                                bytes_received=sum(received), requests=sum(f.get(5, 0) for f in finals),
                                wall_s=wall, server_total_us=max(f.get(4, 0) for f in finals))
 
-    def shared_array(self, n: int, dtype="int32"):
-        self._shared_array_unsupported()
+    async def shared_array(self, n: int, dtype="int32", *, dir: Optional[str] = None,
+                           mode: int = shared.DEFAULT_MODE) -> shared.SharedArray:
+        """As Client.shared_array (a coroutine: it may ask the server for its --shm-dir):
+        `with await c.shared_array(n, "int32") as a: ...; y = await c.scan(a)`."""
+        if dir is None:
+            dir = shared.default_dir((await self.info())["limits"])
+        return shared.create(n, dtype, dir, mode)

@@ -1,21 +1,29 @@
 """End-to-end throughput of the Python client: scan, reduce and compact of one array over one
 stream (or K striped lanes with --lanes K), beside the Transport ceiling (the same gRPC path with no
-compute) measured in the same run.
+compute) measured in the same run; and, when the server serves shared memory and its --shm-dir is
+visible here, scan (into a shared out) and reduce of the same array in shared memory (rows
+scan_shm, reduce_shm: no data on the connection).
 
     python -m gpuscan.bench --target HOST:PORT [--size 1GiB] [--dtype int32] [--repeat 3] [--json out.json]
     python -m gpuscan.bench --server build/bin/gpuscan-server --engine cpu --size 64MiB
     python -m gpuscan.bench --target HOST:PORT --lanes 4   # scan/reduce/compact over 4 connections
+    python -m gpuscan.bench --target HOST:PORT --shared on --shm-dir /mnt/gpuscan-shm   # a sidecar's view
 
 GB/s = input bytes / wall seconds of the call as this client sees it (10^9 B/s), best of --repeat.
+A server the bench starts itself serves shared memory from a temporary directory of /dev/shm.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import re
+import shutil
 import sys
+import tempfile
 import time
+from typing import Optional
 
 import numpy as np
 
@@ -51,7 +59,8 @@ def best_of(repeat, fn):
 
 
 def run(client: gpuscan.Client, nbytes: int, dtype: np.dtype, repeat: int, verify: bool, log=print,
-        transport_lanes: int = 1):
+        transport_lanes: int = 1, shm_dir: Optional[str] = None):
+    """The rows; shm_dir (this client's path of the server's --shm-dir): also the shared-memory rows."""
     n = nbytes // dtype.itemsize
     nbytes = n * dtype.itemsize
     rng = np.random.default_rng(12345)
@@ -89,11 +98,29 @@ def run(client: gpuscan.Client, nbytes: int, dtype: np.dtype, repeat: int, verif
                 (lambda v: v == scanned[-1]) if verify and dtype.kind != "f" and n else None)
     add("compact_gt0", lambda: client.compact(x, predicate=("gt", 0)), nbytes,
         (lambda v: np.array_equal(v, x[x > 0])) if verify else None)
-    del total, echo
+    if shm_dir is not None:
+        # The same array in a region: the calls carry the header alone. Floats too are checked bit
+        # for bit against the streamed results (the server's float sums do not depend on the path).
+        with client.shared_array(n, dtype, dir=shm_dir) as a, client.shared_array(n, dtype, dir=shm_dir) as b:
+            a[:] = x
+            add("scan_shm", lambda: client.scan(a, out=b), nbytes,
+                (lambda y: np.asarray(y).tobytes() == scanned.tobytes()) if verify else None)
+            add("reduce_shm", lambda: client.reduce(a), nbytes,
+                (lambda v: v.tobytes() == total.tobytes()) if verify else None)
+    del echo
     ceiling = rows[0]["gbps"]
     for r in rows:
         r["pct_of_transport_echo"] = 100.0 * r["gbps"] / ceiling if ceiling else 0.0
     return rows
+
+
+def shared_dir(info, mode: str, local: Optional[str]) -> Optional[str]:
+    """This client's path of the server's --shm-dir, or None: no shared-memory rows."""
+    limits = info["limits"]
+    if mode == "off" or not limits.get("shared_memory"):
+        return None
+    d = local or limits.get("shm_dir", "")
+    return d if d and os.path.isdir(d) else None
 
 
 def main(argv=None):
@@ -112,17 +139,24 @@ def main(argv=None):
                    help="also measure the echo ceiling over this many concurrent connections (default: --lanes)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="grpc channel argument, e.g. grpc.http2.max_frame_size=4194304 (repeatable)")
+    p.add_argument("--shared", choices=("auto", "on", "off"), default="auto",
+                   help="shared-memory rows: auto (when the server serves shared memory and its --shm-dir "
+                        "is visible here), on (fail otherwise), off")
+    p.add_argument("--shm-dir", help="where the server's --shm-dir is mounted here (default: its own path)")
     p.add_argument("--no-verify", action="store_true", help="skip checking results against numpy")
     p.add_argument("--json", help="write the rows and the setup as JSON here")
     a = p.parse_args(argv)
     dtype = np.dtype(a.dtype)
     server = None
+    own_shm = None
     target = a.target
     if not target:
         binary = a.server or default_server_binary()
         if not binary:
             p.error("give --target, or --server (no gpuscan-server found)")
-        server = ServerProcess(binary, engine=a.engine)
+        if a.shared != "off" and os.path.isdir("/dev/shm"):
+            own_shm = tempfile.mkdtemp(prefix="gpuscan-bench-", dir="/dev/shm")
+        server = ServerProcess(binary, engine=a.engine, shm_dir=own_shm)
         target = server.target
     try:
         try:
@@ -133,10 +167,19 @@ def main(argv=None):
             info = c.info()
             print(f"server {info['version']} engine {info['engine']} "
                   f"{', '.join(d['name'] for d in info['devices']) or ''}".rstrip())
-            rows = run(c, a.size, dtype, a.repeat, not a.no_verify, transport_lanes=a.transport_lanes or a.lanes)
+            shm_dir = shared_dir(info, a.shared, a.shm_dir)
+            if shm_dir is None and a.shared == "on":
+                lim = info["limits"]
+                p.error(f"no shared memory: the server's limits say shared_memory={lim.get('shared_memory')} "
+                        f"shm_dir={lim.get('shm_dir')!r} (start it with --shm-dir; pass --shm-dir here when "
+                        "it is mounted elsewhere)")
+            rows = run(c, a.size, dtype, a.repeat, not a.no_verify, transport_lanes=a.transport_lanes or a.lanes,
+                       shm_dir=shm_dir)
     finally:
         if server:
             server.stop()
+        if own_shm:
+            shutil.rmtree(own_shm, ignore_errors=True)
     print(f"\n{'operation':<20} {'GB/s':>8} {'% of echo':>10}")
     for r in rows:
         print(f"{r['operation']:<20} {r['gbps']:8.3f} {r['pct_of_transport_echo']:9.1f}%")
@@ -144,7 +187,7 @@ def main(argv=None):
         import grpc
         import google.protobuf
         setup = {"target": target, "size_bytes": a.size, "dtype": str(dtype), "chunk_bytes": a.chunk_bytes,
-                 "repeat": a.repeat, "lanes": a.lanes, "channel_options": a.option, "server": info, "python": platform.python_version(),
+                 "repeat": a.repeat, "lanes": a.lanes, "shm_dir": shm_dir, "channel_options": a.option, "server": info, "python": platform.python_version(),
                  "grpcio": grpc.__version__, "protobuf": google.protobuf.__version__, "numpy": np.__version__,
                  "host": platform.node(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         with open(a.json, "w") as f:

@@ -1,12 +1,11 @@
 """gpuscan.Client: the synchronous client (one grpc channel, plus one per lane for striped calls;
 thread-safe, calls may run concurrently). Mirrors client/include/gpuscan/client.h: numpy arrays in,
 numpy arrays and scalars out, every failure a gpuscan.Error; the chunking lives in _chunking, the
-error mapping in errors.
+shared-memory regions in shared, the error mapping in errors.
 """
 from __future__ import annotations
 
 import dataclasses
-import operator
 import os
 import threading
 import time
@@ -15,7 +14,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Unio
 import grpc
 import numpy as np
 
-from . import _chunking, _types, _wire
+from . import _chunking, _types, _wire, shared
 from ._types import Timing, TransportResult, check_array
 from .errors import Internal, from_rpc_error, raised
 from .v1 import gpuscan_pb2 as pb
@@ -54,21 +53,9 @@ def method_path(name: str) -> str:
     return f"/{m.containing_service.full_name}/{m.name}"
 
 
-def has_header_field(number: int) -> bool:
-    return any(f.number == number for f in pb.ScanHeader.DESCRIPTOR.fields)
-
-
 def check_lanes(lanes) -> int:
     """A lanes argument as an int >= 1 (ValueError otherwise: 0, negatives, 2.5, "4", True)."""
-    try:
-        if isinstance(lanes, bool):
-            raise TypeError
-        k = operator.index(lanes)
-    except TypeError:
-        raise ValueError(f"gpuscan: lanes must be an integer >= 1, got {lanes!r}") from None
-    if k < 1:
-        raise ValueError(f"gpuscan: lanes must be >= 1, got {k}")
-    return k
+    return _types.check_int(lanes, "lanes", 1)
 
 
 def lane_channel_args(chunk_bytes: int, options, tls, lane: int) -> list:
@@ -158,15 +145,20 @@ class _Calls:
         return x, pb.ReduceRequest(header=pb.ReduceHeader(dtype=wire, op=_types.operator(op, wire), element_count=len(x)))
 
     def _scan_args(self, x, op, exclusive, algorithm, out, copy=False):
+        """x checked, the first request, and out checked (None stays None: see _scan_out)."""
         x, wire = check_array(x, copy=copy)
         header = pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm, len(x)))
-        if out is None:
-            out = np.empty(len(x), x.dtype.newbyteorder("="))
-        elif not isinstance(out, np.ndarray) or out.shape != x.shape or \
-                out.dtype.newbyteorder("=") != x.dtype.newbyteorder("=") or not out.flags.c_contiguous \
-                or not out.flags.writeable or out.dtype.byteorder == ">":
+        if out is not None and (
+                not isinstance(out, np.ndarray) or out.shape != x.shape or
+                out.dtype.newbyteorder("=") != x.dtype.newbyteorder("=") or not out.flags.c_contiguous
+                or not out.flags.writeable or out.dtype.byteorder == ">"):
             raise ValueError(f"gpuscan: out must be a writable contiguous {x.dtype} array of shape {x.shape}")
         return x, header, out
+
+    @staticmethod
+    def _scan_out(x, out):
+        """The streamed scan's output array: out, or a new one."""
+        return np.empty(len(x), x.dtype.newbyteorder("=")) if out is None else out
 
     def _compact_args(self, x, where, predicate, indices, values, copy=False):
         x, wire = check_array(x, copy=copy)
@@ -195,12 +187,68 @@ class _Calls:
             return v, i
         return v if values else i
 
-    def _shared_array_unsupported(self):
-        if not has_header_field(20):
-            raise NotImplementedError(
-                "gpuscan: shared memory needs the shared-memory header field (20) in gpuscan.v1, which "
-                "the proto this package was built from does not have yet")
-        raise NotImplementedError("gpuscan: shared memory is not wired into this client yet")
+    # -- shared memory (header field 20): see shared.py. A call whose input lies in an open region
+    # sends the header alone; lanes do not apply. None: the input is not shared, stream it.
+    @staticmethod
+    def _scan_shared(x, request, out) -> Optional[shared.Call]:
+        """Scan: into out when it is shared (in place when it is x itself); into a new region next
+        to x's when out is None (returned); into a temporary region copied into out when out is a
+        plain array."""
+        src = shared.place(x)
+        if src is None:
+            return None
+        call = shared.Call(request, src, len(x), x.dtype)
+        dst = shared.place(out) if out is not None else None
+        if out is None:
+            call.result, dst = call.region(len(x), x.dtype.newbyteorder("="))
+        else:
+            call.result = out
+            if dst is None:
+                tmp, dst = call.region(len(x), x.dtype.newbyteorder("="), temporary=True)
+                call.copy_back = (tmp, out)
+        if not dst.same_as(src):  # else in place: output_region stays empty
+            call.sm.output_region, call.sm.output_offset = dst.name, dst.offset
+        return call
+
+    @staticmethod
+    def _reduce_shared(x, request) -> Optional[shared.Call]:
+        src = shared.place(x)
+        return None if src is None else shared.Call(request, src, len(x), x.dtype)
+
+    @staticmethod
+    def _compact_shared(x, where, flags, request, want_values, want_indices) -> Optional[shared.Call]:
+        """Compact: kept values and indices into new regions of capacity len(x) next to x's
+        (sparse: only the kept part takes memory), returned as views [:kept]; a where= mask that
+        lies in a region (bool, int8 or uint8: nonzero keeps) is read there, any other is copied
+        (as `flags`, from _compact_args) into a temporary region."""
+        src = shared.place(x)
+        if src is None:
+            return None
+        n = len(x)
+        call = shared.Call(request, src, n, x.dtype)
+        if want_values:
+            call.values, dst = call.region(n, x.dtype.newbyteorder("="), reserve=False)
+            call.sm.output_region, call.sm.output_offset = dst.name, dst.offset
+        if want_indices:
+            call.indices, dst = call.region(n, np.int64, reserve=False)
+            call.sm.indices_region, call.sm.indices_offset = dst.name, dst.offset
+        if request.header.use_flags:
+            mask = np.asarray(where)
+            at = shared.place(mask) if mask.dtype.itemsize == 1 and mask.dtype.kind in "biu" else None
+            if at is None:
+                tmp, at = call.region(n, np.uint8, temporary=True)
+                tmp[:] = flags
+            call.sm.flags_region, call.sm.flags_offset = at.name, at.offset
+        return call
+
+    @staticmethod
+    def _compact_shared_result(call, values, indices):
+        kept = call.kept
+        v = call.values[:kept] if values else None
+        i = call.indices[:kept] if indices else None
+        if values and indices:
+            return v, i
+        return v if values else i
 
 
 class Client(_Calls):
@@ -321,8 +369,21 @@ class Client(_Calls):
         op: sum, product, min, max, bit_and, bit_or, bit_xor; algorithm: a name from info()
         ["scan_algorithms"] (None: the server's default). copy=True copies a non-contiguous or
         big-endian array instead of raising ValueError. lanes: this call's lanes (None: the
-        client's)."""
+        client's).
+
+        x in shared memory (see shared_array): nothing is streamed and lanes do not apply; the
+        result is `out` when out is shared too (out=x: in place), else a new SharedArray next to
+        x's region (out None), or, for a plain out, written into a temporary region and copied
+        into out."""
         x, header, out = self._scan_args(x, op, exclusive, algorithm, out, copy)
+        call = self._scan_shared(x, header, out)
+        if call is not None:
+            with call:
+                for raw in self._stream(self._scan, call.serialized()):
+                    call.feed_scan(raw)
+                self._set_timing(call.finish())
+            return call.result
+        out = self._scan_out(x, out)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
         k = self._usable_lanes(lanes, len(x), per)
         if k > 1:
@@ -358,8 +419,15 @@ class Client(_Calls):
         self._set_timing(asm.timing or Timing())
 
     def reduce(self, x, op: str = "sum", *, copy: bool = False, lanes: Optional[int] = None):
-        """Reduction of a 1-D array: a numpy scalar of x's dtype (the identity for an empty array)."""
+        """Reduction of a 1-D array: a numpy scalar of x's dtype (the identity for an empty array).
+        x in shared memory: read there by the server, lanes do not apply."""
         x, header = self._reduce_args(x, op, copy)
+        call = self._reduce_shared(x, header)
+        if call is not None:
+            with call:
+                value = call.reduce_value(self._reduce_unary(call.serialized()))
+            self._set_timing(call.timing)
+            return value
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
         k = self._usable_lanes(lanes, len(x), per)
         if k > 1:
@@ -369,26 +437,42 @@ class Client(_Calls):
             value, _, timing = self._reduce_lanes_result(raws, x.dtype, len(x))
             self._set_timing(timing)
             return value
-        upload = _chunking.Upload(_chunking.data_requests(header, _wire.REDUCE_DATA, x, per))
+        raw = self._reduce_unary(_chunking.data_requests(header, _wire.REDUCE_DATA, x, per))
+        value, _, timing = _chunking.reduce_value(raw, x.dtype)
+        self._set_timing(timing)
+        return value
+
+    def _reduce_unary(self, requests) -> bytes:
+        """One Reduce call: the serialized response; Ctrl-C or any failure cancels it."""
+        upload = _chunking.Upload(requests)
         fut = self._reduce.future(iter(upload), timeout=self.timeout)
         upload.attach(fut)
         try:
             with raised():
-                raw = fut.result()
+                return fut.result()
         except BaseException:
             fut.cancel()
             raise
-        value, _, timing = _chunking.reduce_value(raw, x.dtype)
-        self._set_timing(timing)
-        return value
 
     def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
                 copy: bool = False, lanes: Optional[int] = None):
         """Stable stream compaction: keeps x[i] where the mask `where` is true, or where the predicate
         holds (("gt", 0), ("in_range", lo, hi), "nonzero", "not_nan", "eq"/"ne"/"lt"/"le"/"ge").
         Returns the kept values; with indices=True (values, indices); values=False, indices=True:
-        the indices (int64) alone. Indices count in the whole array, with or without lanes."""
+        the indices (int64) alone. Indices count in the whole array, with or without lanes.
+
+        x in shared memory: nothing is streamed and lanes do not apply; the kept values and
+        indices are SharedArray views [:kept] of new regions of len(x) elements next to x's; a
+        where= mask is read in place when it is a shared bool/int8/uint8 array, else copied into a
+        temporary region."""
         x, flags, header = self._compact_args(x, where, predicate, indices, values, copy)
+        call = self._compact_shared(x, where, flags, header, values, indices)
+        if call is not None:
+            with call:
+                for raw in self._stream(self._compact, call.serialized()):
+                    call.feed_compact(raw)
+                self._set_timing(call.finish())
+            return self._compact_shared_result(call, values, indices)
         asm = _chunking.CompactAssembler(x.dtype)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
         k = self._usable_lanes(lanes, len(x), per)
@@ -468,14 +552,19 @@ class Client(_Calls):
                                bytes_received=sum(received), requests=sum(f.get(5, 0) for f in finals),
                                wall_s=wall, server_total_us=max(f.get(4, 0) for f in finals))
 
-    def shared_array(self, n: int, dtype="int32"):
-        """A numpy array in a shared-memory region the server reads and writes in place (no copy):
-        `with client.shared_array(n, "int32") as a: a[:] = ...; client.scan(a)`.
+    def shared_array(self, n: int, dtype="int32", *, dir: Optional[str] = None,
+                     mode: int = shared.DEFAULT_MODE) -> shared.SharedArray:
+        """A numpy array of n zeros in a shared-memory region that the server reads and writes
+        itself, for a client on the server's host: scan/reduce/compact of it (or of a contiguous
+        slice) send no data. `with client.shared_array(n, "int32") as a: a[:] = ...; y =
+        client.scan(a)`; leaving `with` (or a.close()) removes the region's file, its memory goes
+        with the last array that uses it.
 
-        Not available yet: it needs header field 20 (region name under the server's --shm-dir,
-        offset, bytes, output region). How it slots in: the region is a file created here (sealed
-        against shrinking), mapped, and wrapped by np.frombuffer; scan/reduce/compact recognise an
-        array whose buffer lies in a region of this client and send the header with field 20
-        instead of data chunks, the result arriving in the output region; everything else stays."""
-        self._shared_array_unsupported()
+        dir: where the region file is made, a directory the server sees as its --shm-dir (default:
+        that directory, from info(), when the server serves shared memory; else /dev/shm). mode:
+        the file's permissions (0600: only this user; 0o660 when the server runs as another user
+        of the directory's group). See gpuscan.shared."""
+        if dir is None:
+            dir = shared.default_dir(self.info()["limits"])
+        return shared.create(n, dtype, dir, mode)
 

@@ -14,11 +14,15 @@ _LISTENING = re.compile(r"listening on (\S+)")
 
 
 class ServerProcess:
-    """gpuscan-server --address 127.0.0.1:0 --engine ENGINE [extra...]; stopped by stop() or `with`."""
+    """gpuscan-server --address 127.0.0.1:0 --engine ENGINE [--shm-dir SHM_DIR] [extra...]; stopped
+    by stop() or `with`. shm_dir: serve shared memory from that directory (it must exist)."""
 
-    def __init__(self, binary: str, engine: str = "cpu", extra: Sequence[str] = (), ready_s: float = 30.0):
+    def __init__(self, binary: str, engine: str = "cpu", extra: Sequence[str] = (), ready_s: float = 30.0,
+                 shm_dir: Optional[str] = None):
         self.log = tempfile.NamedTemporaryFile(prefix="gpuscan-server-", suffix=".log", delete=False)
-        args = [binary, "--address", "127.0.0.1:0", "--engine", engine, "--log-level", "info", *extra]
+        self.shm_dir = shm_dir
+        args = [binary, "--address", "127.0.0.1:0", "--engine", engine, "--log-level", "info",
+                *(["--shm-dir", shm_dir] if shm_dir else []), *extra]
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.target = self._wait_listening(ready_s)
 

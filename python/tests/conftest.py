@@ -1,6 +1,9 @@
-"""Fixtures: one CPU gpuscan-server for the session (port 0, stopped at the end), or the server at
+"""Fixtures: one CPU gpuscan-server for the session (port 0, stopped at the end; shared memory
+from a directory of /dev/shm made for the session and removed after it), or the server at
 $GPUSCAN_TARGET when set (e.g. a CUDA server on the GPU machine)."""
 import os
+import shutil
+import tempfile
 
 import numpy as np
 import pytest
@@ -31,13 +34,22 @@ def server_binary():
     return _binary()
 
 
+def make_shm_dir() -> str:
+    """A private directory for shared-memory regions: under /dev/shm when there is one."""
+    return tempfile.mkdtemp(prefix="gpuscan-test-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+
+
 @pytest.fixture(scope="session")
 def target():
     if os.environ.get("GPUSCAN_TARGET"):
         yield os.environ["GPUSCAN_TARGET"]
         return
-    with ServerProcess(_binary(), engine=os.environ.get("GPUSCAN_TEST_ENGINE", "cpu")) as srv:
-        yield srv.target
+    shm_dir = make_shm_dir()
+    try:
+        with ServerProcess(_binary(), engine=os.environ.get("GPUSCAN_TEST_ENGINE", "cpu"), shm_dir=shm_dir) as srv:
+            yield srv.target
+    finally:
+        shutil.rmtree(shm_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

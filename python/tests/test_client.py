@@ -1,5 +1,5 @@
-"""info, health, Timing, transport, out=, AsyncClient and the shared memory placeholder (lanes:
-test_lanes.py)."""
+"""info, health, Timing, transport, out=, AsyncClient (lanes: test_lanes.py; shared memory:
+test_shared_memory.py)."""
 import asyncio
 
 import numpy as np
@@ -66,13 +66,6 @@ def test_transport_lanes(client):
         assert r.requests == 11
     r = client.transport(2_000, echo=False, chunk_bytes=1000, lanes=4)  # two lanes carry nothing
     assert r.bytes_in == 2_000 and r.bytes_received == 0
-
-
-def test_shared_memory_placeholder(target):
-    with gpuscan.Client(target, lanes=1) as c:
-        assert c.reduce(np.arange(1, 11, dtype=np.int32)) == 55
-        with pytest.raises(NotImplementedError, match="shared"):
-            c.shared_array(16, "int32")
 
 
 def test_async_client(target, rng):

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs ON the GPU machine (device `run`, from the repo root): the Python package against a CUDA
 # server: versions and import check, the pytest suite (if pytest is there; hypothesis optional),
-# then `python -m gpuscan.bench` on 1 GiB int32 (1 MiB and 4 MiB chunks) beside the C++ CLI's
-# e2e bench of the same run. Needs, carried: .gpu-pack (scripts/gpu-check.sh: server, CLI and their
+# then `python -m gpuscan.bench` on 1 GiB int32 (1 MiB and 4 MiB chunks, and shared memory) beside
+# the C++ CLI's e2e bench of the same run (streamed and --shm). The server has a --shm-dir. Needs, carried: .gpu-pack (scripts/gpu-check.sh: server, CLI and their
 # libraries) and build/python/pkg (here: cmake --build build --target gpuscan_python).
 #   run(command="bash python/tools/gpu-python.sh", carry=[".gpu-pack", "build/python/pkg"], timeout_s=590)
 # Logs under $OUT: py-versions.txt, py-tests.log, py-bench-1m.{txt,json}, py-bench-4m.{txt,json},
@@ -25,7 +25,10 @@ from google.protobuf.internal import api_implementation as a; print("protobuf ba
 import gpuscan, gpuscan.v1.gpuscan_pb2 as pb; print("gpuscan imports; stubs", pb.__file__)' 2>&1 | tee "$out/py-versions.txt"
 
 port=50561
-"$wrap" --address 127.0.0.1:$port --engine "${ENGINE:-cuda}" >"$out/py-server.log" 2>&1 &
+shm=/dev/shm/gpuscan-py-$$  # shared memory: the tests and the bench's shm rows use the server's directory
+mkdir -p "$shm"
+trap 'rm -rf "$shm"' EXIT
+"$wrap" --address 127.0.0.1:$port --engine "${ENGINE:-cuda}" --shm-dir "$shm" >"$out/py-server.log" 2>&1 &
 pid=$!
 $py - <<PY
 import time, gpuscan
@@ -53,5 +56,7 @@ timeout 200 $py -m gpuscan.bench --target 127.0.0.1:$port --size 1GiB --chunk-by
 step C++ CLI, same server, same run
 [ -x .gpu-bin/gpuscan ] && LD_LIBRARY_PATH=$PWD/.gpu-rt timeout 120 .gpu-bin/gpuscan -s 127.0.0.1:$port bench --e2e --op scan --dtype int32 \
   --bytes $((1 << 30)) --concurrency 1 --requests 3 2>&1 | tee "$out/cli-e2e-1gib.txt" | tail -5
+[ -x .gpu-bin/gpuscan ] && LD_LIBRARY_PATH=$PWD/.gpu-rt timeout 120 .gpu-bin/gpuscan -s 127.0.0.1:$port bench --e2e --op scan --dtype int32 \
+  --bytes $((1 << 30)) --shm --check --concurrency 1 --requests 5 2>&1 | tee "$out/cli-e2e-shm-1gib.txt" | tail -5
 kill -TERM $pid; wait $pid
 tail -2 "$out/py-server.log"

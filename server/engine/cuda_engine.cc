@@ -171,6 +171,19 @@ struct Shared {
   Shared(int dev, int max_lanes, size_t memory_limit)
       : device(dev), budget(memory_limit), lanes(max_lanes, &budget) {}
 
+  // Host ranges registered through Engine::RegisterHost (shared-memory regions): copies from
+  // and to them go straight to the device, skipping the staging buffers and their memcpy.
+  std::mutex pins_mu;
+  std::vector<std::pair<uintptr_t, uintptr_t>> pins;
+  bool Pinned(const void* p, size_t bytes) {
+    const auto b = reinterpret_cast<uintptr_t>(p);
+    std::lock_guard<std::mutex> lock(pins_mu);
+    for (const auto& [begin, end] : pins) {
+      if (b >= begin && b + bytes <= end) return true;
+    }
+    return false;
+  }
+
   // Runs a CUDA call; on failure decides whether the device is still usable. A sticky error
   // (the context is corrupt: every later call fails too) marks the engine unhealthy, so the
   // health service reports NOT_SERVING; the call itself fails with UNAVAILABLE.
@@ -211,13 +224,21 @@ class LaneLease {
 };
 
 // The per-sub-chunk steps every session shares.
+// Pageable memory (protobuf bytes) is staged into the slot's pinned buffer first; registered
+// memory (Engine::RegisterHost) is copied from directly.
+const void* Staged(Shared& sh, const void* src, size_t bytes, const cuda::PinnedBuffer& staging) {
+  if (sh.Pinned(src, bytes)) return src;
+  std::memcpy(staging.get(), src, bytes);
+  return staging.get();
+}
+
 void Upload(Shared& sh, Slot& s, const void* src, size_t bytes, const uint8_t* flags, size_t flag_bytes) {
-  std::memcpy(s.h_in.get(), src, bytes);  // pageable protobuf bytes → pinned staging
-  if (flags) std::memcpy(s.h_flags.get(), flags, flag_bytes);
+  const void* from = Staged(sh, src, bytes, s.h_in);
+  const void* flags_from = flags ? Staged(sh, flags, flag_bytes, s.h_flags) : nullptr;
   sh.Call(cudaEventRecord(s.start.get(), s.s()), "cudaEventRecord");
-  sh.Call(cudaMemcpyAsync(s.d_in.get(), s.h_in.get(), bytes, cudaMemcpyHostToDevice, s.s()), "H2D values");
+  sh.Call(cudaMemcpyAsync(s.d_in.get(), from, bytes, cudaMemcpyHostToDevice, s.s()), "H2D values");
   if (flags) {
-    sh.Call(cudaMemcpyAsync(s.d_flags.get(), s.h_flags.get(), flag_bytes, cudaMemcpyHostToDevice, s.s()), "H2D flags");
+    sh.Call(cudaMemcpyAsync(s.d_flags.get(), flags_from, flag_bytes, cudaMemcpyHostToDevice, s.s()), "H2D flags");
   }
   sh.Call(cudaEventRecord(s.h2d_done.get(), s.s()), "cudaEventRecord");
 }
@@ -234,12 +255,16 @@ void KernelEnd(Shared& sh, Lane& lane, Slot& s) {
 }
 
 void Download(Shared& sh, Slot& s, char* dst, size_t bytes) {
-  if (bytes) sh.Call(cudaMemcpyAsync(s.h_out.get(), s.d_out.get(), bytes, cudaMemcpyDeviceToHost, s.s()), "D2H");
+  const bool direct = bytes && sh.Pinned(dst, bytes);  // registered: no copy out of staging
+  if (bytes) {
+    sh.Call(cudaMemcpyAsync(direct ? dst : s.h_out.get(), s.d_out.get(), bytes, cudaMemcpyDeviceToHost, s.s()),
+            "D2H");
+  }
   sh.Call(cudaEventRecord(s.d2h_done.get(), s.s()), "cudaEventRecord");
   s.busy = true;
   s.downloads = true;
   s.out_dst = dst;
-  s.out_bytes = bytes;
+  s.out_bytes = direct ? 0 : bytes;
 }
 
 // Waits for the slot's sub-chunk, hands its result over and adds its stage times.
@@ -738,6 +763,29 @@ class CudaEngine final : public Engine {
       cudaGetLastError();
     }
     return m;
+  }
+
+  std::shared_ptr<void> RegisterHost(void* data, uint64_t bytes, bool read_only) override {
+    if (bytes == 0 || cudaSetDevice(sh_->device) != cudaSuccess) return nullptr;
+    const unsigned flags = cudaHostRegisterPortable | (read_only ? cudaHostRegisterReadOnly : 0u);
+    if (cudaHostRegister(data, bytes, flags) != cudaSuccess) {
+      cudaGetLastError();  // not sticky: the region is used staged instead
+      return nullptr;
+    }
+    const auto begin = reinterpret_cast<uintptr_t>(data);
+    {
+      std::lock_guard<std::mutex> lock(sh_->pins_mu);
+      sh_->pins.emplace_back(begin, begin + bytes);
+    }
+    // Dropped by the region's owner once no call uses it: no copy can be in flight.
+    return std::shared_ptr<void>(data, [sh = sh_, begin](void* p) {
+      {
+        std::lock_guard<std::mutex> lock(sh->pins_mu);
+        auto& v = sh->pins;
+        v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& r) { return r.first == begin; }), v.end());
+      }
+      if (cudaSetDevice(sh->device) == cudaSuccess && cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
+    });
   }
 
   std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) override {

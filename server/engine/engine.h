@@ -106,6 +106,15 @@ class Engine {
   // or it cannot be read. Any thread; never throws.
   virtual std::optional<DeviceMemory> device_memory() const { return std::nullopt; }
 
+  // Registers host memory that callers will hand to sessions (a client's shared-memory region),
+  // so the engine may copy straight between it and the device instead of through its staging
+  // buffers. The registration lasts while the returned handle lives; nullptr when the engine
+  // has no use for it (cpu) or the memory cannot be registered (sessions still take it, staged).
+  // read_only: the memory is mapped without write access (inputs only). Any thread.
+  virtual std::shared_ptr<void> RegisterHost(void* /*data*/, uint64_t /*bytes*/, bool /*read_only*/) {
+    return nullptr;
+  }
+
   // These throw Error: kUnimplemented for an algorithm this engine lacks, kInvalidArgument for
   // an operator the dtype does not support, kResourceExhausted when out of memory.
   virtual std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) = 0;

@@ -11,6 +11,7 @@
 #include "service/executor.h"
 #include "service/lane_join.h"
 #include "service/server.h"
+#include "service/shm_region.h"
 
 namespace gpuscan::server {
 
@@ -26,6 +27,8 @@ struct CallContext {
   std::atomic<bool>* benchmark_running = nullptr;
   // Arrays striped over several calls (lanes), joined by id.
   LaneRegistry* lanes = nullptr;
+  // Shared-memory regions under --shm-dir (disabled without it: calls get FAILED_PRECONDITION).
+  shm::RegionDir* regions = nullptr;
 };
 
 }  // namespace gpuscan::server

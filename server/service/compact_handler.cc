@@ -5,6 +5,7 @@
 
 #include "service/flags_aligner.h"
 #include "service/handlers.h"
+#include "service/shared_memory.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
 
@@ -26,10 +27,22 @@ class CompactCall final
     checker_.emplace(spec_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     elem_size_ = engine::SizeOf(spec_.dtype);
     aligner_.emplace(elem_size_);
+    if (header.has_shared_memory()) {
+      SharedNeeds needs;
+      needs.values_output = spec_.want_values;
+      needs.indices_output = spec_.want_indices;
+      needs.flags_input = spec_.use_flags;
+      return OpenShared(*ctx_.regions, header.shared_memory(), elem_size_, needs, count,
+                        ctx_.options->max_request_bytes, &shared_.emplace());
+    }
     return grpc::Status::OK;
   }
 
   grpc::Status CheckRequest(const v1::CompactRequest& req, uint64_t index) override {
+    if (shared_) {
+      if (auto s = NoInlinePayload(req.values().size(), "values", index); !s.ok()) return s;
+      return NoInlinePayload(req.flags().size(), "flags", index);
+    }
     return checker_->Add(req.values().size(), req.flags().size(), index);
   }
 
@@ -47,7 +60,11 @@ class CompactCall final
   }
 
   grpc::Status Complete(std::vector<v1::CompactResponse>& out) override {
-    if (auto s = checker_->Finish(); !s.ok()) return s;
+    if (shared_) {
+      if (auto s = CompactShared(); !s.ok()) return s;
+    } else if (auto s = checker_->Finish(); !s.ok()) {
+      return s;
+    }
     v1::CompactResponse& last = out.emplace_back();
     last.set_kept_count(kept_);
     last.set_element_count(processed_);
@@ -66,6 +83,24 @@ class CompactCall final
   }
 
  private:
+  // The whole region, piece by piece: kept values and indices go straight into their regions.
+  grpc::Status CompactShared() {
+    const SharedRanges& r = *shared_;
+    auto status = ForEachPiece(r.elements, elem_size_, [this] { return Cancelled(); }, [&](uint64_t first, uint64_t n) {
+      const uint8_t* flags = spec_.use_flags ? reinterpret_cast<const uint8_t*>(r.flags.data()) + first : nullptr;
+      const uint64_t kept = session_->Process(
+          r.in.data() + first * elem_size_, flags, n, spec_.want_values ? r.out.data() + kept_ * elem_size_ : nullptr,
+          spec_.want_indices ? reinterpret_cast<int64_t*>(r.indices.data()) + kept_ : nullptr, stages_);
+      kept_ += kept;
+      ++chunks_;
+    });
+    if (!status.ok()) return status;
+    processed_ = r.elements;
+    bytes_in_ = processed_ * elem_size_ + (spec_.use_flags ? processed_ : 0);
+    bytes_out_ = kept_ * ((spec_.want_values ? elem_size_ : 0) + (spec_.want_indices ? sizeof(int64_t) : 0));
+    return CheckIntact(r);
+  }
+
   void Select(const void* values, const uint8_t* flags, uint64_t n, std::vector<v1::CompactResponse>& out) {
     if (n == 0) return;
     v1::CompactResponse resp;
@@ -88,6 +123,7 @@ class CompactCall final
   }
 
   engine::CompactSpec spec_;
+  std::optional<SharedRanges> shared_;  // header.shared_memory: the mapped ranges
   std::optional<CompactChecker> checker_;
   std::unique_ptr<engine::CompactSession> session_;
   size_t elem_size_ = 4;

@@ -33,6 +33,8 @@ void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info) {
   limits->set_max_receive_message_bytes(MaxReceiveMessageBytes(o));
   limits->set_max_lanes(o.max_lanes);
   limits->set_lane_wait_ms(static_cast<uint64_t>(o.lane_wait.count()));
+  limits->set_shared_memory(!o.shm_dir.empty());
+  limits->set_shm_dir(o.shm_dir);
   info->set_cpu_threads(ctx.executor->threads());
 }
 

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "service/handlers.h"
+#include "service/shared_memory.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
 
@@ -22,10 +23,15 @@ class ReduceCall final : public StreamingCall<v1::ReduceRequest, v1::ReduceRespo
     std::optional<uint64_t> count;
     if (header.has_element_count()) count = header.element_count();
     checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    if (header.has_shared_memory()) {
+      return OpenShared(*ctx_.regions, header.shared_memory(), engine::SizeOf(spec_.dtype), SharedNeeds{}, count,
+                        ctx_.options->max_request_bytes, &shared_.emplace());
+    }
     return grpc::Status::OK;
   }
 
   grpc::Status CheckRequest(const v1::ReduceRequest& req, uint64_t index) override {
+    if (shared_) return NoInlinePayload(req.data().size(), "data", index);
     return checker_->Add(req.data().size(), "data", index);
   }
 
@@ -42,7 +48,11 @@ class ReduceCall final : public StreamingCall<v1::ReduceRequest, v1::ReduceRespo
   }
 
   grpc::Status Complete(std::vector<v1::ReduceResponse>&) override {
-    if (auto s = checker_->Finish(); !s.ok()) return s;
+    if (shared_) {
+      if (auto s = ReduceShared(); !s.ok()) return s;
+    } else if (auto s = checker_->Finish(); !s.ok()) {
+      return s;
+    }
     unsigned char value[8] = {};
     session_->Result(value);
     const size_t size = engine::SizeOf(spec_.dtype);
@@ -70,7 +80,20 @@ class ReduceCall final : public StreamingCall<v1::ReduceRequest, v1::ReduceRespo
   }
 
  private:
+  grpc::Status ReduceShared() {
+    const size_t size = engine::SizeOf(spec_.dtype);
+    auto status = ForEachPiece(shared_->elements, size, [this] { return Cancelled(); }, [&](uint64_t first, uint64_t n) {
+      session_->Process(shared_->in.data() + first * size, n, stages_);
+      ++chunks_;
+    });
+    if (!status.ok()) return status;
+    processed_ = shared_->elements;
+    bytes_in_ = processed_ * size;
+    return CheckIntact(*shared_);
+  }
+
   v1::ReduceResponse* response_;
+  std::optional<SharedRanges> shared_;  // header.shared_memory: the mapped ranges
   engine::ReduceSpec spec_;
   std::optional<ChunkChecker> checker_;
   std::unique_ptr<engine::ReduceSession> session_;

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "service/handlers.h"
+#include "service/shared_memory.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
 
@@ -26,10 +27,17 @@ class ScanCall final
     std::optional<uint64_t> count;
     if (header.has_element_count()) count = header.element_count();
     checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    if (header.has_shared_memory()) {
+      SharedNeeds needs;
+      needs.scan_output = true;
+      return OpenShared(*ctx_.regions, header.shared_memory(), engine::SizeOf(spec_.dtype), needs, count,
+                        ctx_.options->max_request_bytes, &shared_.emplace());
+    }
     return grpc::Status::OK;
   }
 
   grpc::Status CheckRequest(const v1::ScanRequest& req, uint64_t index) override {
+    if (shared_) return NoInlinePayload(req.data().size(), "data", index);
     return checker_->Add(req.data().size(), "data", index);
   }
 
@@ -65,7 +73,11 @@ class ScanCall final
   uint64_t OverlapElements() const override { return session_ ? session_->overlap_elements() : 0; }
 
   grpc::Status Complete(std::vector<v1::ScanResponse>& out) override {
-    if (auto s = checker_->Finish(); !s.ok()) return s;
+    if (shared_) {
+      if (auto s = ScanShared(); !s.ok()) return s;
+    } else if (auto s = checker_->Finish(); !s.ok()) {
+      return s;
+    }
     v1::ScanResponse& last = out.emplace_back();
     last.set_element_count(processed_);
     FillTiming(last.mutable_timing(), session_->algorithm());
@@ -84,7 +96,30 @@ class ScanCall final
   }
 
  private:
+  // The whole region, piece by piece, straight from the input's pages to the output's (in place
+  // through a bounce buffer when the session cannot take one buffer as both).
+  grpc::Status ScanShared() {
+    const size_t size = engine::SizeOf(spec_.dtype);
+    std::vector<std::byte> bounce;
+    const bool bounced = shared_->in_place && !session_->in_place();
+    auto status = ForEachPiece(shared_->elements, size, [this] { return Cancelled(); }, [&](uint64_t first, uint64_t n) {
+      const std::byte* in = shared_->in.data() + first * size;
+      std::byte* out = shared_->out.data() + first * size;
+      if (bounced) {
+        bounce.assign(in, in + n * size);
+        in = bounce.data();
+      }
+      session_->Process(in, out, n, stages_);
+      ++chunks_;
+    });
+    if (!status.ok()) return status;
+    processed_ = shared_->elements;
+    bytes_in_ = bytes_out_ = processed_ * size;
+    return CheckIntact(*shared_);
+  }
+
   engine::ScanSpec spec_;
+  std::optional<SharedRanges> shared_;  // header.shared_memory: the mapped ranges
   std::optional<ChunkChecker> checker_;
   std::unique_ptr<engine::ScanSession> session_;
   uint64_t processed_ = 0;

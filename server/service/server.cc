@@ -87,6 +87,21 @@ class ServerImpl final : public Server {
     ctx.on_engine_failure = [this] { CheckEngineHealth(); };
     ctx.benchmark_running = &benchmark_running_;
     ctx.lanes = &lanes_;
+    if (!options_.shm_dir.empty()) {
+      std::string error;
+      regions_ = shm::RegionDir::Open(
+          options_.shm_dir, options_.shm_pin_limit,
+          [engine = engine_.get()](void* data, uint64_t bytes, bool read_only) {
+            return engine->RegisterHost(data, bytes, read_only);
+          },
+          &error);
+      if (!regions_) throw std::invalid_argument(error);
+      spdlog::info("shared memory: regions under {} (up to {} bytes registered for DMA)", options_.shm_dir,
+                   options_.shm_pin_limit);
+    } else {
+      regions_ = shm::RegionDir::Disabled();
+    }
+    ctx.regions = regions_.get();
     service_ = std::make_unique<GpuScanService>(std::move(ctx));
 
     grpc::EnableDefaultHealthCheckService(true);
@@ -158,6 +173,9 @@ class ServerImpl final : public Server {
 
   ServerOptions options_;
   std::unique_ptr<engine::Engine> engine_;
+  // Shared-memory regions (mapped, registered with the engine): after the workers in
+  // destruction, as calls hold views of them; before the engine they are registered with.
+  std::unique_ptr<shm::RegionDir> regions_;
   std::atomic<bool> benchmark_running_{false};
   // Destroyed in reverse: the metrics endpoint (its scrapes read the metrics, admission and the
   // engine), the gRPC server, the workers (which may still release admission slots), the

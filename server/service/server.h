@@ -39,6 +39,10 @@ struct ServerOptions {
   // long the lanes that arrived wait for the rest before all fail with DEADLINE_EXCEEDED.
   uint32_t max_lanes = 64;
   std::chrono::milliseconds lane_wait{10000};
+  // Shared memory for co-located clients: the directory whose files calls may name as regions
+  // (empty = off), and the most bytes of regions kept registered for DMA at once.
+  std::string shm_dir;
+  uint64_t shm_pin_limit = uint64_t{16} << 30;
 };
 
 // The server credentials `options` ask for: TLS (or mutual TLS) from the PEM files, else

@@ -244,6 +244,9 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     }
   }
 
+  // Shared-memory calls run their whole array in Complete: between pieces they stop if cancelled.
+  bool Cancelled() const { return rpc_->IsCancelled(); }
+
   // Timing common to every call; engine stage times come from the session via stages_.
   void FillTiming(v1::Timing* t, const std::string& algorithm) const {
     const Clock::time_point now = Clock::now();
@@ -308,6 +311,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   // answer values and int64 indices), whichever is less.
   template <class Header>
   uint64_t ReservationBytes(const Header& header) const {
+    if (header.has_shared_memory()) return 4096;  // the array stays in the client's region
     const uint64_t cap = (kMaxBuffered + 2) * MaxReceiveMessageBytes(*ctx_.options);
     engine::DType dtype;
     if (!header.has_element_count() || !ToEngineDType(header.dtype(), &dtype).ok()) return cap;
@@ -319,6 +323,10 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   // declares is the array's, which the join checks), then joins the array.
   template <class Header>
   grpc::Status JoinLanes(const Header& header) {
+    if (header.has_shared_memory()) {
+      return {grpc::StatusCode::INVALID_ARGUMENT,
+              "header.shared_memory: cannot be combined with header.lanes (one call reads the whole region)"};
+    }
     engine::DType dtype;
     if (auto s = ToEngineDType(header.dtype(), &dtype); !s.ok()) return s;
     LaneSpec spec;

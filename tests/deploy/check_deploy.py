@@ -248,7 +248,43 @@ def cmd_manifests(a):
         env = s.get("environment") or {}
         keys = env.keys() if isinstance(env, dict) else [e.split("=", 1)[0] for e in env]
         check_env_keys(chk, f"compose {name} environment", {k for k in keys if k.startswith("GPUSCAN_")}, a.server)
+    check_shared_memory_examples(chk, a)
     return chk.done()
+
+
+def check_shared_memory_examples(chk, a):
+    """deploy/shared-memory: the server's GPUSCAN_SHM_DIR is a mount the client shares, and both
+    talk over a shared unix socket."""
+    base = os.path.join(a.source_dir, "deploy", "shared-memory")
+    try:
+        compose = load_yaml(os.path.join(base, "docker-compose.yml"))[0]
+        pod = load_yaml(os.path.join(base, "pod-with-sidecar.yaml"))[0]
+        chk.ok("shared-memory examples parse")
+    except Exception as e:  # noqa: BLE001
+        chk.check(False, "shared-memory examples parse", e)
+        return
+    services = compose.get("services") or {}
+    server, client = services.get("gpuscan") or {}, services.get("client") or {}
+    env = server.get("environment") or {}
+    check_env_keys(chk, "shared-memory compose environment", {k for k in env if k.startswith("GPUSCAN_")}, a.server)
+    shm_dir = env.get("GPUSCAN_SHM_DIR")
+    mounts = lambda s: {str(v).split(":")[1] for v in s.get("volumes") or [] if ":" in str(v)}  # noqa: E731
+    chk.check(shm_dir in mounts(server) and shm_dir in mounts(client),
+              "shared-memory compose: server and client both mount GPUSCAN_SHM_DIR", (shm_dir, mounts(client)))
+    chk.check(str(env.get("GPUSCAN_ADDRESS", "")).startswith("unix:"), "shared-memory compose: unix socket address",
+              env.get("GPUSCAN_ADDRESS"))
+    containers = dig(pod, "spec", "containers", default=[])
+    volumes = {v.get("name"): v for v in dig(pod, "spec", "volumes", default=[])}
+    srv = next((c for c in containers if c.get("name") == "gpuscan"), {})
+    penv = {e.get("name"): e.get("value") for e in srv.get("env") or []}
+    check_env_keys(chk, "shared-memory pod env", {k for k in penv if k.startswith("GPUSCAN_")}, a.server)
+    shm_mounts = [m for m in srv.get("volumeMounts") or [] if m.get("mountPath") == penv.get("GPUSCAN_SHM_DIR")]
+    vol = volumes.get(shm_mounts[0].get("name")) if shm_mounts else None
+    chk.check(bool(vol) and dig(vol, "emptyDir", "medium") == "Memory",
+              "shared-memory pod: GPUSCAN_SHM_DIR is an emptyDir of medium Memory", vol)
+    chk.check(bool(shm_mounts) and all(any(m.get("name") == shm_mounts[0].get("name") for m in c.get("volumeMounts") or [])
+                                       for c in containers),
+              "shared-memory pod: every container mounts the regions volume", [c.get("name") for c in containers])
 
 
 # --------------------------------------------------------------------------- Dockerfile

@@ -8,9 +8,14 @@
 // RPC. AllRowsAtOnce sends every row concurrently, with valid calls running beside them.
 // Engine-neutral: it runs on whichever engine GPUSCAN_TEST_ENGINE names (CTest: the cpu engine,
 // and the cuda engine under label gpu).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -37,8 +42,40 @@ constexpr auto kInvalid = grpc::StatusCode::INVALID_ARGUMENT;
 constexpr auto kExhausted = grpc::StatusCode::RESOURCE_EXHAUSTED;
 constexpr auto kUnimplemented = grpc::StatusCode::UNIMPLEMENTED;
 
+// Payload bytes: never zero, so nothing passes by accident of an all-zero pattern.
+std::string Bytes(size_t n) { return std::string(n, '\x03'); }
+
+// The regions the shared-memory rows name, in a directory of their own (made once per process):
+// "in64" and "out64" 64 bytes, "small" 8 bytes, "flags16" 16 bytes, a directory "dir" and a symlink "link".
+const std::string& MatrixShmDir() {
+  static const std::string dir = [] {
+    char pattern[] = "/tmp/gpuscan-matrix-shm-XXXXXX";
+    if (!mkdtemp(pattern)) return std::string("/nonexistent");
+    const std::string d = pattern;
+    for (const auto& [name, bytes] : {std::pair{"in64", 64}, std::pair{"out64", 64}, std::pair{"small", 8}, std::pair{"flags16", 16}}) {
+      const int fd = open((d + "/" + name).c_str(), O_CREAT | O_RDWR, 0600);
+      if (fd >= 0 && write(fd, Bytes(bytes).data(), bytes) != bytes) std::perror("write");
+      if (fd >= 0) close(fd);
+    }
+    mkdir((d + "/dir").c_str(), 0700);
+    if (symlink((d + "/in64").c_str(), (d + "/link").c_str()) != 0) std::perror("symlink");
+    // Each test process makes its own: leave nothing behind. (A copy: `dir` is gone by then.)
+    static char made[sizeof pattern];
+    std::memcpy(made, pattern, sizeof pattern);
+    std::atexit([] {
+      const std::string d = made;
+      for (const char* name : {"in64", "out64", "small", "flags16", "link"}) unlink((d + "/" + name).c_str());
+      rmdir((d + "/dir").c_str());
+      rmdir(d.c_str());
+    });
+    return d;
+  }();
+  return dir;
+}
+
 server::ServerOptions MatrixServerOptions() {
   server::ServerOptions o;
+  o.shm_dir = MatrixShmDir();
   o.chunk_bytes = kChunkBytes;
   o.max_request_bytes = kMaxRequestBytes;
   o.lane_wait = std::chrono::milliseconds(300);  // the missing-lane row waits this long
@@ -64,8 +101,6 @@ struct Row {
 // Test names and failure messages show a row by its name.
 void PrintTo(const Row& row, std::ostream* os) { *os << row.name; }
 
-// Payload bytes: never zero, so nothing passes by accident of an all-zero pattern.
-std::string Bytes(size_t n) { return std::string(n, '\x03'); }
 
 // ---- request builders, one set per RPC; C = the request type
 v1::ScanRequest ScanHead(v1::DType dtype = v1::DTYPE_INT32, int op = v1::OPERATOR_SUM) {
@@ -202,6 +237,102 @@ C WithLanes(C r, uint32_t lane, uint32_t count, uint64_t chunk_elements, size_t 
   l->set_lane_count(count);
   l->set_chunk_elements(chunk_elements);
   return r;
+}
+
+// ---- shared memory (header.shared_memory): regions of MatrixShmDir(); results and the
+// region-shrinks case are in shared_memory_test.cc
+template <class C>
+C WithShm(C r, const std::string& region, uint64_t bytes = 64) {
+  v1::SharedMemory* m = r.mutable_header()->mutable_shared_memory();
+  m->set_region(region);
+  m->set_bytes(bytes);
+  if constexpr (std::is_same_v<C, v1::CompactRequest>) {
+    if (r.header().output() != v1::COMPACT_OUTPUT_INDICES) m->set_output_region("out64");
+  }
+  return r;
+}
+
+void SharedMemoryRows(std::vector<Row>& rows) {
+  using V = std::vector<v1::ScanRequest>;
+  using R = std::vector<v1::ReduceRequest>;
+  using K = std::vector<v1::CompactRequest>;
+  constexpr auto kNotFound = grpc::StatusCode::NOT_FOUND;
+  ForEveryRpc(rows, "ShmRegionIsAPath", kInvalid, {"header.shared_memory.region \"../in64\"", "plain file name"},
+              [](auto t) { return std::vector{WithShm(Head<typename decltype(t)::type>(), "../in64")}; });
+  ForEveryRpc(rows, "ShmRegionEmptyName", kInvalid, {"header.shared_memory.region \"\"", "plain file name"},
+              [](auto t) { return std::vector{WithShm(Head<typename decltype(t)::type>(), "")}; });
+  ForEveryRpc(rows, "ShmRegionMissing", kNotFound, {"header.shared_memory.region \"nope\"", "no such region"},
+              [](auto t) { return std::vector{WithShm(Head<typename decltype(t)::type>(), "nope")}; });
+  ForEveryRpc(rows, "ShmRegionTooSmall", grpc::StatusCode::OUT_OF_RANGE,
+              {"header.shared_memory.region \"small\"", "region has 8 bytes", "bytes 64"},
+              [](auto t) { return std::vector{WithShm(Head<typename decltype(t)::type>(), "small")}; });
+  ForEveryRpc(rows, "ShmBytesNotWholeElements", kInvalid, {"\"in64\"", "bytes 6", "element size 4"},
+              [](auto t) { return std::vector{WithShm(Head<typename decltype(t)::type>(), "in64", 6)}; });
+  ForEveryRpc(rows, "ShmRegionIsASymlink", kInvalid, {"\"link\"", "symbolic link"},
+              [](auto t) { return std::vector{WithShm(Head<typename decltype(t)::type>(), "link")}; });
+  ForEveryRpc(rows, "ShmRegionIsADirectory", kInvalid, {"\"dir\"", "not a regular file"},
+              [](auto t) { return std::vector{WithShm(Head<typename decltype(t)::type>(), "dir")}; });
+  ForEveryRpc(rows, "ShmAboveMaxRequestBytes", kExhausted,
+              {"header.shared_memory.bytes 1048576", "--max-request-bytes"},
+              [](auto t) { return std::vector{WithShm(Head<typename decltype(t)::type>(), "in64", 1 << 20)}; });
+  ForEveryRpc(rows, "ShmWithInlineData", kInvalid, {"$F: request 1 carries 64 bytes", "header.shared_memory"},
+              [](auto t) {
+                using C = typename decltype(t)::type;
+                return std::vector{WithShm(Head<C>(), "in64"), Data<C>(64)};
+              });
+  ForEveryRpc(rows, "ShmWithLanes", kInvalid, {"header.shared_memory: cannot be combined with header.lanes"},
+              [](auto t) { return std::vector{WithLanes(WithShm(Head<typename decltype(t)::type>(), "in64"), 0, 2, 16)}; });
+  ForEveryRpc(rows, "ShmCountDiffers", kInvalid,
+              {"header.element_count 5", "header.shared_memory.bytes 64", "16 elements"},
+              [](auto t) { return std::vector{WithCount(WithShm(Head<typename decltype(t)::type>(), "in64"), 5)}; });
+  {
+    auto scan = WithShm(ScanHead(), "in64", 32);
+    scan.mutable_header()->mutable_shared_memory()->set_output_region("in64");
+    scan.mutable_header()->mutable_shared_memory()->set_output_offset(4);
+    rows.push_back(MakeRow("ShmOutputOverlapsInput", V{scan}, kInvalid,
+                           {"header.shared_memory.output_region \"in64\" overlaps header.shared_memory.region"}));
+    scan = WithShm(ScanHead(), "in64");
+    scan.mutable_header()->mutable_shared_memory()->set_output_offset(8);
+    rows.push_back(MakeRow("ShmOutputOffsetWithoutRegion", V{scan}, kInvalid,
+                           {"header.shared_memory.output_offset 8", "without output_region"}));
+    scan = WithShm(ScanHead(), "in64");
+    scan.mutable_header()->mutable_shared_memory()->set_indices_region("flags16");
+    rows.push_back(MakeRow("ShmIndicesOnScan", V{scan}, kInvalid,
+                           {"header.shared_memory.indices_region \"flags16\"", "only a Compact"}));
+    auto reduce = WithShm(ReduceHead(), "in64");
+    reduce.mutable_header()->mutable_shared_memory()->set_output_region("flags16");
+    rows.push_back(MakeRow("ShmOutputOnReduce", R{reduce}, kInvalid,
+                           {"header.shared_memory.output_region \"flags16\"", "Reduce writes no output"}));
+    reduce = WithShm(ReduceHead(), "in64");
+    reduce.mutable_header()->mutable_shared_memory()->set_flags_region("flags16");
+    rows.push_back(MakeRow("ShmFlagsOnReduce", R{reduce}, kInvalid,
+                           {"header.shared_memory.flags_region \"flags16\"", "only a Compact with use_flags"}));
+    auto compact = WithShm(CompactHead(v1::DTYPE_INT32, false), "in64");
+    compact.mutable_header()->mutable_shared_memory()->clear_output_region();
+    rows.push_back(MakeRow("ShmNoValuesOutput", K{compact}, kInvalid,
+                           {"header.shared_memory.output_region: required for the kept values"}));
+    compact = WithShm(CompactHead(v1::DTYPE_INT32, true), "in64");
+    rows.push_back(MakeRow("ShmFlagsRegionMissing", K{compact}, kInvalid,
+                           {"header.shared_memory.flags_region: required with use_flags"}));
+    compact = CompactHead(v1::DTYPE_INT32, false);
+    compact.mutable_header()->set_output(v1::COMPACT_OUTPUT_VALUES_AND_INDICES);
+    compact = WithShm(compact, "in64");
+    rows.push_back(MakeRow("ShmIndicesRegionMissing", K{compact}, kInvalid,
+                           {"header.shared_memory.indices_region: required for the kept indices"}));
+    compact = CompactHead(v1::DTYPE_INT32, false);
+    compact.mutable_header()->set_output(v1::COMPACT_OUTPUT_INDICES);
+    compact = WithShm(compact, "in64");
+    compact.mutable_header()->mutable_shared_memory()->set_indices_region("flags16");
+    compact.mutable_header()->mutable_shared_memory()->set_output_region("small");
+    rows.push_back(MakeRow("ShmValuesRegionWhenIndicesOnly", K{compact}, kInvalid,
+                           {"header.shared_memory.output_region \"small\"", "asks for indices only"}));
+    compact = CompactHead(v1::DTYPE_INT32, false);
+    compact.mutable_header()->set_output(v1::COMPACT_OUTPUT_INDICES);
+    compact = WithShm(compact, "in64", 32);  // 8 elements: 64 bytes of indices fit the region
+    compact.mutable_header()->mutable_shared_memory()->set_indices_region("in64");
+    rows.push_back(MakeRow("ShmIndicesOverlapInput", K{compact}, kInvalid,
+                           {"header.shared_memory.indices_region \"in64\" overlaps"}));
+  }
 }
 
 void LaneRows(std::vector<Row>& rows) {
@@ -442,6 +573,7 @@ std::vector<Row> Rows() {
                            {"--max-request-bytes=65536", "values and flags"}));
   }
   LaneRows(rows);
+  SharedMemoryRows(rows);
   return rows;
 }
 

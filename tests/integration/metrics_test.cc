@@ -381,7 +381,13 @@ TEST(MetricsGaugesTest, InFlightAndAdmissionFollowLiveCalls) {
     EXPECT_TRUE(stream->Finish().ok());
     if (stream == a.get()) ScrapeUntil(port, gauges_are(1, 1, 0), "the second call to take the slot");
   }
-  const PromText t = ScrapeUntil(port, gauges_are(0, 0, 0), "both calls to be done");
+  // The gauges and the counters are separate updates: wait for both (seen apart under ASan).
+  const PromText t = ScrapeUntil(
+      port,
+      [&](const PromText& p) {
+        return gauges_are(0, 0, 0)(p) && p.Sum("gpuscan_requests_total", {{"op", "scan"}, {"status", "OK"}}) == 2;
+      },
+      "both calls to be done and counted");
   EXPECT_EQ(t.Sum("gpuscan_requests_total", {{"op", "scan"}, {"status", "OK"}}), 2);
   EXPECT_EQ(t.Sum("gpuscan_received_bytes_total", {{"op", "scan"}}), 2 * 800);
   // The second call waited at least as long as it took the test to see it queued.

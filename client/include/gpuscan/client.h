@@ -23,6 +23,7 @@
 #include <grpcpp/security/credentials.h>
 
 #include "gpuscan/rpc_error.h"
+#include "gpuscan/shared_region.h"
 #include "gpuscan/timing.h"
 #include "gpuscan/v1/gpuscan.grpc.pb.h"
 
@@ -202,6 +203,18 @@ class Client {
   v1::CompactResponse CompactStream(const v1::CompactHeader& header, Source values, Source flags,
                                     Sink values_out, Sink indices_out, Progress progress = {},
                                     uint32_t lanes = 0);
+
+  // Shared memory (a server on this host started with --shm-dir; see shared_region.h): the
+  // array is the first `bytes` bytes of `in`; only the header travels. Scan writes the result
+  // into `out` (nullptr or `in` itself: in place); Compact writes kept values into values_out
+  // and kept indices (int64) into indices_out as header.output asks, reading flags from `flags`
+  // when header.use_flags (each output region needs room for the worst case: every element
+  // kept). The header's other fields are sent as given. Errors as for the streamed calls (RpcError).
+  Timing ScanShared(v1::ScanHeader header, const SharedRegion& in, size_t bytes, const SharedRegion* out = nullptr);
+  v1::ReduceResponse ReduceShared(v1::ReduceHeader header, const SharedRegion& in, size_t bytes);
+  v1::CompactResponse CompactShared(v1::CompactHeader header, const SharedRegion& in, size_t bytes,
+                                    const SharedRegion* flags, const SharedRegion* values_out,
+                                    const SharedRegion* indices_out);
 
   // Runs the kernel suite on the server's device; on_row gets each row as it is measured (on
   // the calling thread). An exception from on_row cancels the call and is rethrown.

@@ -1,0 +1,32 @@
+// --shm for the array commands (scan, reduce, compact): the CLI, on the server's host, loads the
+// input file into a shared-memory region, the server reads it and writes results into another
+// (header.shared_memory), and the CLI writes the output file from that region. Nothing but the
+// header crosses gRPC. The regions are deleted when the command ends.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "array_input.h"
+#include "array_output.h"
+#include "gpuscan/client.h"
+
+namespace gpuscan::cli {
+
+// --shm into `on`, --shm-dir into `dir` (empty: the server's Limits.shm_dir).
+void AddShmOption(CLI::App* cmd, bool& on, std::string& dir);
+
+// The directory to create regions in: `asked` (--shm-dir), else the one the server reports.
+// Throws std::runtime_error when the server serves no shared memory (no --shm-dir of its own).
+std::string ShmDir(const std::string& asked, Client& client);
+
+// A region holding the whole input, read from the file straight into the mapping. Throws when
+// the input's length is not known up front (a pipe or text): --shm needs a .npy or raw file.
+SharedRegion LoadRegion(ArrayInput& in, const std::string& dir);
+
+// Writes the first `bytes` bytes of the region to the output.
+void SaveRegion(const SharedRegion& region, uint64_t bytes, ArrayOutput& out);
+
+}  // namespace gpuscan::cli

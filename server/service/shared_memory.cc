@@ -1,0 +1,140 @@
+#include "service/shared_memory.h"
+
+#include <algorithm>
+
+namespace gpuscan::server {
+namespace {
+
+const std::string kPrefix = "header.shared_memory.";
+
+grpc::Status Invalid(const std::string& message) { return {grpc::StatusCode::INVALID_ARGUMENT, message}; }
+
+// A range the RPC does not use must be left empty (a set one would be silently ignored).
+grpc::Status Unused(const std::string& region, uint64_t offset, const char* field, const char* why) {
+  if (region.empty() && offset == 0) return grpc::Status::OK;
+  return Invalid(kPrefix + field + " \"" + region + "\": " + why);
+}
+
+grpc::Status Required(const std::string& region, const char* field, const char* why) {
+  if (!region.empty()) return grpc::Status::OK;
+  return Invalid(kPrefix + field + ": required " + why);
+}
+
+grpc::Status Disjoint(const shm::RegionView& a, const char* a_field, const shm::RegionView& b, const char* b_field) {
+  if (!a.Overlaps(b)) return grpc::Status::OK;
+  return Invalid(kPrefix + a_field + " \"" + a.name() + "\" overlaps " + kPrefix + b_field + " \"" + b.name() +
+                 "\": output ranges may not overlap other ranges");
+}
+
+}  // namespace
+
+grpc::Status OpenShared(shm::RegionDir& regions, const v1::SharedMemory& h, size_t element_size,
+                        const SharedNeeds& needs, std::optional<uint64_t> declared_count, uint64_t max_request_bytes,
+                        SharedRanges* out) {
+  const bool writes_output = needs.scan_output || needs.values_output;
+  if (!writes_output) {
+    const char* why = needs.indices_output ? "this Compact's output asks for indices only" : "Reduce writes no output";
+    if (auto s = Unused(h.output_region(), h.output_offset(), "output_region", why); !s.ok()) return s;
+  }
+  if (!needs.indices_output) {
+    if (auto s = Unused(h.indices_region(), h.indices_offset(), "indices_region",
+                        "only a Compact asking for indices writes them");
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (!needs.flags_input) {
+    if (auto s = Unused(h.flags_region(), h.flags_offset(), "flags_region", "only a Compact with use_flags reads flags");
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (needs.values_output) {
+    if (auto s = Required(h.output_region(), "output_region", "for the kept values"); !s.ok()) return s;
+  }
+  if (needs.indices_output) {
+    if (auto s = Required(h.indices_region(), "indices_region", "for the kept indices"); !s.ok()) return s;
+  }
+  if (needs.flags_input) {
+    if (auto s = Required(h.flags_region(), "flags_region", "with use_flags"); !s.ok()) return s;
+  }
+  if (max_request_bytes && h.bytes() > max_request_bytes) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED, kPrefix + "bytes " + std::to_string(h.bytes()) +
+                                                      " exceeds this server's limit of " +
+                                                      std::to_string(max_request_bytes) + " (--max-request-bytes)"};
+  }
+  const uint64_t n = h.bytes() / element_size;
+  if (declared_count && h.bytes() % element_size == 0 && *declared_count != n) {
+    return Invalid("header.element_count " + std::to_string(*declared_count) + " differs from " + kPrefix + "bytes " +
+                   std::to_string(h.bytes()) + " (" + std::to_string(n) + " elements)");
+  }
+  out->elements = n;
+  out->in_place = needs.scan_output && h.output_region().empty();
+  if (out->in_place && h.output_offset() != 0) {
+    return Invalid(kPrefix + "output_offset " + std::to_string(h.output_offset()) +
+                   ": set without output_region (an in-place scan writes over its input)");
+  }
+  if (auto s = regions.Map(kPrefix + "region", h.region(), h.offset(), h.bytes(), element_size, out->in_place, &out->in);
+      !s.ok()) {
+    return s;
+  }
+  if (out->in_place) {
+    out->out = out->in;
+  } else if (needs.scan_output || needs.values_output) {
+    if (auto s = regions.Map(kPrefix + "output_region", h.output_region(), h.output_offset(), h.bytes(), element_size,
+                             true, &out->out);
+        !s.ok()) {
+      return s;
+    }
+    // A scan may name its own input range as output (in place by another name); nothing else overlaps.
+    if (!(needs.scan_output && out->out.SameRange(out->in))) {
+      if (auto s = Disjoint(out->out, "output_region", out->in, "region"); !s.ok()) return s;
+    } else {
+      out->in_place = true;
+    }
+  }
+  if (needs.indices_output) {
+    if (auto s = regions.Map(kPrefix + "indices_region", h.indices_region(), h.indices_offset(), n * sizeof(int64_t),
+                             sizeof(int64_t), true, &out->indices);
+        !s.ok()) {
+      return s;
+    }
+    if (auto s = Disjoint(out->indices, "indices_region", out->in, "region"); !s.ok()) return s;
+    if (auto s = Disjoint(out->indices, "indices_region", out->out, "output_region"); !s.ok()) return s;
+  }
+  if (needs.flags_input) {
+    if (auto s = regions.Map(kPrefix + "flags_region", h.flags_region(), h.flags_offset(), n, 1, false, &out->flags);
+        !s.ok()) {
+      return s;
+    }
+    if (auto s = Disjoint(out->out, "output_region", out->flags, "flags_region"); !s.ok()) return s;
+    if (auto s = Disjoint(out->indices, "indices_region", out->flags, "flags_region"); !s.ok()) return s;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status NoInlinePayload(uint64_t bytes, const char* field, uint64_t request_index) {
+  if (bytes == 0) return grpc::Status::OK;
+  return Invalid(std::string(field) + ": request " + std::to_string(request_index) + " carries " +
+                 std::to_string(bytes) + " bytes, but a call with header.shared_memory sends its array in the region");
+}
+
+grpc::Status ForEachPiece(uint64_t elements, size_t element_size, const std::function<bool()>& cancelled,
+                          const std::function<void(uint64_t, uint64_t)>& piece) {
+  const uint64_t step = std::max<uint64_t>(1, kSharedPieceBytes / element_size);
+  for (uint64_t first = 0; first < elements; first += step) {
+    if (cancelled()) return {grpc::StatusCode::CANCELLED, "the call was cancelled"};
+    piece(first, std::min(step, elements - first));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status CheckIntact(const SharedRanges& r) {
+  for (const auto& [view, field] : {std::pair{&r.in, "region"}, std::pair{&r.out, "output_region"},
+                                    std::pair{&r.indices, "indices_region"}, std::pair{&r.flags, "flags_region"}}) {
+    if (auto s = view->CheckIntact(kPrefix + field); !s.ok()) return s;
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace gpuscan::server
