@@ -27,7 +27,7 @@ build_packages=(
   build-essential cmake make pkg-config git ca-certificates
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
   libspdlog-dev libfmt-dev libcli11-dev libtbb-dev prometheus-cpp-dev
-  libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev nlohmann-json3-dev
   openssl procps python3 python3-yaml
   clang libclang-rt-dev
   python3-grpcio python3-protobuf python3-numpy python3-pytest python3-hypothesis

@@ -111,6 +111,7 @@ std::unique_ptr<ArrayInput> ArrayInput::Open(const InputSpec& spec) {
   in->stream_ = std::make_unique<Stream>(spec.path);
   in->name_ = in->stream_->name();
   Stream& s = *in->stream_;
+  if (spec.path != "-" && s.size()) in->reopen_ = [spec] { return Open(spec); };
 
   Format format = spec.format;
   if (format == Format::kAuto && spec.path != "-") format = FormatFromPath(spec.path);
@@ -178,6 +179,7 @@ std::unique_ptr<ArrayInput> ArrayInput::OpenFlags(const std::string& path) {
   in->stream_ = std::make_unique<Stream>(path);
   in->name_ = in->stream_->name();
   Stream& s = *in->stream_;
+  if (path != "-" && s.size()) in->reopen_ = [path] { return OpenFlags(path); };
   in->element_size_ = 1;
   if (LooksLikeNpy(s.Peek(6))) {
     in->format_ = Format::kNpy;
@@ -193,6 +195,18 @@ std::unique_ptr<ArrayInput> ArrayInput::OpenFlags(const std::string& path) {
     in->count_ = s.size();
   }
   return in;
+}
+
+Replay ArrayInput::AsReplay() {
+  if (!reopen_) return {};
+  return [this, first = true]() mutable -> Source {
+    if (first) {
+      first = false;
+      return AsSource();
+    }
+    std::shared_ptr<ArrayInput> again = reopen_();
+    return [again](void* b, size_t n) { return again->Read(b, n); };
+  };
 }
 
 size_t ArrayInput::ReadBinary(void* buf, size_t max_bytes) {

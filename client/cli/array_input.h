@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,10 @@ class ArrayInput {
   Source AsSource() {
     return [this](void* b, size_t n) { return Read(b, n); };
   }
+  // The input as a Replay (for --retries): this input for the first try, the file opened again
+  // for each retry. Empty for stdin and pipes, which can be read only once (calls on them are
+  // not retried).
+  Replay AsReplay();
   uint64_t bytes_read() const { return bytes_read_; }
 
  private:
@@ -58,6 +63,7 @@ class ArrayInput {
   ArrayInput() = default;
   size_t ReadBinary(void* buf, size_t max_bytes);
 
+  std::function<std::unique_ptr<ArrayInput>()> reopen_;  // regular files only
   std::unique_ptr<Stream> stream_;
   std::unique_ptr<Text> text_;
   std::string name_;

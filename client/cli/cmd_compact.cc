@@ -123,9 +123,13 @@ int RunCompact(const CompactArgs& a, const GlobalOptions& g) {
   } else if (a.io.shards > 1) {
     result = ShardedCompact(client, header, *in, flags.get(), values_sink, indices_sink, lanes, a.io.shards);
   } else {
+    const Replay values_replay = in->AsReplay(), flags_replay = flags ? flags->AsReplay() : Replay{};
     const v1::CompactResponse final_response =
-        client.CompactStream(header, in->AsSource(), flags ? flags->AsSource() : Source{}, values_sink,
-                             indices_sink, bar.AsCallback(), lanes);
+        values_replay && (!flags || flags_replay)  // files: retried (--retries)
+            ? client.CompactStream(header, values_replay, flags_replay, values_sink, indices_sink, bar.AsCallback(),
+                                   lanes)
+            : client.CompactStream(header, in->AsSource(), flags ? flags->AsSource() : Source{}, values_sink,
+                                   indices_sink, bar.AsCallback(), lanes);
     result.kept_count = final_response.kept_count();
     result.element_count = final_response.element_count();
     result.timing = FromProto(final_response.timing());

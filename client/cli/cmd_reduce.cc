@@ -80,7 +80,9 @@ int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
   } else if (a.io.shards > 1) {
     result = ShardedReduce(client, header, *in, lanes, a.io.shards);
   } else {
-    const v1::ReduceResponse response = client.ReduceStream(header, in->AsSource(), bar.AsCallback(), lanes);
+    const Replay replay = in->AsReplay();  // a file: retried (--retries)
+    const v1::ReduceResponse response = replay ? client.ReduceStream(header, replay, bar.AsCallback(), lanes)
+                                               : client.ReduceStream(header, in->AsSource(), bar.AsCallback(), lanes);
     result.raw_value = RawValue(response, in->dtype());
     result.element_count = response.element_count();
     result.timing = FromProto(response.timing());

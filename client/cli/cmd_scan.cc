@@ -41,8 +41,13 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
   } else {
     ProgressBar bar(!g.no_progress, in->payload_bytes());
     const uint32_t lanes = ChooseLanes(a.io.lanes, in->payload_bytes(), client);
-    timing = a.io.shards > 1 ? ShardedScan(client, header, *in, out.AsSink(), lanes, a.io.shards)
-                             : client.ScanStream(header, in->AsSource(), out.AsSink(), bar.AsCallback(), lanes);
+    if (a.io.shards > 1) {
+      timing = ShardedScan(client, header, *in, out.AsSink(), lanes, a.io.shards);
+    } else if (const Replay replay = in->AsReplay()) {  // a file: retried (--retries)
+      timing = client.ScanStream(header, replay, out.AsSink(), bar.AsCallback(), lanes);
+    } else {
+      timing = client.ScanStream(header, in->AsSource(), out.AsSink(), bar.AsCallback(), lanes);
+    }
     bar.Clear();
   }
   out.Finish();

@@ -17,7 +17,8 @@ constexpr int kExitNotServing = 2;
 
 struct GlobalOptions {
   std::string server = "127.0.0.1:50051";
-  double timeout_s = 0;  // per call; 0 = none
+  double timeout_s = 0;  // per call, every retry included; 0 = none
+  uint32_t retries = 2;  // tries after the first on UNAVAILABLE (inputs that can be read again)
   size_t chunk_bytes = 1 << 20;
   TlsOptions tls;
   std::string lb_policy;  // "" = gRPC's default (pick_first)

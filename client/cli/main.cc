@@ -19,6 +19,11 @@ ClientOptions MakeClientOptions(const GlobalOptions& g) {
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(g.timeout_s * 1000));
   o.tls = g.tls;
   o.load_balancing_policy = g.lb_policy;
+  o.retry.attempts = g.retries + 1;
+  o.retry.on_retry = [](const RpcError& e, uint32_t next, std::chrono::milliseconds wait) {
+    std::fprintf(stderr, "gpuscan: %s: %s; try %u in %lld ms\n", StatusCodeName(e.code()).c_str(),
+                 e.message().c_str(), next, static_cast<long long>(wait.count()));
+  };
   return o;
 }
 
@@ -52,10 +57,17 @@ int main(int argc, char** argv) {
                  "server address: host:port, or any gRPC target such as dns:///name:port")
       ->capture_default_str()
       ->envname("GPUSCAN_SERVER");
-  app.add_option("--timeout", g.timeout_s, "deadline per call in seconds (0 = none)")
+  app.add_option("--timeout", g.timeout_s, "deadline per call in seconds, its retries included (0 = none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()
       ->envname("GPUSCAN_CLIENT_TIMEOUT");
+  app.add_option("--retries", g.retries,
+                 "tries again after UNAVAILABLE (a server that died, restarted or is unreachable; under round_robin "
+                 "the next address): the input is sent again, results already written are not written twice; "
+                 "stdin and pipes are never retried")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str()
+      ->envname("GPUSCAN_CLIENT_RETRIES");
   app.add_option("--chunk-bytes", g.chunk_bytes, "bytes of elements per request message")
       ->check(CLI::Range(size_t{8}, size_t{1} << 30))
       ->capture_default_str()

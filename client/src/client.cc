@@ -5,6 +5,7 @@
 
 #include "gpuscan/client.h"
 #include "lane_pool.h"
+#include "retry.h"
 #include "shards.h"
 
 namespace gpuscan {
@@ -40,9 +41,7 @@ Client::~Client() = default;
 
 std::unique_ptr<grpc::ClientContext> Client::NewContext() const {
   auto ctx = std::make_unique<grpc::ClientContext>();
-  if (options_.timeout.count() > 0) {
-    ctx->set_deadline(std::chrono::system_clock::now() + options_.timeout);
-  }
+  if (const detail::Deadline deadline = detail::CallDeadline(options_)) ctx->set_deadline(*deadline);
   return ctx;
 }
 

@@ -21,6 +21,7 @@
 
 #include "gpuscan/client.h"
 #include "lane_pool.h"
+#include "retry.h"
 #include "stream_driver.h"
 #include "targets.h"
 
@@ -29,6 +30,8 @@ namespace {
 
 using detail::ProgressTracker;
 using detail::ReadFull;
+using detail::CallDeadline;
+using detail::Deadline;
 
 std::mt19937_64& Rng() {
   thread_local std::mt19937_64 rng{(uint64_t{std::random_device{}()} << 32) ^ std::random_device{}()};
@@ -116,10 +119,10 @@ namespace {
 // The shared state of one striped call's lanes.
 class LaneRun {
  public:
-  LaneRun(uint32_t lanes, std::chrono::milliseconds timeout) : lanes_(lanes), queued_(lanes) {
+  LaneRun(uint32_t lanes, const Deadline& deadline) : lanes_(lanes), queued_(lanes) {
     for (uint32_t i = 0; i < lanes; ++i) {
       auto ctx = std::make_unique<grpc::ClientContext>();
-      if (timeout.count() > 0) ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+      if (deadline) ctx->set_deadline(*deadline);
       contexts_.push_back(std::move(ctx));
     }
   }
@@ -300,11 +303,11 @@ void WriteLane(LaneRun& run, uint32_t lane, Stream& stream, Req req, ProgressTra
 // Runs a bidirectional striped call. place(resp) gives a data response's (position, length) in
 // the Sink's order; emit(resp) feeds the Sink; the first final response (has_timing) is kept.
 template <class Req, class Resp, class Start, class Fill, class Place, class Emit>
-Resp RunBidiLanes(const std::vector<v1::GpuScan::Stub*>& stubs, std::chrono::milliseconds timeout,
+Resp RunBidiLanes(const std::vector<v1::GpuScan::Stub*>& stubs, const Deadline& deadline,
                   const std::vector<Req>& firsts, ProgressTracker& tracker, Start start, Fill fill, Place place,
                   Emit emit) {
   const uint32_t lanes = static_cast<uint32_t>(stubs.size());
-  LaneRun run(lanes, timeout);
+  LaneRun run(lanes, deadline);
   Resp final_response;
   std::mutex final_mu;
   bool have_final = false;
@@ -371,7 +374,7 @@ Timing Client::ScanLanes(const v1::ScanHeader& header, Source in, Sink out, Prog
     if (out) out(r.data().data(), r.data().size());
     tracker.Received(r.data().size());
   };
-  v1::ScanResponse last = RunBidiLanes<v1::ScanRequest, v1::ScanResponse>(stubs, options_.timeout, firsts, tracker,
+  v1::ScanResponse last = RunBidiLanes<v1::ScanRequest, v1::ScanResponse>(stubs, CallDeadline(options_), firsts, tracker,
                                                                          start, fill, place, emit);
   return FromProto(last.timing());
 }
@@ -417,7 +420,7 @@ v1::CompactResponse Client::CompactLanes(const v1::CompactHeader& header, Source
     if (!r.indices().empty() && indices_out) indices_out(r.indices().data(), r.indices().size());
     tracker.Received(r.values().size() + r.indices().size());
   };
-  return RunBidiLanes<v1::CompactRequest, v1::CompactResponse>(stubs, options_.timeout, firsts, tracker, start, fill,
+  return RunBidiLanes<v1::CompactRequest, v1::CompactResponse>(stubs, CallDeadline(options_), firsts, tracker, start, fill,
                                                                place, emit);
 }
 
@@ -428,7 +431,7 @@ v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in
   const auto stubs = lane_pool_->Stubs(lanes);
   const std::string id = NewArrayId();
   ProgressTracker tracker(std::move(progress));
-  LaneRun run(lanes, options_.timeout);
+  LaneRun run(lanes, CallDeadline(options_));
   bool no_source = !in;
   auto fill = [&](v1::ReduceRequest& req, bool& ended) -> size_t {
     std::string* data = req.mutable_data();

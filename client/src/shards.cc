@@ -169,7 +169,7 @@ Timing ShardedScan(const std::vector<Client*>& clients, const std::vector<size_t
     const size_t begin = bounds[s], len = bounds[s + 1] - begin;
     SpanSink sink(out + begin, len * sizeof(T));
     timings[s] = clients[s]->ScanStream(
-        ScanHeaderFor<T>(options, len), ShardSource(data + begin, len * sizeof(T), failed),
+        ScanHeaderFor<T>(options, len), Replay([&, begin, len] { return ShardSource(data + begin, len * sizeof(T), failed); }),
         [&](const void* p, size_t b) {
           if (failed) throw ShardCancelled();
           sink(p, b);

@@ -18,12 +18,12 @@ Timing Client::ScanShared(v1::ScanHeader header, const SharedRegion& in, size_t 
   v1::SharedMemory* m = header.mutable_shared_memory();
   *m = Whole(in, bytes);
   if (out && out != &in) m->set_output_region(out->name());
-  return ScanStream(header, nullptr, nullptr, {}, 1);
+  return ScanStream(header, Source{}, Sink{}, {}, 1);
 }
 
 v1::ReduceResponse Client::ReduceShared(v1::ReduceHeader header, const SharedRegion& in, size_t bytes) {
   *header.mutable_shared_memory() = Whole(in, bytes);
-  return ReduceStream(header, nullptr, {}, 1);
+  return ReduceStream(header, Source{}, {}, 1);
 }
 
 v1::CompactResponse Client::CompactShared(v1::CompactHeader header, const SharedRegion& in, size_t bytes,
@@ -34,7 +34,7 @@ v1::CompactResponse Client::CompactShared(v1::CompactHeader header, const Shared
   if (flags) m->set_flags_region(flags->name());
   if (values_out) m->set_output_region(values_out->name());
   if (indices_out) m->set_indices_region(indices_out->name());
-  return CompactStream(header, nullptr, nullptr, nullptr, nullptr, {}, 1);
+  return CompactStream(header, Source{}, Source{}, Sink{}, Sink{}, {}, 1);
 }
 
 }  // namespace gpuscan

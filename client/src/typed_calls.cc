@@ -10,7 +10,7 @@
 namespace gpuscan {
 
 using detail::FromScalar;
-using detail::MemorySource;
+using detail::MemoryReplay;
 using detail::VectorSink;
 
 template <class T>
@@ -32,7 +32,7 @@ ScanResult<T> Client::Scan(const T* data, size_t n, const ScanOptions& options) 
   ScanResult<T> result;
   result.values.reserve(n);
   VectorSink<T> sink(result.values);
-  result.timing = ScanStream(header, MemorySource(data, n * sizeof(T)),
+  result.timing = ScanStream(header, MemoryReplay(data, n * sizeof(T)),
                              [&sink](const void* p, size_t b) { sink(p, b); }, {}, options.lanes);
   sink.Check();
   return result;
@@ -45,7 +45,7 @@ Timing Client::ScanInto(const T* data, size_t n, T* out, const ScanOptions& opti
     return detail::ShardedScan(shard_pool_->Clients(shards), ShardBounds<T>(n, shards), data, out, options);
   }
   detail::SpanSink sink(out, n * sizeof(T));
-  const Timing timing = ScanStream(detail::ScanHeaderFor<T>(options, n), MemorySource(data, n * sizeof(T)),
+  const Timing timing = ScanStream(detail::ScanHeaderFor<T>(options, n), MemoryReplay(data, n * sizeof(T)),
                                    [&sink](const void* p, size_t b) { sink(p, b); }, {}, options.lanes);
   sink.CheckFull("the server");
   return timing;
@@ -58,7 +58,7 @@ ReduceResult<T> Client::Reduce(const T* data, size_t n, v1::Operator op, uint32_
     return detail::ShardedReduce(shard_pool_->Clients(shards), ShardBounds<T>(n, shards), data, op, lanes);
   }
   const v1::ReduceHeader header = detail::ReduceHeaderFor<T>(op, n);
-  v1::ReduceResponse response = ReduceStream(header, MemorySource(data, n * sizeof(T)), {}, lanes);
+  v1::ReduceResponse response = ReduceStream(header, MemoryReplay(data, n * sizeof(T)), {}, lanes);
   ReduceResult<T> result;
   // raw_value is exact for every dtype; the Scalar is the fallback.
   if (response.raw_value().size() == sizeof(T)) {
@@ -81,10 +81,10 @@ CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& 
   CompactResult<T> result;
   VectorSink<T> values(result.values);
   VectorSink<int64_t> indices(result.indices);
-  Source flags;
-  if (use_flags) flags = MemorySource(options.flags.data(), options.flags.size());
+  Replay flags;
+  if (use_flags) flags = MemoryReplay(options.flags.data(), options.flags.size());
   v1::CompactResponse final_response = CompactStream(
-      header, MemorySource(data, n * sizeof(T)), std::move(flags),
+      header, MemoryReplay(data, n * sizeof(T)), flags,
       [&values](const void* p, size_t b) { values(p, b); },
       [&indices](const void* p, size_t b) { indices(p, b); }, {}, options.lanes);
   values.Check();

@@ -22,6 +22,11 @@ inline Source MemorySource(const void* data, size_t bytes) {
   };
 }
 
+// The same bytes as a Replay: the typed calls' inputs are in memory, so they can be retried.
+inline Replay MemoryReplay(const void* data, size_t bytes) {
+  return [data, bytes] { return MemorySource(data, bytes); };
+}
+
 // Appends result bytes to a vector<T>; tolerates an element split across messages.
 template <class T>
 class VectorSink {

@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
-from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Optional, Tuple, Union
 
 import grpc
 import grpc.aio
 import numpy as np
 
-from . import _chunking, _types, _wire, shared
+from . import _chunking, _retry, _types, _wire, shared
 from ._types import Timing, TransportResult
 from .client import (DEFAULT_CHUNK_BYTES, Tls, _Calls, channel_args, channel_credentials, check_lanes,
                      decode_health_response, encode_health_request, lane_channel_args, method_path)
@@ -61,13 +61,16 @@ async def _feed_async(feeder: _chunking.ScanIterFeeder, chunks) -> AsyncIterator
 
 
 class AsyncClient(_Calls):
-    """Asynchronous gpuscan client on grpc.aio; `async with AsyncClient(target) as c: await c.scan(x)`."""
+    """Asynchronous gpuscan client on grpc.aio; `async with AsyncClient(target) as c: await c.scan(x)`.
+    Arguments as Client's, retries included (the waits are asyncio.sleep; on_retry is called on the
+    event loop)."""
 
     def __init__(self, target: str = "127.0.0.1:50051", *, tls: Union[None, bool, Tls] = None,
                  timeout: Optional[float] = None, lanes: int = 1, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  credentials: Optional[grpc.ChannelCredentials] = None,
-                 load_balancing_policy: Optional[str] = None, options=None):
-        self._init_common(target, tls, timeout, lanes, chunk_bytes)
+                 load_balancing_policy: Optional[str] = None, options=None, retries: int = 0,
+                 backoff: Tuple[float, float] = (0.1, 2.0), on_retry: Optional[_retry.OnRetry] = None):
+        self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry)
         args = channel_args(self.chunk_bytes, load_balancing_policy, options, tls)
         creds = channel_credentials(tls, credentials)
         self._channel = (grpc.aio.secure_channel(target, creds, options=args) if creds is not None
@@ -111,21 +114,22 @@ class AsyncClient(_Calls):
                 "Transport": ch.stream_stream(method_path("Transport"))})
         return [m[method] for m in self._lane_methods[:k]]
 
-    async def _usable_lanes(self, lanes, n: int, per: int) -> int:
+    async def _usable_lanes(self, lanes, n: int, per: int, timeout: Optional[float]) -> int:
         """As Client._usable_lanes: capped by the server's max_lanes (asked once) and the chunks."""
         wanted = self._wanted_lanes(lanes)
         chunks = _chunking.chunk_count(n, per)
         if wanted <= 1 or chunks <= 1:
             return 1
         if self._max_lanes is None:
-            self._max_lanes = int((await self.info())["limits"].get("max_lanes", 0))
+            self._max_lanes = int((await self._info(timeout))["limits"].get("max_lanes", 0))
         return _chunking.lane_count(chunks, wanted, self._max_lanes)
 
-    async def _fan_out(self, streams, feed: Callable[[int, bytes], None], unary: bool = False) -> None:
+    async def _fan_out(self, streams, feed: Callable[[int, bytes], None], timeout: Optional[float],
+                       unary: bool = False) -> None:
         """Runs one call per lane at once, as tasks: streams is a list of (method, request
         iterator). Every response goes to feed(lane, raw). The first failure cancels every lane and
         is raised (see _chunking.first_failure); cancelling the awaiting task cancels them all."""
-        calls = [method(reqs, timeout=self.timeout) for method, reqs in streams]
+        calls = [method(reqs, timeout=timeout) for method, reqs in streams]
         failures: List[BaseException] = []
         aborted = False
 
@@ -168,9 +172,9 @@ class AsyncClient(_Calls):
         """The server's Timing of the current task's last completed call (None before one)."""
         return self._timing_var.get()
 
-    async def _stream(self, method, requests) -> AsyncIterator[bytes]:
+    async def _stream(self, method, requests, timeout: Optional[float]) -> AsyncIterator[bytes]:
         upload = _AsyncUpload(requests)
-        call = method(upload.__aiter__(), timeout=self.timeout)
+        call = method(upload.__aiter__(), timeout=timeout)
         upload.call = call
         try:
             async for raw in call:
@@ -185,28 +189,39 @@ class AsyncClient(_Calls):
         if upload.error is not None:
             raise upload.error
 
+    async def _retrying(self, retries: int, attempt: Callable[[Optional[float]], Awaitable[Any]]) -> Any:
+        """As Client._retrying, for a coroutine function attempt(timeout)."""
+        return await _retry.run_async(self._tries(retries), attempt)
+
     async def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
-                   out: Optional[np.ndarray] = None, *, copy: bool = False, lanes: Optional[int] = None) -> np.ndarray:
+                   out: Optional[np.ndarray] = None, *, copy: bool = False, lanes: Optional[int] = None,
+                   retries: Optional[int] = None) -> np.ndarray:
         x, header, out = self._scan_args(x, op, exclusive, algorithm, out, copy)
+        retries = self._wanted_retries(retries)
         call = self._scan_shared(x, header, out)
-        if call is not None:
+        if call is not None:  # never retried: an in-place scan may have written over its input
             with call:
-                async for raw in self._stream(self._scan, call.serialized()):
+                async for raw in self._stream(self._scan, call.serialized(), self.timeout):
                     call.feed_scan(raw)
                 self._timing_var.set(call.finish())
             return call.result
         out = self._scan_out(x, out)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
-        k = await self._usable_lanes(lanes, len(x), per)
-        if k > 1:
-            asm = _chunking.ScanAssembler(out, (per, k))
-            reqs = self._lane_requests(header, _wire.SCAN_DATA, x, per, k)
-            await self._fan_out(list(zip(self._lanes(k, "Scan"), reqs)), lambda lane, raw: asm.feed(raw, lane))
-        else:
-            asm = _chunking.ScanAssembler(out)
-            async for raw in self._stream(self._scan, _chunking.data_requests(header, _wire.SCAN_DATA, x, per)):
-                asm.feed(raw)
-        self._timing_var.set(asm.finish())
+
+        async def attempt(timeout: Optional[float]) -> Timing:
+            k = await self._usable_lanes(lanes, len(x), per, timeout)
+            if k > 1:
+                asm = _chunking.ScanAssembler(out, (per, k))
+                reqs = self._lane_requests(header, _wire.SCAN_DATA, x, per, k)
+                await self._fan_out(list(zip(self._lanes(k, "Scan"), reqs)), lambda lane, raw: asm.feed(raw, lane),
+                                    timeout)
+            else:
+                asm = _chunking.ScanAssembler(out)
+                async for raw in self._stream(self._scan, _chunking.data_requests(header, _wire.SCAN_DATA, x, per),
+                                              timeout):
+                    asm.feed(raw)
+            return asm.finish()
+        self._timing_var.set(await self._retrying(self._scan_retries(x, out, retries), attempt))
         return out
 
     async def scan_iter(self, chunks, op: str = "sum", exclusive: bool = False,
@@ -215,7 +230,7 @@ class AsyncClient(_Calls):
             (), lambda wire: pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm)),
             self.chunk_bytes)
         asm = _chunking.ScanIterAssembler(feeder)
-        stream = self._stream(self._scan, _feed_async(feeder, chunks))
+        stream = self._stream(self._scan, _feed_async(feeder, chunks), self.timeout)  # never retried
         try:
             async for raw in stream:
                 for arr in asm.feed(raw):
@@ -226,30 +241,33 @@ class AsyncClient(_Calls):
             raise Internal("server returned fewer scan results than elements sent")
         self._timing_var.set(asm.timing or Timing())
 
-    async def reduce(self, x, op: str = "sum", *, copy: bool = False, lanes: Optional[int] = None):
+    async def reduce(self, x, op: str = "sum", *, copy: bool = False, lanes: Optional[int] = None,
+                     retries: Optional[int] = None):
         x, header = self._reduce_args(x, op, copy)
+        retries = self._wanted_retries(retries)
         call = self._reduce_shared(x, header)
         if call is not None:
             with call:
-                value = call.reduce_value(await self._reduce_unary(call.serialized()))
+                value = call.reduce_value(await self._reduce_unary(call.serialized(), self.timeout))
             self._timing_var.set(call.timing)
             return value
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
-        k = await self._usable_lanes(lanes, len(x), per)
-        if k > 1:
-            raws: List[bytes] = [b""] * k
-            reqs = self._lane_requests(header, _wire.REDUCE_DATA, x, per, k)
-            await self._fan_out(list(zip(self._lanes(k, "Reduce"), reqs)), raws.__setitem__, unary=True)
-            value, _, timing = self._reduce_lanes_result(raws, x.dtype, len(x))
-            self._timing_var.set(timing)
-            return value
-        raw = await self._reduce_unary(_chunking.data_requests(header, _wire.REDUCE_DATA, x, per))
-        value, _, timing = _chunking.reduce_value(raw, x.dtype)
+
+        async def attempt(timeout: Optional[float]):
+            k = await self._usable_lanes(lanes, len(x), per, timeout)
+            if k > 1:
+                raws: List[bytes] = [b""] * k
+                reqs = self._lane_requests(header, _wire.REDUCE_DATA, x, per, k)
+                await self._fan_out(list(zip(self._lanes(k, "Reduce"), reqs)), raws.__setitem__, timeout, unary=True)
+                return self._reduce_lanes_result(raws, x.dtype, len(x))
+            raw = await self._reduce_unary(_chunking.data_requests(header, _wire.REDUCE_DATA, x, per), timeout)
+            return _chunking.reduce_value(raw, x.dtype)
+        value, _, timing = await self._retrying(retries, attempt)
         self._timing_var.set(timing)
         return value
 
-    async def _reduce_unary(self, requests) -> bytes:
-        call = self._reduce(requests, timeout=self.timeout)
+    async def _reduce_unary(self, requests, timeout: Optional[float]) -> bytes:
+        call = self._reduce(requests, timeout=timeout)
         try:
             with raised():
                 return await call
@@ -258,31 +276,41 @@ class AsyncClient(_Calls):
             raise
 
     async def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
-                      copy: bool = False, lanes: Optional[int] = None):
+                      copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None):
         x, flags, header = self._compact_args(x, where, predicate, indices, values, copy)
+        retries = self._wanted_retries(retries)
         call = self._compact_shared(x, where, flags, header, values, indices)
         if call is not None:
             with call:
-                async for raw in self._stream(self._compact, call.serialized()):
+                async for raw in self._stream(self._compact, call.serialized(), self.timeout):
                     call.feed_compact(raw)
                 self._timing_var.set(call.finish())
             return self._compact_shared_result(call, values, indices)
-        asm = _chunking.CompactAssembler(x.dtype)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
-        k = await self._usable_lanes(lanes, len(x), per)
-        if k > 1:
-            reqs = self._lane_requests(header, _wire.COMPACT_VALUES, x, per, k, flags)
-            await self._fan_out(list(zip(self._lanes(k, "Compact"), reqs)), lambda lane, raw: asm.feed(raw, lane))
-        else:
-            async for raw in self._stream(self._compact,
-                                          _chunking.data_requests(header, _wire.COMPACT_VALUES, x, per, flags)):
-                asm.feed(raw)
+
+        async def attempt(timeout: Optional[float]) -> _chunking.CompactAssembler:
+            asm = _chunking.CompactAssembler(x.dtype)  # per try: a failed try's pieces are dropped
+            k = await self._usable_lanes(lanes, len(x), per, timeout)
+            if k > 1:
+                reqs = self._lane_requests(header, _wire.COMPACT_VALUES, x, per, k, flags)
+                await self._fan_out(list(zip(self._lanes(k, "Compact"), reqs)), lambda lane, raw: asm.feed(raw, lane),
+                                    timeout)
+            else:
+                async for raw in self._stream(self._compact,
+                                              _chunking.data_requests(header, _wire.COMPACT_VALUES, x, per, flags),
+                                              timeout):
+                    asm.feed(raw)
+            return asm
+        asm = await self._retrying(retries, attempt)
         self._timing_var.set(asm.timing or Timing())
         return self._compact_result(asm, values, indices)
 
     async def info(self) -> Dict[str, Any]:
+        return await self._info(self.timeout)
+
+    async def _info(self, timeout: Optional[float]) -> Dict[str, Any]:
         with raised():
-            return _types.server_info(await self._stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=self.timeout))
+            return _types.server_info(await self._stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=timeout))
 
     async def health(self, service: str = "") -> str:
         try:
@@ -326,11 +354,11 @@ class AsyncClient(_Calls):
                 finals[lane] = f
         t0 = time.perf_counter()
         if lanes == 1:
-            async for raw in self._stream(self._transport, _chunking.transport_requests(total, cb, echo)):
+            async for raw in self._stream(self._transport, _chunking.transport_requests(total, cb, echo), self.timeout):
                 feed(0, raw)
         else:
             await self._fan_out([(m, _chunking.transport_requests(total, cb, echo, lane, lanes))
-                                 for lane, m in enumerate(self._lanes(lanes, "Transport"))], feed)
+                                 for lane, m in enumerate(self._lanes(lanes, "Transport"))], feed, self.timeout)
         wall = time.perf_counter() - t0
         return TransportResult(bytes_in=sum(f.get(2, 0) for f in finals), bytes_out=sum(f.get(3, 0) for f in finals),
                                bytes_received=sum(received), requests=sum(f.get(5, 0) for f in finals),

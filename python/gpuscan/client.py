@@ -9,12 +9,12 @@ import dataclasses
 import os
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import grpc
 import numpy as np
 
-from . import _chunking, _types, _wire, shared
+from . import _chunking, _retry, _types, _wire, shared
 from ._types import Timing, TransportResult, check_array
 from .errors import Internal, from_rpc_error, raised
 from .v1 import gpuscan_pb2 as pb
@@ -98,17 +98,27 @@ def decode_health_response(raw: bytes) -> str:
 class _Calls:
     """Argument checking and header building shared by Client and AsyncClient."""
 
-    def _init_common(self, target, tls, timeout, lanes, chunk_bytes):
+    def _init_common(self, target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry):
         self.target = target
         self.timeout = None if timeout is None or timeout == 0 else float(timeout)
         self.lanes = check_lanes(lanes)
         if int(chunk_bytes) < 1:
             raise ValueError(f"gpuscan: chunk_bytes must be positive, got {chunk_bytes}")
         self.chunk_bytes = int(chunk_bytes)
+        self.retries = _retry.check_retries(retries)
+        self.backoff = _retry.check_backoff(backoff)
+        self.on_retry = _retry.check_on_retry(on_retry)
         self._max_lanes: Optional[int] = None  # the server's Limits.max_lanes, asked once
 
     def _wanted_lanes(self, lanes) -> int:
         return self.lanes if lanes is None else check_lanes(lanes)
+
+    def _wanted_retries(self, retries) -> int:
+        return self.retries if retries is None else _retry.check_retries(retries)
+
+    def _tries(self, retries: int) -> _retry.Tries:
+        """The bookkeeping of one call's tries; its deadline (the client's timeout) starts now."""
+        return _retry.Tries(retries, self.backoff, self.on_retry, self.timeout)
 
     @staticmethod
     def _lane_requests(first, data_field: int, x: np.ndarray, per: int, k: int, flags=None) -> list:
@@ -159,6 +169,12 @@ class _Calls:
     def _scan_out(x, out):
         """The streamed scan's output array: out, or a new one."""
         return np.empty(len(x), x.dtype.newbyteorder("=")) if out is None else out
+
+    @staticmethod
+    def _scan_retries(x, out, retries: int) -> int:
+        """A streamed scan is retried unless it runs in place (out overlaps x): a failed try may
+        have written results over its input, which a retry would then send."""
+        return 0 if np.may_share_memory(x, out) else retries
 
     def _compact_args(self, x, where, predicate, indices, values, copy=False):
         x, wire = check_array(x, copy=copy)
@@ -255,19 +271,30 @@ class Client(_Calls):
     """Synchronous gpuscan client.
 
     Client(target, *, tls=None|True|Tls(...), timeout=None (seconds per call), lanes=1,
-           chunk_bytes=1 MiB, credentials=None, load_balancing_policy=None, options=None)
+           chunk_bytes=1 MiB, credentials=None, load_balancing_policy=None, options=None,
+           retries=0, backoff=(0.1, 2.0), on_retry=None)
 
     lanes=K (or a call's lanes=K): scan/reduce/compact stripe an array over K concurrent calls, each
     on its own connection (chunk i on lane i mod K), capped by the server's Limits.max_lanes and
     the array's chunk count; one call when the server does not join lanes (max_lanes 0).
     Results are exactly those of one call.
+
+    retries=N (or a call's retries=N): scan/reduce/compact of arrays in memory that fail with
+    UNAVAILABLE (the server died, restarted, is shutting down or unreachable), or with a CANCELLED
+    from the server's end, are tried up to N
+    more times, each try a new call on the channel (with lanes: the whole striped call), after
+    waits of backoff[0] seconds doubling per try up to backoff[1] (+-20% jitter). timeout covers
+    every try and wait; when the tries run out the last error is raised, its message ending
+    "(gave up after N tries)". Not retried: other errors, scan_iter, shared-memory calls and
+    in-place scans (out=x). on_retry(error, next_attempt, wait_s) is called before each wait.
     """
 
     def __init__(self, target: str = "127.0.0.1:50051", *, tls: Union[None, bool, Tls] = None,
                  timeout: Optional[float] = None, lanes: int = 1, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  credentials: Optional[grpc.ChannelCredentials] = None,
-                 load_balancing_policy: Optional[str] = None, options=None):
-        self._init_common(target, tls, timeout, lanes, chunk_bytes)
+                 load_balancing_policy: Optional[str] = None, options=None, retries: int = 0,
+                 backoff: Tuple[float, float] = (0.1, 2.0), on_retry: Optional[_retry.OnRetry] = None):
+        self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry)
         args = channel_args(self.chunk_bytes, load_balancing_policy, options, tls)
         creds = channel_credentials(tls, credentials)
         self._channel = (grpc.secure_channel(target, creds, options=args) if creds is not None
@@ -306,9 +333,10 @@ class Client(_Calls):
                     "Transport": ch.stream_stream(method_path("Transport"))})
             return [m[method] for m in self._lane_methods[:k]]
 
-    def _usable_lanes(self, lanes, n: int, per: int) -> int:
+    def _usable_lanes(self, lanes, n: int, per: int, timeout: Optional[float]) -> int:
         """Lanes for an n-element array: the wanted count capped by the server's max_lanes (asked
-        once; 0 = it does not join lanes, so one call) and by the number of chunks."""
+        once, within `timeout`; 0 = it does not join lanes, so one call) and by the number of
+        chunks."""
         wanted = self._wanted_lanes(lanes)
         chunks = _chunking.chunk_count(n, per)
         if wanted <= 1 or chunks <= 1:
@@ -316,7 +344,7 @@ class Client(_Calls):
         with self._lane_lock:
             known = self._max_lanes
         if known is None:
-            known = int(self.info()["limits"].get("max_lanes", 0))
+            known = int(self._info(timeout)["limits"].get("max_lanes", 0))
             with self._lane_lock:
                 self._max_lanes = known
         return _chunking.lane_count(chunks, wanted, known)
@@ -345,9 +373,9 @@ class Client(_Calls):
         self._local.timing = t
 
     # -- the streaming driver: iterate a stream-stream call, cancel it on any exit but the end
-    def _stream(self, method, requests) -> Iterator[bytes]:
+    def _stream(self, method, requests, timeout: Optional[float]) -> Iterator[bytes]:
         upload = _chunking.Upload(requests)
-        call = method(iter(upload), timeout=self.timeout)
+        call = method(iter(upload), timeout=timeout)
         upload.attach(call)
         try:
             for raw in call:
@@ -362,41 +390,72 @@ class Client(_Calls):
         if upload.error is not None:
             raise upload.error
 
+    def _retrying(self, retries: int, attempt: Callable[[Optional[float]], Any]) -> Any:
+        """attempt(timeout) with up to `retries` retries after UNAVAILABLE, each try given the time
+        left of the client's timeout (see _retry)."""
+        return _retry.run(self._tries(retries), attempt, self._pause)
+
+    def _pause(self, seconds: float) -> None:
+        """The wait before a retry, watching the channels meanwhile. A sync grpc channel advances a
+        connection only while something polls it, and calls to a server that is down fail at once
+        without much polling: the channel would see the server back only at grpc's backup poll,
+        every 5 s. A connectivity subscription polls, on a grpc thread. (try_to_connect stays
+        off: the failed try already asked for a connection, and grpc's poller would ask again
+        after the subscription ends, failing if the client was closed meanwhile.)"""
+        with self._lane_lock:
+            channels = [self._channel, *self._lane_channels]
+
+        def ignore(_state) -> None:
+            pass
+        for ch in channels:
+            ch.subscribe(ignore)
+        try:
+            time.sleep(seconds)
+        finally:
+            for ch in channels:
+                ch.unsubscribe(ignore)
+
     # -- typed API
     def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
-             out: Optional[np.ndarray] = None, *, copy: bool = False, lanes: Optional[int] = None) -> np.ndarray:
+             out: Optional[np.ndarray] = None, *, copy: bool = False, lanes: Optional[int] = None,
+             retries: Optional[int] = None) -> np.ndarray:
         """Prefix scan of a 1-D array (inclusive unless exclusive=True); returns `out` (new if None).
         op: sum, product, min, max, bit_and, bit_or, bit_xor; algorithm: a name from info()
         ["scan_algorithms"] (None: the server's default). copy=True copies a non-contiguous or
-        big-endian array instead of raising ValueError. lanes: this call's lanes (None: the
-        client's).
+        big-endian array instead of raising ValueError. lanes, retries: this call's (None: the
+        client's). A retry writes the whole result into `out` again; in place (out=x) is not
+        retried.
 
         x in shared memory (see shared_array): nothing is streamed and lanes do not apply; the
         result is `out` when out is shared too (out=x: in place), else a new SharedArray next to
         x's region (out None), or, for a plain out, written into a temporary region and copied
         into out."""
         x, header, out = self._scan_args(x, op, exclusive, algorithm, out, copy)
+        retries = self._wanted_retries(retries)
         call = self._scan_shared(x, header, out)
-        if call is not None:
+        if call is not None:  # never retried: an in-place scan may have written over its input
             with call:
-                for raw in self._stream(self._scan, call.serialized()):
+                for raw in self._stream(self._scan, call.serialized(), self.timeout):
                     call.feed_scan(raw)
                 self._set_timing(call.finish())
             return call.result
         out = self._scan_out(x, out)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
-        k = self._usable_lanes(lanes, len(x), per)
-        if k > 1:
-            # Chunk i on lane i mod k; results land in `out` by offset, whichever lane brings them.
-            asm = _chunking.ScanAssembler(out, (per, k))
-            reqs = self._lane_requests(header, _wire.SCAN_DATA, x, per, k)
-            _chunking.fan_out(list(zip(self._lanes(k, "Scan"), reqs)), lambda lane, raw: asm.feed(raw, lane),
-                              self.timeout)
-        else:
-            asm = _chunking.ScanAssembler(out)
-            for raw in self._stream(self._scan, _chunking.data_requests(header, _wire.SCAN_DATA, x, per)):
-                asm.feed(raw)
-        self._set_timing(asm.finish())
+
+        def attempt(timeout: Optional[float]) -> Timing:
+            k = self._usable_lanes(lanes, len(x), per, timeout)
+            if k > 1:
+                # Chunk i on lane i mod k; results land in `out` by offset, whichever lane brings them.
+                asm = _chunking.ScanAssembler(out, (per, k))
+                reqs = self._lane_requests(header, _wire.SCAN_DATA, x, per, k)
+                _chunking.fan_out(list(zip(self._lanes(k, "Scan"), reqs)), lambda lane, raw: asm.feed(raw, lane),
+                                  timeout)
+            else:
+                asm = _chunking.ScanAssembler(out)
+                for raw in self._stream(self._scan, _chunking.data_requests(header, _wire.SCAN_DATA, x, per), timeout):
+                    asm.feed(raw)
+            return asm.finish()
+        self._set_timing(self._retrying(self._scan_retries(x, out, retries), attempt))
         return out
 
     def scan_iter(self, chunks: Iterable, op: str = "sum", exclusive: bool = False,
@@ -408,7 +467,7 @@ class Client(_Calls):
             chunks, lambda wire: pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm)),
             self.chunk_bytes)
         asm = _chunking.ScanIterAssembler(feeder)
-        stream = self._stream(self._scan, feeder)
+        stream = self._stream(self._scan, feeder, self.timeout)  # never retried: chunks is read once
         try:
             for raw in stream:
                 yield from asm.feed(raw)
@@ -418,34 +477,37 @@ class Client(_Calls):
             raise Internal("server returned fewer scan results than elements sent")
         self._set_timing(asm.timing or Timing())
 
-    def reduce(self, x, op: str = "sum", *, copy: bool = False, lanes: Optional[int] = None):
+    def reduce(self, x, op: str = "sum", *, copy: bool = False, lanes: Optional[int] = None,
+               retries: Optional[int] = None):
         """Reduction of a 1-D array: a numpy scalar of x's dtype (the identity for an empty array).
-        x in shared memory: read there by the server, lanes do not apply."""
+        x in shared memory: read there by the server, lanes and retries do not apply."""
         x, header = self._reduce_args(x, op, copy)
+        retries = self._wanted_retries(retries)
         call = self._reduce_shared(x, header)
         if call is not None:
             with call:
-                value = call.reduce_value(self._reduce_unary(call.serialized()))
+                value = call.reduce_value(self._reduce_unary(call.serialized(), self.timeout))
             self._set_timing(call.timing)
             return value
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
-        k = self._usable_lanes(lanes, len(x), per)
-        if k > 1:
-            raws: List[bytes] = [b""] * k
-            reqs = self._lane_requests(header, _wire.REDUCE_DATA, x, per, k)
-            _chunking.fan_out(list(zip(self._lanes(k, "Reduce"), reqs)), raws.__setitem__, self.timeout, unary=True)
-            value, _, timing = self._reduce_lanes_result(raws, x.dtype, len(x))
-            self._set_timing(timing)
-            return value
-        raw = self._reduce_unary(_chunking.data_requests(header, _wire.REDUCE_DATA, x, per))
-        value, _, timing = _chunking.reduce_value(raw, x.dtype)
+
+        def attempt(timeout: Optional[float]):
+            k = self._usable_lanes(lanes, len(x), per, timeout)
+            if k > 1:
+                raws: List[bytes] = [b""] * k
+                reqs = self._lane_requests(header, _wire.REDUCE_DATA, x, per, k)
+                _chunking.fan_out(list(zip(self._lanes(k, "Reduce"), reqs)), raws.__setitem__, timeout, unary=True)
+                return self._reduce_lanes_result(raws, x.dtype, len(x))
+            raw = self._reduce_unary(_chunking.data_requests(header, _wire.REDUCE_DATA, x, per), timeout)
+            return _chunking.reduce_value(raw, x.dtype)
+        value, _, timing = self._retrying(retries, attempt)
         self._set_timing(timing)
         return value
 
-    def _reduce_unary(self, requests) -> bytes:
+    def _reduce_unary(self, requests, timeout: Optional[float]) -> bytes:
         """One Reduce call: the serialized response; Ctrl-C or any failure cancels it."""
         upload = _chunking.Upload(requests)
-        fut = self._reduce.future(iter(upload), timeout=self.timeout)
+        fut = self._reduce.future(iter(upload), timeout=timeout)
         upload.attach(fut)
         try:
             with raised():
@@ -455,7 +517,7 @@ class Client(_Calls):
             raise
 
     def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
-                copy: bool = False, lanes: Optional[int] = None):
+                copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None):
         """Stable stream compaction: keeps x[i] where the mask `where` is true, or where the predicate
         holds (("gt", 0), ("in_range", lo, hi), "nonzero", "not_nan", "eq"/"ne"/"lt"/"le"/"ge").
         Returns the kept values; with indices=True (values, indices); values=False, indices=True:
@@ -464,34 +526,42 @@ class Client(_Calls):
         x in shared memory: nothing is streamed and lanes do not apply; the kept values and
         indices are SharedArray views [:kept] of new regions of len(x) elements next to x's; a
         where= mask is read in place when it is a shared bool/int8/uint8 array, else copied into a
-        temporary region."""
+        temporary region; retries do not apply."""
         x, flags, header = self._compact_args(x, where, predicate, indices, values, copy)
+        retries = self._wanted_retries(retries)
         call = self._compact_shared(x, where, flags, header, values, indices)
         if call is not None:
             with call:
-                for raw in self._stream(self._compact, call.serialized()):
+                for raw in self._stream(self._compact, call.serialized(), self.timeout):
                     call.feed_compact(raw)
                 self._set_timing(call.finish())
             return self._compact_shared_result(call, values, indices)
-        asm = _chunking.CompactAssembler(x.dtype)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
-        k = self._usable_lanes(lanes, len(x), per)
-        if k > 1:  # each lane's kept pieces are placed by their kept_offset
-            reqs = self._lane_requests(header, _wire.COMPACT_VALUES, x, per, k, flags)
-            _chunking.fan_out(list(zip(self._lanes(k, "Compact"), reqs)), lambda lane, raw: asm.feed(raw, lane),
-                              self.timeout)
-        else:
-            for raw in self._stream(self._compact, _chunking.data_requests(header, _wire.COMPACT_VALUES, x, per,
-                                                                           flags)):
-                asm.feed(raw)
+
+        def attempt(timeout: Optional[float]) -> _chunking.CompactAssembler:
+            asm = _chunking.CompactAssembler(x.dtype)  # per try: a failed try's pieces are dropped
+            k = self._usable_lanes(lanes, len(x), per, timeout)
+            if k > 1:  # each lane's kept pieces are placed by their kept_offset
+                reqs = self._lane_requests(header, _wire.COMPACT_VALUES, x, per, k, flags)
+                _chunking.fan_out(list(zip(self._lanes(k, "Compact"), reqs)), lambda lane, raw: asm.feed(raw, lane),
+                                  timeout)
+            else:
+                for raw in self._stream(self._compact, _chunking.data_requests(header, _wire.COMPACT_VALUES, x, per,
+                                                                               flags), timeout):
+                    asm.feed(raw)
+            return asm
+        asm = self._retrying(retries, attempt)
         self._set_timing(asm.timing or Timing())
         return self._compact_result(asm, values, indices)
 
     # -- diagnostics
     def info(self) -> Dict[str, Any]:
         """What the server runs on and accepts (ServerInfo as a dict)."""
+        return self._info(self.timeout)
+
+    def _info(self, timeout: Optional[float]) -> Dict[str, Any]:
         with raised():
-            return _types.server_info(self._stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=self.timeout))
+            return _types.server_info(self._stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=timeout))
 
     def health(self, service: str = "") -> str:
         """grpc.health.v1 status: "SERVING", "NOT_SERVING", "UNKNOWN" or "SERVICE_UNKNOWN"."""
@@ -541,7 +611,7 @@ class Client(_Calls):
                 finals[lane] = f
         t0 = time.perf_counter()
         if lanes == 1:
-            for raw in self._stream(self._transport, _chunking.transport_requests(total, cb, echo)):
+            for raw in self._stream(self._transport, _chunking.transport_requests(total, cb, echo), self.timeout):
                 feed(0, raw)
         else:
             streams = [(m, _chunking.transport_requests(total, cb, echo, lane, lanes))

@@ -24,6 +24,7 @@ import errno
 import mmap
 import os
 import secrets
+import tempfile
 import weakref
 from typing import List, Optional, Tuple
 
@@ -34,7 +35,9 @@ from ._types import Timing, check_int
 from .errors import Internal
 from .v1 import gpuscan_pb2 as pb
 
-DEFAULT_DIR = "/dev/shm"
+# Where regions go when neither the caller nor the server names a directory: /dev/shm, or the
+# temporary directory on a system (or container) without one.
+DEFAULT_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
 DEFAULT_MODE = 0o600
 REGION_PREFIX = "gpuscan-"
 
@@ -225,7 +228,7 @@ def _size(fd: int, nbytes: int, reserve: bool, dir: str) -> None:
 
 def default_dir(limits: dict) -> str:
     """Where Client.shared_array makes regions: the server's --shm-dir (ServerInfo.limits.shm_dir)
-    when it serves shared memory, else /dev/shm (its calls then fail with FailedPrecondition)."""
+    when it serves shared memory, else DEFAULT_DIR (its calls then fail with FailedPrecondition)."""
     d = limits.get("shm_dir", "") if limits.get("shared_memory") else ""
     if not d:
         return DEFAULT_DIR

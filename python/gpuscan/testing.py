@@ -1,5 +1,5 @@
-"""A gpuscan-server process on a free loopback port (port 0, read back from its log), for tests and
-the bench. Not needed to use the client."""
+"""A gpuscan-server process on a loopback port (a free one, port 0, read back from its log, unless
+one is given), for tests and the bench. Not needed to use the client."""
 from __future__ import annotations
 
 import os
@@ -14,14 +14,16 @@ _LISTENING = re.compile(r"listening on (\S+)")
 
 
 class ServerProcess:
-    """gpuscan-server --address 127.0.0.1:0 --engine ENGINE [--shm-dir SHM_DIR] [extra...]; stopped
-    by stop() or `with`. shm_dir: serve shared memory from that directory (it must exist)."""
+    """gpuscan-server --address 127.0.0.1:PORT --engine ENGINE [--shm-dir SHM_DIR] [extra...];
+    stopped by stop() or `with`, killed by kill(). shm_dir: serve shared memory from that directory
+    (it must exist). port: 0 picks a free one; another (e.g. a killed server's, to restart it at
+    the same address) must be free."""
 
     def __init__(self, binary: str, engine: str = "cpu", extra: Sequence[str] = (), ready_s: float = 30.0,
-                 shm_dir: Optional[str] = None):
+                 shm_dir: Optional[str] = None, port: int = 0):
         self.log = tempfile.NamedTemporaryFile(prefix="gpuscan-server-", suffix=".log", delete=False)
         self.shm_dir = shm_dir
-        args = [binary, "--address", "127.0.0.1:0", "--engine", engine, "--log-level", "info",
+        args = [binary, "--address", f"127.0.0.1:{int(port)}", "--engine", engine, "--log-level", "info",
                 *(["--shm-dir", shm_dir] if shm_dir else []), *extra]
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.target = self._wait_listening(ready_s)
@@ -44,6 +46,13 @@ class ServerProcess:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: no graceful shutdown, calls in flight break off. stop() still
+        removes the log."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
 
     def stop(self, grace_s: float = 10.0) -> Optional[int]:
         if self.proc.poll() is None:

@@ -68,7 +68,7 @@ std::string DescribeExit(int status) {
 
 ServerProcess::ServerProcess(const std::string& binary, const std::string& engine,
                              const std::vector<std::string>& extra, const std::vector<std::string>& env,
-                             const std::string& log_path, std::chrono::seconds ready)
+                             const std::string& log_path, std::chrono::seconds ready, int port)
     : binary_(binary), log_path_(log_path) {
   std::vector<std::string> env_strings = env;
   for (char** e = environ; *e; ++e) {
@@ -84,7 +84,7 @@ ServerProcess::ServerProcess(const std::string& binary, const std::string& engin
   envp.push_back(nullptr);
   std::string last_error;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    target_ = "127.0.0.1:" + std::to_string(FreePort());
+    target_ = "127.0.0.1:" + std::to_string(port ? port : FreePort());
     std::vector<std::string> args = {binary_, "--address", target_, "--engine", engine, "--log-level", "warn"};
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
@@ -130,6 +130,14 @@ ServerProcess::~ServerProcess() {
   if (pid_ > 0 && !exited_) {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
+  }
+}
+
+void ServerProcess::Kill() {
+  if (pid_ > 0 && !exited_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &exit_status_, 0);
+    exited_ = true;
   }
 }
 

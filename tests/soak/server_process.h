@@ -19,10 +19,11 @@ class ServerProcess {
   // Starts `binary --address 127.0.0.1:<free port> --engine <engine> --log-level warn <extra>`,
   // its stdout and stderr going to `log_path`; waits until its health service says SERVING.
   // Throws std::runtime_error (with the log's tail) when it does not come up within `ready`.
-  // `env`: extra KEY=VALUE entries for its environment (on top of this process's).
+  // `env`: extra KEY=VALUE entries for its environment (on top of this process's). `port`: 0 = a
+  // free one; else that one (a server restarted at its old address).
   ServerProcess(const std::string& binary, const std::string& engine, const std::vector<std::string>& extra,
                 const std::vector<std::string>& env, const std::string& log_path,
-                std::chrono::seconds ready = std::chrono::seconds(60));
+                std::chrono::seconds ready = std::chrono::seconds(60), int port = 0);
   ~ServerProcess();  // kills it if still running
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
@@ -33,6 +34,8 @@ class ServerProcess {
   bool Alive(std::string* why = nullptr);
   // SIGTERM, then waits up to `grace` for a clean exit. True when it exited with status 0.
   bool Stop(std::chrono::seconds grace, std::string* why);
+  void Kill();  // SIGKILL, reaped
+  int port() const { return std::stoi(target_.substr(target_.rfind(':') + 1)); }
   std::string LogTail(size_t bytes = 2000) const;
 
  private:

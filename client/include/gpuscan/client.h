@@ -43,6 +43,23 @@ struct TlsOptions {
   bool wanted() const { return enabled || !ca_file.empty() || !cert_file.empty() || !key_file.empty(); }
 };
 
+// Retries (README "Retries"): a call whose input can be replayed (the typed calls on arrays in
+// memory; the streaming calls given a Replay) is tried again after UNAVAILABLE, which is what
+// a server that died, restarted, shut down or could not be reached gives, or after a CANCELLED
+// the client did not ask for (a server beginning to shut down cancels calls reaching it). Each try is a new
+// call on the channel, so under round_robin it goes to the next address that is up. Results
+// already passed to the caller's Sink are not passed again: a retry sends the input again from
+// its start and skips the result bytes delivered before (the service's results are the same
+// bits every time for the default algorithms). The call's deadline (ClientOptions::timeout)
+// covers every try and the waits between them. Other errors are not retried: they would recur.
+struct RetryOptions {
+  uint32_t attempts = 1;                           // tries in all, the first included; 1 = no retries
+  std::chrono::milliseconds initial_backoff{100};  // wait before the second try
+  std::chrono::milliseconds max_backoff{2000};     // the wait doubles per try up to this; +-20% jitter
+  // Called on the calling thread before each retry: the error, the try about to start, the wait.
+  std::function<void(const RpcError& error, uint32_t next_attempt, std::chrono::milliseconds wait)> on_retry;
+};
+
 struct ClientOptions {
   // Any gRPC target: host:port, dns:///host:port (every address the name resolves to),
   // unix:/path, ...
@@ -72,6 +89,7 @@ struct ClientOptions {
   // tied to global positions, which a carry fix-up would change. A failing shard fails the
   // call and cancels the others; the error names the shard and its server.
   uint32_t shards = 1;
+  RetryOptions retry;  // off by default (attempts = 1)
   // Extra integer gRPC channel arguments (e.g. keepalive settings).
   std::map<std::string, int> channel_int_args;
 };
@@ -84,6 +102,9 @@ std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials(const TlsOption
 // whole elements except at the very end. May throw: the call is cancelled and the exception
 // rethrown to the caller of the streaming method.
 using Source = std::function<size_t(void* buf, size_t max_bytes)>;
+// An input that can be read again: each call returns a fresh Source over the whole input from
+// its start (e.g. the file opened again). Streaming calls given one are retried (RetryOptions).
+using Replay = std::function<Source()>;
 // Receives result bytes in order (whole elements). May throw, like Source.
 using Sink = std::function<void(const void* data, size_t bytes)>;
 // Payload bytes sent and received so far. Called after each message, from the calling thread
@@ -204,12 +225,24 @@ class Client {
                                     Sink values_out, Sink indices_out, Progress progress = {},
                                     uint32_t lanes = 0);
 
+  // The same calls over a replayable input: retried as ClientOptions::retry says, each try
+  // reading the input from its start; the Sinks get every result byte once, in order. Progress
+  // starts again from zero with each try.
+  Timing ScanStream(const v1::ScanHeader& header, const Replay& in, Sink out, Progress progress = {},
+                    uint32_t lanes = 0);
+  v1::ReduceResponse ReduceStream(const v1::ReduceHeader& header, const Replay& in, Progress progress = {},
+                                  uint32_t lanes = 0);
+  // `flags` may be empty when the header does not use flags.
+  v1::CompactResponse CompactStream(const v1::CompactHeader& header, const Replay& values, const Replay& flags,
+                                    Sink values_out, Sink indices_out, Progress progress = {}, uint32_t lanes = 0);
+
   // Shared memory (a server on this host started with --shm-dir; see shared_region.h): the
   // array is the first `bytes` bytes of `in`; only the header travels. Scan writes the result
   // into `out` (nullptr or `in` itself: in place); Compact writes kept values into values_out
   // and kept indices (int64) into indices_out as header.output asks, reading flags from `flags`
   // when header.use_flags (each output region needs room for the worst case: every element
   // kept). The header's other fields are sent as given. Errors as for the streamed calls (RpcError).
+  // Never retried: an in-place scan may have written over its input before it failed.
   Timing ScanShared(v1::ScanHeader header, const SharedRegion& in, size_t bytes, const SharedRegion* out = nullptr);
   v1::ReduceResponse ReduceShared(v1::ReduceHeader header, const SharedRegion& in, size_t bytes);
   v1::CompactResponse CompactShared(v1::CompactHeader header, const SharedRegion& in, size_t bytes,

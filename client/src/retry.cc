@@ -1,0 +1,66 @@
+// Retries: the per-thread deadline of a call's tries, backoff, and the replayable calls.
+#include "retry.h"
+
+#include <random>
+#include <string>
+
+namespace gpuscan::detail {
+namespace {
+thread_local bool t_scoped = false;
+thread_local Deadline t_deadline;
+}  // namespace
+
+Deadline CallDeadline(const ClientOptions& options) {
+  if (t_scoped) return t_deadline;
+  if (options.timeout.count() <= 0) return std::nullopt;
+  return std::chrono::system_clock::now() + options.timeout;
+}
+
+DeadlineScope::DeadlineScope(const Deadline& deadline) : had_(t_scoped), previous_(t_deadline) {
+  t_scoped = true;
+  t_deadline = deadline;
+}
+
+DeadlineScope::~DeadlineScope() {
+  t_scoped = had_;
+  t_deadline = previous_;
+}
+
+std::chrono::milliseconds Backoff(const RetryOptions& retry, uint32_t next) {
+  double ms = static_cast<double>(std::max<int64_t>(retry.initial_backoff.count(), 0));
+  for (uint32_t i = 2; i < next && ms < retry.max_backoff.count(); ++i) ms *= 2;
+  ms = std::min(ms, static_cast<double>(std::max<int64_t>(retry.max_backoff.count(), 0)));
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  ms *= std::uniform_real_distribution<double>(0.8, 1.2)(rng);
+  return std::chrono::milliseconds(static_cast<int64_t>(ms));
+}
+
+RpcError GaveUp(const RpcError& last, uint32_t attempts) {
+  return RpcError(last.code(), last.message() + " (gave up after " + std::to_string(attempts) + " tries)");
+}
+
+}  // namespace gpuscan::detail
+
+namespace gpuscan {
+
+Timing Client::ScanStream(const v1::ScanHeader& header, const Replay& in, Sink out, Progress progress,
+                          uint32_t lanes) {
+  detail::ResumingSink resume(std::move(out));
+  return detail::WithRetries(options_, [&] { return ScanStream(header, in(), resume.NextAttempt(), progress, lanes); });
+}
+
+v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, const Replay& in, Progress progress,
+                                        uint32_t lanes) {
+  return detail::WithRetries(options_, [&] { return ReduceStream(header, in(), progress, lanes); });
+}
+
+v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, const Replay& values, const Replay& flags,
+                                          Sink values_out, Sink indices_out, Progress progress, uint32_t lanes) {
+  detail::ResumingSink values_resume(std::move(values_out)), indices_resume(std::move(indices_out));
+  return detail::WithRetries(options_, [&] {
+    return CompactStream(header, values(), flags ? flags() : Source{}, values_resume.NextAttempt(),
+                         indices_resume.NextAttempt(), progress, lanes);
+  });
+}
+
+}  // namespace gpuscan
