@@ -17,21 +17,25 @@
 namespace gpuscan::detail {
 
 // Counts payload bytes both ways and reports them to the caller's Progress, one call at a time.
+// Counting and reporting happen under one lock, so the caller sees both totals only grow (the
+// writer and the reader thread both report).
 class ProgressTracker {
  public:
   explicit ProgressTracker(Progress fn) : fn_(std::move(fn)) {}
-  void Sent(uint64_t n) { Report(sent_ += n, received_.load()); }
-  void Received(uint64_t n) { Report(sent_.load(), received_ += n); }
+  void Sent(uint64_t n) { Add(n, 0); }
+  void Received(uint64_t n) { Add(0, n); }
 
  private:
-  void Report(uint64_t sent, uint64_t received) {
+  void Add(uint64_t sent, uint64_t received) {
     if (!fn_) return;
     std::lock_guard<std::mutex> lock(mu_);
-    fn_(sent, received);
+    sent_ += sent;
+    received_ += received;
+    fn_(sent_, received_);
   }
   Progress fn_;
   std::mutex mu_;
-  std::atomic<uint64_t> sent_{0}, received_{0};
+  uint64_t sent_ = 0, received_ = 0;
 };
 
 // Calls `source` until `want` bytes are in `buf` or it reports the end; returns bytes read.

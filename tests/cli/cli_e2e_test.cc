@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <random>
 #include <regex>
+#include <thread>
 
 #include "array_files.h"
 #include "gpuscan/client.h"
@@ -241,6 +242,54 @@ TEST_F(CliE2E, UnreachableServerIsUnavailable) {
   CliRun r = Run("health --timeout 5 --server 127.0.0.1:1");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("error: UNAVAILABLE"), std::string::npos) << r.err;
+}
+
+// --retries: a server that comes up while the CLI retries is reached, and the result is whole.
+TEST_F(CliE2E, RetriesReachAServerThatComesUp) {
+  int port = 0;
+  {
+    auto probe = StartCpuServer();  // a port free a moment ago, nothing on it now
+    port = probe->port();
+    probe->Shutdown();
+  }
+  std::vector<int32_t> x = RandomInt32(300'007);
+  WriteArray(Path("in.npy"), x);
+  std::unique_ptr<server::Server> late;
+  std::thread start_late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    late = StartCpuServer("127.0.0.1:" + std::to_string(port));
+  });
+  CliRun r = Run("scan --retries 20 --timeout 60 --chunk-bytes 65536 --server 127.0.0.1:" + std::to_string(port) +
+                 " -i " + Path("in.npy") + " -o " + Path("out.npy"));
+  start_late.join();
+  ASSERT_TRUE(late);
+  late->Shutdown();
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("gpuscan: UNAVAILABLE: "), std::string::npos) << r.err;  // a retry was announced
+  EXPECT_NE(r.err.find("; try 2 in "), std::string::npos) << r.err;
+  std::vector<int32_t> got = ReadArray<int32_t>(Path("out.npy"));
+  ASSERT_EQ(got.size(), x.size());
+  uint32_t acc = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    acc += static_cast<uint32_t>(x[i]);
+    ASSERT_EQ(got[i], static_cast<int32_t>(acc)) << "at " << i;
+  }
+}
+
+TEST_F(CliE2E, RetriesRunOutWithTheirCountAndSkipStdin) {
+  WriteArray(Path("in.npy"), RandomInt32(1000));
+  CliRun r = Run("reduce --retries 2 --timeout 30 --server 127.0.0.1:1 -i " + Path("in.npy"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("; try 3 in "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(gave up after 3 tries)"), std::string::npos) << r.err;
+  r = Run("reduce --retries 0 --server 127.0.0.1:1 -i " + Path("in.npy"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.find("try 2"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("gave up"), std::string::npos) << r.err;
+  r = Run("scan --retries 2 --server 127.0.0.1:1 --dtype int32", "printf '1 2 3'");  // stdin: read once
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("error: UNAVAILABLE"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("try 2"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The real gpuscan server (CPU engine) started in this process on a free loopback port.
+// The real gpuscan server (CPU engine) started in this process on a free loopback port (or `address`).
 #pragma once
 
 #include <memory>
@@ -9,9 +9,9 @@
 
 namespace gpuscan::cli_test {
 
-inline std::unique_ptr<server::Server> StartCpuServer() {
+inline std::unique_ptr<server::Server> StartCpuServer(const std::string& address = "127.0.0.1:0") {
   server::ServerOptions options;
-  options.address = "127.0.0.1:0";
+  options.address = address;
   engine::EngineOptions eo;
   eo.kind = engine::EngineKind::kCpu;
   std::string why;
