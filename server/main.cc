@@ -2,10 +2,15 @@
 // down gracefully (in-flight calls get --shutdown-grace to finish).
 #include <malloc.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <iostream>
 #include <pthread.h>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -34,6 +39,34 @@ void KeepLargeBuffersInHeap() {
   mallopt(M_TRIM_THRESHOLD, 32 << 20);  // still return memory after bursts
 }
 
+// --devices: "all" (every device: an empty list) or comma-separated ordinals, each once.
+std::vector<int> ParseDevices(const std::string& text) {
+  std::vector<int> out;
+  if (text == "all") return out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    size_t used = 0;
+    int d = -1;
+    try {
+      d = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || d < 0) {
+      throw std::invalid_argument("'" + text + "' is not all or a list of device ordinals such as 0,2 (at '" + item +
+                                  "')");
+    }
+    if (std::find(out.begin(), out.end(), d) != out.end()) {
+      throw std::invalid_argument("'" + text + "' names device " + item + " twice");
+    }
+    out.push_back(d);
+    start = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -59,7 +92,15 @@ int main(int argc, char** argv) {
   app.add_option("--engine", engine_name, "compute engine: auto (CUDA when a device is present, else cpu), cuda or cpu")
       ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
       ->envname("GPUSCAN_ENGINE");
-  app.add_option("--device", engine_options.device, "CUDA device ordinal (engine cuda)")->envname("GPUSCAN_DEVICE");
+  std::string devices = "all";
+  app.add_option("--devices", devices,
+                 "CUDA devices to serve: all, or ordinals such as 0,2 (one engine each; a call runs on the least "
+                 "busy healthy one)")
+      ->envname("GPUSCAN_DEVICES");
+  int device = -1;
+  app.add_option("--device", device, "serve only this CUDA device (the same as --devices N)")
+      ->check(CLI::NonNegativeNumber)
+      ->envname("GPUSCAN_DEVICE");
   app.add_option("--streams", engine_options.streams,
                  "CUDA engine: staging lanes (two streams and pinned buffers each) shared by concurrent calls")
       ->check(CLI::Range(1, 256))
@@ -128,6 +169,12 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->envname("GPUSCAN_LOG_LEVEL");
   CLI11_PARSE(app, argc, argv);
+  try {
+    engine_options.devices = device >= 0 ? std::vector<int>{device} : ParseDevices(devices);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "--devices: %s\n", e.what());
+    return 2;
+  }
   engine_options.kind = engine_name == "cuda" ? engine::EngineKind::kCuda
                         : engine_name == "cpu" ? engine::EngineKind::kCpu
                                                : engine::EngineKind::kAuto;

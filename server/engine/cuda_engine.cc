@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/cuda_resources.h"
+#include "engine/device_set.h"
 #include "engine/dispatch.h"
 #include "gpuscan/kernels/canonical_scan.h"
 #include "gpuscan/kernels/canonical_tree.h"
@@ -835,20 +836,36 @@ std::unique_ptr<Engine> MakeCudaEngine(const EngineOptions& options, std::string
                                : "no CUDA device";
     return nullptr;
   }
-  if (options.device < 0 || options.device >= count) {
-    throw Error(ErrorCode::kInvalidArgument, "--device=" + std::to_string(options.device) + " but " +
-                                                 std::to_string(count) + " CUDA device(s) are present");
+  std::vector<int> ordinals = options.devices;
+  if (ordinals.empty()) {
+    for (int d = 0; d < count; ++d) ordinals.push_back(d);
   }
-  auto sh = std::make_shared<Shared>(options.device, options.streams, options.device_memory_limit);
-  cuda::Check(cudaSetDevice(options.device), "cudaSetDevice");
-  cuda::Check(cudaGetDeviceProperties(&sh->prop, options.device), "cudaGetDeviceProperties");
-  // Keep freed pool memory for reuse instead of returning it to the driver at every sync.
-  cudaMemPool_t pool;
-  cuda::Check(cudaDeviceGetDefaultMemPool(&pool, options.device), "cudaDeviceGetDefaultMemPool");
-  uint64_t threshold = UINT64_MAX;
-  cuda::Check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), "cudaMemPoolSetAttribute");
-  *reason = std::string("CUDA device ") + std::to_string(options.device) + ": " + sh->prop.name;
-  return std::make_unique<CudaEngine>(std::move(sh));
+  std::vector<std::unique_ptr<Engine>> engines;
+  std::vector<std::string> labels;
+  for (const int device : ordinals) {
+    if (device < 0 || device >= count) {
+      throw Error(ErrorCode::kInvalidArgument, "--devices names device " + std::to_string(device) + " but " +
+                                                   std::to_string(count) + " CUDA device(s) are present (0-" +
+                                                   std::to_string(count - 1) + ")");
+    }
+    auto sh = std::make_shared<Shared>(device, options.streams, options.device_memory_limit);
+    cuda::Check(cudaSetDevice(device), "cudaSetDevice");
+    cuda::Check(cudaGetDeviceProperties(&sh->prop, device), "cudaGetDeviceProperties");
+    // Keep freed pool memory for reuse instead of returning it to the driver at every sync.
+    cudaMemPool_t pool;
+    cuda::Check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+    uint64_t threshold = UINT64_MAX;
+    cuda::Check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), "cudaMemPoolSetAttribute");
+    labels.push_back(std::to_string(device) + ": " + sh->prop.name);
+    engines.push_back(std::make_unique<CudaEngine>(std::move(sh)));
+  }
+  if (engines.size() == 1) {
+    *reason = "CUDA device " + labels[0];
+    return std::move(engines[0]);
+  }
+  *reason = "CUDA devices " + labels[0];
+  for (size_t i = 1; i < labels.size(); ++i) *reason += ", " + labels[i];
+  return std::make_unique<DeviceSet>(std::move(engines), std::move(labels));
 }
 
 }  // namespace gpuscan::engine

@@ -11,8 +11,9 @@
 
 namespace gpuscan::engine {
 
-// The CUDA engine on options.device, or null with *reason saying why none is usable (no
-// device, no driver). Throws Error when a device exists but cannot be set up.
+// The CUDA engine on options.devices (every device when empty; a DeviceSet when more than one),
+// or null with *reason saying why none is usable (no device, no driver). Throws Error when a
+// device exists but cannot be set up, or options.devices names one that does not exist.
 std::unique_ptr<Engine> MakeCudaEngine(const EngineOptions& options, std::string* reason);
 
 }  // namespace gpuscan::engine

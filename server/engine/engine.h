@@ -45,6 +45,9 @@ class ScanSession {
   }
   virtual void End(uint64_t /*ticket*/, StageTimes& /*times*/) {}
   virtual uint64_t overlap_elements() const { return 0; }
+  // The device this session runs on, for Timing.device and the metrics; empty: the engine's
+  // device_name(). Set by a DeviceSet, whose sessions run on one device of several.
+  virtual std::string device() const { return {}; }
 };
 
 class ReduceSession {
@@ -54,6 +57,7 @@ class ReduceSession {
   // The reduction of everything processed so far (identity if nothing), as one raw element.
   virtual void Result(void* value) const = 0;
   virtual std::string algorithm() const = 0;
+  virtual std::string device() const { return {}; }  // as ScanSession::device
 };
 
 class CompactSession {
@@ -66,6 +70,7 @@ class CompactSession {
   virtual uint64_t Process(const void* values, const uint8_t* flags, uint64_t n,
                            void* out_values, int64_t* out_indices, StageTimes& times) = 0;
   virtual std::string algorithm() const = 0;
+  virtual std::string device() const { return {}; }  // as ScanSession::device
 };
 
 struct DeviceInfo {
@@ -83,6 +88,15 @@ struct DeviceMemory {
   // What the engine's stream-ordered pool holds from the driver (in use or cached for reuse);
   // empty when the engine has no such pool.
   std::optional<uint64_t> pool_reserved_bytes;
+};
+
+// One device's state, for the metrics and the log.
+struct DeviceStatus {
+  std::string device;          // as Timing.device names it
+  bool healthy = true;
+  std::string reason;          // why not healthy
+  std::optional<uint64_t> open_sessions;  // calls on it now (a DeviceSet counts them)
+  std::optional<DeviceMemory> memory;
 };
 
 class Engine {
@@ -105,6 +119,10 @@ class Engine {
   // The device's memory now, for the metrics scrape: nullopt when the engine has no device (cpu)
   // or it cannot be read. Any thread; never throws.
   virtual std::optional<DeviceMemory> device_memory() const { return std::nullopt; }
+  // Each device's state (one entry unless the engine is a DeviceSet). Any thread; never throws.
+  virtual std::vector<DeviceStatus> device_status() const {
+    return {DeviceStatus{device_name(), healthy(), unhealthy_reason(), std::nullopt, device_memory()}};
+  }
 
   // Registers host memory that callers will hand to sessions (a client's shared-memory region),
   // so the engine may copy straight between it and the device instead of through its staging
@@ -127,7 +145,9 @@ enum class EngineKind { kAuto, kCuda, kCpu };
 
 struct EngineOptions {
   EngineKind kind = EngineKind::kAuto;
-  int device = 0;        // CUDA device ordinal
+  // CUDA devices to serve, one engine each (a DeviceSet when more than one); empty: every
+  // device present. The CPU engine ignores it.
+  std::vector<int> devices;
   int streams = 8;       // CUDA engine: staging lanes (each two streams) shared by concurrent calls
   int cpu_threads = 0;   // 0 = all hardware threads
   // CUDA engine: device memory it may allocate (staging lanes, kernel temporaries); beyond it a

@@ -50,7 +50,7 @@ void AddSample(prometheus::MetricFamily& f, double value, std::vector<prometheus
 class ScrapeTimeGauges final : public prometheus::Collectable {
  public:
   ScrapeTimeGauges(const engine::Engine& engine, Metrics::Gauges gauges)
-      : engine_(engine), device_(engine.device_name()), gauges_(std::move(gauges)) {}
+      : engine_(engine), gauges_(std::move(gauges)) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     std::vector<prometheus::MetricFamily> out;
@@ -64,30 +64,33 @@ class ScrapeTimeGauges final : public prometheus::Collectable {
       AddSample(f, static_cast<double>(gauges_.admission_queued()));
       out.push_back(std::move(f));
     }
-    // Absent (not 0) when the engine has no device or it cannot be read: 0 would read as
-    // "a device with no memory".
-    if (const std::optional<engine::DeviceMemory> mem = engine_.device_memory()) {
-      const std::vector<prometheus::ClientMetric::Label> labels = {{"device", device_}};
-      auto used = GaugeFamily("gpuscan_device_memory_used_bytes",
-                              "Device memory in use by every process (total - free, as the driver reports it).");
-      AddSample(used, static_cast<double>(mem->used_bytes), labels);
-      out.push_back(std::move(used));
-      auto total = GaugeFamily("gpuscan_device_memory_total_bytes", "Device memory in all.");
-      AddSample(total, static_cast<double>(mem->total_bytes), labels);
-      out.push_back(std::move(total));
-      if (mem->pool_reserved_bytes) {
-        auto pool = GaugeFamily("gpuscan_device_memory_pool_bytes",
-                                "Device memory the engine's stream-ordered pool holds (in use or cached).");
-        AddSample(pool, static_cast<double>(*mem->pool_reserved_bytes), labels);
-        out.push_back(std::move(pool));
-      }
+    // One sample per device (a DeviceSet has several). Memory is absent (not 0) when the engine
+    // has no device or it cannot be read: 0 would read as "a device with no memory".
+    auto used = GaugeFamily("gpuscan_device_memory_used_bytes",
+                            "Device memory in use by every process (total - free, as the driver reports it).");
+    auto total = GaugeFamily("gpuscan_device_memory_total_bytes", "Device memory in all.");
+    auto pool = GaugeFamily("gpuscan_device_memory_pool_bytes",
+                            "Device memory the engine's stream-ordered pool holds (in use or cached).");
+    auto healthy = GaugeFamily("gpuscan_device_healthy",
+                               "1 while the device serves calls; 0 after a fault it cannot recover from.");
+    auto calls = GaugeFamily("gpuscan_device_calls", "Calls open on the device now (servers with several devices).");
+    for (const engine::DeviceStatus& d : engine_.device_status()) {
+      const std::vector<prometheus::ClientMetric::Label> labels = {{"device", d.device}};
+      AddSample(healthy, d.healthy ? 1.0 : 0.0, labels);
+      if (d.open_sessions) AddSample(calls, static_cast<double>(*d.open_sessions), labels);
+      if (!d.memory) continue;
+      AddSample(used, static_cast<double>(d.memory->used_bytes), labels);
+      AddSample(total, static_cast<double>(d.memory->total_bytes), labels);
+      if (d.memory->pool_reserved_bytes) AddSample(pool, static_cast<double>(*d.memory->pool_reserved_bytes), labels);
+    }
+    for (auto* f : {&used, &total, &pool, &healthy, &calls}) {
+      if (!f->metric.empty()) out.push_back(std::move(*f));
     }
     return out;
   }
 
  private:
   const engine::Engine& engine_;
-  const std::string device_;
   const Metrics::Gauges gauges_;
 };
 
@@ -117,7 +120,7 @@ struct Metrics::Impl {
       : scrape(std::make_shared<ScrapeTimeGauges>(engine, std::move(gauges))),
         requests(prometheus::BuildCounter()
                      .Name("gpuscan_requests_total")
-                     .Help("Calls finished, by operation, dtype, algorithm that ran and gRPC status code.")
+                     .Help("Calls finished, by operation, dtype, algorithm that ran, device that ran it and gRPC status code.")
                      .Register(*registry)),
         received(prometheus::BuildCounter()
                      .Name("gpuscan_received_bytes_total")
@@ -173,7 +176,11 @@ void Metrics::CallStarted() { impl_->in_flight.Increment(); }
 
 void Metrics::CallDone(const CallRecord& call) {
   impl_->requests
-      .Add({{"op", call.op}, {"dtype", call.dtype}, {"algorithm", call.algorithm}, {"status", call.status}})
+      .Add({{"op", call.op},
+            {"dtype", call.dtype},
+            {"algorithm", call.algorithm},
+            {"device", call.device},
+            {"status", call.status}})
       .Increment();
   if (call.status == "OK") {
     Impl::OpSeries& s = impl_->Series(call);

@@ -41,6 +41,7 @@ struct CallRecord {
   std::string op;         // "scan", "reduce", "compact", "benchmark", "transport"
   std::string dtype;      // "int32", ...; "" when the call never got an accepted header
   std::string algorithm;  // the algorithm that ran; "" when the call never reached the engine
+  std::string device;     // the device that ran it (Timing.device); "" when it never reached one
   std::string status;     // gRPC code name: "OK", "INVALID_ARGUMENT", ...
   uint64_t bytes_in = 0;   // payload bytes received (Timing.bytes_in)
   uint64_t bytes_out = 0;  // payload bytes sent (Timing.bytes_out)

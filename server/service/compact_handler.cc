@@ -79,7 +79,8 @@ class CompactCall final
   }
 
   MetricLabels Labels() const override {
-    return {std::string(engine::Name(spec_.dtype)), session_ ? session_->algorithm() : ""};
+    return {std::string(engine::Name(spec_.dtype)), session_ ? session_->algorithm() : "",
+            session_ ? session_->device() : ""};
   }
 
  private:

@@ -76,7 +76,8 @@ class ReduceCall final : public StreamingCall<v1::ReduceRequest, v1::ReduceRespo
   }
 
   MetricLabels Labels() const override {
-    return {std::string(engine::Name(spec_.dtype)), session_ ? session_->algorithm() : ""};
+    return {std::string(engine::Name(spec_.dtype)), session_ ? session_->algorithm() : "",
+            session_ ? session_->device() : ""};
   }
 
  private:

@@ -92,7 +92,8 @@ class ScanCall final
   }
 
   MetricLabels Labels() const override {
-    return {std::string(engine::Name(spec_.dtype)), session_ ? session_->algorithm() : ""};
+    return {std::string(engine::Name(spec_.dtype)), session_ ? session_->algorithm() : "",
+            session_ ? session_->device() : ""};
   }
 
  private:

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <mutex>
+#include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -163,12 +165,23 @@ class ServerImpl final : public Server {
   void CheckEngineHealth() {
     if (shut_down_) return;
     engine_->CheckHealth();
+    if (engine_->device_status().size() > 1) ReportDrainedDevices();
     if (engine_->healthy()) return;
     if (!reported_unhealthy_.exchange(true)) {
       spdlog::error("engine {} is unhealthy, health now NOT_SERVING: {}", engine_->name(),
                     engine_->unhealthy_reason());
     }
     SetServing(false);
+  }
+
+  // Several devices: each one that turned unhealthy is logged once; the others go on serving.
+  void ReportDrainedDevices() {
+    std::lock_guard<std::mutex> lock(drained_mu_);
+    for (const engine::DeviceStatus& d : engine_->device_status()) {
+      if (d.healthy || !drained_.insert(d.device).second) continue;
+      spdlog::error("device {} is unhealthy and gets no more calls ({} of {} devices left): {}", d.device,
+                    engine_->device_status().size() - drained_.size(), engine_->device_status().size(), d.reason);
+    }
   }
 
   ServerOptions options_;
@@ -193,6 +206,8 @@ class ServerImpl final : public Server {
   std::once_flag shutdown_once_;
   std::atomic<bool> shut_down_{false};
   std::atomic<bool> reported_unhealthy_{false};
+  std::mutex drained_mu_;
+  std::set<std::string> drained_;  // devices of a DeviceSet logged as unhealthy
   std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
 };
 

@@ -161,11 +161,13 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   virtual grpc::Status Complete(std::vector<Resp>& out) = 0;
   // For the log line: "dtype=int32 n=... algorithm=..."
   virtual std::string LogFields() const = 0;
-  // For the metrics, asked only once OnHeader has accepted the header (before that both are
-  // ""): the dtype's name and the algorithm that ran ("" when no engine session was opened).
+  // For the metrics, asked only once OnHeader has accepted the header (before that all are
+  // ""): the dtype's name, the algorithm that ran ("" when no engine session was opened) and
+  // the session's device (DeviceSet; "" otherwise: see Device()).
   struct MetricLabels {
     std::string dtype;
     std::string algorithm;
+    std::string device;
   };
   virtual MetricLabels Labels() const = 0;
   // Lanes, client-streaming calls: take the array's answer that Complete wrote on the owner lane.
@@ -247,6 +249,11 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   // Shared-memory calls run their whole array in Complete: between pieces they stop if cancelled.
   bool Cancelled() const { return rpc_->IsCancelled(); }
 
+  // The device that ran the call: its session's (one of a DeviceSet's), else the engine's.
+  std::string Device(const MetricLabels& labels) const {
+    return labels.device.empty() ? ctx_.engine->device_name() : labels.device;
+  }
+
   // Timing common to every call; engine stage times come from the session via stages_.
   void FillTiming(v1::Timing* t, const std::string& algorithm) const {
     const Clock::time_point now = Clock::now();
@@ -260,7 +267,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     t->set_bytes_in(bytes_in_);
     t->set_bytes_out(bytes_out_);
     t->set_engine(ctx_.engine->name());
-    t->set_device(ctx_.engine->device_name());
+    t->set_device(Device(Labels()));
     t->set_algorithm(algorithm);
     t->set_chunks(chunks_);
   }
@@ -285,6 +292,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     r.status = CodeName(status_.error_code());
     if (header_accepted_) {
       MetricLabels labels = Labels();
+      if (!labels.algorithm.empty()) r.device = Device(labels);  // the call reached a device
       r.dtype = std::move(labels.dtype);
       r.algorithm = std::move(labels.algorithm);
     }

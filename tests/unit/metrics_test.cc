@@ -36,6 +36,7 @@ CallRecord OkScan(double total_seconds) {
   r.op = "scan";
   r.dtype = "int32";
   r.algorithm = "decoupled_lookback";
+  r.device = "NVIDIA X";
   r.status = "OK";
   r.bytes_in = 4000;
   r.bytes_out = 4000;
@@ -63,7 +64,7 @@ TEST(MetricsTest, ASuccessfulCallCountsItsBytesAndStages) {
   const PromText t(m.Text());
   EXPECT_EQ(t.Find("gpuscan_requests_in_flight"), 0.0);
   EXPECT_EQ(t.Find("gpuscan_requests_total",
-                   {{"op", "scan"}, {"dtype", "int32"}, {"algorithm", "decoupled_lookback"}, {"status", "OK"}}),
+                   {{"op", "scan"}, {"dtype", "int32"}, {"algorithm", "decoupled_lookback"}, {"device", "NVIDIA X"}, {"status", "OK"}}),
             1.0);
   EXPECT_EQ(t.Find("gpuscan_received_bytes_total", {{"op", "scan"}}), 4000.0);
   EXPECT_EQ(t.Find("gpuscan_sent_bytes_total", {{"op", "scan"}}), 4000.0);
@@ -98,10 +99,10 @@ TEST(MetricsTest, AFailedCallCountsButAddsNoBytesNorLatency) {
 
   const PromText t(m.Text());
   EXPECT_EQ(t.Find("gpuscan_requests_total",
-                   {{"op", "scan"}, {"dtype", "int32"}, {"algorithm", "decoupled_lookback"}, {"status", "CANCELLED"}}),
+                   {{"op", "scan"}, {"dtype", "int32"}, {"algorithm", "decoupled_lookback"}, {"device", "NVIDIA X"}, {"status", "CANCELLED"}}),
             1.0);
   EXPECT_EQ(t.Find("gpuscan_requests_total",
-                   {{"op", "reduce"}, {"dtype", ""}, {"algorithm", ""}, {"status", "INVALID_ARGUMENT"}}),
+                   {{"op", "reduce"}, {"dtype", ""}, {"algorithm", ""}, {"device", ""}, {"status", "INVALID_ARGUMENT"}}),
             1.0);
   EXPECT_EQ(t.Sum("gpuscan_received_bytes_total"), 0.0);
   EXPECT_EQ(t.Sum("gpuscan_sent_bytes_total"), 0.0);
