@@ -20,6 +20,7 @@ namespace {
 std::unique_ptr<Engine> MakeCudaOrNull(std::string* reason) {
   engine::EngineOptions o;
   o.kind = engine::EngineKind::kCuda;
+  o.devices = {0};
   try {
     return engine::MakeEngine(o, nullptr);
   } catch (const engine::Error& e) {

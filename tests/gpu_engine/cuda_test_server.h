@@ -10,9 +10,11 @@
 
 namespace gpuscan::testing {
 
-// MakeEngine with kind cuda (the rest of `eo` as given); null and *why set when there is none.
+// MakeEngine with kind cuda (the rest of `eo` as given; device 0 alone unless eo.devices says
+// otherwise: these tests are about one device's engine); null and *why set when there is none.
 inline std::unique_ptr<engine::Engine> CudaEngineOrNull(engine::EngineOptions eo, std::string* why) {
   eo.kind = engine::EngineKind::kCuda;
+  if (eo.devices.empty()) eo.devices = {0};
   try {
     return engine::MakeEngine(eo, nullptr);
   } catch (const engine::Error& e) {
