@@ -76,11 +76,35 @@ struct Slot {
   cudaStream_t s() const { return stream.get(); }
 };
 
+// Device bytes of a lane's two slots. A lane takes them from the budget in one piece before it
+// allocates any: under a --device-memory-limit that fits one lane, two calls building lanes at
+// once could otherwise each hold half a lane, both fail, and the second find no lane to wait for.
+constexpr size_t kSlotDeviceBytes = 2 * kSubChunkBytes + kFlagBytes + kIndexBytes + sizeof(uint64_t);
+constexpr size_t kLaneStagingBytes = 2 * kSlotDeviceBytes;
+
+// Bytes taken from a budget while it lives (Take throws kResourceExhausted naming the flag).
+class BudgetReservation {
+ public:
+  BudgetReservation(cuda::DeviceMemoryBudget* budget, size_t bytes) : budget_(budget), bytes_(bytes) {
+    budget_->Take(bytes_);
+  }
+  ~BudgetReservation() { budget_->Give(bytes_); }
+  BudgetReservation(const BudgetReservation&) = delete;
+  BudgetReservation& operator=(const BudgetReservation&) = delete;
+
+ private:
+  cuda::DeviceMemoryBudget* budget_;
+  size_t bytes_;
+};
+
 // A lane: two slots (copy of one overlaps the kernel of the other) and the kernels' temporary
 // storage. A session holds a lane for one Process call; lanes are reused across calls.
 struct Lane {
-  explicit Lane(cuda::DeviceMemoryBudget* b) : budget(b), slots{Slot(b), Slot(b)} {}
+  // The slots allocate uncounted: the reservation counts them.
+  explicit Lane(cuda::DeviceMemoryBudget* b)
+      : budget(b), staging(b, kLaneStagingBytes), slots{Slot(nullptr), Slot(nullptr)} {}
   cuda::DeviceMemoryBudget* budget;
+  BudgetReservation staging;
   Slot slots[2];
   cuda::DeviceBuffer temp;
   cudaEvent_t last_kernel = nullptr;  // the most recent kernel on this lane (kernels run in order)
