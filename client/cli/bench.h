@@ -17,6 +17,7 @@ struct KernelBenchArgs {
   std::string sizes;                    // "2^16,2^20,1000000"; empty = the suite's defaults
   uint32_t reps = 0;                    // 0 = the suite's default
   uint32_t warmup = 0;                  // 0 = the suite's default
+  std::vector<int> devices;             // device ordinals, one after the other; empty = the server's first
   std::string json_path, svg_path;      // empty = not written
 };
 

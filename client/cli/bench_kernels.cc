@@ -62,6 +62,7 @@ int RunKernelBench(const KernelBenchArgs& a, const GlobalOptions& g) {
   }
   req.set_repetitions(a.reps);
   req.set_warmup(a.warmup);
+  for (int d : a.devices) req.add_devices(d);
 
   Client client(MakeClientOptions(g));
   const v1::ServerInfo info = client.Info();

@@ -48,6 +48,9 @@ Command AddBenchCommand(CLI::App& app, const GlobalOptions& g) {
       ->delimiter(',')
       ->check(CLI::IsMember(DTypeNames()));
   cmd->add_option("--sizes", a->k.sizes, "kernels: element counts, e.g. 2^16,2^20,1000000 (default 2^10..2^30)");
+  cmd->add_option("--devices", a->k.devices,
+                  "kernels: device ordinals to measure, one after the other, e.g. 0,1 (default: the server's first)")
+      ->delimiter(',');
   cmd->add_option("--reps", a->k.reps, "kernels: timed runs per row (default: the suite's, 25)");
   cmd->add_option("--warmup", a->k.warmup, "kernels: untimed runs before them (default: the suite's, 3)");
   cmd->add_option("--svg", a->k.svg_path, "kernels: write a plot of GB/s against size (SVG) to this file");

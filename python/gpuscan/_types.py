@@ -228,7 +228,7 @@ def server_info(info: "pb.ServerInfo") -> Dict[str, Any]:
     return {
         "version": info.version,
         "engine": info.engine,
-        "devices": [{"name": d.name, "compute_capability": (d.compute_capability_major, d.compute_capability_minor),
+        "devices": [{"ordinal": d.ordinal, "name": d.name, "compute_capability": (d.compute_capability_major, d.compute_capability_minor),
                      "memory_bytes": d.memory_bytes, "multiprocessors": d.multiprocessors} for d in info.devices],
         "scan_algorithms": [low(pb.ScanAlgorithm.Name(a), "SCAN_ALGORITHM_") for a in info.scan_algorithms],
         "reduce_algorithms": list(info.reduce_algorithms),
@@ -265,8 +265,11 @@ class Table(list):
         return "\n".join(lines)
 
 
-def bench_request(operations=None, algorithms=None, dtypes=None, sizes=None, repetitions=0, warmup=0):
+def bench_request(operations=None, algorithms=None, dtypes=None, sizes=None, repetitions=0, warmup=0,
+                  devices=None):
+    """devices: ordinals (info()["devices"][i]["ordinal"]) measured one after the other; None: the
+    server's first device."""
     return pb.BenchmarkRequest(
         operations=list(operations or []), algorithms=list(algorithms or []),
         dtypes=[wire_dtype(d) for d in (dtypes or [])], sizes=[int(s) for s in (sizes or [])],
-        repetitions=repetitions, warmup=warmup)
+        repetitions=repetitions, warmup=warmup, devices=[int(d) for d in (devices or [])])

@@ -322,8 +322,8 @@ class AsyncClient(_Calls):
         return decode_health_response(raw)
 
     async def benchmark(self, operations=None, algorithms=None, dtypes=None, sizes=None, repetitions=0,
-                        warmup=0, on_row: Optional[Callable[[dict], None]] = None) -> _types.Table:
-        req = _types.bench_request(operations, algorithms, dtypes, sizes, repetitions, warmup)
+                        warmup=0, on_row: Optional[Callable[[dict], None]] = None, devices=None) -> _types.Table:
+        req = _types.bench_request(operations, algorithms, dtypes, sizes, repetitions, warmup, devices)
         table = _types.Table()
         call = self._stub.Benchmark(req, timeout=self.timeout)
         try:

@@ -574,9 +574,10 @@ class Client(_Calls):
         return decode_health_response(raw)
 
     def benchmark(self, operations=None, algorithms=None, dtypes=None, sizes=None, repetitions=0,
-                  warmup=0, on_row: Optional[Callable[[dict], None]] = None) -> _types.Table:
-        """Runs the server's kernel suite (cuda servers only): a Table of row dicts."""
-        req = _types.bench_request(operations, algorithms, dtypes, sizes, repetitions, warmup)
+                  warmup=0, on_row: Optional[Callable[[dict], None]] = None, devices=None) -> _types.Table:
+        """Runs the server's kernel suite (cuda servers only): a Table of row dicts. devices:
+        ordinals to measure one after the other (default: the server's first)."""
+        req = _types.bench_request(operations, algorithms, dtypes, sizes, repetitions, warmup, devices)
         table = _types.Table()
         call = self._stub.Benchmark(req, timeout=self.timeout)
         try:

@@ -90,6 +90,13 @@ def test_failed_precondition_benchmark_on_cpu(client):
         client.benchmark(operations=["scan"], sizes=[1024])
 
 
+def test_benchmark_device_not_served(client):
+    served = [d["ordinal"] for d in client.info()["devices"]] if client.info()["devices"] else []
+    with pytest.raises(gpuscan.InvalidArgument, match=r"devices\[0\]=77 is not a device this server serves"):
+        client.benchmark(operations=["scan"], sizes=[1024], devices=[77])
+    assert 77 not in served
+
+
 def test_unavailable():
     with gpuscan.Client("127.0.0.1:1", timeout=5) as c:
         with pytest.raises(gpuscan.Unavailable) as e:

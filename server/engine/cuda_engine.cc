@@ -737,6 +737,7 @@ class CudaEngine final : public Engine {
   std::string device_name() const override { return sh_->prop.name; }
   std::vector<DeviceInfo> devices() const override {
     DeviceInfo d;
+    d.ordinal = sh_->device;
     d.name = sh_->prop.name;
     d.cc_major = sh_->prop.major;
     d.cc_minor = sh_->prop.minor;

@@ -74,6 +74,7 @@ class CompactSession {
 };
 
 struct DeviceInfo {
+  int ordinal = 0;  // the CUDA device ordinal
   std::string name;
   int cc_major = 0;
   int cc_minor = 0;

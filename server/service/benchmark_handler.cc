@@ -1,5 +1,6 @@
-// Benchmark: runs the kernel suite (bench::RunKernelSuite) on the server's own device and
-// streams each row as it is measured.
+// Benchmark: runs the kernel suite (bench::RunKernelSuite) on the server's devices
+// (BenchmarkRequest.devices, one after the other; the first device by default) and streams each
+// row as it is measured.
 //
 // - The suite runs on a thread of its own, not on the Executor: one run can take minutes and
 //   would otherwise hold a compute worker that Scan/Reduce/Compact calls need. gRPC's callback
@@ -11,6 +12,7 @@
 // - Rows are written one at a time; the suite thread waits while kMaxBuffered rows are unsent
 //   (back-pressure). Cancellation (or a failed write) makes on_row return false, which stops the
 //   suite after the row being measured.
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -73,12 +75,34 @@ grpc::Status ValidateBenchmark(const v1::BenchmarkRequest& r) {
   return grpc::Status::OK;
 }
 
+// BenchmarkRequest.devices: ordinals the server serves, each once. Returns them in order, or
+// the server's first device when none are named.
+grpc::Status ResolveDevices(const v1::BenchmarkRequest& r, const engine::Engine& eng, std::vector<int>* out) {
+  const std::vector<engine::DeviceInfo> served = eng.devices();
+  std::string list;
+  for (const auto& d : served) list += (list.empty() ? "" : ", ") + std::to_string(d.ordinal);
+  for (int i = 0; i < r.devices_size(); ++i) {
+    const int d = r.devices(i);
+    const std::string what = "devices[" + std::to_string(i) + "]=" + std::to_string(d);
+    if (std::none_of(served.begin(), served.end(), [&](const engine::DeviceInfo& x) { return x.ordinal == d; })) {
+      return InvalidArgument(what + " is not a device this server serves" +
+                             (served.empty() ? std::string(" (it serves none: engine ") + eng.name() + ")"
+                                             : " (it serves " + list + ")"));
+    }
+    if (std::find(out->begin(), out->end(), d) != out->end()) return InvalidArgument(what + " is named twice");
+    out->push_back(d);
+  }
+  if (out->empty() && !served.empty()) out->push_back(served[0].ordinal);
+  return grpc::Status::OK;
+}
+
 // A size whose input and output alone exceed the device's memory cannot run: say so before
 // starting (the suite also throws kResourceExhausted for sizes that fail to allocate).
 grpc::Status CheckSizesFit(const v1::BenchmarkRequest& r, const engine::Engine& eng) {
   const auto devices = eng.devices();
   if (devices.empty() || devices[0].memory_bytes == 0) return grpc::Status::OK;
-  const uint64_t memory = devices[0].memory_bytes;
+  uint64_t memory = devices[0].memory_bytes;  // the smallest device's
+  for (const auto& d : devices) memory = std::min(memory, d.memory_bytes);
   uint64_t widest = 8;  // bytes per element of the widest dtype asked for (all: 8)
   if (r.dtypes_size() > 0) {
     widest = 0;
@@ -138,8 +162,9 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
   static constexpr size_t kMaxBuffered = 16;  // rows measured but not yet sent
 
  public:
-  BenchmarkCall(CallContext ctx, const v1::BenchmarkRequest& request)
-      : ctx_(std::move(ctx)), spec_(ToSuiteSpec(request)), start_(Clock::now()) {
+  BenchmarkCall(CallContext ctx, const v1::BenchmarkRequest& request, std::vector<int> devices)
+      : ctx_(std::move(ctx)), spec_(ToSuiteSpec(request)), devices_(std::move(devices)),
+        several_(ctx_.engine->devices().size() > 1), start_(Clock::now()) {
     ctx_.metrics->CallStarted();
   }
 
@@ -235,7 +260,12 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
   void RunSuite() {
     grpc::Status status;
     try {
-      bench::RunKernelSuite(spec_, [this](const bench::Row& row) { return OnRow(row); });
+      for (const int device : devices_) {  // one after the other: side by side they would disturb each other
+        spec_.device = device;
+        bool go_on = true;
+        bench::RunKernelSuite(spec_, [&](const bench::Row& row) { return go_on = OnRow(row, device); });
+        if (!go_on) break;
+      }
     } catch (...) {
       status = StatusFromException(std::current_exception());
     }
@@ -249,8 +279,9 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
   }
 
   // Suite thread: queues one row; false stops the suite.
-  bool OnRow(const bench::Row& row) {
+  bool OnRow(const bench::Row& row, int device) {
     v1::BenchmarkRow wire = RowToWire(row);
+    if (several_) wire.set_device(std::to_string(device) + ": " + row.device);  // as Timing.device names it
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return stop_ || outgoing_.size() < kMaxBuffered; });
     if (stop_) return false;
@@ -290,7 +321,9 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
   }
 
   CallContext ctx_;
-  const bench::SuiteSpec spec_;
+  bench::SuiteSpec spec_;          // its device set per device by the suite thread
+  const std::vector<int> devices_;  // ordinals to measure, in order
+  const bool several_;              // the server serves several devices: rows say which
   const Clock::time_point start_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -332,6 +365,8 @@ grpc::ServerWriteReactor<v1::BenchmarkRow>* Refuse(Metrics* metrics, grpc::Statu
 
 grpc::ServerWriteReactor<v1::BenchmarkRow>* StartBenchmark(CallContext ctx, const v1::BenchmarkRequest* request) {
   if (auto s = ValidateBenchmark(*request); !s.ok()) return Refuse(ctx.metrics, s);
+  std::vector<int> devices;
+  if (auto s = ResolveDevices(*request, *ctx.engine, &devices); !s.ok()) return Refuse(ctx.metrics, s);
   if (ctx.engine->name() != "cuda") {
     return Refuse(ctx.metrics, {grpc::StatusCode::FAILED_PRECONDITION,
                                 "Benchmark needs the cuda engine; this server runs " + ctx.engine->name()});
@@ -343,11 +378,12 @@ grpc::ServerWriteReactor<v1::BenchmarkRow>* StartBenchmark(CallContext ctx, cons
     return Refuse(ctx.metrics, ResourceExhausted("a Benchmark is already running on this server; one runs at a "
                                                  "time, retry when it has finished"));
   }
-  auto* call = new BenchmarkCall(std::move(ctx), *request);
+  auto* call = new BenchmarkCall(std::move(ctx), *request, std::move(devices));
   call->Begin();
   return call;
 #else
   (void)CheckSizesFit;
+  (void)devices;
   return Refuse(ctx.metrics,
                 {grpc::StatusCode::FAILED_PRECONDITION,
                  "Benchmark needs the kernel suite, and this server was built without it (no gpuscan_bench)"});

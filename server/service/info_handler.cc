@@ -12,6 +12,7 @@ void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info) {
   info->set_engine(eng.name());
   for (const engine::DeviceInfo& d : eng.devices()) {
     v1::Device* out = info->add_devices();
+    out->set_ordinal(d.ordinal);
     out->set_name(d.name);
     out->set_compute_capability_major(d.cc_major);
     out->set_compute_capability_minor(d.cc_minor);

@@ -2,6 +2,7 @@
 // out; chunk limit; counts) and Benchmark (refused on the cpu engine; on the cuda engine, a
 // small suite run whose rows are verified).
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -119,6 +120,42 @@ TEST_F(DiagnosticRpcTest, BenchmarkUnknownDTypeIsInvalidArgument) {
   }
 }
 
+TEST_F(DiagnosticRpcTest, BenchmarkDevicesMustBeServedOnce) {
+  const v1::ServerInfo info = client_.Info();
+  std::string served;
+  for (const auto& d : info.devices()) served += (served.empty() ? "" : ", ") + std::to_string(d.ordinal());
+  for (const auto& [devices, message] : std::vector<std::pair<std::vector<int>, std::string>>{
+           {{99}, "devices[0]=99 is not a device this server serves"},
+           {{-1}, "devices[0]=-1 is not a device this server serves"},
+           {{info.devices_size() ? info.devices(0).ordinal() : 0, 99}, "is not a device this server serves"}}) {
+    v1::BenchmarkRequest req;
+    for (int d : devices) req.add_devices(d);
+    try {
+      client_.Benchmark(req, {});
+      FAIL() << "expected INVALID_ARGUMENT";
+    } catch (const RpcError& e) {
+      EXPECT_EQ(e.code(), grpc::StatusCode::INVALID_ARGUMENT) << e.what();
+      EXPECT_NE(e.message().find(message), std::string::npos) << e.message();
+      EXPECT_NE(e.message().find(served.empty() ? "it serves none: engine cpu" : "it serves " + served),
+                std::string::npos)
+          << e.message();
+    }
+  }
+  if (info.devices_size() == 0) return;
+  v1::BenchmarkRequest twice;
+  twice.add_devices(info.devices(0).ordinal());
+  twice.add_devices(info.devices(0).ordinal());
+  try {
+    client_.Benchmark(twice, {});
+    FAIL() << "expected INVALID_ARGUMENT";
+  } catch (const RpcError& e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::INVALID_ARGUMENT) << e.what();
+    EXPECT_NE(e.message().find("devices[1]=" + std::to_string(info.devices(0).ordinal()) + " is named twice"),
+              std::string::npos)
+        << e.message();
+  }
+}
+
 TEST_F(DiagnosticRpcTest, BenchmarkOnTheCpuEngineIsFailedPrecondition) {
   if (cuda()) GTEST_SKIP() << "the server runs the cuda engine";
   v1::BenchmarkRequest req;
@@ -141,6 +178,7 @@ TEST_F(DiagnosticRpcTest, BenchmarkOnTheCudaEngineStreamsVerifiedRows) {
   req.add_sizes(1 << 16);
   req.set_repetitions(3);
   req.set_warmup(1);
+  for (const auto& d : client_.Info().devices()) req.add_devices(d.ordinal());  // every device, in turn
   std::vector<v1::BenchmarkRow> rows;
   client_.Benchmark(req, [&](const v1::BenchmarkRow& r) { rows.push_back(r); });
   ASSERT_FALSE(rows.empty());
