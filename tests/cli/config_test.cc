@@ -12,6 +12,8 @@
 #include <regex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "engine/engine.h"
 #include "in_process_server.h"
@@ -44,11 +46,11 @@ const char* const kServerEnv[] = {
     "GPUSCAN_MAX_CONCURRENT", "GPUSCAN_MAX_QUEUED", "GPUSCAN_MAX_REQUEST_BYTES", "GPUSCAN_CHUNK_BYTES",
     "GPUSCAN_WORKERS",     "GPUSCAN_CPU_THREADS", "GPUSCAN_SHUTDOWN_GRACE",  "GPUSCAN_LOG_LEVEL",
     "GPUSCAN_TLS_CERT",    "GPUSCAN_TLS_KEY",     "GPUSCAN_TLS_CLIENT_CA",   "GPUSCAN_METRICS_ADDRESS",
-    "GPUSCAN_DEVICE_MEMORY_LIMIT", "GPUSCAN_MAX_INFLIGHT_BYTES", "GPUSCAN_MAX_CONNECTION_AGE"};
+    "GPUSCAN_DEVICE_MEMORY_LIMIT", "GPUSCAN_MAX_INFLIGHT_BYTES", "GPUSCAN_MAX_CONNECTION_AGE", "GPUSCAN_DEVICES"};
 const char* const kCliEnv[] = {"GPUSCAN_SERVER",          "GPUSCAN_CLIENT_TIMEOUT",  "GPUSCAN_CLIENT_CHUNK_BYTES",
                                "GPUSCAN_CLIENT_TLS",      "GPUSCAN_CLIENT_TLS_CA",   "GPUSCAN_CLIENT_TLS_CERT",
                                "GPUSCAN_CLIENT_TLS_KEY",  "GPUSCAN_CLIENT_TLS_SERVER_NAME",
-                               "GPUSCAN_CLIENT_LB_POLICY"};
+                               "GPUSCAN_CLIENT_LB_POLICY", "GPUSCAN_CLIENT_RETRIES"};
 
 TEST_F(ConfigTest, HelpListsEveryEnvironmentVariable) {
   const ProcRun server = Shell("", GPUSCAN_SERVER_PATH, "--help");
@@ -162,6 +164,16 @@ TEST_F(ConfigTest, ServerRefusesBadEnvironmentValuesByName) {
   const ProcRun missing = Shell("GPUSCAN_TLS_CERT=/no/such.crt", GPUSCAN_SERVER_PATH, "");
   EXPECT_NE(missing.code, 0);
   EXPECT_NE((missing.out + missing.err).find("/no/such.crt"), std::string::npos) << missing.out << missing.err;
+  // --devices: "all" or distinct ordinals, named in the message as given.
+  for (const auto& [value, says] : std::vector<std::pair<std::string, std::string>>{
+           {"0,x", "'0,x' is not all or a list of device ordinals such as 0,2 (at 'x')"},
+           {"-1", "'-1' is not all or a list of device ordinals"},
+           {"1,,2", "'1,,2' is not all or a list of device ordinals such as 0,2 (at '')"},
+           {"2,2", "'2,2' names device 2 twice"}}) {
+    const ProcRun devices = Shell("GPUSCAN_DEVICES=" + value, GPUSCAN_SERVER_PATH, "--engine cpu");
+    EXPECT_NE(devices.code, 0) << value;
+    EXPECT_NE(devices.err.find("--devices: " + says), std::string::npos) << value << ": " << devices.err;
+  }
 }
 
 }  // namespace
