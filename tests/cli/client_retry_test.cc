@@ -273,7 +273,7 @@ TEST_F(ClientRetry, TheDeadlineCoversEveryTry) {
         << e.what();
   }
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(took, 0.8 + 0.5);
+  EXPECT_LT(took, 0.8 + 1.0);  // slack for a loaded machine; without the shared deadline 1000 tries take minutes
   EXPECT_GT(service_.calls(), 2);
 }
 

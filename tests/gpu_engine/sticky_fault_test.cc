@@ -6,7 +6,9 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <set>
 #include <sstream>
+#include <string>
 
 #include "cuda_test_server.h"
 #include "fault_kernel.h"
@@ -56,6 +58,53 @@ TEST(StickyFaultTest, DeviceFaultTurnsHealthNotServingAndRefusesLaterCalls) {
 
   // Refused at the header from now on: nothing is computed on a broken device.
   EXPECT_EQ(CodeOfScan(client, x, &message), grpc::StatusCode::UNAVAILABLE) << message;
+  spdlog::default_logger()->sinks().pop_back();
+  srv->Shutdown();
+}
+
+// Two devices (the two-GPU machine; skipped with fewer): device 1 gets a sticky fault, the call
+// that meets it fails UNAVAILABLE, the device is drained and logged, and device 0 keeps serving
+// correct results with health SERVING. Its own process too (scripts/gpu-suite.sh: DeviceDrain*).
+TEST(DeviceDrainTest, StickyFaultOnDevice1LeavesDevice0Serving) {
+  engine::EngineOptions eo;
+  eo.devices = {0, 1};
+  std::string why;
+  auto eng = testing::CudaEngineOrNull(eo, &why);
+  if (!eng) GTEST_SKIP() << "needs two CUDA devices: " << why;
+  std::ostringstream log;
+  spdlog::default_logger()->sinks().push_back(std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  auto srv = testing::StartOnLoopback(std::move(eng));
+  ClientOptions co;
+  co.target = srv->address();
+  co.timeout = std::chrono::seconds(30);
+  Client client(co);
+  GPUSCAN_SEEDED_RNG(rng);
+  const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(1'000'003, rng);
+  const auto want = testing::ScanRef<int32_t, ops::Sum<int32_t>>(x, false);
+  std::set<std::string> used;
+  for (int i = 0; i < 4; ++i) {  // one call at a time: turns alternate over both devices
+    const ScanResult<int32_t> r = client.Scan(x);
+    ASSERT_EQ(r.values, want);
+    used.insert(r.timing.device);
+  }
+  ASSERT_EQ(used.size(), 2u);
+
+  EXPECT_EQ(testing::InjectStickyDeviceFault(1), "cudaErrorIllegalAddress");
+  int failures = 0;
+  for (int i = 0; i < 10; ++i) {
+    try {
+      const ScanResult<int32_t> r = client.Scan(x);
+      EXPECT_EQ(r.values, want);
+      EXPECT_EQ(r.timing.device.rfind("0: ", 0), 0u) << r.timing.device;
+    } catch (const RpcError& e) {
+      EXPECT_EQ(e.code(), grpc::StatusCode::UNAVAILABLE) << e.what();
+      ++failures;
+    }
+  }
+  EXPECT_LE(failures, 1);  // only the call that met device 1 before it was drained
+  EXPECT_EQ(client.Health(""), "SERVING");
+  EXPECT_NE(log.str().find("device 1: "), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("gets no more calls"), std::string::npos) << log.str();
   spdlog::default_logger()->sinks().pop_back();
   srv->Shutdown();
 }

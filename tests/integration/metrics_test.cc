@@ -318,9 +318,23 @@ TEST_F(MetricsTest, InfoLabelsMatchGetServerInfo) {
   const auto samples = t.All("gpuscan_info");
   ASSERT_EQ(samples.size(), 1u);
   EXPECT_EQ(samples[0].value, 1.0);
-  EXPECT_EQ(samples[0].labels,
-            (PromLabels{{"version", info.version()}, {"engine", info.engine()}, {"device", device}}));
-  if (info.devices_size() > 0) EXPECT_EQ(device, info.devices(0).name());
+  PromLabels labels = samples[0].labels;
+  const std::string described = labels["device"];
+  labels.erase("device");
+  EXPECT_EQ(labels, (PromLabels{{"version", info.version()}, {"engine", info.engine()}}));
+  if (info.devices_size() <= 1) {  // the engine's device, as each call names it
+    EXPECT_EQ(described, device);
+    if (info.devices_size() == 1) EXPECT_EQ(device, info.devices(0).name());
+    return;
+  }
+  // Several devices: the label lists them all; the call names one as "ordinal: name".
+  bool named = false;
+  for (const auto& d : info.devices()) {
+    const std::string one = std::to_string(d.ordinal()) + ": " + d.name();
+    EXPECT_NE(described.find(one), std::string::npos) << described;
+    named = named || device == one;
+  }
+  EXPECT_TRUE(named) << device;
 }
 
 TEST_F(MetricsTest, DeviceMemoryGaugesOnlyWithADevice) {
