@@ -183,6 +183,20 @@ TEST(DeviceSet, TheServerNamesTheDeviceOfEachCall) {
   }
   EXPECT_EQ(devices, (std::set<std::string>{"0: fake", "1: fake"}));  // one at a time: turns alternate
   EXPECT_EQ(client.Info().devices_size(), 2);
+  // A striped array is one session: its lanes run on one device.
+  ClientOptions lo = co;
+  lo.chunk_bytes = 64 << 10;
+  Client striped(lo);
+  std::mt19937_64 rng(std::random_device{}());
+  std::vector<int32_t> x(1'000'003);
+  for (auto& v : x) v = static_cast<int32_t>(rng() % 2001) - 1000;
+  ScanOptions so;
+  so.lanes = 4;
+  const ScanResult<int32_t> lanes = striped.Scan(x, so);
+  EXPECT_EQ(lanes.values, (testing::ScanRef<int32_t, ops::Sum<int32_t>>(x, false)));
+  EXPECT_TRUE(lanes.timing.device == "0: fake" || lanes.timing.device == "1: fake") << lanes.timing.device;
+  EXPECT_EQ(lanes.timing.chunks, (x.size() * 4 + lo.chunk_bytes - 1) / lo.chunk_bytes);
+  for (const auto& d : set->device_status()) EXPECT_EQ(d.open_sessions.value_or(99), 0u) << d.device;
   // The scrape: one sample per device.
   server::Metrics metrics(*set, "9.9.9", {});
   auto held = set->NewScan({});
