@@ -7,6 +7,7 @@ scan_shm, reduce_shm: no data on the connection).
     python -m gpuscan.bench --target HOST:PORT [--size 1GiB] [--dtype int32] [--repeat 3] [--json out.json]
     python -m gpuscan.bench --server build/bin/gpuscan-server --engine cpu --size 64MiB
     python -m gpuscan.bench --target HOST:PORT --lanes 4   # scan/reduce/compact over 4 connections
+    python -m gpuscan.bench --target HOST:PORT --lanes 8 --native   # scan/reduce through the C++ client
     python -m gpuscan.bench --target HOST:PORT --shared on --shm-dir /mnt/gpuscan-shm   # a sidecar's view
 
 GB/s = input bytes / wall seconds of the call as this client sees it (10^9 B/s), best of --repeat.
@@ -144,6 +145,8 @@ def main(argv=None):
                         "is visible here), on (fail otherwise), off")
     p.add_argument("--shm-dir", help="where the server's --shm-dir is mounted here (default: its own path)")
     p.add_argument("--no-verify", action="store_true", help="skip checking results against numpy")
+    p.add_argument("--native", action="store_true",
+                   help="scan and reduce through the C++ client (Client(native=True)); compaction stays on grpcio")
     p.add_argument("--json", help="write the rows and the setup as JSON here")
     a = p.parse_args(argv)
     dtype = np.dtype(a.dtype)
@@ -160,7 +163,8 @@ def main(argv=None):
         target = server.target
     try:
         try:
-            c = gpuscan.Client(target, chunk_bytes=a.chunk_bytes, lanes=a.lanes, options=channel_options(a.option))
+            c = gpuscan.Client(target, chunk_bytes=a.chunk_bytes, lanes=a.lanes, options=channel_options(a.option),
+                               native=a.native)
         except ValueError as e:
             p.error(str(e))
         with c:
@@ -187,7 +191,7 @@ def main(argv=None):
         import grpc
         import google.protobuf
         setup = {"target": target, "size_bytes": a.size, "dtype": str(dtype), "chunk_bytes": a.chunk_bytes,
-                 "repeat": a.repeat, "lanes": a.lanes, "shm_dir": shm_dir, "channel_options": a.option, "server": info, "python": platform.python_version(),
+                 "repeat": a.repeat, "lanes": a.lanes, "native": a.native, "shm_dir": shm_dir, "channel_options": a.option, "server": info, "python": platform.python_version(),
                  "grpcio": grpc.__version__, "protobuf": google.protobuf.__version__, "numpy": np.__version__,
                  "host": platform.node(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         with open(a.json, "w") as f:

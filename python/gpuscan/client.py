@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tupl
 import grpc
 import numpy as np
 
-from . import _chunking, _retry, _types, _wire, shared
+from . import _chunking, _native, _retry, _types, _wire, shared
 from ._types import Timing, TransportResult, check_array
 from .errors import Internal, from_rpc_error, raised
 from .v1 import gpuscan_pb2 as pb
@@ -287,16 +287,29 @@ class Client(_Calls):
     every try and wait; when the tries run out the last error is raised, its message ending
     "(gave up after N tries)". Not retried: other errors, scan_iter, shared-memory calls and
     in-place scans (out=x). on_retry(error, next_attempt, wait_s) is called before each wait.
+
+    native=True: scan and reduce of plain arrays go through the C++ client (its C API, loaded with
+    ctypes; see gpuscan._native), outside the GIL: lanes then scale as the C++ client's do. Same
+    results, Timing, errors and retries (a call with an on_retry, or its own retries=, stays on
+    grpcio); plaintext only; `options` do not apply to it. Compaction, scan_iter, shared memory
+    and in-place scans always use grpcio.
     """
 
     def __init__(self, target: str = "127.0.0.1:50051", *, tls: Union[None, bool, Tls] = None,
                  timeout: Optional[float] = None, lanes: int = 1, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  credentials: Optional[grpc.ChannelCredentials] = None,
                  load_balancing_policy: Optional[str] = None, options=None, retries: int = 0,
-                 backoff: Tuple[float, float] = (0.1, 2.0), on_retry: Optional[_retry.OnRetry] = None):
+                 backoff: Tuple[float, float] = (0.1, 2.0), on_retry: Optional[_retry.OnRetry] = None,
+                 native: bool = False):
         self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry)
         args = channel_args(self.chunk_bytes, load_balancing_policy, options, tls)
         creds = channel_credentials(tls, credentials)
+        self._native: Optional[_native.NativeClient] = None
+        if native:
+            if creds is not None:
+                raise ValueError("gpuscan: native=True speaks plaintext gRPC: it takes no tls or credentials")
+            self._native = _native.NativeClient(target, self.chunk_bytes, self.timeout, self.lanes, self.retries,
+                                                self.backoff, load_balancing_policy)
         self._channel = (grpc.secure_channel(target, creds, options=args) if creds is not None
                          else grpc.insecure_channel(target, options=args))
         self._stub = pb_grpc.GpuScanStub(self._channel)
@@ -351,6 +364,8 @@ class Client(_Calls):
 
     # -- lifecycle
     def close(self) -> None:
+        if self._native is not None:
+            self._native.close()
         self._channel.close()
         with self._lane_lock:
             self._closed = True
@@ -389,6 +404,12 @@ class Client(_Calls):
             raise
         if upload.error is not None:
             raise upload.error
+
+    def _takes_native(self, x: np.ndarray, out: Optional[np.ndarray], retries: int) -> bool:
+        """The native path serves this call: it is on, the call keeps the client's retries with no
+        on_retry to call back, and the scan is not in place."""
+        return (self._native is not None and retries == self.retries and self.on_retry is None and
+                (out is None or not np.may_share_memory(x, out)))
 
     def _retrying(self, retries: int, attempt: Callable[[Optional[float]], Any]) -> Any:
         """attempt(timeout) with up to `retries` retries after UNAVAILABLE, each try given the time
@@ -440,6 +461,11 @@ class Client(_Calls):
                 self._set_timing(call.finish())
             return call.result
         out = self._scan_out(x, out)
+        if self._takes_native(x, out, retries):
+            h = header.header
+            self._set_timing(self._native.scan(x, out, h.dtype, h.op, h.kind == pb.SCAN_KIND_EXCLUSIVE, h.algorithm,
+                                               self._wanted_lanes(lanes)))
+            return out
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
 
         def attempt(timeout: Optional[float]) -> Timing:
@@ -488,6 +514,11 @@ class Client(_Calls):
             with call:
                 value = call.reduce_value(self._reduce_unary(call.serialized(), self.timeout))
             self._set_timing(call.timing)
+            return value
+        if self._takes_native(x, None, retries):
+            h = header.header
+            value, timing = self._native.reduce(x, h.dtype, h.op, self._wanted_lanes(lanes))
+            self._set_timing(timing)
             return value
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
 

@@ -1,0 +1,137 @@
+// The C API (gpuscan_capi.h) over gpuscan::Client.
+#include "gpuscan_capi.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+#include <memory>
+#include <string>
+
+#include "gpuscan/client.h"
+
+struct gpuscan_client {
+  std::unique_ptr<gpuscan::Client> client;
+};
+
+namespace {
+
+void Say(const std::string& what, char* error, size_t error_len) {
+  if (!error || error_len == 0) return;
+  const size_t n = std::min(what.size(), error_len - 1);
+  std::memcpy(error, what.data(), n);
+  error[n] = '\0';
+}
+
+void Copy(const std::string& s, char* dst, size_t cap) { Say(s, dst, cap); }
+
+void Fill(const gpuscan::Timing& t, gpuscan_timing* out) {
+  if (!out) return;
+  *out = gpuscan_timing{};
+  out->receive_us = t.receive_us;
+  out->queue_us = t.queue_us;
+  out->h2d_us = t.h2d_us;
+  out->kernel_us = t.kernel_us;
+  out->d2h_us = t.d2h_us;
+  out->send_us = t.send_us;
+  out->total_us = t.total_us;
+  out->bytes_in = t.bytes_in;
+  out->bytes_out = t.bytes_out;
+  out->chunks = t.chunks;
+  Copy(t.engine, out->engine, sizeof(out->engine));
+  Copy(t.device, out->device, sizeof(out->device));
+  Copy(t.algorithm, out->algorithm, sizeof(out->algorithm));
+}
+
+// Runs f, turning what it throws into a status code and message.
+template <class F>
+int Guard(F&& f, char* error, size_t error_len) {
+  try {
+    f();
+    return 0;
+  } catch (const gpuscan::RpcError& e) {
+    Say(e.message(), error, error_len);
+    return static_cast<int>(e.code());
+  } catch (const std::invalid_argument& e) {
+    Say(e.what(), error, error_len);
+    return static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT);
+  } catch (const std::exception& e) {
+    Say(e.what(), error, error_len);
+    return static_cast<int>(grpc::StatusCode::INTERNAL);
+  }
+}
+
+// f(T{}) with the C++ type of a wire dtype.
+template <class F>
+void WithDType(int dtype, F&& f) {
+  switch (dtype) {
+    case gpuscan::v1::DTYPE_INT32: return f(int32_t{});
+    case gpuscan::v1::DTYPE_INT64: return f(int64_t{});
+    case gpuscan::v1::DTYPE_UINT32: return f(uint32_t{});
+    case gpuscan::v1::DTYPE_UINT64: return f(uint64_t{});
+    case gpuscan::v1::DTYPE_FLOAT32: return f(float{});
+    case gpuscan::v1::DTYPE_FLOAT64: return f(double{});
+    default: throw std::invalid_argument("gpuscan: dtype " + std::to_string(dtype) + " is not a known DType");
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+gpuscan_client* gpuscan_client_new(const gpuscan_options* options, char* error, size_t error_len) {
+  auto handle = std::make_unique<gpuscan_client>();
+  const int code = Guard(
+      [&] {
+        if (!options || !options->target) throw std::invalid_argument("gpuscan: options.target is required");
+        gpuscan::ClientOptions o;
+        o.target = options->target;
+        if (options->chunk_bytes) o.chunk_bytes = options->chunk_bytes;
+        o.timeout = std::chrono::milliseconds(options->timeout_ms);
+        o.lanes = options->lanes ? options->lanes : 1;
+        o.retry.attempts = options->attempts ? options->attempts : 1;
+        if (options->backoff_initial_ms > 0) o.retry.initial_backoff = std::chrono::milliseconds(options->backoff_initial_ms);
+        if (options->backoff_max_ms > 0) o.retry.max_backoff = std::chrono::milliseconds(options->backoff_max_ms);
+        if (options->load_balancing_policy) o.load_balancing_policy = options->load_balancing_policy;
+        handle->client = std::make_unique<gpuscan::Client>(o);
+      },
+      error, error_len);
+  return code == 0 ? handle.release() : nullptr;
+}
+
+void gpuscan_client_free(gpuscan_client* client) { delete client; }
+
+int gpuscan_scan(gpuscan_client* client, int dtype, int op, int exclusive, int algorithm, const void* in, void* out,
+                 uint64_t n, uint32_t lanes, gpuscan_timing* timing, char* error, size_t error_len) {
+  return Guard(
+      [&] {
+        gpuscan::ScanOptions so;
+        so.op = static_cast<gpuscan::v1::Operator>(op);
+        so.exclusive = exclusive != 0;
+        so.algorithm = static_cast<gpuscan::v1::ScanAlgorithm>(algorithm);
+        so.lanes = lanes;
+        WithDType(dtype, [&](auto t) {
+          using T = decltype(t);
+          Fill(client->client->ScanInto(static_cast<const T*>(in), n, static_cast<T*>(out), so), timing);
+        });
+      },
+      error, error_len);
+}
+
+int gpuscan_reduce(gpuscan_client* client, int dtype, int op, const void* in, uint64_t n, uint32_t lanes,
+                   void* value, gpuscan_timing* timing, char* error, size_t error_len) {
+  return Guard(
+      [&] {
+        WithDType(dtype, [&](auto t) {
+          using T = decltype(t);
+          const gpuscan::ReduceResult<T> r =
+              client->client->Reduce(static_cast<const T*>(in), n, static_cast<gpuscan::v1::Operator>(op), lanes);
+          std::memcpy(value, &r.value, sizeof(T));
+          Fill(r.timing, timing);
+        });
+      },
+      error, error_len);
+}
+
+}  // extern "C"

@@ -1,0 +1,53 @@
+/* gpuscan C API: the C++ client's scan and reduce over arrays in memory, for callers that are
+ * not C++ (the Python package loads it with ctypes to move data outside the GIL). A handle keeps
+ * its channel and lane connections for later calls; calls on one handle may run at once.
+ * Every call returns a gRPC status code (0 = OK) and, otherwise, the message in `error`. */
+#ifndef GPUSCAN_CAPI_H_
+#define GPUSCAN_CAPI_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPUSCAN_CAPI __attribute__((visibility("default")))
+
+typedef struct gpuscan_client gpuscan_client;
+
+typedef struct gpuscan_options {
+  const char* target;          /* any gRPC target */
+  uint64_t chunk_bytes;        /* bytes per request message; 0 = 1 MiB */
+  int64_t timeout_ms;          /* per call, every retry included; 0 = none */
+  uint32_t lanes;              /* striped lanes per call; 0 or 1 = one call */
+  uint32_t attempts;           /* tries per call (retries + 1); 0 = 1 */
+  int64_t backoff_initial_ms;  /* wait before the second try */
+  int64_t backoff_max_ms;      /* the waits double up to this */
+  const char* load_balancing_policy; /* NULL or "" = gRPC's default */
+} gpuscan_options;
+
+/* The server's Timing of a call (microseconds, bytes), as the C++ Timing. */
+typedef struct gpuscan_timing {
+  uint64_t receive_us, queue_us, h2d_us, kernel_us, d2h_us, send_us, total_us;
+  uint64_t bytes_in, bytes_out, chunks;
+  char engine[32], device[128], algorithm[64];
+} gpuscan_timing;
+
+/* NULL with the reason in `error` when the options are unusable. */
+GPUSCAN_CAPI gpuscan_client* gpuscan_client_new(const gpuscan_options* options, char* error, size_t error_len);
+GPUSCAN_CAPI void gpuscan_client_free(gpuscan_client* client);
+
+/* dtype, op, algorithm: the wire enums' numbers (gpuscan.proto: DType, Operator, ScanAlgorithm).
+ * Writes n scanned elements to `out` (not overlapping `in`). lanes: 0 = the handle's. */
+GPUSCAN_CAPI int gpuscan_scan(gpuscan_client* client, int dtype, int op, int exclusive, int algorithm, const void* in,
+                              void* out, uint64_t n, uint32_t lanes, gpuscan_timing* timing, char* error, size_t error_len);
+/* Writes one element of the dtype to `value`. */
+GPUSCAN_CAPI int gpuscan_reduce(gpuscan_client* client, int dtype, int op, const void* in, uint64_t n, uint32_t lanes,
+                   void* value, gpuscan_timing* timing, char* error, size_t error_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUSCAN_CAPI_H_ */

@@ -1,0 +1,73 @@
+"""native=True: scan and reduce through the C++ client's C API (gpuscan._native), outside the GIL:
+the same results as the grpcio path bit for bit (floats too), Timing and errors, on random data,
+every dtype and operator, lengths around chunk boundaries, with lanes; what stays on grpcio
+(in place, a call's own retries or an on_retry, compaction). Skipped where the library is not
+built (an installed package without CMake's copy)."""
+import numpy as np
+import pytest
+
+import gpuscan
+import reference as ref
+from gpuscan import _native
+
+CHUNK = 64  # bytes: 16 int32 / 8 int64 per message, so small arrays cross many chunks
+LENGTHS = [0, 1, 9, 17, 1000]
+
+pytestmark = pytest.mark.skipif(_native.library()[0] is None, reason=f"no C API here: {_native.library()[1]}")
+
+
+@pytest.fixture(scope="module")
+def both(target):
+    with gpuscan.Client(target, chunk_bytes=CHUNK, timeout=60, native=True) as n, \
+            gpuscan.Client(target, chunk_bytes=CHUNK, timeout=60) as g:
+        yield n, g
+
+
+def same_bits(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("dtype", ref.DTYPES, ids=str)
+def test_scan_and_reduce_match_grpcio(both, rng, dtype):
+    native, grpcio = both
+    for n in LENGTHS:
+        for op in ref.ops_for(dtype):
+            x = ref.random_array(rng, dtype, n, op)
+            for exclusive in (False, True):
+                for lanes in ((1, 3) if n == 1000 else (1,)):
+                    y = native.scan(x, op=op, exclusive=exclusive, lanes=lanes)
+                    where = (str(dtype), n, op, exclusive, lanes)
+                    assert type(y) is np.ndarray and same_bits(y, grpcio.scan(x, op=op, exclusive=exclusive)), where
+                    ref.assert_scan_close(y, ref.scan(x, op, exclusive), x, op)
+                    t = native.last_timing
+                    assert t.bytes_in == n * dtype.itemsize and t.chunks >= (1 if n else 0), (where, t)
+            v = native.reduce(x, op=op, lanes=2)
+            assert type(v) is dtype.type and v.tobytes() == grpcio.reduce(x, op=op).tobytes(), (str(dtype), n, op)
+
+
+def test_out_slices_and_fallbacks(both, rng):
+    native, _ = both
+    x = ref.random_array(rng, np.dtype(np.int64), 5000)
+    out = np.full(5000, 7, np.int64)
+    assert native.scan(x, out=out) is out and same_bits(out, ref.scan(x, "sum", False))
+    assert native.last_timing.engine and native.last_timing.total_us > 0
+    big = np.zeros(6000, np.int64)
+    native.scan(x[100:4100], op="max", out=big[1000:5000])
+    assert same_bits(big[1000:5000], ref.scan(x[100:4100], "max", False)) and not big[:1000].any()
+    y = x.copy()  # in place: the grpcio path (the C++ client takes no overlapping out)
+    assert native.scan(y, out=y) is y and same_bits(y, ref.scan(x, "sum", False))
+    assert native.scan(x, retries=2) is not None  # a call's own retries: the grpcio path
+    v, i = native.compact(x, predicate=("gt", 0), indices=True)  # compaction: grpcio
+    assert same_bits(v, x[x > 0]) and same_bits(i, np.flatnonzero(x > 0))
+
+
+def test_errors(target, both):
+    native, _ = both
+    other = "kogge_stone" if native.info()["engine"] == "cpu" else "cpu_blocked"  # not on this engine
+    with pytest.raises(gpuscan.Unimplemented, match=f"header.algorithm={other}"):
+        native.scan(np.arange(10, dtype=np.float32), algorithm=other)
+    with pytest.raises(ValueError, match="plaintext"):
+        gpuscan.Client(target, tls=True, native=True)
+    with gpuscan.Client("127.0.0.1:1", timeout=5, native=True) as dead:
+        with pytest.raises(gpuscan.Unavailable):
+            dead.reduce(np.arange(10, dtype=np.int32))
