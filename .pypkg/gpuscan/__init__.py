@@ -1,0 +1,39 @@
+"""gpuscan: prefix scans, reductions and stream compaction of numpy arrays on a gpuscan server.
+
+    import numpy as np, gpuscan
+    with gpuscan.Client("127.0.0.1:50051") as c:
+        y = c.scan(np.arange(1, 11, dtype=np.int32))          # inclusive prefix sum
+        s = c.reduce(np.random.rand(1000), op="max")           # numpy scalar of x's dtype
+        v, i = c.compact(x, predicate=("gt", 0), indices=True)
+        with c.shared_array(1 << 20, "int32") as a:            # on the server's host: no copy
+            a[:] = 1
+            y = c.scan(a)                                      # a SharedArray too
+
+The gRPC stubs (gpuscan.v1) are generated from proto/ when the package is built.
+"""
+from .errors import (Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceeded, Error,
+                     FailedPrecondition, Internal, InvalidArgument, NotFound, OutOfRange,
+                     PermissionDenied, ResourceExhausted, Unauthenticated, Unavailable, Unimplemented,
+                     Unknown)
+from ._types import DTYPE_NAMES, OPERATORS, PREDICATES, Table, Timing, TransportResult
+from .client import Client, Tls
+from .shared import SharedArray
+from .shared import create as shared_array
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # grpc.aio is imported only when AsyncClient is used.
+    if name == "AsyncClient":
+        from .aio import AsyncClient
+        return AsyncClient
+    raise AttributeError(f"module 'gpuscan' has no attribute {name!r}")
+
+
+__all__ = [
+    "Client", "AsyncClient", "Tls", "SharedArray", "shared_array", "Timing", "TransportResult", "Table",
+    "DTYPE_NAMES", "OPERATORS", "PREDICATES", "Error", "Aborted", "AlreadyExists", "Cancelled", "DataLoss",
+    "DeadlineExceeded", "FailedPrecondition", "Internal", "InvalidArgument", "NotFound", "OutOfRange",
+    "PermissionDenied", "ResourceExhausted", "Unauthenticated", "Unavailable", "Unimplemented", "Unknown",
+]

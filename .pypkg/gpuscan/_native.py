@@ -1,0 +1,112 @@
+"""The native data path (Client(..., native=True)): the C++ client's scan and reduce through its
+C API (libgpuscan_capi.so, client/capi), called with ctypes. ctypes lets go of the GIL for the
+whole call, so the array's bytes move, and striped lanes run, at the C++ client's speed instead
+of grpcio's in one Python thread. Found beside this module (the build copies it there) or at
+$GPUSCAN_NATIVE_LIB. Only plain arrays in memory take it: shared memory, compaction, scan_iter,
+in-place scans and clients with TLS or custom credentials stay on the grpcio path."""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from typing import Optional, Tuple
+
+import grpc
+import numpy as np
+
+from ._types import Timing
+from .errors import error_for
+
+_LIB_NAME = "libgpuscan_capi.so"
+_lock = threading.Lock()
+_lib: Optional[ctypes.CDLL] = None
+_why = ""
+
+
+class _Options(ctypes.Structure):  # gpuscan_options
+    _fields_ = [("target", ctypes.c_char_p), ("chunk_bytes", ctypes.c_uint64), ("timeout_ms", ctypes.c_int64),
+                ("lanes", ctypes.c_uint32), ("attempts", ctypes.c_uint32), ("backoff_initial_ms", ctypes.c_int64),
+                ("backoff_max_ms", ctypes.c_int64), ("load_balancing_policy", ctypes.c_char_p)]
+
+
+_COUNTS = ("receive_us", "queue_us", "h2d_us", "kernel_us", "d2h_us", "send_us", "total_us", "bytes_in", "bytes_out",
+           "chunks")
+
+
+class _Timing(ctypes.Structure):  # gpuscan_timing
+    _fields_ = [(n, ctypes.c_uint64) for n in _COUNTS] + [
+        ("engine", ctypes.c_char * 32), ("device", ctypes.c_char * 128), ("algorithm", ctypes.c_char * 64)]
+
+    def to_timing(self) -> Timing:
+        counts = {n: int(getattr(self, n)) for n in _COUNTS}
+        names = {n: getattr(self, n).decode(errors="replace") for n in ("engine", "device", "algorithm")}
+        return Timing(**counts, **names)
+
+
+def library() -> Tuple[Optional[ctypes.CDLL], str]:
+    """The loaded C API, or None and why not."""
+    global _lib, _why
+    with _lock:
+        if _lib is None and not _why:
+            path = os.environ.get("GPUSCAN_NATIVE_LIB") or os.path.join(os.path.dirname(__file__), _LIB_NAME)
+            try:
+                lib = ctypes.CDLL(path)
+                lib.gpuscan_client_new.restype = ctypes.c_void_p
+                lib.gpuscan_client_new.argtypes = [ctypes.POINTER(_Options), ctypes.c_char_p, ctypes.c_size_t]
+                lib.gpuscan_client_free.argtypes = [ctypes.c_void_p]
+                lib.gpuscan_scan.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
+                                             ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
+                lib.gpuscan_reduce.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                                               ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p,
+                                               ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
+                _lib = lib
+            except (OSError, AttributeError) as e:
+                _why = f"{path}: {e}"
+        return _lib, _why
+
+
+class NativeClient:
+    """One C API handle: its channel and lane connections live until close()."""
+
+    def __init__(self, target: str, chunk_bytes: int, timeout: Optional[float], lanes: int, retries: int,
+                 backoff: Tuple[float, float], load_balancing_policy: Optional[str]):
+        lib, why = library()
+        if lib is None:
+            raise ValueError(f"gpuscan: native=True but the C API cannot be loaded ({why}); build the package "
+                             "with CMake, or set GPUSCAN_NATIVE_LIB")
+        self._lib = lib
+        opts = _Options(target.encode(), chunk_bytes, int(round((timeout or 0) * 1000)), lanes, retries + 1,
+                        int(backoff[0] * 1000), int(backoff[1] * 1000),
+                        load_balancing_policy.encode() if load_balancing_policy else None)
+        err = ctypes.create_string_buffer(512)
+        self._handle = lib.gpuscan_client_new(ctypes.byref(opts), err, len(err))
+        if not self._handle:
+            raise ValueError(f"gpuscan: {err.value.decode(errors='replace')}")
+
+    @staticmethod
+    def _check(code: int, err) -> None:
+        if code != 0:
+            status = next((c for c in grpc.StatusCode if c.value[0] == code), grpc.StatusCode.UNKNOWN)
+            raise error_for(status, err.value.decode(errors="replace"))
+
+    def scan(self, x: np.ndarray, out: np.ndarray, dtype: int, op: int, exclusive: bool, algorithm: int,
+             lanes: int) -> Timing:
+        t, err = _Timing(), ctypes.create_string_buffer(1024)
+        code = self._lib.gpuscan_scan(self._handle, dtype, op, int(exclusive), algorithm, x.ctypes.data, out.ctypes.data,
+                                      len(x), lanes, ctypes.byref(t), err, len(err))
+        self._check(code, err)
+        return t.to_timing()
+
+    def reduce(self, x: np.ndarray, dtype: int, op: int, lanes: int) -> Tuple[np.generic, Timing]:
+        t, err = _Timing(), ctypes.create_string_buffer(1024)
+        value = np.zeros(1, x.dtype.newbyteorder("="))
+        code = self._lib.gpuscan_reduce(self._handle, dtype, op, x.ctypes.data, len(x), lanes, value.ctypes.data,
+                                        ctypes.byref(t), err, len(err))
+        self._check(code, err)
+        return value[0], t.to_timing()
+
+    def close(self) -> None:
+        if self._handle:
+            self._lib.gpuscan_client_free(self._handle)
+            self._handle = None

@@ -1,0 +1,275 @@
+"""numpy <-> wire: dtypes, operators, predicates, and the plain results (Timing, ...).
+
+Everything that turns a Python value into a proto enum or message, or back, is here; the client
+modules never spell an enum value.
+"""
+from __future__ import annotations
+
+import dataclasses
+import operator as _operator  # _types.operator() is the wire operator helper
+import sys
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+
+def check_int(value, what: str, minimum: int) -> int:
+    """value as an int >= minimum, else ValueError naming `what` (bools, floats, strings refused)."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        k = _operator.index(value)
+    except TypeError:
+        raise ValueError(f"gpuscan: {what} must be an integer >= {minimum}, got {value!r}") from None
+    if k < minimum:
+        raise ValueError(f"gpuscan: {what} must be >= {minimum}, got {k}")
+    return k
+
+try:
+    from .v1 import gpuscan_pb2 as pb
+except ModuleNotFoundError as e:  # the source tree: stubs are generated at build time
+    if e.name not in ("gpuscan.v1", "gpuscan.v1.gpuscan_pb2"):
+        raise
+    raise ImportError(
+        "gpuscan: the generated stubs (gpuscan.v1) are missing: this looks like the source tree. Install "
+        "the package (pip install --no-build-isolation --no-deps ./python), use the build tree "
+        "(PYTHONPATH=build/python/pkg after make), or generate them in place: "
+        "python3 python/tools/gen_stubs.py python") from None
+
+# dtype <-> wire. The wire is little-endian; `np.dtype(...).newbyteorder("<")` is what travels.
+_DTYPES = {
+    np.dtype("int32"): pb.DTYPE_INT32,
+    np.dtype("int64"): pb.DTYPE_INT64,
+    np.dtype("uint32"): pb.DTYPE_UINT32,
+    np.dtype("uint64"): pb.DTYPE_UINT64,
+    np.dtype("float32"): pb.DTYPE_FLOAT32,
+    np.dtype("float64"): pb.DTYPE_FLOAT64,
+}
+_NP_OF_WIRE = {v: k.newbyteorder("<") for k, v in _DTYPES.items()}
+DTYPE_NAMES = tuple(str(d) for d in _DTYPES)
+
+OPERATORS = {
+    "sum": pb.OPERATOR_SUM, "product": pb.OPERATOR_PRODUCT, "min": pb.OPERATOR_MIN,
+    "max": pb.OPERATOR_MAX, "bit_and": pb.OPERATOR_BIT_AND, "bit_or": pb.OPERATOR_BIT_OR,
+    "bit_xor": pb.OPERATOR_BIT_XOR,
+}
+_OP_ALIASES = {"add": "sum", "+": "sum", "prod": "product", "mul": "product", "*": "product",
+               "and": "bit_and", "&": "bit_and", "or": "bit_or", "|": "bit_or",
+               "xor": "bit_xor", "^": "bit_xor"}
+
+PREDICATES = {
+    "nonzero": pb.PREDICATE_OP_NONZERO, "eq": pb.PREDICATE_OP_EQ, "ne": pb.PREDICATE_OP_NE,
+    "lt": pb.PREDICATE_OP_LT, "le": pb.PREDICATE_OP_LE, "gt": pb.PREDICATE_OP_GT,
+    "ge": pb.PREDICATE_OP_GE, "in_range": pb.PREDICATE_OP_IN_RANGE, "not_nan": pb.PREDICATE_OP_NOT_NAN,
+}
+_PRED_ALIASES = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge", "range": "in_range"}
+_PRED_ARITY = {"nonzero": 0, "not_nan": 0, "in_range": 2}
+
+
+def wire_dtype(dtype) -> int:
+    """The wire DType of a numpy dtype (native or little-endian); ValueError for any other."""
+    d = np.dtype(dtype)
+    if d.byteorder == ">" or (d.byteorder == "=" and sys.byteorder == "big"):
+        raise ValueError(f"gpuscan: big-endian dtype {d.str}: the wire is little-endian; pass copy=True "
+                         f"or convert first, e.g. x.astype('{d.newbyteorder('<').str}')")
+    wire = _DTYPES.get(d.newbyteorder("=") if d.byteorder == "<" else d)
+    if wire is None:
+        raise ValueError(f"gpuscan: dtype {d} is not served (supported: {', '.join(DTYPE_NAMES)})")
+    return wire
+
+
+def numpy_dtype(wire: int) -> np.dtype:
+    return _NP_OF_WIRE[wire]
+
+
+def check_array(x, what: str = "x", copy: bool = False) -> Tuple[np.ndarray, int]:
+    """x as a 1-D C-contiguous little-endian array of a served dtype, and its wire dtype.
+
+    numpy arrays pass without a copy or fail with ValueError (non-contiguous, big-endian, an
+    unserved dtype, more than one dimension); with copy=True a non-contiguous or big-endian 1-D
+    array is copied into a contiguous native one instead. Anything else (a list, a memoryview)
+    is converted with np.asarray, which is the copy the caller asked for by passing it."""
+    if not isinstance(x, np.ndarray):
+        x = np.asarray(x)
+        if x.dtype == np.dtype("float16") or x.dtype.kind == "b":
+            raise ValueError(f"gpuscan: {what} has dtype {x.dtype}, which is not served")
+    if x.ndim != 1:
+        if x.ndim == 0:
+            raise ValueError(f"gpuscan: {what} must be a 1-D array, got a scalar")
+        if not x.flags.c_contiguous:
+            raise ValueError(f"gpuscan: {what} is not contiguous; pass np.ascontiguousarray({what}).ravel()")
+        raise ValueError(f"gpuscan: {what} must be 1-D, got shape {x.shape}; pass {what}.ravel()")
+    if copy and x.dtype.kind in "iuf" and (not x.flags.c_contiguous or x.dtype.byteorder == ">"):
+        x = np.ascontiguousarray(x, dtype=x.dtype.newbyteorder("="))
+    if not x.flags.c_contiguous:
+        raise ValueError(f"gpuscan: {what} is not contiguous (strides {x.strides}); "
+                         f"pass copy=True or np.ascontiguousarray({what}) to send a copy")
+    return x, wire_dtype(x.dtype)
+
+
+def operator(op: str, wire: Optional[int] = None) -> int:
+    """The wire operator for `op`; with the wire dtype, a bitwise operator on floats is refused
+    here, as the server would refuse it: grpc.aio (#36066) can report a server that ends a
+    stream while the client still writes as INTERNAL instead of the server's status."""
+    name = _OP_ALIASES.get(op, op) if isinstance(op, str) else None
+    if name not in OPERATORS:
+        raise ValueError(f"gpuscan: unknown operator {op!r} (one of {', '.join(OPERATORS)})")
+    if wire in (pb.DTYPE_FLOAT32, pb.DTYPE_FLOAT64) and name.startswith("bit_"):
+        from .errors import InvalidArgument
+        dtype = pb.DType.Name(wire).replace("DTYPE_", "").lower()
+        raise InvalidArgument(f"header.op={pb.Operator.Name(OPERATORS[name])} is not defined for dtype {dtype} "
+                              "(bitwise operators take integer dtypes only)")
+    return OPERATORS[name]
+
+
+def scan_algorithm(algorithm: Optional[Union[str, int]]) -> int:
+    if algorithm is None:
+        return pb.SCAN_ALGORITHM_DEFAULT
+    if isinstance(algorithm, int):
+        return algorithm
+    try:
+        return pb.ScanAlgorithm.Value("SCAN_ALGORITHM_" + algorithm.upper())
+    except ValueError:
+        names = [n[len("SCAN_ALGORITHM_"):].lower() for n in pb.ScanAlgorithm.keys()]
+        raise ValueError(f"gpuscan: unknown scan algorithm {algorithm!r} (one of {', '.join(names)})") from None
+
+
+def scan_algorithm_name(value: int) -> str:
+    return pb.ScanAlgorithm.Name(value)[len("SCAN_ALGORITHM_"):].lower()
+
+
+def scalar(value, dtype: np.dtype) -> "pb.Scalar":
+    """A threshold as the Scalar kind the dtype wants (ValueError when it does not fit)."""
+    s = pb.Scalar()
+    if dtype.kind == "f":
+        s.float_value = float(value)
+        return s
+    if isinstance(value, (float, np.floating)):
+        if not float(value).is_integer():
+            raise ValueError(f"gpuscan: threshold {value!r} is not an integer; the array is {dtype}")
+        value = int(value)
+    v = int(value)
+    info = np.iinfo(dtype)
+    if not info.min <= v <= info.max:
+        raise ValueError(f"gpuscan: threshold {v} does not fit {dtype}")
+    if dtype.kind == "u":
+        s.uint_value = v
+    else:
+        s.int_value = v
+    return s
+
+
+def predicate(spec, dtype: np.dtype) -> "pb.Predicate":
+    """("gt", 0), ("in_range", lo, hi), "nonzero", ("not_nan",) -> Predicate."""
+    if isinstance(spec, str):
+        spec = (spec,)
+    if not isinstance(spec, (tuple, list)) or not spec or not isinstance(spec[0], str):
+        raise ValueError(f"gpuscan: predicate must be a tuple like ('gt', 0), got {spec!r}")
+    name = _PRED_ALIASES.get(spec[0], spec[0])
+    if name not in PREDICATES:
+        raise ValueError(f"gpuscan: unknown predicate {spec[0]!r} (one of {', '.join(PREDICATES)})")
+    arity = _PRED_ARITY.get(name, 1)
+    if len(spec) - 1 != arity:
+        raise ValueError(f"gpuscan: predicate {name!r} takes {arity} value(s), got {len(spec) - 1}")
+    p = pb.Predicate(op=PREDICATES[name])
+    if arity >= 1:
+        p.threshold.CopyFrom(scalar(spec[1], dtype))
+    if arity == 2:
+        p.upper.CopyFrom(scalar(spec[2], dtype))
+    return p
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """The server's measurements of one call (microseconds and bytes; see proto Timing)."""
+    receive_us: int = 0
+    queue_us: int = 0
+    h2d_us: int = 0
+    kernel_us: int = 0
+    d2h_us: int = 0
+    send_us: int = 0
+    total_us: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    engine: str = ""
+    device: str = ""
+    algorithm: str = ""
+    chunks: int = 0
+
+    @classmethod
+    def from_proto(cls, t: "pb.Timing") -> "Timing":
+        return cls(**{f.name: getattr(t, f.name) for f in dataclasses.fields(cls)})
+
+    @classmethod
+    def from_bytes(cls, raw) -> "Timing":
+        return cls.from_proto(pb.Timing.FromString(bytes(raw)))
+
+
+@dataclasses.dataclass(frozen=True)
+class TransportResult:
+    """What transport() measured: the gRPC path's ceiling for one call of this size."""
+    bytes_in: int          # payload bytes the server received (its count)
+    bytes_out: int         # payload bytes the server sent back (0 without echo)
+    bytes_received: int    # payload bytes this client received
+    requests: int          # request messages the server received
+    wall_s: float          # the call as this client saw it
+    server_total_us: int   # the server's total_us
+
+    @property
+    def gbps(self) -> float:
+        """Payload bytes sent by the client per second of wall time (10^9 B/s)."""
+        return self.bytes_in / self.wall_s / 1e9 if self.wall_s > 0 else 0.0
+
+
+def server_info(info: "pb.ServerInfo") -> Dict[str, Any]:
+    """ServerInfo as plain Python (enums by name, lower case)."""
+    def low(name, prefix):
+        return name[len(prefix):].lower()
+    return {
+        "version": info.version,
+        "engine": info.engine,
+        "devices": [{"ordinal": d.ordinal, "name": d.name, "compute_capability": (d.compute_capability_major, d.compute_capability_minor),
+                     "memory_bytes": d.memory_bytes, "multiprocessors": d.multiprocessors} for d in info.devices],
+        "scan_algorithms": [low(pb.ScanAlgorithm.Name(a), "SCAN_ALGORITHM_") for a in info.scan_algorithms],
+        "reduce_algorithms": list(info.reduce_algorithms),
+        "compact_algorithms": list(info.compact_algorithms),
+        "dtypes": [str(numpy_dtype(d).newbyteorder("=")) for d in info.dtypes if d in _NP_OF_WIRE],
+        "operators": [low(pb.Operator.Name(o), "OPERATOR_") for o in info.operators],
+        "limits": {f.name: getattr(info.limits, f.name) for f in info.limits.DESCRIPTOR.fields},
+        "cpu_threads": info.cpu_threads,
+    }
+
+
+BENCH_COLUMNS = ("operation", "algorithm", "dtype", "elements", "median_us", "min_us", "max_us",
+                 "bytes_moved", "gbps", "pct_of_copy", "ratio_to_cub", "verified", "device")
+
+
+def bench_row(row: "pb.BenchmarkRow") -> Dict[str, Any]:
+    d = {c: getattr(row, c) for c in BENCH_COLUMNS}
+    d["dtype"] = str(numpy_dtype(row.dtype).newbyteorder("=")) if row.dtype in _NP_OF_WIRE else "unspecified"
+    return d
+
+
+class Table(list):
+    """Rows (dicts) with a plain-text rendering; no pandas needed (`pandas.DataFrame(table)` works)."""
+
+    columns: Sequence[str] = BENCH_COLUMNS
+
+    def __str__(self) -> str:
+        def fmt(v):
+            return f"{v:.3f}" if isinstance(v, float) else str(v)
+        cells = [[fmt(r.get(c, "")) for c in self.columns] for r in self]
+        widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(self.columns)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(self.columns, widths))]
+        lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in cells]
+        return "\n".join(lines)
+
+
+def bench_request(operations=None, algorithms=None, dtypes=None, sizes=None, repetitions=0, warmup=0,
+                  devices=None):
+    """devices: ordinals (info()["devices"][i]["ordinal"]) measured one after the other; None: the
+    server's first device."""
+    return pb.BenchmarkRequest(
+        operations=list(operations or []), algorithms=list(algorithms or []),
+        dtypes=[wire_dtype(d) for d in (dtypes or [])], sizes=[int(s) for s in (sizes or [])],
+        repetitions=repetitions, warmup=warmup, devices=[int(d) for d in (devices or [])])

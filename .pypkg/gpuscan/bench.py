@@ -1,0 +1,204 @@
+"""End-to-end throughput of the Python client: scan, reduce and compact of one array over one
+stream (or K striped lanes with --lanes K), beside the Transport ceiling (the same gRPC path with no
+compute) measured in the same run; and, when the server serves shared memory and its --shm-dir is
+visible here, scan (into a shared out) and reduce of the same array in shared memory (rows
+scan_shm, reduce_shm: no data on the connection).
+
+    python -m gpuscan.bench --target HOST:PORT [--size 1GiB] [--dtype int32] [--repeat 3] [--json out.json]
+    python -m gpuscan.bench --server build/bin/gpuscan-server --engine cpu --size 64MiB
+    python -m gpuscan.bench --target HOST:PORT --lanes 4   # scan/reduce/compact over 4 connections
+    python -m gpuscan.bench --target HOST:PORT --lanes 8 --native   # scan/reduce through the C++ client
+    python -m gpuscan.bench --target HOST:PORT --shared on --shm-dir /mnt/gpuscan-shm   # a sidecar's view
+
+GB/s = input bytes / wall seconds of the call as this client sees it (10^9 B/s), best of --repeat.
+A server the bench starts itself serves shared memory from a temporary directory of /dev/shm.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import sys
+import tempfile
+import time
+from typing import Optional
+
+import numpy as np
+
+import gpuscan
+from gpuscan.testing import ServerProcess, default_server_binary
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30,
+          "kb": 1000, "mb": 10**6, "gb": 10**9}
+
+
+def parse_size(s: str) -> int:
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([a-zA-Z]*)\s*", s)
+    if not m or m.group(2).lower() not in _UNITS:
+        raise argparse.ArgumentTypeError(f"bad size {s!r} (e.g. 1GiB, 64MiB, 1000000)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def channel_options(pairs):
+    out = []
+    for kv in pairs:
+        k, _, v = kv.partition("=")
+        out.append((k, int(v) if v.lstrip("-").isdigit() else v))
+    return out
+
+
+def best_of(repeat, fn):
+    times, result = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), sorted(times)[len(times) // 2], result
+
+
+def run(client: gpuscan.Client, nbytes: int, dtype: np.dtype, repeat: int, verify: bool, log=print,
+        transport_lanes: int = 1, shm_dir: Optional[str] = None):
+    """The rows; shm_dir (this client's path of the server's --shm-dir): also the shared-memory rows."""
+    n = nbytes // dtype.itemsize
+    nbytes = n * dtype.itemsize
+    rng = np.random.default_rng(12345)
+    log(f"generating {n} random {dtype} ({nbytes / 2**20:.1f} MiB)...")
+    if dtype.kind == "f":
+        x = rng.standard_normal(n, dtype=np.float64).astype(dtype) if dtype == np.float32 else rng.standard_normal(n)
+    else:
+        x = rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, n, dtype=dtype, endpoint=True)
+    out = np.empty_like(x)
+    client.scan(x[:4096])  # warm the channel up
+    rows = []
+
+    def add(name, fn, unit_bytes, check=None):
+        best, median, result = best_of(repeat, fn)
+        timing = client.last_timing
+        row = {"operation": name, "bytes": unit_bytes, "best_s": best, "median_s": median,
+               "gbps": unit_bytes / best / 1e9, "median_gbps": unit_bytes / median / 1e9,
+               "server_total_us": timing.total_us if timing else None,
+               "server_kernel_us": timing.kernel_us if timing else None}
+        if check is not None:
+            row["verified"] = bool(check(result))
+        rows.append(row)
+        log(f"  {name:<20} {row['gbps']:7.3f} GB/s (median {row['median_gbps']:.3f})" +
+            (f"  verified={row['verified']}" if "verified" in row else ""))
+        return result
+
+    log(f"target {client.target}, chunk_bytes {client.chunk_bytes}, lanes {client.lanes}, best of {repeat}")
+    echo = add("transport_echo", lambda: client.transport(nbytes, echo=True), nbytes)
+    add("transport_sink", lambda: client.transport(nbytes, echo=False), nbytes)
+    if transport_lanes > 1:
+        add(f"transport_echo_x{transport_lanes}", lambda: client.transport(nbytes, lanes=transport_lanes), nbytes)
+    scanned = add("scan", lambda: client.scan(x, out=out), nbytes,
+                  (lambda y: np.array_equal(y, np.cumsum(x, dtype=dtype))) if verify and dtype.kind != "f" else None)
+    total = add("reduce", lambda: client.reduce(x), nbytes,
+                (lambda v: v == scanned[-1]) if verify and dtype.kind != "f" and n else None)
+    add("compact_gt0", lambda: client.compact(x, predicate=("gt", 0)), nbytes,
+        (lambda v: np.array_equal(v, x[x > 0])) if verify else None)
+    if shm_dir is not None:
+        # The same array in a region: the calls carry the header alone. Floats too are checked bit
+        # for bit against the streamed results (the server's float sums do not depend on the path).
+        with client.shared_array(n, dtype, dir=shm_dir) as a, client.shared_array(n, dtype, dir=shm_dir) as b:
+            a[:] = x
+            add("scan_shm", lambda: client.scan(a, out=b), nbytes,
+                (lambda y: np.asarray(y).tobytes() == scanned.tobytes()) if verify else None)
+            add("reduce_shm", lambda: client.reduce(a), nbytes,
+                (lambda v: v.tobytes() == total.tobytes()) if verify else None)
+    del echo
+    ceiling = rows[0]["gbps"]
+    for r in rows:
+        r["pct_of_transport_echo"] = 100.0 * r["gbps"] / ceiling if ceiling else 0.0
+    return rows
+
+
+def shared_dir(info, mode: str, local: Optional[str]) -> Optional[str]:
+    """This client's path of the server's --shm-dir, or None: no shared-memory rows."""
+    limits = info["limits"]
+    if mode == "off" or not limits.get("shared_memory"):
+        return None
+    d = local or limits.get("shm_dir", "")
+    return d if d and os.path.isdir(d) else None
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--target", help="server address (default: start --server on a free port)")
+    p.add_argument("--server", help="gpuscan-server binary to start when no --target (default: $GPUSCAN_SERVER or build/bin/gpuscan-server)")
+    p.add_argument("--engine", default="auto", help="engine of the started server (auto, cuda, cpu)")
+    p.add_argument("--size", type=parse_size, default=1 << 30, help="input bytes (default 1GiB)")
+    p.add_argument("--dtype", default="int32")
+    p.add_argument("--chunk-bytes", type=parse_size, default=1 << 20)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--lanes", type=int, default=1,
+                   help="scan/reduce/compact stripe each array over this many calls on as many connections "
+                        "(capped by the server's max_lanes; default 1: one call)")
+    p.add_argument("--transport-lanes", type=int, default=0,
+                   help="also measure the echo ceiling over this many concurrent connections (default: --lanes)")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="grpc channel argument, e.g. grpc.http2.max_frame_size=4194304 (repeatable)")
+    p.add_argument("--shared", choices=("auto", "on", "off"), default="auto",
+                   help="shared-memory rows: auto (when the server serves shared memory and its --shm-dir "
+                        "is visible here), on (fail otherwise), off")
+    p.add_argument("--shm-dir", help="where the server's --shm-dir is mounted here (default: its own path)")
+    p.add_argument("--no-verify", action="store_true", help="skip checking results against numpy")
+    p.add_argument("--native", action="store_true",
+                   help="scan and reduce through the C++ client (Client(native=True)); compaction stays on grpcio")
+    p.add_argument("--json", help="write the rows and the setup as JSON here")
+    a = p.parse_args(argv)
+    dtype = np.dtype(a.dtype)
+    server = None
+    own_shm = None
+    target = a.target
+    if not target:
+        binary = a.server or default_server_binary()
+        if not binary:
+            p.error("give --target, or --server (no gpuscan-server found)")
+        if a.shared != "off" and os.path.isdir("/dev/shm"):
+            own_shm = tempfile.mkdtemp(prefix="gpuscan-bench-", dir="/dev/shm")
+        server = ServerProcess(binary, engine=a.engine, shm_dir=own_shm)
+        target = server.target
+    try:
+        try:
+            c = gpuscan.Client(target, chunk_bytes=a.chunk_bytes, lanes=a.lanes, options=channel_options(a.option),
+                               native=a.native)
+        except ValueError as e:
+            p.error(str(e))
+        with c:
+            info = c.info()
+            print(f"server {info['version']} engine {info['engine']} "
+                  f"{', '.join(d['name'] for d in info['devices']) or ''}".rstrip())
+            shm_dir = shared_dir(info, a.shared, a.shm_dir)
+            if shm_dir is None and a.shared == "on":
+                lim = info["limits"]
+                p.error(f"no shared memory: the server's limits say shared_memory={lim.get('shared_memory')} "
+                        f"shm_dir={lim.get('shm_dir')!r} (start it with --shm-dir; pass --shm-dir here when "
+                        "it is mounted elsewhere)")
+            rows = run(c, a.size, dtype, a.repeat, not a.no_verify, transport_lanes=a.transport_lanes or a.lanes,
+                       shm_dir=shm_dir)
+    finally:
+        if server:
+            server.stop()
+        if own_shm:
+            shutil.rmtree(own_shm, ignore_errors=True)
+    print(f"\n{'operation':<20} {'GB/s':>8} {'% of echo':>10}")
+    for r in rows:
+        print(f"{r['operation']:<20} {r['gbps']:8.3f} {r['pct_of_transport_echo']:9.1f}%")
+    if a.json:
+        import grpc
+        import google.protobuf
+        setup = {"target": target, "size_bytes": a.size, "dtype": str(dtype), "chunk_bytes": a.chunk_bytes,
+                 "repeat": a.repeat, "lanes": a.lanes, "native": a.native, "shm_dir": shm_dir, "channel_options": a.option, "server": info, "python": platform.python_version(),
+                 "grpcio": grpc.__version__, "protobuf": google.protobuf.__version__, "numpy": np.__version__,
+                 "host": platform.node(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        with open(a.json, "w") as f:
+            json.dump({"setup": setup, "rows": rows}, f, indent=2)
+        print(f"wrote {a.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,672 @@
+"""gpuscan.Client: the synchronous client (one grpc channel, plus one per lane for striped calls;
+thread-safe, calls may run concurrently). Mirrors client/include/gpuscan/client.h: numpy arrays in,
+numpy arrays and scalars out, every failure a gpuscan.Error; the chunking lives in _chunking, the
+shared-memory regions in shared, the error mapping in errors.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+
+import grpc
+import numpy as np
+
+from . import _chunking, _native, _retry, _types, _wire, shared
+from ._types import Timing, TransportResult, check_array
+from .errors import Internal, from_rpc_error, raised
+from .v1 import gpuscan_pb2 as pb
+from .v1 import gpuscan_pb2_grpc as pb_grpc
+
+DEFAULT_CHUNK_BYTES = 1 << 20
+
+_HEALTH_STATUS = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Tls:
+    """TLS towards the server (PEM file paths; None = not used). tls=True means Tls()."""
+    ca_file: Optional[str] = None      # CAs that sign the server's certificate; None = system roots
+    cert_file: Optional[str] = None    # client certificate chain, for mutual TLS
+    key_file: Optional[str] = None     # its private key
+    server_name: Optional[str] = None  # name to verify the certificate against (default: target's host)
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        def read(path):
+            if path is None:
+                return None
+            try:
+                with open(path, "rb") as f:
+                    return f.read()
+            except OSError as e:
+                raise ValueError(f"gpuscan: cannot read TLS file {path}: {e.strerror}") from None
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("gpuscan: TLS cert_file and key_file go together")
+        return grpc.ssl_channel_credentials(read(self.ca_file), read(self.key_file), read(self.cert_file))
+
+
+def method_path(name: str) -> str:
+    """'/gpuscan.v1.GpuScan/Scan', from the generated descriptor."""
+    m = pb.DESCRIPTOR.services_by_name["GpuScan"].methods_by_name[name]
+    return f"/{m.containing_service.full_name}/{m.name}"
+
+
+def check_lanes(lanes) -> int:
+    """A lanes argument as an int >= 1 (ValueError otherwise: 0, negatives, 2.5, "4", True)."""
+    return _types.check_int(lanes, "lanes", 1)
+
+
+def lane_channel_args(chunk_bytes: int, options, tls, lane: int) -> list:
+    """Channel arguments of lane `lane`'s channel. As the C++ client does: a distinct argument per
+    lane and a channel-local subchannel pool, so each lane gets its own TCP connection (channels
+    with equal arguments would share one). No load-balancing policy: pick_first sends every lane
+    of an array to the same server, which the server needs to join them."""
+    return channel_args(chunk_bytes, None, options, tls) + [
+        ("gpuscan.lane", lane), ("grpc.use_local_subchannel_pool", 1)]
+
+
+def channel_args(chunk_bytes: int, load_balancing_policy: Optional[str], options, tls=None) -> list:
+    args = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+    if isinstance(tls, Tls) and tls.server_name:
+        args.append(("grpc.ssl_target_name_override", tls.server_name))
+    if load_balancing_policy:
+        args.append(("grpc.lb_policy_name", load_balancing_policy))
+    if options:
+        args += list(options.items()) if isinstance(options, dict) else list(options)
+    return args
+
+
+def channel_credentials(tls, credentials):
+    if credentials is not None:
+        return credentials
+    if tls is True:
+        tls = Tls()
+    return tls.credentials() if isinstance(tls, Tls) else None
+
+
+def encode_health_request(service: str) -> bytes:
+    s = service.encode()
+    return _wire.field_prefix(1, len(s)) + s if s else b""
+
+
+def decode_health_response(raw: bytes) -> str:
+    return _HEALTH_STATUS.get(_wire.parse(raw).get(1, 0), "UNKNOWN")
+
+
+class _Calls:
+    """Argument checking and header building shared by Client and AsyncClient."""
+
+    def _init_common(self, target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry):
+        self.target = target
+        self.timeout = None if timeout is None or timeout == 0 else float(timeout)
+        self.lanes = check_lanes(lanes)
+        if int(chunk_bytes) < 1:
+            raise ValueError(f"gpuscan: chunk_bytes must be positive, got {chunk_bytes}")
+        self.chunk_bytes = int(chunk_bytes)
+        self.retries = _retry.check_retries(retries)
+        self.backoff = _retry.check_backoff(backoff)
+        self.on_retry = _retry.check_on_retry(on_retry)
+        self._max_lanes: Optional[int] = None  # the server's Limits.max_lanes, asked once
+
+    def _wanted_lanes(self, lanes) -> int:
+        return self.lanes if lanes is None else check_lanes(lanes)
+
+    def _wanted_retries(self, retries) -> int:
+        return self.retries if retries is None else _retry.check_retries(retries)
+
+    def _tries(self, retries: int) -> _retry.Tries:
+        """The bookkeeping of one call's tries; its deadline (the client's timeout) starts now."""
+        return _retry.Tries(retries, self.backoff, self.on_retry, self.timeout)
+
+    @staticmethod
+    def _lane_requests(first, data_field: int, x: np.ndarray, per: int, k: int, flags=None) -> list:
+        """Each lane's request iterator for one array striped over k lanes: the first request with
+        the lanes header (a fresh random array id), then chunks lane, lane + k, ..."""
+        array_id = os.urandom(16)
+        return [_chunking.data_requests(_chunking.lane_header(first, array_id, lane, k, per), data_field, x,
+                                        per, flags, ranges=_chunking.lane_chunks(len(x), per, lane, k))
+                for lane in range(k)]
+
+    @staticmethod
+    def _reduce_lanes_result(raws, dtype: np.dtype, n: int):
+        """Every lane answers the whole array's value: they must agree (a server that did not join
+        the lanes would answer each lane's part)."""
+        responses = [pb.ReduceResponse.FromString(r) for r in raws]
+        first = responses[0]
+        for lane, r in enumerate(responses):  # compared as bytes: a NaN equals itself
+            if r.element_count != n or r.raw_value != first.raw_value or \
+                    r.value.SerializeToString() != first.value.SerializeToString():
+                raise Internal(f"server's lane {lane} answered {r.element_count} elements reduced (of {n}) or a "
+                               "value that differs from lane 0's: it did not join the lanes of this array")
+        return _chunking.reduce_value(raws[0], dtype)
+
+    def _scan_header(self, wire, op, exclusive, algorithm, n=None):
+        h = pb.ScanHeader(dtype=wire, op=_types.operator(op, wire),
+                          kind=pb.SCAN_KIND_EXCLUSIVE if exclusive else pb.SCAN_KIND_INCLUSIVE,
+                          algorithm=_types.scan_algorithm(algorithm))
+        if n is not None:
+            h.element_count = n
+        return h
+
+    def _reduce_args(self, x, op, copy=False):
+        x, wire = check_array(x, copy=copy)
+        return x, pb.ReduceRequest(header=pb.ReduceHeader(dtype=wire, op=_types.operator(op, wire), element_count=len(x)))
+
+    def _scan_args(self, x, op, exclusive, algorithm, out, copy=False):
+        """x checked, the first request, and out checked (None stays None: see _scan_out)."""
+        x, wire = check_array(x, copy=copy)
+        header = pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm, len(x)))
+        if out is not None and (
+                not isinstance(out, np.ndarray) or out.shape != x.shape or
+                out.dtype.newbyteorder("=") != x.dtype.newbyteorder("=") or not out.flags.c_contiguous
+                or not out.flags.writeable or out.dtype.byteorder == ">"):
+            raise ValueError(f"gpuscan: out must be a writable contiguous {x.dtype} array of shape {x.shape}")
+        return x, header, out
+
+    @staticmethod
+    def _scan_out(x, out):
+        """The streamed scan's output array: out, or a new one."""
+        return np.empty(len(x), x.dtype.newbyteorder("=")) if out is None else out
+
+    @staticmethod
+    def _scan_retries(x, out, retries: int) -> int:
+        """A streamed scan is retried unless it runs in place (out overlaps x): a failed try may
+        have written results over its input, which a retry would then send."""
+        return 0 if np.may_share_memory(x, out) else retries
+
+    def _compact_args(self, x, where, predicate, indices, values, copy=False):
+        x, wire = check_array(x, copy=copy)
+        if (where is None) == (predicate is None):
+            raise ValueError("gpuscan: compact needs exactly one of where= (a mask) or predicate= (e.g. ('gt', 0))")
+        flags = None
+        header = pb.CompactHeader(dtype=wire, element_count=len(x))
+        if where is not None:
+            mask = np.asarray(where)
+            if mask.shape != x.shape:
+                raise ValueError(f"gpuscan: where has shape {mask.shape}, x has {x.shape}")
+            flags = np.ascontiguousarray(mask != 0 if mask.dtype != np.bool_ else mask).view(np.uint8)
+            header.use_flags = True
+        else:
+            header.predicate.CopyFrom(_types.predicate(predicate, x.dtype))
+        if not values and not indices:
+            raise ValueError("gpuscan: compact with values=False needs indices=True")
+        header.output = (pb.COMPACT_OUTPUT_VALUES_AND_INDICES if values and indices else
+                         pb.COMPACT_OUTPUT_INDICES if indices else pb.COMPACT_OUTPUT_VALUES)
+        return x, flags, pb.CompactRequest(header=header)
+
+    @staticmethod
+    def _compact_result(asm, values, indices):
+        v, i = asm.result(values, indices)
+        if values and indices:
+            return v, i
+        return v if values else i
+
+    # -- shared memory (header field 20): see shared.py. A call whose input lies in an open region
+    # sends the header alone; lanes do not apply. None: the input is not shared, stream it.
+    @staticmethod
+    def _scan_shared(x, request, out) -> Optional[shared.Call]:
+        """Scan: into out when it is shared (in place when it is x itself); into a new region next
+        to x's when out is None (returned); into a temporary region copied into out when out is a
+        plain array."""
+        src = shared.place(x)
+        if src is None:
+            return None
+        call = shared.Call(request, src, len(x), x.dtype)
+        dst = shared.place(out) if out is not None else None
+        if out is None:
+            call.result, dst = call.region(len(x), x.dtype.newbyteorder("="))
+        else:
+            call.result = out
+            if dst is None:
+                tmp, dst = call.region(len(x), x.dtype.newbyteorder("="), temporary=True)
+                call.copy_back = (tmp, out)
+        if not dst.same_as(src):  # else in place: output_region stays empty
+            call.sm.output_region, call.sm.output_offset = dst.name, dst.offset
+        return call
+
+    @staticmethod
+    def _reduce_shared(x, request) -> Optional[shared.Call]:
+        src = shared.place(x)
+        return None if src is None else shared.Call(request, src, len(x), x.dtype)
+
+    @staticmethod
+    def _compact_shared(x, where, flags, request, want_values, want_indices) -> Optional[shared.Call]:
+        """Compact: kept values and indices into new regions of capacity len(x) next to x's
+        (sparse: only the kept part takes memory), returned as views [:kept]; a where= mask that
+        lies in a region (bool, int8 or uint8: nonzero keeps) is read there, any other is copied
+        (as `flags`, from _compact_args) into a temporary region."""
+        src = shared.place(x)
+        if src is None:
+            return None
+        n = len(x)
+        call = shared.Call(request, src, n, x.dtype)
+        if want_values:
+            call.values, dst = call.region(n, x.dtype.newbyteorder("="), reserve=False)
+            call.sm.output_region, call.sm.output_offset = dst.name, dst.offset
+        if want_indices:
+            call.indices, dst = call.region(n, np.int64, reserve=False)
+            call.sm.indices_region, call.sm.indices_offset = dst.name, dst.offset
+        if request.header.use_flags:
+            mask = np.asarray(where)
+            at = shared.place(mask) if mask.dtype.itemsize == 1 and mask.dtype.kind in "biu" else None
+            if at is None:
+                tmp, at = call.region(n, np.uint8, temporary=True)
+                tmp[:] = flags
+            call.sm.flags_region, call.sm.flags_offset = at.name, at.offset
+        return call
+
+    @staticmethod
+    def _compact_shared_result(call, values, indices):
+        kept = call.kept
+        v = call.values[:kept] if values else None
+        i = call.indices[:kept] if indices else None
+        if values and indices:
+            return v, i
+        return v if values else i
+
+
+class Client(_Calls):
+    """Synchronous gpuscan client.
+
+    Client(target, *, tls=None|True|Tls(...), timeout=None (seconds per call), lanes=1,
+           chunk_bytes=1 MiB, credentials=None, load_balancing_policy=None, options=None,
+           retries=0, backoff=(0.1, 2.0), on_retry=None)
+
+    lanes=K (or a call's lanes=K): scan/reduce/compact stripe an array over K concurrent calls, each
+    on its own connection (chunk i on lane i mod K), capped by the server's Limits.max_lanes and
+    the array's chunk count; one call when the server does not join lanes (max_lanes 0).
+    Results are exactly those of one call.
+
+    retries=N (or a call's retries=N): scan/reduce/compact of arrays in memory that fail with
+    UNAVAILABLE (the server died, restarted, is shutting down or unreachable), or with a CANCELLED
+    from the server's end, are tried up to N
+    more times, each try a new call on the channel (with lanes: the whole striped call), after
+    waits of backoff[0] seconds doubling per try up to backoff[1] (+-20% jitter). timeout covers
+    every try and wait; when the tries run out the last error is raised, its message ending
+    "(gave up after N tries)". Not retried: other errors, scan_iter, shared-memory calls and
+    in-place scans (out=x). on_retry(error, next_attempt, wait_s) is called before each wait.
+
+    native=True: scan and reduce of plain arrays go through the C++ client (its C API, loaded with
+    ctypes; see gpuscan._native), outside the GIL: lanes then scale as the C++ client's do. Same
+    results, Timing, errors and retries (a call with an on_retry, or its own retries=, stays on
+    grpcio); plaintext only; `options` do not apply to it. Compaction, scan_iter, shared memory
+    and in-place scans always use grpcio.
+    """
+
+    def __init__(self, target: str = "127.0.0.1:50051", *, tls: Union[None, bool, Tls] = None,
+                 timeout: Optional[float] = None, lanes: int = 1, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                 credentials: Optional[grpc.ChannelCredentials] = None,
+                 load_balancing_policy: Optional[str] = None, options=None, retries: int = 0,
+                 backoff: Tuple[float, float] = (0.1, 2.0), on_retry: Optional[_retry.OnRetry] = None,
+                 native: bool = False):
+        self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry)
+        args = channel_args(self.chunk_bytes, load_balancing_policy, options, tls)
+        creds = channel_credentials(tls, credentials)
+        self._native: Optional[_native.NativeClient] = None
+        if native:
+            if creds is not None:
+                raise ValueError("gpuscan: native=True speaks plaintext gRPC: it takes no tls or credentials")
+            self._native = _native.NativeClient(target, self.chunk_bytes, self.timeout, self.lanes, self.retries,
+                                                self.backoff, load_balancing_policy)
+        self._channel = (grpc.secure_channel(target, creds, options=args) if creds is not None
+                         else grpc.insecure_channel(target, options=args))
+        self._stub = pb_grpc.GpuScanStub(self._channel)
+        # The data path sends and receives serialized bytes (see _wire); the rest uses the stub.
+        self._scan = self._channel.stream_stream(method_path("Scan"))
+        self._reduce = self._channel.stream_unary(method_path("Reduce"))
+        self._compact = self._channel.stream_stream(method_path("Compact"))
+        self._transport = self._channel.stream_stream(method_path("Transport"))
+        self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
+        self._local = threading.local()
+        # Lanes: one channel (connection) each, made on first use, reused, closed with the client.
+        self._lane_args = (target, creds, options, tls)
+        self._lane_channels: List[grpc.Channel] = []
+        self._lane_methods: List[Dict[str, Any]] = []
+        self._lane_lock = threading.Lock()
+        self._closed = False
+
+    def _lanes(self, k: int, method: str):
+        """The multi-callable `method` (Scan, Compact, Transport: stream-stream; Reduce:
+        stream-unary) on each of k lane channels."""
+        with self._lane_lock:
+            if self._closed:
+                raise ValueError("gpuscan: the client is closed")
+            target, creds, options, tls = self._lane_args
+            while len(self._lane_channels) < k:
+                a = lane_channel_args(self.chunk_bytes, options, tls, len(self._lane_channels))
+                ch = grpc.secure_channel(target, creds, options=a) if creds is not None \
+                    else grpc.insecure_channel(target, options=a)
+                self._lane_channels.append(ch)
+                self._lane_methods.append({
+                    "Scan": ch.stream_stream(method_path("Scan")),
+                    "Reduce": ch.stream_unary(method_path("Reduce")),
+                    "Compact": ch.stream_stream(method_path("Compact")),
+                    "Transport": ch.stream_stream(method_path("Transport"))})
+            return [m[method] for m in self._lane_methods[:k]]
+
+    def _usable_lanes(self, lanes, n: int, per: int, timeout: Optional[float]) -> int:
+        """Lanes for an n-element array: the wanted count capped by the server's max_lanes (asked
+        once, within `timeout`; 0 = it does not join lanes, so one call) and by the number of
+        chunks."""
+        wanted = self._wanted_lanes(lanes)
+        chunks = _chunking.chunk_count(n, per)
+        if wanted <= 1 or chunks <= 1:
+            return 1
+        with self._lane_lock:
+            known = self._max_lanes
+        if known is None:
+            known = int(self._info(timeout)["limits"].get("max_lanes", 0))
+            with self._lane_lock:
+                self._max_lanes = known
+        return _chunking.lane_count(chunks, wanted, known)
+
+    # -- lifecycle
+    def close(self) -> None:
+        if self._native is not None:
+            self._native.close()
+        self._channel.close()
+        with self._lane_lock:
+            self._closed = True
+            channels, self._lane_channels, self._lane_methods = self._lane_channels, [], []
+        for ch in channels:
+            ch.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def last_timing(self) -> Optional[Timing]:
+        """The server's Timing of this thread's last completed call (None before one)."""
+        return getattr(self._local, "timing", None)
+
+    def _set_timing(self, t: Optional[Timing]) -> None:
+        self._local.timing = t
+
+    # -- the streaming driver: iterate a stream-stream call, cancel it on any exit but the end
+    def _stream(self, method, requests, timeout: Optional[float]) -> Iterator[bytes]:
+        upload = _chunking.Upload(requests)
+        call = method(iter(upload), timeout=timeout)
+        upload.attach(call)
+        try:
+            for raw in call:
+                yield raw
+        except grpc.RpcError as e:
+            if upload.error is not None:
+                raise upload.error from None
+            raise from_rpc_error(e) from None
+        except BaseException:  # KeyboardInterrupt, an assembler error, the consumer stopping early
+            call.cancel()
+            raise
+        if upload.error is not None:
+            raise upload.error
+
+    def _takes_native(self, x: np.ndarray, out: Optional[np.ndarray], retries: int) -> bool:
+        """The native path serves this call: it is on, the call keeps the client's retries with no
+        on_retry to call back, and the scan is not in place."""
+        return (self._native is not None and retries == self.retries and self.on_retry is None and
+                (out is None or not np.may_share_memory(x, out)))
+
+    def _retrying(self, retries: int, attempt: Callable[[Optional[float]], Any]) -> Any:
+        """attempt(timeout) with up to `retries` retries after UNAVAILABLE, each try given the time
+        left of the client's timeout (see _retry)."""
+        return _retry.run(self._tries(retries), attempt, self._pause)
+
+    def _pause(self, seconds: float) -> None:
+        """The wait before a retry, watching the channels meanwhile. A sync grpc channel advances a
+        connection only while something polls it, and calls to a server that is down fail at once
+        without much polling: the channel would see the server back only at grpc's backup poll,
+        every 5 s. A connectivity subscription polls, on a grpc thread. (try_to_connect stays
+        off: the failed try already asked for a connection, and grpc's poller would ask again
+        after the subscription ends, failing if the client was closed meanwhile.)"""
+        with self._lane_lock:
+            channels = [self._channel, *self._lane_channels]
+
+        def ignore(_state) -> None:
+            pass
+        for ch in channels:
+            ch.subscribe(ignore)
+        try:
+            time.sleep(seconds)
+        finally:
+            for ch in channels:
+                ch.unsubscribe(ignore)
+
+    # -- typed API
+    def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
+             out: Optional[np.ndarray] = None, *, copy: bool = False, lanes: Optional[int] = None,
+             retries: Optional[int] = None) -> np.ndarray:
+        """Prefix scan of a 1-D array (inclusive unless exclusive=True); returns `out` (new if None).
+        op: sum, product, min, max, bit_and, bit_or, bit_xor; algorithm: a name from info()
+        ["scan_algorithms"] (None: the server's default). copy=True copies a non-contiguous or
+        big-endian array instead of raising ValueError. lanes, retries: this call's (None: the
+        client's). A retry writes the whole result into `out` again; in place (out=x) is not
+        retried.
+
+        x in shared memory (see shared_array): nothing is streamed and lanes do not apply; the
+        result is `out` when out is shared too (out=x: in place), else a new SharedArray next to
+        x's region (out None), or, for a plain out, written into a temporary region and copied
+        into out."""
+        x, header, out = self._scan_args(x, op, exclusive, algorithm, out, copy)
+        retries = self._wanted_retries(retries)
+        call = self._scan_shared(x, header, out)
+        if call is not None:  # never retried: an in-place scan may have written over its input
+            with call:
+                for raw in self._stream(self._scan, call.serialized(), self.timeout):
+                    call.feed_scan(raw)
+                self._set_timing(call.finish())
+            return call.result
+        out = self._scan_out(x, out)
+        if self._takes_native(x, out, retries):
+            h = header.header
+            self._set_timing(self._native.scan(x, out, h.dtype, h.op, h.kind == pb.SCAN_KIND_EXCLUSIVE, h.algorithm,
+                                               self._wanted_lanes(lanes)))
+            return out
+        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
+
+        def attempt(timeout: Optional[float]) -> Timing:
+            k = self._usable_lanes(lanes, len(x), per, timeout)
+            if k > 1:
+                # Chunk i on lane i mod k; results land in `out` by offset, whichever lane brings them.
+                asm = _chunking.ScanAssembler(out, (per, k))
+                reqs = self._lane_requests(header, _wire.SCAN_DATA, x, per, k)
+                _chunking.fan_out(list(zip(self._lanes(k, "Scan"), reqs)), lambda lane, raw: asm.feed(raw, lane),
+                                  timeout)
+            else:
+                asm = _chunking.ScanAssembler(out)
+                for raw in self._stream(self._scan, _chunking.data_requests(header, _wire.SCAN_DATA, x, per), timeout):
+                    asm.feed(raw)
+            return asm.finish()
+        self._set_timing(self._retrying(self._scan_retries(x, out, retries), attempt))
+        return out
+
+    def scan_iter(self, chunks: Iterable, op: str = "sum", exclusive: bool = False,
+                  algorithm: Optional[str] = None) -> Iterator[np.ndarray]:
+        """One scan over a stream of arrays (the concatenation), yielding each array's scanned
+        counterpart as it returns; for arrays that do not fit in memory. `chunks` is consumed on a
+        grpc thread while results are read. Stopping the iteration early cancels the call."""
+        feeder = _chunking.ScanIterFeeder(
+            chunks, lambda wire: pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm)),
+            self.chunk_bytes)
+        asm = _chunking.ScanIterAssembler(feeder)
+        stream = self._stream(self._scan, feeder, self.timeout)  # never retried: chunks is read once
+        try:
+            for raw in stream:
+                yield from asm.feed(raw)
+        finally:
+            stream.close()  # the caller stopped early: cancels the call now, not when collected
+        if asm.current is not None:
+            raise Internal("server returned fewer scan results than elements sent")
+        self._set_timing(asm.timing or Timing())
+
+    def reduce(self, x, op: str = "sum", *, copy: bool = False, lanes: Optional[int] = None,
+               retries: Optional[int] = None):
+        """Reduction of a 1-D array: a numpy scalar of x's dtype (the identity for an empty array).
+        x in shared memory: read there by the server, lanes and retries do not apply."""
+        x, header = self._reduce_args(x, op, copy)
+        retries = self._wanted_retries(retries)
+        call = self._reduce_shared(x, header)
+        if call is not None:
+            with call:
+                value = call.reduce_value(self._reduce_unary(call.serialized(), self.timeout))
+            self._set_timing(call.timing)
+            return value
+        if self._takes_native(x, None, retries):
+            h = header.header
+            value, timing = self._native.reduce(x, h.dtype, h.op, self._wanted_lanes(lanes))
+            self._set_timing(timing)
+            return value
+        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
+
+        def attempt(timeout: Optional[float]):
+            k = self._usable_lanes(lanes, len(x), per, timeout)
+            if k > 1:
+                raws: List[bytes] = [b""] * k
+                reqs = self._lane_requests(header, _wire.REDUCE_DATA, x, per, k)
+                _chunking.fan_out(list(zip(self._lanes(k, "Reduce"), reqs)), raws.__setitem__, timeout, unary=True)
+                return self._reduce_lanes_result(raws, x.dtype, len(x))
+            raw = self._reduce_unary(_chunking.data_requests(header, _wire.REDUCE_DATA, x, per), timeout)
+            return _chunking.reduce_value(raw, x.dtype)
+        value, _, timing = self._retrying(retries, attempt)
+        self._set_timing(timing)
+        return value
+
+    def _reduce_unary(self, requests, timeout: Optional[float]) -> bytes:
+        """One Reduce call: the serialized response; Ctrl-C or any failure cancels it."""
+        upload = _chunking.Upload(requests)
+        fut = self._reduce.future(iter(upload), timeout=timeout)
+        upload.attach(fut)
+        try:
+            with raised():
+                return fut.result()
+        except BaseException:
+            fut.cancel()
+            raise
+
+    def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
+                copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None):
+        """Stable stream compaction: keeps x[i] where the mask `where` is true, or where the predicate
+        holds (("gt", 0), ("in_range", lo, hi), "nonzero", "not_nan", "eq"/"ne"/"lt"/"le"/"ge").
+        Returns the kept values; with indices=True (values, indices); values=False, indices=True:
+        the indices (int64) alone. Indices count in the whole array, with or without lanes.
+
+        x in shared memory: nothing is streamed and lanes do not apply; the kept values and
+        indices are SharedArray views [:kept] of new regions of len(x) elements next to x's; a
+        where= mask is read in place when it is a shared bool/int8/uint8 array, else copied into a
+        temporary region; retries do not apply."""
+        x, flags, header = self._compact_args(x, where, predicate, indices, values, copy)
+        retries = self._wanted_retries(retries)
+        call = self._compact_shared(x, where, flags, header, values, indices)
+        if call is not None:
+            with call:
+                for raw in self._stream(self._compact, call.serialized(), self.timeout):
+                    call.feed_compact(raw)
+                self._set_timing(call.finish())
+            return self._compact_shared_result(call, values, indices)
+        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
+
+        def attempt(timeout: Optional[float]) -> _chunking.CompactAssembler:
+            asm = _chunking.CompactAssembler(x.dtype)  # per try: a failed try's pieces are dropped
+            k = self._usable_lanes(lanes, len(x), per, timeout)
+            if k > 1:  # each lane's kept pieces are placed by their kept_offset
+                reqs = self._lane_requests(header, _wire.COMPACT_VALUES, x, per, k, flags)
+                _chunking.fan_out(list(zip(self._lanes(k, "Compact"), reqs)), lambda lane, raw: asm.feed(raw, lane),
+                                  timeout)
+            else:
+                for raw in self._stream(self._compact, _chunking.data_requests(header, _wire.COMPACT_VALUES, x, per,
+                                                                               flags), timeout):
+                    asm.feed(raw)
+            return asm
+        asm = self._retrying(retries, attempt)
+        self._set_timing(asm.timing or Timing())
+        return self._compact_result(asm, values, indices)
+
+    # -- diagnostics
+    def info(self) -> Dict[str, Any]:
+        """What the server runs on and accepts (ServerInfo as a dict)."""
+        return self._info(self.timeout)
+
+    def _info(self, timeout: Optional[float]) -> Dict[str, Any]:
+        with raised():
+            return _types.server_info(self._stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=timeout))
+
+    def health(self, service: str = "") -> str:
+        """grpc.health.v1 status: "SERVING", "NOT_SERVING", "UNKNOWN" or "SERVICE_UNKNOWN"."""
+        try:
+            raw = self._health(encode_health_request(service), timeout=self.timeout)
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.NOT_FOUND:  # the health service's answer for an unknown name
+                return "SERVICE_UNKNOWN"
+            raise from_rpc_error(e) from None
+        return decode_health_response(raw)
+
+    def benchmark(self, operations=None, algorithms=None, dtypes=None, sizes=None, repetitions=0,
+                  warmup=0, on_row: Optional[Callable[[dict], None]] = None, devices=None) -> _types.Table:
+        """Runs the server's kernel suite (cuda servers only): a Table of row dicts. devices:
+        ordinals to measure one after the other (default: the server's first)."""
+        req = _types.bench_request(operations, algorithms, dtypes, sizes, repetitions, warmup, devices)
+        table = _types.Table()
+        call = self._stub.Benchmark(req, timeout=self.timeout)
+        try:
+            with raised():
+                for row in call:
+                    d = _types.bench_row(row)
+                    table.append(d)
+                    if on_row:
+                        on_row(d)
+        except BaseException:
+            call.cancel()
+            raise
+        return table
+
+    def transport(self, total_bytes: int, echo: bool = True, chunk_bytes: Optional[int] = None,
+                  lanes: int = 1) -> TransportResult:
+        """The transport ceiling: total_bytes through the server's Transport RPC (no compute), in
+        messages framed as a scan's are. With echo each chunk comes back (a Scan's byte pattern).
+        lanes=K: K concurrent calls on K connections, chunk k on call k mod K (the ceiling of a
+        K-lane scan); the totals are summed and server_total_us is the slowest call's."""
+        cb = int(chunk_bytes or self.chunk_bytes)
+        total = int(total_bytes)
+        lanes = check_lanes(lanes)  # Transport is not joined: not capped by max_lanes
+        received = [0] * lanes
+        finals: List[Dict[int, Any]] = [{} for _ in range(lanes)]
+
+        def feed(lane: int, raw: bytes) -> None:
+            f = _wire.parse(raw)
+            if 1 in f:
+                received[lane] += f[1][1] - f[1][0]
+            if f.get(6):
+                finals[lane] = f
+        t0 = time.perf_counter()
+        if lanes == 1:
+            for raw in self._stream(self._transport, _chunking.transport_requests(total, cb, echo), self.timeout):
+                feed(0, raw)
+        else:
+            streams = [(m, _chunking.transport_requests(total, cb, echo, lane, lanes))
+                       for lane, m in enumerate(self._lanes(lanes, "Transport"))]
+            _chunking.fan_out(streams, feed, self.timeout)
+        wall = time.perf_counter() - t0
+        return TransportResult(bytes_in=sum(f.get(2, 0) for f in finals), bytes_out=sum(f.get(3, 0) for f in finals),
+                               bytes_received=sum(received), requests=sum(f.get(5, 0) for f in finals),
+                               wall_s=wall, server_total_us=max(f.get(4, 0) for f in finals))
+
+    def shared_array(self, n: int, dtype="int32", *, dir: Optional[str] = None,
+                     mode: int = shared.DEFAULT_MODE) -> shared.SharedArray:
+        """A numpy array of n zeros in a shared-memory region that the server reads and writes
+        itself, for a client on the server's host: scan/reduce/compact of it (or of a contiguous
+        slice) send no data. `with client.shared_array(n, "int32") as a: a[:] = ...; y =
+        client.scan(a)`; leaving `with` (or a.close()) removes the region's file, its memory goes
+        with the last array that uses it.
+
+        dir: where the region file is made, a directory the server sees as its --shm-dir (default:
+        that directory, from info(), when the server serves shared memory; else /dev/shm). mode:
+        the file's permissions (0600: only this user; 0o660 when the server runs as another user
+        of the directory's group). See gpuscan.shared."""
+        if dir is None:
+            dir = shared.default_dir(self.info()["limits"])
+        return shared.create(n, dtype, dir, mode)
+
