@@ -6,7 +6,7 @@
 # libraries) and build/python/pkg (here: cmake --build build --target gpuscan_python).
 #   run(command="bash python/tools/gpu-python.sh", carry=[".gpu-pack", "build/python/pkg"], timeout_s=590)
 # Logs under $OUT: py-versions.txt, py-tests.log, py-bench-1m.{txt,json}, py-bench-4m.{txt,json},
-# cli-e2e-1gib.txt, py-server.log.
+# py-bench-native-4.{txt,json}, cli-e2e-1gib.txt, py-server.log.
 set -uo pipefail
 out=${OUT:-/tmp/gpuscan-out}
 mkdir -p "$out"
@@ -53,6 +53,9 @@ step python bench, 1 GiB int32, 1 MiB chunks
 timeout 200 $py -m gpuscan.bench --target 127.0.0.1:$port --size 1GiB --json "$out/py-bench-1m.json" 2>&1 | tee "$out/py-bench-1m.txt" | tail -8
 step python bench, 1 GiB int32, 4 MiB chunks
 timeout 200 $py -m gpuscan.bench --target 127.0.0.1:$port --size 1GiB --chunk-bytes 4MiB --json "$out/py-bench-4m.json" 2>&1 | tee "$out/py-bench-4m.txt" | tail -8
+step "python bench, 1 GiB int32, 4 lanes through the native path (its C API needs the carried libraries)"
+LD_LIBRARY_PATH=$PWD/.gpu-rt timeout 200 $py -m gpuscan.bench --target 127.0.0.1:$port --size 1GiB --lanes 4 --native \
+  --shared off --json "$out/py-bench-native-4.json" 2>&1 | tee "$out/py-bench-native-4.txt" | tail -8
 step C++ CLI, same server, same run
 [ -x .gpu-bin/gpuscan ] && LD_LIBRARY_PATH=$PWD/.gpu-rt timeout 120 .gpu-bin/gpuscan -s 127.0.0.1:$port bench --e2e --op scan --dtype int32 \
   --bytes $((1 << 30)) --concurrency 1 --requests 3 2>&1 | tee "$out/cli-e2e-1gib.txt" | tail -5
