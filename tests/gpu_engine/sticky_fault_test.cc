@@ -6,6 +6,8 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -28,18 +30,36 @@ grpc::StatusCode CodeOfScan(Client& client, const std::vector<int32_t>& x, std::
   }
 }
 
+// A server on `eng` with a client, the log captured while it lives.
+struct Served {
+  explicit Served(std::unique_ptr<engine::Engine> eng)
+      : sink(std::make_shared<spdlog::sinks::ostream_sink_mt>(log)), srv(testing::StartOnLoopback(std::move(eng))),
+        client([this] {
+          ClientOptions co;
+          co.target = srv->address();
+          co.timeout = std::chrono::seconds(30);
+          return co;
+        }()) {
+    spdlog::default_logger()->sinks().push_back(sink);
+  }
+  ~Served() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink), sinks.end());
+    srv->Shutdown();
+  }
+  std::ostringstream log;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink;
+  std::unique_ptr<server::Server> srv;
+  Client client;
+};
+
 TEST(StickyFaultTest, DeviceFaultTurnsHealthNotServingAndRefusesLaterCalls) {
   std::string why;
   auto eng = testing::CudaEngineOrNull({}, &why);
   if (!eng) GTEST_SKIP() << why;
-  std::ostringstream log;
-  spdlog::default_logger()->sinks().push_back(std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
-
-  auto srv = testing::StartOnLoopback(std::move(eng));
-  ClientOptions co;
-  co.target = srv->address();
-  co.timeout = std::chrono::seconds(30);
-  Client client(co);
+  Served served(std::move(eng));
+  Client& client = served.client;
+  const std::ostringstream& log = served.log;
 
   GPUSCAN_SEEDED_RNG(rng);
   const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(1'000'003, rng);
@@ -58,8 +78,6 @@ TEST(StickyFaultTest, DeviceFaultTurnsHealthNotServingAndRefusesLaterCalls) {
 
   // Refused at the header from now on: nothing is computed on a broken device.
   EXPECT_EQ(CodeOfScan(client, x, &message), grpc::StatusCode::UNAVAILABLE) << message;
-  spdlog::default_logger()->sinks().pop_back();
-  srv->Shutdown();
 }
 
 // Two devices (the two-GPU machine; skipped with fewer): device 1 gets a sticky fault, the call
@@ -71,13 +89,9 @@ TEST(DeviceDrainTest, StickyFaultOnDevice1LeavesDevice0Serving) {
   std::string why;
   auto eng = testing::CudaEngineOrNull(eo, &why);
   if (!eng) GTEST_SKIP() << "needs two CUDA devices: " << why;
-  std::ostringstream log;
-  spdlog::default_logger()->sinks().push_back(std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
-  auto srv = testing::StartOnLoopback(std::move(eng));
-  ClientOptions co;
-  co.target = srv->address();
-  co.timeout = std::chrono::seconds(30);
-  Client client(co);
+  Served served(std::move(eng));
+  Client& client = served.client;
+  const std::ostringstream& log = served.log;
   GPUSCAN_SEEDED_RNG(rng);
   const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(1'000'003, rng);
   const auto want = testing::ScanRef<int32_t, ops::Sum<int32_t>>(x, false);
@@ -105,8 +119,6 @@ TEST(DeviceDrainTest, StickyFaultOnDevice1LeavesDevice0Serving) {
   EXPECT_EQ(client.Health(""), "SERVING");
   EXPECT_NE(log.str().find("device 1: "), std::string::npos) << log.str();
   EXPECT_NE(log.str().find("gets no more calls"), std::string::npos) << log.str();
-  spdlog::default_logger()->sinks().pop_back();
-  srv->Shutdown();
 }
 
 }  // namespace
