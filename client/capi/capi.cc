@@ -17,14 +17,13 @@ struct gpuscan_client {
 
 namespace {
 
-void Say(const std::string& what, char* error, size_t error_len) {
-  if (!error || error_len == 0) return;
-  const size_t n = std::min(what.size(), error_len - 1);
-  std::memcpy(error, what.data(), n);
-  error[n] = '\0';
+// `what` into a C buffer of `len` bytes, cut to fit, NUL-terminated (error messages, Timing names).
+void Say(const std::string& what, char* dst, size_t len) {
+  if (!dst || len == 0) return;
+  const size_t n = std::min(what.size(), len - 1);
+  std::memcpy(dst, what.data(), n);
+  dst[n] = '\0';
 }
-
-void Copy(const std::string& s, char* dst, size_t cap) { Say(s, dst, cap); }
 
 void Fill(const gpuscan::Timing& t, gpuscan_timing* out) {
   if (!out) return;
@@ -39,9 +38,9 @@ void Fill(const gpuscan::Timing& t, gpuscan_timing* out) {
   out->bytes_in = t.bytes_in;
   out->bytes_out = t.bytes_out;
   out->chunks = t.chunks;
-  Copy(t.engine, out->engine, sizeof(out->engine));
-  Copy(t.device, out->device, sizeof(out->device));
-  Copy(t.algorithm, out->algorithm, sizeof(out->algorithm));
+  Say(t.engine, out->engine, sizeof(out->engine));
+  Say(t.device, out->device, sizeof(out->device));
+  Say(t.algorithm, out->algorithm, sizeof(out->algorithm));
 }
 
 // Runs f, turning what it throws into a status code and message.
@@ -59,20 +58,6 @@ int Guard(F&& f, char* error, size_t error_len) {
   } catch (const std::exception& e) {
     Say(e.what(), error, error_len);
     return static_cast<int>(grpc::StatusCode::INTERNAL);
-  }
-}
-
-// f(T{}) with the C++ type of a wire dtype.
-template <class F>
-void WithDType(int dtype, F&& f) {
-  switch (dtype) {
-    case gpuscan::v1::DTYPE_INT32: return f(int32_t{});
-    case gpuscan::v1::DTYPE_INT64: return f(int64_t{});
-    case gpuscan::v1::DTYPE_UINT32: return f(uint32_t{});
-    case gpuscan::v1::DTYPE_UINT64: return f(uint64_t{});
-    case gpuscan::v1::DTYPE_FLOAT32: return f(float{});
-    case gpuscan::v1::DTYPE_FLOAT64: return f(double{});
-    default: throw std::invalid_argument("gpuscan: dtype " + std::to_string(dtype) + " is not a known DType");
   }
 }
 
@@ -111,7 +96,7 @@ int gpuscan_scan(gpuscan_client* client, int dtype, int op, int exclusive, int a
         so.exclusive = exclusive != 0;
         so.algorithm = static_cast<gpuscan::v1::ScanAlgorithm>(algorithm);
         so.lanes = lanes;
-        WithDType(dtype, [&](auto t) {
+        gpuscan::WithElementType(static_cast<gpuscan::v1::DType>(dtype), [&](auto t) {
           using T = decltype(t);
           Fill(client->client->ScanInto(static_cast<const T*>(in), n, static_cast<T*>(out), so), timing);
         });
@@ -123,7 +108,7 @@ int gpuscan_reduce(gpuscan_client* client, int dtype, int op, const void* in, ui
                    void* value, gpuscan_timing* timing, char* error, size_t error_len) {
   return Guard(
       [&] {
-        WithDType(dtype, [&](auto t) {
+        gpuscan::WithElementType(static_cast<gpuscan::v1::DType>(dtype), [&](auto t) {
           using T = decltype(t);
           const gpuscan::ReduceResult<T> r =
               client->client->Reduce(static_cast<const T*>(in), n, static_cast<gpuscan::v1::Operator>(op), lanes);

@@ -42,25 +42,12 @@ void Emit(const Sink& sink, const void* data, size_t bytes) {
   }
 }
 
-template <class F>
-auto WithType(v1::DType dtype, F&& f) {
-  switch (dtype) {
-    case v1::DTYPE_INT32: return f(int32_t{});
-    case v1::DTYPE_INT64: return f(int64_t{});
-    case v1::DTYPE_UINT32: return f(uint32_t{});
-    case v1::DTYPE_UINT64: return f(uint64_t{});
-    case v1::DTYPE_FLOAT32: return f(float{});
-    case v1::DTYPE_FLOAT64: return f(double{});
-    default: throw std::runtime_error("--shards: the input has no dtype");
-  }
-}
-
 }  // namespace
 
 Timing ShardedScan(Client& client, const v1::ScanHeader& header, ArrayInput& in, const Sink& out, uint32_t lanes,
                    uint32_t shards) {
   const WholeInput x = ReadAll(in);
-  return WithType(header.dtype(), [&](auto t) {
+  return WithElementType(header.dtype(), [&](auto t) {
     using T = decltype(t);
     ScanOptions o;
     o.op = header.op();
@@ -80,7 +67,7 @@ Timing ShardedScan(Client& client, const v1::ScanHeader& header, ArrayInput& in,
 ShardedReduceResult ShardedReduce(Client& client, const v1::ReduceHeader& header, ArrayInput& in, uint32_t lanes,
                                   uint32_t shards) {
   const WholeInput x = ReadAll(in);
-  return WithType(header.dtype(), [&](auto t) {
+  return WithElementType(header.dtype(), [&](auto t) {
     using T = decltype(t);
     const ReduceResult<T> r = client.Reduce(static_cast<const T*>(x.data()), x.bytes / sizeof(T), header.op(), lanes, shards);
     ShardedReduceResult out;
@@ -107,7 +94,7 @@ ShardedCompactResult ShardedCompact(Client& client, const v1::CompactHeader& hea
   o.output = header.output();
   o.lanes = lanes;
   o.shards = shards;
-  return WithType(header.dtype(), [&](auto t) {
+  return WithElementType(header.dtype(), [&](auto t) {
     using T = decltype(t);
     const CompactResult<T> r = client.Compact(static_cast<const T*>(x.data()), x.bytes / sizeof(T), o);
     if (values) Emit(values, r.values.data(), r.values.size() * sizeof(T));

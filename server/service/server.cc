@@ -165,7 +165,7 @@ class ServerImpl final : public Server {
   void CheckEngineHealth() {
     if (shut_down_) return;
     engine_->CheckHealth();
-    if (engine_->device_status().size() > 1) ReportDrainedDevices();
+    ReportDrainedDevices();
     if (engine_->healthy()) return;
     if (!reported_unhealthy_.exchange(true)) {
       spdlog::error("engine {} is unhealthy, health now NOT_SERVING: {}", engine_->name(),
@@ -176,11 +176,13 @@ class ServerImpl final : public Server {
 
   // Several devices: each one that turned unhealthy is logged once; the others go on serving.
   void ReportDrainedDevices() {
+    const std::vector<engine::DeviceStatus> devices = engine_->device_status();
+    if (devices.size() < 2) return;  // one device: the engine's own health says it all
     std::lock_guard<std::mutex> lock(drained_mu_);
-    for (const engine::DeviceStatus& d : engine_->device_status()) {
+    for (const engine::DeviceStatus& d : devices) {
       if (d.healthy || !drained_.insert(d.device).second) continue;
       spdlog::error("device {} is unhealthy and gets no more calls ({} of {} devices left): {}", d.device,
-                    engine_->device_status().size() - drained_.size(), engine_->device_status().size(), d.reason);
+                    devices.size() - drained_.size(), devices.size(), d.reason);
     }
   }
 

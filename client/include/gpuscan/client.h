@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -161,6 +162,21 @@ constexpr v1::DType DTypeOf() {
   else if constexpr (std::is_same_v<T, float>) return v1::DTYPE_FLOAT32;
   else if constexpr (std::is_same_v<T, double>) return v1::DTYPE_FLOAT64;
   else static_assert(sizeof(T) == 0, "gpuscan: unsupported element type");
+}
+
+// f(T{}) with the C++ element type of a wire dtype; std::invalid_argument for any other value.
+template <class F>
+decltype(auto) WithElementType(v1::DType dtype, F&& f) {
+  switch (dtype) {
+    case v1::DTYPE_INT32: return f(int32_t{});
+    case v1::DTYPE_INT64: return f(int64_t{});
+    case v1::DTYPE_UINT32: return f(uint32_t{});
+    case v1::DTYPE_UINT64: return f(uint64_t{});
+    case v1::DTYPE_FLOAT32: return f(float{});
+    case v1::DTYPE_FLOAT64: return f(double{});
+    default: throw std::invalid_argument("gpuscan: dtype " + std::to_string(static_cast<int>(dtype)) +
+                                         " is not a served DType");
+  }
 }
 
 // What Client::Transport measured: the transport ceiling for one call of this size.
