@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tupl
 import grpc
 import numpy as np
 
-from . import _chunking, _native, _retry, _types, _wire, shared
+from . import _chunking, _native, _pump, _retry, _types, _wire, shared
 from ._types import Timing, TransportResult, check_array
 from .errors import Internal, from_rpc_error, raised
 from .v1 import gpuscan_pb2 as pb
@@ -392,15 +392,16 @@ class Client(_Calls):
         upload = _chunking.Upload(requests)
         call = method(iter(upload), timeout=timeout)
         upload.attach(call)
+        responses = _pump.ResponsePump(call)  # Ctrl-C lands in our wait, not in grpc's (see _pump)
         try:
-            for raw in call:
+            for raw in responses:
                 yield raw
         except grpc.RpcError as e:
             if upload.error is not None:
                 raise upload.error from None
             raise from_rpc_error(e) from None
         except BaseException:  # KeyboardInterrupt, an assembler error, the consumer stopping early
-            call.cancel()
+            responses.close()
             raise
         if upload.error is not None:
             raise upload.error
@@ -540,12 +541,8 @@ class Client(_Calls):
         upload = _chunking.Upload(requests)
         fut = self._reduce.future(iter(upload), timeout=timeout)
         upload.attach(fut)
-        try:
-            with raised():
-                return fut.result()
-        except BaseException:
-            fut.cancel()
-            raise
+        with raised():
+            return _pump.result_of(fut)
 
     def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
                 copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None):
@@ -592,12 +589,12 @@ class Client(_Calls):
 
     def _info(self, timeout: Optional[float]) -> Dict[str, Any]:
         with raised():
-            return _types.server_info(self._stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=timeout))
+            return _types.server_info(_pump.unary(self._stub.GetServerInfo, pb.GetServerInfoRequest(), timeout))
 
     def health(self, service: str = "") -> str:
         """grpc.health.v1 status: "SERVING", "NOT_SERVING", "UNKNOWN" or "SERVICE_UNKNOWN"."""
         try:
-            raw = self._health(encode_health_request(service), timeout=self.timeout)
+            raw = _pump.unary(self._health, encode_health_request(service), self.timeout)
         except grpc.RpcError as e:
             if e.code() == grpc.StatusCode.NOT_FOUND:  # the health service's answer for an unknown name
                 return "SERVICE_UNKNOWN"
@@ -610,17 +607,12 @@ class Client(_Calls):
         ordinals to measure one after the other (default: the server's first)."""
         req = _types.bench_request(operations, algorithms, dtypes, sizes, repetitions, warmup, devices)
         table = _types.Table()
-        call = self._stub.Benchmark(req, timeout=self.timeout)
-        try:
-            with raised():
-                for row in call:
-                    d = _types.bench_row(row)
-                    table.append(d)
-                    if on_row:
-                        on_row(d)
-        except BaseException:
-            call.cancel()
-            raise
+        with raised():
+            for row in _pump.ResponsePump(self._stub.Benchmark(req, timeout=self.timeout)):
+                d = _types.bench_row(row)
+                table.append(d)
+                if on_row:
+                    on_row(d)
         return table
 
     def transport(self, total_bytes: int, echo: bool = True, chunk_bytes: Optional[int] = None,
