@@ -18,6 +18,7 @@
 #include "engine/cpu_engine.h"
 
 #include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/enumerable_thread_specific.h>
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/partitioner.h>
@@ -32,6 +33,7 @@
 
 #include "engine/dispatch.h"
 #include "gpuscan/kernels/canonical_tree.h"
+#include "gpuscan/kernels/histogram_bins.h"
 
 namespace gpuscan::engine {
 
@@ -500,6 +502,51 @@ std::string CpuModelName() {
   return {};
 }
 
+// ---------------------------------------------------------------------------------------------
+// Histogram: each thread counts its blocks into counters of its own, added up after the chunk
+// (integer counts: the sum is the same in any order).
+
+template <class T>
+class CpuHistogram final : public HistogramSession {
+ public:
+  CpuHistogram(std::shared_ptr<Pool> pool, const HistogramSpec& spec)
+      : pool_(std::move(pool)), edges_(spec.edges),
+        bins_(hist::MakeBins(edges_.data(), static_cast<uint32_t>(edges_.size() - 1), spec.even)),
+        totals_(edges_.size() - 1 + hist::kExtraSlots),
+        per_thread_([n = totals_.size()] { return std::vector<uint64_t>(n); }) {}
+
+  void Process(const void* in, uint64_t n, StageTimes& times) override {
+    if (n == 0) return;
+    CheckBuffer(in, n, "input");
+    KernelTimer timer(times);
+    const auto* src = static_cast<const unsigned char*>(in);
+    if (!RunParallel(*pool_, n)) {
+      Count(src, 0, n, totals_);
+      return;
+    }
+    const Blocks blocks(n);
+    ForBlocks(*pool_, blocks.count, true,
+              [&](uint64_t b) { Count(src, blocks.begin(b), blocks.end(b), per_thread_.local()); });
+    for (std::vector<uint64_t>& local : per_thread_) {
+      for (size_t i = 0; i < local.size(); ++i) totals_[i] += std::exchange(local[i], 0);
+    }
+  }
+
+  std::vector<uint64_t> Result() const override { return totals_; }
+  std::string algorithm() const override { return "cpu_blocked"; }
+
+ private:
+  void Count(const unsigned char* src, uint64_t begin, uint64_t end, std::vector<uint64_t>& counts) const {
+    for (uint64_t i = begin; i < end; ++i) ++counts[hist::SlotOf(Load<T>(src, i), bins_)];
+  }
+
+  std::shared_ptr<Pool> pool_;
+  std::vector<double> edges_;
+  hist::Bins bins_;  // points into edges_
+  std::vector<uint64_t> totals_;
+  tbb::enumerable_thread_specific<std::vector<uint64_t>> per_thread_;
+};
+
 }  // namespace
 
 CpuEngine::CpuEngine(int threads) {
@@ -558,6 +605,13 @@ std::unique_ptr<ReduceSession> CpuEngine::NewReduce(const ReduceSpec& spec) {
     using O = typename decltype(o)::type;
     if constexpr (canon::kUsesTree<T, O>) return std::make_unique<CpuTreeReduce<T, O>>(pool_);
     return std::make_unique<CpuReduce<T, O>>(pool_);
+  });
+}
+
+std::unique_ptr<HistogramSession> CpuEngine::NewHistogram(const HistogramSpec& spec) {
+  CheckHistogramSpec(spec);
+  return VisitDType(spec.dtype, [&](auto t) -> std::unique_ptr<HistogramSession> {
+    return std::make_unique<CpuHistogram<typename decltype(t)::type>>(pool_, spec);
   });
 }
 

@@ -38,6 +38,7 @@ class CpuEngine : public Engine {
   std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) override;
   std::unique_ptr<ReduceSession> NewReduce(const ReduceSpec& spec) override;
   std::unique_ptr<CompactSession> NewCompact(const CompactSpec& spec) override;
+  std::unique_ptr<HistogramSession> NewHistogram(const HistogramSpec& spec) override;
 
   int threads() const;  // the arena's concurrency (after capping)
 

@@ -68,6 +68,21 @@ class SetCompact final : public CompactSession {
   OpenSession open_;
 };
 
+class SetHistogram final : public HistogramSession {
+ public:
+  SetHistogram(std::unique_ptr<HistogramSession> s, std::string device, std::atomic<uint64_t>& open)
+      : s_(std::move(s)), device_(std::move(device)), open_(open) {}
+  void Process(const void* in, uint64_t n, StageTimes& t) override { s_->Process(in, n, t); }
+  std::vector<uint64_t> Result() const override { return s_->Result(); }
+  std::string algorithm() const override { return s_->algorithm(); }
+  std::string device() const override { return device_; }
+
+ private:
+  std::unique_ptr<HistogramSession> s_;
+  std::string device_;
+  OpenSession open_;
+};
+
 }  // namespace
 
 DeviceSet::DeviceSet(std::vector<std::unique_ptr<Engine>> devices, std::vector<std::string> labels)
@@ -176,6 +191,12 @@ std::unique_ptr<ReduceSession> DeviceSet::NewReduce(const ReduceSpec& spec) {
 std::unique_ptr<CompactSession> DeviceSet::NewCompact(const CompactSpec& spec) {
   const size_t i = Pick();
   return Open<CompactSession, SetCompact>(open_[i], labels_[i], [&] { return devices_[i]->NewCompact(spec); });
+}
+
+std::unique_ptr<HistogramSession> DeviceSet::NewHistogram(const HistogramSpec& spec) {
+  const size_t i = Pick();
+  return Open<HistogramSession, SetHistogram>(open_[i], labels_[i],
+                                              [&] { return devices_[i]->NewHistogram(spec); });
 }
 
 }  // namespace gpuscan::engine

@@ -73,6 +73,16 @@ class CompactSession {
   virtual std::string device() const { return {}; }  // as ScanSession::device
 };
 
+class HistogramSession {
+ public:
+  virtual ~HistogramSession() = default;
+  virtual void Process(const void* in, uint64_t n, StageTimes& times) = 0;
+  // The counts so far: bins + hist::kExtraSlots of them (the bins, then below, above and NaN).
+  virtual std::vector<uint64_t> Result() const = 0;
+  virtual std::string algorithm() const = 0;
+  virtual std::string device() const { return {}; }  // as ScanSession::device
+};
+
 struct DeviceInfo {
   int ordinal = 0;  // the CUDA device ordinal
   std::string name;
@@ -139,6 +149,8 @@ class Engine {
   virtual std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) = 0;
   virtual std::unique_ptr<ReduceSession> NewReduce(const ReduceSpec& spec) = 0;
   virtual std::unique_ptr<CompactSession> NewCompact(const CompactSpec& spec) = 0;
+  // The CPU and CUDA engines serve it; an engine that does not throws kUnimplemented.
+  virtual std::unique_ptr<HistogramSession> NewHistogram(const HistogramSpec& spec);
 };
 
 // Which engine to run: kAuto takes CUDA when a device is present, else the CPU.

@@ -1,5 +1,7 @@
 #include "engine/types.h"
 
+#include <cmath>
+
 namespace gpuscan::engine {
 
 std::size_t SizeOf(DType t) {
@@ -44,6 +46,19 @@ std::string_view Name(PredicateOp p) {
   static constexpr std::string_view kNames[] = {"nonzero", "eq", "ne", "lt",     "le",
                                                 "gt",      "ge", "in_range", "not_nan"};
   return kNames[static_cast<int>(p)];
+}
+
+void CheckHistogramSpec(const HistogramSpec& spec) {
+  const std::vector<double>& e = spec.edges;
+  if (e.size() < 2 || e.size() > uint64_t{kMaxHistogramBins} + 1) {
+    throw Error(ErrorCode::kInvalidArgument, "a histogram needs 2 to " + std::to_string(kMaxHistogramBins + 1) +
+                                                 " edges, not " + std::to_string(e.size()));
+  }
+  for (size_t i = 0; i < e.size(); ++i) {
+    if (std::isnan(e[i]) || (i > 0 && e[i] < e[i - 1])) {
+      throw Error(ErrorCode::kInvalidArgument, "histogram edge " + std::to_string(i) + " is NaN or below the one before");
+    }
+  }
 }
 
 }  // namespace gpuscan::engine

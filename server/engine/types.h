@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpuscan::engine {
 
@@ -85,5 +86,19 @@ struct CompactSpec {
   bool want_values = true;
   bool want_indices = false;
 };
+
+// A histogram's bins (see gpuscan/kernels/histogram_bins.h for the semantics): bins + 1
+// non-decreasing edges, already rounded for the dtype when they are even ones.
+struct HistogramSpec {
+  DType dtype = DType::kInt32;
+  std::vector<double> edges;
+  bool even = false;  // edges from hist::EvenEdges (lets the bin be guessed, then corrected)
+};
+// The most bins a histogram may have (Limits.max_histogram_bins): the counts travel in one
+// response, and a block's counters stay in shared memory up to a few thousand.
+inline constexpr uint32_t kMaxHistogramBins = 1u << 16;
+// Throws Error(kInvalidArgument) unless spec.edges holds 2 to kMaxHistogramBins + 1 edges, none
+// NaN, none below the one before it (the server checks the wire fields first, naming them).
+void CheckHistogramSpec(const HistogramSpec& spec);
 
 }  // namespace gpuscan::engine

@@ -13,6 +13,8 @@ grpc::ServerBidiReactor<v1::ScanRequest, v1::ScanResponse>* StartScan(CallContex
                                                                       grpc::CallbackServerContext* rpc);
 grpc::ServerReadReactor<v1::ReduceRequest>* StartReduce(CallContext ctx, grpc::CallbackServerContext* rpc,
                                                         v1::ReduceResponse* response);
+grpc::ServerReadReactor<v1::HistogramRequest>* StartHistogram(CallContext ctx, grpc::CallbackServerContext* rpc,
+                                                              v1::HistogramResponse* response);
 grpc::ServerBidiReactor<v1::CompactRequest, v1::CompactResponse>* StartCompact(
     CallContext ctx, grpc::CallbackServerContext* rpc);
 // Benchmark: the kernel suite on the server's device, rows streamed as measured.

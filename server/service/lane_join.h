@@ -82,6 +82,10 @@ inline uint64_t RequestBytes(const v1::CompactRequest& r) { return r.values().si
 inline uint64_t RequestFlags(const v1::ScanRequest&) { return 0; }
 inline uint64_t RequestFlags(const v1::ReduceRequest&) { return 0; }
 inline uint64_t RequestFlags(const v1::CompactRequest& r) { return r.flags().size(); }
+// Histogram has no lanes (yet): these only let StreamingCall's lane paths compile for it.
+inline uint64_t RequestElements(const v1::HistogramRequest& r, size_t esize) { return r.data().size() / esize; }
+inline uint64_t RequestBytes(const v1::HistogramRequest& r) { return r.data().size(); }
+inline uint64_t RequestFlags(const v1::HistogramRequest&) { return 0; }
 
 // The checks of one lane request that need no other lane (gRPC thread, after the RPC's own
 // CheckRequest): one chunk per request, full except the lane's last; with flags, the chunk's

@@ -41,6 +41,10 @@ class GpuScanService final : public v1::GpuScan::CallbackService {
                                                      v1::ReduceResponse* response) override {
     return StartReduce(ctx_, rpc, response);
   }
+  grpc::ServerReadReactor<v1::HistogramRequest>* Histogram(grpc::CallbackServerContext* rpc,
+                                                           v1::HistogramResponse* response) override {
+    return StartHistogram(ctx_, rpc, response);
+  }
   grpc::ServerBidiReactor<v1::CompactRequest, v1::CompactResponse>* Compact(
       grpc::CallbackServerContext* rpc) override {
     return StartCompact(ctx_, rpc);

@@ -48,6 +48,16 @@ inline uint64_t Micros(Clock::duration d) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
 }
 
+// Whether a call's header has the lanes / shared_memory fields (Histogram's has neither yet).
+template <class H, class = void>
+struct HasLanes : std::false_type {};
+template <class H>
+struct HasLanes<H, std::void_t<decltype(std::declval<const H&>().has_lanes())>> : std::true_type {};
+template <class H, class = void>
+struct HasSharedMemory : std::false_type {};
+template <class H>
+struct HasSharedMemory<H, std::void_t<decltype(std::declval<const H&>().has_shared_memory())>> : std::true_type {};
+
 template <class Req, class Resp, class ReactorBase>
 class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   static constexpr bool kBidi = std::is_base_of_v<grpc::ServerBidiReactor<Req, Resp>, ReactorBase>;
@@ -83,9 +93,12 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     incoming_.Clear();
     if (finish_requested_) return;
     grpc::Status status = CheckHeaderPlacement(index, req.has_header());
-    if (status.ok() && index == 0 && req.header().has_lanes()) {
-      status = JoinLanes(req.header());
-    } else if (status.ok() && index == 0) {
+    bool lane_header = false;
+    if constexpr (HasLanes<std::decay_t<decltype(req.header())>>::value) {
+      lane_header = status.ok() && index == 0 && req.header().has_lanes();
+      if (lane_header) status = JoinLanes(req.header());
+    }
+    if (!lane_header && status.ok() && index == 0) {
       status = OnHeader(req.header());
       header_accepted_ = status.ok();
       if (status.ok()) status = Admit(ReservationBytes(req.header()));
@@ -319,7 +332,9 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   // answer values and int64 indices), whichever is less.
   template <class Header>
   uint64_t ReservationBytes(const Header& header) const {
-    if (header.has_shared_memory()) return 4096;  // the array stays in the client's region
+    if constexpr (HasSharedMemory<Header>::value) {
+      if (header.has_shared_memory()) return 4096;  // the array stays in the client's region
+    }
     const uint64_t cap = (kMaxBuffered + 2) * MaxReceiveMessageBytes(*ctx_.options);
     engine::DType dtype;
     if (!header.has_element_count() || !ToEngineDType(header.dtype(), &dtype).ok()) return cap;

@@ -6,7 +6,10 @@
 #include <cstring>
 #include <limits>
 
+#include <spdlog/fmt/fmt.h>
+
 #include "engine/dispatch.h"
+#include "gpuscan/kernels/histogram_bins.h"
 #include "service/status.h"
 
 namespace gpuscan::server {
@@ -129,6 +132,45 @@ grpc::Status ToEngine(const v1::ScanHeader& h, engine::ScanSpec* spec) {
 grpc::Status ToEngine(const v1::ReduceHeader& h, engine::ReduceSpec* spec) {
   if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
   return ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op);
+}
+
+grpc::Status ToEngine(const v1::HistogramHeader& h, uint32_t max_bins, engine::HistogramSpec* spec) {
+  if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
+  const bool even = h.bins() != 0, explicit_edges = h.edges_size() != 0;
+  if (even == explicit_edges) {
+    return InvalidArgument(even ? fmt::format("header sets both bins={} and {} edges; set one", h.bins(), h.edges_size())
+                                : "header has neither bins nor edges (bins=0 with no edges); set one");
+  }
+  const uint64_t bins = even ? h.bins() : static_cast<uint64_t>(h.edges_size()) - 1;
+  if (bins > max_bins) {
+    return InvalidArgument(fmt::format("header.{}: {} bins exceed the server's limit of {} (Limits.max_histogram_bins)",
+                                       even ? "bins" : "edges", bins, max_bins));
+  }
+  if (even) {
+    const double lo = h.lo(), hi = h.hi();
+    if (!std::isfinite(lo)) return InvalidArgument(fmt::format("header.lo={} is not finite", lo));
+    if (!std::isfinite(hi)) return InvalidArgument(fmt::format("header.hi={} is not finite", hi));
+    if (!(lo < hi)) return InvalidArgument(fmt::format("header.lo={} must be below header.hi={}", lo, hi));
+    if (!std::isfinite(hi - lo)) {
+      return InvalidArgument(fmt::format("header.hi - header.lo ({} - {}) overflows float64", hi, lo));
+    }
+    spec->edges = hist::EvenEdges(lo, hi, h.bins(), spec->dtype == engine::DType::kFloat32);
+    spec->even = true;
+    return grpc::Status::OK;
+  }
+  if (h.edges_size() < 2) {
+    return InvalidArgument(fmt::format("header.edges has {} edge; a bin needs 2", h.edges_size()));
+  }
+  for (int i = 0; i < h.edges_size(); ++i) {
+    if (std::isnan(h.edges(i))) return InvalidArgument(fmt::format("header.edges[{}] is NaN", i));
+    if (i > 0 && h.edges(i) < h.edges(i - 1)) {
+      return InvalidArgument(fmt::format("header.edges[{}]={} is below header.edges[{}]={}; edges must not decrease",
+                                         i, h.edges(i), i - 1, h.edges(i - 1)));
+    }
+  }
+  spec->edges.assign(h.edges().begin(), h.edges().end());
+  spec->even = false;
+  return grpc::Status::OK;
 }
 
 grpc::Status ToEngine(const v1::CompactHeader& h, engine::CompactSpec* spec) {

@@ -17,6 +17,8 @@ namespace gpuscan::server {
 grpc::Status ToEngine(const v1::ScanHeader& header, engine::ScanSpec* spec);
 grpc::Status ToEngine(const v1::ReduceHeader& header, engine::ReduceSpec* spec);
 grpc::Status ToEngine(const v1::CompactHeader& header, engine::CompactSpec* spec);
+// Even bins become their edges (hist::EvenEdges); max_bins: the server's limit.
+grpc::Status ToEngine(const v1::HistogramHeader& header, uint32_t max_bins, engine::HistogramSpec* spec);
 
 // Where the header may appear: in request #0, which must carry it, and nowhere else.
 // `index` counts the call's requests from 0.

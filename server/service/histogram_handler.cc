@@ -1,0 +1,91 @@
+// Histogram: client streaming in, one response out. Each chunk adds to the session's counters
+// (O(bins) memory whatever the array's length); the response carries the counts and the edges.
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "service/handlers.h"
+#include "service/streaming_call.h"
+#include "gpuscan/kernels/histogram_bins.h"
+#include "service/validate.h"
+
+namespace gpuscan::server {
+namespace {
+
+class HistogramCall final : public StreamingCall<v1::HistogramRequest, v1::HistogramResponse,
+                                                 grpc::ServerReadReactor<v1::HistogramRequest>> {
+ public:
+  HistogramCall(CallContext ctx, grpc::CallbackServerContext* rpc, v1::HistogramResponse* response)
+      : StreamingCall(std::move(ctx), rpc, "histogram"), response_(response) {}
+
+ protected:
+  grpc::Status OnHeader(const v1::HistogramHeader& header) override {
+    if (auto s = ToEngine(header, engine::kMaxHistogramBins, &spec_); !s.ok()) return s;
+    if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
+    std::optional<uint64_t> count;
+    if (header.has_element_count()) count = header.element_count();
+    checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CheckRequest(const v1::HistogramRequest& req, uint64_t index) override {
+    return checker_->Add(req.data().size(), "data", index);
+  }
+
+  void Open() override { session_ = ctx_.engine->NewHistogram(spec_); }
+
+  void Process(v1::HistogramRequest& req, std::vector<v1::HistogramResponse>&) override {
+    const std::string& in = req.data();
+    if (in.empty()) return;
+    const uint64_t n = in.size() / engine::SizeOf(spec_.dtype);
+    session_->Process(in.data(), n, stages_);
+    processed_ += n;
+    bytes_in_ += in.size();
+    ++chunks_;
+  }
+
+  grpc::Status Complete(std::vector<v1::HistogramResponse>&) override {
+    if (auto s = checker_->Finish(); !s.ok()) return s;
+    const std::vector<uint64_t> slots = session_->Result();
+    const size_t bins = spec_.edges.size() - 1;
+    // Raw little-endian uint64 / float64: the host's layout on every platform we build for.
+    response_->set_counts(slots.data(), bins * sizeof(uint64_t));
+    response_->set_edges(spec_.edges.data(), spec_.edges.size() * sizeof(double));
+    response_->set_below(slots[bins + hist::kBelow]);
+    response_->set_above(slots[bins + hist::kAbove]);
+    response_->set_nan_count(slots[bins + hist::kNan]);
+    response_->set_element_count(processed_);
+    bytes_out_ += response_->counts().size() + response_->edges().size();
+    FillTiming(response_->mutable_timing(), session_->algorithm());
+    return grpc::Status::OK;
+  }
+
+  std::string LogFields() const override {
+    return fmt::format("dtype={} bins={} even={} n={} algorithm={} engine={}", engine::Name(spec_.dtype),
+                       spec_.edges.empty() ? 0 : spec_.edges.size() - 1, spec_.even, processed_,
+                       session_ ? session_->algorithm() : "-", ctx_.engine->name());
+  }
+
+  MetricLabels Labels() const override {
+    return {std::string(engine::Name(spec_.dtype)), session_ ? session_->algorithm() : "",
+            session_ ? session_->device() : ""};
+  }
+
+ private:
+  v1::HistogramResponse* response_;
+  engine::HistogramSpec spec_;
+  std::optional<ChunkChecker> checker_;
+  std::unique_ptr<engine::HistogramSession> session_;
+  uint64_t processed_ = 0;
+};
+
+}  // namespace
+
+grpc::ServerReadReactor<v1::HistogramRequest>* StartHistogram(CallContext ctx, grpc::CallbackServerContext* rpc,
+                                                              v1::HistogramResponse* response) {
+  auto* call = new HistogramCall(std::move(ctx), rpc, response);
+  call->Begin();
+  return call;
+}
+
+}  // namespace gpuscan::server
