@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
       "  gpuscan scan -i x.npy -o prefix.npy --op sum --exclusive\n"
       "  gpuscan reduce -i x.npy --op max --json\n"
       "  gpuscan compact -i x.npy -o kept.npy --predicate gt --threshold 0\n"
+      "  gpuscan histogram -i x.npy --bins 256 --range 0,1 -o counts.npy\n"
       "  seq 1 10 | gpuscan scan --dtype int32\n"
       "  gpuscan bench --kernels --ops scan --sizes 2^20,2^28 --json k.json --svg k.svg\n"
       "  gpuscan bench --e2e --op scan --elements 1048576 --concurrency 1,4,16,64 --duration 5\n"
@@ -96,7 +97,8 @@ int main(int argc, char** argv) {
 
   std::vector<Command> commands = {AddInfoCommand(app, g), AddHealthCommand(app, g),
                                    AddScanCommand(app, g), AddReduceCommand(app, g),
-                                   AddCompactCommand(app, g), AddBenchCommand(app, g)};
+                                   AddCompactCommand(app, g), AddHistogramCommand(app, g),
+                                   AddBenchCommand(app, g)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -54,6 +54,10 @@ v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, const Re
   return detail::WithRetries(options_, [&] { return ReduceStream(header, in(), progress, lanes); });
 }
 
+v1::HistogramResponse Client::HistogramStream(const v1::HistogramHeader& header, const Replay& in, Progress progress) {
+  return detail::WithRetries(options_, [&] { return HistogramStream(header, in(), progress); });
+}
+
 v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, const Replay& values, const Replay& flags,
                                           Sink values_out, Sink indices_out, Progress progress, uint32_t lanes) {
   detail::ResumingSink values_resume(std::move(values_out)), indices_resume(std::move(indices_out));

@@ -50,18 +50,18 @@ Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
   return timing;
 }
 
-v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, Source in,
-                                        Progress progress, uint32_t lanes) {
-  if (LanesFor(lanes) > 1) return ReduceLanes(header, std::move(in), std::move(progress), LanesFor(lanes));
-  auto ctx = NewContext();
-  v1::ReduceResponse response;
-  auto stream = stub_->Reduce(ctx.get(), &response);
-  const size_t chunk = ChunkBytes(DTypeSize(header.dtype()));
-  ProgressTracker tracker(std::move(progress));
+namespace {
 
-  // Client streaming with a single response at the end: no reader runs during the upload.
+// A client-streaming call (Reduce, Histogram): the header rides with the first chunk, each request
+// holds up to one chunk, then one response. No reader runs during the upload.
+template <class Req, class Resp, class Header, class Start>
+Resp UnaryUpload(std::unique_ptr<grpc::ClientContext> ctx, Start start, const Header& header, Source& in,
+                 size_t chunk, Progress progress) {
+  Resp response;
+  auto stream = start(ctx.get(), &response);
+  ProgressTracker tracker(std::move(progress));
   try {
-    v1::ReduceRequest req;
+    Req req;
     *req.mutable_header() = header;
     std::string* data = req.mutable_data();
     bool ended = !in;
@@ -83,6 +83,22 @@ v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, Source i
   grpc::Status status = stream->Finish();
   if (!status.ok()) throw RpcError(status);
   return response;
+}
+
+}  // namespace
+
+v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, Source in,
+                                        Progress progress, uint32_t lanes) {
+  if (LanesFor(lanes) > 1) return ReduceLanes(header, std::move(in), std::move(progress), LanesFor(lanes));
+  return UnaryUpload<v1::ReduceRequest, v1::ReduceResponse>(
+      NewContext(), [&](grpc::ClientContext* c, v1::ReduceResponse* r) { return stub_->Reduce(c, r); }, header, in,
+      ChunkBytes(DTypeSize(header.dtype())), std::move(progress));
+}
+
+v1::HistogramResponse Client::HistogramStream(const v1::HistogramHeader& header, Source in, Progress progress) {
+  return UnaryUpload<v1::HistogramRequest, v1::HistogramResponse>(
+      NewContext(), [&](grpc::ClientContext* c, v1::HistogramResponse* r) { return stub_->Histogram(c, r); },
+      header, in, ChunkBytes(DTypeSize(header.dtype())), std::move(progress));
 }
 
 v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Source values,

@@ -71,6 +71,45 @@ ReduceResult<T> Client::Reduce(const T* data, size_t n, v1::Operator op, uint32_
   return result;
 }
 
+v1::HistogramHeader HistogramHeaderFor(v1::DType dtype, const HistogramBins& bins) {
+  v1::HistogramHeader header;
+  header.set_dtype(dtype);
+  if (bins.edges.empty()) {
+    header.set_bins(bins.bins);
+    header.set_lo(bins.lo);
+    header.set_hi(bins.hi);
+  } else {
+    header.mutable_edges()->Add(bins.edges.begin(), bins.edges.end());
+  }
+  return header;
+}
+
+HistogramResult ToHistogramResult(const v1::HistogramResponse& r) {
+  HistogramResult result;
+  result.counts.resize(r.counts().size() / sizeof(uint64_t));
+  std::memcpy(result.counts.data(), r.counts().data(), result.counts.size() * sizeof(uint64_t));
+  result.edges.resize(r.edges().size() / sizeof(double));
+  std::memcpy(result.edges.data(), r.edges().data(), result.edges.size() * sizeof(double));
+  if (result.edges.size() != result.counts.size() + 1) {
+    throw RpcError(grpc::Status(grpc::StatusCode::INTERNAL, "the server sent " + std::to_string(result.counts.size()) +
+                                                                " counts with " + std::to_string(result.edges.size()) +
+                                                                " edges"));
+  }
+  result.below = r.below();
+  result.above = r.above();
+  result.nan_count = r.nan_count();
+  result.element_count = r.element_count();
+  result.timing = FromProto(r.timing());
+  return result;
+}
+
+template <class T>
+HistogramResult Client::Histogram(const T* data, size_t n, const HistogramBins& bins) {
+  v1::HistogramHeader header = HistogramHeaderFor(DTypeOf<T>(), bins);
+  header.set_element_count(n);
+  return ToHistogramResult(HistogramStream(header, MemoryReplay(data, n * sizeof(T))));
+}
+
 template <class T>
 CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& options) {
   const uint32_t shards = ShardsFor<T>(options.shards, n);
@@ -98,7 +137,8 @@ CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& 
   template ScanResult<T> Client::Scan<T>(const T*, size_t, const ScanOptions&);       \
   template Timing Client::ScanInto<T>(const T*, size_t, T*, const ScanOptions&);      \
   template ReduceResult<T> Client::Reduce<T>(const T*, size_t, v1::Operator, uint32_t, uint32_t); \
-  template CompactResult<T> Client::Compact<T>(const T*, size_t, const CompactOptions&);
+  template CompactResult<T> Client::Compact<T>(const T*, size_t, const CompactOptions&); \
+  template HistogramResult Client::Histogram<T>(const T*, size_t, const HistogramBins&);
 GPUSCAN_INSTANTIATE(int32_t)
 GPUSCAN_INSTANTIATE(int64_t)
 GPUSCAN_INSTANTIATE(uint32_t)

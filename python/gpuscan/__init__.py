@@ -1,10 +1,12 @@
-"""gpuscan: prefix scans, reductions and stream compaction of numpy arrays on a gpuscan server.
+"""gpuscan: prefix scans, reductions, stream compaction and histograms of numpy arrays on a gpuscan
+server.
 
     import numpy as np, gpuscan
     with gpuscan.Client("127.0.0.1:50051") as c:
         y = c.scan(np.arange(1, 11, dtype=np.int32))          # inclusive prefix sum
         s = c.reduce(np.random.rand(1000), op="max")           # numpy scalar of x's dtype
         v, i = c.compact(x, predicate=("gt", 0), indices=True)
+        counts, edges = c.histogram(x, 256, range=(-4, 4))     # numpy.histogram's bins
         with c.shared_array(1 << 20, "int32") as a:            # on the server's host: no copy
             a[:] = 1
             y = c.scan(a)                                      # a SharedArray too
@@ -15,7 +17,7 @@ from .errors import (Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceed
                      FailedPrecondition, Internal, InvalidArgument, NotFound, OutOfRange,
                      PermissionDenied, ResourceExhausted, Unauthenticated, Unavailable, Unimplemented,
                      Unknown)
-from ._types import DTYPE_NAMES, OPERATORS, PREDICATES, Table, Timing, TransportResult
+from ._types import DTYPE_NAMES, OPERATORS, PREDICATES, HistogramResult, Table, Timing, TransportResult
 from .client import Client, Tls
 from .shared import SharedArray
 from .shared import create as shared_array
@@ -33,7 +35,7 @@ def __getattr__(name):
 
 __all__ = [
     "Client", "AsyncClient", "Tls", "SharedArray", "shared_array", "Timing", "TransportResult", "Table",
-    "DTYPE_NAMES", "OPERATORS", "PREDICATES", "Error", "Aborted", "AlreadyExists", "Cancelled", "DataLoss",
-    "DeadlineExceeded", "FailedPrecondition", "Internal", "InvalidArgument", "NotFound", "OutOfRange",
+    "HistogramResult", "DTYPE_NAMES", "OPERATORS", "PREDICATES", "Error", "Aborted", "AlreadyExists", "Cancelled",
+    "DataLoss", "DeadlineExceeded", "FailedPrecondition", "Internal", "InvalidArgument", "NotFound", "OutOfRange",
     "PermissionDenied", "ResourceExhausted", "Unauthenticated", "Unavailable", "Unimplemented", "Unknown",
 ]

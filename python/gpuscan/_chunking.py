@@ -22,7 +22,7 @@ import grpc
 import numpy as np
 
 from . import _wire
-from ._types import Timing, check_array, numpy_dtype
+from ._types import HistogramResult, Timing, check_array, numpy_dtype
 from .errors import Cancelled, Internal, from_rpc_error
 from .v1 import gpuscan_pb2 as pb
 
@@ -399,3 +399,14 @@ def reduce_value(raw_response: bytes, dtype: np.dtype):
         which = r.value.WhichOneof("value")
         value = np.array(getattr(r.value, which) if which else 0).astype(dtype)[()]
     return value, r.element_count, Timing.from_proto(r.timing)
+
+
+def histogram_result(raw_response: bytes) -> Tuple[HistogramResult, Timing]:
+    """HistogramResponse -> (HistogramResult with its own writable arrays, Timing)."""
+    r = pb.HistogramResponse.FromString(raw_response)
+    counts = np.frombuffer(r.counts, "<u8").astype(np.uint64)
+    edges = np.frombuffer(r.edges, "<f8").astype(np.float64)
+    if len(edges) != len(counts) + 1:
+        raise Internal(f"server returned {len(counts)} histogram counts with {len(edges)} edges")
+    return (HistogramResult(counts, edges, r.below, r.above, r.nan_count, r.element_count),
+            Timing.from_proto(r.timing))

@@ -221,6 +221,58 @@ class TransportResult:
         return self.bytes_in / self.wall_s / 1e9 if self.wall_s > 0 else 0.0
 
 
+@dataclasses.dataclass(frozen=True, eq=False)  # eq=False: == on arrays has no single truth value
+class HistogramResult:
+    """What histogram() returns; `counts, edges = result` unpacks like numpy.histogram's pair."""
+    counts: np.ndarray   # uint64, one per bin
+    edges: np.ndarray    # float64, bins + 1: the server's (a float32 array's even edges: float32 values)
+    below: int           # non-NaN elements below edges[0]
+    above: int           # non-NaN elements above edges[-1]
+    nan_count: int       # NaN elements (floats only)
+    element_count: int   # elements the server received
+
+    def __iter__(self):
+        yield self.counts
+        yield self.edges
+
+
+def histogram_header(x: np.ndarray, wire: int, bins, range_) -> "pb.HistogramHeader":
+    """numpy.histogram's bins/range as a HistogramHeader: an int is even bins over range_ (None:
+    x.min()..x.max(), found here as numpy does; lo == hi widens to lo - 0.5..hi + 0.5), a 1-D
+    sequence is explicit edges (float64; range_ ignored). What the client cannot judge better than
+    the proto says (lo > hi, too many bins, NaN or decreasing edges) is left to the server."""
+    h = pb.HistogramHeader(dtype=wire, element_count=len(x))
+    if np.ndim(bins) != 0:
+        try:
+            edges = np.asarray(bins, dtype=np.float64)
+        except (TypeError, ValueError):
+            edges = None
+        if edges is None or edges.ndim != 1:
+            raise ValueError(f"gpuscan: bins must be an integer or a 1-D sequence of edges, got {bins!r}")
+        h.edges.extend(edges.tolist())
+        return h
+    k = check_int(bins, "bins", 1)
+    if k > 0xFFFFFFFF:  # a uint32 on the wire; the server's own cap (max_histogram_bins) is far lower
+        raise ValueError(f"gpuscan: bins must be below 2**32, got {k}")
+    if range_ is not None:
+        try:
+            lo, hi = (float(v) for v in range_)
+        except (TypeError, ValueError):
+            raise ValueError(f"gpuscan: range must be a pair (lo, hi) of numbers, got {range_!r}") from None
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise ValueError(f"gpuscan: range ({lo}, {hi}) is not finite")
+    elif len(x) == 0:
+        lo, hi = 0.0, 1.0  # numpy's range for an empty array
+    else:
+        lo, hi = float(x.min()), float(x.max())
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise ValueError(f"gpuscan: autodetected range of [{lo}, {hi}] is not finite; pass range=(lo, hi)")
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    h.bins, h.lo, h.hi = k, lo, hi
+    return h
+
+
 def server_info(info: "pb.ServerInfo") -> Dict[str, Any]:
     """ServerInfo as plain Python (enums by name, lower case)."""
     def low(name, prefix):
@@ -237,6 +289,7 @@ def server_info(info: "pb.ServerInfo") -> Dict[str, Any]:
         "operators": [low(pb.Operator.Name(o), "OPERATOR_") for o in info.operators],
         "limits": {f.name: getattr(info.limits, f.name) for f in info.limits.DESCRIPTOR.fields},
         "cpu_threads": info.cpu_threads,
+        "operations": list(info.operations),  # empty from a server older than the field
     }
 
 

@@ -12,6 +12,7 @@ SCAN_DATA = 2          # ScanRequest.data
 REDUCE_DATA = 2        # ReduceRequest.data
 COMPACT_VALUES = 2     # CompactRequest.values
 COMPACT_FLAGS = 3      # CompactRequest.flags
+HISTOGRAM_DATA = 2     # HistogramRequest.data
 TRANSPORT_DATA = 1     # TransportRequest.data
 TRANSPORT_ECHO = 2     # TransportRequest.echo
 

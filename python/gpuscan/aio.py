@@ -14,7 +14,7 @@ import grpc.aio
 import numpy as np
 
 from . import _chunking, _retry, _types, _wire, shared
-from ._types import Timing, TransportResult
+from ._types import HistogramResult, Timing, TransportResult
 from .client import (DEFAULT_CHUNK_BYTES, Tls, _Calls, channel_args, channel_credentials, check_lanes,
                      decode_health_response, encode_health_request, lane_channel_args, method_path)
 from .errors import Internal, from_rpc_error, raised
@@ -79,6 +79,7 @@ class AsyncClient(_Calls):
         self._scan = self._channel.stream_stream(method_path("Scan"))
         self._reduce = self._channel.stream_unary(method_path("Reduce"))
         self._compact = self._channel.stream_stream(method_path("Compact"))
+        self._histogram = self._channel.stream_unary(method_path("Histogram"))
         self._transport = self._channel.stream_stream(method_path("Transport"))
         self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
         # Per task, as the sync client's is per thread: concurrent tasks each see their own.
@@ -248,7 +249,7 @@ class AsyncClient(_Calls):
         call = self._reduce_shared(x, header)
         if call is not None:
             with call:
-                value = call.reduce_value(await self._reduce_unary(call.serialized(), self.timeout))
+                value = call.reduce_value(await self._unary(self._reduce, call.serialized(), self.timeout))
             self._timing_var.set(call.timing)
             return value
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
@@ -260,20 +261,34 @@ class AsyncClient(_Calls):
                 reqs = self._lane_requests(header, _wire.REDUCE_DATA, x, per, k)
                 await self._fan_out(list(zip(self._lanes(k, "Reduce"), reqs)), raws.__setitem__, timeout, unary=True)
                 return self._reduce_lanes_result(raws, x.dtype, len(x))
-            raw = await self._reduce_unary(_chunking.data_requests(header, _wire.REDUCE_DATA, x, per), timeout)
+            raw = await self._unary(self._reduce, _chunking.data_requests(header, _wire.REDUCE_DATA, x, per), timeout)
             return _chunking.reduce_value(raw, x.dtype)
         value, _, timing = await self._retrying(retries, attempt)
         self._timing_var.set(timing)
         return value
 
-    async def _reduce_unary(self, requests, timeout: Optional[float]) -> bytes:
-        call = self._reduce(requests, timeout=timeout)
+    async def _unary(self, method, requests, timeout: Optional[float]) -> bytes:
+        """One stream-unary call (Reduce, Histogram): the serialized response."""
+        call = method(requests, timeout=timeout)
         try:
             with raised():
                 return await call
         except BaseException:
             call.cancel()
             raise
+
+    async def histogram(self, x, bins=10, range=None, *, copy: bool = False,
+                        retries: Optional[int] = None) -> HistogramResult:
+        """As Client.histogram: numpy.histogram's bins and range; no lanes, shared memory or native path."""
+        x, header = self._histogram_args(x, bins, range, copy)
+        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
+
+        async def attempt(timeout: Optional[float]):
+            return _chunking.histogram_result(await self._unary(
+                self._histogram, _chunking.data_requests(header, _wire.HISTOGRAM_DATA, x, per), timeout))
+        result, timing = await self._retrying(self._wanted_retries(retries), attempt)
+        self._timing_var.set(timing)
+        return result
 
     async def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
                       copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None):

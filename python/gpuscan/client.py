@@ -15,7 +15,7 @@ import grpc
 import numpy as np
 
 from . import _chunking, _native, _pump, _retry, _types, _wire, shared
-from ._types import Timing, TransportResult, check_array
+from ._types import HistogramResult, Timing, TransportResult, check_array
 from .errors import Internal, from_rpc_error, raised
 from .v1 import gpuscan_pb2 as pb
 from .v1 import gpuscan_pb2_grpc as pb_grpc
@@ -154,6 +154,10 @@ class _Calls:
         x, wire = check_array(x, copy=copy)
         return x, pb.ReduceRequest(header=pb.ReduceHeader(dtype=wire, op=_types.operator(op, wire), element_count=len(x)))
 
+    def _histogram_args(self, x, bins, range_, copy=False):
+        x, wire = check_array(x, copy=copy)
+        return x, pb.HistogramRequest(header=_types.histogram_header(x, wire, bins, range_))
+
     def _scan_args(self, x, op, exclusive, algorithm, out, copy=False):
         """x checked, the first request, and out checked (None stays None: see _scan_out)."""
         x, wire = check_array(x, copy=copy)
@@ -279,20 +283,20 @@ class Client(_Calls):
     the array's chunk count; one call when the server does not join lanes (max_lanes 0).
     Results are exactly those of one call.
 
-    retries=N (or a call's retries=N): scan/reduce/compact of arrays in memory that fail with
-    UNAVAILABLE (the server died, restarted, is shutting down or unreachable), or with a CANCELLED
-    from the server's end, are tried up to N
-    more times, each try a new call on the channel (with lanes: the whole striped call), after
-    waits of backoff[0] seconds doubling per try up to backoff[1] (+-20% jitter). timeout covers
-    every try and wait; when the tries run out the last error is raised, its message ending
-    "(gave up after N tries)". Not retried: other errors, scan_iter, shared-memory calls and
-    in-place scans (out=x). on_retry(error, next_attempt, wait_s) is called before each wait.
+    retries=N (or a call's retries=N): scan/reduce/compact/histogram of arrays in memory that fail
+    with UNAVAILABLE (the server died, restarted, is shutting down or unreachable), or with a
+    CANCELLED from the server's end, are tried up to N more times, each try a new call on the
+    channel (with lanes: the whole striped call), after waits of backoff[0] seconds doubling per
+    try up to backoff[1] (+-20% jitter). timeout covers every try and wait; when the tries run
+    out the last error is raised, its message ending "(gave up after N tries)". Not retried:
+    other errors, scan_iter, shared-memory calls and in-place scans (out=x). on_retry(error,
+    next_attempt, wait_s) is called before each wait.
 
     native=True: scan and reduce of plain arrays go through the C++ client (its C API, loaded with
     ctypes; see gpuscan._native), outside the GIL: lanes then scale as the C++ client's do. Same
     results, Timing, errors and retries (a call with an on_retry, or its own retries=, stays on
-    grpcio); plaintext only; `options` do not apply to it. Compaction, scan_iter, shared memory
-    and in-place scans always use grpcio.
+    grpcio); plaintext only; `options` do not apply to it. Compaction, histograms, scan_iter,
+    shared memory and in-place scans always use grpcio.
     """
 
     def __init__(self, target: str = "127.0.0.1:50051", *, tls: Union[None, bool, Tls] = None,
@@ -317,6 +321,7 @@ class Client(_Calls):
         self._scan = self._channel.stream_stream(method_path("Scan"))
         self._reduce = self._channel.stream_unary(method_path("Reduce"))
         self._compact = self._channel.stream_stream(method_path("Compact"))
+        self._histogram = self._channel.stream_unary(method_path("Histogram"))
         self._transport = self._channel.stream_stream(method_path("Transport"))
         self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
         self._local = threading.local()
@@ -513,7 +518,7 @@ class Client(_Calls):
         call = self._reduce_shared(x, header)
         if call is not None:
             with call:
-                value = call.reduce_value(self._reduce_unary(call.serialized(), self.timeout))
+                value = call.reduce_value(self._unary(self._reduce, call.serialized(), self.timeout))
             self._set_timing(call.timing)
             return value
         if self._takes_native(x, None, retries):
@@ -530,19 +535,44 @@ class Client(_Calls):
                 reqs = self._lane_requests(header, _wire.REDUCE_DATA, x, per, k)
                 _chunking.fan_out(list(zip(self._lanes(k, "Reduce"), reqs)), raws.__setitem__, timeout, unary=True)
                 return self._reduce_lanes_result(raws, x.dtype, len(x))
-            raw = self._reduce_unary(_chunking.data_requests(header, _wire.REDUCE_DATA, x, per), timeout)
+            raw = self._unary(self._reduce, _chunking.data_requests(header, _wire.REDUCE_DATA, x, per), timeout)
             return _chunking.reduce_value(raw, x.dtype)
         value, _, timing = self._retrying(retries, attempt)
         self._set_timing(timing)
         return value
 
-    def _reduce_unary(self, requests, timeout: Optional[float]) -> bytes:
-        """One Reduce call: the serialized response; Ctrl-C or any failure cancels it."""
+    def _unary(self, method, requests, timeout: Optional[float]) -> bytes:
+        """One stream-unary call (Reduce, Histogram): the serialized response; Ctrl-C or any
+        failure cancels it."""
         upload = _chunking.Upload(requests)
-        fut = self._reduce.future(iter(upload), timeout=timeout)
+        fut = method.future(iter(upload), timeout=timeout)
         upload.attach(fut)
         with raised():
             return _pump.result_of(fut)
+
+    def histogram(self, x, bins=10, range=None, *, copy: bool = False,
+                  retries: Optional[int] = None) -> HistogramResult:
+        """Histogram of a 1-D array with numpy.histogram's bins: `counts, edges =
+        client.histogram(x, 256, range=(0, 1))`. bins: an int, even bins over range=(lo, hi) (None:
+        x.min()..x.max(), a pass over x here, as numpy makes; NaN or inf there is a ValueError), or
+        a 1-D sequence of edges (sent as float64; range is ignored). Counts are numpy's: bin i holds
+        edges[i] <= x < edges[i+1], the last bin also x == edges[-1]; a float32 array's even edges
+        are rounded to float32 and compared in float32, as numpy does (see HistogramHeader).
+        Returns a HistogramResult: counts (uint64), the server's edges (float64), and below, above,
+        nan_count, element_count. The client refuses bins < 1 and a non-finite range (ValueError);
+        the server refuses lo > hi, more bins than info()["limits"]["max_histogram_bins"], NaN or
+        decreasing edges (gpuscan.InvalidArgument naming the field). Streamed and retried as
+        reduce is; no lanes, shared memory or native path (the server offers none for histograms:
+        a SharedArray is streamed)."""
+        x, header = self._histogram_args(x, bins, range, copy)
+        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
+
+        def attempt(timeout: Optional[float]):
+            return _chunking.histogram_result(
+                self._unary(self._histogram, _chunking.data_requests(header, _wire.HISTOGRAM_DATA, x, per), timeout))
+        result, timing = self._retrying(self._wanted_retries(retries), attempt)
+        self._set_timing(timing)
+        return result
 
     def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
                 copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None):

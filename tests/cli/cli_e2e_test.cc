@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <regex>
 #include <thread>
@@ -125,6 +127,56 @@ TEST_F(CliE2E, ReduceJsonReportsValueAndCount) {
   EXPECT_EQ(JsonField(r.out, "bytes_in"), std::to_string(kN * 4)) << r.out;
   EXPECT_EQ(r.out.back(), '\n');
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1);  // one object, one line
+}
+
+TEST_F(CliE2E, HistogramEvenAutoRangeAndExplicitEdges) {
+  std::mt19937_64 rng(std::random_device{}());
+  std::normal_distribution<float> d(0, 10);
+  std::vector<float> x(kN);
+  for (float& v : x) v = d(rng);
+  x[7] = std::numeric_limits<float>::quiet_NaN();
+  WriteArray(Path("in.npy"), x);
+  HistogramBins bins;
+  bins.bins = 64;
+  bins.lo = -20;
+  bins.hi = 25.5;
+  const HistogramResult want = client().Histogram(x, bins);
+  CliRun r = Run("histogram --server " + addr() + " -i " + Path("in.npy") + " --bins 64 --range=-20,25.5 -o " +
+                 Path("counts.npy") + " --edges-out " + Path("edges.npy") + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ReadArray<uint64_t>(Path("counts.npy")), want.counts);
+  EXPECT_EQ(ReadArray<double>(Path("edges.npy")), want.edges);
+  EXPECT_EQ(JsonField(r.out, "nan_count"), "1") << r.out;
+  EXPECT_EQ(JsonField(r.out, "below"), std::to_string(want.below)) << r.out;
+  EXPECT_EQ(JsonField(r.out, "element_count"), std::to_string(kN)) << r.out;
+
+  // Explicit edges from a file; the counts as text on stdout.
+  WriteArray(Path("edges_in.npy"), std::vector<double>{-5, 0, 0, 1, 30});
+  bins.edges = {-5, 0, 0, 1, 30};
+  const HistogramResult want_edges = client().Histogram(x, bins);
+  r = Run("histogram --server " + addr() + " -i " + Path("in.npy") + " --edges " + Path("edges_in.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string text;
+  for (uint64_t c : want_edges.counts) text += std::to_string(c) + "\n";
+  EXPECT_EQ(r.out, text);
+
+  // No --range: numpy's default, the input's min and max; NaN makes it fail clearly.
+  r = Run("histogram --server " + addr() + " -i " + Path("in.npy") + " --bins 8 -o " + Path("c.npy"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("autodetected range of [nan, nan] is not finite"), std::string::npos) << r.err;
+  x[7] = 1.5f;
+  WriteArray(Path("in.npy"), x);
+  r = Run("histogram --server " + addr() + " -i " + Path("in.npy") + " --bins 8 -o " + Path("c.npy") + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  bins.edges.clear();
+  bins.bins = 8;
+  bins.lo = *std::min_element(x.begin(), x.end());
+  bins.hi = *std::max_element(x.begin(), x.end());
+  EXPECT_EQ(ReadArray<uint64_t>(Path("c.npy")), client().Histogram(x, bins).counts);
+
+  r = Run("histogram --server " + addr() + " -i " + Path("in.npy") + " --bins 0 --range 0,1 -o " + Path("c.npy"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("INVALID_ARGUMENT"), std::string::npos) << r.err;
 }
 
 TEST_F(CliE2E, CompactPredicateGtWritesValuesAndIndices) {

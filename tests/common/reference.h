@@ -469,4 +469,55 @@ bool ExpectReduceNear(T got, T ref, const std::vector<T>& input, const std::stri
   return false;
 }
 
+// A histogram the slow, obvious way (numpy.histogram's semantics; see gpuscan.v1.HistogramHeader):
+// bins + 3 counts, as the engines return them: each bin, then below, above and NaN. An element
+// goes to the last bin whose left edge is <= it (so repeated edges leave their bins empty and
+// the last bin also takes the top edge).
+template <class T>
+std::vector<uint64_t> HistogramRef(const std::vector<T>& x, const std::vector<double>& edges) {
+  const size_t bins = edges.size() - 1;
+  std::vector<uint64_t> c(bins + 3);
+  for (const T v : x) {
+    if (v != v) {
+      ++c[bins + 2];
+      continue;
+    }
+    const double d = static_cast<double>(v);
+    if (d < edges.front()) {
+      ++c[bins];
+    } else if (d > edges.back()) {
+      ++c[bins + 1];
+    } else {
+      size_t b = bins - 1;
+      while (b > 0 && d < edges[b]) --b;
+      ++c[b];
+    }
+  }
+  return c;
+}
+
+// Histogram input for edges over about [-100, 100]: values drawn from the edges themselves (the
+// boundary cases), from inside and outside the range, and for floats NaN and +-inf; never zeros.
+template <class T>
+std::vector<T> HistogramInput(std::size_t n, const std::vector<double>& edges, std::mt19937_64& rng) {
+  std::vector<T> v(n);
+  for (T& x : v) {
+    const double u = std::uniform_real_distribution<double>(-130, 130)(rng);
+    switch (rng() % 8) {
+      case 0: x = static_cast<T>(edges[rng() % edges.size()]); break;
+      case 1:
+        if constexpr (std::is_floating_point_v<T>) {
+          const T special[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                               -std::numeric_limits<T>::infinity()};
+          x = special[rng() % 3];
+          break;
+        }
+        [[fallthrough]];
+      default:
+        x = std::is_unsigned_v<T> ? static_cast<T>(std::abs(u)) : static_cast<T>(u);
+    }
+  }
+  return v;
+}
+
 }  // namespace gpuscan::testing

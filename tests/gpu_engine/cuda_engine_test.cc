@@ -10,6 +10,7 @@
 
 #include "engine/engine.h"
 #include "engine_runner.h"
+#include "gpuscan/kernels/histogram_bins.h"
 
 namespace gpuscan::unit {
 namespace {
@@ -205,6 +206,48 @@ TEST_F(CudaEngineTest, StageTimesComeFromTheDevice) {
   EXPECT_GT(times.h2d_us, 0u);
   EXPECT_GT(times.kernel_us, 0u);
   EXPECT_GT(times.d2h_us, 0u);
+}
+
+// Histograms: the shared-memory kernel (few bins) and the global one (more than 2048 bins), even
+// and explicit edges, sizes around the staging sub-chunk, random chunkings; the same counts as
+// the reference and the CPU engine.
+template <class T>
+void ExpectGpuHistograms(Engine& gpu, std::mt19937_64& rng) {
+  CpuEngine cpu(0);
+  for (const uint32_t bins : {37u, 5000u}) {
+    for (const bool even : {true, false}) {
+      HistogramSpec spec;
+      spec.dtype = DTypeOf<T>();
+      spec.even = even;
+      spec.edges = hist::EvenEdges(-97.3, 101.9, bins, spec.dtype == DType::kFloat32);
+      if (!even) {  // uneven, with repeated edges
+        for (size_t i = 1; i + 1 < spec.edges.size(); i += 7) spec.edges[i] = spec.edges[i + 1];
+      }
+      for (const std::size_t n : GpuSizes<T>(true)) {
+        const std::vector<T> x = testing::HistogramInput<T>(n, spec.edges, rng);
+        const std::vector<uint64_t> want = testing::HistogramRef(x, spec.edges);
+        EXPECT_EQ(RunHistogram(gpu, spec, x, {n}), want) << "bins=" << bins << " even=" << even << " n=" << n;
+        const auto chunks = testing::RandomChunkLengths(n, rng, kSubChunkBytes / sizeof(T));
+        EXPECT_EQ(RunHistogram(gpu, spec, x, chunks), RunHistogram(cpu, spec, x, chunks))
+            << "bins=" << bins << " even=" << even << " " << Describe(chunks);
+      }
+    }
+  }
+}
+
+TEST_F(CudaEngineTest, HistogramEveryDTypeBothKernels) {
+  GPUSCAN_SEEDED_RNG(rng);
+  ExpectGpuHistograms<int32_t>(*engine_, rng);
+  ExpectGpuHistograms<int64_t>(*engine_, rng);
+  ExpectGpuHistograms<uint32_t>(*engine_, rng);
+  ExpectGpuHistograms<uint64_t>(*engine_, rng);
+  ExpectGpuHistograms<float>(*engine_, rng);
+  ExpectGpuHistograms<double>(*engine_, rng);
+  EXPECT_EQ(engine_->NewHistogram([] {
+    HistogramSpec s;
+    s.edges = {0, 1};
+    return s;
+  }())->algorithm(), "shared_atomics");
 }
 
 }  // namespace

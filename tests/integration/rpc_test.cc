@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "gpuscan/kernels/histogram_bins.h"
 #include "reference.h"
 #include "test_server.h"
 
@@ -156,12 +157,47 @@ TYPED_TEST(TypedRpcTest, CompactWithPredicateIndicesOnly) {
   EXPECT_EQ(r.kept_count, ref.indices.size());
 }
 
+TYPED_TEST(TypedRpcTest, HistogramEvenAndExplicitEdges) {
+  using T = TypeParam;
+  GPUSCAN_SEEDED_RNG(rng);
+  HistogramBins even;
+  even.bins = 41;
+  even.lo = -97.3;
+  even.hi = 101.9;
+  HistogramBins uneven;
+  uneven.edges = {-100, -50, -50, -3.25, 0, 0, 7, 64, 64, 99.5};
+  for (size_t n : {size_t{0}, size_t{1}, MultiChunkSize<T>()}) {
+    for (const HistogramBins& bins : {even, uneven}) {
+      const bool is_even = bins.edges.empty();
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " even=" << is_even);
+      // The server's even edges are numpy's: float64 linspace, rounded for float32 arrays.
+      const std::vector<double> edges =
+          is_even ? hist::EvenEdges(bins.lo, bins.hi, bins.bins, std::is_same_v<T, float>) : bins.edges;
+      const std::vector<T> x = testing::HistogramInput<T>(n, edges, rng);
+      const HistogramResult r = this->client_.Histogram(x, bins);
+      std::vector<uint64_t> want = testing::HistogramRef(x, edges);
+      const size_t nb = edges.size() - 1;
+      EXPECT_EQ(r.edges, edges);
+      EXPECT_EQ(r.below, want[nb]);
+      EXPECT_EQ(r.above, want[nb + 1]);
+      EXPECT_EQ(r.nan_count, want[nb + 2]);
+      want.resize(nb);
+      EXPECT_EQ(r.counts, want);
+      EXPECT_EQ(r.element_count, n);
+      EXPECT_EQ(r.timing.bytes_in, n * sizeof(T));
+    }
+  }
+}
+
 TEST_F(RpcTest, ServerInfoDescribesEngineAndLimits) {
   const v1::ServerInfo info = client_.Info();
   EXPECT_EQ(info.version(), GPUSCAN_VERSION);
   EXPECT_EQ(info.engine(), server_->server().engine().name());
   EXPECT_EQ(info.dtypes_size(), 6);
   EXPECT_EQ(info.operators_size(), 7);
+  EXPECT_EQ(std::vector<std::string>(info.operations().begin(), info.operations().end()),
+            (std::vector<std::string>{"scan", "reduce", "compact", "histogram"}));
+  EXPECT_EQ(info.limits().max_histogram_bins(), 65536u);
   EXPECT_GT(info.scan_algorithms_size(), 0);
   EXPECT_GT(info.limits().max_chunk_bytes(), 0u);
   EXPECT_GT(info.limits().max_concurrent_requests(), 0u);

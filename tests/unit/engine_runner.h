@@ -3,7 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <random>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -15,6 +19,7 @@ namespace gpuscan::unit {
 
 using engine::CompactSpec;
 using engine::CpuEngine;
+using engine::HistogramSpec;
 using engine::DType;
 using engine::Engine;
 using engine::Op;
@@ -115,6 +120,33 @@ T RunReduce(Engine& engine, const ReduceSpec& spec, const std::vector<T>& in,
   T result;
   session->Result(&result);
   return result;
+}
+
+// The engine's dtype of element type T.
+template <class T>
+DType DTypeOf() {
+  DType out = DType::kInt32;
+  for (DType d : engine::kAllDTypes) {
+    engine::VisitDType(d, [&](auto t) {
+      if (std::is_same_v<typename decltype(t)::type, T>) out = d;
+    });
+  }
+  return out;
+}
+
+// Runs a histogram chunk by chunk: bins + 3 counts (the bins, then below, above, NaN).
+template <class T>
+std::vector<uint64_t> RunHistogram(Engine& engine, const HistogramSpec& spec, const std::vector<T>& in,
+                                   const std::vector<std::size_t>& chunks) {
+  auto session = engine.NewHistogram(spec);
+  StageTimes times;
+  std::size_t offset = 0;
+  for (std::size_t len : chunks) {
+    session->Process(in.data() + offset, len, times);
+    offset += len;
+  }
+  EXPECT_EQ(offset, in.size()) << "chunk lengths do not add up";
+  return session->Result();
 }
 
 // Runs a compaction chunk by chunk (flags: null when the spec uses a predicate). Each chunk

@@ -133,6 +133,29 @@ struct CompactResult {
   Timing timing;
 };
 
+// A histogram's bins (numpy.histogram's semantics; see gpuscan.v1.HistogramHeader): `bins` even
+// bins over [lo, hi], or explicit `edges` (bins = 0).
+struct HistogramBins {
+  uint32_t bins = 10;
+  double lo = 0;
+  double hi = 1;
+  std::vector<double> edges;
+};
+
+struct HistogramResult {
+  std::vector<uint64_t> counts;  // one per bin
+  std::vector<double> edges;     // bins + 1: the edges the server used (float32-rounded for float32 arrays)
+  uint64_t below = 0;            // non-NaN elements below edges.front()
+  uint64_t above = 0;            // non-NaN elements above edges.back()
+  uint64_t nan_count = 0;
+  uint64_t element_count = 0;
+  Timing timing;
+};
+// A HistogramStream's header for these bins (explicit edges when given, else even bins), and
+// its response as a HistogramResult (throws RpcError INTERNAL if malformed).
+v1::HistogramHeader HistogramHeaderFor(v1::DType dtype, const HistogramBins& bins);
+HistogramResult ToHistogramResult(const v1::HistogramResponse& response);
+
 struct ScanOptions {
   v1::Operator op = v1::OPERATOR_SUM;
   bool exclusive = false;
@@ -219,6 +242,12 @@ class Client {
     return Reduce(x.data(), x.size(), op, lanes, shards);
   }
   template <class T>
+  HistogramResult Histogram(const T* data, size_t n, const HistogramBins& bins);
+  template <class T>
+  HistogramResult Histogram(const std::vector<T>& x, const HistogramBins& bins) {
+    return Histogram(x.data(), x.size(), bins);
+  }
+  template <class T>
   CompactResult<T> Compact(const T* data, size_t n, const CompactOptions& options);
   template <class T>
   CompactResult<T> Compact(const std::vector<T>& x, const CompactOptions& options) {
@@ -233,6 +262,8 @@ class Client {
                     uint32_t lanes = 0);
   v1::ReduceResponse ReduceStream(const v1::ReduceHeader& header, Source in,
                                   Progress progress = {}, uint32_t lanes = 0);
+  // No lanes: a histogram's input is one call (its counters are small; the wire is the limit).
+  v1::HistogramResponse HistogramStream(const v1::HistogramHeader& header, Source in, Progress progress = {});
   // `flags` is read only when header.use_flags: each request carries the flags bytes of the
   // same element range as its values. Kept values go to values_out and kept indices (raw
   // int64) to indices_out, either of which may be empty when the output kind has none.
@@ -248,6 +279,7 @@ class Client {
                     uint32_t lanes = 0);
   v1::ReduceResponse ReduceStream(const v1::ReduceHeader& header, const Replay& in, Progress progress = {},
                                   uint32_t lanes = 0);
+  v1::HistogramResponse HistogramStream(const v1::HistogramHeader& header, const Replay& in, Progress progress = {});
   // `flags` may be empty when the header does not use flags.
   v1::CompactResponse CompactStream(const v1::CompactHeader& header, const Replay& values, const Replay& flags,
                                     Sink values_out, Sink indices_out, Progress progress = {}, uint32_t lanes = 0);

@@ -1,0 +1,162 @@
+// gpuscan histogram: counts of an array file's elements in numpy.histogram's bins, written like
+// scan's results (-o counts.npy, or text on stdout); the edges the server used go to --edges-out.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+#include "array_options.h"
+#include "commands.h"
+#include "gpuscan/json.h"
+#include "names.h"
+#include "progress.h"
+#include "report.h"
+
+namespace gpuscan::cli {
+namespace {
+
+struct HistogramArgs {
+  ArrayArgs io;
+  uint32_t bins = 10;
+  std::vector<double> range;  // LO,HI; empty: the input's min and max (numpy's default)
+  std::string edges;          // a file of explicit edges (any dtype, converted to float64)
+  std::string edges_out;
+};
+
+// Every element of a (small) array file, as float64.
+std::vector<double> ReadEdges(const std::string& path) {
+  InputSpec spec;
+  spec.path = path;
+  auto in = ArrayInput::Open(spec);
+  std::vector<unsigned char> raw;
+  unsigned char buf[1 << 16];
+  for (size_t got; (got = in->Read(buf, sizeof buf)) > 0;) raw.insert(raw.end(), buf, buf + got);
+  std::vector<double> out(raw.size() / in->element_size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const unsigned char* p = raw.data() + i * in->element_size();
+    auto get = [&](auto v) {
+      std::memcpy(&v, p, sizeof v);
+      return static_cast<double>(v);
+    };
+    switch (in->dtype()) {
+      case v1::DTYPE_INT32: out[i] = get(int32_t{}); break;
+      case v1::DTYPE_INT64: out[i] = get(int64_t{}); break;
+      case v1::DTYPE_UINT32: out[i] = get(uint32_t{}); break;
+      case v1::DTYPE_UINT64: out[i] = get(uint64_t{}); break;
+      case v1::DTYPE_FLOAT32: out[i] = get(float{}); break;
+      default: out[i] = get(double{}); break;
+    }
+  }
+  return out;
+}
+
+double AsDouble(const std::string& raw, v1::DType dtype) {
+  auto get = [&](auto v) {
+    std::memcpy(&v, raw.data(), sizeof v);
+    return static_cast<double>(v);
+  };
+  switch (dtype) {
+    case v1::DTYPE_INT32: return get(int32_t{});
+    case v1::DTYPE_INT64: return get(int64_t{});
+    case v1::DTYPE_UINT32: return get(uint32_t{});
+    case v1::DTYPE_UINT64: return get(uint64_t{});
+    case v1::DTYPE_FLOAT32: return get(float{});
+    default: return get(double{});
+  }
+}
+
+// numpy's default range: the input's min and max (two reductions on the server over the file
+// opened apart, so it is read three times), widened by 0.5 each side when they are equal; (0, 1)
+// when it is empty.
+std::pair<double, double> AutoRange(Client& client, const InputSpec& spec) {
+  auto in = ArrayInput::Open(spec);
+  const Replay replay = in->AsReplay();
+  if (!replay) throw std::runtime_error("--range LO,HI is needed when the input is read once (stdin or a pipe)");
+  auto extreme = [&](v1::Operator op) {
+    v1::ReduceHeader h;
+    h.set_dtype(in->dtype());
+    h.set_op(op);
+    const v1::ReduceResponse r = client.ReduceStream(h, replay);
+    return std::make_pair(AsDouble(r.raw_value(), in->dtype()), r.element_count());
+  };
+  const auto [lo, count] = extreme(v1::OPERATOR_MIN);
+  if (count == 0) return {0.0, 1.0};
+  const double hi = extreme(v1::OPERATOR_MAX).first;
+  if (!std::isfinite(lo) || !std::isfinite(hi)) {
+    std::ostringstream what;
+    what << "autodetected range of [" << lo << ", " << hi << "] is not finite; give --range LO,HI";
+    throw std::runtime_error(what.str());
+  }
+  if (lo == hi) return {lo - 0.5, hi + 0.5};
+  return {lo, hi};
+}
+
+void WriteArray(const std::string& path, const std::string& format, bool json, v1::DType dtype, const void* data,
+                size_t count) {
+  ArrayOutput out(ResolveOutput(path, format, json, count), dtype, count);
+  out.Write(data, count * DTypeSize(dtype));
+  out.Finish();
+}
+
+int RunHistogram(const HistogramArgs& a, const GlobalOptions& g) {
+  const InputSpec spec = MakeInputSpec(a.io);
+  auto in = ArrayInput::Open(spec);
+  Client client(MakeClientOptions(g));
+  HistogramBins bins;
+  if (!a.edges.empty()) {
+    bins.edges = ReadEdges(a.edges);
+  } else {
+    bins.bins = a.bins;
+    std::tie(bins.lo, bins.hi) = a.range.empty() ? AutoRange(client, spec) : std::make_pair(a.range[0], a.range[1]);
+  }
+  v1::HistogramHeader header = HistogramHeaderFor(in->dtype(), bins);
+  if (in->count()) header.set_element_count(*in->count());
+
+  ProgressBar bar(!g.no_progress, in->payload_bytes());
+  const Replay replay = in->AsReplay();  // a file: retried (--retries)
+  const v1::HistogramResponse response = replay ? client.HistogramStream(header, replay, bar.AsCallback())
+                                                : client.HistogramStream(header, in->AsSource(), bar.AsCallback());
+  bar.Clear();
+  HistogramResult result = ToHistogramResult(response);
+
+  WriteArray(a.io.output, a.io.out_format, g.json, v1::DTYPE_UINT64, result.counts.data(), result.counts.size());
+  if (!a.edges_out.empty()) WriteArray(a.edges_out, "auto", false, v1::DTYPE_FLOAT64, result.edges.data(), result.edges.size());
+  Report report(g.json);
+  report.Field("bins", std::to_string(result.counts.size()));
+  report.Field("below", std::to_string(result.below));
+  report.Field("above", std::to_string(result.above));
+  report.Field("nan_count", std::to_string(result.nan_count));
+  report.Field("element_count", std::to_string(result.element_count));
+  report.Field("dtype", JsonQuote(DTypeName(in->dtype())));
+  report.Field("lo", JsonNumber(result.edges.front()));
+  report.Field("hi", JsonNumber(result.edges.back()));
+  report.Note("counted " + std::to_string(result.element_count) + " " + DTypeName(in->dtype()) + " elements in " +
+              std::to_string(result.counts.size()) + " bins over [" + JsonNumber(result.edges.front()) + ", " +
+              JsonNumber(result.edges.back()) + "] (below " + std::to_string(result.below) + ", above " +
+              std::to_string(result.above) + ", NaN " + std::to_string(result.nan_count) + ")");
+  report.Print(&result.timing);
+  return 0;
+}
+
+}  // namespace
+
+Command AddHistogramCommand(CLI::App& app, const GlobalOptions& g) {
+  auto a = std::make_shared<HistogramArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "histogram", "Count an array's elements in bins (numpy.histogram's semantics); counts (uint64) to -o");
+  AddInputOptions(cmd, a->io);
+  AddOutputOptions(cmd, a->io);
+  auto* bins = cmd->add_option("--bins", a->bins, "even bins over --range")->capture_default_str();
+  cmd->add_option("--range", a->range, "LO,HI of the even bins (default: the input's min and max)")
+      ->delimiter(',')
+      ->expected(2);
+  auto* edges = cmd->add_option("--edges", a->edges, "array file of explicit bin edges (bins+1, non-decreasing)");
+  edges->excludes(bins);
+  cmd->add_option("--edges-out", a->edges_out, "also write the edges used (float64) to this file");
+  cmd->footer(kArrayIoHelp);
+  return {cmd, [a, &g] { return RunHistogram(*a, g); }};
+}
+
+}  // namespace gpuscan::cli
