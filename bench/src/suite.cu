@@ -31,6 +31,7 @@
 #include "gpuscan/bench/suite.h"
 #include "gpuscan/kernels/canonical_scan.h"
 #include "gpuscan/kernels/compact.h"
+#include "gpuscan/kernels/histogram.h"
 #include "gpuscan/kernels/reduce.h"
 #include "gpuscan/kernels/scan.h"
 #include "gpuscan/kernels/temp_storage.h"
@@ -134,6 +135,14 @@ __global__ void FillValues(T* p, uint64_t n, uint64_t seed) {
     } else {
       p[i] = T(z % 1000);
     }
+  }
+}
+
+// Uniform floats in [0, 1) on a 2^-24 grid: with 256 bins over [0, 1) every element's bin is
+// exact in both binnings (CUB's (x - lo) * scale and the edges of hist::SlotOf), so counts agree.
+__global__ void FillUnit(float* p, uint64_t n, uint64_t seed) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    p[i] = float(Hash(i, seed) >> 40) * (1.0f / 16777216.0f);
   }
 }
 
@@ -246,6 +255,7 @@ class Suite {
       using T = decltype(zero);
       if (op == "scan") go_on = Scan<T>(dtype, n);
       else if (op == "reduce") go_on = Reduce<T>(dtype, n);
+      else if (op == "histogram") go_on = Histogram<T>(dtype, n);
       else go_on = Compact<T>(dtype, n);
     });
     return go_on;
@@ -552,6 +562,72 @@ class Suite {
     return true;
   }
 
+  // 256 even bins over [0, 1) of float32 (the issue's cell); other dtypes have no CUB peer
+  // instantiated and get no rows. Bytes moved: the input, read once.
+  template <class T>
+  bool Histogram(DType dtype, uint64_t n) {
+    if constexpr (!std::is_same_v<T, float>) {
+      if (!histogram_noted_) Note("histogram: float32 rows only (the CUB peer is instantiated for float32)");
+      histogram_noted_ = true;
+      return true;
+    } else {
+      constexpr int kBins = 256;
+      std::size_t cub_temp = 0;
+      BENCH_CHECK(kernels::HistogramCubEven<float>(nullptr, cub_temp, nullptr, n, kBins, 0.f, 1.f, nullptr, s()));
+      // ref_: our counters (bins + extra slots, uint64), CUB's (uint32), the edges (float64).
+      const std::size_t ours_bytes = (kBins + hist::kExtraSlots) * 8, cub_bytes = kBins * 4;
+      if (!Prepare(What("histogram", dtype, n), n * sizeof(T), 0, ours_bytes + cub_bytes + (kBins + 1) * 8, cub_temp)) {
+        return true;
+      }
+      FillUnit<<<kGrid, kBlock, 0, s()>>>(reinterpret_cast<float*>(in_.get()), slots_ * slot_bytes_ / sizeof(float),
+                                          n + 3);
+      CheckLaunch();
+      auto* ours = reinterpret_cast<unsigned long long*>(ref_.get());
+      auto* theirs = reinterpret_cast<unsigned int*>(ref_.get() + ours_bytes);
+      auto* d_edges = reinterpret_cast<double*>(ref_.get() + ours_bytes + cub_bytes);
+      const std::vector<double> edges = hist::EvenEdges(0, 1, kBins, true);
+      BENCH_CHECK(cudaMemcpyAsync(d_edges, edges.data(), edges.size() * 8, cudaMemcpyHostToDevice, s()));
+      hist::Bins bins = hist::MakeBins(edges.data(), kBins, true);
+      bins.edges = d_edges;
+      auto in = [&](int r) { return reinterpret_cast<const float*>(InSlot(r)); };
+      auto mine = [&](int r) {
+        BENCH_CHECK(cudaMemsetAsync(ours, 0, ours_bytes, s()));  // a fresh histogram, as CUB's zeroes its own
+        return kernels::Histogram<float>(in(r), n, bins, ours, s());
+      };
+      auto cub = [&](int r) {
+        std::size_t b = temp_.bytes();
+        return kernels::HistogramCubEven<float>(temp_.get(), b, in(r), n, kBins, 0.f, 1.f, theirs, s());
+      };
+      const uint64_t bytes = n * sizeof(T);
+      const Times copy = TimeCopy(bytes);
+      const Times cub_t = Time(cub);
+      BENCH_CHECK(cub(0));
+      std::vector<unsigned int> want(kBins);
+      BENCH_CHECK(cudaMemcpyAsync(want.data(), theirs, cub_bytes, cudaMemcpyDeviceToHost, s()));
+      BENCH_CHECK(cudaStreamSynchronize(s()));
+      uint64_t total = 0;
+      for (unsigned int c : want) total += c;
+      const bool cub_ok = total == n;  // every element is in [0, 1)
+      if (!Emit(MakeRow("copy", "histogram", dtype, n, bytes, copy, copy.median_us, cub_t.median_us, true))) return false;
+      if (!Emit(MakeRow("histogram", "cub", dtype, n, bytes, cub_t, copy.median_us, cub_t.median_us, cub_ok))) {
+        return false;
+      }
+      if (Wants("shared_atomics")) {
+        const Times t = Time(mine);
+        BENCH_CHECK(mine(0));
+        std::vector<unsigned long long> got(kBins + hist::kExtraSlots);
+        BENCH_CHECK(cudaMemcpyAsync(got.data(), ours, ours_bytes, cudaMemcpyDeviceToHost, s()));
+        BENCH_CHECK(cudaStreamSynchronize(s()));
+        bool ok = got[kBins + hist::kBelow] == 0 && got[kBins + hist::kAbove] == 0 && got[kBins + hist::kNan] == 0;
+        for (int i = 0; i < kBins; ++i) ok = ok && got[i] == want[i];
+        if (!Emit(MakeRow("histogram", "shared_atomics", dtype, n, bytes, t, copy.median_us, cub_t.median_us, ok))) {
+          return false;
+        }
+      }
+      return true;
+    }
+  }
+
   const SuiteSpec& spec_;
   const std::function<bool(const Row&)>& on_row_;
   DeviceInfo info_;
@@ -563,6 +639,7 @@ class Suite {
   uint64_t slots_ = 1;
   bool chained_noted_ = false;
   bool deterministic_noted_ = false;
+  bool histogram_noted_ = false;
 };
 
 }  // namespace
@@ -576,6 +653,7 @@ std::vector<std::string> SuiteAlgorithms(const std::string& operation) {
   }
   if (operation == "reduce") return {"cub", "one_pass"};
   if (operation == "compact") return {"cub", "single_pass"};
+  if (operation == "histogram") return {"cub", "shared_atomics"};
   return {};
 }
 
@@ -604,11 +682,11 @@ DeviceInfo QueryDevice(int device) {
 }
 
 void RunKernelSuite(const SuiteSpec& spec, const std::function<bool(const Row&)>& on_row) {
-  const std::vector<std::string> all_ops{"scan", "reduce", "compact"};
+  const std::vector<std::string> all_ops{"scan", "reduce", "compact", "histogram"};
   const std::vector<std::string> ops = spec.operations.empty() ? all_ops : spec.operations;
   for (const std::string& op : ops) {
     if (SuiteAlgorithms(op).empty()) {
-      throw Error(ErrorCode::kInvalidArgument, "unknown operation '" + op + "' (scan, reduce, compact)");
+      throw Error(ErrorCode::kInvalidArgument, "unknown operation '" + op + "' (scan, reduce, compact, histogram)");
     }
   }
   for (const std::string& a : spec.algorithms) {

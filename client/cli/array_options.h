@@ -1,4 +1,4 @@
-// Options shared by the array commands (scan, reduce, compact): where the input comes from and
+// Options shared by the array commands (scan, reduce, compact, histogram): where the input comes from and
 // where results go.
 #pragma once
 

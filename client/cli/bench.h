@@ -11,7 +11,7 @@
 namespace gpuscan::cli {
 
 struct KernelBenchArgs {
-  std::vector<std::string> ops;         // scan, reduce, compact; empty = all
+  std::vector<std::string> ops;         // scan, reduce, compact, histogram; empty = all
   std::vector<std::string> algorithms;  // suite names; empty = all
   std::vector<std::string> dtypes;      // int32, ...; empty = the suite's four
   std::string sizes;                    // "2^16,2^20,1000000"; empty = the suite's defaults

@@ -15,7 +15,7 @@
 namespace gpuscan::bench {
 
 struct SuiteSpec {
-  // "scan", "reduce", "compact"; empty = all three.
+  // "scan", "reduce", "compact", "histogram" (float32 rows only); empty = all four.
   std::vector<std::string> operations;
   // Names as the wire spells them: scan algorithms ("decoupled_lookback", "chained", ...,
   // "cub"), "one_pass"/"cub" for reduce, "single_pass"/"cub" for compact; empty = all.
@@ -38,7 +38,7 @@ struct SuiteSpec {
 };
 
 struct Row {
-  // "scan", "reduce", "compact", or "copy" for the reference copy. A copy row moves the same
+  // "scan", "reduce", "compact", "histogram", or "copy" for the reference copy. A copy row moves the same
   // bytes as the operation it is the reference of (its algorithm names that operation: "scan",
   // ...): cudaMemcpyAsync device to device of bytes_moved / 2 bytes, read + written.
   std::string operation;
@@ -65,7 +65,7 @@ void RunKernelSuite(const SuiteSpec& spec, const std::function<bool(const Row&)>
 // gpuscan_bench_report users have it without CUDA).
 std::vector<uint64_t> DefaultSizes();
 
-// The algorithm names RunKernelSuite knows for an operation ("scan", "reduce", "compact"),
+// The algorithm names RunKernelSuite knows for an operation ("scan", "reduce", "compact", "histogram"),
 // CUB's peer ("cub") first. Empty for an unknown operation.
 std::vector<std::string> SuiteAlgorithms(const std::string& operation);
 
