@@ -269,8 +269,36 @@ def histogram_header(x: np.ndarray, wire: int, bins, range_) -> "pb.HistogramHea
             raise ValueError(f"gpuscan: autodetected range of [{lo}, {hi}] is not finite; pass range=(lo, hi)")
     if lo == hi:
         lo, hi = lo - 0.5, hi + 0.5
+    edges = _numpy_edges(x, k, range_)
+    if edges is not None:
+        lo, hi = float(edges[0]), float(edges[-1])
+        if not np.array_equal(edges, _even_edges(lo, hi, k, x.dtype)):
+            h.edges.extend(edges.tolist())  # numpy's edges are not the proto's even ones: send them
+            return h
     h.bins, h.lo, h.hi = k, lo, hi
     return h
+
+
+def _numpy_edges(x: np.ndarray, bins: int, range_) -> Optional[np.ndarray]:
+    """numpy.histogram_bin_edges of this numpy (float64), or None where numpy cannot say (it
+    raises; the server then judges the request as sent). numpy 2 computes the even edges of a
+    float32 array's autodetected range in float32 arithmetic (its min and max are float32 scalars),
+    numpy 1 and Python-float ranges in float64: asking numpy keeps the counts numpy's either way."""
+    if bins > 1 << 20:  # beyond any server's max_histogram_bins: let the server refuse it
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            e = np.histogram_bin_edges(x, bins, range_).astype(np.float64)
+    except (ValueError, IndexError, OverflowError):
+        return None
+    return e if np.all(np.isfinite(e)) else None  # an overflowing range: the server names lo/hi
+
+
+def _even_edges(lo: float, hi: float, bins: int, dtype: np.dtype) -> np.ndarray:
+    """The even edges the server computes (HistogramHeader): float64 linspace, rounded to float32
+    for a float32 array."""
+    e = np.linspace(lo, hi, bins + 1)
+    return e.astype(np.float32).astype(np.float64) if dtype == np.float32 else e
 
 
 def server_info(info: "pb.ServerInfo") -> Dict[str, Any]:

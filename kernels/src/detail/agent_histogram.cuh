@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <type_traits>
 
 #include "detail/common.cuh"
 #include "gpuscan/kernels/histogram.h"
@@ -15,35 +16,51 @@ constexpr uint32_t kSharedMaxBins = 2048;  // edges + counters: 2049 * 8 + 2051 
 constexpr unsigned kMaxBlocks = 2048;       // grid-stride beyond: counters flush once per block
 constexpr int kItemsPerThread = 8;          // per block launch unit, to size the grid
 
-template <class T, class Count>
-__device__ __forceinline__ void CountAll(const T* __restrict__ in, uint64_t n, const hist::Bins& b, Count count) {
-  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  // Four loads in flight before their counts: the bin search waits on nothing else.
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    const T v0 = in[i], v1 = in[i + stride], v2 = in[i + 2 * stride], v3 = in[i + 3 * stride];
-    count(hist::SlotOf(v0, b));
-    count(hist::SlotOf(v1, b));
-    count(hist::SlotOf(v2, b));
-    count(hist::SlotOf(v3, b));
-  }
-  for (; i < n; i += stride) count(hist::SlotOf(in[i], b));
+// A float32 array compares in float when every edge is a float32 value (the even edges of a
+// float32 array are): the same slots as in double (see hist::SlotOf), at float speed.
+template <class T>
+constexpr bool kFloatEdges = std::is_same_v<T, float>;
+
+template <class T, class E, class Count>
+__device__ __forceinline__ void CountVector(const uint4& raw, const hist::Bins& b, const E* e, Count count) {
+  T v[sizeof(uint4) / sizeof(T)];
+  memcpy(v, &raw, sizeof(raw));
+#pragma unroll
+  for (int k = 0; k < int(sizeof(uint4) / sizeof(T)); ++k) count(hist::SlotOf(v[k], b, e));
 }
 
-template <class T>
+// 16-byte loads (two in flight per thread) over the aligned body, then the tail one by one.
+template <class T, class E, class Count>
+__device__ __forceinline__ void CountAll(const T* __restrict__ in, uint64_t n, const hist::Bins& b, const E* e,
+                                         Count count) {
+  constexpr uint64_t kPerVector = sizeof(uint4) / sizeof(T);
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  const uint64_t first = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const uint64_t vectors = reinterpret_cast<uintptr_t>(in) % sizeof(uint4) == 0 ? n / kPerVector : 0;
+  const uint4* __restrict__ vin = reinterpret_cast<const uint4*>(in);
+  uint64_t v = first;
+  for (; v + stride < vectors; v += 2 * stride) {
+    const uint4 a = vin[v], c = vin[v + stride];
+    CountVector<T>(a, b, e, count);
+    CountVector<T>(c, b, e, count);
+  }
+  if (v < vectors) CountVector<T>(vin[v], b, e, count);
+  for (uint64_t i = vectors * kPerVector + first; i < n; i += stride) count(hist::SlotOf(in[i], b, e));
+}
+
+template <class T, class E>
 __global__ void __launch_bounds__(kThreads) SharedKernel(const T* __restrict__ in, uint64_t n, hist::Bins b,
                                                          unsigned long long* counts) {
-  extern __shared__ double edges[];  // bins + 1 edges, then bins + kExtraSlots counters
+  extern __shared__ double smem[];  // bins + 1 edges (as E), then bins + kExtraSlots counters
+  E* edges = reinterpret_cast<E*>(smem);
   const uint32_t slots = b.bins + hist::kExtraSlots;
   unsigned* local = reinterpret_cast<unsigned*>(edges + b.bins + 1);
-  for (uint32_t i = threadIdx.x; i <= b.bins; i += blockDim.x) edges[i] = b.edges[i];
+  for (uint32_t i = threadIdx.x; i <= b.bins; i += blockDim.x) edges[i] = static_cast<E>(b.edges[i]);
   for (uint32_t i = threadIdx.x; i < slots; i += blockDim.x) local[i] = 0;
   __syncthreads();
-  hist::Bins sb = b;
-  sb.edges = edges;
   // A block counts at most n / gridDim.x elements of one launch: the engine's launches are a few
   // MiB, far below 2^32 per counter.
-  CountAll(in, n, sb, [&](uint32_t s) { atomicAdd(&local[s], 1u); });
+  CountAll<T>(in, n, b, edges, [&](uint32_t s) { atomicAdd(&local[s], 1u); });
   __syncthreads();
   for (uint32_t i = threadIdx.x; i < slots; i += blockDim.x) {
     if (local[i]) atomicAdd(&counts[i], static_cast<unsigned long long>(local[i]));
@@ -53,7 +70,7 @@ __global__ void __launch_bounds__(kThreads) SharedKernel(const T* __restrict__ i
 template <class T>
 __global__ void __launch_bounds__(kThreads) GlobalKernel(const T* __restrict__ in, uint64_t n, hist::Bins b,
                                                          unsigned long long* counts) {
-  CountAll(in, n, b, [&](uint32_t s) { atomicAdd(&counts[s], 1ull); });
+  CountAll<T>(in, n, b, b.edges, [&](uint32_t s) { atomicAdd(&counts[s], 1ull); });
 }
 
 template <class T>
@@ -63,8 +80,13 @@ cudaError_t Launch(const T* d_in, uint64_t n, const hist::Bins& bins, unsigned l
   const unsigned blocks =
       static_cast<unsigned>(std::min<uint64_t>(DivUp(n, uint64_t{kThreads} * kItemsPerThread), kMaxBlocks));
   if (bins.bins <= kSharedMaxBins) {
-    const size_t smem = (bins.bins + 1) * sizeof(double) + (bins.bins + hist::kExtraSlots) * sizeof(unsigned);
-    SharedKernel<T><<<blocks, kThreads, smem, stream>>>(d_in, n, bins, d_counts);
+    if (kFloatEdges<T> && bins.float_edges) {
+      const size_t smem = (bins.bins + 1) * sizeof(float) + (bins.bins + hist::kExtraSlots) * sizeof(unsigned);
+      SharedKernel<T, float><<<blocks, kThreads, smem, stream>>>(d_in, n, bins, d_counts);
+    } else {
+      const size_t smem = (bins.bins + 1) * sizeof(double) + (bins.bins + hist::kExtraSlots) * sizeof(unsigned);
+      SharedKernel<T, double><<<blocks, kThreads, smem, stream>>>(d_in, n, bins, d_counts);
+    }
   } else {
     GlobalKernel<T><<<blocks, kThreads, 0, stream>>>(d_in, n, bins, d_counts);
   }

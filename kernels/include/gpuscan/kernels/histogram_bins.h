@@ -56,6 +56,7 @@ struct Bins {
   bool even = false;  // edges from EvenEdges: a first guess by arithmetic, then corrected
   double lo = 0;      // even: E_0
   double scale = 0;   // even: bins / (E_bins - E_0)
+  bool float_edges = false;  // every edge is a float32 value (SlotOf may compare float elements in float)
 };
 
 inline Bins MakeBins(const double* edges, uint32_t bins, bool even) {
@@ -65,23 +66,29 @@ inline Bins MakeBins(const double* edges, uint32_t bins, bool even) {
   b.even = even && edges[bins] > edges[0];
   b.lo = edges[0];
   b.scale = b.even ? bins / (edges[bins] - edges[0]) : 0;
+  b.float_edges = true;
+  for (uint32_t i = 0; i <= bins && b.float_edges; ++i) {
+    b.float_edges = static_cast<double>(static_cast<float>(edges[i])) == edges[i];
+  }
   return b;
 }
 
-// The slot of x: a bin 0..bins-1, or bins + kBelow / kAbove / kNan.
-template <class T>
-GPUSCAN_HD uint32_t SlotOf(T x, const Bins& b) {
+// The slot of x: a bin 0..bins-1, or bins + kBelow / kAbove / kNan, against `e` (bins + 1 edges
+// held as E). E = double always works; E = float gives the same slots, faster on a GPU, when x
+// is float and every edge is a float32 value (even edges of a float32 array): both sides of each
+// comparison are then exact in float.
+template <class T, class E>
+GPUSCAN_HD uint32_t SlotOf(T x, const Bins& b, const E* e) {
   if (ops::IsNan(x)) return b.bins + kNan;
-  const double v = static_cast<double>(x);
-  const double* e = b.edges;
+  const E v = static_cast<E>(x);
   if (v < e[0]) return b.bins + kBelow;
   if (v > e[b.bins]) return b.bins + kAbove;
   uint32_t i = 0;
   if (b.even) {
     // The guess is only a start: the loops settle on the edges themselves, so its rounding
     // never decides a bin (a step or two at most).
-    const double g = (v - b.lo) * b.scale;
-    i = g >= b.bins ? b.bins - 1 : (g > 0 ? static_cast<uint32_t>(g) : 0);
+    const E g = (v - static_cast<E>(b.lo)) * static_cast<E>(b.scale);
+    i = g >= static_cast<E>(b.bins) ? b.bins - 1 : (g > 0 ? static_cast<uint32_t>(g) : 0);
     while (i > 0 && v < e[i]) --i;
     while (i + 1 < b.bins && v >= e[i + 1]) ++i;
   } else {
@@ -98,6 +105,11 @@ GPUSCAN_HD uint32_t SlotOf(T x, const Bins& b) {
     i = lo;
   }
   return i;
+}
+
+template <class T>
+GPUSCAN_HD uint32_t SlotOf(T x, const Bins& b) {
+  return SlotOf(x, b, b.edges);
 }
 
 }  // namespace gpuscan::hist
