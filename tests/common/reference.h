@@ -469,10 +469,10 @@ bool ExpectReduceNear(T got, T ref, const std::vector<T>& input, const std::stri
   return false;
 }
 
-// A histogram the slow, obvious way (numpy.histogram's semantics; see gpuscan.v1.HistogramHeader):
+// A histogram the obvious way (numpy.histogram's semantics; see gpuscan.v1.HistogramHeader):
 // bins + 3 counts, as the engines return them: each bin, then below, above and NaN. An element
 // goes to the last bin whose left edge is <= it (so repeated edges leave their bins empty and
-// the last bin also takes the top edge).
+// the last bin also takes the top edge), found by std::upper_bound over the left edges.
 template <class T>
 std::vector<uint64_t> HistogramRef(const std::vector<T>& x, const std::vector<double>& edges) {
   const size_t bins = edges.size() - 1;
@@ -488,9 +488,7 @@ std::vector<uint64_t> HistogramRef(const std::vector<T>& x, const std::vector<do
     } else if (d > edges.back()) {
       ++c[bins + 1];
     } else {
-      size_t b = bins - 1;
-      while (b > 0 && d < edges[b]) --b;
-      ++c[b];
+      ++c[static_cast<size_t>(std::upper_bound(edges.begin(), edges.end() - 1, d) - edges.begin()) - 1];
     }
   }
   return c;

@@ -26,7 +26,7 @@ namespace v1 = gpuscan::v1;
 
 namespace {
 
-constexpr int kScan = 0, kReduce = 1, kCompact = 2;
+constexpr int kScan = 0, kReduce = 1, kCompact = 2, kHistogram = 3;
 // Limits byte: chunk limit 8 << (b & 7); max request bytes {0, 64, 512, 4096}[(b >> 3) & 3].
 constexpr uint8_t kChunk1K = 7, kChunk256 = 5, kChunk64 = 3;
 constexpr uint8_t kMax512 = 2 << 3, kMax4K = 3 << 3;
@@ -76,6 +76,20 @@ v1::CompactHeader FlagsH(v1::DType d, v1::CompactOutput out = v1::COMPACT_OUTPUT
   h.set_output(out);
   return h;
 }
+v1::HistogramHeader EvenH(v1::DType d, uint32_t bins, double lo, double hi) {
+  v1::HistogramHeader h;
+  h.set_dtype(d);
+  h.set_bins(bins);
+  h.set_lo(lo);
+  h.set_hi(hi);
+  return h;
+}
+v1::HistogramHeader EdgesH(v1::DType d, std::vector<double> edges) {
+  v1::HistogramHeader h;
+  h.set_dtype(d);
+  h.mutable_edges()->Add(edges.begin(), edges.end());
+  return h;
+}
 // Flags with about half the elements kept (nonzero bytes of any value).
 std::string Flags(size_t n) {
   std::string f(n, '\0');
@@ -111,6 +125,13 @@ void WriteSeeds(const fs::path& dir) {
   put("accept_reduce_float32_product", kReduce, kChunk256,
       {Head(ReduceH(v1::DTYPE_FLOAT32, v1::OPERATOR_PRODUCT), NonZero(200, 4)), Chunk(NonZero(256, 4))});
   put("accept_reduce_float64_sum", kReduce, kChunk1K, {Head(ReduceH(v1::DTYPE_FLOAT64, v1::OPERATOR_SUM), NonZero(800, 8))});
+  put("accept_histogram_float32_even", kHistogram, kChunk256,
+      {Head(EvenH(v1::DTYPE_FLOAT32, 7, -1e3, 2e9), NonZero(256, 4)), Chunk(NonZero(100, 4))});
+  put("accept_histogram_int64_edges", kHistogram, kChunk1K,
+      {Head(EdgesH(v1::DTYPE_INT64, {-1e18, -5, 0, 0, 1e9, 1e19}), NonZero(1024, 8)), Chunk(""), Chunk(NonZero(8, 8))});
+  put("reject_histogram_decreasing_edges", kHistogram, kChunk256,
+      {Head(EdgesH(v1::DTYPE_FLOAT64, {0, 2, 1}), NonZero(64, 8))});
+  put("reject_histogram_lo_not_below_hi", kHistogram, kChunk256, {Head(EvenH(v1::DTYPE_UINT32, 4, 3, 3))});
   put("accept_compact_int32_flags_in_step", kCompact, kChunk256,
       {Head(FlagsH(v1::DTYPE_INT32), NonZero(200, 4), Flags(50)), Chunk(NonZero(256, 4), Flags(64))});
   put("accept_compact_int64_flags_out_of_step", kCompact, kChunk256,

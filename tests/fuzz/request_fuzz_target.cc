@@ -27,6 +27,7 @@ namespace gpuscan::fuzz {
 namespace {
 
 constexpr size_t kMaxRequests = 64;
+constexpr uint32_t kFuzzMaxBins = 4096;
 constexpr uint64_t kMaxRequestBytesChoices[] = {0, 64, 512, 4096};
 
 struct Request {
@@ -392,11 +393,62 @@ Result FuzzCompact(const std::vector<Request>& requests, uint64_t chunk_bytes, u
   return {st, checker ? checker->elements() : 0};
 }
 
+// ---------------------------------------------------------------------------------------------
+// Histogram
+
+void RunHistogramEngine(const engine::HistogramSpec& spec, const std::vector<const std::string*>& chunks) {
+  engine::VisitDType(spec.dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    std::unique_ptr<engine::HistogramSession> session;
+    try {
+      session = Engine().NewHistogram(spec);
+    } catch (const std::exception& e) {
+      Fail(std::string("a validated Histogram header made the engine throw: ") + e.what());
+    }
+    engine::StageTimes times;
+    std::vector<T> x;
+    for (const std::string* chunk : chunks) {
+      std::vector<T> xs = Elements<T>(*chunk);
+      if (xs.empty()) continue;
+      Unaligned in(xs.data(), xs.size() * sizeof(T));
+      session->Process(in.data(), xs.size(), times);
+      x.insert(x.end(), xs.begin(), xs.end());
+    }
+    ExpectSame(session->Result(), testing::HistogramRef(x, spec.edges),
+               "histogram " + std::string(engine::Name(spec.dtype)) + " of " + std::to_string(x.size()) +
+                   " elements in " + std::to_string(spec.edges.size() - 1) + " bins");
+  });
+}
+
+Result FuzzHistogram(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes) {
+  grpc::Status st = requests.empty() ? server::EmptyStreamStatus() : grpc::Status::OK;
+  engine::HistogramSpec spec;
+  std::optional<server::ChunkChecker> checker;
+  std::vector<const std::string*> accepted;
+  for (uint64_t i = 0; st.ok() && i < requests.size(); ++i) {
+    const Request& r = requests[i];
+    st = server::CheckHeaderPlacement(i, r.has_header);
+    if (st.ok() && i == 0) {
+      const auto h = ParseHeader<v1::HistogramHeader>(r.header);
+      // The fuzzer's bins stay small: the reference costs O(log bins) per element, the engine's
+      // counters O(bins) per call, and the limit itself is the matrix's and unit tests' business.
+      st = server::ToEngine(h, kFuzzMaxBins, &spec);
+      if (st.ok()) checker.emplace(spec.dtype, DeclaredCount(h), chunk_bytes, max_request_bytes);
+    }
+    if (st.ok()) st = checker->Add(r.data.size(), "data", i);
+    if (st.ok()) accepted.push_back(&r.data);
+  }
+  if (st.ok()) st = checker->Finish();
+  if (!st.ok()) CheckRejected(st);
+  if (checker) RunHistogramEngine(spec, accepted);
+  return {st, checker ? checker->elements() : 0};
+}
+
 }  // namespace
 
 int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
   Reader in(data, size);
-  const int rpc = in.U8() % 3;
+  const int rpc = in.U8() % 4;
   const uint8_t limits = in.U8();
   const uint64_t chunk_bytes = uint64_t{8} << (limits & 7);
   const uint64_t max_request_bytes = kMaxRequestBytesChoices[(limits >> 3) & 3];
@@ -413,10 +465,11 @@ int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
   switch (rpc) {
     case 0: r = FuzzScan(requests, chunk_bytes, max_request_bytes); break;
     case 1: r = FuzzReduce(requests, chunk_bytes, max_request_bytes); break;
-    default: r = FuzzCompact(requests, chunk_bytes, max_request_bytes); break;
+    case 2: r = FuzzCompact(requests, chunk_bytes, max_request_bytes); break;
+    default: r = FuzzHistogram(requests, chunk_bytes, max_request_bytes); break;
   }
   if (outcome) {
-    static const char* const kRpc[] = {"scan", "reduce", "compact"};
+    static const char* const kRpc[] = {"scan", "reduce", "compact", "histogram"};
     *outcome = std::string(kRpc[rpc]) + ", " + std::to_string(requests.size()) + " requests: " +
                (r.status.ok() ? "accepted, " + std::to_string(r.elements) + " elements"
                               : "rejected, code " + std::to_string(int(r.status.error_code())) + ": " +
