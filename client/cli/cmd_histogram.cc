@@ -25,36 +25,10 @@ struct HistogramArgs {
   std::string edges_out;
 };
 
-// Every element of a (small) array file, as float64.
-std::vector<double> ReadEdges(const std::string& path) {
-  InputSpec spec;
-  spec.path = path;
-  auto in = ArrayInput::Open(spec);
-  std::vector<unsigned char> raw;
-  unsigned char buf[1 << 16];
-  for (size_t got; (got = in->Read(buf, sizeof buf)) > 0;) raw.insert(raw.end(), buf, buf + got);
-  std::vector<double> out(raw.size() / in->element_size());
-  for (size_t i = 0; i < out.size(); ++i) {
-    const unsigned char* p = raw.data() + i * in->element_size();
-    auto get = [&](auto v) {
-      std::memcpy(&v, p, sizeof v);
-      return static_cast<double>(v);
-    };
-    switch (in->dtype()) {
-      case v1::DTYPE_INT32: out[i] = get(int32_t{}); break;
-      case v1::DTYPE_INT64: out[i] = get(int64_t{}); break;
-      case v1::DTYPE_UINT32: out[i] = get(uint32_t{}); break;
-      case v1::DTYPE_UINT64: out[i] = get(uint64_t{}); break;
-      case v1::DTYPE_FLOAT32: out[i] = get(float{}); break;
-      default: out[i] = get(double{}); break;
-    }
-  }
-  return out;
-}
-
-double AsDouble(const std::string& raw, v1::DType dtype) {
+// One raw element of `dtype` as float64 (as numpy converts it).
+double AsDouble(const void* raw, v1::DType dtype) {
   auto get = [&](auto v) {
-    std::memcpy(&v, raw.data(), sizeof v);
+    std::memcpy(&v, raw, sizeof v);
     return static_cast<double>(v);
   };
   switch (dtype) {
@@ -65,6 +39,19 @@ double AsDouble(const std::string& raw, v1::DType dtype) {
     case v1::DTYPE_FLOAT32: return get(float{});
     default: return get(double{});
   }
+}
+
+// Every element of a (small) array file, as float64.
+std::vector<double> ReadEdges(const std::string& path) {
+  InputSpec spec;
+  spec.path = path;
+  auto in = ArrayInput::Open(spec);
+  std::vector<unsigned char> raw;
+  unsigned char buf[1 << 16];
+  for (size_t got; (got = in->Read(buf, sizeof buf)) > 0;) raw.insert(raw.end(), buf, buf + got);
+  std::vector<double> out(raw.size() / in->element_size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = AsDouble(raw.data() + i * in->element_size(), in->dtype());
+  return out;
 }
 
 // numpy's default range: the input's min and max (two reductions on the server over the file
@@ -79,7 +66,7 @@ std::pair<double, double> AutoRange(Client& client, const InputSpec& spec) {
     h.set_dtype(in->dtype());
     h.set_op(op);
     const v1::ReduceResponse r = client.ReduceStream(h, replay);
-    return std::make_pair(AsDouble(r.raw_value(), in->dtype()), r.element_count());
+    return std::make_pair(AsDouble(r.raw_value().data(), in->dtype()), r.element_count());
   };
   const auto [lo, count] = extreme(v1::OPERATOR_MIN);
   if (count == 0) return {0.0, 1.0};

@@ -207,18 +207,22 @@ void RunScanEngine(const engine::ScanSpec& spec, const std::vector<const std::st
   });
 }
 
-Result FuzzScan(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes) {
+// One call whose requests carry a header and `data` chunks (Scan, Reduce, Histogram): the
+// server's checks in order; to_spec(header, spec) is the RPC's header check; then the engine
+// runs on whatever was accepted, as the server would have before (or without) failing.
+template <class Header, class Spec, class ToSpec, class Run>
+Result FuzzDataCall(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes,
+                    ToSpec to_spec, Run run) {
   grpc::Status st = requests.empty() ? server::EmptyStreamStatus() : grpc::Status::OK;
-  engine::ScanSpec spec;
+  Spec spec;
   std::optional<server::ChunkChecker> checker;
   std::vector<const std::string*> accepted;
   for (uint64_t i = 0; st.ok() && i < requests.size(); ++i) {
     const Request& r = requests[i];
     st = server::CheckHeaderPlacement(i, r.has_header);
     if (st.ok() && i == 0) {
-      const auto h = ParseHeader<v1::ScanHeader>(r.header);
-      st = server::ToEngine(h, &spec);
-      if (st.ok()) st = server::CheckScanAlgorithm(spec.algorithm, Engine().scan_algorithms(), Engine().name());
+      const auto h = ParseHeader<Header>(r.header);
+      st = to_spec(h, &spec);
       if (st.ok()) checker.emplace(spec.dtype, DeclaredCount(h), chunk_bytes, max_request_bytes);
     }
     if (st.ok()) st = checker->Add(r.data.size(), "data", i);
@@ -226,8 +230,19 @@ Result FuzzScan(const std::vector<Request>& requests, uint64_t chunk_bytes, uint
   }
   if (st.ok()) st = checker->Finish();
   if (!st.ok()) CheckRejected(st);
-  if (checker) RunScanEngine(spec, accepted);  // what the server computed before (or without) failing
+  if (checker) run(spec, accepted);
   return {st, checker ? checker->elements() : 0};
+}
+
+Result FuzzScan(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes) {
+  return FuzzDataCall<v1::ScanHeader, engine::ScanSpec>(
+      requests, chunk_bytes, max_request_bytes,
+      [](const v1::ScanHeader& h, engine::ScanSpec* spec) {
+        grpc::Status st = server::ToEngine(h, spec);
+        if (st.ok()) st = server::CheckScanAlgorithm(spec->algorithm, Engine().scan_algorithms(), Engine().name());
+        return st;
+      },
+      RunScanEngine);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -264,25 +279,9 @@ void RunReduceEngine(const engine::ReduceSpec& spec, const std::vector<const std
 }
 
 Result FuzzReduce(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes) {
-  grpc::Status st = requests.empty() ? server::EmptyStreamStatus() : grpc::Status::OK;
-  engine::ReduceSpec spec;
-  std::optional<server::ChunkChecker> checker;
-  std::vector<const std::string*> accepted;
-  for (uint64_t i = 0; st.ok() && i < requests.size(); ++i) {
-    const Request& r = requests[i];
-    st = server::CheckHeaderPlacement(i, r.has_header);
-    if (st.ok() && i == 0) {
-      const auto h = ParseHeader<v1::ReduceHeader>(r.header);
-      st = server::ToEngine(h, &spec);
-      if (st.ok()) checker.emplace(spec.dtype, DeclaredCount(h), chunk_bytes, max_request_bytes);
-    }
-    if (st.ok()) st = checker->Add(r.data.size(), "data", i);
-    if (st.ok()) accepted.push_back(&r.data);
-  }
-  if (st.ok()) st = checker->Finish();
-  if (!st.ok()) CheckRejected(st);
-  if (checker) RunReduceEngine(spec, accepted);
-  return {st, checker ? checker->elements() : 0};
+  return FuzzDataCall<v1::ReduceHeader, engine::ReduceSpec>(
+      requests, chunk_bytes, max_request_bytes,
+      [](const v1::ReduceHeader& h, engine::ReduceSpec* spec) { return server::ToEngine(h, spec); }, RunReduceEngine);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -421,27 +420,12 @@ void RunHistogramEngine(const engine::HistogramSpec& spec, const std::vector<con
 }
 
 Result FuzzHistogram(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes) {
-  grpc::Status st = requests.empty() ? server::EmptyStreamStatus() : grpc::Status::OK;
-  engine::HistogramSpec spec;
-  std::optional<server::ChunkChecker> checker;
-  std::vector<const std::string*> accepted;
-  for (uint64_t i = 0; st.ok() && i < requests.size(); ++i) {
-    const Request& r = requests[i];
-    st = server::CheckHeaderPlacement(i, r.has_header);
-    if (st.ok() && i == 0) {
-      const auto h = ParseHeader<v1::HistogramHeader>(r.header);
-      // The fuzzer's bins stay small: the reference costs O(log bins) per element, the engine's
-      // counters O(bins) per call, and the limit itself is the matrix's and unit tests' business.
-      st = server::ToEngine(h, kFuzzMaxBins, &spec);
-      if (st.ok()) checker.emplace(spec.dtype, DeclaredCount(h), chunk_bytes, max_request_bytes);
-    }
-    if (st.ok()) st = checker->Add(r.data.size(), "data", i);
-    if (st.ok()) accepted.push_back(&r.data);
-  }
-  if (st.ok()) st = checker->Finish();
-  if (!st.ok()) CheckRejected(st);
-  if (checker) RunHistogramEngine(spec, accepted);
-  return {st, checker ? checker->elements() : 0};
+  // The fuzzer's bins stay small: the engine's counters cost O(bins) per call, and the limit
+  // itself is the bad-input matrix's and the unit tests' business.
+  return FuzzDataCall<v1::HistogramHeader, engine::HistogramSpec>(
+      requests, chunk_bytes, max_request_bytes,
+      [](const v1::HistogramHeader& h, engine::HistogramSpec* spec) { return server::ToEngine(h, kFuzzMaxBins, spec); },
+      RunHistogramEngine);
 }
 
 }  // namespace

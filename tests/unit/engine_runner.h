@@ -106,17 +106,23 @@ std::vector<T> RunScan(Engine& engine, const ScanSpec& spec, const std::vector<T
   return out;
 }
 
+// Hands `in` to a Reduce or Histogram session chunk by chunk.
+template <class Session, class T>
+void Feed(Session& session, const std::vector<T>& in, const std::vector<std::size_t>& chunks) {
+  StageTimes times;
+  std::size_t offset = 0;
+  for (std::size_t len : chunks) {
+    session.Process(in.data() + offset, len, times);
+    offset += len;
+  }
+  EXPECT_EQ(offset, in.size()) << "chunk lengths do not add up";
+}
+
 template <class T>
 T RunReduce(Engine& engine, const ReduceSpec& spec, const std::vector<T>& in,
             const std::vector<std::size_t>& chunks) {
   auto session = engine.NewReduce(spec);
-  StageTimes times;
-  std::size_t offset = 0;
-  for (std::size_t len : chunks) {
-    session->Process(in.data() + offset, len, times);
-    offset += len;
-  }
-  EXPECT_EQ(offset, in.size()) << "chunk lengths do not add up";
+  Feed(*session, in, chunks);
   T result;
   session->Result(&result);
   return result;
@@ -139,13 +145,7 @@ template <class T>
 std::vector<uint64_t> RunHistogram(Engine& engine, const HistogramSpec& spec, const std::vector<T>& in,
                                    const std::vector<std::size_t>& chunks) {
   auto session = engine.NewHistogram(spec);
-  StageTimes times;
-  std::size_t offset = 0;
-  for (std::size_t len : chunks) {
-    session->Process(in.data() + offset, len, times);
-    offset += len;
-  }
-  EXPECT_EQ(offset, in.size()) << "chunk lengths do not add up";
+  Feed(*session, in, chunks);
   return session->Result();
 }
 
