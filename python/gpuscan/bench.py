@@ -2,16 +2,23 @@
 stream (or K striped lanes with --lanes K), beside the Transport ceiling (the same gRPC path with no
 compute) measured in the same run; and, when the server serves shared memory and its --shm-dir is
 visible here, scan (into a shared out) and reduce of the same array in shared memory (rows
-scan_shm, reduce_shm: no data on the connection).
+scan_shm, reduce_shm: no data on the connection); and, right after our scan, the same scan by the
+"do-it-yourself peer" (row peer_scan, issue 12): what a Python user builds without gpuscan, a plain
+grpcio service of their own that takes the array in chunks of raw bytes and returns its running sum
+(CuPy when it has a GPU, else numpy; the row's peer_backend says which), run by the bench as a
+subprocess on this machine with the same chunk_bytes (gpuscan._peer).
 
     python -m gpuscan.bench --target HOST:PORT [--size 1GiB] [--dtype int32] [--repeat 3] [--json out.json]
     python -m gpuscan.bench --server build/bin/gpuscan-server --engine cpu --size 64MiB
     python -m gpuscan.bench --target HOST:PORT --lanes 4   # scan/reduce/compact over 4 connections
     python -m gpuscan.bench --target HOST:PORT --lanes 8 --native   # scan/reduce through the C++ client
     python -m gpuscan.bench --target HOST:PORT --shared on --shm-dir /mnt/gpuscan-shm   # a sidecar's view
+    python -m gpuscan.bench --target HOST:PORT --dtype float32 --peer on   # the peer's float scan too
 
 GB/s = input bytes / wall seconds of the call as this client sees it (10^9 B/s), best of --repeat.
 A server the bench starts itself serves shared memory from a temporary directory of /dev/shm.
+--peer auto (the default) runs the peer for integer dtypes only (its float cumsum is sequential, so
+its bits differ from our deterministic tree's); --peer on also for floats (unverified), off never.
 """
 from __future__ import annotations
 
@@ -26,9 +33,11 @@ import tempfile
 import time
 from typing import Optional
 
+import grpc
 import numpy as np
 
 import gpuscan
+from gpuscan import _peer
 from gpuscan.testing import ServerProcess, default_server_binary
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30,
@@ -59,9 +68,16 @@ def best_of(repeat, fn):
     return min(times), sorted(times)[len(times) // 2], result
 
 
+def label(row) -> str:
+    """A row's name in the printed tables: the peer's names its backend."""
+    backend = row.get("peer_backend")
+    return f"{row['operation']} (grpcio + {backend})" if backend else row["operation"]
+
+
 def run(client: gpuscan.Client, nbytes: int, dtype: np.dtype, repeat: int, verify: bool, log=print,
-        transport_lanes: int = 1, shm_dir: Optional[str] = None):
-    """The rows; shm_dir (this client's path of the server's --shm-dir): also the shared-memory rows."""
+        transport_lanes: int = 1, shm_dir: Optional[str] = None, peer: Optional[_peer.PeerProcess] = None):
+    """The rows; shm_dir (this client's path of the server's --shm-dir): also the shared-memory rows;
+    peer (a running gpuscan._peer): also the peer's scan of the same array (row peer_scan)."""
     n = nbytes // dtype.itemsize
     nbytes = n * dtype.itemsize
     rng = np.random.default_rng(12345)
@@ -74,17 +90,18 @@ def run(client: gpuscan.Client, nbytes: int, dtype: np.dtype, repeat: int, verif
     client.scan(x[:4096])  # warm the channel up
     rows = []
 
-    def add(name, fn, unit_bytes, check=None):
+    def add(name, fn, unit_bytes, check=None, ours=True, **extra):
+        """One row: fn timed by best_of; ours=False (the peer's) has no server Timing."""
         best, median, result = best_of(repeat, fn)
-        timing = client.last_timing
-        row = {"operation": name, "bytes": unit_bytes, "best_s": best, "median_s": median,
+        timing = client.last_timing if ours else None
+        row = {"operation": name, **extra, "bytes": unit_bytes, "best_s": best, "median_s": median,
                "gbps": unit_bytes / best / 1e9, "median_gbps": unit_bytes / median / 1e9,
                "server_total_us": timing.total_us if timing else None,
                "server_kernel_us": timing.kernel_us if timing else None}
         if check is not None:
             row["verified"] = bool(check(result))
         rows.append(row)
-        log(f"  {name:<20} {row['gbps']:7.3f} GB/s (median {row['median_gbps']:.3f})" +
+        log(f"  {label(row):<20} {row['gbps']:7.3f} GB/s (median {row['median_gbps']:.3f})" +
             (f"  verified={row['verified']}" if "verified" in row else ""))
         return result
 
@@ -93,8 +110,16 @@ def run(client: gpuscan.Client, nbytes: int, dtype: np.dtype, repeat: int, verif
     add("transport_sink", lambda: client.transport(nbytes, echo=False), nbytes)
     if transport_lanes > 1:
         add(f"transport_echo_x{transport_lanes}", lambda: client.transport(nbytes, lanes=transport_lanes), nbytes)
-    scanned = add("scan", lambda: client.scan(x, out=out), nbytes,
-                  (lambda y: np.array_equal(y, np.cumsum(x, dtype=dtype))) if verify and dtype.kind != "f" else None)
+    same_as_numpy = (lambda y: np.array_equal(y, np.cumsum(x, dtype=dtype))) if verify and dtype.kind != "f" else None
+    scanned = add("scan", lambda: client.scan(x, out=out), nbytes, same_as_numpy)
+    if peer is not None:
+        with grpc.insecure_channel(peer.target, options=_peer.CHANNEL_OPTIONS) as ch:
+            peer_out = np.empty_like(x)
+            # warm up: the connection and, with cupy, its cumsum and carry kernels of this dtype (4 chunks)
+            _peer.peer_scan(ch, x[:4096], peer_out[:4096], 1024 * dtype.itemsize)
+            add("peer_scan", lambda: _peer.peer_scan(ch, x, peer_out, client.chunk_bytes), nbytes, same_as_numpy,
+                ours=False, peer_backend=peer.backend)
+            del peer_out
     total = add("reduce", lambda: client.reduce(x), nbytes,
                 (lambda v: v == scanned[-1]) if verify and dtype.kind != "f" and n else None)
     add("compact_gt0", lambda: client.compact(x, predicate=("gt", 0)), nbytes,
@@ -144,6 +169,9 @@ def main(argv=None):
                    help="shared-memory rows: auto (when the server serves shared memory and its --shm-dir "
                         "is visible here), on (fail otherwise), off")
     p.add_argument("--shm-dir", help="where the server's --shm-dir is mounted here (default: its own path)")
+    p.add_argument("--peer", choices=("auto", "on", "off"), default="auto",
+                   help="the do-it-yourself peer's scan (row peer_scan: a grpcio + numpy/cupy service the bench "
+                        "starts here): auto (integer dtypes), on (floats too, unverified), off")
     p.add_argument("--no-verify", action="store_true", help="skip checking results against numpy")
     p.add_argument("--native", action="store_true",
                    help="scan and reduce through the C++ client (Client(native=True)); compaction stays on grpcio")
@@ -152,6 +180,7 @@ def main(argv=None):
     dtype = np.dtype(a.dtype)
     server = None
     own_shm = None
+    peer = None
     target = a.target
     if not target:
         binary = a.server or default_server_binary()
@@ -162,6 +191,8 @@ def main(argv=None):
         server = ServerProcess(binary, engine=a.engine, shm_dir=own_shm)
         target = server.target
     try:
+        if a.peer == "on" or (a.peer == "auto" and dtype.kind in "iu"):
+            peer = _peer.PeerProcess()
         try:
             c = gpuscan.Client(target, chunk_bytes=a.chunk_bytes, lanes=a.lanes, options=channel_options(a.option),
                                native=a.native)
@@ -178,20 +209,28 @@ def main(argv=None):
                         f"shm_dir={lim.get('shm_dir')!r} (start it with --shm-dir; pass --shm-dir here when "
                         "it is mounted elsewhere)")
             rows = run(c, a.size, dtype, a.repeat, not a.no_verify, transport_lanes=a.transport_lanes or a.lanes,
-                       shm_dir=shm_dir)
+                       shm_dir=shm_dir, peer=peer)
     finally:
+        if peer:
+            peer.stop()
         if server:
             server.stop()
         if own_shm:
             shutil.rmtree(own_shm, ignore_errors=True)
-    print(f"\n{'operation':<20} {'GB/s':>8} {'% of echo':>10}")
+    width = max(20, *(len(label(r)) for r in rows))
+    print(f"\n{'operation':<{width}} {'GB/s':>8} {'% of echo':>10}")
     for r in rows:
-        print(f"{r['operation']:<20} {r['gbps']:8.3f} {r['pct_of_transport_echo']:9.1f}%")
+        print(f"{label(r):<{width}} {r['gbps']:8.3f} {r['pct_of_transport_echo']:9.1f}%")
+    by_name = {r["operation"]: r for r in rows}
+    if "peer_scan" in by_name:
+        print(f"scan / peer_scan: {by_name['scan']['gbps'] / by_name['peer_scan']['gbps']:.2f}x")
     if a.json:
-        import grpc
         import google.protobuf
         setup = {"target": target, "size_bytes": a.size, "dtype": str(dtype), "chunk_bytes": a.chunk_bytes,
-                 "repeat": a.repeat, "lanes": a.lanes, "native": a.native, "shm_dir": shm_dir, "channel_options": a.option, "server": info, "python": platform.python_version(),
+                 "repeat": a.repeat, "lanes": a.lanes, "native": a.native, "shm_dir": shm_dir,
+                 "channel_options": a.option, "peer": a.peer, "peer_backend": peer.backend if peer else None,
+                 "peer_backend_detail": peer.backend_detail if peer else None, "server": info,
+                 "python": platform.python_version(),
                  "grpcio": grpc.__version__, "protobuf": google.protobuf.__version__, "numpy": np.__version__,
                  "host": platform.node(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         with open(a.json, "w") as f:

@@ -8,37 +8,40 @@ import signal
 import subprocess
 import tempfile
 import time
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 _LISTENING = re.compile(r"listening on (\S+)")
 
 
-class ServerProcess:
-    """gpuscan-server --address 127.0.0.1:PORT --engine ENGINE [--shm-dir SHM_DIR] [extra...];
-    stopped by stop() or `with`, killed by kill(). shm_dir: serve shared memory from that directory
-    (it must exist). port: 0 picks a free one; another (e.g. a killed server's, to restart it at
-    the same address) must be free."""
+class LoggedProcess:
+    """A child process whose stdout and stderr go to a temporary log file, started by the
+    constructor, which returns once `ready` (a compiled pattern) matches the log (self.ready: that
+    match); stopped (SIGTERM, then SIGKILL after grace_s; the log removed) by stop() or `with`,
+    killed by kill(). env: the child's environment (default: ours). Shared by ServerProcess and the
+    bench's peer (gpuscan._peer.PeerProcess)."""
 
-    def __init__(self, binary: str, engine: str = "cpu", extra: Sequence[str] = (), ready_s: float = 30.0,
-                 shm_dir: Optional[str] = None, port: int = 0):
-        self.log = tempfile.NamedTemporaryFile(prefix="gpuscan-server-", suffix=".log", delete=False)
-        self.shm_dir = shm_dir
-        args = [binary, "--address", f"127.0.0.1:{int(port)}", "--engine", engine, "--log-level", "info",
-                *(["--shm-dir", shm_dir] if shm_dir else []), *extra]
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        self.target = self._wait_listening(ready_s)
+    def __init__(self, args: Sequence[str], ready: "re.Pattern[str]", name: str, ready_s: float = 30.0,
+                 env: Optional[Dict[str, str]] = None):
+        self.name = name
+        self.log = tempfile.NamedTemporaryFile(prefix=f"{name}-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(list(args), stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, env=env)
+        self.ready = self._wait_ready(ready, ready_s)
 
-    def _wait_listening(self, ready_s: float) -> str:
+    def _wait_ready(self, ready: "re.Pattern[str]", ready_s: float) -> "re.Match[str]":
         deadline = time.monotonic() + ready_s
         while time.monotonic() < deadline:
-            m = _LISTENING.search(self.log_text())
+            m = ready.search(self.log_text())
             if m:
-                return m.group(1)
+                return m
             if self.proc.poll() is not None:
-                raise RuntimeError(f"gpuscan-server exited with {self.proc.returncode}:\n{self.log_text()}")
+                text = self.log_text()
+                self.stop()
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{text}")
             time.sleep(0.02)
+        text = self.log_text()
         self.stop()
-        raise RuntimeError(f"gpuscan-server did not report its address in {ready_s} s:\n{self.log_text()}")
+        raise RuntimeError(f"{self.name} did not report its address in {ready_s} s:\n{text}")
 
     def log_text(self) -> str:
         with open(self.log.name, errors="replace") as f:
@@ -68,11 +71,26 @@ class ServerProcess:
             pass
         return self.proc.returncode
 
-    def __enter__(self) -> "ServerProcess":
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class ServerProcess(LoggedProcess):
+    """gpuscan-server --address 127.0.0.1:PORT --engine ENGINE [--shm-dir SHM_DIR] [extra...];
+    stopped by stop() or `with`, killed by kill(). shm_dir: serve shared memory from that directory
+    (it must exist). port: 0 picks a free one; another (e.g. a killed server's, to restart it at
+    the same address) must be free."""
+
+    def __init__(self, binary: str, engine: str = "cpu", extra: Sequence[str] = (), ready_s: float = 30.0,
+                 shm_dir: Optional[str] = None, port: int = 0):
+        self.shm_dir = shm_dir
+        args = [binary, "--address", f"127.0.0.1:{int(port)}", "--engine", engine, "--log-level", "info",
+                *(["--shm-dir", shm_dir] if shm_dir else []), *extra]
+        super().__init__(args, _LISTENING, "gpuscan-server", ready_s)
+        self.target = self.ready.group(1)
 
 
 def default_server_binary() -> Optional[str]:
