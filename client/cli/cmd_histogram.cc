@@ -136,11 +136,12 @@ Command AddHistogramCommand(CLI::App& app, const GlobalOptions& g) {
   AddInputOptions(cmd, a->io);
   AddOutputOptions(cmd, a->io);
   auto* bins = cmd->add_option("--bins", a->bins, "even bins over --range")->capture_default_str();
-  cmd->add_option("--range", a->range, "LO,HI of the even bins (default: the input's min and max)")
-      ->delimiter(',')
-      ->expected(2);
-  auto* edges = cmd->add_option("--edges", a->edges, "array file of explicit bin edges (bins+1, non-decreasing)");
-  edges->excludes(bins);
+  auto* range = cmd->add_option("--range", a->range, "LO,HI of the even bins (default: the input's min and max)")
+                    ->delimiter(',')
+                    ->expected(2);
+  cmd->add_option("--edges", a->edges, "array file of explicit bin edges (bins+1, non-decreasing)")
+      ->excludes(bins)
+      ->excludes(range);
   cmd->add_option("--edges-out", a->edges_out, "also write the edges used (float64) to this file");
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunHistogram(*a, g); }};

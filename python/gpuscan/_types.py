@@ -254,6 +254,21 @@ def histogram_header(x: np.ndarray, wire: int, bins, range_) -> "pb.HistogramHea
     k = check_int(bins, "bins", 1)
     if k > 0xFFFFFFFF:  # a uint32 on the wire; the server's own cap (max_histogram_bins) is far lower
         raise ValueError(f"gpuscan: bins must be below 2**32, got {k}")
+    edges = _numpy_edges(x, k, range_)  # numpy's own range (one pass over x when autodetected)
+    if edges is None:  # numpy cannot say: the range as given or found, judged here or by the server
+        lo, hi = _histogram_range(x, range_)
+    else:
+        lo, hi = float(edges[0]), float(edges[-1])
+        if not np.array_equal(edges, _even_edges(lo, hi, k, x.dtype)):
+            h.edges.extend(edges.tolist())  # numpy's edges are not the proto's even ones: send them
+            return h
+    h.bins, h.lo, h.hi = k, lo, hi
+    return h
+
+
+def _histogram_range(x: np.ndarray, range_) -> Tuple[float, float]:
+    """range_ checked, or x's min and max (numpy's default; (0, 1) when x is empty), widened by 0.5
+    each side when they are equal, as numpy does."""
     if range_ is not None:
         try:
             lo, hi = (float(v) for v in range_)
@@ -269,14 +284,7 @@ def histogram_header(x: np.ndarray, wire: int, bins, range_) -> "pb.HistogramHea
             raise ValueError(f"gpuscan: autodetected range of [{lo}, {hi}] is not finite; pass range=(lo, hi)")
     if lo == hi:
         lo, hi = lo - 0.5, hi + 0.5
-    edges = _numpy_edges(x, k, range_)
-    if edges is not None:
-        lo, hi = float(edges[0]), float(edges[-1])
-        if not np.array_equal(edges, _even_edges(lo, hi, k, x.dtype)):
-            h.edges.extend(edges.tolist())  # numpy's edges are not the proto's even ones: send them
-            return h
-    h.bins, h.lo, h.hi = k, lo, hi
-    return h
+    return lo, hi
 
 
 def _numpy_edges(x: np.ndarray, bins: int, range_) -> Optional[np.ndarray]:
@@ -289,7 +297,7 @@ def _numpy_edges(x: np.ndarray, bins: int, range_) -> Optional[np.ndarray]:
     try:
         with np.errstate(all="ignore"):
             e = np.histogram_bin_edges(x, bins, range_).astype(np.float64)
-    except (ValueError, IndexError, OverflowError):
+    except (ValueError, TypeError, IndexError, OverflowError):
         return None
     return e if np.all(np.isfinite(e)) else None  # an overflowing range: the server names lo/hi
 

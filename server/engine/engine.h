@@ -150,7 +150,9 @@ class Engine {
   virtual std::unique_ptr<ReduceSession> NewReduce(const ReduceSpec& spec) = 0;
   virtual std::unique_ptr<CompactSession> NewCompact(const CompactSpec& spec) = 0;
   // The CPU and CUDA engines serve it; an engine that does not throws kUnimplemented.
-  virtual std::unique_ptr<HistogramSession> NewHistogram(const HistogramSpec& spec);
+  virtual std::unique_ptr<HistogramSession> NewHistogram(const HistogramSpec& /*spec*/) {
+    throw Error(ErrorCode::kUnimplemented, "histogram is not available on the " + name() + " engine");
+  }
 };
 
 // Which engine to run: kAuto takes CUDA when a device is present, else the CPU.

@@ -63,11 +63,3 @@ std::unique_ptr<Engine> MakeEngine(const EngineOptions& options, std::string* wh
 }
 
 }  // namespace gpuscan::engine
-
-namespace gpuscan::engine {
-
-std::unique_ptr<HistogramSession> Engine::NewHistogram(const HistogramSpec&) {
-  throw Error(ErrorCode::kUnimplemented, "histogram is not available on the " + name() + " engine");
-}
-
-}  // namespace gpuscan::engine
