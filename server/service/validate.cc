@@ -6,8 +6,6 @@
 #include <cstring>
 #include <limits>
 
-#include <spdlog/fmt/fmt.h>
-
 #include "engine/dispatch.h"
 #include "gpuscan/kernels/histogram_bins.h"
 #include "service/status.h"
@@ -138,34 +136,40 @@ grpc::Status ToEngine(const v1::HistogramHeader& h, uint32_t max_bins, engine::H
   if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
   const bool even = h.bins() != 0, explicit_edges = h.edges_size() != 0;
   if (even == explicit_edges) {
-    return InvalidArgument(even ? fmt::format("header sets both bins={} and {} edges; set one", h.bins(), h.edges_size())
+    return InvalidArgument(even ? "header sets both bins=" + std::to_string(h.bins()) + " and " +
+                                      std::to_string(h.edges_size()) + " edges; set one"
                                 : "header has neither bins nor edges (bins=0 with no edges); set one");
   }
   const uint64_t bins = even ? h.bins() : static_cast<uint64_t>(h.edges_size()) - 1;
   if (bins > max_bins) {
-    return InvalidArgument(fmt::format("header.{}: {} bins exceed the server's limit of {} (Limits.max_histogram_bins)",
-                                       even ? "bins" : "edges", bins, max_bins));
+    return InvalidArgument(std::string("header.") + (even ? "bins" : "edges") + ": " + std::to_string(bins) +
+                           " bins exceed the server's limit of " + std::to_string(max_bins) +
+                           " (Limits.max_histogram_bins)");
   }
   if (even) {
     const double lo = h.lo(), hi = h.hi();
-    if (!std::isfinite(lo)) return InvalidArgument(fmt::format("header.lo={} is not finite", lo));
-    if (!std::isfinite(hi)) return InvalidArgument(fmt::format("header.hi={} is not finite", hi));
-    if (!(lo < hi)) return InvalidArgument(fmt::format("header.lo={} must be below header.hi={}", lo, hi));
+    if (!std::isfinite(lo)) return InvalidArgument("header.lo=" + ShortestText(lo) + " is not finite");
+    if (!std::isfinite(hi)) return InvalidArgument("header.hi=" + ShortestText(hi) + " is not finite");
+    if (!(lo < hi)) {
+      return InvalidArgument("header.lo=" + ShortestText(lo) + " must be below header.hi=" + ShortestText(hi));
+    }
     if (!std::isfinite(hi - lo)) {
-      return InvalidArgument(fmt::format("header.hi - header.lo ({} - {}) overflows float64", hi, lo));
+      return InvalidArgument("header.hi - header.lo (" + ShortestText(hi) + " - " + ShortestText(lo) +
+                             ") overflows float64");
     }
     spec->edges = hist::EvenEdges(lo, hi, h.bins(), spec->dtype == engine::DType::kFloat32);
     spec->even = true;
     return grpc::Status::OK;
   }
   if (h.edges_size() < 2) {
-    return InvalidArgument(fmt::format("header.edges has {} edge; a bin needs 2", h.edges_size()));
+    return InvalidArgument("header.edges has " + std::to_string(h.edges_size()) + " edge; a bin needs 2");
   }
   for (int i = 0; i < h.edges_size(); ++i) {
-    if (std::isnan(h.edges(i))) return InvalidArgument(fmt::format("header.edges[{}] is NaN", i));
+    if (std::isnan(h.edges(i))) return InvalidArgument("header.edges[" + std::to_string(i) + "] is NaN");
     if (i > 0 && h.edges(i) < h.edges(i - 1)) {
-      return InvalidArgument(fmt::format("header.edges[{}]={} is below header.edges[{}]={}; edges must not decrease",
-                                         i, h.edges(i), i - 1, h.edges(i - 1)));
+      return InvalidArgument("header.edges[" + std::to_string(i) + "]=" + ShortestText(h.edges(i)) +
+                             " is below header.edges[" + std::to_string(i - 1) + "]=" + ShortestText(h.edges(i - 1)) +
+                             "; edges must not decrease");
     }
   }
   spec->edges.assign(h.edges().begin(), h.edges().end());
