@@ -501,18 +501,26 @@ std::vector<T> HistogramInput(std::size_t n, const std::vector<double>& edges, s
   std::vector<T> v(n);
   for (T& x : v) {
     const double u = std::uniform_real_distribution<double>(-130, 130)(rng);
+    x = std::is_unsigned_v<T> ? static_cast<T>(std::abs(u)) : static_cast<T>(u);
     switch (rng() % 8) {
-      case 0: x = static_cast<T>(edges[rng() % edges.size()]); break;
+      case 0: {  // an edge itself, where T holds it (converting a value T cannot hold is undefined;
+                 // half the max, since double(max) of a 64-bit T rounds above it)
+        const double e = edges[rng() % edges.size()];
+        if (std::is_floating_point_v<T> || (e >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
+                                            e <= static_cast<double>(std::numeric_limits<T>::max()) / 2)) {
+          x = static_cast<T>(e);
+        }
+        break;
+      }
       case 1:
         if constexpr (std::is_floating_point_v<T>) {
           const T special[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
                                -std::numeric_limits<T>::infinity()};
           x = special[rng() % 3];
-          break;
         }
-        [[fallthrough]];
+        break;
       default:
-        x = std::is_unsigned_v<T> ? static_cast<T>(std::abs(u)) : static_cast<T>(u);
+        break;
     }
   }
   return v;
