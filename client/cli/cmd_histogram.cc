@@ -27,18 +27,10 @@ struct HistogramArgs {
 
 // One raw element of `dtype` as float64 (as numpy converts it).
 double AsDouble(const void* raw, v1::DType dtype) {
-  auto get = [&](auto v) {
+  return WithElementType(dtype, [&](auto v) {
     std::memcpy(&v, raw, sizeof v);
     return static_cast<double>(v);
-  };
-  switch (dtype) {
-    case v1::DTYPE_INT32: return get(int32_t{});
-    case v1::DTYPE_INT64: return get(int64_t{});
-    case v1::DTYPE_UINT32: return get(uint32_t{});
-    case v1::DTYPE_UINT64: return get(uint64_t{});
-    case v1::DTYPE_FLOAT32: return get(float{});
-    default: return get(double{});
-  }
+  });
 }
 
 // Every element of a (small) array file, as float64.
