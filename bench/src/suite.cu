@@ -34,6 +34,7 @@
 #include "gpuscan/kernels/histogram.h"
 #include "gpuscan/kernels/reduce.h"
 #include "gpuscan/kernels/scan.h"
+#include "gpuscan/kernels/segmented_scan.h"
 #include "gpuscan/kernels/temp_storage.h"
 
 namespace gpuscan::bench {
@@ -200,6 +201,38 @@ __global__ void CountFlags(const uint8_t* f, uint64_t n, unsigned long long* acc
   atomicAdd(acc, mine);
 }
 
+// Segment keys in runs of `run` elements (the issue's cell: an average segment of 1000).
+__global__ void FillRunKeys(int32_t* k, uint64_t n, uint64_t run) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    k[i] = int32_t(i / run);
+  }
+}
+
+// The device path of a segmented scan as pairs: (head, value) from keys and values, and back.
+__global__ void PackPairs(const int32_t* v, const int32_t* k, seg::SegItem<int32_t>* p, uint64_t n) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    p[i] = seg::MakeItem<int32_t>(v[i], i == 0 || k[i] != k[i - 1] ? 1u : 0u);
+  }
+}
+__global__ void UnpackPairs(const seg::SegItem<int32_t>* p, int32_t* out, uint64_t n) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    out[i] = p[i].value;
+  }
+}
+
+// A segmented inclusive sum checked step by step: out[i] == v[i] at a segment's start, else
+// out[i - 1] + v[i].
+__global__ void CheckSegmentedSteps(const int32_t* v, const int32_t* k, const int32_t* out, uint64_t n,
+                                    unsigned long long* bad) {
+  const ops::Sum<int32_t> sum;
+  unsigned long long mine = 0;
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    const bool head = i == 0 || k[i] != k[i - 1];
+    if (out[i] != (head ? v[i] : sum(out[i - 1], v[i]))) ++mine;
+  }
+  if (mine) atomicAdd(bad, mine);
+}
+
 void CheckLaunch() { BENCH_CHECK(cudaGetLastError()); }
 
 // The one place a DType becomes a template argument.
@@ -256,6 +289,7 @@ class Suite {
       if (op == "scan") go_on = Scan<T>(dtype, n);
       else if (op == "reduce") go_on = Reduce<T>(dtype, n);
       else if (op == "histogram") go_on = Histogram<T>(dtype, n);
+      else if (op == "segmented_scan") go_on = Segmented<T>(dtype, n);
       else go_on = Compact<T>(dtype, n);
     });
     return go_on;
@@ -628,6 +662,82 @@ class Suite {
     }
   }
 
+  // Segmented inclusive SUM by keys, int32 values and int32 keys in runs of 1000 (the issue's
+  // cell), against cub::DeviceScan::InclusiveScanByKey. Ours ("pairs") is the device path as
+  // pairs: pack (head, value) from keys and values, the pair scan, unpack the values. The engine
+  // packs and unpacks on the host today (the wire is the limit there); this times the kernels
+  // a device-side pack would run. Bytes moved: keys and values read, values written (12 per
+  // element); the pairs' own traffic (16 more) is the cost of the approach.
+  template <class T>
+  bool Segmented(DType dtype, uint64_t n) {
+    if constexpr (!std::is_same_v<T, int32_t>) {
+      if (!segmented_noted_) Note("segmented_scan: int32 rows only (the CUB by-key peer is instantiated for int32)");
+      segmented_noted_ = true;
+      return true;
+    } else {
+      using Item = seg::SegItem<int32_t>;
+      std::size_t cub_temp = 0, pair_temp = 0;
+      BENCH_CHECK(kernels::SegmentedScanByKeyCub(nullptr, cub_temp, nullptr, nullptr, nullptr, n, s()));
+      BENCH_CHECK((kernels::SegmentedPairScan<int32_t, ops::Sum<int32_t>>(nullptr, pair_temp, nullptr, nullptr, n,
+                                                                          nullptr, nullptr, s())));
+      // in_ slots: values, then keys; ref_: CUB's output, then the pairs; temp_: ours, then CUB's
+      // (CUB leaves its bytes dirty; ours must find its own zero).
+      const std::size_t half = RoundUp(n * 4);
+      if (!Prepare(What("segmented_scan", dtype, n), 2 * half, 0, half + n * sizeof(Item),
+                   RoundUp(pair_temp) + cub_temp)) {
+        return true;
+      }
+      FillPools<int32_t>(0x5E6, false);
+      for (uint64_t r = 0; r < slots_; ++r) {
+        FillRunKeys<<<kGrid, kBlock, 0, s()>>>(reinterpret_cast<int32_t*>(InSlot(int(r)) + half), n, 1000);
+        CheckLaunch();
+      }
+      auto values = [&](int r) { return reinterpret_cast<const int32_t*>(InSlot(r)); };
+      auto keys = [&](int r) { return reinterpret_cast<const int32_t*>(InSlot(r) + half); };
+      auto out = [&](int r) { return reinterpret_cast<int32_t*>(OutSlot(r)); };
+      auto* theirs = reinterpret_cast<int32_t*>(ref_.get());
+      auto* pairs = reinterpret_cast<Item*>(ref_.get() + half);
+      char* cub_area = temp_.get() + RoundUp(pair_temp);
+      auto cub = [&](int r, int32_t* y) {
+        std::size_t b = cub_temp;
+        return kernels::SegmentedScanByKeyCub(cub_area, b, keys(r), values(r), y, n, s());
+      };
+      auto mine = [&](int r, int32_t* y) {
+        PackPairs<<<kGrid, kBlock, 0, s()>>>(values(r), keys(r), pairs, n);
+        std::size_t b = RoundUp(pair_temp);
+        const cudaError_t e = kernels::SegmentedPairScan<int32_t, ops::Sum<int32_t>>(temp_.get(), b, pairs, pairs, n,
+                                                                                     nullptr, nullptr, s());
+        if (e != cudaSuccess) return e;
+        UnpackPairs<<<kGrid, kBlock, 0, s()>>>(pairs, y, n);
+        return cudaGetLastError();
+      };
+      const uint64_t bytes = 12 * n;
+      const Times copy = TimeCopy(bytes);
+      const Times cub_t = Time([&](int r) { return cub(r, out(r)); });
+      BENCH_CHECK(cub(0, theirs));
+      BENCH_CHECK(cudaMemsetAsync(Scalar(0), 0, 8, s()));
+      CheckSegmentedSteps<<<kGrid, kBlock, 0, s()>>>(values(0), keys(0), theirs, n, Scalar(0));
+      CheckLaunch();
+      const bool cub_ok = Fetch(0) == 0;
+      if (!Emit(MakeRow("copy", "segmented_scan", dtype, n, bytes, copy, copy.median_us, cub_t.median_us, true))) {
+        return false;
+      }
+      if (!Emit(MakeRow("segmented_scan", "cub", dtype, n, bytes, cub_t, copy.median_us, cub_t.median_us, cub_ok))) {
+        return false;
+      }
+      if (Wants("pairs")) {
+        const Times t = Time([&](int r) { return mine(r, out(r)); });
+        BENCH_CHECK(cudaMemsetAsync(out(0), 0xFF, n * 4, s()));
+        BENCH_CHECK(mine(0, out(0)));
+        const bool ok = AllSame<int32_t>(out(0), theirs, n);
+        if (!Emit(MakeRow("segmented_scan", "pairs", dtype, n, bytes, t, copy.median_us, cub_t.median_us, ok))) {
+          return false;
+        }
+      }
+      return true;
+    }
+  }
+
   const SuiteSpec& spec_;
   const std::function<bool(const Row&)>& on_row_;
   DeviceInfo info_;
@@ -640,6 +750,7 @@ class Suite {
   bool chained_noted_ = false;
   bool deterministic_noted_ = false;
   bool histogram_noted_ = false;
+  bool segmented_noted_ = false;
 };
 
 }  // namespace
@@ -654,6 +765,7 @@ std::vector<std::string> SuiteAlgorithms(const std::string& operation) {
   if (operation == "reduce") return {"cub", "one_pass"};
   if (operation == "compact") return {"cub", "single_pass"};
   if (operation == "histogram") return {"cub", "shared_atomics"};
+  if (operation == "segmented_scan") return {"cub", "pairs"};  // asked for by name, not in "all"
   return {};
 }
 
@@ -686,7 +798,8 @@ void RunKernelSuite(const SuiteSpec& spec, const std::function<bool(const Row&)>
   const std::vector<std::string> ops = spec.operations.empty() ? all_ops : spec.operations;
   for (const std::string& op : ops) {
     if (SuiteAlgorithms(op).empty()) {
-      throw Error(ErrorCode::kInvalidArgument, "unknown operation '" + op + "' (scan, reduce, compact, histogram)");
+      throw Error(ErrorCode::kInvalidArgument,
+                  "unknown operation '" + op + "' (scan, reduce, compact, histogram, segmented_scan)");
     }
   }
   for (const std::string& a : spec.algorithms) {

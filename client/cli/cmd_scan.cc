@@ -18,7 +18,49 @@ struct ScanArgs {
   std::string op = "sum";
   bool exclusive = false;
   std::string algorithm = "default";
+  std::string keys;   // segmented: a file of integer keys (runs of equal keys are segments)
+  std::string heads;  // segmented: a file of head flags (nonzero begins a segment)
 };
+
+// A segmented scan (--keys / --segment-heads): values and keys stream side by side.
+Timing RunSegmented(const ScanArgs& a, const GlobalOptions& g, ArrayInput& in, ArrayOutput& out) {
+  v1::SegmentedScanHeader header;
+  header.set_dtype(in.dtype());
+  header.set_op(ParseOperator(a.op));
+  header.set_kind(a.exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
+  if (in.count()) header.set_element_count(*in.count());
+  std::unique_ptr<ArrayInput> keys;
+  if (!a.keys.empty()) {
+    InputSpec spec;
+    spec.path = a.keys;
+    keys = ArrayInput::Open(spec);
+    const v1::DType k = keys->dtype();
+    if (k == v1::DTYPE_FLOAT32 || k == v1::DTYPE_FLOAT64) {
+      throw std::runtime_error("--keys " + a.keys + " holds " + DTypeName(k) +
+                               " keys; segment keys must be int32, int64, uint32 or uint64");
+    }
+    header.set_key_dtype(k);
+  } else {
+    keys = ArrayInput::OpenFlags(a.heads);
+    header.set_heads(true);
+  }
+  if (in.count() && keys->count() && *in.count() != *keys->count()) {
+    throw std::runtime_error((a.keys.empty() ? "--segment-heads " + a.heads : "--keys " + a.keys) + " holds " +
+                             std::to_string(*keys->count()) + " elements but the input holds " +
+                             std::to_string(*in.count()) + "; a segmented scan needs one per value");
+  }
+  Client client(MakeClientOptions(g));
+  ProgressBar bar(!g.no_progress, in.payload_bytes());
+  Timing timing;
+  const Replay values_replay = in.AsReplay(), keys_replay = keys->AsReplay();
+  if (values_replay && keys_replay) {  // files: retried (--retries)
+    timing = client.SegmentedScanStream(header, values_replay, keys_replay, out.AsSink(), bar.AsCallback());
+  } else {
+    timing = client.SegmentedScanStream(header, in.AsSource(), keys->AsSource(), out.AsSink(), bar.AsCallback());
+  }
+  bar.Clear();
+  return timing;
+}
 
 int RunScan(const ScanArgs& a, const GlobalOptions& g) {
   auto in = ArrayInput::Open(MakeInputSpec(a.io));
@@ -32,8 +74,19 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
   header.set_algorithm(ParseAlgorithm(a.algorithm));
   if (in->count()) header.set_element_count(*in->count());
 
-  Client client(MakeClientOptions(g));
+  const bool segmented = !a.keys.empty() || !a.heads.empty();
   Timing timing;
+  if (segmented) {
+    timing = RunSegmented(a, g, *in, out);
+    out.Finish();
+    Report report(g.json);
+    report.Field("element_count", std::to_string(out.elements()));
+    report.Note("scanned " + std::to_string(out.elements()) + " " + DTypeName(in->dtype()) + " elements in segments (" +
+                a.op + (a.exclusive ? ", exclusive" : ", inclusive") + ")");
+    report.Print(&timing);
+    return 0;
+  }
+  Client client(MakeClientOptions(g));
   if (a.io.shm) {  // in place in one region: loaded from the file, scanned, written out
     SharedRegion region = LoadRegion(*in, ShmDir(a.io.shm_dir, client));
     timing = client.ScanShared(header, region, region.bytes());
@@ -77,6 +130,17 @@ Command AddScanCommand(CLI::App& app, const GlobalOptions& g) {
   AddLanesOption(cmd, a->io.lanes);
   AddShardsOption(cmd, a->io.shards);
   AddShmOption(cmd, a->io.shm, a->io.shm_dir);
+  CLI::Option* keys = cmd->add_option("--keys", a->keys,
+                                      "segmented scan: integer keys, one per element (.npy, text, or raw with "
+                                      "its dtype in a .npy); each run of equal keys is scanned on its own");
+  CLI::Option* heads = cmd->add_option("--segment-heads", a->heads,
+                                       "segmented scan: head flags, one per element (.npy of bool/uint8/int8 "
+                                       "or raw bytes); a nonzero flag begins a segment");
+  keys->excludes(heads);
+  // Segmented scans run as one streamed call with the default algorithm.
+  for (CLI::Option* seg : {keys, heads}) {
+    for (const char* other : {"--algorithm", "--lanes", "--shards", "--shm"}) seg->excludes(cmd->get_option(other));
+  }
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunScan(*a, g); }};
 }

@@ -58,6 +58,13 @@ v1::HistogramResponse Client::HistogramStream(const v1::HistogramHeader& header,
   return detail::WithRetries(options_, [&] { return HistogramStream(header, in(), progress); });
 }
 
+Timing Client::SegmentedScanStream(const v1::SegmentedScanHeader& header, const Replay& values, const Replay& keys,
+                                   Sink out, Progress progress) {
+  detail::ResumingSink resume(std::move(out));
+  return detail::WithRetries(
+      options_, [&] { return SegmentedScanStream(header, values(), keys(), resume.NextAttempt(), progress); });
+}
+
 v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, const Replay& values, const Replay& flags,
                                           Sink values_out, Sink indices_out, Progress progress, uint32_t lanes) {
   detail::ResumingSink values_resume(std::move(values_out)), indices_resume(std::move(indices_out));

@@ -1,4 +1,4 @@
-// The byte-level streaming calls: ScanStream, ReduceStream, CompactStream. Each request holds
+// The byte-level streaming calls: ScanStream, ReduceStream, CompactStream, SegmentedScanStream. Each request holds
 // up to one chunk of whole elements; the first also carries the header (alone if the input is
 // empty).
 #include <algorithm>
@@ -159,6 +159,57 @@ v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Sourc
   };
   detail::RunBidi(*ctx, *stream, write_all, read_all);
   return final_response;
+}
+
+Timing Client::SegmentedScanStream(const v1::SegmentedScanHeader& header, Source values, Source keys, Sink out,
+                                   Progress progress) {
+  const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
+  const size_t ksize = header.segments_case() == v1::SegmentedScanHeader::kKeyDtype
+                           ? std::max<size_t>(DTypeSize(header.key_dtype()), 1)
+                           : 1;
+  // Elements per request: neither the values nor the keys may exceed the chunk limit.
+  const size_t per_chunk = std::max<size_t>(options_.chunk_bytes / std::max(esize, ksize), 1);
+  auto ctx = NewContext();
+  auto stream = stub_->SegmentedScan(ctx.get());
+  ProgressTracker tracker(std::move(progress));
+  Timing timing;
+
+  auto write_all = [&] {
+    v1::SegmentedScanRequest req;
+    *req.mutable_header() = header;
+    std::string* vals = req.mutable_data();
+    std::string* ks = req.mutable_keys();
+    bool values_ended = !values, keys_ended = !keys;
+    for (bool first = true;; first = false) {
+      vals->resize(per_chunk * esize);
+      vals->resize(ReadFull(values, vals->data(), per_chunk * esize, values_ended));
+      if (!keys_ended) {
+        // The keys of the same elements; once the values end, whatever keys remain are sent
+        // too, so the server (not this client) judges the length mismatch.
+        const size_t want = (values_ended && vals->empty() ? per_chunk : (vals->size() + esize - 1) / esize) * ksize;
+        ks->resize(want);
+        ks->resize(ReadFull(keys, ks->data(), want, keys_ended));
+      }
+      const bool empty = vals->empty() && ks->empty();
+      if (empty && !first) return;
+      if (!stream->Write(req)) return;
+      tracker.Sent(vals->size() + ks->size());
+      if ((values_ended && keys_ended) || empty) return;
+      req.clear_header();
+    }
+  };
+  auto read_all = [&] {
+    v1::ScanResponse resp;
+    while (stream->Read(&resp)) {
+      if (!resp.data().empty()) {
+        if (out) out(resp.data().data(), resp.data().size());
+        tracker.Received(resp.data().size());
+      }
+      if (resp.has_timing()) timing = FromProto(resp.timing());
+    }
+  };
+  detail::RunBidi(*ctx, *stream, write_all, read_all);
+  return timing;
 }
 
 }  // namespace gpuscan

@@ -110,6 +110,48 @@ HistogramResult Client::Histogram(const T* data, size_t n, const HistogramBins& 
   return ToHistogramResult(HistogramStream(header, MemoryReplay(data, n * sizeof(T))));
 }
 
+namespace {
+
+template <class T>
+v1::SegmentedScanHeader SegmentedHeaderFor(const SegmentedScanOptions& options, size_t n) {
+  v1::SegmentedScanHeader header;
+  header.set_dtype(DTypeOf<T>());
+  header.set_op(options.op);
+  header.set_kind(options.exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
+  header.set_element_count(n);
+  return header;
+}
+
+}  // namespace
+
+template <class T, class K>
+ScanResult<T> Client::SegmentedScan(const T* data, size_t n, const K* keys, const SegmentedScanOptions& options) {
+  static_assert(std::is_integral_v<K> && (sizeof(K) == 4 || sizeof(K) == 8), "keys: 32- or 64-bit integers");
+  v1::SegmentedScanHeader header = SegmentedHeaderFor<T>(options, n);
+  header.set_key_dtype(DTypeOf<K>());
+  ScanResult<T> result;
+  result.values.reserve(n);
+  VectorSink<T> sink(result.values);
+  result.timing = SegmentedScanStream(header, MemoryReplay(data, n * sizeof(T)), MemoryReplay(keys, n * sizeof(K)),
+                                      [&sink](const void* p, size_t b) { sink(p, b); });
+  sink.Check();
+  return result;
+}
+
+template <class T>
+ScanResult<T> Client::SegmentedScanHeads(const T* data, size_t n, const uint8_t* heads,
+                                         const SegmentedScanOptions& options) {
+  v1::SegmentedScanHeader header = SegmentedHeaderFor<T>(options, n);
+  header.set_heads(true);
+  ScanResult<T> result;
+  result.values.reserve(n);
+  VectorSink<T> sink(result.values);
+  result.timing = SegmentedScanStream(header, MemoryReplay(data, n * sizeof(T)), MemoryReplay(heads, n),
+                                      [&sink](const void* p, size_t b) { sink(p, b); });
+  sink.Check();
+  return result;
+}
+
 template <class T>
 CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& options) {
   const uint32_t shards = ShardsFor<T>(options.shards, n);
@@ -138,7 +180,12 @@ CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& 
   template Timing Client::ScanInto<T>(const T*, size_t, T*, const ScanOptions&);      \
   template ReduceResult<T> Client::Reduce<T>(const T*, size_t, v1::Operator, uint32_t, uint32_t); \
   template CompactResult<T> Client::Compact<T>(const T*, size_t, const CompactOptions&); \
-  template HistogramResult Client::Histogram<T>(const T*, size_t, const HistogramBins&);
+  template HistogramResult Client::Histogram<T>(const T*, size_t, const HistogramBins&); \
+  template ScanResult<T> Client::SegmentedScanHeads<T>(const T*, size_t, const uint8_t*, const SegmentedScanOptions&); \
+  template ScanResult<T> Client::SegmentedScan<T, int32_t>(const T*, size_t, const int32_t*, const SegmentedScanOptions&); \
+  template ScanResult<T> Client::SegmentedScan<T, int64_t>(const T*, size_t, const int64_t*, const SegmentedScanOptions&); \
+  template ScanResult<T> Client::SegmentedScan<T, uint32_t>(const T*, size_t, const uint32_t*, const SegmentedScanOptions&); \
+  template ScanResult<T> Client::SegmentedScan<T, uint64_t>(const T*, size_t, const uint64_t*, const SegmentedScanOptions&);
 GPUSCAN_INSTANTIATE(int32_t)
 GPUSCAN_INSTANTIATE(int64_t)
 GPUSCAN_INSTANTIATE(uint32_t)

@@ -7,6 +7,7 @@ server.
         s = c.reduce(np.random.rand(1000), op="max")           # numpy scalar of x's dtype
         v, i = c.compact(x, predicate=("gt", 0), indices=True)
         counts, edges = c.histogram(x, 256, range=(-4, 4))     # numpy.histogram's bins
+        z = c.segmented_scan(x, keys)                          # each run of equal keys on its own
         with c.shared_array(1 << 20, "int32") as a:            # on the server's host: no copy
             a[:] = 1
             y = c.scan(a)                                      # a SharedArray too

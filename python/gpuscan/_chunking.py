@@ -51,20 +51,23 @@ def as_bytes(x: np.ndarray) -> memoryview:
 
 def data_requests(header_msg, data_field: int, x: np.ndarray, per_chunk: int,
                   flags: Optional[np.ndarray] = None,
-                  ranges: Optional[Iterable[Tuple[int, int]]] = None) -> Iterator[bytes]:
-    """Serialized requests: header (+ first chunk), then one chunk each. With flags (compact), each
-    request also carries the flag bytes of the same elements. `ranges` (default: every chunk)
-    selects the chunks, e.g. one lane's."""
+                  ranges: Optional[Iterable[Tuple[int, int]]] = None,
+                  flags_field: int = _wire.COMPACT_FLAGS) -> Iterator[bytes]:
+    """Serialized requests: header (+ first chunk), then one chunk each. With flags (a contiguous
+    array of len(x) elements: compact's flag bytes, a segmented scan's keys or head bytes), each
+    request also carries, in field flags_field, the flags of the same elements. `ranges`
+    (default: every chunk) selects the chunks, e.g. one lane's."""
     prefix = header_msg.SerializeToString()
     mv = as_bytes(x)
     fmv = as_bytes(flags) if flags is not None else None
+    fsz = flags.itemsize if flags is not None else 0
     isz = x.itemsize
     for start, end in (chunk_ranges(len(x), per_chunk) if ranges is None else ranges):
         piece = mv[start * isz:end * isz]
         parts = [prefix, _wire.field_prefix(data_field, len(piece)), piece]
         if fmv is not None:
-            fl = fmv[start:end]
-            parts += [_wire.field_prefix(_wire.COMPACT_FLAGS, len(fl)), fl]
+            fl = fmv[start * fsz:end * fsz]
+            parts += [_wire.field_prefix(flags_field, len(fl)), fl]
         yield b"".join(parts)
         prefix = b""
     if prefix:  # empty array: the header alone

@@ -107,6 +107,46 @@ def check_array(x, what: str = "x", copy: bool = False) -> Tuple[np.ndarray, int
     return x, wire_dtype(x.dtype)
 
 
+KEY_DTYPE_NAMES = ("int32", "int64", "uint32", "uint64")
+
+
+def segment_keys(keys, copy: bool = False) -> Tuple[np.ndarray, int]:
+    """A segmented scan's keys as a 1-D C-contiguous little-endian int32/int64/uint32/uint64
+    array, and its wire dtype. Narrower integers are widened (a copy): int8/int16 to int32,
+    uint8/uint16 to uint32 (equal neighbours stay equal, unequal stay unequal). Floats, bools and
+    anything else: ValueError. Contiguity and byte order as check_array (copy=True copies)."""
+    k = keys if isinstance(keys, np.ndarray) else np.asarray(keys)
+    if k.dtype.kind not in "iu":
+        raise ValueError(f"gpuscan: keys must be an integer array ({', '.join(KEY_DTYPE_NAMES)}; narrower "
+                         f"integers are widened), got dtype {k.dtype}")
+    if k.dtype.itemsize < 4:
+        k = k.astype(np.int32 if k.dtype.kind == "i" else np.uint32)
+    return check_array(k, "keys", copy)
+
+
+def segment_heads(heads, copy: bool = False) -> np.ndarray:
+    """A segmented scan's head flags as a 1-D C-contiguous uint8 view (no copy for a contiguous
+    bool, int8 or uint8 array; nonzero begins a segment); a list (or other non-array) of bools
+    or integers is converted (heads != 0). Arrays of other dtypes: ValueError."""
+    if isinstance(heads, np.ndarray):
+        h = heads
+    else:
+        h = np.asarray(heads)
+        if h.dtype.kind in "iu" and h.dtype.itemsize != 1:
+            h = h != 0
+    if h.dtype.kind not in "biu" or h.dtype.itemsize != 1:
+        raise ValueError(f"gpuscan: heads must be a bool, int8 or uint8 array (nonzero begins a segment), "
+                         f"got dtype {h.dtype}; pass heads != 0")
+    if h.ndim != 1:
+        raise ValueError(f"gpuscan: heads must be 1-D, got shape {h.shape}")
+    if not h.flags.c_contiguous:
+        if not copy:
+            raise ValueError(f"gpuscan: heads is not contiguous (strides {h.strides}); "
+                             "pass copy=True or np.ascontiguousarray(heads) to send a copy")
+        h = np.ascontiguousarray(h)
+    return h.view(np.uint8)
+
+
 def operator(op: str, wire: Optional[int] = None) -> int:
     """The wire operator for `op`; with the wire dtype, a bitwise operator on floats is refused
     here, as the server would refuse it: grpc.aio (#36066) can report a server that ends a

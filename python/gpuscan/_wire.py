@@ -13,6 +13,8 @@ REDUCE_DATA = 2        # ReduceRequest.data
 COMPACT_VALUES = 2     # CompactRequest.values
 COMPACT_FLAGS = 3      # CompactRequest.flags
 HISTOGRAM_DATA = 2     # HistogramRequest.data
+SEGMENTED_DATA = 2     # SegmentedScanRequest.data
+SEGMENTED_KEYS = 3     # SegmentedScanRequest.keys (keys or one head byte per element)
 TRANSPORT_DATA = 1     # TransportRequest.data
 TRANSPORT_ECHO = 2     # TransportRequest.echo
 

@@ -80,6 +80,7 @@ class AsyncClient(_Calls):
         self._reduce = self._channel.stream_unary(method_path("Reduce"))
         self._compact = self._channel.stream_stream(method_path("Compact"))
         self._histogram = self._channel.stream_unary(method_path("Histogram"))
+        self._segmented = self._channel.stream_stream(method_path("SegmentedScan"))
         self._transport = self._channel.stream_stream(method_path("Transport"))
         self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
         # Per task, as the sync client's is per thread: concurrent tasks each see their own.
@@ -223,6 +224,26 @@ class AsyncClient(_Calls):
                     asm.feed(raw)
             return asm.finish()
         self._timing_var.set(await self._retrying(self._scan_retries(x, out, retries), attempt))
+        return out
+
+    async def segmented_scan(self, x, keys=None, *, heads=None, op: str = "sum", exclusive: bool = False,
+                             out: Optional[np.ndarray] = None, copy: bool = False, timeout: Optional[float] = None,
+                             retries: Optional[int] = None) -> np.ndarray:
+        """As Client.segmented_scan: exactly one of keys= (runs of equal consecutive keys) or heads=
+        (nonzero begins a segment); every check before the call."""
+        x, side, header, out = self._segmented_args(x, keys, heads, op, exclusive, out, copy)
+        retries, timeout = self._wanted_retries(retries), self._call_timeout(timeout)
+        out = self._scan_out(x, out)
+        per = _chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, side.itemsize))
+
+        async def attempt(t: Optional[float]) -> Timing:
+            asm = _chunking.ScanAssembler(out)
+            async for raw in self._stream(self._segmented, _chunking.data_requests(
+                    header, _wire.SEGMENTED_DATA, x, per, side, flags_field=_wire.SEGMENTED_KEYS), t):
+                asm.feed(raw)
+            return asm.finish()
+        tries = _retry.Tries(self._segmented_retries(x, side, out, retries), self.backoff, self.on_retry, timeout)
+        self._timing_var.set(await _retry.run_async(tries, attempt))
         return out
 
     async def scan_iter(self, chunks, op: str = "sum", exclusive: bool = False,

@@ -6,6 +6,7 @@ shared-memory regions in shared, the error mapping in errors.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import threading
 import time
@@ -162,12 +163,54 @@ class _Calls:
         """x checked, the first request, and out checked (None stays None: see _scan_out)."""
         x, wire = check_array(x, copy=copy)
         header = pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm, len(x)))
+        self._check_out(x, out)
+        return x, header, out
+
+    @staticmethod
+    def _check_out(x, out) -> None:
+        """A scan's out= (None passes): a writable contiguous array of x's dtype and shape."""
         if out is not None and (
                 not isinstance(out, np.ndarray) or out.shape != x.shape or
                 out.dtype.newbyteorder("=") != x.dtype.newbyteorder("=") or not out.flags.c_contiguous
                 or not out.flags.writeable or out.dtype.byteorder == ">"):
             raise ValueError(f"gpuscan: out must be a writable contiguous {x.dtype} array of shape {x.shape}")
-        return x, header, out
+
+    def _segmented_args(self, x, keys, heads, op, exclusive, out, copy=False):
+        """x checked as scan's, the keys or head bytes (`side`: contiguous, little-endian, len(x)
+        elements), the first request, and out checked (None stays None). Every check before any
+        call: ValueError (a bitwise operator on floats: InvalidArgument, as scan's)."""
+        if (keys is None) == (heads is None):
+            raise ValueError("gpuscan: segmented_scan needs exactly one of keys= (segments: runs of equal "
+                             "keys) or heads= (segments begin at nonzero heads)")
+        x, wire = check_array(x, copy=copy)
+        header = pb.SegmentedScanHeader(dtype=wire, op=_types.operator(op, wire),
+                                        kind=pb.SCAN_KIND_EXCLUSIVE if exclusive else pb.SCAN_KIND_INCLUSIVE,
+                                        element_count=len(x))
+        if keys is not None:
+            side, header.key_dtype = _types.segment_keys(keys, copy)
+            what = "keys"
+        else:
+            side = _types.segment_heads(heads, copy)
+            header.heads = True
+            what = "heads"
+        if len(side) != len(x):
+            raise ValueError(f"gpuscan: {what} has {len(side)} elements but x has {len(x)}: they must match")
+        self._check_out(x, out)
+        return x, side, pb.SegmentedScanRequest(header=header), out
+
+    def _call_timeout(self, timeout) -> Optional[float]:
+        """A call's timeout= in seconds: None is the client's timeout, 0 none."""
+        if timeout is None:
+            return self.timeout
+        try:
+            if isinstance(timeout, (bool, str)):
+                raise TypeError
+            t = float(timeout)
+        except (TypeError, ValueError):
+            t = math.nan
+        if not (math.isfinite(t) and t >= 0):
+            raise ValueError(f"gpuscan: timeout must be seconds >= 0 (0: none; None: the client's), got {timeout!r}")
+        return None if t == 0 else t
 
     @staticmethod
     def _scan_out(x, out):
@@ -179,6 +222,11 @@ class _Calls:
         """A streamed scan is retried unless it runs in place (out overlaps x): a failed try may
         have written results over its input, which a retry would then send."""
         return 0 if np.may_share_memory(x, out) else retries
+
+    @staticmethod
+    def _segmented_retries(x, side, out, retries: int) -> int:
+        """As _scan_retries, with the keys or heads also an input that out must not overlap."""
+        return 0 if np.may_share_memory(x, out) or np.may_share_memory(side, out) else retries
 
     def _compact_args(self, x, where, predicate, indices, values, copy=False):
         x, wire = check_array(x, copy=copy)
@@ -322,6 +370,7 @@ class Client(_Calls):
         self._reduce = self._channel.stream_unary(method_path("Reduce"))
         self._compact = self._channel.stream_stream(method_path("Compact"))
         self._histogram = self._channel.stream_unary(method_path("Histogram"))
+        self._segmented = self._channel.stream_stream(method_path("SegmentedScan"))
         self._transport = self._channel.stream_stream(method_path("Transport"))
         self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
         self._local = threading.local()
@@ -488,6 +537,43 @@ class Client(_Calls):
                     asm.feed(raw)
             return asm.finish()
         self._set_timing(self._retrying(self._scan_retries(x, out, retries), attempt))
+        return out
+
+    def segmented_scan(self, x, keys=None, *, heads=None, op: str = "sum", exclusive: bool = False,
+                       out: Optional[np.ndarray] = None, copy: bool = False, timeout: Optional[float] = None,
+                       retries: Optional[int] = None) -> np.ndarray:
+        """Segmented prefix scan of a 1-D array: each segment scanned on its own (inclusive unless
+        exclusive=True; exclusive puts op's identity at each segment's first element). Returns
+        `out` (new if None), x's dtype; op as scan's.
+
+        Segments, given by exactly one of (ValueError otherwise):
+          keys:  1-D integer array of len(x): a segment is a run of equal consecutive keys
+                 (int32/int64/uint32/uint64 sent as they are; int8/int16 widened to int32 and
+                 uint8/uint16 to uint32, a copy; floats and bools: ValueError).
+          heads: 1-D bool/int8/uint8 array of len(x): a segment begins at each nonzero head.
+        Element 0 always begins a segment. A length that differs from x's is a ValueError.
+
+        x, out and copy= as scan's; keys/heads follow copy= too. The keys (or head bytes) of a
+        chunk's elements travel in the same request as its values: a chunk holds chunk_bytes //
+        max(x.itemsize, key size) elements. Results are reproducible bit for bit (float sum and
+        product associate in the server's deterministic tree, not a sequential loop). timeout:
+        this call's seconds (None: the client's; 0: none). retries as scan's (in place, with out
+        overlapping x or the keys, not retried). No lanes, shared memory or native path: a
+        SharedArray is streamed."""
+        x, side, header, out = self._segmented_args(x, keys, heads, op, exclusive, out, copy)
+        retries, timeout = self._wanted_retries(retries), self._call_timeout(timeout)
+        out = self._scan_out(x, out)
+        per = _chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, side.itemsize))
+
+        def attempt(t: Optional[float]) -> Timing:
+            asm = _chunking.ScanAssembler(out)
+            for raw in self._stream(self._segmented, _chunking.data_requests(
+                    header, _wire.SEGMENTED_DATA, x, per, side, flags_field=_wire.SEGMENTED_KEYS), t):
+                asm.feed(raw)
+            return asm.finish()
+        # Its own deadline (timeout=), for every try and wait together, as the client's is for scan.
+        tries = _retry.Tries(self._segmented_retries(x, side, out, retries), self.backoff, self.on_retry, timeout)
+        self._set_timing(_retry.run(tries, attempt, self._pause))
         return out
 
     def scan_iter(self, chunks: Iterable, op: str = "sum", exclusive: bool = False,

@@ -32,6 +32,7 @@
 #include <utility>
 
 #include "engine/dispatch.h"
+#include "engine/segmented_scan.h"
 #include "gpuscan/kernels/canonical_tree.h"
 #include "gpuscan/kernels/histogram_bins.h"
 
@@ -117,12 +118,25 @@ bool RunParallel(const Pool& pool, uint64_t n) {
   return n >= CpuEngine::kParallelMinElems && pool.arena.max_concurrency() > 1;
 }
 
+// Whether Op may take its operands in either order (every ops:: operator); a segmented scan's
+// pair operator (seg::SegOp) says it may not.
+template <class Op, class = void>
+struct Commutative : std::true_type {};
+template <class Op>
+struct Commutative<Op, std::void_t<decltype(Op::kCommutative)>> : std::bool_constant<Op::kCommutative> {};
+
 // Folds elements [begin, end) from the identity. Eight interleaved accumulators break the
 // dependency chain (floats add in ~4 cycles); their layout is fixed, so the result is too.
+// They regroup the elements, which only a commutative operator allows.
 template <class T, class Op>
 T Fold(const unsigned char* in, uint64_t begin, uint64_t end) {
   constexpr int kLanes = 8;
   const Op op;
+  if constexpr (!Commutative<Op>::value) {
+    T total = Op::identity();
+    for (uint64_t i = begin; i < end; ++i) total = op(total, Load<T>(in, i));
+    return total;
+  }
   T acc[kLanes];
   for (T& a : acc) a = Op::identity();
   uint64_t i = begin;
@@ -613,6 +627,29 @@ std::unique_ptr<HistogramSession> CpuEngine::NewHistogram(const HistogramSpec& s
   return VisitDType(spec.dtype, [&](auto t) -> std::unique_ptr<HistogramSession> {
     return std::make_unique<CpuHistogram<typename decltype(t)::type>>(pool_, spec);
   });
+}
+
+// Over (head, value) pairs: the canonical tree for float SUM/PRODUCT (reproducible), the
+// blocked scan for the rest (exact in any association).
+std::unique_ptr<SegmentedScanSession> CpuEngine::NewSegmentedScan(const SegmentedScanSpec& spec) {
+  return Visit(spec.dtype, spec.op, [&](auto t, auto o) -> std::unique_ptr<SegmentedScanSession> {
+    using T = typename decltype(t)::type;
+    using O = typename decltype(o)::type;
+    using Item = seg::SegItem<T>;
+    using Pairs = seg::SegOp<T, O>;
+    std::unique_ptr<ScanSession> pairs;
+    if constexpr (canon::kUsesTree<T, O>) {
+      pairs = std::make_unique<CpuTreeScan<Item, Pairs, false>>(pool_);
+    } else {
+      pairs = std::make_unique<CpuScan<Item, Pairs, false>>(pool_);
+    }
+    return std::make_unique<PairSegmentedScan<T, O>>(spec, std::move(pairs));
+  });
+}
+
+std::unique_ptr<SegmentedScanSession> NewHostSegmentedScan(const SegmentedScanSpec& spec) {
+  static CpuEngine host(0);  // sessions share its pool, and keep it alive
+  return host.NewSegmentedScan(spec);
 }
 
 std::unique_ptr<CompactSession> CpuEngine::NewCompact(const CompactSpec& spec) {

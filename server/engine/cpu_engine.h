@@ -39,6 +39,7 @@ class CpuEngine : public Engine {
   std::unique_ptr<ReduceSession> NewReduce(const ReduceSpec& spec) override;
   std::unique_ptr<CompactSession> NewCompact(const CompactSpec& spec) override;
   std::unique_ptr<HistogramSession> NewHistogram(const HistogramSpec& spec) override;
+  std::unique_ptr<SegmentedScanSession> NewSegmentedScan(const SegmentedScanSpec& spec) override;
 
   int threads() const;  // the arena's concurrency (after capping)
 
@@ -47,5 +48,9 @@ class CpuEngine : public Engine {
   std::shared_ptr<cpu_detail::Pool> pool_;
   std::string device_name_;
 };
+
+// A segmented scan on the host's threads (the CPU engine's sessions on a pool shared by the
+// process), for a device engine without a device path for some pair type.
+std::unique_ptr<SegmentedScanSession> NewHostSegmentedScan(const SegmentedScanSpec& spec);
 
 }  // namespace gpuscan::engine

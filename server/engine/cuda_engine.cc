@@ -14,13 +14,16 @@
 
 #include "engine/cuda_resources.h"
 #include "engine/device_set.h"
+#include "engine/cpu_engine.h"
 #include "engine/dispatch.h"
+#include "engine/segmented_scan.h"
 #include "gpuscan/kernels/canonical_scan.h"
 #include "gpuscan/kernels/canonical_tree.h"
 #include "gpuscan/kernels/compact.h"
 #include "gpuscan/kernels/histogram.h"
 #include "gpuscan/kernels/reduce.h"
 #include "gpuscan/kernels/scan.h"
+#include "gpuscan/kernels/segmented_scan.h"
 #include "gpuscan/kernels/temp_storage.h"
 
 namespace gpuscan::engine {
@@ -376,6 +379,24 @@ kernels::ScanAlgorithm ToKernels(ScanAlgorithm a) {
                                              "' is not available on the cuda engine");
 }
 
+// The scan kernels of CudaScan<T, Op>: the library's dispatch, or for (head, value) pairs (a
+// segmented scan, engine/segmented_scan.h) the pair scan, which is inclusive only.
+template <class T, class Op>
+struct ScanKernels {
+  static cudaError_t Run(kernels::ScanAlgorithm algo, void* temp, size_t& bytes, const T* in, T* out, uint64_t n,
+                         bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream) {
+    return kernels::Scan<T, Op>(algo, temp, bytes, in, out, n, exclusive, carry_in, carry_out, stream);
+  }
+};
+template <class T, class V, class O>
+struct ScanKernels<T, seg::SegOp<V, O>> {
+  static cudaError_t Run(kernels::ScanAlgorithm, void* temp, size_t& bytes, const T* in, T* out, uint64_t n,
+                         bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream) {
+    if (exclusive) return cudaErrorInvalidValue;
+    return kernels::SegmentedPairScan<V, O>(temp, bytes, in, out, n, carry_in, carry_out, stream);
+  }
+};
+
 template <class T, class Op>
 class CudaScan final : public ScanSession {
  public:
@@ -468,9 +489,9 @@ class CudaScan final : public ScanSession {
     Shared& sh = *sh_;
     T* carry = carry_.get(s.s());
     size_t bytes = lane.temp.size();
-    sh.Call(kernels::Scan<T, Op>(algo_, lane.temp.get(), bytes, static_cast<const T*>(s.d_in.get()),
-                                 static_cast<T*>(s.d_out.get()), m, exclusive_, carry_.valid ? carry : nullptr, carry,
-                                 s.s()),
+    sh.Call(ScanKernels<T, Op>::Run(algo_, lane.temp.get(), bytes, static_cast<const T*>(s.d_in.get()),
+                                    static_cast<T*>(s.d_out.get()), m, exclusive_, carry_.valid ? carry : nullptr,
+                                    carry, s.s()),
             "scan kernel");
     carry_.valid = true;
   }
@@ -479,8 +500,8 @@ class CudaScan final : public ScanSession {
   // lane (Quiesce): call it only with no chunk in flight.
   void PrepareTemp(Lane& lane, uint64_t m) {
     size_t temp_bytes = 0;
-    sh_->Call(kernels::Scan<T, Op>(algo_, nullptr, temp_bytes, nullptr, nullptr, m, exclusive_, nullptr, nullptr,
-                                   lane.slots[0].s()),
+    sh_->Call(ScanKernels<T, Op>::Run(algo_, nullptr, temp_bytes, nullptr, nullptr, m, exclusive_, nullptr, nullptr,
+                                      lane.slots[0].s()),
               "scan temp size");
     lane.EnsureTemp(temp_bytes);
   }
@@ -646,6 +667,19 @@ class CudaTreeReduce final : public ReduceSession {
   std::shared_ptr<Shared> sh_;
   canon::Cursor<T, Op> cur_;
   cuda::DeviceBuffer d_state_;
+};
+
+// A segmented scan run on the host (see CudaEngine::NewSegmentedScan), named as such.
+class HostSegmentedScan final : public SegmentedScanSession {
+ public:
+  explicit HostSegmentedScan(std::unique_ptr<SegmentedScanSession> s) : s_(std::move(s)) {}
+  void Process(const void* values, const void* keys, void* out, uint64_t n, StageTimes& t) override {
+    s_->Process(values, keys, out, n, t);
+  }
+  std::string algorithm() const override { return s_->algorithm() + "_host"; }
+
+ private:
+  std::unique_ptr<SegmentedScanSession> s_;
 };
 
 template <class T>
@@ -896,6 +930,29 @@ class CudaEngine final : public Engine {
     return VisitDType(spec.dtype, [&](auto t) -> std::unique_ptr<CompactSession> {
       using T = typename decltype(t)::type;
       return std::make_unique<CudaCompact<T>>(sh_, spec);
+    });
+  }
+  // Over (head, value) pairs: CUB's scan for exact pairs; for float32 SUM/PRODUCT the canonical
+  // tree on the device. float64 pairs (16 bytes) do not fit the canonical kernels' static shared
+  // memory, so float64 SUM/PRODUCT run the same tree on the host (the CPU engine's code; same
+  // bits), named "..._host" in Timing.
+  std::unique_ptr<SegmentedScanSession> NewSegmentedScan(const SegmentedScanSpec& spec) override {
+    return Visit(spec.dtype, spec.op, [&](auto t, auto o) -> std::unique_ptr<SegmentedScanSession> {
+      using T = typename decltype(t)::type;
+      using O = typename decltype(o)::type;
+      using Item = seg::SegItem<T>;
+      using Pairs = seg::SegOp<T, O>;
+      std::unique_ptr<ScanSession> pairs;
+      if constexpr (canon::kUsesTree<T, O>) {
+        if constexpr (sizeof(T) == 8) {
+          return std::make_unique<HostSegmentedScan>(NewHostSegmentedScan(spec));
+        } else {
+          pairs = std::make_unique<CudaTreeScan<Item, Pairs, false>>(sh_);
+        }
+      } else {
+        pairs = std::make_unique<CudaScan<Item, Pairs>>(sh_, kernels::ScanAlgorithm::kCub, false);
+      }
+      return std::make_unique<PairSegmentedScan<T, O>>(spec, std::move(pairs));
     });
   }
   std::unique_ptr<HistogramSession> NewHistogram(const HistogramSpec& spec) override {

@@ -83,6 +83,22 @@ class SetHistogram final : public HistogramSession {
   OpenSession open_;
 };
 
+class SetSegmentedScan final : public SegmentedScanSession {
+ public:
+  SetSegmentedScan(std::unique_ptr<SegmentedScanSession> s, std::string device, std::atomic<uint64_t>& open)
+      : s_(std::move(s)), device_(std::move(device)), open_(open) {}
+  void Process(const void* values, const void* keys, void* out, uint64_t n, StageTimes& t) override {
+    s_->Process(values, keys, out, n, t);
+  }
+  std::string algorithm() const override { return s_->algorithm(); }
+  std::string device() const override { return device_; }
+
+ private:
+  std::unique_ptr<SegmentedScanSession> s_;
+  std::string device_;
+  OpenSession open_;
+};
+
 }  // namespace
 
 DeviceSet::DeviceSet(std::vector<std::unique_ptr<Engine>> devices, std::vector<std::string> labels)
@@ -191,6 +207,12 @@ std::unique_ptr<ReduceSession> DeviceSet::NewReduce(const ReduceSpec& spec) {
 std::unique_ptr<CompactSession> DeviceSet::NewCompact(const CompactSpec& spec) {
   const size_t i = Pick();
   return Open<CompactSession, SetCompact>(open_[i], labels_[i], [&] { return devices_[i]->NewCompact(spec); });
+}
+
+std::unique_ptr<SegmentedScanSession> DeviceSet::NewSegmentedScan(const SegmentedScanSpec& spec) {
+  const size_t i = Pick();
+  return Open<SegmentedScanSession, SetSegmentedScan>(open_[i], labels_[i],
+                                                      [&] { return devices_[i]->NewSegmentedScan(spec); });
 }
 
 std::unique_ptr<HistogramSession> DeviceSet::NewHistogram(const HistogramSpec& spec) {

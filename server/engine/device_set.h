@@ -40,6 +40,7 @@ class DeviceSet final : public Engine {
   std::unique_ptr<ReduceSession> NewReduce(const ReduceSpec& spec) override;
   std::unique_ptr<CompactSession> NewCompact(const CompactSpec& spec) override;
   std::unique_ptr<HistogramSession> NewHistogram(const HistogramSpec& spec) override;
+  std::unique_ptr<SegmentedScanSession> NewSegmentedScan(const SegmentedScanSpec& spec) override;
 
   size_t size() const { return devices_.size(); }
   Engine& device(size_t i) { return *devices_[i]; }

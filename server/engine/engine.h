@@ -83,6 +83,17 @@ class HistogramSession {
   virtual std::string device() const { return {}; }  // as ScanSession::device
 };
 
+class SegmentedScanSession {
+ public:
+  virtual ~SegmentedScanSession() = default;
+  // Scans the next n elements: `values` and `out` hold n elements of the spec's dtype, `keys`
+  // n keys of its key_dtype or n head bytes (raw bytes, any alignment; out does not alias).
+  // Segments continue across calls.
+  virtual void Process(const void* values, const void* keys, void* out, uint64_t n, StageTimes& times) = 0;
+  virtual std::string algorithm() const = 0;
+  virtual std::string device() const { return {}; }  // as ScanSession::device
+};
+
 struct DeviceInfo {
   int ordinal = 0;  // the CUDA device ordinal
   std::string name;
@@ -152,6 +163,9 @@ class Engine {
   // The CPU and CUDA engines serve it; an engine that does not throws kUnimplemented.
   virtual std::unique_ptr<HistogramSession> NewHistogram(const HistogramSpec& /*spec*/) {
     throw Error(ErrorCode::kUnimplemented, "histogram is not available on the " + name() + " engine");
+  }
+  virtual std::unique_ptr<SegmentedScanSession> NewSegmentedScan(const SegmentedScanSpec& /*spec*/) {
+    throw Error(ErrorCode::kUnimplemented, "segmented scan is not available on the " + name() + " engine");
   }
 };
 

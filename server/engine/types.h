@@ -71,6 +71,16 @@ struct ReduceSpec {
   Op op = Op::kSum;
 };
 
+// A segmented scan (gpuscan/kernels/segmented.h): segments are runs of equal consecutive keys
+// (key_dtype, an integer dtype) or begin at nonzero head bytes (heads).
+struct SegmentedScanSpec {
+  DType dtype = DType::kInt32;
+  Op op = Op::kSum;
+  bool exclusive = false;
+  bool heads = false;  // else keys of key_dtype
+  DType key_dtype = DType::kInt32;
+};
+
 // A predicate's operands, already converted to the array's dtype by the caller and stored as
 // one raw little-endian element each (8 bytes hold any dtype).
 struct Predicate {

@@ -50,9 +50,9 @@ void RecordBenchmarkCall(Metrics* metrics, const grpc::Status& status, Clock::ti
 grpc::Status ValidateBenchmark(const v1::BenchmarkRequest& r) {
   for (int i = 0; i < r.operations_size(); ++i) {
     const std::string& op = r.operations(i);
-    if (op != "scan" && op != "reduce" && op != "compact" && op != "histogram") {
+    if (op != "scan" && op != "reduce" && op != "compact" && op != "histogram" && op != "segmented_scan") {
       return InvalidArgument("operations[" + std::to_string(i) + "]='" + op +
-                             "' is not a known operation (scan, reduce, compact, histogram)");
+                             "' is not a known operation (scan, reduce, compact, histogram, segmented_scan)");
     }
   }
   for (int i = 0; i < r.dtypes_size(); ++i) {

@@ -24,7 +24,7 @@ class CompactCall final
     if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
     std::optional<uint64_t> count;
     if (header.has_element_count()) count = header.element_count();
-    checker_.emplace(spec_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    checker_.emplace(spec_.dtype, CompactSide(spec_), count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     elem_size_ = engine::SizeOf(spec_.dtype);
     aligner_.emplace(elem_size_);
     if (header.has_shared_memory()) {
@@ -125,7 +125,7 @@ class CompactCall final
 
   engine::CompactSpec spec_;
   std::optional<SharedRanges> shared_;  // header.shared_memory: the mapped ranges
-  std::optional<CompactChecker> checker_;
+  std::optional<PairedChecker> checker_;
   std::unique_ptr<engine::CompactSession> session_;
   size_t elem_size_ = 4;
   std::optional<FlagsAligner> aligner_;  // use_flags: matches flags with values by position

@@ -17,6 +17,8 @@ grpc::ServerReadReactor<v1::HistogramRequest>* StartHistogram(CallContext ctx, g
                                                               v1::HistogramResponse* response);
 grpc::ServerBidiReactor<v1::CompactRequest, v1::CompactResponse>* StartCompact(
     CallContext ctx, grpc::CallbackServerContext* rpc);
+grpc::ServerBidiReactor<v1::SegmentedScanRequest, v1::ScanResponse>* StartSegmentedScan(
+    CallContext ctx, grpc::CallbackServerContext* rpc);
 // Benchmark: the kernel suite on the server's device, rows streamed as measured.
 grpc::ServerWriteReactor<v1::BenchmarkRow>* StartBenchmark(CallContext ctx, const v1::BenchmarkRequest* request);
 // Transport: the diagnostic transport ceiling (bytes in and, with echo, straight back out).

@@ -23,7 +23,8 @@
 namespace gpuscan::server {
 
 uint64_t MaxReceiveMessageBytes(const ServerOptions& o) {
-  // A compaction request carries a values chunk and its flags (at most a chunk's worth more),
+  // A compaction request carries a values chunk and its flags (at most a chunk's worth more; a
+  // segmented scan's, its keys),
   // plus framing; anything larger is refused by gRPC itself with RESOURCE_EXHAUSTED.
   return 2 * o.chunk_bytes + 64 * 1024;
 }
@@ -48,6 +49,10 @@ class GpuScanService final : public v1::GpuScan::CallbackService {
   grpc::ServerBidiReactor<v1::CompactRequest, v1::CompactResponse>* Compact(
       grpc::CallbackServerContext* rpc) override {
     return StartCompact(ctx_, rpc);
+  }
+  grpc::ServerBidiReactor<v1::SegmentedScanRequest, v1::ScanResponse>* SegmentedScan(
+      grpc::CallbackServerContext* rpc) override {
+    return StartSegmentedScan(ctx_, rpc);
   }
   grpc::ServerWriteReactor<v1::BenchmarkRow>* Benchmark(grpc::CallbackServerContext*,
                                                         const v1::BenchmarkRequest* request) override {

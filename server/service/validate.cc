@@ -127,6 +127,37 @@ grpc::Status ToEngine(const v1::ScanHeader& h, engine::ScanSpec* spec) {
   return grpc::Status::OK;
 }
 
+grpc::Status ToEngine(const v1::SegmentedScanHeader& h, engine::SegmentedScanSpec* spec) {
+  if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
+  if (auto s = ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op); !s.ok()) return s;
+  if (!v1::ScanKind_IsValid(h.kind())) {
+    return InvalidArgument("header.kind=" + std::to_string(h.kind()) + " is not a known ScanKind");
+  }
+  spec->exclusive = h.kind() == v1::SCAN_KIND_EXCLUSIVE;
+  switch (h.segments_case()) {
+    case v1::SegmentedScanHeader::kHeads:
+      if (!h.heads()) {
+        return InvalidArgument("header.heads=false selects no segments; set heads=true or key_dtype");
+      }
+      spec->heads = true;
+      return grpc::Status::OK;
+    case v1::SegmentedScanHeader::kKeyDtype: {
+      const int k = h.key_dtype();
+      if (!v1::DType_IsValid(k) || k == v1::DTYPE_UNSPECIFIED) {
+        return InvalidArgument("header.key_dtype=" + std::to_string(k) + " is not a known DType");
+      }
+      if (k == v1::DTYPE_FLOAT32 || k == v1::DTYPE_FLOAT64) {
+        return InvalidArgument("header.key_dtype=" + v1::DType_Name(static_cast<v1::DType>(k)) +
+                               ": segment keys must be INT32, INT64, UINT32 or UINT64");
+      }
+      spec->heads = false;
+      return ToEngineDType(k, &spec->key_dtype);
+    }
+    case v1::SegmentedScanHeader::SEGMENTS_NOT_SET: break;
+  }
+  return InvalidArgument("header sets neither key_dtype nor heads; set one to say where segments begin");
+}
+
 grpc::Status ToEngine(const v1::ReduceHeader& h, engine::ReduceSpec* spec) {
   if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
   return ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op);
@@ -321,46 +352,72 @@ grpc::Status ChunkChecker::Finish() const {
   return grpc::Status::OK;
 }
 
-CompactChecker::CompactChecker(const engine::CompactSpec& spec, std::optional<uint64_t> declared_count,
-                               uint64_t max_chunk_bytes, uint64_t max_request_bytes)
-    : use_flags_(spec.use_flags),
-      element_size_(engine::SizeOf(spec.dtype)),
+PairedChecker::PairedChecker(engine::DType dtype, const Side& side, std::optional<uint64_t> declared_count,
+                             uint64_t max_chunk_bytes, uint64_t max_request_bytes)
+    : side_(side),
+      element_size_(engine::SizeOf(dtype)),
       max_chunk_bytes_(max_chunk_bytes),
-      values_(spec.dtype, declared_count, max_chunk_bytes, max_request_bytes) {}
+      values_(dtype, declared_count, max_chunk_bytes, max_request_bytes) {}
 
-grpc::Status CompactChecker::Add(uint64_t values_bytes, uint64_t flags_bytes, uint64_t request_index) {
-  if (auto s = values_.Add(values_bytes, "values", request_index); !s.ok()) return s;
+grpc::Status PairedChecker::Add(uint64_t values_bytes, uint64_t side_bytes, uint64_t request_index) {
+  if (auto s = values_.Add(values_bytes, side_.values_field, request_index); !s.ok()) return s;
   const std::string where = "request #" + std::to_string(request_index) + ": ";
-  if (!use_flags_) {
-    if (flags_bytes == 0) return grpc::Status::OK;
-    return InvalidArgument(where + "flags sent (" + std::to_string(flags_bytes) +
-                           " bytes) but the header selects by predicate, not use_flags");
+  if (side_.size == 0) {
+    if (side_bytes == 0) return grpc::Status::OK;
+    return InvalidArgument(where + side_.field + " sent (" + std::to_string(side_bytes) + " bytes) but " +
+                           side_.unused);
   }
-  if (flags_bytes > max_chunk_bytes_) {
-    return ResourceExhausted(where + "flags length " + std::to_string(flags_bytes) +
+  if (side_bytes % side_.size != 0) {
+    return InvalidArgument(where + side_.field + " length " + std::to_string(side_bytes) +
+                           " bytes is not a multiple of the " + side_.unit + " size " + std::to_string(side_.size));
+  }
+  if (side_bytes > max_chunk_bytes_) {
+    return ResourceExhausted(where + side_.field + " length " + std::to_string(side_bytes) +
                              " bytes exceeds the chunk limit of " + std::to_string(max_chunk_bytes_) + " bytes");
   }
-  if (auto s = values_.AddOtherBytes(flags_bytes); !s.ok()) return s;
-  flags_ += flags_bytes;
+  if (auto s = values_.AddOtherBytes(side_bytes); !s.ok()) return s;
+  side_count_ += side_bytes / side_.size;
   const uint64_t values = values_.elements();
-  const uint64_t skew = values > flags_ ? values - flags_ : flags_ - values;
+  const uint64_t skew = values > side_count_ ? values - side_count_ : side_count_ - values;
   const uint64_t max_skew = kMaxSkewChunks * max_chunk_bytes_ / element_size_;
   if (skew > max_skew) {
-    return InvalidArgument(where + "flags (" + std::to_string(flags_) + " so far) and values (" +
-                           std::to_string(values) + " elements so far) are out of step by more than " +
-                           std::to_string(max_skew) + " elements; send each chunk's flags with its values");
+    return InvalidArgument(where + side_.field + " (" + std::to_string(side_count_) + " so far) and " +
+                           side_.values_field + " (" + std::to_string(values) +
+                           " elements so far) are out of step by more than " + std::to_string(max_skew) +
+                           " elements; send each chunk's " + side_.field + " with its " + side_.values_field);
   }
   return grpc::Status::OK;
 }
 
-grpc::Status CompactChecker::Finish() const {
+grpc::Status PairedChecker::Finish() const {
   if (auto s = values_.Finish(); !s.ok()) return s;
-  if (use_flags_ && flags_ != values_.elements()) {
-    return InvalidArgument("flags length " + std::to_string(flags_) + " differs from values length " +
-                           std::to_string(values_.elements()) +
-                           " (elements): use_flags needs one flag byte per value");
+  if (side_.size != 0 && side_count_ != values_.elements()) {
+    return InvalidArgument(std::string(side_.field) + " length " + std::to_string(side_count_) + " differs from " +
+                           side_.values_field + " length " + std::to_string(values_.elements()) +
+                           " (elements): " + side_.needs);
   }
   return grpc::Status::OK;
+}
+
+PairedChecker::Side CompactSide(const engine::CompactSpec& spec) {
+  PairedChecker::Side side;
+  side.values_field = "values";
+  side.field = "flags";
+  side.unit = "flag";
+  side.size = spec.use_flags ? 1 : 0;
+  side.unused = "the header selects by predicate, not use_flags";
+  side.needs = "use_flags needs one flag byte per value";
+  return side;
+}
+
+PairedChecker::Side SegmentedScanSide(const engine::SegmentedScanSpec& spec) {
+  PairedChecker::Side side;
+  side.values_field = "data";
+  side.field = "keys";
+  side.unit = spec.heads ? "head flag" : "key_dtype " + std::string(engine::Name(spec.key_dtype));
+  side.size = spec.heads ? 1 : engine::SizeOf(spec.key_dtype);
+  side.needs = spec.heads ? "heads needs one head byte per value" : "key_dtype needs one key per value";
+  return side;
 }
 
 }  // namespace gpuscan::server

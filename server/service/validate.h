@@ -17,6 +17,7 @@ namespace gpuscan::server {
 grpc::Status ToEngine(const v1::ScanHeader& header, engine::ScanSpec* spec);
 grpc::Status ToEngine(const v1::ReduceHeader& header, engine::ReduceSpec* spec);
 grpc::Status ToEngine(const v1::CompactHeader& header, engine::CompactSpec* spec);
+grpc::Status ToEngine(const v1::SegmentedScanHeader& header, engine::SegmentedScanSpec* spec);
 // Even bins become their edges (hist::EvenEdges); max_bins: the server's limit.
 grpc::Status ToEngine(const v1::HistogramHeader& header, uint32_t max_bins, engine::HistogramSpec* spec);
 
@@ -63,26 +64,40 @@ class ChunkChecker {
   uint64_t bytes_ = 0;
 };
 
-// Compact's checks per request: the values chunk (as ChunkChecker), and the flags stream: none
-// with a predicate; with use_flags, each flags chunk within the chunk limit, flags and values
-// never out of step by more than kMaxSkewChunks chunks (bounds what the server buffers), and
-// in the end exactly one flag byte per value. Flags count toward --max-request-bytes.
-class CompactChecker {
+// The checks per request of a call whose values come with a second stream matched to them by
+// element position (Compact's flags, SegmentedScan's keys): the values as ChunkChecker does;
+// the second stream absent when the header wants none, else whole units within the chunk
+// limit, never out of step with the values by more than kMaxSkewChunks chunks (bounds what the
+// server buffers), and in the end exactly one unit per value. It counts toward
+// --max-request-bytes.
+class PairedChecker {
  public:
   static constexpr uint64_t kMaxSkewChunks = 4;
+  struct Side {
+    const char* values_field = "values";  // the values' field name
+    const char* field = "flags";          // the second stream's field name
+    std::string unit;                     // what one unit is, for messages ("flag", "key_dtype int64")
+    uint64_t size = 1;                    // bytes per element; 0: the header wants none
+    std::string unused;                   // size 0: why (" but <unused>")
+    std::string needs;                    // the final count check's explanation
+  };
 
-  CompactChecker(const engine::CompactSpec& spec, std::optional<uint64_t> declared_count,
-                 uint64_t max_chunk_bytes, uint64_t max_request_bytes);
-  grpc::Status Add(uint64_t values_bytes, uint64_t flags_bytes, uint64_t request_index);
+  PairedChecker(engine::DType dtype, const Side& side, std::optional<uint64_t> declared_count,
+                uint64_t max_chunk_bytes, uint64_t max_request_bytes);
+  grpc::Status Add(uint64_t values_bytes, uint64_t side_bytes, uint64_t request_index);
   grpc::Status Finish() const;
   uint64_t elements() const { return values_.elements(); }
 
  private:
-  bool use_flags_;
+  Side side_;
   uint64_t element_size_;
   uint64_t max_chunk_bytes_;
   ChunkChecker values_;
-  uint64_t flags_ = 0;
+  uint64_t side_count_ = 0;
 };
+
+// Compact: flags with use_flags. SegmentedScan: keys (key_dtype) or head bytes.
+PairedChecker::Side CompactSide(const engine::CompactSpec& spec);
+PairedChecker::Side SegmentedScanSide(const engine::SegmentedScanSpec& spec);
 
 }  // namespace gpuscan::server

@@ -179,6 +179,48 @@ TEST_F(CliE2E, HistogramEvenAutoRangeAndExplicitEdges) {
   EXPECT_NE(r.err.find("INVALID_ARGUMENT"), std::string::npos) << r.err;
 }
 
+// scan --keys / --segment-heads: the client's segmented scan, written out; refused beside
+// --lanes, and with float keys.
+TEST_F(CliE2E, SegmentedScanByKeysAndHeads) {
+  std::vector<int32_t> x = RandomInt32(kN);
+  std::vector<int64_t> keys(kN);
+  std::vector<uint8_t> heads(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    keys[i] = static_cast<int64_t>(i / 997) * 7 - 3;  // runs of 997 that cross the 1 MiB chunks
+    heads[i] = i % 2500 == 0 || (x[i] & 1023) == 5;
+  }
+  WriteArray(Path("in.npy"), x);
+  WriteArray(Path("keys.npy"), keys);
+  WriteFile(Path("heads.bin"), std::string(heads.begin(), heads.end()));
+  CliRun r = Run("scan --server " + addr() + " -i " + Path("in.npy") + " --keys " + Path("keys.npy") + " -o " +
+                 Path("out.npy") + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(JsonField(r.out, "element_count"), std::to_string(kN)) << r.out;
+  std::vector<int32_t> got = ReadArray<int32_t>(Path("out.npy"));
+  ASSERT_EQ(got.size(), kN);
+  uint32_t acc = 0;
+  for (size_t i = 0; i < kN; ++i) {
+    acc = (i == 0 || keys[i] != keys[i - 1]) ? static_cast<uint32_t>(x[i]) : acc + static_cast<uint32_t>(x[i]);
+    ASSERT_EQ(got[i], static_cast<int32_t>(acc)) << "at " << i;
+  }
+
+  r = Run("scan --server " + addr() + " -i " + Path("in.npy") + " --segment-heads " + Path("heads.bin") +
+          " --op max --exclusive -o " + Path("out.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  SegmentedScanOptions o;
+  o.op = v1::OPERATOR_MAX;
+  o.exclusive = true;
+  EXPECT_TRUE(ReadArray<int32_t>(Path("out.npy")) == client().SegmentedScanHeads(x.data(), kN, heads.data(), o).values);
+
+  r = Run("scan --server " + addr() + " -i " + Path("in.npy") + " --keys " + Path("keys.npy") + " --lanes 2");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--lanes"), std::string::npos) << r.err;
+  WriteArray(Path("fkeys.npy"), std::vector<float>(kN, 1.5f));
+  r = Run("scan --server " + addr() + " -i " + Path("in.npy") + " --keys " + Path("fkeys.npy"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("segment keys must be int32, int64, uint32 or uint64"), std::string::npos) << r.err;
+}
+
 TEST_F(CliE2E, CompactPredicateGtWritesValuesAndIndices) {
   std::vector<int32_t> x = RandomInt32(kN);
   WriteArray(Path("in.npy"), x);

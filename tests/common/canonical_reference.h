@@ -8,6 +8,8 @@
 #include <optional>
 #include <vector>
 
+#include "gpuscan/kernels/segmented.h"
+
 namespace gpuscan::testing {
 
 namespace canonical_detail {
@@ -83,6 +85,22 @@ template <class T, class Op>
 T CanonicalReduceRef(const std::vector<T>& x) {
   if (x.empty()) return Op::identity();
   return CanonicalScanRef<T, Op>(x, false).back();
+}
+
+// A reproducible segmented scan (gpuscan.v1.SegmentedScanHeader): the tree above over
+// (head, value) pairs with the segmented operator, then, when exclusive, each value shifted to
+// the next element of its segment (the identity at a segment's first element).
+template <class T, class Op>
+std::vector<T> SegmentedCanonicalRef(const std::vector<T>& x, const std::vector<uint8_t>& heads, bool exclusive) {
+  using Item = seg::SegItem<T>;
+  std::vector<Item> pairs(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) pairs[i] = seg::MakeItem<T>(x[i], i == 0 || heads[i] != 0 ? 1u : 0u);
+  const std::vector<Item> scanned = CanonicalScanRef<Item, seg::SegOp<T, Op>>(pairs, false);
+  std::vector<T> out(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    out[i] = !exclusive ? scanned[i].value : pairs[i].head ? Op::identity() : scanned[i - 1].value;
+  }
+  return out;
 }
 
 }  // namespace gpuscan::testing

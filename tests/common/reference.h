@@ -469,6 +469,54 @@ bool ExpectReduceNear(T got, T ref, const std::vector<T>& input, const std::stri
   return false;
 }
 
+// Segmented scans (gpuscan.v1.SegmentedScanHeader): heads[i] != 0 where a segment begins
+// (element 0 always begins one); each segment scanned on its own, sequentially.
+template <class T, class Op>
+std::vector<T> SegmentedScanRef(const std::vector<T>& x, const std::vector<uint8_t>& heads, bool exclusive) {
+  const Op op;
+  std::vector<T> out(x.size());
+  T acc = Op::identity();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (i == 0 || heads[i] != 0) acc = Op::identity();
+    if (exclusive) {
+      out[i] = acc;
+      acc = op(acc, x[i]);
+    } else {
+      acc = i == 0 || heads[i] != 0 ? x[i] : op(acc, x[i]);  // no identity added (-0.0 stays -0.0)
+      out[i] = acc;
+    }
+  }
+  return out;
+}
+
+// The heads of a key array: 1 where the key differs from the one before (and at 0).
+template <class K>
+std::vector<uint8_t> HeadsOfKeys(const std::vector<K>& keys) {
+  std::vector<uint8_t> h(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) h[i] = i == 0 || keys[i] != keys[i - 1];
+  return h;
+}
+
+// n keys in runs: mostly random lengths around mean_run (some of length 1), one run several
+// times longer, and runs whose key repeats an earlier run's (equal keys apart are distinct
+// segments). Never all one key for n > 2.
+template <class K>
+std::vector<K> RandomSegmentKeys(std::size_t n, std::mt19937_64& rng, std::size_t mean_run) {
+  std::vector<K> keys(n);
+  std::size_t i = 0;
+  K key = static_cast<K>(rng());
+  const std::size_t long_at = n / 3;
+  while (i < n) {
+    std::size_t len = rng() % 5 == 0 ? 1 : 1 + rng() % (2 * mean_run);
+    if (i <= long_at && long_at < i + len) len += 8 * mean_run;
+    K next = static_cast<K>(rng() % 4 == 0 ? key - 1 : rng());  // -1: an old key may come back
+    if (next == key) ++next;
+    key = next;
+    for (std::size_t j = 0; j < len && i < n; ++j) keys[i++] = key;
+  }
+  return keys;
+}
+
 // A histogram the obvious way (numpy.histogram's semantics; see gpuscan.v1.HistogramHeader):
 // bins + 3 counts, as the engines return them: each bin, then below, above and NaN. An element
 // goes to the last bin whose left edge is <= it (so repeated edges leave their bins empty and

@@ -373,7 +373,7 @@ void RunCompactEngine(const engine::CompactSpec& spec, const std::vector<const R
 Result FuzzCompact(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes) {
   grpc::Status st = requests.empty() ? server::EmptyStreamStatus() : grpc::Status::OK;
   engine::CompactSpec spec;
-  std::optional<server::CompactChecker> checker;
+  std::optional<server::PairedChecker> checker;
   std::vector<const Request*> accepted;
   for (uint64_t i = 0; st.ok() && i < requests.size(); ++i) {
     const Request& r = requests[i];
@@ -381,7 +381,7 @@ Result FuzzCompact(const std::vector<Request>& requests, uint64_t chunk_bytes, u
     if (st.ok() && i == 0) {
       const auto h = ParseHeader<v1::CompactHeader>(r.header);
       st = server::ToEngine(h, &spec);
-      if (st.ok()) checker.emplace(spec, DeclaredCount(h), chunk_bytes, max_request_bytes);
+      if (st.ok()) checker.emplace(spec.dtype, server::CompactSide(spec), DeclaredCount(h), chunk_bytes, max_request_bytes);
     }
     if (st.ok()) st = checker->Add(r.data.size(), r.flags.size(), i);
     if (st.ok()) accepted.push_back(&r);

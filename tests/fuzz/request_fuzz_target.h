@@ -16,7 +16,7 @@
 //     u16 le    Compact only: flags length, then that many bytes
 //
 // Each input goes through the checks the handlers run (service/validate.h: header placement,
-// ToEngine, the scan algorithm check, ChunkChecker / CompactChecker) and the chunk assembly
+// ToEngine, the scan algorithm check, ChunkChecker / PairedChecker) and the chunk assembly
 // (service/flags_aligner.h), and the requests accepted so far through a CPU engine session, as
 // the server does. Invariants (a violation prints why and aborts):
 //   - a rejected call has INVALID_ARGUMENT, RESOURCE_EXHAUSTED or UNIMPLEMENTED and a message

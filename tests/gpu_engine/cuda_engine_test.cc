@@ -4,6 +4,7 @@
 // compaction by flags and every predicate. Outputs are poisoned before each run.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -248,6 +249,83 @@ TEST_F(CudaEngineTest, HistogramEveryDTypeBothKernels) {
     s.edges = {0, 1};
     return s;
   }())->algorithm(), "shared_atomics");
+}
+
+// Segmented scans: the CUDA engine's pair scans (CUB over pairs; the canonical tree on the
+// device for float32 SUM/PRODUCT, on the host for float64) give the CPU engine's bits exactly,
+// for sizes around the staging sub-chunk and the canonical tiles, random chunkings, keys of
+// every key dtype and head flags, inclusive and exclusive.
+template <class T, class O>
+void ExpectGpuSegmented(Engine& gpu, CpuEngine& cpu, Op op, std::mt19937_64& rng) {
+  const std::size_t sub = kSubChunkBytes / (2 * sizeof(T));  // pairs: twice the bytes per element
+  for (const std::size_t n : {std::size_t{1}, std::size_t{4097}, sub - 1, sub + 1, 3 * sub + 5}) {
+    const std::vector<T> x = testing::RandomInput<T, O>(n, rng);
+    for (const int kind : {0, 1, 2}) {
+      engine::SegmentedScanSpec spec;
+      spec.dtype = DTypeOf<T>();
+      spec.op = op;
+      spec.exclusive = (n + kind) % 2 == 1;
+      std::vector<unsigned char> raw;
+      std::vector<uint8_t> heads;
+      if (kind == 0) {
+        const auto keys = testing::RandomSegmentKeys<int32_t>(n, rng, 1000);
+        raw.assign(reinterpret_cast<const unsigned char*>(keys.data()),
+                   reinterpret_cast<const unsigned char*>(keys.data() + n));
+        heads = testing::HeadsOfKeys(keys);
+      } else if (kind == 1) {
+        spec.key_dtype = DType::kUInt64;
+        const auto keys = testing::RandomSegmentKeys<uint64_t>(n, rng, 30);
+        raw.assign(reinterpret_cast<const unsigned char*>(keys.data()),
+                   reinterpret_cast<const unsigned char*>(keys.data() + n));
+        heads = testing::HeadsOfKeys(keys);
+      } else {
+        spec.heads = true;
+        heads = testing::HeadsOfKeys(testing::RandomSegmentKeys<int32_t>(n, rng, 200000));
+        raw.assign(heads.begin(), heads.end());
+      }
+      const std::string what = std::string(engine::Name(spec.dtype)) + " " + std::string(engine::Name(op)) +
+                               (spec.exclusive ? " exclusive" : " inclusive") + " kind " + std::to_string(kind) +
+                               " n=" + std::to_string(n);
+      const std::vector<T> want = RunSegmentedScan(cpu, spec, x, raw, {n});
+      if constexpr (!testing::kRounds<T, O>) {
+        testing::ExpectEqualValues(want, testing::SegmentedScanRef<T, O>(x, heads, spec.exclusive), what + " (cpu)");
+      }
+      for (const auto& chunks : {std::vector<std::size_t>{n}, testing::RandomChunkLengths(n, rng, sub)}) {
+        const std::vector<T> got = RunSegmentedScan(gpu, spec, x, raw, chunks);
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), n * sizeof(T)), 0) << what << ", " << Describe(chunks);
+      }
+    }
+  }
+}
+
+template <class T>
+void ExpectGpuSegmentedEveryOp(Engine& gpu, std::mt19937_64& rng) {
+  CpuEngine cpu(0);
+  ExpectGpuSegmented<T, ops::Sum<T>>(gpu, cpu, Op::kSum, rng);
+  ExpectGpuSegmented<T, ops::Product<T>>(gpu, cpu, Op::kProduct, rng);
+  ExpectGpuSegmented<T, ops::Min<T>>(gpu, cpu, Op::kMin, rng);
+  ExpectGpuSegmented<T, ops::Max<T>>(gpu, cpu, Op::kMax, rng);
+  if constexpr (std::is_integral_v<T>) {
+    ExpectGpuSegmented<T, ops::BitAnd<T>>(gpu, cpu, Op::kBitAnd, rng);
+    ExpectGpuSegmented<T, ops::BitOr<T>>(gpu, cpu, Op::kBitOr, rng);
+    ExpectGpuSegmented<T, ops::BitXor<T>>(gpu, cpu, Op::kBitXor, rng);
+  }
+}
+
+TEST_F(CudaEngineTest, SegmentedScanMatchesTheCpuEngineBitForBit) {
+  GPUSCAN_SEEDED_RNG(rng);
+  ExpectGpuSegmentedEveryOp<int32_t>(*engine_, rng);
+  ExpectGpuSegmentedEveryOp<int64_t>(*engine_, rng);
+  ExpectGpuSegmentedEveryOp<uint32_t>(*engine_, rng);
+  ExpectGpuSegmentedEveryOp<uint64_t>(*engine_, rng);
+  ExpectGpuSegmentedEveryOp<float>(*engine_, rng);
+  ExpectGpuSegmentedEveryOp<double>(*engine_, rng);
+  engine::SegmentedScanSpec spec;
+  EXPECT_EQ(engine_->NewSegmentedScan(spec)->algorithm(), "segmented_cub");
+  spec.dtype = DType::kFloat32;
+  EXPECT_EQ(engine_->NewSegmentedScan(spec)->algorithm(), "segmented_deterministic");
+  spec.dtype = DType::kFloat64;
+  EXPECT_EQ(engine_->NewSegmentedScan(spec)->algorithm(), "segmented_deterministic_host");
 }
 
 }  // namespace

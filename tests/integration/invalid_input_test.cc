@@ -84,7 +84,7 @@ server::ServerOptions MatrixServerOptions() {
 }
 const uint64_t kReceiveLimit = server::MaxReceiveMessageBytes(MatrixServerOptions());
 
-enum class Rpc { kScan, kReduce, kCompact, kHistogram };
+enum class Rpc { kScan, kReduce, kCompact, kHistogram, kSegmented };
 
 struct Row {
   std::string name;
@@ -94,6 +94,7 @@ struct Row {
   std::vector<v1::ReduceRequest> reduce;
   std::vector<v1::CompactRequest> compact;
   std::vector<v1::HistogramRequest> histogram;
+  std::vector<v1::SegmentedScanRequest> segmented;
   grpc::StatusCode code = kInvalid;
   std::vector<std::string> expect;  // substrings of the message: the field and the value
   // Set the header's algorithm to one this server's engine lacks (and expect its name).
@@ -208,6 +209,15 @@ Row MakeRow(std::string name, std::vector<v1::HistogramRequest> r, grpc::StatusC
             std::vector<std::string> expect) {
   Row row{"Histogram_" + name, Rpc::kHistogram};
   row.histogram = std::move(r);
+  row.code = code;
+  row.expect = std::move(expect);
+  return row;
+}
+
+Row MakeRow(std::string name, std::vector<v1::SegmentedScanRequest> r, grpc::StatusCode code,
+            std::vector<std::string> expect) {
+  Row row{"SegmentedScan_" + name, Rpc::kSegmented};
+  row.segmented = std::move(r);
   row.code = code;
   row.expect = std::move(expect);
   return row;
@@ -410,6 +420,80 @@ void HistogramRows(std::vector<Row>& rows) {
   }
   rows.push_back(MakeRow("ChunkAboveLimit", H{HistogramHead(), HistogramData(2 * kChunkBytes)}, kExhausted,
                          {"request #1: data length 8192 bytes", "chunk limit of 4096 bytes"}));
+}
+
+// ---- SegmentedScan: the header (values, operator, kind, key_dtype or heads) and the keys
+// stream, which must match the values element for element.
+v1::SegmentedScanRequest SegHead(v1::DType dtype = v1::DTYPE_INT32, int key_dtype = v1::DTYPE_INT64,
+                                 int op = v1::OPERATOR_SUM) {
+  v1::SegmentedScanRequest r;
+  r.mutable_header()->set_dtype(dtype);
+  r.mutable_header()->set_op(static_cast<v1::Operator>(op));
+  r.mutable_header()->set_key_dtype(static_cast<v1::DType>(key_dtype));
+  return r;
+}
+v1::SegmentedScanRequest SegChunk(size_t data_bytes, size_t key_bytes) {
+  v1::SegmentedScanRequest r;
+  r.set_data(Bytes(data_bytes));
+  r.set_keys(Bytes(key_bytes));
+  return r;
+}
+
+void SegmentedRows(std::vector<Row>& rows) {
+  using S = std::vector<v1::SegmentedScanRequest>;
+  rows.push_back(MakeRow("UnspecifiedDType", S{SegHead(v1::DTYPE_UNSPECIFIED)}, kInvalid,
+                         {"header.dtype", "DTYPE_UNSPECIFIED"}));
+  rows.push_back(MakeRow("UnknownOperator", S{SegHead(v1::DTYPE_INT32, v1::DTYPE_INT64, 99)}, kInvalid,
+                         {"header.op=99"}));
+  rows.push_back(MakeRow("BitwiseOnFloat", S{SegHead(v1::DTYPE_FLOAT64, v1::DTYPE_INT64, v1::OPERATOR_BIT_OR)},
+                         kInvalid, {"header.op=OPERATOR_BIT_OR", "dtype float64"}));
+  {
+    S s{SegHead()};
+    s[0].mutable_header()->set_kind(static_cast<v1::ScanKind>(7));
+    rows.push_back(MakeRow("UnknownKind", s, kInvalid, {"header.kind=7"}));
+  }
+  {
+    S s{SegHead()};
+    s[0].mutable_header()->clear_segments();
+    rows.push_back(MakeRow("NeitherKeysNorHeads", s, kInvalid, {"neither key_dtype nor heads"}));
+  }
+  {
+    S s{SegHead()};
+    s[0].mutable_header()->set_heads(false);
+    rows.push_back(MakeRow("HeadsFalse", s, kInvalid, {"header.heads=false"}));
+  }
+  rows.push_back(MakeRow("FloatKeys", S{SegHead(v1::DTYPE_INT32, v1::DTYPE_FLOAT32)}, kInvalid,
+                         {"header.key_dtype=DTYPE_FLOAT32", "INT32, INT64, UINT32 or UINT64"}));
+  rows.push_back(MakeRow("UnknownKeyDType", S{SegHead(v1::DTYPE_INT32, 42)}, kInvalid, {"header.key_dtype=42"}));
+  rows.push_back(MakeRow("UnspecifiedKeyDType", S{SegHead(v1::DTYPE_INT32, v1::DTYPE_UNSPECIFIED)}, kInvalid,
+                         {"header.key_dtype=0"}));
+  rows.push_back(MakeRow("HeaderMissing", S{SegChunk(16, 32)}, kInvalid, {"header missing", "request #0"}));
+  rows.push_back(MakeRow("DataNotWholeElements", S{SegHead(), SegChunk(1023, 2048)}, kInvalid,
+                         {"request #1: data length 1023 bytes", "int32 element size 4"}));
+  rows.push_back(MakeRow("KeysNotWholeKeys", S{SegHead(), SegChunk(1024, 2047)}, kInvalid,
+                         {"request #1: keys length 2047 bytes", "key_dtype int64 size 8"}));
+  rows.push_back(MakeRow("KeysAboveChunkLimit", S{SegHead(), SegChunk(1024, 2 * kChunkBytes)}, kExhausted,
+                         {"request #1: keys length 8192 bytes", "chunk limit of 4096 bytes"}));
+  rows.push_back(MakeRow("FewerKeysThanValues", S{SegHead(), SegChunk(1024, 1024)}, kInvalid,
+                         {"keys length 128 differs from data length 256", "one key per value"}));
+  {
+    S s{SegHead(v1::DTYPE_FLOAT32)};
+    s[0].mutable_header()->set_heads(true);
+    s.push_back(SegChunk(400, 101));
+    rows.push_back(MakeRow("MoreHeadsThanValues", s, kInvalid,
+                           {"keys length 101 differs from data length 100", "one head byte per value"}));
+  }
+  {
+    // Values far ahead of their keys: more than 4 chunks out of step.
+    S s{SegHead()};
+    for (int i = 0; i < 6; ++i) s.push_back(SegChunk(kChunkBytes, 0));
+    rows.push_back(MakeRow("KeysOutOfStep", s, kInvalid, {"keys (0 so far)", "out of step"}));
+  }
+  {
+    S s{SegHead(), SegChunk(400, 800)};
+    s[0].mutable_header()->set_element_count(101);
+    rows.push_back(MakeRow("DeclaredCountLarger", s, kInvalid, {"header.element_count=101", "stream carried 100"}));
+  }
 }
 
 void LaneRows(std::vector<Row>& rows) {
@@ -652,6 +736,7 @@ std::vector<Row> Rows() {
   LaneRows(rows);
   SharedMemoryRows(rows);
   HistogramRows(rows);
+  SegmentedRows(rows);
   return rows;
 }
 
@@ -758,6 +843,9 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
         v1::HistogramResponse resp;
         return RunUnary([&](grpc::ClientContext* c) { return stub.Histogram(c, &resp); }, row.histogram);
       }
+      case Rpc::kSegmented:
+        return RunBidi<v1::SegmentedScanRequest, v1::ScanResponse>(
+            [&](grpc::ClientContext* c) { return stub.SegmentedScan(c); }, row.segmented);
     }
     return {grpc::StatusCode::INTERNAL, "unknown rpc"};
   }
@@ -826,6 +914,15 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
         EXPECT_EQ(r.counts, want);
         break;
       }
+      case Rpc::kSegmented: {
+        const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(n, rng);
+        const auto keys = testing::RandomSegmentKeys<int64_t>(n, rng, 50);
+        SegmentedScanOptions o;
+        o.exclusive = true;
+        EXPECT_EQ(client.SegmentedScan(x, keys, o).values,
+                  (testing::SegmentedScanRef<int32_t, ops::Sum<int32_t>>(x, testing::HeadsOfKeys(keys), true)));
+        break;
+      }
     }
     EXPECT_EQ(client.Health(), "SERVING");
   }
@@ -855,7 +952,7 @@ TEST_F(BadInputMatrix, AllRowsAtOnce) {
   std::atomic<bool> stop{false};
   std::atomic<int> valid_calls{0};
   std::vector<std::thread> valid;
-  for (Rpc rpc : {Rpc::kScan, Rpc::kReduce, Rpc::kCompact, Rpc::kHistogram}) {
+  for (Rpc rpc : {Rpc::kScan, Rpc::kReduce, Rpc::kCompact, Rpc::kHistogram, Rpc::kSegmented}) {
     valid.emplace_back([&, rpc] {
       while (!stop) {
         ExpectValidCall(rpc);

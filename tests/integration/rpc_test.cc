@@ -1,10 +1,12 @@
 // Every RPC driven by gpuscan::Client against an in-process server: multi-chunk arrays of
 // every dtype, results checked against the sequential reference, Timing filled in.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "canonical_reference.h"
 #include "gpuscan/kernels/histogram_bins.h"
 #include "reference.h"
 #include "test_server.h"
@@ -157,6 +159,47 @@ TYPED_TEST(TypedRpcTest, CompactWithPredicateIndicesOnly) {
   EXPECT_EQ(r.kept_count, ref.indices.size());
 }
 
+// Segmented scans over the wire: keys of each key dtype and head flags, segments spanning the
+// client's chunks; float SUM/PRODUCT bit for bit the canonical tree over pairs.
+template <class T, template <class> class Op, class K>
+void CheckSegmented(Client& client, size_t n, v1::Operator wire_op, bool exclusive, bool heads) {
+  GPUSCAN_SEEDED_RNG(rng);
+  const std::vector<T> x = testing::RandomInput<T, Op<T>>(n, rng);
+  const std::vector<K> keys = testing::RandomSegmentKeys<K>(n, rng, 700);
+  const std::vector<uint8_t> h = testing::HeadsOfKeys(keys);
+  SegmentedScanOptions o;
+  o.op = wire_op;
+  o.exclusive = exclusive;
+  const ScanResult<T> r = heads ? client.SegmentedScanHeads(x.data(), n, h.data(), o) : client.SegmentedScan(x, keys, o);
+  const std::string what = std::string("segmented ") + v1::Operator_Name(wire_op) +
+                           (exclusive ? " exclusive" : " inclusive") + (heads ? ", heads" : ", keys");
+  if constexpr (testing::kRounds<T, Op<T>>) {
+    const std::vector<T> tree = testing::SegmentedCanonicalRef<T, Op<T>>(x, h, exclusive);
+    ASSERT_EQ(r.values.size(), n) << what;
+    EXPECT_EQ(std::memcmp(r.values.data(), tree.data(), n * sizeof(T)), 0) << what << ": not the canonical bits";
+  } else {
+    testing::ExpectEqualValues(r.values, testing::SegmentedScanRef<T, Op<T>>(x, h, exclusive), what);
+  }
+  EXPECT_EQ(r.timing.bytes_in, n * (sizeof(T) + (heads ? 1 : sizeof(K)))) << what;
+  EXPECT_EQ(r.timing.bytes_out, n * sizeof(T)) << what;
+  EXPECT_NE(r.timing.algorithm.find("segmented"), std::string::npos) << r.timing.algorithm;
+}
+
+TYPED_TEST(TypedRpcTest, SegmentedScanKeysAndHeads) {
+  using T = TypeParam;
+  const size_t n = MultiChunkSize<T>();
+  for (bool exclusive : {false, true}) {
+    CheckSegmented<T, ops::Sum, int64_t>(this->client_, n, v1::OPERATOR_SUM, exclusive, false);
+    CheckSegmented<T, ops::Product, uint32_t>(this->client_, n, v1::OPERATOR_PRODUCT, exclusive, false);
+    CheckSegmented<T, ops::Min, int32_t>(this->client_, n, v1::OPERATOR_MIN, exclusive, true);
+    CheckSegmented<T, ops::Max, uint64_t>(this->client_, n, v1::OPERATOR_MAX, exclusive, false);
+    if constexpr (std::is_integral_v<T>) {
+      CheckSegmented<T, ops::BitXor, int32_t>(this->client_, n, v1::OPERATOR_BIT_XOR, exclusive, true);
+    }
+  }
+  for (size_t small : {0, 1, 2, 17}) CheckSegmented<T, ops::Sum, int32_t>(this->client_, small, v1::OPERATOR_SUM, false, false);
+}
+
 TYPED_TEST(TypedRpcTest, HistogramEvenAndExplicitEdges) {
   using T = TypeParam;
   GPUSCAN_SEEDED_RNG(rng);
@@ -196,7 +239,7 @@ TEST_F(RpcTest, ServerInfoDescribesEngineAndLimits) {
   EXPECT_EQ(info.dtypes_size(), 6);
   EXPECT_EQ(info.operators_size(), 7);
   EXPECT_EQ(std::vector<std::string>(info.operations().begin(), info.operations().end()),
-            (std::vector<std::string>{"scan", "reduce", "compact", "histogram"}));
+            (std::vector<std::string>{"scan", "reduce", "compact", "histogram", "segmented_scan"}));
   EXPECT_EQ(info.limits().max_histogram_bins(), 65536u);
   EXPECT_GT(info.scan_algorithms_size(), 0);
   EXPECT_GT(info.limits().max_chunk_bytes(), 0u);

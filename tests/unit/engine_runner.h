@@ -149,6 +149,24 @@ std::vector<uint64_t> RunHistogram(Engine& engine, const HistogramSpec& spec, co
   return session->Result();
 }
 
+// Runs a segmented scan chunk by chunk: `keys` holds one key (of the spec's key_dtype) or one
+// head byte per element, as raw bytes.
+template <class T>
+std::vector<T> RunSegmentedScan(Engine& engine, const engine::SegmentedScanSpec& spec, const std::vector<T>& in,
+                                const std::vector<unsigned char>& keys, const std::vector<std::size_t>& chunks) {
+  auto session = engine.NewSegmentedScan(spec);
+  const std::size_t ksize = spec.heads ? 1 : engine::SizeOf(spec.key_dtype);
+  std::vector<T> out = Poisoned<T>(in.size());
+  StageTimes times;
+  std::size_t offset = 0;
+  for (std::size_t len : chunks) {
+    session->Process(in.data() + offset, keys.data() + offset * ksize, out.data() + offset, len, times);
+    offset += len;
+  }
+  EXPECT_EQ(offset, in.size()) << "chunk lengths do not add up";
+  return out;
+}
+
 // Runs a compaction chunk by chunk (flags: null when the spec uses a predicate). Each chunk
 // gets fresh poisoned output buffers; nothing past the kept count may be written.
 template <class T>

@@ -164,6 +164,11 @@ struct ScanOptions {
   uint32_t shards = 0;  // shards for this call; 0 = ClientOptions::shards
 };
 
+struct SegmentedScanOptions {
+  v1::Operator op = v1::OPERATOR_SUM;
+  bool exclusive = false;
+};
+
 struct CompactOptions {
   // Selection by flags (one byte per element, nonzero = keep) when use_flags is set or flags is
   // non-empty; otherwise by `predicate`.
@@ -247,6 +252,20 @@ class Client {
   HistogramResult Histogram(const std::vector<T>& x, const HistogramBins& bins) {
     return Histogram(x.data(), x.size(), bins);
   }
+  // Segmented scans (see gpuscan.v1.SegmentedScanHeader): each run of equal consecutive keys
+  // (K = int32_t, int64_t, uint32_t or uint64_t; n of them) is scanned on its own.
+  template <class T, class K>
+  ScanResult<T> SegmentedScan(const T* data, size_t n, const K* keys, const SegmentedScanOptions& options = {});
+  template <class T, class K>
+  ScanResult<T> SegmentedScan(const std::vector<T>& x, const std::vector<K>& keys,
+                              const SegmentedScanOptions& options = {}) {
+    if (keys.size() != x.size()) throw std::invalid_argument("gpuscan: SegmentedScan needs one key per value");
+    return SegmentedScan(x.data(), x.size(), keys.data(), options);
+  }
+  // The same with segments that begin where heads[i] is nonzero (element 0 always begins one).
+  template <class T>
+  ScanResult<T> SegmentedScanHeads(const T* data, size_t n, const uint8_t* heads,
+                                   const SegmentedScanOptions& options = {});
   template <class T>
   CompactResult<T> Compact(const T* data, size_t n, const CompactOptions& options);
   template <class T>
@@ -264,6 +283,11 @@ class Client {
                                   Progress progress = {}, uint32_t lanes = 0);
   // No lanes: a histogram's input is one call (its counters are small; the wire is the limit).
   v1::HistogramResponse HistogramStream(const v1::HistogramHeader& header, Source in, Progress progress = {});
+  // `keys` holds header.key_dtype keys, or one head byte per element with header.heads; each
+  // request carries the keys of the same elements as its values (the chunk is cut so that
+  // neither exceeds ClientOptions::chunk_bytes).
+  Timing SegmentedScanStream(const v1::SegmentedScanHeader& header, Source values, Source keys, Sink out,
+                             Progress progress = {});
   // `flags` is read only when header.use_flags: each request carries the flags bytes of the
   // same element range as its values. Kept values go to values_out and kept indices (raw
   // int64) to indices_out, either of which may be empty when the output kind has none.
@@ -280,6 +304,8 @@ class Client {
   v1::ReduceResponse ReduceStream(const v1::ReduceHeader& header, const Replay& in, Progress progress = {},
                                   uint32_t lanes = 0);
   v1::HistogramResponse HistogramStream(const v1::HistogramHeader& header, const Replay& in, Progress progress = {});
+  Timing SegmentedScanStream(const v1::SegmentedScanHeader& header, const Replay& values, const Replay& keys,
+                             Sink out, Progress progress = {});
   // `flags` may be empty when the header does not use flags.
   v1::CompactResponse CompactStream(const v1::CompactHeader& header, const Replay& values, const Replay& flags,
                                     Sink values_out, Sink indices_out, Progress progress = {}, uint32_t lanes = 0);

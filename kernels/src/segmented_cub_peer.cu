@@ -1,0 +1,17 @@
+// The CUB peer of segmented scans for the kernel suite: InclusiveScanByKey, int32 keys and values.
+#include <cub/device/device_scan.cuh>
+
+#include <cuda/std/functional>
+
+#include "gpuscan/kernels/segmented_scan.h"
+
+namespace gpuscan::kernels {
+
+cudaError_t SegmentedScanByKeyCub(void* d_temp, std::size_t& temp_bytes, const int32_t* d_keys,
+                                  const int32_t* d_values, int32_t* d_out, uint64_t n, cudaStream_t stream) {
+  if (n > 0x7fffffffull) return cudaErrorInvalidValue;
+  return cub::DeviceScan::InclusiveScanByKey(d_temp, temp_bytes, d_keys, d_values, d_out, ::cuda::std::plus<int32_t>{},
+                                             static_cast<int>(n), ::cuda::std::equal_to<int32_t>{}, stream);
+}
+
+}  // namespace gpuscan::kernels

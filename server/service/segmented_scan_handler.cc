@@ -1,0 +1,92 @@
+// SegmentedScan: bidirectional streaming like Scan. Values and their keys (or head bytes),
+// matched by element position, are scanned per segment as both arrive; each run of elements
+// that has both goes back as one response, in order; the final response carries Timing.
+#include <memory>
+#include <optional>
+
+#include "service/flags_aligner.h"
+#include "service/handlers.h"
+#include "service/streaming_call.h"
+#include "service/validate.h"
+
+namespace gpuscan::server {
+namespace {
+
+class SegmentedScanCall final
+    : public StreamingCall<v1::SegmentedScanRequest, v1::ScanResponse,
+                           grpc::ServerBidiReactor<v1::SegmentedScanRequest, v1::ScanResponse>> {
+ public:
+  using StreamingCall::StreamingCall;
+
+ protected:
+  grpc::Status OnHeader(const v1::SegmentedScanHeader& header) override {
+    if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
+    if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
+    std::optional<uint64_t> count;
+    if (header.has_element_count()) count = header.element_count();
+    const PairedChecker::Side side = SegmentedScanSide(spec_);
+    checker_.emplace(spec_.dtype, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    elem_size_ = engine::SizeOf(spec_.dtype);
+    aligner_.emplace(elem_size_, side.size);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CheckRequest(const v1::SegmentedScanRequest& req, uint64_t index) override {
+    return checker_->Add(req.data().size(), req.keys().size(), index);
+  }
+
+  void Open() override { session_ = ctx_.engine->NewSegmentedScan(spec_); }
+
+  void Process(v1::SegmentedScanRequest& req, std::vector<v1::ScanResponse>& out) override {
+    bytes_in_ += req.data().size() + req.keys().size();
+    aligner_->Add(req.data(), req.keys(), [&](const char* values, const uint8_t* keys, uint64_t n) {
+      v1::ScanResponse& resp = out.emplace_back();
+      std::string* data = resp.mutable_data();
+      data->resize(n * elem_size_);
+      session_->Process(values, keys, data->data(), n, stages_);
+      resp.set_offset(processed_);
+      processed_ += n;
+      bytes_out_ += data->size();
+      ++chunks_;
+    });
+  }
+
+  grpc::Status Complete(std::vector<v1::ScanResponse>& out) override {
+    if (auto s = checker_->Finish(); !s.ok()) return s;
+    v1::ScanResponse& last = out.emplace_back();
+    last.set_element_count(processed_);
+    FillTiming(last.mutable_timing(), session_->algorithm());
+    return grpc::Status::OK;
+  }
+
+  std::string LogFields() const override {
+    return fmt::format("op={} dtype={} kind={} segments={} n={} algorithm={} engine={}", engine::Name(spec_.op),
+                       engine::Name(spec_.dtype), spec_.exclusive ? "exclusive" : "inclusive",
+                       spec_.heads ? std::string("heads") : "keys:" + std::string(engine::Name(spec_.key_dtype)),
+                       processed_, session_ ? session_->algorithm() : "-", ctx_.engine->name());
+  }
+
+  MetricLabels Labels() const override {
+    return {std::string(engine::Name(spec_.dtype)), session_ ? session_->algorithm() : "",
+            session_ ? session_->device() : ""};
+  }
+
+ private:
+  engine::SegmentedScanSpec spec_;
+  std::optional<PairedChecker> checker_;
+  std::unique_ptr<engine::SegmentedScanSession> session_;
+  size_t elem_size_ = 4;
+  std::optional<FlagsAligner> aligner_;  // matches keys with values by position
+  uint64_t processed_ = 0;
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::SegmentedScanRequest, v1::ScanResponse>* StartSegmentedScan(
+    CallContext ctx, grpc::CallbackServerContext* rpc) {
+  auto* call = new SegmentedScanCall(std::move(ctx), rpc, "segmented_scan");
+  call->Begin();
+  return call;
+}
+
+}  // namespace gpuscan::server
