@@ -1,4 +1,5 @@
-// gpuscan reduce: reduction of an array file to one value, printed on stdout.
+// gpuscan reduce: reduction of an array file to one value, printed on stdout; with --by-key,
+// one value per run of equal keys, written like scan's results.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +22,8 @@ namespace {
 struct ReduceArgs {
   ArrayArgs io;
   std::string op = "sum";
+  std::string by_key;    // reduce by key: a file of integer keys, one per element
+  std::string keys_out;  // reduce by key: where the runs' keys go
 };
 
 // The reduced value as one raw element: raw_value when the server sent it, else the Scalar.
@@ -60,8 +63,55 @@ std::string JsonElement(const std::string& raw, v1::DType dtype) {
   return FormatElement(raw.data(), dtype);
 }
 
+// Reduce by key (--by-key): one value per run of equal consecutive keys, to -o (text on stdout
+// by default, as scan's); the runs' keys to --keys-out.
+int RunReduceByKey(const ReduceArgs& a, const GlobalOptions& g, ArrayInput& in) {
+  InputSpec spec;
+  spec.path = a.by_key;
+  auto keys = ArrayInput::Open(spec);
+  const v1::DType k = keys->dtype();
+  if (k == v1::DTYPE_FLOAT32 || k == v1::DTYPE_FLOAT64) {
+    throw std::runtime_error("--by-key " + a.by_key + " holds " + DTypeName(k) +
+                             " keys; keys must be int32, int64, uint32 or uint64");
+  }
+  if (in.count() && keys->count() && *in.count() != *keys->count()) {
+    throw std::runtime_error("--by-key " + a.by_key + " holds " + std::to_string(*keys->count()) +
+                             " keys but the input holds " + std::to_string(*in.count()) + " elements; one key per value");
+  }
+  v1::ReduceByKeyHeader header;
+  header.set_dtype(in.dtype());
+  header.set_op(ParseOperator(a.op));
+  header.set_key_dtype(k);
+  if (in.count()) header.set_element_count(*in.count());
+  // The run count is unknown until the end: no expected count for the outputs.
+  ArrayOutput values_out(ResolveOutput(a.io.output, a.io.out_format, g.json, std::nullopt), in.dtype(), std::nullopt);
+  std::unique_ptr<ArrayOutput> keys_out;
+  if (!a.keys_out.empty()) keys_out = std::make_unique<ArrayOutput>(ResolveOutput(a.keys_out, "auto", false, std::nullopt), k, std::nullopt);
+  Sink keys_sink = keys_out ? keys_out->AsSink() : Sink{};
+  Client client(MakeClientOptions(g));
+  ProgressBar bar(!g.no_progress, in.payload_bytes());
+  const Replay values_replay = in.AsReplay(), keys_replay = keys->AsReplay();
+  const v1::ReduceByKeyResponse last =
+      values_replay && keys_replay  // files: retried (--retries)
+          ? client.ReduceByKeyStream(header, values_replay, keys_replay, keys_sink, values_out.AsSink(), bar.AsCallback())
+          : client.ReduceByKeyStream(header, in.AsSource(), keys->AsSource(), keys_sink, values_out.AsSink(),
+                                     bar.AsCallback());
+  bar.Clear();
+  values_out.Finish();
+  if (keys_out) keys_out->Finish();
+  Timing timing = FromProto(last.timing());
+  Report report(g.json);
+  report.Field("run_count", std::to_string(last.run_count()));
+  report.Field("element_count", std::to_string(last.element_count()));
+  report.Note("reduced " + std::to_string(last.element_count()) + " " + DTypeName(in.dtype()) + " elements by key to " +
+              std::to_string(last.run_count()) + " runs (" + a.op + ")");
+  report.Print(&timing);
+  return 0;
+}
+
 int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
   auto in = ArrayInput::Open(MakeInputSpec(a.io));
+  if (!a.by_key.empty()) return RunReduceByKey(a, g, *in);
   v1::ReduceHeader header;
   header.set_dtype(in->dtype());
   header.set_op(ParseOperator(a.op));
@@ -116,6 +166,13 @@ Command AddReduceCommand(CLI::App& app, const GlobalOptions& g) {
   AddLanesOption(cmd, a->io.lanes);
   AddShardsOption(cmd, a->io.shards);
   AddShmOption(cmd, a->io.shm, a->io.shm_dir);
+  CLI::Option* by_key = cmd->add_option("--by-key", a->by_key,
+                                        "reduce each run of equal consecutive keys (integer keys, one per element: "
+                                        ".npy, text, or raw); values to -o, keys to --keys-out");
+  AddOutputOptions(cmd, a->io);
+  cmd->get_option("-o")->needs(by_key);
+  cmd->add_option("--keys-out", a->keys_out, "with --by-key: write each run's key to this file")->needs(by_key);
+  for (const char* other : {"--lanes", "--shards", "--shm"}) by_key->excludes(cmd->get_option(other));
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunReduce(*a, g); }};
 }

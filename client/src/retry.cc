@@ -65,6 +65,16 @@ Timing Client::SegmentedScanStream(const v1::SegmentedScanHeader& header, const 
       options_, [&] { return SegmentedScanStream(header, values(), keys(), resume.NextAttempt(), progress); });
 }
 
+v1::ReduceByKeyResponse Client::ReduceByKeyStream(const v1::ReduceByKeyHeader& header, const Replay& values,
+                                                  const Replay& keys, Sink keys_out, Sink values_out,
+                                                  Progress progress) {
+  detail::ResumingSink keys_resume(std::move(keys_out)), values_resume(std::move(values_out));
+  return detail::WithRetries(options_, [&] {
+    return ReduceByKeyStream(header, values(), keys(), keys_resume.NextAttempt(), values_resume.NextAttempt(),
+                             progress);
+  });
+}
+
 v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, const Replay& values, const Replay& flags,
                                           Sink values_out, Sink indices_out, Progress progress, uint32_t lanes) {
   detail::ResumingSink values_resume(std::move(values_out)), indices_resume(std::move(indices_out));

@@ -1,4 +1,5 @@
-// The byte-level streaming calls: ScanStream, ReduceStream, CompactStream, SegmentedScanStream. Each request holds
+// The byte-level streaming calls: ScanStream, ReduceStream, CompactStream, SegmentedScanStream,
+// ReduceByKeyStream. Each request holds
 // up to one chunk of whole elements; the first also carries the header (alone if the input is
 // empty).
 #include <algorithm>
@@ -161,42 +162,57 @@ v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Sourc
   return final_response;
 }
 
+namespace {
+
+// Writes a call whose values come with their keys (SegmentedScan, ReduceByKey): each request
+// carries the values and the keys of the same elements, per_chunk elements at most.
+template <class Req, class Header, class Stream>
+void WriteWithKeys(Stream& stream, const Header& header, Source& values, Source& keys, size_t esize, size_t ksize,
+                   size_t per_chunk, ProgressTracker& tracker) {
+  Req req;
+  *req.mutable_header() = header;
+  std::string* vals = req.mutable_data();
+  std::string* ks = req.mutable_keys();
+  bool values_ended = !values, keys_ended = !keys;
+  for (bool first = true;; first = false) {
+    vals->resize(per_chunk * esize);
+    vals->resize(ReadFull(values, vals->data(), per_chunk * esize, values_ended));
+    if (!keys_ended) {
+      // The keys of the same elements; once the values end, whatever keys remain are sent too,
+      // so the server (not this client) judges the length mismatch.
+      const size_t want = (values_ended && vals->empty() ? per_chunk : (vals->size() + esize - 1) / esize) * ksize;
+      ks->resize(want);
+      ks->resize(ReadFull(keys, ks->data(), want, keys_ended));
+    }
+    const bool empty = vals->empty() && ks->empty();
+    if (empty && !first) return;
+    if (!stream.Write(req)) return;
+    tracker.Sent(vals->size() + ks->size());
+    if ((values_ended && keys_ended) || empty) return;
+    req.clear_header();
+  }
+}
+
+// Elements per request: neither the values nor the keys may exceed the chunk limit.
+size_t KeyedChunk(size_t chunk_bytes, size_t esize, size_t ksize) {
+  return std::max<size_t>(chunk_bytes / std::max(esize, ksize), 1);
+}
+
+}  // namespace
+
 Timing Client::SegmentedScanStream(const v1::SegmentedScanHeader& header, Source values, Source keys, Sink out,
                                    Progress progress) {
   const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
   const size_t ksize = header.segments_case() == v1::SegmentedScanHeader::kKeyDtype
                            ? std::max<size_t>(DTypeSize(header.key_dtype()), 1)
                            : 1;
-  // Elements per request: neither the values nor the keys may exceed the chunk limit.
-  const size_t per_chunk = std::max<size_t>(options_.chunk_bytes / std::max(esize, ksize), 1);
   auto ctx = NewContext();
   auto stream = stub_->SegmentedScan(ctx.get());
   ProgressTracker tracker(std::move(progress));
   Timing timing;
-
   auto write_all = [&] {
-    v1::SegmentedScanRequest req;
-    *req.mutable_header() = header;
-    std::string* vals = req.mutable_data();
-    std::string* ks = req.mutable_keys();
-    bool values_ended = !values, keys_ended = !keys;
-    for (bool first = true;; first = false) {
-      vals->resize(per_chunk * esize);
-      vals->resize(ReadFull(values, vals->data(), per_chunk * esize, values_ended));
-      if (!keys_ended) {
-        // The keys of the same elements; once the values end, whatever keys remain are sent
-        // too, so the server (not this client) judges the length mismatch.
-        const size_t want = (values_ended && vals->empty() ? per_chunk : (vals->size() + esize - 1) / esize) * ksize;
-        ks->resize(want);
-        ks->resize(ReadFull(keys, ks->data(), want, keys_ended));
-      }
-      const bool empty = vals->empty() && ks->empty();
-      if (empty && !first) return;
-      if (!stream->Write(req)) return;
-      tracker.Sent(vals->size() + ks->size());
-      if ((values_ended && keys_ended) || empty) return;
-      req.clear_header();
-    }
+    WriteWithKeys<v1::SegmentedScanRequest>(*stream, header, values, keys, esize, ksize,
+                                            KeyedChunk(options_.chunk_bytes, esize, ksize), tracker);
   };
   auto read_all = [&] {
     v1::ScanResponse resp;
@@ -210,6 +226,33 @@ Timing Client::SegmentedScanStream(const v1::SegmentedScanHeader& header, Source
   };
   detail::RunBidi(*ctx, *stream, write_all, read_all);
   return timing;
+}
+
+v1::ReduceByKeyResponse Client::ReduceByKeyStream(const v1::ReduceByKeyHeader& header, Source values, Source keys,
+                                                  Sink keys_out, Sink values_out, Progress progress) {
+  const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
+  const size_t ksize = std::max<size_t>(DTypeSize(header.key_dtype()), 1);
+  auto ctx = NewContext();
+  auto stream = stub_->ReduceByKey(ctx.get());
+  ProgressTracker tracker(std::move(progress));
+  v1::ReduceByKeyResponse final_response;
+  auto write_all = [&] {
+    WriteWithKeys<v1::ReduceByKeyRequest>(*stream, header, values, keys, esize, ksize,
+                                          KeyedChunk(options_.chunk_bytes, esize, ksize), tracker);
+  };
+  auto read_all = [&] {
+    v1::ReduceByKeyResponse resp;
+    while (stream->Read(&resp)) {
+      const std::string& k = resp.keys();
+      const std::string& v = resp.values();
+      if (!k.empty() && keys_out) keys_out(k.data(), k.size());
+      if (!v.empty() && values_out) values_out(v.data(), v.size());
+      tracker.Received(k.size() + v.size());
+      if (resp.has_timing()) final_response = std::move(resp);
+    }
+  };
+  detail::RunBidi(*ctx, *stream, write_all, read_all);
+  return final_response;
 }
 
 }  // namespace gpuscan

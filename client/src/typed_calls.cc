@@ -152,6 +152,33 @@ ScanResult<T> Client::SegmentedScanHeads(const T* data, size_t n, const uint8_t*
   return result;
 }
 
+template <class T, class K>
+ReduceByKeyResult<T, K> Client::ReduceByKey(const T* data, size_t n, const K* keys, v1::Operator op) {
+  static_assert(std::is_integral_v<K> && (sizeof(K) == 4 || sizeof(K) == 8), "keys: 32- or 64-bit integers");
+  v1::ReduceByKeyHeader header;
+  header.set_dtype(DTypeOf<T>());
+  header.set_op(op);
+  header.set_key_dtype(DTypeOf<K>());
+  header.set_element_count(n);
+  ReduceByKeyResult<T, K> result;
+  VectorSink<K> keys_sink(result.keys);
+  VectorSink<T> values_sink(result.values);
+  const v1::ReduceByKeyResponse last = ReduceByKeyStream(
+      header, MemoryReplay(data, n * sizeof(T)), MemoryReplay(keys, n * sizeof(K)),
+      [&keys_sink](const void* p, size_t b) { keys_sink(p, b); },
+      [&values_sink](const void* p, size_t b) { values_sink(p, b); });
+  keys_sink.Check();
+  values_sink.Check();
+  if (result.keys.size() != result.values.size() || result.keys.size() != last.run_count()) {
+    throw RpcError(grpc::Status(grpc::StatusCode::INTERNAL,
+                                "the server sent " + std::to_string(result.keys.size()) + " keys and " +
+                                    std::to_string(result.values.size()) + " values for " +
+                                    std::to_string(last.run_count()) + " runs"));
+  }
+  result.timing = FromProto(last.timing());
+  return result;
+}
+
 template <class T>
 CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& options) {
   const uint32_t shards = ShardsFor<T>(options.shards, n);
@@ -185,7 +212,11 @@ CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& 
   template ScanResult<T> Client::SegmentedScan<T, int32_t>(const T*, size_t, const int32_t*, const SegmentedScanOptions&); \
   template ScanResult<T> Client::SegmentedScan<T, int64_t>(const T*, size_t, const int64_t*, const SegmentedScanOptions&); \
   template ScanResult<T> Client::SegmentedScan<T, uint32_t>(const T*, size_t, const uint32_t*, const SegmentedScanOptions&); \
-  template ScanResult<T> Client::SegmentedScan<T, uint64_t>(const T*, size_t, const uint64_t*, const SegmentedScanOptions&);
+  template ScanResult<T> Client::SegmentedScan<T, uint64_t>(const T*, size_t, const uint64_t*, const SegmentedScanOptions&); \
+  template ReduceByKeyResult<T, int32_t> Client::ReduceByKey<T, int32_t>(const T*, size_t, const int32_t*, v1::Operator); \
+  template ReduceByKeyResult<T, int64_t> Client::ReduceByKey<T, int64_t>(const T*, size_t, const int64_t*, v1::Operator); \
+  template ReduceByKeyResult<T, uint32_t> Client::ReduceByKey<T, uint32_t>(const T*, size_t, const uint32_t*, v1::Operator); \
+  template ReduceByKeyResult<T, uint64_t> Client::ReduceByKey<T, uint64_t>(const T*, size_t, const uint64_t*, v1::Operator);
 GPUSCAN_INSTANTIATE(int32_t)
 GPUSCAN_INSTANTIATE(int64_t)
 GPUSCAN_INSTANTIATE(uint32_t)

@@ -8,6 +8,7 @@ server.
         v, i = c.compact(x, predicate=("gt", 0), indices=True)
         counts, edges = c.histogram(x, 256, range=(-4, 4))     # numpy.histogram's bins
         z = c.segmented_scan(x, keys)                          # each run of equal keys on its own
+        k, v = c.reduce_by_key(x, keys)                        # one (key, value) per run
         with c.shared_array(1 << 20, "int32") as a:            # on the server's host: no copy
             a[:] = 1
             y = c.scan(a)                                      # a SharedArray too

@@ -295,6 +295,78 @@ class CompactAssembler:
         return v, i
 
 
+class ReduceByKeyAssembler:
+    """Collects a reduction by key's runs (zero-copy views onto the responses) as they stream
+    back, each response's run_offset continuing where the runs so far end, then joins them into
+    (keys, values) with one copy each. Whatever does not add up (a gap or overlap in run_offset,
+    keys and values of different counts or not whole elements, runs after the final response, a
+    final run_count or element_count that disagrees, no final response, two adjacent runs with
+    equal keys) is an Internal error rather than a wrong result."""
+
+    def __init__(self, key_dtype: np.dtype, dtype: np.dtype, n: int):
+        self.key_dtype = key_dtype.newbyteorder("<")
+        self.dtype = dtype.newbyteorder("<")
+        self.n = n
+        self.keys: List[np.ndarray] = []
+        self.values: List[np.ndarray] = []
+        self.runs = 0
+        self.timing: Optional[Timing] = None
+        self.final = False
+
+    def feed(self, raw: bytes) -> None:
+        f = _wire.parse(raw)
+        if self.final:
+            raise Internal("server sent reduce-by-key responses after its final one")
+        ks, ke = f.get(1, (0, 0))
+        vs, ve = f.get(2, (0, 0))
+        kbytes, vbytes = ke - ks, ve - vs
+        ksz, vsz = self.key_dtype.itemsize, self.dtype.itemsize
+        if kbytes % ksz or vbytes % vsz or kbytes // ksz != vbytes // vsz:
+            raise Internal(f"server sent {kbytes} bytes of keys ({ksz} each) with {vbytes} bytes of values "
+                           f"({vsz} each): not one key per run value")
+        count = kbytes // ksz
+        if count:
+            offset = f.get(3, 0)
+            if offset != self.runs:
+                raise Internal(f"server sent runs {offset}..{offset + count} after {self.runs} runs: "
+                               "run_offset does not continue")
+            if self.runs + count > self.n:
+                raise Internal(f"server sent more runs ({self.runs + count}) than elements ({self.n})")
+            self.keys.append(np.frombuffer(raw, self.key_dtype, count, ks))
+            self.values.append(np.frombuffer(raw, self.dtype, count, vs))
+            self.runs += count
+        if 4 in f or 5 in f or 6 in f:  # the final response (it carries no runs)
+            if count:
+                raise Internal("server's final reduce-by-key response carries runs")
+            run_count, element_count = f.get(5, 0), f.get(6, 0)
+            if run_count != self.runs or element_count != self.n:
+                raise Internal(f"server reported {run_count} runs of {element_count} elements but sent "
+                               f"{self.runs} runs for {self.n} elements")
+            if 4 in f:
+                s, e = f[4]
+                self.timing = Timing.from_bytes(memoryview(raw)[s:e])
+            self.final = True
+
+    def result(self) -> Tuple[np.ndarray, np.ndarray]:
+        if not self.final:
+            raise Internal("server ended the reduce-by-key call without its final response")
+        if (self.runs == 0) != (self.n == 0):
+            raise Internal(f"server sent {self.runs} runs for {self.n} elements")
+        keys = self._join(self.keys, self.key_dtype)
+        if len(keys) > 1 and np.any(keys[1:] == keys[:-1]):
+            at = int(np.flatnonzero(keys[1:] == keys[:-1])[0])
+            raise Internal(f"server sent runs {at} and {at + 1} with the same key {keys[at]}: not whole runs")
+        return keys, self._join(self.values, self.dtype)
+
+    def _join(self, pieces, dtype) -> np.ndarray:
+        out = np.empty(self.runs, dtype.newbyteorder("="))
+        at = 0
+        for p in pieces:
+            out[at:at + len(p)] = p
+            at += len(p)
+        return out
+
+
 class ScanIterFeeder:
     """scan_iter's side of the call: turns the caller's arrays into requests (all one dtype) and
     remembers each array's length, so the reader knows where one output array ends."""

@@ -15,6 +15,8 @@ COMPACT_FLAGS = 3      # CompactRequest.flags
 HISTOGRAM_DATA = 2     # HistogramRequest.data
 SEGMENTED_DATA = 2     # SegmentedScanRequest.data
 SEGMENTED_KEYS = 3     # SegmentedScanRequest.keys (keys or one head byte per element)
+REDUCE_BY_KEY_DATA = 2  # ReduceByKeyRequest.data
+REDUCE_BY_KEY_KEYS = 3  # ReduceByKeyRequest.keys
 TRANSPORT_DATA = 1     # TransportRequest.data
 TRANSPORT_ECHO = 2     # TransportRequest.echo
 

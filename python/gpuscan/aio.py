@@ -81,6 +81,7 @@ class AsyncClient(_Calls):
         self._compact = self._channel.stream_stream(method_path("Compact"))
         self._histogram = self._channel.stream_unary(method_path("Histogram"))
         self._segmented = self._channel.stream_stream(method_path("SegmentedScan"))
+        self._reduce_by_key = self._channel.stream_stream(method_path("ReduceByKey"))
         self._transport = self._channel.stream_stream(method_path("Transport"))
         self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
         # Per task, as the sync client's is per thread: concurrent tasks each see their own.
@@ -245,6 +246,24 @@ class AsyncClient(_Calls):
         tries = _retry.Tries(self._segmented_retries(x, side, out, retries), self.backoff, self.on_retry, timeout)
         self._timing_var.set(await _retry.run_async(tries, attempt))
         return out
+
+    async def reduce_by_key(self, x, keys, *, op: str = "sum", copy: bool = False, timeout: Optional[float] = None,
+                            retries: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+        """As Client.reduce_by_key: (unique_keys, values), one per run of equal consecutive keys;
+        every check before the call."""
+        x, side, header = self._reduce_by_key_args(x, keys, op, copy)
+        retries, timeout = self._wanted_retries(retries), self._call_timeout(timeout)
+        per = _chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, side.itemsize))
+
+        async def attempt(t: Optional[float]):
+            asm = _chunking.ReduceByKeyAssembler(side.dtype, x.dtype, len(x))
+            async for raw in self._stream(self._reduce_by_key, _chunking.data_requests(
+                    header, _wire.REDUCE_BY_KEY_DATA, x, per, side, flags_field=_wire.REDUCE_BY_KEY_KEYS), t):
+                asm.feed(raw)
+            return asm.result(), asm.timing or Timing()
+        result, timing = await _retry.run_async(_retry.Tries(retries, self.backoff, self.on_retry, timeout), attempt)
+        self._timing_var.set(timing)
+        return result
 
     async def scan_iter(self, chunks, op: str = "sum", exclusive: bool = False,
                         algorithm: Optional[str] = None) -> AsyncIterator[np.ndarray]:

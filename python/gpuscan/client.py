@@ -198,6 +198,20 @@ class _Calls:
         self._check_out(x, out)
         return x, side, pb.SegmentedScanRequest(header=header), out
 
+    def _reduce_by_key_args(self, x, keys, op, copy=False):
+        """x checked as scan's, the keys (contiguous, little-endian, widened as segmented_scan's,
+        len(x) of them) and the first request. Every check before any call: ValueError (a bitwise
+        operator on floats: InvalidArgument, as scan's)."""
+        if keys is None:
+            raise ValueError("gpuscan: reduce_by_key needs keys (an integer array of len(x): each run of "
+                             "equal consecutive keys gives one value)")
+        x, wire = check_array(x, copy=copy)
+        header = pb.ReduceByKeyHeader(dtype=wire, op=_types.operator(op, wire), element_count=len(x))
+        side, header.key_dtype = _types.segment_keys(keys, copy)
+        if len(side) != len(x):
+            raise ValueError(f"gpuscan: keys has {len(side)} elements but x has {len(x)}: they must match")
+        return x, side, pb.ReduceByKeyRequest(header=header)
+
     def _call_timeout(self, timeout) -> Optional[float]:
         """A call's timeout= in seconds: None is the client's timeout, 0 none."""
         if timeout is None:
@@ -371,6 +385,7 @@ class Client(_Calls):
         self._compact = self._channel.stream_stream(method_path("Compact"))
         self._histogram = self._channel.stream_unary(method_path("Histogram"))
         self._segmented = self._channel.stream_stream(method_path("SegmentedScan"))
+        self._reduce_by_key = self._channel.stream_stream(method_path("ReduceByKey"))
         self._transport = self._channel.stream_stream(method_path("Transport"))
         self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
         self._local = threading.local()
@@ -575,6 +590,38 @@ class Client(_Calls):
         tries = _retry.Tries(self._segmented_retries(x, side, out, retries), self.backoff, self.on_retry, timeout)
         self._set_timing(_retry.run(tries, attempt, self._pause))
         return out
+
+    def reduce_by_key(self, x, keys, *, op: str = "sum", copy: bool = False, timeout: Optional[float] = None,
+                      retries: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+        """Reduction by key of a 1-D array: `unique_keys, values = client.reduce_by_key(x, keys)`,
+        one (key, value) per run of equal consecutive keys, in order (as
+        cub::DeviceReduce::ReduceByKey: a key that comes back after another run starts a new run;
+        sort first for a group-by). unique_keys[r] is run r's key, in the keys' dtype (as sent:
+        int8/int16 widened to int32, uint8/uint16 to uint32); values[r] is op over run r's values,
+        in x's dtype. An empty x gives two empty arrays.
+
+        keys: 1-D integer array of len(x), as segmented_scan's (floats, bools, None, another
+        length: ValueError before any call). op, x and copy= as scan's (keys follow copy= too; a
+        bitwise operator on floats is InvalidArgument). Values and keys of the same elements travel
+        in one request: chunk_bytes // max(x.itemsize, key size) elements each. A run's value is
+        bit for bit the segmented inclusive scan at its last element (float sum and product
+        associate in the server's deterministic tree), whatever the chunking. timeout: this
+        call's seconds (None: the client's; 0: none). retries as reduce's: the runs are returned
+        only at the end, so a retry starts over. No lanes, shared memory or native path."""
+        x, side, header = self._reduce_by_key_args(x, keys, op, copy)
+        retries, timeout = self._wanted_retries(retries), self._call_timeout(timeout)
+        per = _chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, side.itemsize))
+
+        def attempt(t: Optional[float]):
+            asm = _chunking.ReduceByKeyAssembler(side.dtype, x.dtype, len(x))  # per try: a failed one is dropped
+            for raw in self._stream(self._reduce_by_key, _chunking.data_requests(
+                    header, _wire.REDUCE_BY_KEY_DATA, x, per, side, flags_field=_wire.REDUCE_BY_KEY_KEYS), t):
+                asm.feed(raw)
+            return asm.result(), asm.timing or Timing()
+        # Its own deadline (timeout=), for every try and wait together, as segmented_scan's.
+        result, timing = _retry.run(_retry.Tries(retries, self.backoff, self.on_retry, timeout), attempt, self._pause)
+        self._set_timing(timing)
+        return result
 
     def scan_iter(self, chunks: Iterable, op: str = "sum", exclusive: bool = False,
                   algorithm: Optional[str] = None) -> Iterator[np.ndarray]:

@@ -321,7 +321,7 @@ def test_framing_matches_generated_messages():
 
 def test_info(client):
     info = client.info()
-    assert {"scan", "reduce", "compact", "histogram"} <= set(info["operations"])
+    assert {"scan", "reduce", "compact", "histogram", "segmented_scan", "reduce_by_key"} <= set(info["operations"])
     assert info["limits"]["max_histogram_bins"] >= 1
 
 

@@ -54,6 +54,10 @@ class GpuScanService final : public v1::GpuScan::CallbackService {
       grpc::CallbackServerContext* rpc) override {
     return StartSegmentedScan(ctx_, rpc);
   }
+  grpc::ServerBidiReactor<v1::ReduceByKeyRequest, v1::ReduceByKeyResponse>* ReduceByKey(
+      grpc::CallbackServerContext* rpc) override {
+    return StartReduceByKey(ctx_, rpc);
+  }
   grpc::ServerWriteReactor<v1::BenchmarkRow>* Benchmark(grpc::CallbackServerContext*,
                                                         const v1::BenchmarkRequest* request) override {
     return StartBenchmark(ctx_, request);

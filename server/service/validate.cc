@@ -127,6 +127,18 @@ grpc::Status ToEngine(const v1::ScanHeader& h, engine::ScanSpec* spec) {
   return grpc::Status::OK;
 }
 
+// header.key_dtype: an integer dtype (keys are compared for equality only).
+static grpc::Status ToKeyDType(int k, engine::DType* out) {
+  if (!v1::DType_IsValid(k) || k == v1::DTYPE_UNSPECIFIED) {
+    return InvalidArgument("header.key_dtype=" + std::to_string(k) + " is not a known DType");
+  }
+  if (k == v1::DTYPE_FLOAT32 || k == v1::DTYPE_FLOAT64) {
+    return InvalidArgument("header.key_dtype=" + v1::DType_Name(static_cast<v1::DType>(k)) +
+                           ": segment keys must be INT32, INT64, UINT32 or UINT64");
+  }
+  return ToEngineDType(k, out);
+}
+
 grpc::Status ToEngine(const v1::SegmentedScanHeader& h, engine::SegmentedScanSpec* spec) {
   if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
   if (auto s = ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op); !s.ok()) return s;
@@ -141,21 +153,20 @@ grpc::Status ToEngine(const v1::SegmentedScanHeader& h, engine::SegmentedScanSpe
       }
       spec->heads = true;
       return grpc::Status::OK;
-    case v1::SegmentedScanHeader::kKeyDtype: {
-      const int k = h.key_dtype();
-      if (!v1::DType_IsValid(k) || k == v1::DTYPE_UNSPECIFIED) {
-        return InvalidArgument("header.key_dtype=" + std::to_string(k) + " is not a known DType");
-      }
-      if (k == v1::DTYPE_FLOAT32 || k == v1::DTYPE_FLOAT64) {
-        return InvalidArgument("header.key_dtype=" + v1::DType_Name(static_cast<v1::DType>(k)) +
-                               ": segment keys must be INT32, INT64, UINT32 or UINT64");
-      }
+    case v1::SegmentedScanHeader::kKeyDtype:
       spec->heads = false;
-      return ToEngineDType(k, &spec->key_dtype);
-    }
+      return ToKeyDType(h.key_dtype(), &spec->key_dtype);
     case v1::SegmentedScanHeader::SEGMENTS_NOT_SET: break;
   }
   return InvalidArgument("header sets neither key_dtype nor heads; set one to say where segments begin");
+}
+
+grpc::Status ToEngine(const v1::ReduceByKeyHeader& h, engine::SegmentedScanSpec* spec) {
+  if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
+  if (auto s = ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op); !s.ok()) return s;
+  spec->exclusive = false;
+  spec->heads = false;
+  return ToKeyDType(h.key_dtype(), &spec->key_dtype);
 }
 
 grpc::Status ToEngine(const v1::ReduceHeader& h, engine::ReduceSpec* spec) {

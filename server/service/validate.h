@@ -18,6 +18,8 @@ grpc::Status ToEngine(const v1::ScanHeader& header, engine::ScanSpec* spec);
 grpc::Status ToEngine(const v1::ReduceHeader& header, engine::ReduceSpec* spec);
 grpc::Status ToEngine(const v1::CompactHeader& header, engine::CompactSpec* spec);
 grpc::Status ToEngine(const v1::SegmentedScanHeader& header, engine::SegmentedScanSpec* spec);
+// Reduce by key runs on the segmented scan: the spec of its inclusive scan by keys.
+grpc::Status ToEngine(const v1::ReduceByKeyHeader& header, engine::SegmentedScanSpec* spec);
 // Even bins become their edges (hist::EvenEdges); max_bins: the server's limit.
 grpc::Status ToEngine(const v1::HistogramHeader& header, uint32_t max_bins, engine::HistogramSpec* spec);
 

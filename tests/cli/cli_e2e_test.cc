@@ -221,6 +221,27 @@ TEST_F(CliE2E, SegmentedScanByKeysAndHeads) {
   EXPECT_NE(r.err.find("segment keys must be int32, int64, uint32 or uint64"), std::string::npos) << r.err;
 }
 
+// reduce --by-key: the runs' values to -o and their keys to --keys-out, as the client's
+// ReduceByKey; -o without --by-key is refused.
+TEST_F(CliE2E, ReduceByKeyWritesValuesAndKeys) {
+  std::vector<int32_t> x = RandomInt32(kN);
+  std::vector<uint32_t> keys(kN);
+  for (size_t i = 0; i < kN; ++i) keys[i] = static_cast<uint32_t>(i / 1234) % 7;  // runs across chunks
+  WriteArray(Path("in.npy"), x);
+  WriteArray(Path("keys.npy"), keys);
+  CliRun r = Run("reduce --server " + addr() + " -i " + Path("in.npy") + " --by-key " + Path("keys.npy") +
+                 " --op min -o " + Path("v.npy") + " --keys-out " + Path("k.npy") + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto want = client().ReduceByKey(x, keys, v1::OPERATOR_MIN);
+  EXPECT_EQ(JsonField(r.out, "run_count"), std::to_string(want.keys.size())) << r.out;
+  EXPECT_EQ(want.keys.size(), (kN + 1233) / 1234);
+  EXPECT_TRUE(ReadArray<int32_t>(Path("v.npy")) == want.values);
+  EXPECT_TRUE(ReadArray<uint32_t>(Path("k.npy")) == want.keys);
+  r = Run("reduce --server " + addr() + " -i " + Path("in.npy") + " -o " + Path("v.npy"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--by-key"), std::string::npos) << r.err;
+}
+
 TEST_F(CliE2E, CompactPredicateGtWritesValuesAndIndices) {
   std::vector<int32_t> x = RandomInt32(kN);
   WriteArray(Path("in.npy"), x);

@@ -22,6 +22,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gpuscan/kernels/operators.h"
@@ -495,6 +496,22 @@ std::vector<uint8_t> HeadsOfKeys(const std::vector<K>& keys) {
   std::vector<uint8_t> h(keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i) h[i] = i == 0 || keys[i] != keys[i - 1];
   return h;
+}
+
+// Reduce by key: one (key, op over the run's values in order) per run of equal consecutive keys.
+template <class T, class Op, class K>
+std::pair<std::vector<K>, std::vector<T>> ReduceByKeyRef(const std::vector<T>& x, const std::vector<K>& keys) {
+  const Op op;
+  std::pair<std::vector<K>, std::vector<T>> out;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (i == 0 || keys[i] != keys[i - 1]) {
+      out.first.push_back(keys[i]);
+      out.second.push_back(x[i]);
+    } else {
+      out.second.back() = op(out.second.back(), x[i]);
+    }
+  }
+  return out;
 }
 
 // n keys in runs: mostly random lengths around mean_run (some of length 1), one run several

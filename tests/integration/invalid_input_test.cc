@@ -84,7 +84,7 @@ server::ServerOptions MatrixServerOptions() {
 }
 const uint64_t kReceiveLimit = server::MaxReceiveMessageBytes(MatrixServerOptions());
 
-enum class Rpc { kScan, kReduce, kCompact, kHistogram, kSegmented };
+enum class Rpc { kScan, kReduce, kCompact, kHistogram, kSegmented, kReduceByKey };
 
 struct Row {
   std::string name;
@@ -95,6 +95,7 @@ struct Row {
   std::vector<v1::CompactRequest> compact;
   std::vector<v1::HistogramRequest> histogram;
   std::vector<v1::SegmentedScanRequest> segmented;
+  std::vector<v1::ReduceByKeyRequest> by_key;
   grpc::StatusCode code = kInvalid;
   std::vector<std::string> expect;  // substrings of the message: the field and the value
   // Set the header's algorithm to one this server's engine lacks (and expect its name).
@@ -218,6 +219,15 @@ Row MakeRow(std::string name, std::vector<v1::SegmentedScanRequest> r, grpc::Sta
             std::vector<std::string> expect) {
   Row row{"SegmentedScan_" + name, Rpc::kSegmented};
   row.segmented = std::move(r);
+  row.code = code;
+  row.expect = std::move(expect);
+  return row;
+}
+
+Row MakeRow(std::string name, std::vector<v1::ReduceByKeyRequest> r, grpc::StatusCode code,
+            std::vector<std::string> expect) {
+  Row row{"ReduceByKey_" + name, Rpc::kReduceByKey};
+  row.by_key = std::move(r);
   row.code = code;
   row.expect = std::move(expect);
   return row;
@@ -496,6 +506,43 @@ void SegmentedRows(std::vector<Row>& rows) {
   }
 }
 
+// ---- ReduceByKey: its header and the keys stream (checked as SegmentedScan's).
+v1::ReduceByKeyRequest ByKeyHead(v1::DType dtype = v1::DTYPE_INT32, int key_dtype = v1::DTYPE_INT32,
+                                 int op = v1::OPERATOR_SUM) {
+  v1::ReduceByKeyRequest r;
+  r.mutable_header()->set_dtype(dtype);
+  r.mutable_header()->set_op(static_cast<v1::Operator>(op));
+  r.mutable_header()->set_key_dtype(static_cast<v1::DType>(key_dtype));
+  return r;
+}
+v1::ReduceByKeyRequest ByKeyChunk(size_t data_bytes, size_t key_bytes) {
+  v1::ReduceByKeyRequest r;
+  r.set_data(Bytes(data_bytes));
+  r.set_keys(Bytes(key_bytes));
+  return r;
+}
+
+void ReduceByKeyRows(std::vector<Row>& rows) {
+  using B = std::vector<v1::ReduceByKeyRequest>;
+  rows.push_back(MakeRow("UnspecifiedDType", B{ByKeyHead(v1::DTYPE_UNSPECIFIED)}, kInvalid,
+                         {"header.dtype", "DTYPE_UNSPECIFIED"}));
+  rows.push_back(MakeRow("UnspecifiedOperator", B{ByKeyHead(v1::DTYPE_INT32, v1::DTYPE_INT32, 0)}, kInvalid,
+                         {"header.op", "OPERATOR_UNSPECIFIED"}));
+  rows.push_back(MakeRow("BitwiseOnFloat", B{ByKeyHead(v1::DTYPE_FLOAT32, v1::DTYPE_INT32, v1::OPERATOR_BIT_AND)},
+                         kInvalid, {"header.op=OPERATOR_BIT_AND", "dtype float32"}));
+  rows.push_back(MakeRow("KeyDTypeMissing", B{ByKeyHead(v1::DTYPE_INT32, v1::DTYPE_UNSPECIFIED)}, kInvalid,
+                         {"header.key_dtype=0", "not a known DType"}));
+  rows.push_back(MakeRow("FloatKeys", B{ByKeyHead(v1::DTYPE_INT32, v1::DTYPE_FLOAT64)}, kInvalid,
+                         {"header.key_dtype=DTYPE_FLOAT64", "INT32, INT64, UINT32 or UINT64"}));
+  rows.push_back(MakeRow("HeaderMissing", B{ByKeyChunk(16, 16)}, kInvalid, {"header missing", "request #0"}));
+  rows.push_back(MakeRow("KeysNotWholeKeys", B{ByKeyHead(), ByKeyChunk(400, 399)}, kInvalid,
+                         {"request #1: keys length 399 bytes", "key_dtype int32 size 4"}));
+  rows.push_back(MakeRow("MoreKeysThanValues", B{ByKeyHead(), ByKeyChunk(400, 404)}, kInvalid,
+                         {"keys length 101 differs from data length 100", "one key per value"}));
+  rows.push_back(MakeRow("DataAboveChunkLimit", B{ByKeyHead(), ByKeyChunk(2 * kChunkBytes, 2 * kChunkBytes)},
+                         kExhausted, {"request #1: data length 8192 bytes", "chunk limit of 4096 bytes"}));
+}
+
 void LaneRows(std::vector<Row>& rows) {
   using V = std::vector<v1::ScanRequest>;
   using K = std::vector<v1::CompactRequest>;
@@ -737,6 +784,7 @@ std::vector<Row> Rows() {
   SharedMemoryRows(rows);
   HistogramRows(rows);
   SegmentedRows(rows);
+  ReduceByKeyRows(rows);
   return rows;
 }
 
@@ -846,6 +894,9 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
       case Rpc::kSegmented:
         return RunBidi<v1::SegmentedScanRequest, v1::ScanResponse>(
             [&](grpc::ClientContext* c) { return stub.SegmentedScan(c); }, row.segmented);
+      case Rpc::kReduceByKey:
+        return RunBidi<v1::ReduceByKeyRequest, v1::ReduceByKeyResponse>(
+            [&](grpc::ClientContext* c) { return stub.ReduceByKey(c); }, row.by_key);
     }
     return {grpc::StatusCode::INTERNAL, "unknown rpc"};
   }
@@ -923,6 +974,15 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
                   (testing::SegmentedScanRef<int32_t, ops::Sum<int32_t>>(x, testing::HeadsOfKeys(keys), true)));
         break;
       }
+      case Rpc::kReduceByKey: {
+        const auto x = testing::RandomInput<int64_t, ops::Sum<int64_t>>(n, rng);
+        const auto keys = testing::RandomSegmentKeys<uint32_t>(n, rng, 50);
+        const auto r = client.ReduceByKey(x, keys, v1::OPERATOR_SUM);
+        const auto want = testing::ReduceByKeyRef<int64_t, ops::Sum<int64_t>, uint32_t>(x, keys);
+        EXPECT_EQ(r.keys, want.first);
+        EXPECT_EQ(r.values, want.second);
+        break;
+      }
     }
     EXPECT_EQ(client.Health(), "SERVING");
   }
@@ -952,7 +1012,7 @@ TEST_F(BadInputMatrix, AllRowsAtOnce) {
   std::atomic<bool> stop{false};
   std::atomic<int> valid_calls{0};
   std::vector<std::thread> valid;
-  for (Rpc rpc : {Rpc::kScan, Rpc::kReduce, Rpc::kCompact, Rpc::kHistogram, Rpc::kSegmented}) {
+  for (Rpc rpc : {Rpc::kScan, Rpc::kReduce, Rpc::kCompact, Rpc::kHistogram, Rpc::kSegmented, Rpc::kReduceByKey}) {
     valid.emplace_back([&, rpc] {
       while (!stop) {
         ExpectValidCall(rpc);

@@ -200,6 +200,42 @@ TYPED_TEST(TypedRpcTest, SegmentedScanKeysAndHeads) {
   for (size_t small : {0, 1, 2, 17}) CheckSegmented<T, ops::Sum, int32_t>(this->client_, small, v1::OPERATOR_SUM, false, false);
 }
 
+// Reduce by key over the wire: runs spanning the client's chunks, runs of one element; float
+// SUM/PRODUCT bit for bit the segmented scan's values at the runs' ends.
+template <class T, template <class> class Op, class K>
+void CheckReduceByKey(Client& client, size_t n, v1::Operator wire_op, size_t mean_run) {
+  GPUSCAN_SEEDED_RNG(rng);
+  const std::vector<T> x = testing::RandomInput<T, Op<T>>(n, rng);
+  const std::vector<K> keys = testing::RandomSegmentKeys<K>(n, rng, mean_run);
+  const ReduceByKeyResult<T, K> r = client.ReduceByKey(x, keys, wire_op);
+  const auto want = testing::ReduceByKeyRef<T, Op<T>, K>(x, keys);
+  const std::string what = std::string("reduce by key ") + v1::Operator_Name(wire_op) + ", n=" + std::to_string(n);
+  EXPECT_EQ(r.keys, want.first) << what;
+  if constexpr (testing::kRounds<T, Op<T>>) {
+    const std::vector<T> scan = client.SegmentedScan(x, keys, SegmentedScanOptions{wire_op, false}).values;
+    std::vector<T> ends;
+    for (size_t i = 0; i < n; ++i) {
+      if (i + 1 == n || keys[i + 1] != keys[i]) ends.push_back(scan[i]);
+    }
+    ASSERT_EQ(r.values.size(), ends.size()) << what;
+    EXPECT_EQ(std::memcmp(r.values.data(), ends.data(), ends.size() * sizeof(T)), 0) << what;
+  } else {
+    testing::ExpectEqualValues(r.values, want.second, what);
+  }
+  EXPECT_EQ(r.timing.bytes_in, n * (sizeof(T) + sizeof(K))) << what;
+  EXPECT_EQ(r.timing.bytes_out, want.first.size() * (sizeof(T) + sizeof(K))) << what;
+}
+
+TYPED_TEST(TypedRpcTest, ReduceByKeyRunsAcrossChunks) {
+  using T = TypeParam;
+  const size_t n = MultiChunkSize<T>();
+  CheckReduceByKey<T, ops::Sum, int64_t>(this->client_, n, v1::OPERATOR_SUM, 900);
+  CheckReduceByKey<T, ops::Product, uint32_t>(this->client_, n, v1::OPERATOR_PRODUCT, 1);
+  CheckReduceByKey<T, ops::Min, int32_t>(this->client_, n, v1::OPERATOR_MIN, 40000);
+  CheckReduceByKey<T, ops::Max, uint64_t>(this->client_, n, v1::OPERATOR_MAX, 20);
+  for (size_t small : {0, 1, 2}) CheckReduceByKey<T, ops::Sum, int32_t>(this->client_, small, v1::OPERATOR_SUM, 1);
+}
+
 TYPED_TEST(TypedRpcTest, HistogramEvenAndExplicitEdges) {
   using T = TypeParam;
   GPUSCAN_SEEDED_RNG(rng);
@@ -239,7 +275,7 @@ TEST_F(RpcTest, ServerInfoDescribesEngineAndLimits) {
   EXPECT_EQ(info.dtypes_size(), 6);
   EXPECT_EQ(info.operators_size(), 7);
   EXPECT_EQ(std::vector<std::string>(info.operations().begin(), info.operations().end()),
-            (std::vector<std::string>{"scan", "reduce", "compact", "histogram", "segmented_scan"}));
+            (std::vector<std::string>{"scan", "reduce", "compact", "histogram", "segmented_scan", "reduce_by_key"}));
   EXPECT_EQ(info.limits().max_histogram_bins(), 65536u);
   EXPECT_GT(info.scan_algorithms_size(), 0);
   EXPECT_GT(info.limits().max_chunk_bytes(), 0u);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "canonical_reference.h"
+#include "engine/reduce_by_key.h"
 #include "engine_runner.h"
 
 namespace gpuscan::unit {
@@ -147,6 +148,74 @@ TEST(CpuSegmentedScan, RefusesFloatKeysAndBitwiseFloats) {
   spec.dtype = DType::kFloat64;
   spec.op = Op::kBitXor;
   EXPECT_THROW(engine.NewSegmentedScan(spec), engine::Error);
+}
+
+// Reduce by key through engine::RunReducer: the runs of the reference, each value exact (or, for
+// float SUM/PRODUCT, the canonical segmented scan's bits at the run's last element), for any
+// chunking; runs that end at a chunk's edge come out with the next chunk or at the end.
+template <class T, class O, class K>
+void CheckReduceByKey(Op op, std::size_t n, std::size_t mean_run) {
+  GPUSCAN_SEEDED_RNG(rng);
+  const std::vector<T> x = testing::RandomInput<T, O>(n, rng);
+  const std::vector<K> keys = testing::RandomSegmentKeys<K>(n, rng, mean_run);
+  const auto want = testing::ReduceByKeyRef<T, O, K>(x, keys);
+  std::vector<T> want_values = want.second;
+  if constexpr (testing::kRounds<T, O>) {
+    const std::vector<T> tree = testing::SegmentedCanonicalRef<T, O>(x, testing::HeadsOfKeys(keys), false);
+    for (std::size_t i = 0, r = 0; i < n; ++i) {
+      if (i + 1 == n || keys[i + 1] != keys[i]) want_values[r++] = tree[i];
+    }
+  }
+  CpuEngine engine(0);
+  engine::SegmentedScanSpec spec;
+  spec.dtype = DTypeOf<T>();
+  spec.op = op;
+  spec.key_dtype = DTypeOf<K>();
+  for (const auto& chunks : {std::vector<std::size_t>{n}, testing::RandomChunkLengths(n, rng, 700),
+                             testing::RandomChunkLengths(n, rng, 3)}) {
+    engine::RunReducer reducer(engine, spec);
+    std::string got_keys, got_values;
+    StageTimes times;
+    std::size_t offset = 0;
+    uint64_t runs = 0;
+    for (std::size_t len : chunks) {
+      runs += reducer.Process(x.data() + offset, keys.data() + offset, len, &got_keys, &got_values, times);
+      offset += len;
+    }
+    runs += reducer.Finish(&got_keys, &got_values);
+    const std::string what = std::string(engine::Name(spec.dtype)) + " " + std::string(engine::Name(op)) + ", keys " +
+                             std::string(engine::Name(spec.key_dtype)) + ", n=" + std::to_string(n) + ", " +
+                             Describe(chunks);
+    ASSERT_EQ(runs, want.first.size()) << what;
+    ASSERT_EQ(got_keys.size(), runs * sizeof(K)) << what;
+    ASSERT_EQ(got_values.size(), runs * sizeof(T)) << what;
+    std::vector<K> k(runs);
+    std::vector<T> v(runs);
+    if (runs) {
+      std::memcpy(k.data(), got_keys.data(), got_keys.size());
+      std::memcpy(v.data(), got_values.data(), got_values.size());
+    }
+    EXPECT_EQ(k, want.first) << what;
+    if constexpr (testing::kRounds<T, O>) {
+      EXPECT_EQ(std::memcmp(v.data(), want_values.data(), runs * sizeof(T)), 0) << what << ": not the canonical bits";
+      testing::ExpectEqualValues(v, want_values, what);
+    } else {
+      testing::ExpectEqualValues(v, want_values, what);
+    }
+  }
+}
+
+TEST(CpuReduceByKey, EveryDTypeOperatorAndKeyDType) {
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{5000}, std::size_t{70001}}) {
+    CheckReduceByKey<int32_t, ops::Sum<int32_t>, int64_t>(Op::kSum, n, 30);
+    CheckReduceByKey<uint64_t, ops::BitXor<uint64_t>, int32_t>(Op::kBitXor, n, 3);
+    CheckReduceByKey<int64_t, ops::Max<int64_t>, uint32_t>(Op::kMax, n, 400);
+    CheckReduceByKey<uint32_t, ops::Product<uint32_t>, uint64_t>(Op::kProduct, n, 1);
+    CheckReduceByKey<float, ops::Sum<float>, int32_t>(Op::kSum, n, 100);
+    CheckReduceByKey<float, ops::Min<float>, uint64_t>(Op::kMin, n, 100);
+    CheckReduceByKey<double, ops::Product<double>, int64_t>(Op::kProduct, n, 5000);
+    CheckReduceByKey<double, ops::Max<double>, int32_t>(Op::kMax, n, 7);
+  }
 }
 
 }  // namespace

@@ -164,6 +164,14 @@ struct ScanOptions {
   uint32_t shards = 0;  // shards for this call; 0 = ClientOptions::shards
 };
 
+// One (key, value) per run of equal consecutive keys (see gpuscan.v1.ReduceByKeyHeader).
+template <class T, class K>
+struct ReduceByKeyResult {
+  std::vector<K> keys;
+  std::vector<T> values;
+  Timing timing;
+};
+
 struct SegmentedScanOptions {
   v1::Operator op = v1::OPERATOR_SUM;
   bool exclusive = false;
@@ -266,6 +274,14 @@ class Client {
   template <class T>
   ScanResult<T> SegmentedScanHeads(const T* data, size_t n, const uint8_t* heads,
                                    const SegmentedScanOptions& options = {});
+  // Reduction of each run of equal consecutive keys (K as SegmentedScan's; n keys).
+  template <class T, class K>
+  ReduceByKeyResult<T, K> ReduceByKey(const T* data, size_t n, const K* keys, v1::Operator op);
+  template <class T, class K>
+  ReduceByKeyResult<T, K> ReduceByKey(const std::vector<T>& x, const std::vector<K>& keys, v1::Operator op) {
+    if (keys.size() != x.size()) throw std::invalid_argument("gpuscan: ReduceByKey needs one key per value");
+    return ReduceByKey(x.data(), x.size(), keys.data(), op);
+  }
   template <class T>
   CompactResult<T> Compact(const T* data, size_t n, const CompactOptions& options);
   template <class T>
@@ -288,6 +304,11 @@ class Client {
   // neither exceeds ClientOptions::chunk_bytes).
   Timing SegmentedScanStream(const v1::SegmentedScanHeader& header, Source values, Source keys, Sink out,
                              Progress progress = {});
+  // Keys as SegmentedScanStream's. Each completed run's key goes to keys_out (raw key_dtype) and
+  // its value to values_out (raw dtype), in order. Returns the final response (timing,
+  // run_count, element_count).
+  v1::ReduceByKeyResponse ReduceByKeyStream(const v1::ReduceByKeyHeader& header, Source values, Source keys,
+                                            Sink keys_out, Sink values_out, Progress progress = {});
   // `flags` is read only when header.use_flags: each request carries the flags bytes of the
   // same element range as its values. Kept values go to values_out and kept indices (raw
   // int64) to indices_out, either of which may be empty when the output kind has none.
@@ -306,6 +327,9 @@ class Client {
   v1::HistogramResponse HistogramStream(const v1::HistogramHeader& header, const Replay& in, Progress progress = {});
   Timing SegmentedScanStream(const v1::SegmentedScanHeader& header, const Replay& values, const Replay& keys,
                              Sink out, Progress progress = {});
+  v1::ReduceByKeyResponse ReduceByKeyStream(const v1::ReduceByKeyHeader& header, const Replay& values,
+                                            const Replay& keys, Sink keys_out, Sink values_out,
+                                            Progress progress = {});
   // `flags` may be empty when the header does not use flags.
   v1::CompactResponse CompactStream(const v1::CompactHeader& header, const Replay& values, const Replay& flags,
                                     Sink values_out, Sink indices_out, Progress progress = {}, uint32_t lanes = 0);

@@ -1,0 +1,101 @@
+// ReduceByKey: bidirectional streaming. Values and their keys, matched by element position,
+// run through the engine's segmented scan (engine/reduce_by_key.h); each run goes back as soon
+// as it is complete, the last after the client half-closes; the final response carries Timing.
+#include <memory>
+#include <optional>
+
+#include "engine/reduce_by_key.h"
+#include "service/flags_aligner.h"
+#include "service/handlers.h"
+#include "service/streaming_call.h"
+#include "service/validate.h"
+
+namespace gpuscan::server {
+namespace {
+
+class ReduceByKeyCall final
+    : public StreamingCall<v1::ReduceByKeyRequest, v1::ReduceByKeyResponse,
+                           grpc::ServerBidiReactor<v1::ReduceByKeyRequest, v1::ReduceByKeyResponse>> {
+ public:
+  using StreamingCall::StreamingCall;
+
+ protected:
+  grpc::Status OnHeader(const v1::ReduceByKeyHeader& header) override {
+    if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
+    if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
+    std::optional<uint64_t> count;
+    if (header.has_element_count()) count = header.element_count();
+    const PairedChecker::Side side = SegmentedScanSide(spec_);
+    checker_.emplace(spec_.dtype, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    aligner_.emplace(engine::SizeOf(spec_.dtype), side.size);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CheckRequest(const v1::ReduceByKeyRequest& req, uint64_t index) override {
+    return checker_->Add(req.data().size(), req.keys().size(), index);
+  }
+
+  void Open() override { reducer_.emplace(*ctx_.engine, spec_); }
+
+  void Process(v1::ReduceByKeyRequest& req, std::vector<v1::ReduceByKeyResponse>& out) override {
+    bytes_in_ += req.data().size() + req.keys().size();
+    aligner_->Add(req.data(), req.keys(), [&](const char* values, const uint8_t* keys, uint64_t n) {
+      v1::ReduceByKeyResponse resp;
+      const uint64_t runs = reducer_->Process(values, keys, n, resp.mutable_keys(), resp.mutable_values(), stages_);
+      processed_ += n;
+      ++chunks_;
+      Send(std::move(resp), runs, out);
+    });
+  }
+
+  grpc::Status Complete(std::vector<v1::ReduceByKeyResponse>& out) override {
+    if (auto s = checker_->Finish(); !s.ok()) return s;
+    v1::ReduceByKeyResponse tail;
+    const uint64_t runs = reducer_->Finish(tail.mutable_keys(), tail.mutable_values());
+    Send(std::move(tail), runs, out);
+    v1::ReduceByKeyResponse& last = out.emplace_back();
+    last.set_run_count(runs_);
+    last.set_element_count(processed_);
+    FillTiming(last.mutable_timing(), reducer_->algorithm());
+    return grpc::Status::OK;
+  }
+
+  std::string LogFields() const override {
+    return fmt::format("op={} dtype={} keys={} n={} runs={} algorithm={} engine={}", engine::Name(spec_.op),
+                       engine::Name(spec_.dtype), engine::Name(spec_.key_dtype), processed_, runs_,
+                       reducer_ ? reducer_->algorithm() : "-", ctx_.engine->name());
+  }
+
+  MetricLabels Labels() const override {
+    return {std::string(engine::Name(spec_.dtype)), reducer_ ? reducer_->algorithm() : "",
+            reducer_ ? reducer_->device() : ""};
+  }
+
+ private:
+  // Queues a response holding `runs` completed runs (none: nothing to send).
+  void Send(v1::ReduceByKeyResponse resp, uint64_t runs, std::vector<v1::ReduceByKeyResponse>& out) {
+    if (runs == 0) return;
+    resp.set_run_offset(runs_);
+    runs_ += runs;
+    bytes_out_ += resp.keys().size() + resp.values().size();
+    out.push_back(std::move(resp));
+  }
+
+  engine::SegmentedScanSpec spec_;
+  std::optional<PairedChecker> checker_;
+  std::optional<engine::RunReducer> reducer_;
+  std::optional<FlagsAligner> aligner_;  // matches keys with values by position
+  uint64_t processed_ = 0;
+  uint64_t runs_ = 0;
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::ReduceByKeyRequest, v1::ReduceByKeyResponse>* StartReduceByKey(
+    CallContext ctx, grpc::CallbackServerContext* rpc) {
+  auto* call = new ReduceByKeyCall(std::move(ctx), rpc, "reduce_by_key");
+  call->Begin();
+  return call;
+}
+
+}  // namespace gpuscan::server
