@@ -117,6 +117,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-request-bytes", options.max_request_bytes,
                  "largest total input of one call in bytes (0 = unlimited); beyond: RESOURCE_EXHAUSTED")
       ->envname("GPUSCAN_MAX_REQUEST_BYTES");
+  app.add_option("--max-sort-bytes", options.max_sort_bytes,
+                 "largest input (keys and values) one Sort may hold, in bytes; beyond: RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50))
+      ->envname("GPUSCAN_MAX_SORT_BYTES");
   app.add_option("--max-inflight-bytes", options.max_inflight_bytes,
                  "bytes all running calls may buffer together (0 = unlimited); calls that would pass it wait")
       ->envname("GPUSCAN_MAX_INFLIGHT_BYTES");

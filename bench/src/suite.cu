@@ -35,6 +35,7 @@
 #include "gpuscan/kernels/reduce.h"
 #include "gpuscan/kernels/scan.h"
 #include "gpuscan/kernels/segmented_scan.h"
+#include "gpuscan/kernels/sort.h"
 #include "gpuscan/kernels/temp_storage.h"
 
 namespace gpuscan::bench {
@@ -290,6 +291,7 @@ class Suite {
       else if (op == "reduce") go_on = Reduce<T>(dtype, n);
       else if (op == "histogram") go_on = Histogram<T>(dtype, n);
       else if (op == "segmented_scan") go_on = Segmented<T>(dtype, n);
+      else if (op == "sort") go_on = SortKeys<T>(dtype, n);
       else go_on = Compact<T>(dtype, n);
     });
     return go_on;
@@ -362,6 +364,32 @@ class Suite {
     const int reps = std::max(1, spec_.repetitions);
     std::vector<float> ms;
     for (int i = 0; i < reps; ++i) {
+      BENCH_CHECK(cudaEventRecord(start_.get(), s()));
+      Check(call(spec_.warmup + i), "timed call");
+      BENCH_CHECK(cudaEventRecord(stop_.get(), s()));
+      BENCH_CHECK(cudaEventSynchronize(stop_.get()));
+      float t = 0;
+      BENCH_CHECK(cudaEventElapsedTime(&t, start_.get(), stop_.get()));
+      ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    const std::size_t m = ms.size();
+    const double median = m % 2 ? ms[m / 2] : 0.5 * (double(ms[m / 2 - 1]) + ms[m / 2]);
+    return Times{1e3 * median, 1e3 * ms.front(), 1e3 * ms.back()};
+  }
+
+  // As Time, with setup(r) enqueued before each call outside the timed span (a sort destroys
+  // its input: each run gets fresh data).
+  template <class Setup, class F>
+  Times TimeWithSetup(Setup&& setup, F&& call) {
+    for (int i = 0; i < spec_.warmup; ++i) {
+      setup(i);
+      Check(call(i), "warm-up call");
+    }
+    const int reps = std::max(1, spec_.repetitions);
+    std::vector<float> ms;
+    for (int i = 0; i < reps; ++i) {
+      setup(spec_.warmup + i);
       BENCH_CHECK(cudaEventRecord(start_.get(), s()));
       Check(call(spec_.warmup + i), "timed call");
       BENCH_CHECK(cudaEventRecord(stop_.get(), s()));
@@ -738,6 +766,73 @@ class Suite {
     }
   }
 
+  // Stable radix sort of unsigned keys (the issue's cells: 2^28 uint32, 2^27 uint64), keys only,
+  // against cub::DeviceRadixSort::SortKeys (Onesweep) on the same fresh random data each run.
+  // Ours ("radix") is kernels::Sort, what the engine runs. Bytes moved: the keys read and
+  // written once (a copy's floor; a radix sort moves them once per digit pass).
+  template <class T>
+  bool SortKeys(DType dtype, uint64_t n) {
+    if constexpr (!std::is_unsigned_v<T>) {
+      if (!sort_noted_) Note("sort: uint32 and uint64 rows only (the issue's cells)");
+      sort_noted_ = true;
+      return true;
+    } else {
+      std::size_t ours_temp = 0, cub_temp = 0;
+      BENCH_CHECK(kernels::Sort<T>(nullptr, ours_temp, nullptr, nullptr, n, false, s()));
+      BENCH_CHECK(kernels::SortKeysCub<T>(nullptr, cub_temp, nullptr, nullptr, n, s()));
+      // in_ slot: the data; out_ slot: the keys to sort; ref_: CUB's alternate buffer, then CUB's
+      // sorted result for the check.
+      if (!Prepare(What("sort", dtype, n), n * sizeof(T), 0, 2 * RoundUp(n * sizeof(T)), std::max(ours_temp, cub_temp))) {
+        return true;
+      }
+      FillPools<T>(0x50F7, false);
+      T* alt = reinterpret_cast<T*>(ref_.get());
+      T* theirs = reinterpret_cast<T*>(ref_.get() + RoundUp(n * sizeof(T)));
+      auto fresh = [&](int r) {
+        BENCH_CHECK(cudaMemcpyAsync(OutSlot(r), InSlot(r), n * sizeof(T), cudaMemcpyDeviceToDevice, s()));
+      };
+      auto keys = [&](int r) { return reinterpret_cast<T*>(OutSlot(r)); };
+      auto cub = [&](int r) {
+        std::size_t b = temp_.bytes();
+        return kernels::SortKeysCub<T>(temp_.get(), b, keys(r), alt, n, s());
+      };
+      auto mine = [&](int r) {
+        std::size_t b = temp_.bytes();
+        return kernels::Sort<T>(temp_.get(), b, keys(r), nullptr, n, false, s());
+      };
+      const uint64_t bytes = 2 * n * sizeof(T);
+      const Times copy = TimeCopy(bytes);
+      const Times cub_t = TimeWithSetup(fresh, cub);
+      fresh(0);
+      BENCH_CHECK(cub(0));
+      BENCH_CHECK(cudaMemcpyAsync(theirs, keys(0), n * sizeof(T), cudaMemcpyDeviceToDevice, s()));
+      // CUB checked on the host: non-decreasing, and the same sum as the input (a permutation's).
+      std::vector<T> host(n);
+      BENCH_CHECK(cudaMemcpyAsync(host.data(), theirs, n * sizeof(T), cudaMemcpyDeviceToHost, s()));
+      BENCH_CHECK(cudaMemsetAsync(Scalar(1), 0, 8, s()));
+      SumAsInt64<T><<<kGrid, kBlock, 0, s()>>>(reinterpret_cast<const T*>(InSlot(0)), n, Scalar(1));
+      CheckLaunch();
+      const unsigned long long in_sum = Fetch(1);
+      unsigned long long out_sum = 0;
+      bool cub_ok = true;
+      for (uint64_t i = 0; i < n; ++i) {
+        out_sum += static_cast<unsigned long long>(static_cast<long long>(host[i]));
+        if (i && host[i] < host[i - 1]) cub_ok = false;
+      }
+      cub_ok = cub_ok && out_sum == in_sum;
+      if (!Emit(MakeRow("copy", "sort", dtype, n, bytes, copy, copy.median_us, cub_t.median_us, true))) return false;
+      if (!Emit(MakeRow("sort", "cub", dtype, n, bytes, cub_t, copy.median_us, cub_t.median_us, cub_ok))) return false;
+      if (Wants("radix")) {
+        const Times t = TimeWithSetup(fresh, mine);
+        fresh(0);
+        BENCH_CHECK(mine(0));
+        const bool ok = AllSame<T>(keys(0), theirs, n);
+        if (!Emit(MakeRow("sort", "radix", dtype, n, bytes, t, copy.median_us, cub_t.median_us, ok))) return false;
+      }
+      return true;
+    }
+  }
+
   const SuiteSpec& spec_;
   const std::function<bool(const Row&)>& on_row_;
   DeviceInfo info_;
@@ -751,6 +846,7 @@ class Suite {
   bool deterministic_noted_ = false;
   bool histogram_noted_ = false;
   bool segmented_noted_ = false;
+  bool sort_noted_ = false;
 };
 
 }  // namespace
@@ -766,6 +862,7 @@ std::vector<std::string> SuiteAlgorithms(const std::string& operation) {
   if (operation == "compact") return {"cub", "single_pass"};
   if (operation == "histogram") return {"cub", "shared_atomics"};
   if (operation == "segmented_scan") return {"cub", "pairs"};  // asked for by name, not in "all"
+  if (operation == "sort") return {"cub", "radix"};             // likewise
   return {};
 }
 
@@ -799,7 +896,7 @@ void RunKernelSuite(const SuiteSpec& spec, const std::function<bool(const Row&)>
   for (const std::string& op : ops) {
     if (SuiteAlgorithms(op).empty()) {
       throw Error(ErrorCode::kInvalidArgument,
-                  "unknown operation '" + op + "' (scan, reduce, compact, histogram, segmented_scan)");
+                  "unknown operation '" + op + "' (scan, reduce, compact, histogram, segmented_scan, sort)");
     }
   }
   for (const std::string& a : spec.algorithms) {

@@ -39,6 +39,7 @@ Command AddScanCommand(CLI::App& app, const GlobalOptions& g);
 Command AddReduceCommand(CLI::App& app, const GlobalOptions& g);
 Command AddCompactCommand(CLI::App& app, const GlobalOptions& g);
 Command AddHistogramCommand(CLI::App& app, const GlobalOptions& g);
+Command AddSortCommand(CLI::App& app, const GlobalOptions& g);
 Command AddBenchCommand(CLI::App& app, const GlobalOptions& g);
 
 }  // namespace gpuscan::cli

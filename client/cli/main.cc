@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
 
   std::vector<Command> commands = {AddInfoCommand(app, g), AddHealthCommand(app, g),
                                    AddScanCommand(app, g), AddReduceCommand(app, g),
-                                   AddCompactCommand(app, g), AddHistogramCommand(app, g),
+                                   AddCompactCommand(app, g), AddHistogramCommand(app, g), AddSortCommand(app, g),
                                    AddBenchCommand(app, g)};
   try {
     app.parse(argc, argv);

@@ -75,6 +75,15 @@ v1::ReduceByKeyResponse Client::ReduceByKeyStream(const v1::ReduceByKeyHeader& h
   });
 }
 
+v1::SortResponse Client::SortStream(const v1::SortHeader& header, const Replay& keys, const Replay& values,
+                                    Sink keys_out, Sink values_out, Sink indices_out, Progress progress) {
+  detail::ResumingSink k(std::move(keys_out)), v(std::move(values_out)), i(std::move(indices_out));
+  return detail::WithRetries(options_, [&] {
+    return SortStream(header, keys(), values ? values() : Source{}, k.NextAttempt(), v.NextAttempt(), i.NextAttempt(),
+                      progress);
+  });
+}
+
 v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, const Replay& values, const Replay& flags,
                                           Sink values_out, Sink indices_out, Progress progress, uint32_t lanes) {
   detail::ResumingSink values_resume(std::move(values_out)), indices_resume(std::move(indices_out));

@@ -1,9 +1,10 @@
 // The byte-level streaming calls: ScanStream, ReduceStream, CompactStream, SegmentedScanStream,
-// ReduceByKeyStream. Each request holds
+// ReduceByKeyStream, SortStream. Each request holds
 // up to one chunk of whole elements; the first also carries the header (alone if the input is
 // empty).
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "gpuscan/client.h"
 #include "stream_driver.h"
@@ -164,15 +165,15 @@ v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Sourc
 
 namespace {
 
-// Writes a call whose values come with their keys (SegmentedScan, ReduceByKey): each request
-// carries the values and the keys of the same elements, per_chunk elements at most.
-template <class Req, class Header, class Stream>
+// Writes a call whose elements come with a second stream (SegmentedScan and ReduceByKey: values
+// with their keys; Sort: keys with their values): each request carries both for the same
+// elements, per_chunk elements at most. fields(req) gives the two bytes fields.
+template <class Req, class Header, class Stream, class Fields>
 void WriteWithKeys(Stream& stream, const Header& header, Source& values, Source& keys, size_t esize, size_t ksize,
-                   size_t per_chunk, ProgressTracker& tracker) {
+                   size_t per_chunk, ProgressTracker& tracker, Fields fields) {
   Req req;
   *req.mutable_header() = header;
-  std::string* vals = req.mutable_data();
-  std::string* ks = req.mutable_keys();
+  auto [vals, ks] = fields(req);
   bool values_ended = !values, keys_ended = !keys;
   for (bool first = true;; first = false) {
     vals->resize(per_chunk * esize);
@@ -211,8 +212,9 @@ Timing Client::SegmentedScanStream(const v1::SegmentedScanHeader& header, Source
   ProgressTracker tracker(std::move(progress));
   Timing timing;
   auto write_all = [&] {
-    WriteWithKeys<v1::SegmentedScanRequest>(*stream, header, values, keys, esize, ksize,
-                                            KeyedChunk(options_.chunk_bytes, esize, ksize), tracker);
+    WriteWithKeys<v1::SegmentedScanRequest>(
+        *stream, header, values, keys, esize, ksize, KeyedChunk(options_.chunk_bytes, esize, ksize), tracker,
+        [](v1::SegmentedScanRequest& r) { return std::make_pair(r.mutable_data(), r.mutable_keys()); });
   };
   auto read_all = [&] {
     v1::ScanResponse resp;
@@ -237,8 +239,9 @@ v1::ReduceByKeyResponse Client::ReduceByKeyStream(const v1::ReduceByKeyHeader& h
   ProgressTracker tracker(std::move(progress));
   v1::ReduceByKeyResponse final_response;
   auto write_all = [&] {
-    WriteWithKeys<v1::ReduceByKeyRequest>(*stream, header, values, keys, esize, ksize,
-                                          KeyedChunk(options_.chunk_bytes, esize, ksize), tracker);
+    WriteWithKeys<v1::ReduceByKeyRequest>(
+        *stream, header, values, keys, esize, ksize, KeyedChunk(options_.chunk_bytes, esize, ksize), tracker,
+        [](v1::ReduceByKeyRequest& r) { return std::make_pair(r.mutable_data(), r.mutable_keys()); });
   };
   auto read_all = [&] {
     v1::ReduceByKeyResponse resp;
@@ -248,6 +251,39 @@ v1::ReduceByKeyResponse Client::ReduceByKeyStream(const v1::ReduceByKeyHeader& h
       if (!k.empty() && keys_out) keys_out(k.data(), k.size());
       if (!v.empty() && values_out) values_out(v.data(), v.size());
       tracker.Received(k.size() + v.size());
+      if (resp.has_timing()) final_response = std::move(resp);
+    }
+  };
+  detail::RunBidi(*ctx, *stream, write_all, read_all);
+  return final_response;
+}
+
+v1::SortResponse Client::SortStream(const v1::SortHeader& header, Source keys, Source values, Sink keys_out,
+                                    Sink values_out, Sink indices_out, Progress progress) {
+  const size_t ksize = std::max<size_t>(DTypeSize(header.dtype()), 1);
+  const bool with_values = header.output() == v1::SORT_OUTPUT_KEYS_AND_VALUES;
+  const size_t vsize = with_values ? std::max<size_t>(DTypeSize(header.values_dtype()), 1) : 1;
+  if (with_values && !values) throw std::invalid_argument("gpuscan: SortStream with values needs a values Source");
+  auto ctx = NewContext();
+  auto stream = stub_->Sort(ctx.get());
+  ProgressTracker tracker(std::move(progress));
+  v1::SortResponse final_response;
+  auto write_all = [&] {
+    Source none;
+    WriteWithKeys<v1::SortRequest>(*stream, header, keys, with_values ? values : none, ksize, vsize,
+                                   KeyedChunk(options_.chunk_bytes, ksize, with_values ? vsize : 1), tracker,
+                                   [](v1::SortRequest& r) { return std::make_pair(r.mutable_keys(), r.mutable_values()); });
+  };
+  auto read_all = [&] {
+    v1::SortResponse resp;
+    while (stream->Read(&resp)) {
+      const std::string& k = resp.keys();
+      const std::string& v = resp.values();
+      const std::string& i = resp.indices();
+      if (!k.empty() && keys_out) keys_out(k.data(), k.size());
+      if (!v.empty() && values_out) values_out(v.data(), v.size());
+      if (!i.empty() && indices_out) indices_out(i.data(), i.size());
+      tracker.Received(k.size() + v.size() + i.size());
       if (resp.has_timing()) final_response = std::move(resp);
     }
   };

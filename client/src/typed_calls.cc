@@ -179,6 +179,62 @@ ReduceByKeyResult<T, K> Client::ReduceByKey(const T* data, size_t n, const K* ke
   return result;
 }
 
+namespace {
+
+// One sort call of n keys (and values) into `result`, as `output` asks.
+template <class T, class V>
+void RunSort(Client& client, v1::SortOutput output, const T* keys, const V* values, size_t n, bool descending,
+             SortResult<T, V>& result) {
+  v1::SortHeader header;
+  header.set_dtype(DTypeOf<T>());
+  header.set_descending(descending);
+  header.set_output(output);
+  const bool with_values = output == v1::SORT_OUTPUT_KEYS_AND_VALUES;  // (values may be null when n is 0)
+  if (with_values) header.set_values_dtype(DTypeOf<V>());
+  header.set_element_count(n);
+  VectorSink<T> k(result.keys);
+  VectorSink<V> v(result.values);
+  VectorSink<int64_t> i(result.indices);
+  const v1::SortResponse last = client.SortStream(
+      header, MemoryReplay(keys, n * sizeof(T)), with_values ? MemoryReplay(values, n * sizeof(V)) : Replay{},
+      [&k](const void* p, size_t b) { k(p, b); }, [&v](const void* p, size_t b) { v(p, b); },
+      [&i](const void* p, size_t b) { i(p, b); });
+  k.Check();
+  v.Check();
+  i.Check();
+  const bool keys_wanted = output != v1::SORT_OUTPUT_INDICES;
+  const bool indices_wanted = output == v1::SORT_OUTPUT_INDICES || output == v1::SORT_OUTPUT_KEYS_AND_INDICES;
+  if ((keys_wanted && result.keys.size() != n) || (with_values && result.values.size() != n) ||
+      (indices_wanted && result.indices.size() != n) || last.element_count() != n) {
+    throw RpcError(grpc::Status(grpc::StatusCode::DATA_LOSS, "the server sorted " + std::to_string(last.element_count()) +
+                                                                 " of " + std::to_string(n) + " elements"));
+  }
+  result.timing = FromProto(last.timing());
+}
+
+}  // namespace
+
+template <class T>
+SortResult<T> Client::Sort(const T* keys, size_t n, bool descending) {
+  SortResult<T> r;
+  RunSort<T, T>(*this, v1::SORT_OUTPUT_KEYS, keys, nullptr, n, descending, r);
+  return r;
+}
+
+template <class T>
+SortResult<T> Client::Argsort(const T* keys, size_t n, bool descending) {
+  SortResult<T> r;
+  RunSort<T, T>(*this, v1::SORT_OUTPUT_INDICES, keys, nullptr, n, descending, r);
+  return r;
+}
+
+template <class T, class V>
+SortResult<T, V> Client::SortPairs(const T* keys, const V* values, size_t n, bool descending) {
+  SortResult<T, V> r;
+  RunSort<T, V>(*this, v1::SORT_OUTPUT_KEYS_AND_VALUES, keys, values, n, descending, r);
+  return r;
+}
+
 template <class T>
 CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& options) {
   const uint32_t shards = ShardsFor<T>(options.shards, n);
@@ -216,7 +272,15 @@ CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& 
   template ReduceByKeyResult<T, int32_t> Client::ReduceByKey<T, int32_t>(const T*, size_t, const int32_t*, v1::Operator); \
   template ReduceByKeyResult<T, int64_t> Client::ReduceByKey<T, int64_t>(const T*, size_t, const int64_t*, v1::Operator); \
   template ReduceByKeyResult<T, uint32_t> Client::ReduceByKey<T, uint32_t>(const T*, size_t, const uint32_t*, v1::Operator); \
-  template ReduceByKeyResult<T, uint64_t> Client::ReduceByKey<T, uint64_t>(const T*, size_t, const uint64_t*, v1::Operator);
+  template ReduceByKeyResult<T, uint64_t> Client::ReduceByKey<T, uint64_t>(const T*, size_t, const uint64_t*, v1::Operator); \
+  template SortResult<T> Client::Sort<T>(const T*, size_t, bool); \
+  template SortResult<T> Client::Argsort<T>(const T*, size_t, bool); \
+  template SortResult<T, int32_t> Client::SortPairs<T, int32_t>(const T*, const int32_t*, size_t, bool); \
+  template SortResult<T, int64_t> Client::SortPairs<T, int64_t>(const T*, const int64_t*, size_t, bool); \
+  template SortResult<T, uint32_t> Client::SortPairs<T, uint32_t>(const T*, const uint32_t*, size_t, bool); \
+  template SortResult<T, uint64_t> Client::SortPairs<T, uint64_t>(const T*, const uint64_t*, size_t, bool); \
+  template SortResult<T, float> Client::SortPairs<T, float>(const T*, const float*, size_t, bool); \
+  template SortResult<T, double> Client::SortPairs<T, double>(const T*, const double*, size_t, bool);
 GPUSCAN_INSTANTIATE(int32_t)
 GPUSCAN_INSTANTIATE(int64_t)
 GPUSCAN_INSTANTIATE(uint32_t)

@@ -9,6 +9,7 @@ server.
         counts, edges = c.histogram(x, 256, range=(-4, 4))     # numpy.histogram's bins
         z = c.segmented_scan(x, keys)                          # each run of equal keys on its own
         k, v = c.reduce_by_key(x, keys)                        # one (key, value) per run
+        xs, order = c.sort(x), c.argsort(x)                   # stable, floats in total order
         with c.shared_array(1 << 20, "int32") as a:            # on the server's host: no copy
             a[:] = 1
             y = c.scan(a)                                      # a SharedArray too

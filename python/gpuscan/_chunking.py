@@ -21,7 +21,7 @@ from typing import Callable, Deque, Iterable, Iterator, List, Optional, Tuple
 import grpc
 import numpy as np
 
-from . import _wire
+from . import _types, _wire
 from ._types import HistogramResult, Timing, check_array, numpy_dtype
 from .errors import Cancelled, Internal, from_rpc_error
 from .v1 import gpuscan_pb2 as pb
@@ -365,6 +365,97 @@ class ReduceByKeyAssembler:
             out[at:at + len(p)] = p
             at += len(p)
         return out
+
+
+class SortAssembler:
+    """Writes a sort's results (keys, values, indices: those the output asked for, None for the
+    others) into arrays of n elements as they stream back, each response's offset continuing where
+    the elements so far end and carrying the same number of each wanted kind. Whatever does not add
+    up (a gap or overlap in offset, pieces of different counts or not whole elements, a kind that
+    was not asked for, more than n elements, elements after or in the final response, a final
+    element_count that disagrees, no final response, fewer than n elements, keys out of order in
+    Sort's total order, an index outside 0..n-1, equal keys whose indices are not increasing) is an
+    Internal error rather than a wrong result."""
+
+    def __init__(self, key_dtype: np.dtype, values_dtype: Optional[np.dtype], output: int, descending: bool,
+                 n: int):
+        self.n = n
+        self.descending = descending
+        want_keys = output in (pb.SORT_OUTPUT_KEYS, pb.SORT_OUTPUT_KEYS_AND_VALUES, pb.SORT_OUTPUT_KEYS_AND_INDICES)
+        want_values = output == pb.SORT_OUTPUT_KEYS_AND_VALUES
+        want_indices = output in (pb.SORT_OUTPUT_INDICES, pb.SORT_OUTPUT_KEYS_AND_INDICES)
+        # (response field, name, wire dtype, asked for), in the order keys, values, indices
+        self.kinds = [(1, "keys", key_dtype.newbyteorder("<"), want_keys),
+                      (2, "values", values_dtype.newbyteorder("<") if values_dtype is not None else None, want_values),
+                      (3, "indices", np.dtype("<i8"), want_indices)]
+        self.out = [np.empty(n, d.newbyteorder("=")) if want else None for _, _, d, want in self.kinds]
+        self.received = 0
+        self.timing: Optional[Timing] = None
+        self.final = False
+
+    def feed(self, raw: bytes) -> None:
+        f = _wire.parse(raw)
+        if self.final:
+            raise Internal("server sent sort responses after its final one")
+        counts = []
+        for field, what, dtype, want in self.kinds:
+            s, e = f.get(field, (0, 0))
+            if e > s and not want:
+                raise Internal(f"server sent sorted {what}, which this sort did not ask for")
+            if want and (e - s) % dtype.itemsize:
+                raise Internal(f"server sent {e - s} bytes of sorted {what}: not whole {dtype.itemsize}-byte elements")
+            if want:
+                counts.append((e - s) // dtype.itemsize)
+        if len(set(counts)) > 1:
+            names = [what for _, what, _, want in self.kinds if want]
+            raise Internal("server sent " + ", ".join(f"{c} sorted {w}" for c, w in zip(counts, names)) +
+                           " in one response: not one of each per element")
+        count = counts[0]
+        if count:
+            offset = f.get(4, 0)
+            if offset != self.received:
+                raise Internal(f"server sent sorted elements {offset}..{offset + count} after {self.received}: "
+                               "offset does not continue")
+            if self.received + count > self.n:
+                raise Internal(f"server sent more sorted elements ({self.received + count}) than it was sent "
+                               f"({self.n})")
+            for (field, _, dtype, want), out in zip(self.kinds, self.out):
+                if want:
+                    s, _ = f[field]
+                    out[self.received:self.received + count] = np.frombuffer(raw, dtype, count, s)
+            self.received += count
+        if 5 in f or 6 in f:  # the final response (it carries no elements)
+            if count:
+                raise Internal("server's final sort response carries elements")
+            element_count = f.get(6, 0)
+            if element_count != self.n or self.received != self.n:
+                raise Internal(f"server reported {element_count} elements sorted but sent {self.received} "
+                               f"for {self.n} elements")
+            if 5 in f:
+                s, e = f[5]
+                self.timing = Timing.from_bytes(memoryview(raw)[s:e])
+            self.final = True
+
+    def result(self) -> Tuple[Optional[np.ndarray], Optional[np.ndarray], Optional[np.ndarray]]:
+        """(keys, values, indices), None for those not asked for, after the checks above."""
+        if not self.final:
+            raise Internal("server ended the sort call without its final response")
+        keys, values, indices = self.out
+        if indices is not None and self.n and (indices.min() < 0 or indices.max() >= self.n):
+            raise Internal(f"server sent a sort index outside 0..{self.n - 1}")
+        if keys is not None and self.n > 1:
+            order = _types.sort_order(keys)
+            a, b = (order[1:], order[:-1]) if self.descending else (order[:-1], order[1:])
+            bad = a > b
+            if indices is not None:
+                bad |= (a == b) & (indices[1:] <= indices[:-1])
+            if bad.any():
+                at = int(np.flatnonzero(bad)[0])
+                raise Internal(f"server sent sorted elements {at} and {at + 1} out of order "
+                               f"({'descending' if self.descending else 'ascending'}, stable): keys "
+                               f"{keys[at]!r}, {keys[at + 1]!r}" +
+                               (f", indices {indices[at]}, {indices[at + 1]}" if indices is not None else ""))
+        return keys, values, indices
 
 
 class ScanIterFeeder:

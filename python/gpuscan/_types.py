@@ -147,6 +147,24 @@ def segment_heads(heads, copy: bool = False) -> np.ndarray:
     return h.view(np.uint8)
 
 
+def sort_order(keys: np.ndarray) -> np.ndarray:
+    """Keys as unsigned integers of their width whose unsigned order is Sort's order (see
+    SortHeader): unsigned keys as they are; signed keys with the sign bit flipped; floats in IEEE
+    754 total order (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN): negative ones (sign bit set)
+    with every bit flipped, the others with the sign bit flipped. Equal keys stay equal. keys:
+    a native-order integer or float array (unsigned keys come back as they are, not copied)."""
+    k = np.asarray(keys)
+    if k.dtype.kind == "u":
+        return k
+    u = k.view(np.dtype(f"u{k.dtype.itemsize}"))
+    bits = 8 * k.dtype.itemsize
+    sign = u.dtype.type(1 << (bits - 1))
+    if k.dtype.kind == "i":
+        return u ^ sign
+    ones = u.dtype.type((1 << bits) - 1)
+    return u ^ ((u >> u.dtype.type(bits - 1)) * ones | sign)
+
+
 def operator(op: str, wire: Optional[int] = None) -> int:
     """The wire operator for `op`; with the wire dtype, a bitwise operator on floats is refused
     here, as the server would refuse it: grpc.aio (#36066) can report a server that ends a

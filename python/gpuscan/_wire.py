@@ -17,6 +17,8 @@ SEGMENTED_DATA = 2     # SegmentedScanRequest.data
 SEGMENTED_KEYS = 3     # SegmentedScanRequest.keys (keys or one head byte per element)
 REDUCE_BY_KEY_DATA = 2  # ReduceByKeyRequest.data
 REDUCE_BY_KEY_KEYS = 3  # ReduceByKeyRequest.keys
+SORT_KEYS = 2          # SortRequest.keys
+SORT_VALUES = 3        # SortRequest.values (the values of the same elements)
 TRANSPORT_DATA = 1     # TransportRequest.data
 TRANSPORT_ECHO = 2     # TransportRequest.echo
 

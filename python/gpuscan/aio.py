@@ -82,6 +82,7 @@ class AsyncClient(_Calls):
         self._histogram = self._channel.stream_unary(method_path("Histogram"))
         self._segmented = self._channel.stream_stream(method_path("SegmentedScan"))
         self._reduce_by_key = self._channel.stream_stream(method_path("ReduceByKey"))
+        self._sort = self._channel.stream_stream(method_path("Sort"))
         self._transport = self._channel.stream_stream(method_path("Transport"))
         self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
         # Per task, as the sync client's is per thread: concurrent tasks each see their own.
@@ -259,6 +260,36 @@ class AsyncClient(_Calls):
             asm = _chunking.ReduceByKeyAssembler(side.dtype, x.dtype, len(x))
             async for raw in self._stream(self._reduce_by_key, _chunking.data_requests(
                     header, _wire.REDUCE_BY_KEY_DATA, x, per, side, flags_field=_wire.REDUCE_BY_KEY_KEYS), t):
+                asm.feed(raw)
+            return asm.result(), asm.timing or Timing()
+        result, timing = await _retry.run_async(_retry.Tries(retries, self.backoff, self.on_retry, timeout), attempt)
+        self._timing_var.set(timing)
+        return result
+
+    async def sort(self, x, *, values=None, descending: bool = False, copy: bool = False,
+                   timeout: Optional[float] = None, retries: Optional[int] = None):
+        """As Client.sort: the sorted keys, or (sorted keys, values moved with them) with values=;
+        every check before the call."""
+        x, side, request = self._sort_args(x, values, descending, pb.SORT_OUTPUT_KEYS, copy)
+        keys, vals, _ = await self._sorted(x, side, request, retries, timeout)
+        return keys if side is None else (keys, vals)
+
+    async def argsort(self, x, *, descending: bool = False, return_keys: bool = False, copy: bool = False,
+                      timeout: Optional[float] = None, retries: Optional[int] = None):
+        """As Client.argsort: int64 indices, or (sorted keys, indices) with return_keys=True."""
+        output = pb.SORT_OUTPUT_KEYS_AND_INDICES if return_keys else pb.SORT_OUTPUT_INDICES
+        x, side, request = self._sort_args(x, None, descending, output, copy)
+        keys, _, indices = await self._sorted(x, side, request, retries, timeout)
+        return (keys, indices) if return_keys else indices
+
+    async def _sorted(self, x, side, request, retries, timeout):
+        retries, timeout = self._wanted_retries(retries), self._call_timeout(timeout)
+        per = self._sort_per(x, side)
+
+        async def attempt(t: Optional[float]):
+            asm = self._sort_assembler(x, side, request)
+            async for raw in self._stream(self._sort, _chunking.data_requests(
+                    request, _wire.SORT_KEYS, x, per, side, flags_field=_wire.SORT_VALUES), t):
                 asm.feed(raw)
             return asm.result(), asm.timing or Timing()
         result, timing = await _retry.run_async(_retry.Tries(retries, self.backoff, self.on_retry, timeout), attempt)

@@ -212,6 +212,32 @@ class _Calls:
             raise ValueError(f"gpuscan: keys has {len(side)} elements but x has {len(x)}: they must match")
         return x, side, pb.ReduceByKeyRequest(header=header)
 
+    def _sort_args(self, x, values, descending, output: int, copy=False):
+        """x (the keys) checked as scan's, the values (None, or checked as x: any served dtype,
+        len(x) of them) and the first request, its output `output` (KEYS_AND_VALUES when values
+        are given). Every check before any call: ValueError."""
+        if not isinstance(descending, (bool, np.bool_)):
+            raise ValueError(f"gpuscan: descending must be True or False, got {descending!r}")
+        x, wire = check_array(x, copy=copy)
+        header = pb.SortHeader(dtype=wire, descending=bool(descending), output=output, element_count=len(x))
+        side = None
+        if values is not None:
+            side, header.values_dtype = check_array(values, "values", copy)
+            if len(side) != len(x):
+                raise ValueError(f"gpuscan: values has {len(side)} elements but x has {len(x)}: they must match")
+            header.output = pb.SORT_OUTPUT_KEYS_AND_VALUES
+        return x, side, pb.SortRequest(header=header)
+
+    def _sort_per(self, x, side) -> int:
+        """Elements a sort request carries: keys and values of the same elements travel together."""
+        return _chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, side.itemsize if side is not None else 0))
+
+    @staticmethod
+    def _sort_assembler(x, side, request) -> _chunking.SortAssembler:
+        h = request.header
+        return _chunking.SortAssembler(x.dtype, side.dtype if side is not None else None, h.output, h.descending,
+                                       len(x))
+
     def _call_timeout(self, timeout) -> Optional[float]:
         """A call's timeout= in seconds: None is the client's timeout, 0 none."""
         if timeout is None:
@@ -386,6 +412,7 @@ class Client(_Calls):
         self._histogram = self._channel.stream_unary(method_path("Histogram"))
         self._segmented = self._channel.stream_stream(method_path("SegmentedScan"))
         self._reduce_by_key = self._channel.stream_stream(method_path("ReduceByKey"))
+        self._sort = self._channel.stream_stream(method_path("Sort"))
         self._transport = self._channel.stream_stream(method_path("Transport"))
         self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
         self._local = threading.local()
@@ -619,6 +646,52 @@ class Client(_Calls):
                 asm.feed(raw)
             return asm.result(), asm.timing or Timing()
         # Its own deadline (timeout=), for every try and wait together, as segmented_scan's.
+        result, timing = _retry.run(_retry.Tries(retries, self.backoff, self.on_retry, timeout), attempt, self._pause)
+        self._set_timing(timing)
+        return result
+
+    def sort(self, x, *, values=None, descending: bool = False, copy: bool = False,
+             timeout: Optional[float] = None, retries: Optional[int] = None):
+        """Stable sort of a 1-D array: `y = client.sort(x)`, x's elements in order, x's dtype; with
+        values= (a 1-D array of len(x), any served dtype) `(sorted_x, sorted_values)`, each value
+        moved with its key. Floats in IEEE 754 total order: -NaN < -inf < ... < -0.0 < +0.0 < ... <
+        +inf < +NaN (a NaN's sign bit decides its end; NaNs of one sign by their payload bits).
+        Stable: equal keys keep their input order, descending=True too (so a descending sort is
+        not an ascending one reversed). x, values and copy= as scan's x (values follow copy=
+        too): a wrong dtype, shape or length is a ValueError before any call. Keys and values of
+        the same elements travel in one request: chunk_bytes // max(x.itemsize, values.itemsize)
+        elements each. The server holds the whole input, at most
+        info()["limits"]["max_sort_bytes"] (keys and values): beyond, gpuscan.ResourceExhausted.
+        The result streams back after the upload and is checked (offsets continuing, keys in
+        order: gpuscan.Internal otherwise). timeout: this call's seconds (None: the client's; 0:
+        none). retries as reduce_by_key's (a retry starts over). No
+        lanes, shared memory or native path."""
+        x, side, request = self._sort_args(x, values, descending, pb.SORT_OUTPUT_KEYS, copy)
+        keys, vals, _ = self._sorted(x, side, request, retries, timeout)
+        return keys if side is None else (keys, vals)
+
+    def argsort(self, x, *, descending: bool = False, return_keys: bool = False, copy: bool = False,
+                timeout: Optional[float] = None, retries: Optional[int] = None):
+        """The stable sort's permutation: int64 indices with x[indices] sorted as sort(x) is
+        (numpy's np.argsort(x, kind="stable") for integers and for floats without NaN or signed
+        zeros; equal keys in input order, descending=True too). return_keys=True: `(sorted_x,
+        indices)` from the one call. Arguments, checks and errors as sort's."""
+        output = pb.SORT_OUTPUT_KEYS_AND_INDICES if return_keys else pb.SORT_OUTPUT_INDICES
+        x, side, request = self._sort_args(x, None, descending, output, copy)
+        keys, _, indices = self._sorted(x, side, request, retries, timeout)
+        return (keys, indices) if return_keys else indices
+
+    def _sorted(self, x, side, request, retries, timeout):
+        """One Sort call (retried as reduce_by_key's): (keys, values, indices), None where not asked."""
+        retries, timeout = self._wanted_retries(retries), self._call_timeout(timeout)
+        per = self._sort_per(x, side)
+
+        def attempt(t: Optional[float]):
+            asm = self._sort_assembler(x, side, request)  # per try: a failed one is dropped
+            for raw in self._stream(self._sort, _chunking.data_requests(
+                    request, _wire.SORT_KEYS, x, per, side, flags_field=_wire.SORT_VALUES), t):
+                asm.feed(raw)
+            return asm.result(), asm.timing or Timing()
         result, timing = _retry.run(_retry.Tries(retries, self.backoff, self.on_retry, timeout), attempt, self._pause)
         self._set_timing(timing)
         return result

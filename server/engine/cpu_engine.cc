@@ -21,6 +21,7 @@
 #include <oneapi/tbb/enumerable_thread_specific.h>
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/parallel_sort.h>
 #include <oneapi/tbb/partitioner.h>
 #include <oneapi/tbb/task_arena.h>
 
@@ -35,6 +36,7 @@
 #include "engine/segmented_scan.h"
 #include "gpuscan/kernels/canonical_tree.h"
 #include "gpuscan/kernels/histogram_bins.h"
+#include "gpuscan/kernels/sort_keys.h"
 
 namespace gpuscan::engine {
 
@@ -645,6 +647,40 @@ std::unique_ptr<SegmentedScanSession> CpuEngine::NewSegmentedScan(const Segmente
     }
     return std::make_unique<PairSegmentedScan<T, O>>(spec, std::move(pairs));
   });
+}
+
+// (code, position) pairs sorted as pairs: the position breaks ties, so the parallel sort is
+// stable and its result does not depend on the thread count.
+std::string CpuEngine::Sort(const SortSpec& spec, const void* keys, const void* values, uint64_t n, void* keys_out,
+                            void* values_out, int64_t* indices_out, StageTimes& times) {
+  KernelTimer timer(times);
+  if (n == 0) return "parallel_sort";
+  CheckBuffer(keys, n, "keys");
+  if (spec.has_values) CheckBuffer(values, n, "values");
+  VisitDType(spec.dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    using U = sortkey::Code<T>;
+    const auto* in = static_cast<const unsigned char*>(keys);
+    std::vector<std::pair<U, uint64_t>> v(n);
+    const bool parallel = RunParallel(*pool_, n);
+    const Blocks blocks(n);
+    ForBlocks(*pool_, blocks.count, parallel, [&](uint64_t b) {
+      for (uint64_t i = blocks.begin(b); i < blocks.end(b); ++i) v[i] = {sortkey::Encode(Load<T>(in, i), spec.descending), i};
+    });
+    pool_->arena.execute([&] { tbb::parallel_sort(v.begin(), v.end()); });
+    const size_t vsize = spec.has_values ? SizeOf(spec.values_dtype) : 0;
+    const auto* vin = static_cast<const unsigned char*>(values);
+    auto* kout = static_cast<unsigned char*>(keys_out);
+    auto* vout = static_cast<unsigned char*>(values_out);
+    ForBlocks(*pool_, blocks.count, parallel, [&](uint64_t b) {
+      for (uint64_t i = blocks.begin(b); i < blocks.end(b); ++i) {
+        if (kout) Store(kout, i, sortkey::Decode<T>(v[i].first, spec.descending));
+        if (vout) std::memcpy(vout + i * vsize, vin + v[i].second * vsize, vsize);
+        if (indices_out) indices_out[i] = static_cast<int64_t>(v[i].second);
+      }
+    });
+  });
+  return "parallel_sort";
 }
 
 std::unique_ptr<SegmentedScanSession> NewHostSegmentedScan(const SegmentedScanSpec& spec) {

@@ -215,6 +215,14 @@ std::unique_ptr<SegmentedScanSession> DeviceSet::NewSegmentedScan(const Segmente
                                                       [&] { return devices_[i]->NewSegmentedScan(spec); });
 }
 
+// A sort is one call, not a session: the device's count is held for its duration.
+std::string DeviceSet::Sort(const SortSpec& spec, const void* keys, const void* values, uint64_t n, void* keys_out,
+                            void* values_out, int64_t* indices_out, StageTimes& times) {
+  const size_t i = Pick();
+  OpenSession held(open_[i]);
+  return devices_[i]->Sort(spec, keys, values, n, keys_out, values_out, indices_out, times);
+}
+
 std::unique_ptr<HistogramSession> DeviceSet::NewHistogram(const HistogramSpec& spec) {
   const size_t i = Pick();
   return Open<HistogramSession, SetHistogram>(open_[i], labels_[i],

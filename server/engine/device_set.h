@@ -41,6 +41,8 @@ class DeviceSet final : public Engine {
   std::unique_ptr<CompactSession> NewCompact(const CompactSpec& spec) override;
   std::unique_ptr<HistogramSession> NewHistogram(const HistogramSpec& spec) override;
   std::unique_ptr<SegmentedScanSession> NewSegmentedScan(const SegmentedScanSpec& spec) override;
+  std::string Sort(const SortSpec& spec, const void* keys, const void* values, uint64_t n, void* keys_out,
+                   void* values_out, int64_t* indices_out, StageTimes& times) override;
 
   size_t size() const { return devices_.size(); }
   Engine& device(size_t i) { return *devices_[i]; }

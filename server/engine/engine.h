@@ -164,6 +164,14 @@ class Engine {
   virtual std::unique_ptr<HistogramSession> NewHistogram(const HistogramSpec& /*spec*/) {
     throw Error(ErrorCode::kUnimplemented, "histogram is not available on the " + name() + " engine");
   }
+  // Sorts n keys (and values) held whole in host memory, stable: sorted keys to keys_out, the
+  // values moved with them to values_out, the permutation to indices_out, each when the spec
+  // wants it (else null). Returns the algorithm that ran. Throws Error: kResourceExhausted when
+  // the device cannot hold the sort, kUnimplemented on an engine without sorts.
+  virtual std::string Sort(const SortSpec& /*spec*/, const void* /*keys*/, const void* /*values*/, uint64_t /*n*/,
+                           void* /*keys_out*/, void* /*values_out*/, int64_t* /*indices_out*/, StageTimes& /*times*/) {
+    throw Error(ErrorCode::kUnimplemented, "sort is not available on the " + name() + " engine");
+  }
   virtual std::unique_ptr<SegmentedScanSession> NewSegmentedScan(const SegmentedScanSpec& /*spec*/) {
     throw Error(ErrorCode::kUnimplemented, "segmented scan is not available on the " + name() + " engine");
   }

@@ -81,6 +81,16 @@ struct SegmentedScanSpec {
   DType key_dtype = DType::kInt32;
 };
 
+// A stable sort (gpuscan/kernels/sort_keys.h gives the order): the keys, and what comes out.
+struct SortSpec {
+  DType dtype = DType::kInt32;  // the keys
+  bool descending = false;
+  bool want_keys = true;
+  bool has_values = false;  // values of values_dtype move with the keys
+  DType values_dtype = DType::kInt32;
+  bool want_indices = false;  // the permutation (int64 input positions)
+};
+
 // A predicate's operands, already converted to the array's dtype by the caller and stored as
 // one raw little-endian element each (8 bytes hold any dtype).
 struct Predicate {

@@ -21,6 +21,8 @@ grpc::ServerBidiReactor<v1::SegmentedScanRequest, v1::ScanResponse>* StartSegmen
     CallContext ctx, grpc::CallbackServerContext* rpc);
 grpc::ServerBidiReactor<v1::ReduceByKeyRequest, v1::ReduceByKeyResponse>* StartReduceByKey(
     CallContext ctx, grpc::CallbackServerContext* rpc);
+grpc::ServerBidiReactor<v1::SortRequest, v1::SortResponse>* StartSort(CallContext ctx,
+                                                                      grpc::CallbackServerContext* rpc);
 // Benchmark: the kernel suite on the server's device, rows streamed as measured.
 grpc::ServerWriteReactor<v1::BenchmarkRow>* StartBenchmark(CallContext ctx, const v1::BenchmarkRequest* request);
 // Transport: the diagnostic transport ceiling (bytes in and, with echo, straight back out).

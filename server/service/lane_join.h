@@ -86,13 +86,16 @@ inline uint64_t RequestFlags(const v1::CompactRequest& r) { return r.flags().siz
 inline uint64_t RequestElements(const v1::HistogramRequest& r, size_t esize) { return r.data().size() / esize; }
 inline uint64_t RequestBytes(const v1::HistogramRequest& r) { return r.data().size(); }
 inline uint64_t RequestFlags(const v1::HistogramRequest&) { return 0; }
-// Nor have SegmentedScan and ReduceByKey.
+// Nor have SegmentedScan, ReduceByKey and Sort.
 inline uint64_t RequestElements(const v1::SegmentedScanRequest& r, size_t esize) { return r.data().size() / esize; }
 inline uint64_t RequestBytes(const v1::SegmentedScanRequest& r) { return r.data().size() + r.keys().size(); }
 inline uint64_t RequestFlags(const v1::SegmentedScanRequest&) { return 0; }
 inline uint64_t RequestElements(const v1::ReduceByKeyRequest& r, size_t esize) { return r.data().size() / esize; }
 inline uint64_t RequestBytes(const v1::ReduceByKeyRequest& r) { return r.data().size() + r.keys().size(); }
 inline uint64_t RequestFlags(const v1::ReduceByKeyRequest&) { return 0; }
+inline uint64_t RequestElements(const v1::SortRequest& r, size_t esize) { return r.keys().size() / esize; }
+inline uint64_t RequestBytes(const v1::SortRequest& r) { return r.keys().size() + r.values().size(); }
+inline uint64_t RequestFlags(const v1::SortRequest&) { return 0; }
 
 // The checks of one lane request that need no other lane (gRPC thread, after the RPC's own
 // CheckRequest): one chunk per request, full except the lane's last; with flags, the chunk's

@@ -18,6 +18,8 @@ struct ServerOptions {
   uint32_t max_concurrent = 64;         // calls computing at once
   uint32_t max_queued = 256;            // calls waiting for a slot; beyond: RESOURCE_EXHAUSTED
   uint64_t max_request_bytes = 0;       // total input bytes of one call; 0 = unlimited
+  // Input bytes (keys and values) one Sort may hold: a sort needs its whole input at once.
+  uint64_t max_sort_bytes = uint64_t{4} << 30;
   // Bytes running calls may buffer in all (each reserves its worst case at admission; calls that
   // do not fit wait). 0 = unlimited.
   uint64_t max_inflight_bytes = uint64_t{2} << 30;

@@ -169,6 +169,32 @@ grpc::Status ToEngine(const v1::ReduceByKeyHeader& h, engine::SegmentedScanSpec*
   return ToKeyDType(h.key_dtype(), &spec->key_dtype);
 }
 
+grpc::Status ToEngine(const v1::SortHeader& h, engine::SortSpec* spec) {
+  if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
+  if (!v1::SortOutput_IsValid(h.output())) {
+    return InvalidArgument("header.output=" + std::to_string(h.output()) + " is not a known SortOutput");
+  }
+  spec->descending = h.descending();
+  spec->want_keys = h.output() != v1::SORT_OUTPUT_INDICES;
+  spec->want_indices = h.output() == v1::SORT_OUTPUT_INDICES || h.output() == v1::SORT_OUTPUT_KEYS_AND_INDICES;
+  spec->has_values = h.output() == v1::SORT_OUTPUT_KEYS_AND_VALUES;
+  const int vd = h.values_dtype();
+  if (!spec->has_values) {
+    if (vd != v1::DTYPE_UNSPECIFIED) {
+      return InvalidArgument("header.values_dtype=" + std::to_string(vd) + " is set but header.output=" +
+                             v1::SortOutput_Name(h.output()) + " has no values; use SORT_OUTPUT_KEYS_AND_VALUES");
+    }
+    return grpc::Status::OK;
+  }
+  if (vd == v1::DTYPE_UNSPECIFIED) {
+    return InvalidArgument("header.values_dtype is DTYPE_UNSPECIFIED; SORT_OUTPUT_KEYS_AND_VALUES needs the values' dtype");
+  }
+  if (!v1::DType_IsValid(vd)) {
+    return InvalidArgument("header.values_dtype=" + std::to_string(vd) + " is not a known DType");
+  }
+  return ToEngineDType(vd, &spec->values_dtype);
+}
+
 grpc::Status ToEngine(const v1::ReduceHeader& h, engine::ReduceSpec* spec) {
   if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
   return ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op);
@@ -418,6 +444,17 @@ PairedChecker::Side CompactSide(const engine::CompactSpec& spec) {
   side.size = spec.use_flags ? 1 : 0;
   side.unused = "the header selects by predicate, not use_flags";
   side.needs = "use_flags needs one flag byte per value";
+  return side;
+}
+
+PairedChecker::Side SortSide(const engine::SortSpec& spec) {
+  PairedChecker::Side side;
+  side.values_field = "keys";
+  side.field = "values";
+  side.unit = "values_dtype " + std::string(engine::Name(spec.values_dtype));
+  side.size = spec.has_values ? engine::SizeOf(spec.values_dtype) : 0;
+  side.unused = "the header's output is not SORT_OUTPUT_KEYS_AND_VALUES";
+  side.needs = "SORT_OUTPUT_KEYS_AND_VALUES needs one value per key";
   return side;
 }
 

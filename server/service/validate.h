@@ -18,6 +18,7 @@ grpc::Status ToEngine(const v1::ScanHeader& header, engine::ScanSpec* spec);
 grpc::Status ToEngine(const v1::ReduceHeader& header, engine::ReduceSpec* spec);
 grpc::Status ToEngine(const v1::CompactHeader& header, engine::CompactSpec* spec);
 grpc::Status ToEngine(const v1::SegmentedScanHeader& header, engine::SegmentedScanSpec* spec);
+grpc::Status ToEngine(const v1::SortHeader& header, engine::SortSpec* spec);
 // Reduce by key runs on the segmented scan: the spec of its inclusive scan by keys.
 grpc::Status ToEngine(const v1::ReduceByKeyHeader& header, engine::SegmentedScanSpec* spec);
 // Even bins become their edges (hist::EvenEdges); max_bins: the server's limit.
@@ -101,5 +102,7 @@ class PairedChecker {
 // Compact: flags with use_flags. SegmentedScan: keys (key_dtype) or head bytes.
 PairedChecker::Side CompactSide(const engine::CompactSpec& spec);
 PairedChecker::Side SegmentedScanSide(const engine::SegmentedScanSpec& spec);
+// Sort: the keys are the elements; values (KEYS_AND_VALUES) the second stream.
+PairedChecker::Side SortSide(const engine::SortSpec& spec);
 
 }  // namespace gpuscan::server

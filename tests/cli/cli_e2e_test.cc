@@ -242,6 +242,33 @@ TEST_F(CliE2E, ReduceByKeyWritesValuesAndKeys) {
   EXPECT_NE(r.err.find("--by-key"), std::string::npos) << r.err;
 }
 
+// sort: keys to -o, --argsort, --values moved to --values-out, --descending; as the client's.
+TEST_F(CliE2E, SortKeysArgsortAndValues) {
+  std::vector<int32_t> x = RandomInt32(kN);
+  for (size_t i = 0; i < kN; i += 3) x[i] = static_cast<int32_t>(i % 17);  // equal keys
+  std::vector<float> v(kN);
+  for (size_t i = 0; i < kN; ++i) v[i] = static_cast<float>(i);
+  WriteArray(Path("in.npy"), x);
+  WriteArray(Path("v.npy"), v);
+  CliRun r = Run("sort --server " + addr() + " -i " + Path("in.npy") + " -o " + Path("s.npy") + " --argsort " +
+                 Path("idx.npy") + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(JsonField(r.out, "element_count"), std::to_string(kN)) << r.out;
+  std::vector<int32_t> want = x;
+  std::stable_sort(want.begin(), want.end());
+  EXPECT_TRUE(ReadArray<int32_t>(Path("s.npy")) == want);
+  EXPECT_TRUE(ReadArray<int64_t>(Path("idx.npy")) == client().Argsort(x.data(), kN).indices);
+  r = Run("sort --server " + addr() + " -i " + Path("in.npy") + " --descending --values " + Path("v.npy") +
+          " --values-out " + Path("vs.npy") + " -o " + Path("s.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto pairs = client().SortPairs(x.data(), v.data(), kN, true);
+  EXPECT_TRUE(ReadArray<int32_t>(Path("s.npy")) == pairs.keys);
+  EXPECT_TRUE(ReadArray<float>(Path("vs.npy")) == pairs.values);
+  r = Run("sort --server " + addr() + " -i " + Path("in.npy") + " --values " + Path("v.npy"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--values-out"), std::string::npos) << r.err;
+}
+
 TEST_F(CliE2E, CompactPredicateGtWritesValuesAndIndices) {
   std::vector<int32_t> x = RandomInt32(kN);
   WriteArray(Path("in.npy"), x);

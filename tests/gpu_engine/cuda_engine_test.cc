@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -326,6 +327,64 @@ TEST_F(CudaEngineTest, SegmentedScanMatchesTheCpuEngineBitForBit) {
   EXPECT_EQ(engine_->NewSegmentedScan(spec)->algorithm(), "segmented_deterministic");
   spec.dtype = DType::kFloat64;
   EXPECT_EQ(engine_->NewSegmentedScan(spec)->algorithm(), "segmented_deterministic_host");
+}
+
+// Sorts: the CUDA engine's radix sort gives the CPU engine's results exactly (keys' bits, the
+// stable permutation, values moved along), ascending and descending, floats with NaN, infinities
+// and signed zeros, many equal keys, sizes from 0 to a few million.
+template <class T>
+void ExpectGpuSorts(Engine& gpu, CpuEngine& cpu, std::mt19937_64& rng) {
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{4097}, std::size_t{3000017}}) {
+    std::vector<T> keys(n);
+    for (T& k : keys) {
+      if constexpr (std::is_floating_point_v<T>) {
+        const T specials[] = {std::numeric_limits<T>::quiet_NaN(), -std::numeric_limits<T>::quiet_NaN(),
+                              std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(), T(0), -T(0)};
+        k = rng() % 8 == 0 ? specials[rng() % 6] : T(int(rng() % 1000) - 500) / T(8);
+      } else {
+        k = rng() % 2 ? static_cast<T>(rng() % 1000) : testing::UniformInt<T>(rng);
+      }
+    }
+    std::vector<uint32_t> values(n);
+    for (auto& v : values) v = static_cast<uint32_t>(rng());
+    for (const bool descending : {false, true}) {
+      engine::SortSpec spec;
+      spec.dtype = DTypeOf<T>();
+      spec.descending = descending;
+      spec.has_values = true;
+      spec.values_dtype = DType::kUInt32;
+      spec.want_indices = true;
+      std::vector<T> k_cpu(n), k_gpu = Poisoned<T>(n);
+      std::vector<uint32_t> v_cpu(n), v_gpu = Poisoned<uint32_t>(n);
+      std::vector<int64_t> i_cpu(n), i_gpu = Poisoned<int64_t>(n);
+      StageTimes times;
+      cpu.Sort(spec, keys.data(), values.data(), n, k_cpu.data(), v_cpu.data(), i_cpu.data(), times);
+      EXPECT_EQ(gpu.Sort(spec, keys.data(), values.data(), n, k_gpu.data(), v_gpu.data(), i_gpu.data(), times),
+                "radix_sort");
+      const std::string what = std::string(engine::Name(spec.dtype)) + (descending ? " descending" : " ascending") +
+                               " n=" + std::to_string(n);
+      ASSERT_TRUE(n == 0 || std::memcmp(k_gpu.data(), k_cpu.data(), n * sizeof(T)) == 0) << what << ": keys";
+      EXPECT_EQ(i_gpu, i_cpu) << what << ": permutation";
+      EXPECT_EQ(v_gpu, v_cpu) << what << ": values";
+      // Keys alone (no permutation on the device).
+      spec.has_values = false;
+      spec.want_indices = false;
+      std::vector<T> k_only = Poisoned<T>(n);
+      gpu.Sort(spec, keys.data(), nullptr, n, k_only.data(), nullptr, nullptr, times);
+      ASSERT_TRUE(n == 0 || std::memcmp(k_only.data(), k_cpu.data(), n * sizeof(T)) == 0) << what << ": keys only";
+    }
+  }
+}
+
+TEST_F(CudaEngineTest, SortMatchesTheCpuEngine) {
+  GPUSCAN_SEEDED_RNG(rng);
+  CpuEngine cpu(0);
+  ExpectGpuSorts<int32_t>(*engine_, cpu, rng);
+  ExpectGpuSorts<int64_t>(*engine_, cpu, rng);
+  ExpectGpuSorts<uint32_t>(*engine_, cpu, rng);
+  ExpectGpuSorts<uint64_t>(*engine_, cpu, rng);
+  ExpectGpuSorts<float>(*engine_, cpu, rng);
+  ExpectGpuSorts<double>(*engine_, cpu, rng);
 }
 
 }  // namespace

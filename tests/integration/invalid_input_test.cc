@@ -84,7 +84,7 @@ server::ServerOptions MatrixServerOptions() {
 }
 const uint64_t kReceiveLimit = server::MaxReceiveMessageBytes(MatrixServerOptions());
 
-enum class Rpc { kScan, kReduce, kCompact, kHistogram, kSegmented, kReduceByKey };
+enum class Rpc { kScan, kReduce, kCompact, kHistogram, kSegmented, kReduceByKey, kSort };
 
 struct Row {
   std::string name;
@@ -96,6 +96,7 @@ struct Row {
   std::vector<v1::HistogramRequest> histogram;
   std::vector<v1::SegmentedScanRequest> segmented;
   std::vector<v1::ReduceByKeyRequest> by_key;
+  std::vector<v1::SortRequest> sort;
   grpc::StatusCode code = kInvalid;
   std::vector<std::string> expect;  // substrings of the message: the field and the value
   // Set the header's algorithm to one this server's engine lacks (and expect its name).
@@ -228,6 +229,14 @@ Row MakeRow(std::string name, std::vector<v1::ReduceByKeyRequest> r, grpc::Statu
             std::vector<std::string> expect) {
   Row row{"ReduceByKey_" + name, Rpc::kReduceByKey};
   row.by_key = std::move(r);
+  row.code = code;
+  row.expect = std::move(expect);
+  return row;
+}
+
+Row MakeRow(std::string name, std::vector<v1::SortRequest> r, grpc::StatusCode code, std::vector<std::string> expect) {
+  Row row{"Sort_" + name, Rpc::kSort};
+  row.sort = std::move(r);
   row.code = code;
   row.expect = std::move(expect);
   return row;
@@ -543,6 +552,51 @@ void ReduceByKeyRows(std::vector<Row>& rows) {
                          kExhausted, {"request #1: data length 8192 bytes", "chunk limit of 4096 bytes"}));
 }
 
+// ---- Sort: its header (output, values_dtype) and the values stream beside the keys.
+v1::SortRequest SortHead(v1::DType dtype = v1::DTYPE_INT32, int output = v1::SORT_OUTPUT_KEYS,
+                         int values_dtype = v1::DTYPE_UNSPECIFIED) {
+  v1::SortRequest r;
+  r.mutable_header()->set_dtype(dtype);
+  r.mutable_header()->set_output(static_cast<v1::SortOutput>(output));
+  r.mutable_header()->set_values_dtype(static_cast<v1::DType>(values_dtype));
+  return r;
+}
+v1::SortRequest SortChunk(size_t key_bytes, size_t value_bytes) {
+  v1::SortRequest r;
+  r.set_keys(Bytes(key_bytes));
+  r.set_values(Bytes(value_bytes));
+  return r;
+}
+
+void SortRows(std::vector<Row>& rows) {
+  using S = std::vector<v1::SortRequest>;
+  rows.push_back(MakeRow("UnspecifiedDType", S{SortHead(v1::DTYPE_UNSPECIFIED)}, kInvalid,
+                         {"header.dtype", "DTYPE_UNSPECIFIED"}));
+  rows.push_back(MakeRow("UnknownOutput", S{SortHead(v1::DTYPE_INT32, 9)}, kInvalid,
+                         {"header.output=9", "not a known SortOutput"}));
+  rows.push_back(MakeRow("ValuesDTypeWithoutValues", S{SortHead(v1::DTYPE_INT32, v1::SORT_OUTPUT_INDICES, v1::DTYPE_INT32)},
+                         kInvalid, {"header.values_dtype=1", "SORT_OUTPUT_INDICES has no values"}));
+  rows.push_back(MakeRow("ValuesDTypeMissing", S{SortHead(v1::DTYPE_INT32, v1::SORT_OUTPUT_KEYS_AND_VALUES)}, kInvalid,
+                         {"header.values_dtype is DTYPE_UNSPECIFIED"}));
+  rows.push_back(MakeRow("UnknownValuesDType", S{SortHead(v1::DTYPE_INT32, v1::SORT_OUTPUT_KEYS_AND_VALUES, 42)},
+                         kInvalid, {"header.values_dtype=42", "not a known DType"}));
+  rows.push_back(MakeRow("ValuesWithoutValuesOutput", S{SortHead(), SortChunk(400, 400)}, kInvalid,
+                         {"request #1: values sent (400 bytes)", "not SORT_OUTPUT_KEYS_AND_VALUES"}));
+  rows.push_back(MakeRow("FewerValuesThanKeys",
+                         S{SortHead(v1::DTYPE_INT32, v1::SORT_OUTPUT_KEYS_AND_VALUES, v1::DTYPE_FLOAT64),
+                           SortChunk(400, 792)},
+                         kInvalid, {"values length 99 differs from keys length 100", "one value per key"}));
+  rows.push_back(MakeRow("KeysNotWholeElements", S{SortHead(v1::DTYPE_INT64), SortChunk(404, 0)}, kInvalid,
+                         {"request #1: keys length 404 bytes", "int64 element size 8"}));
+  {
+    S s{SortHead()};
+    s[0].mutable_header()->set_element_count(uint64_t{1} << 40);
+    rows.push_back(MakeRow("DeclaredCountAboveMaxSortBytes", s, kExhausted,
+                           {"header.element_count=1099511627776", "--max-sort-bytes=", "Limits.max_sort_bytes"}));
+  }
+  rows.push_back(MakeRow("HeaderMissing", S{SortChunk(16, 0)}, kInvalid, {"header missing", "request #0"}));
+}
+
 void LaneRows(std::vector<Row>& rows) {
   using V = std::vector<v1::ScanRequest>;
   using K = std::vector<v1::CompactRequest>;
@@ -785,6 +839,7 @@ std::vector<Row> Rows() {
   HistogramRows(rows);
   SegmentedRows(rows);
   ReduceByKeyRows(rows);
+  SortRows(rows);
   return rows;
 }
 
@@ -897,6 +952,9 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
       case Rpc::kReduceByKey:
         return RunBidi<v1::ReduceByKeyRequest, v1::ReduceByKeyResponse>(
             [&](grpc::ClientContext* c) { return stub.ReduceByKey(c); }, row.by_key);
+      case Rpc::kSort:
+        return RunBidi<v1::SortRequest, v1::SortResponse>([&](grpc::ClientContext* c) { return stub.Sort(c); },
+                                                          row.sort);
     }
     return {grpc::StatusCode::INTERNAL, "unknown rpc"};
   }
@@ -983,6 +1041,15 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
         EXPECT_EQ(r.values, want.second);
         break;
       }
+      case Rpc::kSort: {
+        const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(n, rng);
+        const auto r = client.SortPairs(x.data(), x.data(), n, true);
+        std::vector<int32_t> want = x;
+        std::sort(want.begin(), want.end(), std::greater<int32_t>());
+        EXPECT_EQ(r.keys, want);
+        EXPECT_EQ(r.values, want);
+        break;
+      }
     }
     EXPECT_EQ(client.Health(), "SERVING");
   }
@@ -1012,7 +1079,7 @@ TEST_F(BadInputMatrix, AllRowsAtOnce) {
   std::atomic<bool> stop{false};
   std::atomic<int> valid_calls{0};
   std::vector<std::thread> valid;
-  for (Rpc rpc : {Rpc::kScan, Rpc::kReduce, Rpc::kCompact, Rpc::kHistogram, Rpc::kSegmented, Rpc::kReduceByKey}) {
+  for (Rpc rpc : {Rpc::kScan, Rpc::kReduce, Rpc::kCompact, Rpc::kHistogram, Rpc::kSegmented, Rpc::kReduceByKey, Rpc::kSort}) {
     valid.emplace_back([&, rpc] {
       while (!stop) {
         ExpectValidCall(rpc);

@@ -1,6 +1,8 @@
 // Every RPC driven by gpuscan::Client against an in-process server: multi-chunk arrays of
 // every dtype, results checked against the sequential reference, Timing filled in.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <vector>
 
@@ -236,6 +238,67 @@ TYPED_TEST(TypedRpcTest, ReduceByKeyRunsAcrossChunks) {
   for (size_t small : {0, 1, 2}) CheckReduceByKey<T, ops::Sum, int32_t>(this->client_, small, v1::OPERATOR_SUM, 1);
 }
 
+// Sorts over the wire: keys, the permutation and values moved along, ascending and descending,
+// with many equal keys; floats with NaN, infinities and signed zeros. The order's reference is
+// the engine-independent one of the unit test: a stable sort by the keys' codes taken from
+// their bits here.
+template <class T>
+std::vector<int64_t> StableOrder(const std::vector<T>& keys, bool descending) {
+  using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  constexpr U kSign = U(1) << (8 * sizeof(T) - 1);
+  std::vector<U> code(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    U u;
+    std::memcpy(&u, &keys[i], sizeof(T));
+    if constexpr (std::is_floating_point_v<T>) u = (u & kSign) ? U(~u) : U(u | kSign);
+    else if constexpr (std::is_signed_v<T>) u ^= kSign;
+    code[i] = u;
+  }
+  std::vector<int64_t> order(keys.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return descending ? code[b] < code[a] : code[a] < code[b];
+  });
+  return order;
+}
+
+TYPED_TEST(TypedRpcTest, SortKeysArgsortAndPairs) {
+  using T = TypeParam;
+  GPUSCAN_SEEDED_RNG(rng);
+  for (const size_t n : {size_t{0}, size_t{1}, MultiChunkSize<T>()}) {
+    std::vector<T> keys(n);
+    for (T& k : keys) {
+      if constexpr (std::is_floating_point_v<T>) {
+        const T specials[] = {std::numeric_limits<T>::quiet_NaN(), -std::numeric_limits<T>::quiet_NaN(),
+                              std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(), T(0), -T(0)};
+        k = rng() % 8 == 0 ? specials[rng() % 6] : T(int(rng() % 50) - 25) / T(4);
+      } else {
+        k = rng() % 2 ? static_cast<T>(rng() % 50) : testing::UniformInt<T>(rng);
+      }
+    }
+    std::vector<double> values(n);
+    for (size_t i = 0; i < n; ++i) values[i] = static_cast<double>(i) + 0.5;
+    for (const bool descending : {false, true}) {
+      const std::vector<int64_t> order = StableOrder(keys, descending);
+      std::vector<T> want(n);
+      std::vector<double> want_values(n);
+      for (size_t i = 0; i < n; ++i) {
+        want[i] = keys[order[i]];
+        want_values[i] = values[order[i]];
+      }
+      const std::string what = std::string(descending ? "descending" : "ascending") + " n=" + std::to_string(n);
+      const SortResult<T> s = this->client_.Sort(keys.data(), n, descending);
+      ASSERT_EQ(s.keys.size(), n) << what;
+      EXPECT_EQ(n == 0 || std::memcmp(s.keys.data(), want.data(), n * sizeof(T)) == 0, true) << what;
+      EXPECT_EQ(this->client_.Argsort(keys.data(), n, descending).indices, order) << what;
+      const SortResult<T, double> p = this->client_.SortPairs(keys.data(), values.data(), n, descending);
+      EXPECT_EQ(p.values, want_values) << what;
+      EXPECT_EQ(n == 0 || std::memcmp(p.keys.data(), want.data(), n * sizeof(T)) == 0, true) << what;
+      EXPECT_FALSE(p.timing.algorithm.empty());
+    }
+  }
+}
+
 TYPED_TEST(TypedRpcTest, HistogramEvenAndExplicitEdges) {
   using T = TypeParam;
   GPUSCAN_SEEDED_RNG(rng);
@@ -275,7 +338,7 @@ TEST_F(RpcTest, ServerInfoDescribesEngineAndLimits) {
   EXPECT_EQ(info.dtypes_size(), 6);
   EXPECT_EQ(info.operators_size(), 7);
   EXPECT_EQ(std::vector<std::string>(info.operations().begin(), info.operations().end()),
-            (std::vector<std::string>{"scan", "reduce", "compact", "histogram", "segmented_scan", "reduce_by_key"}));
+            (std::vector<std::string>{"scan", "reduce", "compact", "histogram", "segmented_scan", "reduce_by_key", "sort"}));
   EXPECT_EQ(info.limits().max_histogram_bins(), 65536u);
   EXPECT_GT(info.scan_algorithms_size(), 0);
   EXPECT_GT(info.limits().max_chunk_bytes(), 0u);

@@ -172,6 +172,15 @@ struct ReduceByKeyResult {
   Timing timing;
 };
 
+// A sort's results: keys (Sort, SortPairs), values (SortPairs), the permutation (Argsort).
+template <class T, class V = T>
+struct SortResult {
+  std::vector<T> keys;
+  std::vector<V> values;
+  std::vector<int64_t> indices;
+  Timing timing;
+};
+
 struct SegmentedScanOptions {
   v1::Operator op = v1::OPERATOR_SUM;
   bool exclusive = false;
@@ -282,6 +291,14 @@ class Client {
     if (keys.size() != x.size()) throw std::invalid_argument("gpuscan: ReduceByKey needs one key per value");
     return ReduceByKey(x.data(), x.size(), keys.data(), op);
   }
+  // Stable sorts (see gpuscan.v1.SortHeader; floats in IEEE total order): the sorted keys; the
+  // permutation (int64 input positions); the sorted keys with values V moved along.
+  template <class T>
+  SortResult<T> Sort(const T* keys, size_t n, bool descending = false);
+  template <class T>
+  SortResult<T> Argsort(const T* keys, size_t n, bool descending = false);
+  template <class T, class V>
+  SortResult<T, V> SortPairs(const T* keys, const V* values, size_t n, bool descending = false);
   template <class T>
   CompactResult<T> Compact(const T* data, size_t n, const CompactOptions& options);
   template <class T>
@@ -309,6 +326,11 @@ class Client {
   // run_count, element_count).
   v1::ReduceByKeyResponse ReduceByKeyStream(const v1::ReduceByKeyHeader& header, Source values, Source keys,
                                             Sink keys_out, Sink values_out, Progress progress = {});
+  // The whole input is sent, then the result comes back: keys to keys_out, values (with
+  // KEYS_AND_VALUES, read from `values`) to values_out, int64 indices to indices_out, each as the
+  // output asks (Sinks of parts not asked for are not called). Returns the final response.
+  v1::SortResponse SortStream(const v1::SortHeader& header, Source keys, Source values, Sink keys_out,
+                              Sink values_out, Sink indices_out, Progress progress = {});
   // `flags` is read only when header.use_flags: each request carries the flags bytes of the
   // same element range as its values. Kept values go to values_out and kept indices (raw
   // int64) to indices_out, either of which may be empty when the output kind has none.
@@ -330,6 +352,8 @@ class Client {
   v1::ReduceByKeyResponse ReduceByKeyStream(const v1::ReduceByKeyHeader& header, const Replay& values,
                                             const Replay& keys, Sink keys_out, Sink values_out,
                                             Progress progress = {});
+  v1::SortResponse SortStream(const v1::SortHeader& header, const Replay& keys, const Replay& values,
+                              Sink keys_out, Sink values_out, Sink indices_out, Progress progress = {});
   // `flags` may be empty when the header does not use flags.
   v1::CompactResponse CompactStream(const v1::CompactHeader& header, const Replay& values, const Replay& flags,
                                     Sink values_out, Sink indices_out, Progress progress = {}, uint32_t lanes = 0);

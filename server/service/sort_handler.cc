@@ -1,0 +1,118 @@
+// Sort: bidirectional streaming. The keys (and values) are held as they arrive, up to
+// --max-sort-bytes; after the client half-closes the engine sorts them whole and the result
+// goes back in chunks of --chunk-bytes, in order; the final response carries Timing.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "service/handlers.h"
+#include "service/streaming_call.h"
+#include "service/validate.h"
+
+namespace gpuscan::server {
+namespace {
+
+class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
+                                            grpc::ServerBidiReactor<v1::SortRequest, v1::SortResponse>> {
+ public:
+  using StreamingCall::StreamingCall;
+
+ protected:
+  grpc::Status OnHeader(const v1::SortHeader& header) override {
+    if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
+    if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
+    std::optional<uint64_t> count;
+    if (header.has_element_count()) count = header.element_count();
+    checker_.emplace(spec_.dtype, SortSide(spec_), count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    key_size_ = engine::SizeOf(spec_.dtype);
+    value_size_ = spec_.has_values ? engine::SizeOf(spec_.values_dtype) : 0;
+    if (count && *count > 0 && *count * (key_size_ + value_size_) > ctx_.options->max_sort_bytes) {
+      return TooBig(*count * (key_size_ + value_size_), "header.element_count=" + std::to_string(*count) + " makes ");
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CheckRequest(const v1::SortRequest& req, uint64_t index) override {
+    if (auto s = checker_->Add(req.keys().size(), req.values().size(), index); !s.ok()) return s;
+    received_ += req.keys().size() + req.values().size();
+    if (received_ > ctx_.options->max_sort_bytes) return TooBig(received_, "the input reached ");
+    return grpc::Status::OK;
+  }
+
+  void Open() override {}
+
+  void Process(v1::SortRequest& req, std::vector<v1::SortResponse>&) override {
+    keys_.append(req.keys());
+    values_.append(req.values());
+    bytes_in_ += req.keys().size() + req.values().size();
+    if (!req.keys().empty()) ++chunks_;
+  }
+
+  grpc::Status Complete(std::vector<v1::SortResponse>& out) override {
+    if (auto s = checker_->Finish(); !s.ok()) return s;
+    const uint64_t n = keys_.size() / key_size_;
+    std::string sorted_keys(spec_.want_keys ? keys_.size() : 0, '\0');
+    std::string sorted_values(spec_.has_values ? values_.size() : 0, '\0');
+    std::vector<int64_t> indices(spec_.want_indices ? n : 0);
+    algorithm_ = ctx_.engine->Sort(spec_, keys_.data(), values_.data(), n, spec_.want_keys ? sorted_keys.data() : nullptr,
+                                   spec_.has_values ? sorted_values.data() : nullptr,
+                                   spec_.want_indices ? indices.data() : nullptr, stages_);
+    keys_.clear();
+    keys_.shrink_to_fit();
+    values_.clear();
+    values_.shrink_to_fit();
+    // Chunks of whole elements, no part above the chunk limit.
+    const size_t widest = std::max({spec_.want_keys ? key_size_ : 0, value_size_, spec_.want_indices ? size_t{8} : 0});
+    const uint64_t per = std::max<uint64_t>(ctx_.options->chunk_bytes / widest, 1);
+    for (uint64_t first = 0; first < n; first += per) {
+      const uint64_t m = std::min(per, n - first);
+      v1::SortResponse& resp = out.emplace_back();
+      if (spec_.want_keys) resp.set_keys(sorted_keys.data() + first * key_size_, m * key_size_);
+      if (spec_.has_values) resp.set_values(sorted_values.data() + first * value_size_, m * value_size_);
+      if (spec_.want_indices) resp.set_indices(indices.data() + first, m * sizeof(int64_t));
+      resp.set_offset(first);
+      bytes_out_ += resp.keys().size() + resp.values().size() + resp.indices().size();
+    }
+    processed_ = n;
+    v1::SortResponse& last = out.emplace_back();
+    last.set_element_count(n);
+    FillTiming(last.mutable_timing(), algorithm_);
+    return grpc::Status::OK;
+  }
+
+  std::string LogFields() const override {
+    return fmt::format("dtype={} descending={} values={} indices={} n={} algorithm={} engine={}",
+                       engine::Name(spec_.dtype), spec_.descending,
+                       spec_.has_values ? std::string(engine::Name(spec_.values_dtype)) : "-", spec_.want_indices,
+                       processed_, algorithm_.empty() ? "-" : algorithm_, ctx_.engine->name());
+  }
+
+  MetricLabels Labels() const override { return {std::string(engine::Name(spec_.dtype)), algorithm_, ""}; }
+
+ private:
+  grpc::Status TooBig(uint64_t bytes, const std::string& what) const {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            what + std::to_string(bytes) + " bytes of keys and values, beyond the server's --max-sort-bytes=" +
+                std::to_string(ctx_.options->max_sort_bytes) + " (Limits.max_sort_bytes): a sort holds its whole input"};
+  }
+
+  engine::SortSpec spec_;
+  std::optional<PairedChecker> checker_;
+  size_t key_size_ = 4, value_size_ = 0;
+  uint64_t received_ = 0;
+  std::string keys_, values_;  // the whole input, held until the client half-closes
+  std::string algorithm_;
+  uint64_t processed_ = 0;
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::SortRequest, v1::SortResponse>* StartSort(CallContext ctx,
+                                                                      grpc::CallbackServerContext* rpc) {
+  auto* call = new SortCall(std::move(ctx), rpc, "sort");
+  call->Begin();
+  return call;
+}
+
+}  // namespace gpuscan::server
