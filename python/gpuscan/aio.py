@@ -22,6 +22,17 @@ from .v1 import gpuscan_pb2 as pb
 from .v1 import gpuscan_pb2_grpc as pb_grpc
 
 
+def _lost_status(error, upload: "_AsyncUpload"):
+    """The error, explained when it is grpcio's stand-in for a status the server sent while the
+    upload was still going (grpc/grpc#36066: a write that fails as the call ends replaces the
+    server's status with INTERNAL "Internal error from Core")."""
+    if (error.code == grpc.StatusCode.INTERNAL and "Internal error from Core" in error.message
+            and not upload.finished):
+        return type(error)(error.message + "; the server ended the call during the upload and grpcio's asyncio "
+                           "client lost its status (grpc/grpc#36066): the synchronous gpuscan.Client reports it")
+    return error
+
+
 class _AsyncUpload:
     """Async request iterator over a sync or async source; an exception from the source cancels
     the call and is re-raised to the caller (as _chunking.Upload does for the sync client)."""
@@ -30,15 +41,29 @@ class _AsyncUpload:
         self._requests = requests
         self.error: Optional[BaseException] = None
         self.call = None
+        self.finished = False  # every request was handed to grpc
+
+    def _ended(self) -> bool:
+        """The call has its status: writing more would only fail. (grpcio's aio then reports
+        INTERNAL "Internal error from Core" in place of the server's status, grpc/grpc#36066, when
+        the failed write is handled after the status: so no write is issued once it is in.)"""
+        return self.call is not None and self.call.done()
 
     async def __aiter__(self):
         try:
             if hasattr(self._requests, "__aiter__"):
                 async for r in self._requests:
+                    await asyncio.sleep(0)  # let a status that came in be handled first
+                    if self._ended():
+                        return
                     yield r
             else:
                 for r in self._requests:
+                    await asyncio.sleep(0)
+                    if self._ended():
+                        return
                     yield r
+            self.finished = True
         except (GeneratorExit, asyncio.CancelledError):
             raise
         except BaseException as e:  # noqa: B902
@@ -186,7 +211,7 @@ class AsyncClient(_Calls):
         except grpc.RpcError as e:
             if upload.error is not None:
                 raise upload.error from None
-            raise from_rpc_error(e) from None
+            raise _lost_status(from_rpc_error(e), upload) from None
         except BaseException:
             call.cancel()
             raise

@@ -341,9 +341,10 @@ class StandIn(pb_grpc.GpuScanServicer):
             xs.append(np.frombuffer(r.data, np.int32))
             ks.append(r.keys)
             if failing:  # one well-formed run, its value wrong: a retry must not keep it
-                ksz = ref.DTYPES[header.key_dtype - 1].itemsize
-                yield pb.ReduceByKeyResponse(keys=ks[-1][:ksz], values=b"\x5a\x5a\x5a\x5a")
-                context.abort(grpc.StatusCode.UNAVAILABLE, f"stand-in: call {self.calls} fails")
+                if len(xs) == 1:
+                    ksz = ref.DTYPES[header.key_dtype - 1].itemsize
+                    yield pb.ReduceByKeyResponse(keys=ks[-1][:ksz], values=b"\x5a\x5a\x5a\x5a")
+                continue
             x = np.concatenate(xs)
             keys = np.frombuffer(b"".join(ks), ref.DTYPES[header.key_dtype - 1])
             uk, uv = rbk_ref(x, keys, "sum")
@@ -352,6 +353,9 @@ class StandIn(pb_grpc.GpuScanServicer):
                 responses.append(pb.ReduceByKeyResponse(keys=uk[sent:done].tobytes(), values=uv[sent:done].tobytes(),
                                                         run_offset=sent))
                 sent = done
+        if failing:  # at the end of the upload (a status mid-upload is lost by grpcio's asyncio client,
+            # grpc/grpc#36066, which is not what this tests)
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"stand-in: call {self.calls} fails")
         self.requests = seen
         x = np.concatenate(xs) if xs else np.zeros(0, np.int32)
         keys = np.frombuffer(b"".join(ks), ref.DTYPES[header.key_dtype - 1])

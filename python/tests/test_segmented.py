@@ -292,7 +292,9 @@ def test_empty_and_tiny(seg_client):
 
 class StandIn(pb_grpc.GpuScanServicer):
     """SegmentedScan for int32 sums, by the reference: records each request's (header present,
-    values, keys) lengths; fails its first `fail` calls with UNAVAILABLE after a wrong chunk."""
+    values, keys) lengths; fails its first `fail` calls with UNAVAILABLE after a wrong chunk (at
+    the end of the upload: grpcio's asyncio client loses a status that comes mid-upload,
+    grpc/grpc#36066, which is not what this tests)."""
 
     def __init__(self, fail=0):
         self.fail, self.calls, self.requests = fail, 0, []
@@ -309,9 +311,10 @@ class StandIn(pb_grpc.GpuScanServicer):
             seen.append((r.HasField("header"), len(r.data), len(r.keys)))
             xs.append(np.frombuffer(r.data, np.int32))
             ks.append(r.keys)
-            if failing:
+            if failing and len(xs) == 1:
                 yield pb.ScanResponse(data=(xs[-1] ^ 0x5A5A).tobytes(), offset=0)
-                context.abort(grpc.StatusCode.UNAVAILABLE, f"stand-in: call {self.calls} fails")
+        if failing:
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"stand-in: call {self.calls} fails")
         self.requests = seen
         x = np.concatenate(xs) if xs else np.zeros(0, np.int32)
         if header.WhichOneof("segments") == "heads":

@@ -648,8 +648,12 @@ def test_max_sort_bytes(server_binary):
         async def main():
             async with gpuscan.AsyncClient(srv.target, chunk_bytes=1024, timeout=30) as ac:
                 assert (await ac.sort(x)).tolist() == list(range(1024))
-                with pytest.raises(gpuscan.ResourceExhausted):
+                # Refused during the upload: grpcio versions with grpc/grpc#36066 lose the
+                # server's status in the asyncio client, which then says so.
+                with pytest.raises((gpuscan.ResourceExhausted, gpuscan.Internal)) as e:
                     await ac.sort(x[:600], values=x[:600].astype(np.float64))
+                assert isinstance(e.value, gpuscan.ResourceExhausted) or "grpc/grpc#36066" in e.value.message
+                assert (await ac.sort(x)).tolist() == list(range(1024))  # and the client stays usable
         asyncio.run(main())
 
 
