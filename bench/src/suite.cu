@@ -915,6 +915,10 @@ void RunKernelSuite(const SuiteSpec& spec, const std::function<bool(const Row&)>
   for (uint64_t n : sizes) {
     if (n == 0) throw Error(ErrorCode::kInvalidArgument, "size 0 in the suite's sizes");
   }
+  // The device first: the suite's stream and events belong to the device current when they are
+  // made (a stream of device 0 with buffers of device 1 fails every call).
+  QueryDevice(spec.device);
+  BENCH_CHECK(cudaSetDevice(spec.device));
   Suite suite(spec, on_row);
   for (const std::string& op : ops) {
     for (DType dtype : dtypes) {
