@@ -65,6 +65,27 @@ def big_client(target):
 
 
 @pytest.fixture()
+def serve_servicer():
+    """serve_servicer(servicer, workers=4) -> target: a plain grpcio server for a GpuScan
+    servicer (the tests' stand-in servers) on a free port, stopped at the end of the test."""
+    import grpc
+    from concurrent import futures
+    from gpuscan.v1 import gpuscan_pb2_grpc as pb_grpc
+    servers = []
+
+    def start(servicer, workers=4):
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers))
+        pb_grpc.add_GpuScanServicer_to_server(servicer, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        servers.append(server)
+        return f"127.0.0.1:{port}"
+    yield start
+    for s in servers:
+        s.stop(grace=None)
+
+
+@pytest.fixture()
 def rng(request):
     seed = int.from_bytes(os.urandom(4), "little")
     print(f"seed {seed}")

@@ -10,7 +10,6 @@ what the client refuses (ValueError before any call) and what the server refuses
 (INVALID_ARGUMENT)."""
 import asyncio
 import threading
-from concurrent import futures
 
 import grpc
 import numpy as np
@@ -372,20 +371,11 @@ class StandIn(pb_grpc.GpuScanServicer):
 
 
 @pytest.fixture()
-def stand_in():
-    servers = []
-
+def stand_in(serve_servicer):
     def start(**kw):
         servicer = StandIn(**kw)
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        pb_grpc.add_GpuScanServicer_to_server(servicer, server)
-        port = server.add_insecure_port("127.0.0.1:0")
-        server.start()
-        servers.append(server)
-        return servicer, f"127.0.0.1:{port}"
-    yield start
-    for s in servers:
-        s.stop(grace=None)
+        return servicer, serve_servicer(servicer)
+    return start
 
 
 def test_requests_on_the_wire(stand_in, rng):

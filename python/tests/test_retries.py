@@ -9,7 +9,6 @@ import asyncio
 import socket
 import threading
 import time
-from concurrent import futures
 
 import grpc
 import numpy as np
@@ -120,21 +119,12 @@ class FlakyServicer(pb_grpc.GpuScanServicer):
 
 
 @pytest.fixture()
-def flaky():
+def flaky(serve_servicer):
     """flaky(fail=..., code=..., hang_s=...) -> (servicer, target); servers stopped at the end."""
-    servers = []
-
     def start(**kw):
         servicer = FlakyServicer(**kw)
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-        pb_grpc.add_GpuScanServicer_to_server(servicer, server)
-        port = server.add_insecure_port("127.0.0.1:0")
-        server.start()
-        servers.append(server)
-        return servicer, f"127.0.0.1:{port}"
-    yield start
-    for s in servers:
-        s.stop(grace=None)
+        return servicer, serve_servicer(servicer, workers=8)
+    return start
 
 
 def data(rng, n=N):
