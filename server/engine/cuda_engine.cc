@@ -961,6 +961,10 @@ class CudaEngine final : public Engine {
   std::string Sort(const SortSpec& spec, const void* keys, const void* values, uint64_t n, void* keys_out,
                    void* values_out, int64_t* indices_out, StageTimes& times) override {
     if (n == 0) return "radix_sort";
+    if (n > 0x7fffffffull) {  // CUB's radix sort counts items in an int
+      throw Error(ErrorCode::kResourceExhausted, "the cuda engine sorts at most 2147483647 keys in one call, not " +
+                                                     std::to_string(n) + " (lower --max-sort-bytes)");
+    }
     Shared& sh = *sh_;
     DeviceGuard guard(sh);
     LaneLease lane(sh);
