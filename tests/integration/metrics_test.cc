@@ -292,7 +292,7 @@ TEST_F(MetricsTest, TransportAndBenchmarkCallsCount) {
   EXPECT_EQ(client_.Transport(echoed, true).bytes_out, echoed);
   EXPECT_EQ(client_.Transport(uploaded, false).bytes_in, uploaded);
   v1::BenchmarkRequest bad;
-  bad.add_operations("sort");
+  bad.add_operations("transpose");
   EXPECT_THROW(client_.Benchmark(bad, {}), RpcError);
 
   const PromText after = ScrapeWhenIdle(port());
