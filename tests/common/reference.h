@@ -470,6 +470,12 @@ bool ExpectReduceNear(T got, T ref, const std::vector<T>& input, const std::stri
   return false;
 }
 
+// Whether two buffers hold the same bytes (memcmp may not be given a null pointer, which an
+// empty vector's data() can be, even for 0 bytes).
+inline bool SameBytes(const void* a, const void* b, std::size_t bytes) {
+  return bytes == 0 || std::memcmp(a, b, bytes) == 0;
+}
+
 // Segmented scans (gpuscan.v1.SegmentedScanHeader): heads[i] != 0 where a segment begins
 // (element 0 always begins one); each segment scanned on its own, sequentially.
 template <class T, class Op>

@@ -293,7 +293,7 @@ void ExpectGpuSegmented(Engine& gpu, CpuEngine& cpu, Op op, std::mt19937_64& rng
       }
       for (const auto& chunks : {std::vector<std::size_t>{n}, testing::RandomChunkLengths(n, rng, sub)}) {
         const std::vector<T> got = RunSegmentedScan(gpu, spec, x, raw, chunks);
-        ASSERT_EQ(std::memcmp(got.data(), want.data(), n * sizeof(T)), 0) << what << ", " << Describe(chunks);
+        ASSERT_TRUE(testing::SameBytes(got.data(), want.data(), n * sizeof(T))) << what << ", " << Describe(chunks);
       }
     }
   }
@@ -363,7 +363,7 @@ void ExpectGpuSorts(Engine& gpu, CpuEngine& cpu, std::mt19937_64& rng) {
                 "radix_sort");
       const std::string what = std::string(engine::Name(spec.dtype)) + (descending ? " descending" : " ascending") +
                                " n=" + std::to_string(n);
-      ASSERT_TRUE(n == 0 || std::memcmp(k_gpu.data(), k_cpu.data(), n * sizeof(T)) == 0) << what << ": keys";
+      ASSERT_TRUE(testing::SameBytes(k_gpu.data(), k_cpu.data(), n * sizeof(T))) << what << ": keys";
       EXPECT_EQ(i_gpu, i_cpu) << what << ": permutation";
       EXPECT_EQ(v_gpu, v_cpu) << what << ": values";
       // Keys alone (no permutation on the device).
@@ -371,7 +371,7 @@ void ExpectGpuSorts(Engine& gpu, CpuEngine& cpu, std::mt19937_64& rng) {
       spec.want_indices = false;
       std::vector<T> k_only = Poisoned<T>(n);
       gpu.Sort(spec, keys.data(), nullptr, n, k_only.data(), nullptr, nullptr, times);
-      ASSERT_TRUE(n == 0 || std::memcmp(k_only.data(), k_cpu.data(), n * sizeof(T)) == 0) << what << ": keys only";
+      ASSERT_TRUE(testing::SameBytes(k_only.data(), k_cpu.data(), n * sizeof(T))) << what << ": keys only";
     }
   }
 }

@@ -178,7 +178,7 @@ void CheckSegmented(Client& client, size_t n, v1::Operator wire_op, bool exclusi
   if constexpr (testing::kRounds<T, Op<T>>) {
     const std::vector<T> tree = testing::SegmentedCanonicalRef<T, Op<T>>(x, h, exclusive);
     ASSERT_EQ(r.values.size(), n) << what;
-    EXPECT_EQ(std::memcmp(r.values.data(), tree.data(), n * sizeof(T)), 0) << what << ": not the canonical bits";
+    EXPECT_TRUE(testing::SameBytes(r.values.data(), tree.data(), n * sizeof(T))) << what << ": not the canonical bits";
   } else {
     testing::ExpectEqualValues(r.values, testing::SegmentedScanRef<T, Op<T>>(x, h, exclusive), what);
   }
@@ -220,7 +220,7 @@ void CheckReduceByKey(Client& client, size_t n, v1::Operator wire_op, size_t mea
       if (i + 1 == n || keys[i + 1] != keys[i]) ends.push_back(scan[i]);
     }
     ASSERT_EQ(r.values.size(), ends.size()) << what;
-    EXPECT_EQ(std::memcmp(r.values.data(), ends.data(), ends.size() * sizeof(T)), 0) << what;
+    EXPECT_TRUE(testing::SameBytes(r.values.data(), ends.data(), ends.size() * sizeof(T))) << what;
   } else {
     testing::ExpectEqualValues(r.values, want.second, what);
   }
@@ -289,11 +289,11 @@ TYPED_TEST(TypedRpcTest, SortKeysArgsortAndPairs) {
       const std::string what = std::string(descending ? "descending" : "ascending") + " n=" + std::to_string(n);
       const SortResult<T> s = this->client_.Sort(keys.data(), n, descending);
       ASSERT_EQ(s.keys.size(), n) << what;
-      EXPECT_EQ(n == 0 || std::memcmp(s.keys.data(), want.data(), n * sizeof(T)) == 0, true) << what;
+      EXPECT_TRUE(testing::SameBytes(s.keys.data(), want.data(), n * sizeof(T))) << what;
       EXPECT_EQ(this->client_.Argsort(keys.data(), n, descending).indices, order) << what;
       const SortResult<T, double> p = this->client_.SortPairs(keys.data(), values.data(), n, descending);
       EXPECT_EQ(p.values, want_values) << what;
-      EXPECT_EQ(n == 0 || std::memcmp(p.keys.data(), want.data(), n * sizeof(T)) == 0, true) << what;
+      EXPECT_TRUE(testing::SameBytes(p.keys.data(), want.data(), n * sizeof(T))) << what;
       EXPECT_FALSE(p.timing.algorithm.empty());
     }
   }

@@ -83,13 +83,13 @@ void CheckSegmented(Op op, std::size_t n, std::size_t mean_run, int which) {
         if constexpr (testing::kRounds<T, O>) {
           // Reproducible: the canonical tree over pairs, bit for bit; and near the sequential scan.
           const std::vector<T> tree = testing::SegmentedCanonicalRef<T, O>(x, seg.heads, exclusive);
-          ASSERT_EQ(std::memcmp(got.data(), tree.data(), n * sizeof(T)), 0) << where << ": not the canonical bits";
+          ASSERT_TRUE(testing::SameBytes(got.data(), tree.data(), n * sizeof(T))) << where << ": not the canonical bits";
           testing::ExpectScanNear<T, O>(got, seq, x, exclusive, where);
         } else {
           testing::ExpectEqualValues(got, seq, where);
         }
         if (first.empty()) first = got;
-        ASSERT_EQ(std::memcmp(got.data(), first.data(), n * sizeof(T)), 0) << where << ": bits differ between runs";
+        ASSERT_TRUE(testing::SameBytes(got.data(), first.data(), n * sizeof(T))) << where << ": bits differ between runs";
       }
     }
   }
@@ -197,7 +197,7 @@ void CheckReduceByKey(Op op, std::size_t n, std::size_t mean_run) {
     }
     EXPECT_EQ(k, want.first) << what;
     if constexpr (testing::kRounds<T, O>) {
-      EXPECT_EQ(std::memcmp(v.data(), want_values.data(), runs * sizeof(T)), 0) << what << ": not the canonical bits";
+      EXPECT_TRUE(testing::SameBytes(v.data(), want_values.data(), runs * sizeof(T))) << what << ": not the canonical bits";
       testing::ExpectEqualValues(v, want_values, what);
     } else {
       testing::ExpectEqualValues(v, want_values, what);

@@ -83,7 +83,7 @@ void CheckSorts(std::size_t n) {
       StageTimes times;
       EXPECT_EQ(e->Sort(spec, keys.data(), payload.data(), n, got_keys.data(), got_values.data(), got_idx.data(), times),
                 "parallel_sort");
-      ASSERT_EQ(n == 0 || std::memcmp(got_keys.data(), want_keys.data(), n * sizeof(T)) == 0, true)
+      ASSERT_TRUE(testing::SameBytes(got_keys.data(), want_keys.data(), n * sizeof(T)))
           << what << ": keys differ in their bits";
       EXPECT_EQ(got_idx, order) << what << ": not the stable permutation";
       EXPECT_EQ(got_values, want_values) << what << ": values not moved with their keys";
