@@ -227,6 +227,15 @@ grpc::Status ToEngine(const v1::HistogramHeader& h, uint32_t max_bins, engine::H
     }
     spec->edges = hist::EvenEdges(lo, hi, h.bins(), spec->dtype == engine::DType::kFloat32);
     spec->even = true;
+    // A range of a few ulps (subnormal, say) rounds the step so that the last edges decrease.
+    for (size_t i = 1; i < spec->edges.size(); ++i) {
+      if (spec->edges[i] < spec->edges[i - 1]) {
+        return InvalidArgument("header.lo=" + ShortestText(lo) + ", header.hi=" + ShortestText(hi) +
+                               " and header.bins=" + std::to_string(h.bins()) + " give even edges that decrease (edge " +
+                               std::to_string(i) + " is below edge " + std::to_string(i - 1) +
+                               "): the range is too narrow for that many bins");
+      }
+    }
     return grpc::Status::OK;
   }
   if (h.edges_size() < 2) {

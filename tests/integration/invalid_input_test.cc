@@ -421,6 +421,9 @@ void HistogramRows(std::vector<Row>& rows) {
                          {"header.lo=3 must be below header.hi=3"}));
   rows.push_back(MakeRow("LoAboveHi", H{HistogramHead(v1::DTYPE_UINT32, 4, 2.5, -1)}, kInvalid,
                          {"header.lo=2.5 must be below header.hi=-1"}));
+  // 17 subnormal ulps over 33 bins: the rounded step makes the last edge fall below the one before.
+  rows.push_back(MakeRow("RangeTooNarrowForBins", H{HistogramHead(v1::DTYPE_UINT32, 33, 0, 17 * 4.9406564584124654e-324)},
+                         kInvalid, {"header.bins=33", "edges that decrease", "too narrow"}));
   rows.push_back(MakeRow("RangeOverflows", H{HistogramHead(v1::DTYPE_FLOAT64, 4, -1e308, 1e308)}, kInvalid,
                          {"header.hi - header.lo", "overflows float64"}));
   rows.push_back(MakeRow("OneEdge", H{HistogramEdges({1.0})}, kInvalid, {"header.edges has 1 edge"}));
