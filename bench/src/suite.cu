@@ -360,26 +360,12 @@ class Suite {
 
   template <class F>
   Times Time(F&& call) {
-    for (int i = 0; i < spec_.warmup; ++i) Check(call(i), "warm-up call");
-    const int reps = std::max(1, spec_.repetitions);
-    std::vector<float> ms;
-    for (int i = 0; i < reps; ++i) {
-      BENCH_CHECK(cudaEventRecord(start_.get(), s()));
-      Check(call(spec_.warmup + i), "timed call");
-      BENCH_CHECK(cudaEventRecord(stop_.get(), s()));
-      BENCH_CHECK(cudaEventSynchronize(stop_.get()));
-      float t = 0;
-      BENCH_CHECK(cudaEventElapsedTime(&t, start_.get(), stop_.get()));
-      ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    const std::size_t m = ms.size();
-    const double median = m % 2 ? ms[m / 2] : 0.5 * (double(ms[m / 2 - 1]) + ms[m / 2]);
-    return Times{1e3 * median, 1e3 * ms.front(), 1e3 * ms.back()};
+    return TimeWithSetup([](int) {}, call);
   }
 
-  // As Time, with setup(r) enqueued before each call outside the timed span (a sort destroys
-  // its input: each run gets fresh data).
+  // Times call(r): `warmup` untimed runs, then the median (min, max) of `repetitions` timed ones.
+  // setup(r) is enqueued before each call, outside the timed span (a sort destroys its input:
+  // each run gets fresh data).
   template <class Setup, class F>
   Times TimeWithSetup(Setup&& setup, F&& call) {
     for (int i = 0; i < spec_.warmup; ++i) {
