@@ -121,6 +121,10 @@ int main(int argc, char** argv) {
                  "largest input (keys and values) one Sort may hold, in bytes; beyond: RESOURCE_EXHAUSTED")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50))
       ->envname("GPUSCAN_MAX_SORT_BYTES");
+  app.add_option("--max-scan2d-row-bytes", options.max_scan2d_row_bytes,
+                 "longest row (cols x element size) one Scan2D accepts, in bytes; beyond: RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(uint64_t{8}, uint64_t{1} << 40))
+      ->envname("GPUSCAN_MAX_SCAN2D_ROW_BYTES");
   app.add_option("--max-inflight-bytes", options.max_inflight_bytes,
                  "bytes all running calls may buffer together (0 = unlimited); calls that would pass it wait")
       ->envname("GPUSCAN_MAX_INFLIGHT_BYTES");

@@ -649,6 +649,65 @@ std::unique_ptr<SegmentedScanSession> CpuEngine::NewSegmentedScan(const Segmente
   });
 }
 
+namespace {
+
+// 2-D scan: the rows in parallel (each folded left to right), then strips of columns in
+// parallel (each column folded top to bottom from the carry row). Every element's association is
+// the spec's, whatever the threads or the number of rows per call.
+template <class T, class Op>
+class CpuScan2D final : public Scan2DSession {
+ public:
+  CpuScan2D(std::shared_ptr<Pool> pool, uint64_t cols) : pool_(std::move(pool)), cols_(cols), carry_(cols) {}
+
+  void Process(const void* in, void* out, uint64_t rows, StageTimes& times) override {
+    if (rows == 0) return;
+    const uint64_t n = rows * cols_;
+    CheckBuffer(in, n, "input");
+    CheckBuffer(out, n, "output");
+    KernelTimer timer(times);
+    const auto* src = static_cast<const unsigned char*>(in);
+    auto* dst = static_cast<unsigned char*>(out);
+    const Op op;
+    const bool parallel = RunParallel(*pool_, n);
+    ForBlocks(*pool_, rows, parallel, [&](uint64_t i) {
+      const uint64_t base = i * cols_;
+      T acc = Load<T>(src, base);
+      Store(dst, base, acc);
+      for (uint64_t j = 1; j < cols_; ++j) Store(dst, base + j, acc = op(acc, Load<T>(src, base + j)));
+    });
+    const uint64_t strips = (cols_ + kBlock - 1) / kBlock;
+    ForBlocks(*pool_, strips, parallel, [&](uint64_t s) {
+      const uint64_t j0 = s * kBlock, j1 = std::min(cols_, j0 + kBlock);
+      uint64_t i = 0;
+      if (!has_carry_) i = 1;  // the table's first row is its row fold
+      for (; i < rows; ++i) {
+        for (uint64_t j = j0; j < j1; ++j) {
+          const T above = i == 0 ? carry_[j] : Load<T>(dst, (i - 1) * cols_ + j);
+          Store(dst, i * cols_ + j, op(above, Load<T>(dst, i * cols_ + j)));
+        }
+      }
+    });
+    std::memcpy(carry_.data(), dst + (rows - 1) * cols_ * sizeof(T), cols_ * sizeof(T));
+    has_carry_ = true;
+  }
+  std::string algorithm() const override { return "cpu_rows_columns"; }
+
+ private:
+  std::shared_ptr<Pool> pool_;
+  uint64_t cols_;
+  std::vector<T> carry_;  // the last row of the table so far
+  bool has_carry_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Scan2DSession> CpuEngine::NewScan2D(const Scan2DSpec& spec) {
+  if (spec.cols == 0) throw Error(ErrorCode::kInvalidArgument, "a 2-D scan needs at least one column");
+  return Visit(spec.dtype, spec.op, [&](auto t, auto o) -> std::unique_ptr<Scan2DSession> {
+    return std::make_unique<CpuScan2D<typename decltype(t)::type, typename decltype(o)::type>>(pool_, spec.cols);
+  });
+}
+
 // (code, position) pairs sorted as pairs: the position breaks ties, so the parallel sort is
 // stable and its result does not depend on the thread count.
 std::string CpuEngine::Sort(const SortSpec& spec, const void* keys, const void* values, uint64_t n, void* keys_out,

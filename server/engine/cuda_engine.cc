@@ -23,6 +23,7 @@
 #include "gpuscan/kernels/histogram.h"
 #include "gpuscan/kernels/reduce.h"
 #include "gpuscan/kernels/scan.h"
+#include "gpuscan/kernels/scan2d.h"
 #include "gpuscan/kernels/segmented_scan.h"
 #include "gpuscan/kernels/sort.h"
 #include "gpuscan/kernels/temp_storage.h"
@@ -818,6 +819,55 @@ class CudaHistogram final : public HistogramSession {
   cuda::DeviceBuffer d_counts_;
 };
 
+// ---------------------------------------------------------------------------------------------
+// 2-D scan: each call's whole rows go up, through kernels::Scan2D (one pass, the carry row on
+// the device between calls), and back. One step at a time: the wire, not PCIe, paces a call.
+
+template <class T, class Op>
+class CudaScan2D final : public Scan2DSession {
+ public:
+  CudaScan2D(std::shared_ptr<Shared> sh, uint64_t cols) : sh_(std::move(sh)), cols_(cols) {}
+
+  void Process(const void* in, void* out, uint64_t rows, StageTimes& times) override {
+    if (rows == 0) return;
+    Shared& sh = *sh_;
+    DeviceGuard guard(sh);
+    LaneLease lane(sh);
+    Slot& slot = lane->slots[0];
+    cudaStream_t s = slot.s();
+    cuda::DeviceMemoryBudget* budget = lane->budget;
+    const uint64_t bytes = rows * cols_ * sizeof(T), row_bytes = cols_ * sizeof(T);
+    size_t temp_bytes = 0;
+    sh.Call(kernels::Scan2D<T, Op>(nullptr, temp_bytes, nullptr, nullptr, rows, cols_, nullptr, s), "scan2d temp size");
+    cuda::DeviceBuffer d_in(bytes, s, budget), d_out(bytes, s, budget), d_temp(temp_bytes, s, budget);
+    if (!carry_.get()) carry_ = cuda::DeviceBuffer(row_bytes, s, budget);
+    sh.Call(cudaEventRecord(slot.start.get(), s), "cudaEventRecord");
+    sh.Call(cudaMemcpyAsync(d_in.get(), in, bytes, cudaMemcpyHostToDevice, s), "H2D scan2d rows");
+    sh.Call(cudaEventRecord(slot.h2d_done.get(), s), "cudaEventRecord");
+    auto* d_out_t = static_cast<T*>(d_out.get());
+    sh.Call(kernels::Scan2D<T, Op>(d_temp.get(), temp_bytes, static_cast<const T*>(d_in.get()), d_out_t, rows, cols_,
+                                   has_carry_ ? static_cast<const T*>(carry_.get()) : nullptr, s),
+            "scan2d kernel");
+    sh.Call(cudaMemcpyAsync(carry_.get(), d_out_t + (rows - 1) * cols_, row_bytes, cudaMemcpyDeviceToDevice, s),
+            "scan2d carry row");
+    sh.Call(cudaEventRecord(slot.kernel_done.get(), s), "cudaEventRecord");
+    sh.Call(cudaMemcpyAsync(out, d_out_t, bytes, cudaMemcpyDeviceToHost, s), "D2H scan2d rows");
+    sh.Call(cudaEventRecord(slot.d2h_done.get(), s), "cudaEventRecord");
+    sh.Call(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    has_carry_ = true;
+    times.h2d_us += ElapsedUs(slot.start.get(), slot.h2d_done.get());
+    times.kernel_us += ElapsedUs(slot.h2d_done.get(), slot.kernel_done.get());
+    times.d2h_us += ElapsedUs(slot.kernel_done.get(), slot.d2h_done.get());
+  }
+  std::string algorithm() const override { return "band_wavefront"; }
+
+ private:
+  std::shared_ptr<Shared> sh_;
+  uint64_t cols_;
+  cuda::DeviceBuffer carry_;  // the last row of the table so far
+  bool has_carry_ = false;
+};
+
 class CudaEngine final : public Engine {
  public:
   explicit CudaEngine(std::shared_ptr<Shared> sh) : sh_(std::move(sh)) {}
@@ -954,6 +1004,12 @@ class CudaEngine final : public Engine {
         pairs = std::make_unique<CudaScan<Item, Pairs>>(sh_, kernels::ScanAlgorithm::kCub, false);
       }
       return std::make_unique<PairSegmentedScan<T, O>>(spec, std::move(pairs));
+    });
+  }
+  std::unique_ptr<Scan2DSession> NewScan2D(const Scan2DSpec& spec) override {
+    if (spec.cols == 0) throw Error(ErrorCode::kInvalidArgument, "a 2-D scan needs at least one column");
+    return Visit(spec.dtype, spec.op, [&](auto t, auto o) -> std::unique_ptr<Scan2DSession> {
+      return std::make_unique<CudaScan2D<typename decltype(t)::type, typename decltype(o)::type>>(sh_, spec.cols);
     });
   }
   // The whole array on the device (taken from the --device-memory-limit budget): keys up, coded

@@ -99,6 +99,20 @@ class SetSegmentedScan final : public SegmentedScanSession {
   OpenSession open_;
 };
 
+class SetScan2D final : public Scan2DSession {
+ public:
+  SetScan2D(std::unique_ptr<Scan2DSession> s, std::string device, std::atomic<uint64_t>& open)
+      : s_(std::move(s)), device_(std::move(device)), open_(open) {}
+  void Process(const void* in, void* out, uint64_t rows, StageTimes& t) override { s_->Process(in, out, rows, t); }
+  std::string algorithm() const override { return s_->algorithm(); }
+  std::string device() const override { return device_; }
+
+ private:
+  std::unique_ptr<Scan2DSession> s_;
+  std::string device_;
+  OpenSession open_;
+};
+
 }  // namespace
 
 DeviceSet::DeviceSet(std::vector<std::unique_ptr<Engine>> devices, std::vector<std::string> labels)
@@ -213,6 +227,11 @@ std::unique_ptr<SegmentedScanSession> DeviceSet::NewSegmentedScan(const Segmente
   const size_t i = Pick();
   return Open<SegmentedScanSession, SetSegmentedScan>(open_[i], labels_[i],
                                                       [&] { return devices_[i]->NewSegmentedScan(spec); });
+}
+
+std::unique_ptr<Scan2DSession> DeviceSet::NewScan2D(const Scan2DSpec& spec) {
+  const size_t i = Pick();
+  return Open<Scan2DSession, SetScan2D>(open_[i], labels_[i], [&] { return devices_[i]->NewScan2D(spec); });
 }
 
 // A sort is one call, not a session: the device's count is held for its duration.

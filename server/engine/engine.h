@@ -94,6 +94,17 @@ class SegmentedScanSession {
   virtual std::string device() const { return {}; }  // as ScanSession::device
 };
 
+class Scan2DSession {
+ public:
+  virtual ~Scan2DSession() = default;
+  // Scans the next `rows` whole rows (rows x cols elements of the spec's dtype in `in` and
+  // `out`, raw bytes, any alignment; they do not alias), continuing the table of all earlier
+  // rows: the carry is the last row.
+  virtual void Process(const void* in, void* out, uint64_t rows, StageTimes& times) = 0;
+  virtual std::string algorithm() const = 0;
+  virtual std::string device() const { return {}; }  // as ScanSession::device
+};
+
 struct DeviceInfo {
   int ordinal = 0;  // the CUDA device ordinal
   std::string name;
@@ -174,6 +185,9 @@ class Engine {
   }
   virtual std::unique_ptr<SegmentedScanSession> NewSegmentedScan(const SegmentedScanSpec& /*spec*/) {
     throw Error(ErrorCode::kUnimplemented, "segmented scan is not available on the " + name() + " engine");
+  }
+  virtual std::unique_ptr<Scan2DSession> NewScan2D(const Scan2DSpec& /*spec*/) {
+    throw Error(ErrorCode::kUnimplemented, "2-D scan is not available on the " + name() + " engine");
   }
 };
 

@@ -81,6 +81,14 @@ struct SegmentedScanSpec {
   DType key_dtype = DType::kInt32;
 };
 
+// A 2-D inclusive scan (summed-area table) of a row-major matrix of `cols` columns. The
+// association is fixed: rows fold left to right, then columns top to bottom.
+struct Scan2DSpec {
+  DType dtype = DType::kInt32;
+  Op op = Op::kSum;
+  uint64_t cols = 1;
+};
+
 // A stable sort (gpuscan/kernels/sort_keys.h gives the order): the keys, and what comes out.
 struct SortSpec {
   DType dtype = DType::kInt32;  // the keys

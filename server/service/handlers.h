@@ -23,6 +23,8 @@ grpc::ServerBidiReactor<v1::ReduceByKeyRequest, v1::ReduceByKeyResponse>* StartR
     CallContext ctx, grpc::CallbackServerContext* rpc);
 grpc::ServerBidiReactor<v1::SortRequest, v1::SortResponse>* StartSort(CallContext ctx,
                                                                       grpc::CallbackServerContext* rpc);
+grpc::ServerBidiReactor<v1::Scan2DRequest, v1::ScanResponse>* StartScan2D(CallContext ctx,
+                                                                          grpc::CallbackServerContext* rpc);
 // Benchmark: the kernel suite on the server's device, rows streamed as measured.
 grpc::ServerWriteReactor<v1::BenchmarkRow>* StartBenchmark(CallContext ctx, const v1::BenchmarkRequest* request);
 // Transport: the diagnostic transport ceiling (bytes in and, with echo, straight back out).

@@ -38,7 +38,8 @@ void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info) {
   limits->set_shm_dir(o.shm_dir);
   limits->set_max_histogram_bins(engine::kMaxHistogramBins);
   limits->set_max_sort_bytes(ctx.options->max_sort_bytes);
-  for (const char* op : {"scan", "reduce", "compact", "histogram", "segmented_scan", "reduce_by_key", "sort"}) info->add_operations(op);
+  limits->set_max_scan2d_row_bytes(ctx.options->max_scan2d_row_bytes);
+  for (const char* op : {"scan", "reduce", "compact", "histogram", "segmented_scan", "reduce_by_key", "sort", "scan2d"}) info->add_operations(op);
   info->set_cpu_threads(ctx.executor->threads());
 }
 

@@ -86,7 +86,10 @@ inline uint64_t RequestFlags(const v1::CompactRequest& r) { return r.flags().siz
 inline uint64_t RequestElements(const v1::HistogramRequest& r, size_t esize) { return r.data().size() / esize; }
 inline uint64_t RequestBytes(const v1::HistogramRequest& r) { return r.data().size(); }
 inline uint64_t RequestFlags(const v1::HistogramRequest&) { return 0; }
-// Nor have SegmentedScan, ReduceByKey and Sort.
+// Nor have SegmentedScan, ReduceByKey, Sort and Scan2D.
+inline uint64_t RequestElements(const v1::Scan2DRequest& r, size_t esize) { return r.data().size() / esize; }
+inline uint64_t RequestBytes(const v1::Scan2DRequest& r) { return r.data().size(); }
+inline uint64_t RequestFlags(const v1::Scan2DRequest&) { return 0; }
 inline uint64_t RequestElements(const v1::SegmentedScanRequest& r, size_t esize) { return r.data().size() / esize; }
 inline uint64_t RequestBytes(const v1::SegmentedScanRequest& r) { return r.data().size() + r.keys().size(); }
 inline uint64_t RequestFlags(const v1::SegmentedScanRequest&) { return 0; }

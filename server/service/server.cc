@@ -61,6 +61,9 @@ class GpuScanService final : public v1::GpuScan::CallbackService {
   grpc::ServerBidiReactor<v1::SortRequest, v1::SortResponse>* Sort(grpc::CallbackServerContext* rpc) override {
     return StartSort(ctx_, rpc);
   }
+  grpc::ServerBidiReactor<v1::Scan2DRequest, v1::ScanResponse>* Scan2D(grpc::CallbackServerContext* rpc) override {
+    return StartScan2D(ctx_, rpc);
+  }
   grpc::ServerWriteReactor<v1::BenchmarkRow>* Benchmark(grpc::CallbackServerContext*,
                                                         const v1::BenchmarkRequest* request) override {
     return StartBenchmark(ctx_, request);

@@ -20,6 +20,8 @@ struct ServerOptions {
   uint64_t max_request_bytes = 0;       // total input bytes of one call; 0 = unlimited
   // Input bytes (keys and values) one Sort may hold: a sort needs its whole input at once.
   uint64_t max_sort_bytes = uint64_t{4} << 30;
+  // Longest row one Scan2D accepts (cols x element size): a call holds up to a row between chunks.
+  uint64_t max_scan2d_row_bytes = uint64_t{64} << 20;
   // Bytes running calls may buffer in all (each reserves its worst case at admission; calls that
   // do not fit wait). 0 = unlimited.
   uint64_t max_inflight_bytes = uint64_t{2} << 30;

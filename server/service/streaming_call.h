@@ -58,6 +58,11 @@ struct HasSharedMemory : std::false_type {};
 template <class H>
 struct HasSharedMemory<H, std::void_t<decltype(std::declval<const H&>().has_shared_memory())>> : std::true_type {};
 
+template <class H, class = void>
+struct HasElementCount : std::false_type {};
+template <class H>
+struct HasElementCount<H, std::void_t<decltype(std::declval<const H&>().has_element_count())>> : std::true_type {};
+
 template <class Req, class Resp, class ReactorBase>
 class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   static constexpr bool kBidi = std::is_base_of_v<grpc::ServerBidiReactor<Req, Resp>, ReactorBase>;
@@ -101,7 +106,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     if (!lane_header && status.ok() && index == 0) {
       status = OnHeader(req.header());
       header_accepted_ = status.ok();
-      if (status.ok()) status = Admit(ReservationBytes(req.header()));
+      if (status.ok()) status = Admit(ReservationBytes(req.header()) + HeldBytes());
     }
     if (status.ok()) status = CheckRequest(req, index);
     if (status.ok() && join_) status = CheckLaneChunk(req, index, lane_spec_, &lane_short_seen_);
@@ -183,6 +188,9 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     std::string device;
   };
   virtual MetricLabels Labels() const = 0;
+  // What the call holds beyond its buffered messages (Scan2D: a partial row), known once
+  // OnHeader accepted the header; added to its admission reservation.
+  virtual uint64_t HeldBytes() const { return 0; }
   // Lanes, client-streaming calls: take the array's answer that Complete wrote on the owner lane.
   virtual void CopyFinalFrom(const StreamingCall& /*owner*/) {}
 
@@ -336,10 +344,14 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
       if (header.has_shared_memory()) return 4096;  // the array stays in the client's region
     }
     const uint64_t cap = (kMaxBuffered + 2) * MaxReceiveMessageBytes(*ctx_.options);
-    engine::DType dtype;
-    if (!header.has_element_count() || !ToEngineDType(header.dtype(), &dtype).ok()) return cap;
-    if (header.element_count() > cap) return cap;  // also keeps the product below from overflowing
-    return std::min(cap, 3 * header.element_count() * engine::SizeOf(dtype) + 4096);
+    if constexpr (!HasElementCount<Header>::value) {
+      return cap;
+    } else {
+      engine::DType dtype;
+      if (!header.has_element_count() || !ToEngineDType(header.dtype(), &dtype).ok()) return cap;
+      if (header.element_count() > cap) return cap;  // also keeps the product below from overflowing
+      return std::min(cap, 3 * header.element_count() * engine::SizeOf(dtype) + 4096);
+    }
   }
 
   // The header of one lane: checks the lanes field, lets the RPC check the rest (the count it

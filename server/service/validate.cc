@@ -169,6 +169,24 @@ grpc::Status ToEngine(const v1::ReduceByKeyHeader& h, engine::SegmentedScanSpec*
   return ToKeyDType(h.key_dtype(), &spec->key_dtype);
 }
 
+grpc::Status ToEngine(const v1::Scan2DHeader& h, uint64_t max_row_bytes, engine::Scan2DSpec* spec) {
+  if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
+  if (auto s = ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op); !s.ok()) return s;
+  if (h.cols() == 0) return InvalidArgument("header.cols=0: a matrix needs at least one column");
+  const uint64_t size = engine::SizeOf(spec->dtype);
+  if (h.cols() > max_row_bytes / size) {
+    return ResourceExhausted("header.cols=" + std::to_string(h.cols()) + " makes rows of more than " +
+                             std::to_string(max_row_bytes) + " bytes of " + std::string(engine::Name(spec->dtype)) +
+                             " (--max-scan2d-row-bytes, Limits.max_scan2d_row_bytes)");
+  }
+  if (h.has_rows() && h.rows() != 0 && h.cols() > UINT64_MAX / size / h.rows()) {
+    return InvalidArgument("header.rows=" + std::to_string(h.rows()) + " x header.cols=" + std::to_string(h.cols()) +
+                           " overflows a byte count");
+  }
+  spec->cols = h.cols();
+  return grpc::Status::OK;
+}
+
 grpc::Status ToEngine(const v1::SortHeader& h, engine::SortSpec* spec) {
   if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
   if (!v1::SortOutput_IsValid(h.output())) {

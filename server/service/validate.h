@@ -19,6 +19,8 @@ grpc::Status ToEngine(const v1::ReduceHeader& header, engine::ReduceSpec* spec);
 grpc::Status ToEngine(const v1::CompactHeader& header, engine::CompactSpec* spec);
 grpc::Status ToEngine(const v1::SegmentedScanHeader& header, engine::SegmentedScanSpec* spec);
 grpc::Status ToEngine(const v1::SortHeader& header, engine::SortSpec* spec);
+// Scan2D: also refuses a row (cols x element size) above max_row_bytes.
+grpc::Status ToEngine(const v1::Scan2DHeader& header, uint64_t max_row_bytes, engine::Scan2DSpec* spec);
 // Reduce by key runs on the segmented scan: the spec of its inclusive scan by keys.
 grpc::Status ToEngine(const v1::ReduceByKeyHeader& header, engine::SegmentedScanSpec* spec);
 // Even bins become their edges (hist::EvenEdges); max_bins: the server's limit.

@@ -171,3 +171,7 @@ __global__ void CarryPassKernel(const T* carry_in, T* out) {
 }
 
 }  // namespace gpuscan::kernels::detail
+
+// Every operator a dtype has: arithmetic for all, bitwise for integers.
+#define GPUSCAN_FOR_ARITH_OPS(M, T) M(T, Sum) M(T, Product) M(T, Min) M(T, Max)
+#define GPUSCAN_FOR_INT_OPS(M, T) GPUSCAN_FOR_ARITH_OPS(M, T) M(T, BitAnd) M(T, BitOr) M(T, BitXor)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common.cuh"
 #include "gpuscan/kernels/compact.h"
 #include "gpuscan/kernels/reduce.h"
 #include "gpuscan/kernels/scan.h"
@@ -234,6 +235,3 @@ cudaError_t Compact(bool use_cub, void* d_temp, std::size_t& temp_bytes, const T
       bool, void*, std::size_t&, const T*, const uint8_t*, gpuscan::kernels::Predicate<T>,       \
       uint64_t, int64_t, T*, int64_t*, uint64_t*, cudaStream_t);
 
-// Every operator a dtype has: arithmetic for all, bitwise for integers.
-#define GPUSCAN_FOR_ARITH_OPS(M, T) M(T, Sum) M(T, Product) M(T, Min) M(T, Max)
-#define GPUSCAN_FOR_INT_OPS(M, T) GPUSCAN_FOR_ARITH_OPS(M, T) M(T, BitAnd) M(T, BitOr) M(T, BitXor)
