@@ -34,6 +34,7 @@
 #include "gpuscan/kernels/histogram.h"
 #include "gpuscan/kernels/reduce.h"
 #include "gpuscan/kernels/scan.h"
+#include "gpuscan/kernels/scan2d.h"
 #include "gpuscan/kernels/segmented_scan.h"
 #include "gpuscan/kernels/sort.h"
 #include "gpuscan/kernels/temp_storage.h"
@@ -202,6 +203,25 @@ __global__ void CountFlags(const uint8_t* f, uint64_t n, unsigned long long* acc
   atomicAdd(acc, mine);
 }
 
+// The 2-D scan's reference: each row folded left to right by one thread, then each column top
+// to bottom by one thread. Slow, but the association gpuscan.v1.Scan2DHeader fixes: bit for bit.
+template <class T>
+__global__ void RowFolds(const T* in, T* out, uint64_t rows, uint64_t cols) {
+  const uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x;
+  if (i >= rows) return;
+  const ops::Sum<T> sum;
+  T acc = in[i * cols];
+  out[i * cols] = acc;
+  for (uint64_t j = 1; j < cols; ++j) out[i * cols + j] = acc = sum(acc, in[i * cols + j]);
+}
+template <class T>
+__global__ void ColumnFolds(T* out, uint64_t rows, uint64_t cols) {
+  const uint64_t j = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x;
+  if (j >= cols) return;
+  const ops::Sum<T> sum;
+  for (uint64_t i = 1; i < rows; ++i) out[i * cols + j] = sum(out[(i - 1) * cols + j], out[i * cols + j]);
+}
+
 // Segment keys in runs of `run` elements (the issue's cell: an average segment of 1000).
 __global__ void FillRunKeys(int32_t* k, uint64_t n, uint64_t run) {
   for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
@@ -292,6 +312,7 @@ class Suite {
       else if (op == "histogram") go_on = Histogram<T>(dtype, n);
       else if (op == "segmented_scan") go_on = Segmented<T>(dtype, n);
       else if (op == "sort") go_on = SortKeys<T>(dtype, n);
+      else if (op == "scan2d") go_on = Scan2D<T>(dtype, n);
       else go_on = Compact<T>(dtype, n);
     });
     return go_on;
@@ -819,6 +840,41 @@ class Suite {
     }
   }
 
+  // 2-D inclusive sum (summed-area table) of a square matrix of about n elements: cols =
+  // floor(sqrt(n)), rows = n / cols (the issue's cell: 2^28 = 16384 x 16384 float32). No CUB
+  // peer exists; the bar is the device copy of the same bytes (the matrix read and written
+  // once). Checked against RowFolds + ColumnFolds.
+  template <class T>
+  bool Scan2D(DType dtype, uint64_t n) {
+    using Op = ops::Sum<T>;
+    const uint64_t cols = std::max<uint64_t>(1, uint64_t(std::sqrt(double(n)))), rows = n / cols, m = rows * cols;
+    std::size_t temp = 0;
+    BENCH_CHECK((kernels::Scan2D<T, Op>(nullptr, temp, nullptr, nullptr, rows, cols, nullptr, s())));
+    if (!Prepare(What("scan2d", dtype, m), m * sizeof(T), 0, m * sizeof(T), temp)) return true;
+    FillPools<T>(0x5A7, false);
+    auto in = [&](int r) { return reinterpret_cast<const T*>(InSlot(r)); };
+    auto out = [&](int r) { return reinterpret_cast<T*>(OutSlot(r)); };
+    auto mine = [&](int r) {
+      std::size_t b = temp_.bytes();
+      return kernels::Scan2D<T, Op>(temp_.get(), b, in(r), out(r), rows, cols, nullptr, s());
+    };
+    const uint64_t bytes = 2 * m * sizeof(T);
+    const Times copy = TimeCopy(bytes);
+    if (!Emit(MakeRow("copy", "scan2d", dtype, m, bytes, copy, copy.median_us, 0, true))) return false;
+    if (Wants("band_wavefront")) {
+      const Times t = Time(mine);
+      BENCH_CHECK(mine(0));
+      T* ref = reinterpret_cast<T*>(ref_.get());
+      RowFolds<T><<<unsigned((rows + 255) / 256), 256, 0, s()>>>(in(0), ref, rows, cols);
+      CheckLaunch();
+      ColumnFolds<T><<<unsigned((cols + 255) / 256), 256, 0, s()>>>(ref, rows, cols);
+      CheckLaunch();
+      const bool ok = AllSame<T>(out(0), ref, m);
+      if (!Emit(MakeRow("scan2d", "band_wavefront", dtype, m, bytes, t, copy.median_us, 0, ok))) return false;
+    }
+    return true;
+  }
+
   const SuiteSpec& spec_;
   const std::function<bool(const Row&)>& on_row_;
   DeviceInfo info_;
@@ -849,6 +905,7 @@ std::vector<std::string> SuiteAlgorithms(const std::string& operation) {
   if (operation == "histogram") return {"cub", "shared_atomics"};
   if (operation == "segmented_scan") return {"cub", "pairs"};  // asked for by name, not in "all"
   if (operation == "sort") return {"cub", "radix"};             // likewise
+  if (operation == "scan2d") return {"band_wavefront"};         // likewise (no CUB peer)
   return {};
 }
 

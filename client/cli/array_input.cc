@@ -146,6 +146,7 @@ std::unique_ptr<ArrayInput> ArrayInput::Open(const InputSpec& spec) {
       in->dtype_ = dtype;
       in->element_size_ = DTypeSize(dtype);
       in->count_ = h.count();
+      in->shape_ = h.shape;
       in->remaining_ = h.count() * in->element_size_;
       break;
     }

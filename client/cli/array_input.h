@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "formats.h"
 #include "gpuscan/client.h"
@@ -39,6 +40,8 @@ class ArrayInput {
   const std::string& name() const { return name_; }
   // Known before reading for .npy and raw regular files; not for text or raw stdin.
   std::optional<uint64_t> count() const { return count_; }
+  // A .npy's shape (empty for other formats).
+  const std::vector<uint64_t>& shape() const { return shape_; }
   std::optional<uint64_t> payload_bytes() const {
     if (!count_) return std::nullopt;
     return *count_ * element_size_;
@@ -71,6 +74,7 @@ class ArrayInput {
   v1::DType dtype_ = v1::DTYPE_UNSPECIFIED;
   size_t element_size_ = 1;
   std::optional<uint64_t> count_;
+  std::vector<uint64_t> shape_;
   std::optional<uint64_t> remaining_;  // payload bytes still to read, when known
   uint64_t bytes_read_ = 0;
 };

@@ -14,8 +14,8 @@
 namespace gpuscan::cli {
 
 ArrayOutput::ArrayOutput(const OutputSpec& spec, v1::DType dtype,
-                         std::optional<uint64_t> expected_count)
-    : path_(spec.path), dtype_(dtype), element_size_(DTypeSize(dtype)) {
+                         std::optional<uint64_t> expected_count, uint64_t cols)
+    : path_(spec.path), dtype_(dtype), element_size_(DTypeSize(dtype)), cols_(cols) {
   if (element_size_ == 0) throw std::invalid_argument("output needs a dtype");
   format_ = spec.format != Format::kAuto ? spec.format : FormatFromPath(spec.path);
   if (format_ == Format::kAuto) format_ = Format::kText;
@@ -32,7 +32,7 @@ ArrayOutput::ArrayOutput(const OutputSpec& spec, v1::DType dtype,
   seekable_ = fstat(fileno(f_), &st) == 0 && S_ISREG(st.st_mode);
   if (format_ == Format::kNpy && (expected_count || seekable_)) {
     header_count_ = expected_count.value_or(0);  // a placeholder, patched at Finish
-    std::string h = MakeNpyHeader(NpyDescr(dtype_), *header_count_);
+    std::string h = MakeNpyHeader(NpyDescr(dtype_), *header_count_, cols_);
     Put(h.data(), h.size());
   }
 }
@@ -85,7 +85,7 @@ void ArrayOutput::Finish() {
   const uint64_t count = bytes_ / element_size_;
   if (format_ == Format::kNpy) {
     if (!header_count_) {
-      std::string h = MakeNpyHeader(NpyDescr(dtype_), count);
+      std::string h = MakeNpyHeader(NpyDescr(dtype_), count, cols_);
       Put(h.data(), h.size());
       Put(buffered_.data(), buffered_.size());
       buffered_.clear();
@@ -95,7 +95,7 @@ void ArrayOutput::Finish() {
                                  " elements but the .npy header already written says " +
                                  std::to_string(*header_count_));
       }
-      std::string h = MakeNpyHeader(NpyDescr(dtype_), count);
+      std::string h = MakeNpyHeader(NpyDescr(dtype_), count, cols_);
       if (std::fflush(f_) != 0 || std::fseek(f_, 0, SEEK_SET) != 0) {
         throw std::runtime_error("rewriting the header of " + name_ + ": " +
                                  std::strerror(errno));

@@ -22,7 +22,8 @@ class ArrayOutput {
   // `expected_count`, when known, goes into a .npy header written up front. Otherwise (or if
   // the count turns out different) the header is rewritten at Finish on a regular file; on a
   // pipe the .npy payload is buffered in memory until Finish.
-  ArrayOutput(const OutputSpec& spec, v1::DType dtype, std::optional<uint64_t> expected_count);
+  // cols > 0: the elements are rows of `cols` (a .npy gets a 2-D shape).
+  ArrayOutput(const OutputSpec& spec, v1::DType dtype, std::optional<uint64_t> expected_count, uint64_t cols = 0);
   // Without Finish (an error happened) a file this created is removed, not left half-written.
   ~ArrayOutput();
   ArrayOutput(const ArrayOutput&) = delete;
@@ -48,6 +49,7 @@ class ArrayOutput {
   Format format_;
   v1::DType dtype_;
   size_t element_size_;
+  uint64_t cols_;                         // 0: a 1-D array
   std::optional<uint64_t> header_count_;  // the count in the .npy header written so far
   std::string buffered_;                  // .npy payload held back for a pipe
   std::string partial_;                   // text: bytes of an element split across writes

@@ -40,6 +40,7 @@ Command AddReduceCommand(CLI::App& app, const GlobalOptions& g);
 Command AddCompactCommand(CLI::App& app, const GlobalOptions& g);
 Command AddHistogramCommand(CLI::App& app, const GlobalOptions& g);
 Command AddSortCommand(CLI::App& app, const GlobalOptions& g);
+Command AddScan2DCommand(CLI::App& app, const GlobalOptions& g);
 Command AddBenchCommand(CLI::App& app, const GlobalOptions& g);
 
 }  // namespace gpuscan::cli

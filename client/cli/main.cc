@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
   std::vector<Command> commands = {AddInfoCommand(app, g), AddHealthCommand(app, g),
                                    AddScanCommand(app, g), AddReduceCommand(app, g),
                                    AddCompactCommand(app, g), AddHistogramCommand(app, g), AddSortCommand(app, g),
+                                   AddScan2DCommand(app, g),
                                    AddBenchCommand(app, g)};
   try {
     app.parse(argc, argv);

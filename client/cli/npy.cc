@@ -206,11 +206,11 @@ std::string NpyDescr(v1::DType dtype) {
   }
 }
 
-std::string MakeNpyHeader(const std::string& descr, uint64_t count) {
-  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" +
-                     std::to_string(count) + ",), }";
+std::string MakeNpyHeader(const std::string& descr, uint64_t count, uint64_t cols) {
+  const std::string shape = cols ? std::to_string(count / cols) + ", " + std::to_string(cols) : std::to_string(count) + ",";
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + shape + "), }";
   // magic(6) + version(2) + length(2) + dict + spaces + '\n' = kNpyHeaderBytes (64-aligned,
-  // as numpy writes it); the longest dict (20-digit count) fits.
+  // as numpy writes it); the longest dict (two 20-digit dimensions) fits.
   const size_t dict_len = kNpyHeaderBytes - 10;
   dict.resize(dict_len - 1, ' ');
   dict.push_back('\n');

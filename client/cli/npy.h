@@ -38,9 +38,10 @@ v1::DType NpyDescrToDType(const std::string& descr);
 bool IsNpyFlagsDescr(const std::string& descr);
 std::string NpyDescr(v1::DType dtype);  // "<i4", ...
 
-// A complete version 1.0 header for a 1-D array of `count` elements, always kNpyHeaderBytes
-// long whatever the count, so it can be rewritten in place once the real count is known.
+// A complete version 1.0 header for a 1-D array of `count` elements (with cols > 0: a 2-D
+// array of count / cols rows of cols), always kNpyHeaderBytes long whatever the count, so it can
+// be rewritten in place once the real count is known.
 constexpr size_t kNpyHeaderBytes = 128;
-std::string MakeNpyHeader(const std::string& descr, uint64_t count);
+std::string MakeNpyHeader(const std::string& descr, uint64_t count, uint64_t cols = 0);
 
 }  // namespace gpuscan::cli

@@ -49,6 +49,11 @@ Timing Client::ScanStream(const v1::ScanHeader& header, const Replay& in, Sink o
   return detail::WithRetries(options_, [&] { return ScanStream(header, in(), resume.NextAttempt(), progress, lanes); });
 }
 
+Timing Client::Scan2DStream(const v1::Scan2DHeader& header, const Replay& in, Sink out, Progress progress) {
+  detail::ResumingSink resume(std::move(out));
+  return detail::WithRetries(options_, [&] { return Scan2DStream(header, in(), resume.NextAttempt(), progress); });
+}
+
 v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, const Replay& in, Progress progress,
                                         uint32_t lanes) {
   return detail::WithRetries(options_, [&] { return ReduceStream(header, in(), progress, lanes); });

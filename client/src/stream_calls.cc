@@ -1,5 +1,5 @@
 // The byte-level streaming calls: ScanStream, ReduceStream, CompactStream, SegmentedScanStream,
-// ReduceByKeyStream, SortStream. Each request holds
+// ReduceByKeyStream, SortStream, Scan2DStream. Each request holds
 // up to one chunk of whole elements; the first also carries the header (alone if the input is
 // empty).
 #include <algorithm>
@@ -14,17 +14,16 @@ namespace gpuscan {
 using detail::ProgressTracker;
 using detail::ReadFull;
 
-Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
-                          Progress progress, uint32_t lanes) {
-  if (LanesFor(lanes) > 1) return ScanLanes(header, std::move(in), std::move(out), std::move(progress), LanesFor(lanes));
-  auto ctx = NewContext();
-  auto stream = stub_->Scan(ctx.get());
-  const size_t chunk = ChunkBytes(DTypeSize(header.dtype()));
-  ProgressTracker tracker(std::move(progress));
-  Timing timing;
+namespace {
 
+// A bidirectional call with one byte stream each way (Scan, Scan2D): the header rides with the
+// first chunk, each request holds up to one chunk, responses are read as they come.
+template <class Req, class Resp, class Stream, class Header>
+Timing PlainBidi(grpc::ClientContext& ctx, Stream& stream, const Header& header, Source& in, size_t chunk, Sink& out,
+                 ProgressTracker& tracker) {
+  Timing timing;
   auto write_all = [&] {
-    v1::ScanRequest req;
+    Req req;
     *req.mutable_header() = header;
     std::string* data = req.mutable_data();
     bool ended = !in;
@@ -32,15 +31,15 @@ Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
       data->resize(chunk);  // the Source fills the message's own buffer: no extra copy
       data->resize(ReadFull(in, data->data(), chunk, ended));
       if (data->empty() && !first) return;
-      if (!stream->Write(req)) return;  // the call is over; Finish says why
+      if (!stream.Write(req)) return;  // the call is over; Finish says why
       tracker.Sent(data->size());
       if (ended) return;
       req.clear_header();
     }
   };
   auto read_all = [&] {
-    v1::ScanResponse resp;
-    while (stream->Read(&resp)) {
+    Resp resp;
+    while (stream.Read(&resp)) {
       if (!resp.data().empty()) {
         if (out) out(resp.data().data(), resp.data().size());
         tracker.Received(resp.data().size());
@@ -48,8 +47,28 @@ Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
       if (resp.has_timing()) timing = FromProto(resp.timing());
     }
   };
-  detail::RunBidi(*ctx, *stream, write_all, read_all);
+  detail::RunBidi(ctx, stream, write_all, read_all);
   return timing;
+}
+
+}  // namespace
+
+Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
+                          Progress progress, uint32_t lanes) {
+  if (LanesFor(lanes) > 1) return ScanLanes(header, std::move(in), std::move(out), std::move(progress), LanesFor(lanes));
+  auto ctx = NewContext();
+  auto stream = stub_->Scan(ctx.get());
+  ProgressTracker tracker(std::move(progress));
+  return PlainBidi<v1::ScanRequest, v1::ScanResponse>(*ctx, *stream, header, in, ChunkBytes(DTypeSize(header.dtype())),
+                                                      out, tracker);
+}
+
+Timing Client::Scan2DStream(const v1::Scan2DHeader& header, Source in, Sink out, Progress progress) {
+  auto ctx = NewContext();
+  auto stream = stub_->Scan2D(ctx.get());
+  ProgressTracker tracker(std::move(progress));
+  return PlainBidi<v1::Scan2DRequest, v1::ScanResponse>(*ctx, *stream, header, in,
+                                                        ChunkBytes(DTypeSize(header.dtype())), out, tracker);
 }
 
 namespace {

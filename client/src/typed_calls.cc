@@ -152,6 +152,27 @@ ScanResult<T> Client::SegmentedScanHeads(const T* data, size_t n, const uint8_t*
   return result;
 }
 
+template <class T>
+ScanResult<T> Client::Scan2D(const T* data, size_t rows, size_t cols, v1::Operator op) {
+  v1::Scan2DHeader header;
+  header.set_dtype(DTypeOf<T>());
+  header.set_op(op);
+  header.set_cols(cols);
+  header.set_rows(rows);
+  const size_t n = rows * cols;
+  ScanResult<T> result;
+  result.values.reserve(n);
+  VectorSink<T> sink(result.values);
+  result.timing = Scan2DStream(header, MemoryReplay(data, n * sizeof(T)), [&sink](const void* p, size_t b) { sink(p, b); });
+  sink.Check();
+  if (result.values.size() != n) {
+    throw RpcError(grpc::Status(grpc::StatusCode::INTERNAL, "the server sent " + std::to_string(result.values.size()) +
+                                                                " elements for a " + std::to_string(rows) + " x " +
+                                                                std::to_string(cols) + " table"));
+  }
+  return result;
+}
+
 template <class T, class K>
 ReduceByKeyResult<T, K> Client::ReduceByKey(const T* data, size_t n, const K* keys, v1::Operator op) {
   static_assert(std::is_integral_v<K> && (sizeof(K) == 4 || sizeof(K) == 8), "keys: 32- or 64-bit integers");
@@ -273,6 +294,7 @@ CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& 
   template ReduceByKeyResult<T, int64_t> Client::ReduceByKey<T, int64_t>(const T*, size_t, const int64_t*, v1::Operator); \
   template ReduceByKeyResult<T, uint32_t> Client::ReduceByKey<T, uint32_t>(const T*, size_t, const uint32_t*, v1::Operator); \
   template ReduceByKeyResult<T, uint64_t> Client::ReduceByKey<T, uint64_t>(const T*, size_t, const uint64_t*, v1::Operator); \
+  template ScanResult<T> Client::Scan2D<T>(const T*, size_t, size_t, v1::Operator); \
   template SortResult<T> Client::Sort<T>(const T*, size_t, bool); \
   template SortResult<T> Client::Argsort<T>(const T*, size_t, bool); \
   template SortResult<T, int32_t> Client::SortPairs<T, int32_t>(const T*, const int32_t*, size_t, bool); \

@@ -50,9 +50,10 @@ void RecordBenchmarkCall(Metrics* metrics, const grpc::Status& status, Clock::ti
 grpc::Status ValidateBenchmark(const v1::BenchmarkRequest& r) {
   for (int i = 0; i < r.operations_size(); ++i) {
     const std::string& op = r.operations(i);
-    if (op != "scan" && op != "reduce" && op != "compact" && op != "histogram" && op != "segmented_scan" && op != "sort") {
+    if (op != "scan" && op != "reduce" && op != "compact" && op != "histogram" && op != "segmented_scan" && op != "sort" &&
+        op != "scan2d") {
       return InvalidArgument("operations[" + std::to_string(i) + "]='" + op +
-                             "' is not a known operation (scan, reduce, compact, histogram, segmented_scan, sort)");
+                             "' is not a known operation (scan, reduce, compact, histogram, segmented_scan, sort, scan2d)");
     }
   }
   for (int i = 0; i < r.dtypes_size(); ++i) {

@@ -51,6 +51,23 @@ std::vector<T> ScanRef(const std::vector<T>& in, bool exclusive) {
   return out;
 }
 
+// The 2-D inclusive scan of a rows x cols row-major matrix, as gpuscan.v1.Scan2DHeader defines
+// it: each row folded left to right from its first element, then each column top to bottom
+// from the first row (no identity folded in anywhere, so a leading -0.0 stays -0.0).
+template <class T, class Op>
+std::vector<T> Scan2DRef(const std::vector<T>& in, std::size_t rows, std::size_t cols) {
+  const Op op;
+  std::vector<T> out(in.size());
+  for (std::size_t i = 0; i < rows; ++i) {
+    T acc = in[i * cols];
+    for (std::size_t j = 0; j < cols; ++j) {
+      if (j) acc = op(acc, in[i * cols + j]);
+      out[i * cols + j] = i ? op(out[(i - 1) * cols + j], acc) : acc;
+    }
+  }
+  return out;
+}
+
 template <class T, class Op>
 T ReduceRef(const std::vector<T>& in) {
   const Op op;

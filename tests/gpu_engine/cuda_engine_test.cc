@@ -387,5 +387,62 @@ TEST_F(CudaEngineTest, SortMatchesTheCpuEngine) {
   ExpectGpuSorts<double>(*engine_, cpu, rng);
 }
 
+// 2-D scans: the band kernel gives Scan2DRef's bits (the fixed row-then-column association)
+// for every dtype and operator, on shapes around its bands (128 rows) and tiles (128 or 64
+// columns), with the carry row crossing calls of random row counts.
+template <class T, class O>
+void ExpectGpuScan2D(Engine& gpu, Op op, std::mt19937_64& rng) {
+  for (const std::size_t rows : {std::size_t{1}, std::size_t{127}, std::size_t{129}, std::size_t{300}}) {
+    for (const std::size_t cols : {std::size_t{1}, std::size_t{63}, std::size_t{65}, std::size_t{128},
+                                   std::size_t{129}, std::size_t{1000}}) {
+      const std::vector<T> x = testing::RandomInput<T, O>(rows * cols, rng);
+      const std::vector<T> ref = testing::Scan2DRef<T, O>(x, rows, cols);
+      engine::Scan2DSpec spec;
+      spec.dtype = DTypeOf<T>();
+      spec.op = op;
+      spec.cols = cols;
+      for (const auto& chunks : {std::vector<std::size_t>{rows}, testing::RandomChunkLengths(rows, rng, 40)}) {
+        const std::vector<T> got = RunScan2D(gpu, spec, x, chunks);
+        ASSERT_TRUE(testing::SameBits(got, ref)) << engine::Name(spec.dtype) << " " << engine::Name(op) << " " << rows
+                                                 << " x " << cols << " in " << chunks.size() << " calls";
+      }
+    }
+  }
+}
+
+template <class T>
+void ExpectGpuScan2DEveryOp(Engine& gpu, std::mt19937_64& rng) {
+  ExpectGpuScan2D<T, ops::Sum<T>>(gpu, Op::kSum, rng);
+  ExpectGpuScan2D<T, ops::Product<T>>(gpu, Op::kProduct, rng);
+  ExpectGpuScan2D<T, ops::Min<T>>(gpu, Op::kMin, rng);
+  ExpectGpuScan2D<T, ops::Max<T>>(gpu, Op::kMax, rng);
+  if constexpr (std::is_integral_v<T>) {
+    ExpectGpuScan2D<T, ops::BitAnd<T>>(gpu, Op::kBitAnd, rng);
+    ExpectGpuScan2D<T, ops::BitOr<T>>(gpu, Op::kBitOr, rng);
+    ExpectGpuScan2D<T, ops::BitXor<T>>(gpu, Op::kBitXor, rng);
+  }
+}
+
+TEST_F(CudaEngineTest, Scan2DMatchesTheReferenceBitForBit) {
+  GPUSCAN_SEEDED_RNG(rng);
+  ExpectGpuScan2DEveryOp<int32_t>(*engine_, rng);
+  ExpectGpuScan2DEveryOp<int64_t>(*engine_, rng);
+  ExpectGpuScan2DEveryOp<uint32_t>(*engine_, rng);
+  ExpectGpuScan2DEveryOp<uint64_t>(*engine_, rng);
+  ExpectGpuScan2DEveryOp<float>(*engine_, rng);
+  ExpectGpuScan2DEveryOp<double>(*engine_, rng);
+  // Many bands at once (the wavefront's waits) and the CPU engine's bits on a larger table.
+  const std::size_t rows = 4099, cols = 3001;
+  const std::vector<float> x = testing::RandomInput<float, ops::Sum<float>>(rows * cols, rng);
+  engine::Scan2DSpec spec;
+  spec.dtype = DType::kFloat32;
+  spec.cols = cols;
+  CpuEngine cpu(0);
+  const std::vector<float> on_cpu = RunScan2D(cpu, spec, x, {rows});
+  EXPECT_TRUE(testing::SameBits(RunScan2D(*engine_, spec, x, {rows}), on_cpu));
+  EXPECT_TRUE(testing::SameBits(RunScan2D(*engine_, spec, x, {1000, 3000, 99}), on_cpu));
+  EXPECT_EQ(engine_->NewScan2D(spec)->algorithm(), "band_wavefront");
+}
+
 }  // namespace
 }  // namespace gpuscan::unit

@@ -167,6 +167,22 @@ std::vector<T> RunSegmentedScan(Engine& engine, const engine::SegmentedScanSpec&
   return out;
 }
 
+// Runs a 2-D scan of a rows x cols matrix, row_chunks[k] whole rows per Process call.
+template <class T>
+std::vector<T> RunScan2D(Engine& engine, const engine::Scan2DSpec& spec, const std::vector<T>& in,
+                         const std::vector<std::size_t>& row_chunks) {
+  auto session = engine.NewScan2D(spec);
+  std::vector<T> out = Poisoned<T>(in.size());
+  StageTimes times;
+  std::size_t row = 0;
+  for (std::size_t rows : row_chunks) {
+    session->Process(in.data() + row * spec.cols, out.data() + row * spec.cols, rows, times);
+    row += rows;
+  }
+  EXPECT_EQ(row * spec.cols, in.size()) << "row chunks do not add up";
+  return out;
+}
+
 // Runs a compaction chunk by chunk (flags: null when the spec uses a predicate). Each chunk
 // gets fresh poisoned output buffers; nothing past the kept count may be written.
 template <class T>

@@ -291,6 +291,10 @@ class Client {
     if (keys.size() != x.size()) throw std::invalid_argument("gpuscan: ReduceByKey needs one key per value");
     return ReduceByKey(x.data(), x.size(), keys.data(), op);
   }
+  // 2-D inclusive scan (summed-area table, see gpuscan.v1.Scan2DHeader) of the row-major
+  // rows x cols matrix `data`: the table, row-major.
+  template <class T>
+  ScanResult<T> Scan2D(const T* data, size_t rows, size_t cols, v1::Operator op = v1::OPERATOR_SUM);
   // Stable sorts (see gpuscan.v1.SortHeader; floats in IEEE total order): the sorted keys; the
   // permutation (int64 input positions); the sorted keys with values V moved along.
   template <class T>
@@ -331,6 +335,9 @@ class Client {
   // output asks (Sinks of parts not asked for are not called). Returns the final response.
   v1::SortResponse SortStream(const v1::SortHeader& header, Source keys, Source values, Sink keys_out,
                               Sink values_out, Sink indices_out, Progress progress = {});
+  // A row-major matrix of header.cols columns, cut into chunks anywhere; the table comes back
+  // row-major, in order.
+  Timing Scan2DStream(const v1::Scan2DHeader& header, Source in, Sink out, Progress progress = {});
   // `flags` is read only when header.use_flags: each request carries the flags bytes of the
   // same element range as its values. Kept values go to values_out and kept indices (raw
   // int64) to indices_out, either of which may be empty when the output kind has none.
@@ -354,6 +361,7 @@ class Client {
                                             Progress progress = {});
   v1::SortResponse SortStream(const v1::SortHeader& header, const Replay& keys, const Replay& values,
                               Sink keys_out, Sink values_out, Sink indices_out, Progress progress = {});
+  Timing Scan2DStream(const v1::Scan2DHeader& header, const Replay& in, Sink out, Progress progress = {});
   // `flags` may be empty when the header does not use flags.
   v1::CompactResponse CompactStream(const v1::CompactHeader& header, const Replay& values, const Replay& flags,
                                     Sink values_out, Sink indices_out, Progress progress = {}, uint32_t lanes = 0);

@@ -1,0 +1,90 @@
+// gpuscan scan2d: the 2-D inclusive scan (summed-area table) of a matrix file. A 2-D .npy
+// gives its shape; other inputs (raw, text, a 1-D .npy) need --cols. The table is written like
+// scan's results, a .npy keeping the (rows, cols) shape.
+#include <memory>
+#include <stdexcept>
+
+#include "array_options.h"
+#include "commands.h"
+#include "names.h"
+#include "progress.h"
+#include "report.h"
+
+namespace gpuscan::cli {
+namespace {
+
+struct Scan2DArgs {
+  ArrayArgs io;
+  std::string op = "sum";
+  uint64_t cols = 0;  // 0: from the .npy's shape
+};
+
+// The matrix's columns: the .npy's second dimension, or --cols (which must agree with it).
+uint64_t ColumnsOf(const ArrayInput& in, uint64_t cols_option) {
+  const std::vector<uint64_t>& shape = in.shape();
+  if (shape.size() > 2) {
+    throw std::runtime_error(in.name() + " has " + std::to_string(shape.size()) + " dimensions; scan2d takes a matrix");
+  }
+  if (shape.size() == 2) {
+    if (cols_option && cols_option != shape[1]) {
+      throw std::runtime_error("--cols " + std::to_string(cols_option) + " conflicts with " + in.name() +
+                               ", a matrix of " + std::to_string(shape[1]) + " columns");
+    }
+    if (shape[1] == 0) throw std::runtime_error(in.name() + " has 0 columns; scan2d needs at least one");
+    return shape[1];
+  }
+  if (cols_option == 0) {
+    throw std::runtime_error(in.name() + " is not a 2-D .npy: give the row length with --cols");
+  }
+  if (in.count() && *in.count() % cols_option != 0) {
+    throw std::runtime_error(in.name() + " holds " + std::to_string(*in.count()) +
+                             " elements, not a whole number of rows of --cols " + std::to_string(cols_option));
+  }
+  return cols_option;
+}
+
+int RunScan2D(const Scan2DArgs& a, const GlobalOptions& g) {
+  auto in = ArrayInput::Open(MakeInputSpec(a.io));
+  const uint64_t cols = ColumnsOf(*in, a.cols);
+  v1::Scan2DHeader header;
+  header.set_dtype(in->dtype());
+  header.set_op(ParseOperator(a.op));
+  header.set_cols(cols);
+  if (in->count()) header.set_rows(*in->count() / cols);
+  ArrayOutput out(ResolveOutput(a.io.output, a.io.out_format, g.json, in->count()), in->dtype(), in->count(), cols);
+  Client client(MakeClientOptions(g));
+  ProgressBar bar(!g.no_progress, in->payload_bytes());
+  uint64_t received = 0;  // bytes of the table (each once, retries included)
+  Sink sink = [&received, write = out.AsSink()](const void* p, size_t b) {
+    received += b;
+    write(p, b);
+  };
+  const Replay replay = in->AsReplay();
+  const Timing timing = replay ? client.Scan2DStream(header, replay, sink, bar.AsCallback())
+                               : client.Scan2DStream(header, in->AsSource(), sink, bar.AsCallback());
+  bar.Clear();
+  out.Finish();
+  const uint64_t n = received / in->element_size();
+  Report report(g.json);
+  report.Field("rows", std::to_string(n / cols));
+  report.Field("cols", std::to_string(cols));
+  report.Note("summed-area table (" + OperatorName(header.op()) + ") of " + std::to_string(n / cols) + " x " +
+              std::to_string(cols) + " " + DTypeName(in->dtype()));
+  report.Print(&timing);
+  return 0;
+}
+
+}  // namespace
+
+Command AddScan2DCommand(CLI::App& app, const GlobalOptions& g) {
+  auto a = std::make_shared<Scan2DArgs>();
+  CLI::App* cmd = app.add_subcommand("scan2d", "2-D inclusive scan (summed-area table) of a row-major matrix");
+  AddInputOptions(cmd, a->io);
+  AddOutputOptions(cmd, a->io);
+  cmd->add_option("--op", a->op, "operator")->check(CLI::IsMember(OperatorNames()))->capture_default_str();
+  cmd->add_option("--cols", a->cols, "row length, for inputs that are not a 2-D .npy")->check(CLI::PositiveNumber);
+  cmd->footer(kArrayIoHelp);
+  return {cmd, [a, &g] { return RunScan2D(*a, g); }};
+}
+
+}  // namespace gpuscan::cli

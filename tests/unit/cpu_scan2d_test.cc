@@ -1,0 +1,98 @@
+// CPU engine 2-D scans (summed-area tables, issue 13) against testing::Scan2DRef, bit for bit:
+// every dtype and operator, shapes around the engine's column strips and parallel threshold,
+// rows handed over in random runs (the carry row crosses calls), one thread and many.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine_runner.h"
+
+namespace gpuscan::unit {
+namespace {
+
+using engine::Scan2DSpec;
+
+template <class T, class O>
+void CheckScan2D(Op op, std::size_t rows, std::size_t cols) {
+  GPUSCAN_SEEDED_RNG(rng);
+  const std::vector<T> x = testing::RandomInput<T, O>(rows * cols, rng);
+  const std::vector<T> ref = testing::Scan2DRef<T, O>(x, rows, cols);
+  Scan2DSpec spec;
+  spec.dtype = DTypeOf<T>();
+  spec.op = op;
+  spec.cols = cols;
+  const std::string what = std::string(engine::Name(spec.dtype)) + " " + std::string(engine::Name(op)) + " " +
+                           std::to_string(rows) + " x " + std::to_string(cols);
+  CpuEngine one(1), many(0);
+  for (CpuEngine* e : {&one, &many}) {
+    for (const auto& chunks : {std::vector<std::size_t>{rows}, testing::RandomChunkLengths(rows, rng, 3)}) {
+      const std::vector<T> got = RunScan2D(*e, spec, x, chunks);
+      ASSERT_TRUE(testing::SameBits(got, ref)) << what << ", " << chunks.size() << " calls, threads " << e->threads();
+    }
+  }
+}
+
+template <class T>
+void CheckEveryOperator(std::size_t rows, std::size_t cols) {
+  CheckScan2D<T, ops::Sum<T>>(Op::kSum, rows, cols);
+  CheckScan2D<T, ops::Product<T>>(Op::kProduct, rows, cols);
+  CheckScan2D<T, ops::Min<T>>(Op::kMin, rows, cols);
+  CheckScan2D<T, ops::Max<T>>(Op::kMax, rows, cols);
+  if constexpr (std::is_integral_v<T>) {
+    CheckScan2D<T, ops::BitAnd<T>>(Op::kBitAnd, rows, cols);
+    CheckScan2D<T, ops::BitOr<T>>(Op::kBitOr, rows, cols);
+    CheckScan2D<T, ops::BitXor<T>>(Op::kBitXor, rows, cols);
+  }
+}
+
+TEST(CpuScan2D, EveryDTypeAndOperator) {
+  // 70 x 1111: past the parallel threshold; 3 x 16385: a column strip (16 Ki) and one more.
+  for (const auto& [rows, cols] : {std::pair<std::size_t, std::size_t>{70, 1111}, {3, 16385}}) {
+    CheckEveryOperator<int32_t>(rows, cols);
+    CheckEveryOperator<int64_t>(rows, cols);
+    CheckEveryOperator<uint32_t>(rows, cols);
+    CheckEveryOperator<uint64_t>(rows, cols);
+    CheckEveryOperator<float>(rows, cols);
+    CheckEveryOperator<double>(rows, cols);
+  }
+}
+
+TEST(CpuScan2D, EdgeShapes) {
+  for (const auto& [rows, cols] : {std::pair<std::size_t, std::size_t>{0, 7}, {1, 1}, {1, 100000}, {100000, 1},
+                                   {2, 2}, {129, 65}}) {
+    CheckScan2D<float, ops::Sum<float>>(Op::kSum, rows, cols);
+    CheckScan2D<int64_t, ops::Sum<int64_t>>(Op::kSum, rows, cols);
+  }
+}
+
+// A leading -0.0 stays -0.0 (no identity is folded in), and NaN spreads right and down.
+TEST(CpuScan2D, SignedZeroAndNan) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x = {-0.0f, -0.0f, 1.0f, nan, 2.0f, -0.0f};  // 2 x 3
+  CpuEngine engine(1);
+  Scan2DSpec spec;
+  spec.dtype = DType::kFloat32;
+  spec.cols = 3;
+  const std::vector<float> got = RunScan2D(engine, spec, x, {2});
+  EXPECT_TRUE(testing::SameBits(got, testing::Scan2DRef<float, ops::Sum<float>>(x, 2, 3)));
+  EXPECT_TRUE(std::signbit(got[0]) && got[0] == 0.0f);
+  EXPECT_TRUE(std::isnan(got[3]) && std::isnan(got[4]) && std::isnan(got[5]));
+}
+
+TEST(CpuScan2D, RefusesZeroColumnsAndBitwiseFloats) {
+  CpuEngine engine(1);
+  Scan2DSpec spec;
+  spec.cols = 0;
+  EXPECT_THROW(engine.NewScan2D(spec), engine::Error);
+  spec.cols = 4;
+  spec.dtype = DType::kFloat64;
+  spec.op = Op::kBitOr;
+  EXPECT_THROW(engine.NewScan2D(spec), engine::Error);
+}
+
+}  // namespace
+}  // namespace gpuscan::unit
