@@ -1,12 +1,14 @@
 // The 2-D scan kernel (gpuscan/kernels/scan2d.h).
 //
-// A block owns a band of kRows rows and walks it in tiles of kRows x kCols, double-buffered in
-// shared memory (cp.async brings tile c+1 while tile c is worked on). Per tile: each thread
-// folds one row left to right, continuing the row from the tile before (kept in a register);
-// then each thread folds one column top to bottom, starting from the band above's last row at
-// that column, which the band above publishes per tile (value, fence, flag). Band ids come from
-// an atomic counter, so the band a block waits for was scheduled before it: no deadlock. The
-// DRAM traffic is one read and one write of the matrix, plus one row per band of carries.
+// A block owns a band of kRows rows and walks it in tiles of kRows x kCols held in shared
+// memory. Its two halves work as a pipeline, one tile apart: the row half (a thread per row)
+// folds tile s left to right, continuing each row from the tile before (kept in a register),
+// while the column half (a thread per column) folds tile s-1 top to bottom from the band
+// above's last row at those columns, publishes the band's own last row (value, fence, flag) for
+// the band below, and writes the tile out. Tile s+1 arrives meanwhile by cp.async (three
+// buffers). Band ids come from an atomic counter, so the band a block waits for was scheduled
+// before it: no deadlock. DRAM traffic: one read and one write of the matrix, plus one row per
+// band of carries.
 #pragma once
 
 #include <cuda_pipeline.h>
@@ -21,15 +23,18 @@
 
 namespace gpuscan::kernels::scan2d_detail {
 
-constexpr int kThreads = 128;
-constexpr int kRows = 128;  // a band's rows: one per thread in the row pass
+constexpr int kRows = 128;              // a band's rows: one per thread of the row half
+constexpr int kThreads = 2 * kRows;     // the row half, then the column half
+constexpr int kBuffers = 3;             // row half's tile, column half's tile, the next tile in flight
 template <class T>
-constexpr int kCols = sizeof(T) == 4 ? 128 : 64;  // a tile's columns: 64 KiB of elements per tile
+constexpr int kCols = sizeof(T) == 4 ? 128 : 64;  // a tile's columns: 512 bytes of a row
 
 template <class T>
 constexpr std::size_t kTileElems = std::size_t(kRows) * (kCols<T> + 1);  // +1: rows start on other banks
 
 inline std::size_t AlignUp(std::size_t x) { return (x + 255) & ~std::size_t(255); }
+
+__device__ __forceinline__ void ColumnHalfBarrier() { asm volatile("bar.sync 1, %0;" ::"n"(kRows)); }
 
 template <class T, class Op>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -38,7 +43,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int C = kCols<T>;
   using Row = T[C + 1];
   extern __shared__ __align__(16) unsigned char smem[];
-  Row* buffers[2] = {reinterpret_cast<Row*>(smem), reinterpret_cast<Row*>(smem) + kRows};
+  auto buffer = [&](unsigned c) { return reinterpret_cast<Row*>(smem) + (c % kBuffers) * kRows; };
   __shared__ unsigned band_s;
   const int tid = threadIdx.x;
   if (tid == 0) band_s = atomicAdd(counter, 1u);
@@ -47,73 +52,103 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint64_t row0 = uint64_t(band) * kRows;
   const int nr = static_cast<int>(min(uint64_t(kRows), rows - row0));
   const Op op;
+  auto width = [&](unsigned c) { return static_cast<int>(min(uint64_t(C), cols - uint64_t(c) * C)); };
 
+  // Copies tile c into its buffer with every thread (cp.async: no registers held while the
+  // copies fly). A full tile takes the unrolled path: kThreads / C rows per step.
   auto load = [&](unsigned c) {
     if (c < tiles) {
-      Row* t = buffers[c & 1];
-      const uint64_t col0 = uint64_t(c) * C;
-      const int nc = static_cast<int>(min(uint64_t(C), cols - col0));
-      const T* src = in + row0 * cols + col0;
-      for (int e = tid; e < nr * C; e += kThreads) {
-        const int r = e / C, j = e % C;
-        if (j < nc) __pipeline_memcpy_async(&t[r][j], src + uint64_t(r) * cols + j, sizeof(T));
+      Row* t = buffer(c);
+      const int nc = width(c);
+      const T* src = in + row0 * cols + uint64_t(c) * C;
+      if (nr == kRows && nc == C) {
+        constexpr int kStep = kThreads / C;
+        const int r0 = tid / C, j = tid % C;
+#pragma unroll 16
+        for (int r = r0; r < kRows; r += kStep) __pipeline_memcpy_async(&t[r][j], src + uint64_t(r) * cols + j, sizeof(T));
+      } else {
+        for (int e = tid; e < nr * C; e += kThreads) {
+          const int r = e / C, j = e % C;
+          if (j < nc) __pipeline_memcpy_async(&t[r][j], src + uint64_t(r) * cols + j, sizeof(T));
+        }
       }
     }
     __pipeline_commit();  // an empty group past the last tile keeps the wait below uniform
   };
 
-  T racc{};  // this thread's row (tid < nr): its fold so far
+  T racc{};  // the row half: this thread's row (tid < nr), its fold so far
   load(0);
-  for (unsigned c = 0; c < tiles; ++c) {
-    Row* t = buffers[c & 1];
-    load(c + 1);
-    __pipeline_wait_prior(1);  // tile c has landed (for this thread's copies)
-    __syncthreads();           // ... and everyone's
-    const uint64_t col0 = uint64_t(c) * C;
-    const int nc = static_cast<int>(min(uint64_t(C), cols - col0));
+  for (unsigned s = 0; s <= tiles; ++s) {
+    load(s + 1);               // into the buffer tile s-2 left
+    __pipeline_wait_prior(1);  // tile s has landed (this thread's copies)
+    __syncthreads();           // ... everyone's, and tile s-1's row folds are done
 
-    if (tid < nr) {  // rows, left to right
-      int j = 0;
-      if (c == 0) racc = t[tid][j++];
-      for (; j < nc; ++j) t[tid][j] = racc = op(racc, t[tid][j]);
-    }
-    if (band > 0 && tid == 0) {  // the band above has published this tile's last row
-      const volatile unsigned* flag = flags + uint64_t(band - 1) * tiles + c;
-      while (*flag == 0) {
+    if (tid < kRows) {  // the row half: tile s, rows left to right
+      if (s < tiles && tid < nr) {
+        T* row = buffer(s)[tid];
+        const int nc = width(s);
+        if (s > 0 && nc == C) {  // constant trip count: the loads run ahead of the fold
+#pragma unroll 32
+          for (int j = 0; j < C; ++j) row[j] = racc = op(racc, row[j]);
+        } else {
+          int j = 0;
+          if (s == 0) racc = row[j++];
+          for (; j < nc; ++j) row[j] = racc = op(racc, row[j]);
+        }
+      }
+    } else if (s > 0) {  // the column half: tile s-1, columns top to bottom, then out
+      const unsigned c = s - 1;
+      Row* t = buffer(c);
+      const int nc = width(c), k = tid - kRows;
+      if (band > 0 && k == 0) {  // the band above has published this tile's last row
+        const volatile unsigned* flag = flags + uint64_t(band - 1) * tiles + c;
+        while (*flag == 0) {
+        }
+        __threadfence();
+      }
+      ColumnHalfBarrier();
+      const uint64_t col0 = uint64_t(c) * C;
+      if (k < nc) {
+        const uint64_t col = col0 + k;
+        int r = 0;
+        T acc;
+        if (band > 0) {
+          acc = __ldcg(band_carry + uint64_t(band - 1) * cols + col);  // L2: written by another SM
+        } else if (carry_in) {
+          acc = carry_in[col];
+        } else {
+          acc = t[r++][k];
+        }
+        if (r == 0 && nr == kRows) {
+#pragma unroll 32
+          for (int i = 0; i < kRows; ++i) t[i][k] = acc = op(acc, t[i][k]);
+        } else {
+          for (; r < nr; ++r) t[r][k] = acc = op(acc, t[r][k]);
+        }
+        band_carry[uint64_t(band) * cols + col] = acc;
       }
       __threadfence();
-    }
-    __syncthreads();
-
-    if (tid < nc) {  // columns, top to bottom
-      const uint64_t col = col0 + tid;
-      int r = 0;
-      T acc;
-      if (band > 0) {
-        acc = __ldcg(band_carry + uint64_t(band - 1) * cols + col);  // L2: written by another SM
-      } else if (carry_in) {
-        acc = carry_in[col];
+      ColumnHalfBarrier();
+      if (k == 0) atomicExch(flags + uint64_t(band) * tiles + c, 1u);
+      T* dst = out + row0 * cols + col0;
+      if (nr == kRows && nc == C) {
+        constexpr int kStep = kRows / C;
+        const int r0 = k / C, j = k % C;
+#pragma unroll 16
+        for (int r = r0; r < kRows; r += kStep) dst[uint64_t(r) * cols + j] = t[r][j];
       } else {
-        acc = t[r++][tid];
+        for (int e = k; e < nr * C; e += kRows) {
+          const int r = e / C, j = e % C;
+          if (j < nc) dst[uint64_t(r) * cols + j] = t[r][j];
+        }
       }
-      for (; r < nr; ++r) t[r][tid] = acc = op(acc, t[r][tid]);
-      band_carry[uint64_t(band) * cols + col] = acc;
     }
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) atomicExch(flags + uint64_t(band) * tiles + c, 1u);
-
-    T* dst = out + row0 * cols + col0;
-    for (int e = tid; e < nr * C; e += kThreads) {
-      const int r = e / C, j = e % C;
-      if (j < nc) dst[uint64_t(r) * cols + j] = t[r][j];
-    }
-    __syncthreads();  // the next iteration's load refills this buffer
+    __syncthreads();  // the next iteration's load refills tile s-1's buffer
   }
 }
 
 template <class T, class Op>
-cudaError_t Scan2D(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out, uint64_t rows, uint64_t cols,
+cudaError_t Launch(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out, uint64_t rows, uint64_t cols,
                    const T* d_carry, cudaStream_t stream) {
   const uint64_t bands = (rows + kRows - 1) / kRows;
   const uint64_t tiles = (cols + kCols<T> - 1) / kCols<T>;
@@ -131,7 +166,7 @@ cudaError_t Scan2D(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_ou
   unsigned* flags = counter + 1;
   T* band_carry = reinterpret_cast<T*>(base + flag_bytes);
   if (cudaError_t e = cudaMemsetAsync(base, 0, flag_bytes, stream); e != cudaSuccess) return e;
-  const std::size_t smem = 2 * kTileElems<T> * sizeof(T);
+  const std::size_t smem = kBuffers * kTileElems<T> * sizeof(T);
   auto kernel = Scan2DKernel<T, Op>;
   if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
       e != cudaSuccess) {
@@ -140,6 +175,12 @@ cudaError_t Scan2D(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_ou
   kernel<<<static_cast<unsigned>(bands), kThreads, smem, stream>>>(d_in, d_out, rows, cols, d_carry, band_carry, flags,
                                                                    counter, static_cast<unsigned>(tiles));
   return cudaGetLastError();
+}
+
+template <class T, class Op>
+cudaError_t Scan2D(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out, uint64_t rows, uint64_t cols,
+                   const T* d_carry, cudaStream_t stream) {
+  return Launch<T, Op>(d_temp, temp_bytes, d_in, d_out, rows, cols, d_carry, stream);
 }
 
 }  // namespace gpuscan::kernels::scan2d_detail
