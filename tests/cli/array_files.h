@@ -11,13 +11,14 @@
 
 namespace gpuscan::cli_test {
 
+// cols > 0: a matrix of rows of cols (a .npy gets a 2-D shape).
 template <class T>
 void WriteArray(const std::string& path, const std::vector<T>& v,
-                cli::Format format = cli::Format::kAuto) {
+                cli::Format format = cli::Format::kAuto, uint64_t cols = 0) {
   cli::OutputSpec spec;
   spec.path = path;
   spec.format = format;
-  cli::ArrayOutput out(spec, DTypeOf<T>(), v.size());
+  cli::ArrayOutput out(spec, DTypeOf<T>(), v.size(), cols);
   out.Write(v.data(), v.size() * sizeof(T));
   out.Finish();
 }
@@ -27,6 +28,13 @@ inline std::string ReadAllBytes(cli::ArrayInput& in, size_t piece = 4096) {
   std::string all, buf(piece, '\0');
   while (size_t n = in.Read(buf.data(), buf.size())) all.append(buf.data(), n);
   return all;
+}
+
+// A .npy's shape.
+inline std::vector<uint64_t> NpyShape(const std::string& path) {
+  cli::InputSpec spec;
+  spec.path = path;
+  return cli::ArrayInput::Open(spec)->shape();
 }
 
 template <class T>

@@ -269,6 +269,39 @@ TEST_F(CliE2E, SortKeysArgsortAndValues) {
   EXPECT_NE(r.err.find("--values-out"), std::string::npos) << r.err;
 }
 
+// scan2d: the shape from a 2-D .npy (kept in the output), or --cols for a 1-D input; as the
+// client's; a 1-D .npy without --cols, --cols that disagree with the shape or do not divide the
+// input: errors naming them.
+TEST_F(CliE2E, Scan2DKeepsTheShape) {
+  const size_t rows = 37, cols = kN / 37;
+  std::vector<int32_t> x = RandomInt32(rows * cols);
+  WriteArray(Path("m.npy"), x, cli::Format::kAuto, cols);
+  CliRun r = Run("scan2d --server " + addr() + " -i " + Path("m.npy") + " -o " + Path("sat.npy") + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(JsonField(r.out, "rows"), std::to_string(rows)) << r.out;
+  EXPECT_EQ(NpyShape(Path("sat.npy")), (std::vector<uint64_t>{rows, cols}));
+  const auto want = client().Scan2D(x.data(), rows, cols).values;
+  EXPECT_TRUE(ReadArray<int32_t>(Path("sat.npy")) == want);
+  uint32_t total = 0;  // the table's last element sums the whole matrix (wrapping)
+  for (int32_t v : x) total += static_cast<uint32_t>(v);
+  EXPECT_EQ(static_cast<uint32_t>(want.back()), total);
+  WriteArray(Path("flat.npy"), x);
+  r = Run("scan2d --server " + addr() + " -i " + Path("flat.npy") + " --cols " + std::to_string(cols) + " --op max -o " +
+          Path("max.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ReadArray<int32_t>(Path("max.npy")) == client().Scan2D(x.data(), rows, cols, v1::OPERATOR_MAX).values);
+  r = Run("scan2d --server " + addr() + " -i " + Path("flat.npy") + " -o " + Path("x.npy"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--cols"), std::string::npos) << r.err;
+  r = Run("scan2d --server " + addr() + " -i " + Path("m.npy") + " --cols 3 -o " + Path("x.npy"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("conflicts"), std::string::npos) << r.err;
+  r = Run("scan2d --server " + addr() + " -i " + Path("flat.npy") + " --cols " + std::to_string(cols + 1) + " -o " +
+          Path("x.npy"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("whole number of rows"), std::string::npos) << r.err;
+}
+
 TEST_F(CliE2E, CompactPredicateGtWritesValuesAndIndices) {
   std::vector<int32_t> x = RandomInt32(kN);
   WriteArray(Path("in.npy"), x);

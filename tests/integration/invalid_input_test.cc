@@ -84,7 +84,7 @@ server::ServerOptions MatrixServerOptions() {
 }
 const uint64_t kReceiveLimit = server::MaxReceiveMessageBytes(MatrixServerOptions());
 
-enum class Rpc { kScan, kReduce, kCompact, kHistogram, kSegmented, kReduceByKey, kSort };
+enum class Rpc { kScan, kReduce, kCompact, kHistogram, kSegmented, kReduceByKey, kSort, kScan2D };
 
 struct Row {
   std::string name;
@@ -97,6 +97,7 @@ struct Row {
   std::vector<v1::SegmentedScanRequest> segmented;
   std::vector<v1::ReduceByKeyRequest> by_key;
   std::vector<v1::SortRequest> sort;
+  std::vector<v1::Scan2DRequest> scan2d;
   grpc::StatusCode code = kInvalid;
   std::vector<std::string> expect;  // substrings of the message: the field and the value
   // Set the header's algorithm to one this server's engine lacks (and expect its name).
@@ -237,6 +238,14 @@ Row MakeRow(std::string name, std::vector<v1::ReduceByKeyRequest> r, grpc::Statu
 Row MakeRow(std::string name, std::vector<v1::SortRequest> r, grpc::StatusCode code, std::vector<std::string> expect) {
   Row row{"Sort_" + name, Rpc::kSort};
   row.sort = std::move(r);
+  row.code = code;
+  row.expect = std::move(expect);
+  return row;
+}
+
+Row MakeRow(std::string name, std::vector<v1::Scan2DRequest> r, grpc::StatusCode code, std::vector<std::string> expect) {
+  Row row{"Scan2D_" + name, Rpc::kScan2D};
+  row.scan2d = std::move(r);
   row.code = code;
   row.expect = std::move(expect);
   return row;
@@ -600,6 +609,51 @@ void SortRows(std::vector<Row>& rows) {
   rows.push_back(MakeRow("HeaderMissing", S{SortChunk(16, 0)}, kInvalid, {"header missing", "request #0"}));
 }
 
+// ---- Scan2D: its header (cols, rows) and a stream that must end on a row boundary.
+v1::Scan2DRequest Scan2DHead(v1::DType dtype = v1::DTYPE_INT32, uint64_t cols = 10, int op = v1::OPERATOR_SUM) {
+  v1::Scan2DRequest r;
+  r.mutable_header()->set_dtype(dtype);
+  r.mutable_header()->set_op(static_cast<v1::Operator>(op));
+  r.mutable_header()->set_cols(cols);
+  return r;
+}
+v1::Scan2DRequest Scan2DChunk(size_t bytes) {
+  v1::Scan2DRequest r;
+  r.set_data(Bytes(bytes));
+  return r;
+}
+
+void Scan2DRows(std::vector<Row>& rows) {
+  using S = std::vector<v1::Scan2DRequest>;
+  rows.push_back(MakeRow("UnspecifiedDType", S{Scan2DHead(v1::DTYPE_UNSPECIFIED)}, kInvalid,
+                         {"header.dtype", "DTYPE_UNSPECIFIED"}));
+  rows.push_back(MakeRow("UnknownOperator", S{Scan2DHead(v1::DTYPE_INT32, 10, 42)}, kInvalid, {"header.op", "42"}));
+  rows.push_back(MakeRow("BitwiseOnFloat", S{Scan2DHead(v1::DTYPE_FLOAT32, 10, v1::OPERATOR_BIT_XOR)}, kInvalid,
+                         {"header.op", "float32"}));
+  rows.push_back(MakeRow("ZeroColumns", S{Scan2DHead(v1::DTYPE_INT32, 0)}, kInvalid, {"header.cols=0"}));
+  rows.push_back(MakeRow("RowAboveMaxRowBytes", S{Scan2DHead(v1::DTYPE_FLOAT64, uint64_t{1} << 40)}, kExhausted,
+                         {"header.cols=1099511627776", "--max-scan2d-row-bytes", "Limits.max_scan2d_row_bytes"}));
+  {
+    S s{Scan2DHead(v1::DTYPE_INT64, uint64_t{1} << 20)};
+    s[0].mutable_header()->set_rows(uint64_t{1} << 50);
+    rows.push_back(MakeRow("RowsTimesColsOverflow", s, kInvalid, {"header.rows=1125899906842624", "overflows"}));
+  }
+  rows.push_back(MakeRow("EndsInsideARow", S{Scan2DHead(v1::DTYPE_INT32, 10), Scan2DChunk(4 * 25)}, kInvalid,
+                         {"ended inside a row", "25 elements", "header.cols=10"}));
+  {
+    S s{Scan2DHead(v1::DTYPE_INT32, 10), Scan2DChunk(4 * 30)};
+    s[0].mutable_header()->set_rows(4);
+    rows.push_back(MakeRow("FewerRowsThanDeclared", s, kInvalid, {"header.rows=4", "carried 3 rows"}));
+    s[0].mutable_header()->set_rows(2);
+    rows.push_back(MakeRow("MoreRowsThanDeclared", s, kInvalid, {"more than header.rows=2", "30 elements"}));
+  }
+  rows.push_back(MakeRow("DataNotWholeElements", S{Scan2DHead(v1::DTYPE_INT64, 10), Scan2DChunk(84)}, kInvalid,
+                         {"request #1: data length 84 bytes", "int64 element size 8"}));
+  rows.push_back(MakeRow("ChunkAboveLimit", S{Scan2DHead(v1::DTYPE_INT32, 10), Scan2DChunk(kChunkBytes + 40)}, kExhausted,
+                         {"exceeds the chunk limit"}));
+  rows.push_back(MakeRow("HeaderMissing", S{Scan2DChunk(16)}, kInvalid, {"header missing", "request #0"}));
+}
+
 void LaneRows(std::vector<Row>& rows) {
   using V = std::vector<v1::ScanRequest>;
   using K = std::vector<v1::CompactRequest>;
@@ -843,6 +897,7 @@ std::vector<Row> Rows() {
   SegmentedRows(rows);
   ReduceByKeyRows(rows);
   SortRows(rows);
+  Scan2DRows(rows);
   return rows;
 }
 
@@ -958,6 +1013,9 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
       case Rpc::kSort:
         return RunBidi<v1::SortRequest, v1::SortResponse>([&](grpc::ClientContext* c) { return stub.Sort(c); },
                                                           row.sort);
+      case Rpc::kScan2D:
+        return RunBidi<v1::Scan2DRequest, v1::ScanResponse>([&](grpc::ClientContext* c) { return stub.Scan2D(c); },
+                                                            row.scan2d);
     }
     return {grpc::StatusCode::INTERNAL, "unknown rpc"};
   }
@@ -1051,6 +1109,13 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
         std::sort(want.begin(), want.end(), std::greater<int32_t>());
         EXPECT_EQ(r.keys, want);
         EXPECT_EQ(r.values, want);
+        break;
+      }
+      case Rpc::kScan2D: {
+        const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(n, rng);
+        const auto r = client.Scan2D(x.data(), n / 10, 10);
+        const std::vector<int32_t> head(x.begin(), x.begin() + n / 10 * 10);
+        EXPECT_EQ(r.values, (testing::Scan2DRef<int32_t, ops::Sum<int32_t>>(head, n / 10, 10)));
         break;
       }
     }

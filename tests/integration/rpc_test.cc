@@ -331,6 +331,34 @@ TYPED_TEST(TypedRpcTest, HistogramEvenAndExplicitEdges) {
   }
 }
 
+// 2-D scans over the wire: shapes whose rows are shorter than a chunk, cross chunks, and are
+// longer than one (the chunks end mid-row), bit for bit Scan2DRef, whatever the client's
+// chunk size.
+template <class T, template <class> class Op>
+void CheckScan2D(size_t rows, size_t cols, v1::Operator wire_op, TestServer& server) {
+  GPUSCAN_SEEDED_RNG(rng);
+  const std::vector<T> x = testing::RandomInput<T, Op<T>>(rows * cols, rng);
+  const std::vector<T> ref = testing::Scan2DRef<T, Op<T>>(x, rows, cols);
+  const std::string what = std::string(v1::Operator_Name(wire_op)) + " " + std::to_string(rows) + " x " +
+                           std::to_string(cols);
+  for (const size_t chunk : {size_t{4096}, RpcTest::kChunkBytes, size_t{3000} / sizeof(T) * sizeof(T)}) {
+    Client client(server.client_options(chunk));
+    const ScanResult<T> r = client.Scan2D(x.data(), rows, cols, wire_op);
+    ASSERT_TRUE(testing::SameBits(r.values, ref)) << what << ", chunks of " << chunk << " bytes";
+    EXPECT_EQ(r.timing.bytes_in, rows * cols * sizeof(T)) << what;
+  }
+}
+
+TYPED_TEST(TypedRpcTest, Scan2DRowsAcrossChunks) {
+  using T = TypeParam;
+  CheckScan2D<T, ops::Sum>(300, 130, v1::OPERATOR_SUM, *this->server_);
+  CheckScan2D<T, ops::Product>(7, 3001, v1::OPERATOR_PRODUCT, *this->server_);
+  CheckScan2D<T, ops::Min>(1000, 1, v1::OPERATOR_MIN, *this->server_);
+  CheckScan2D<T, ops::Max>(2, 20000, v1::OPERATOR_MAX, *this->server_);
+  CheckScan2D<T, ops::Sum>(0, 5, v1::OPERATOR_SUM, *this->server_);
+  CheckScan2D<T, ops::Sum>(1, 1, v1::OPERATOR_SUM, *this->server_);
+}
+
 TEST_F(RpcTest, ServerInfoDescribesEngineAndLimits) {
   const v1::ServerInfo info = client_.Info();
   EXPECT_EQ(info.version(), GPUSCAN_VERSION);
@@ -341,6 +369,7 @@ TEST_F(RpcTest, ServerInfoDescribesEngineAndLimits) {
             (std::vector<std::string>{"scan", "reduce", "compact", "histogram", "segmented_scan", "reduce_by_key", "sort",
                                       "scan2d"}));
   EXPECT_EQ(info.limits().max_histogram_bins(), 65536u);
+  EXPECT_EQ(info.limits().max_scan2d_row_bytes(), uint64_t{64} << 20);
   EXPECT_GT(info.scan_algorithms_size(), 0);
   EXPECT_GT(info.limits().max_chunk_bytes(), 0u);
   EXPECT_GT(info.limits().max_concurrent_requests(), 0u);
