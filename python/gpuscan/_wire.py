@@ -19,6 +19,7 @@ REDUCE_BY_KEY_DATA = 2  # ReduceByKeyRequest.data
 REDUCE_BY_KEY_KEYS = 3  # ReduceByKeyRequest.keys
 SORT_KEYS = 2          # SortRequest.keys
 SORT_VALUES = 3        # SortRequest.values (the values of the same elements)
+SCAN2D_DATA = 2        # Scan2DRequest.data (a chunk may end mid-row)
 TRANSPORT_DATA = 1     # TransportRequest.data
 TRANSPORT_ECHO = 2     # TransportRequest.echo
 

@@ -108,6 +108,7 @@ class AsyncClient(_Calls):
         self._segmented = self._channel.stream_stream(method_path("SegmentedScan"))
         self._reduce_by_key = self._channel.stream_stream(method_path("ReduceByKey"))
         self._sort = self._channel.stream_stream(method_path("Sort"))
+        self._scan2d = self._channel.stream_stream(method_path("Scan2D"))
         self._transport = self._channel.stream_stream(method_path("Transport"))
         self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
         # Per task, as the sync client's is per thread: concurrent tasks each see their own.
@@ -270,6 +271,23 @@ class AsyncClient(_Calls):
                 asm.feed(raw)
             return asm.finish()
         tries = _retry.Tries(self._segmented_retries(x, side, out, retries), self.backoff, self.on_retry, timeout)
+        self._timing_var.set(await _retry.run_async(tries, attempt))
+        return out
+
+    async def scan2d(self, x, op: str = "sum", *, out: Optional[np.ndarray] = None, copy: bool = False,
+                     timeout: Optional[float] = None, retries: Optional[int] = None) -> np.ndarray:
+        """As Client.scan2d: the summed-area table of a 2-D array; every check before the call."""
+        flat, out, out_flat, header = self._scan2d_args(x, op, out, copy)
+        retries, timeout = self._wanted_retries(retries), self._call_timeout(timeout)
+        per = _chunking.chunk_elements(self.chunk_bytes, flat.itemsize)
+
+        async def attempt(t: Optional[float]) -> Timing:
+            asm = _chunking.ScanAssembler(out_flat)
+            async for raw in self._stream(self._scan2d, _chunking.data_requests(header, _wire.SCAN2D_DATA, flat, per),
+                                          t):
+                asm.feed(raw)
+            return asm.finish()
+        tries = _retry.Tries(self._scan_retries(flat, out_flat, retries), self.backoff, self.on_retry, timeout)
         self._timing_var.set(await _retry.run_async(tries, attempt))
         return out
 

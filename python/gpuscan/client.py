@@ -198,6 +198,33 @@ class _Calls:
         self._check_out(x, out)
         return x, side, pb.SegmentedScanRequest(header=header), out
 
+    def _scan2d_args(self, x, op, out, copy=False):
+        """x as a 2-D C-contiguous little-endian matrix (copy=True: a non-contiguous or big-endian
+        one is copied) flattened without a copy, out (new if None; else checked as scan's, same
+        shape) and its flat view, and the first request. Every check before any call: ValueError
+        (a bitwise operator on floats: InvalidArgument, as scan's)."""
+        if not isinstance(x, np.ndarray):
+            x = np.asarray(x)
+        if x.ndim != 2:
+            raise ValueError(f"gpuscan: scan2d takes a 2-D matrix, got shape {x.shape}")
+        if x.shape[1] == 0:
+            raise ValueError(f"gpuscan: scan2d needs at least one column, got shape {x.shape}")
+        if copy and x.dtype.kind in "iuf" and (not x.flags.c_contiguous or x.dtype.byteorder == ">"):
+            x = np.ascontiguousarray(x, dtype=x.dtype.newbyteorder("="))
+        if not x.flags.c_contiguous:  # reshape would copy behind the caller's back
+            raise ValueError(f"gpuscan: x is not C-contiguous (strides {x.strides}); "
+                             "pass copy=True or np.ascontiguousarray(x) to send a copy")
+        flat, wire = check_array(x.reshape(-1), copy=copy)
+        rows, cols = x.shape
+        header = pb.Scan2DHeader(dtype=wire, op=_types.operator(op, wire), cols=cols, rows=rows)
+        if out is None:
+            out = np.empty(x.shape, flat.dtype.newbyteorder("="))
+        elif not isinstance(out, np.ndarray) or out.shape != x.shape or not out.flags.c_contiguous:
+            raise ValueError(f"gpuscan: out must be a writable contiguous {x.dtype} array of shape {x.shape}")
+        out_flat = out.reshape(-1)
+        self._check_out(flat, out_flat)
+        return flat, out, out_flat, pb.Scan2DRequest(header=header)
+
     def _reduce_by_key_args(self, x, keys, op, copy=False):
         """x checked as scan's, the keys (contiguous, little-endian, widened as segmented_scan's,
         len(x) of them) and the first request. Every check before any call: ValueError (a bitwise
@@ -413,6 +440,7 @@ class Client(_Calls):
         self._segmented = self._channel.stream_stream(method_path("SegmentedScan"))
         self._reduce_by_key = self._channel.stream_stream(method_path("ReduceByKey"))
         self._sort = self._channel.stream_stream(method_path("Sort"))
+        self._scan2d = self._channel.stream_stream(method_path("Scan2D"))
         self._transport = self._channel.stream_stream(method_path("Transport"))
         self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
         self._local = threading.local()
@@ -615,6 +643,34 @@ class Client(_Calls):
             return asm.finish()
         # Its own deadline (timeout=), for every try and wait together, as the client's is for scan.
         tries = _retry.Tries(self._segmented_retries(x, side, out, retries), self.backoff, self.on_retry, timeout)
+        self._set_timing(_retry.run(tries, attempt, self._pause))
+        return out
+
+    def scan2d(self, x, op: str = "sum", *, out: Optional[np.ndarray] = None, copy: bool = False,
+               timeout: Optional[float] = None, retries: Optional[int] = None) -> np.ndarray:
+        """2-D inclusive scan (summed-area table) of a 2-D array: out[i, j] = op over x[:i+1, :j+1].
+        Returns `out` (new if None), x's shape and dtype; op as scan's ("sum", "product", "min",
+        "max"; bitwise ones for integers).
+
+        Float bits are fixed by the input: each row is folded left to right, then each column top
+        to bottom, what `np.cumsum(np.cumsum(x, axis=1, dtype=x.dtype), axis=0, dtype=x.dtype)`
+        computes for "sum", on every engine and whatever chunk_bytes. x: a C-contiguous
+        little-endian 2-D array of a served dtype with at least one column (otherwise
+        ValueError before any call; copy=True sends a contiguous copy of a non-contiguous or
+        big-endian one). The matrix streams as chunk_bytes pieces cut anywhere; the server
+        answers whole rows. out= as scan's (same shape). timeout: this call's seconds (None: the
+        client's; 0: none). retries as scan's (with out overlapping x, not retried). No lanes,
+        shared memory or native path."""
+        flat, out, out_flat, header = self._scan2d_args(x, op, out, copy)
+        retries, timeout = self._wanted_retries(retries), self._call_timeout(timeout)
+        per = _chunking.chunk_elements(self.chunk_bytes, flat.itemsize)
+
+        def attempt(t: Optional[float]) -> Timing:
+            asm = _chunking.ScanAssembler(out_flat)
+            for raw in self._stream(self._scan2d, _chunking.data_requests(header, _wire.SCAN2D_DATA, flat, per), t):
+                asm.feed(raw)
+            return asm.finish()
+        tries = _retry.Tries(self._scan_retries(flat, out_flat, retries), self.backoff, self.on_retry, timeout)
         self._set_timing(_retry.run(tries, attempt, self._pause))
         return out
 
