@@ -416,6 +416,32 @@ grpc::Status ChunkChecker::Finish() const {
   return grpc::Status::OK;
 }
 
+Scan2DChecker::Scan2DChecker(const engine::Scan2DSpec& spec, std::optional<uint64_t> declared_rows,
+                             uint64_t max_chunk_bytes, uint64_t max_request_bytes)
+    : cols_(spec.cols), rows_(declared_rows), data_(spec.dtype, std::nullopt, max_chunk_bytes, max_request_bytes) {}
+
+grpc::Status Scan2DChecker::Add(uint64_t bytes, uint64_t request_index) {
+  if (auto s = data_.Add(bytes, "data", request_index); !s.ok()) return s;
+  if (rows_ && data_.elements() > *rows_ * cols_) {  // ToEngine refused an overflowing product
+    return InvalidArgument("received more than header.rows=" + std::to_string(*rows_) + " rows of header.cols=" +
+                           std::to_string(cols_) + " (" + std::to_string(data_.elements()) + " elements so far)");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status Scan2DChecker::Finish() const {
+  const uint64_t n = data_.elements();
+  if (n % cols_ != 0) {
+    return InvalidArgument("the stream ended inside a row: " + std::to_string(n) +
+                           " elements is not a whole number of rows of header.cols=" + std::to_string(cols_));
+  }
+  if (rows_ && n / cols_ != *rows_) {
+    return InvalidArgument("header.rows=" + std::to_string(*rows_) + " but the stream carried " +
+                           std::to_string(n / cols_) + " rows of header.cols=" + std::to_string(cols_));
+  }
+  return grpc::Status::OK;
+}
+
 PairedChecker::PairedChecker(engine::DType dtype, const Side& side, std::optional<uint64_t> declared_count,
                              uint64_t max_chunk_bytes, uint64_t max_request_bytes)
     : side_(side),

@@ -69,6 +69,22 @@ class ChunkChecker {
   uint64_t bytes_ = 0;
 };
 
+// Scan2D's stream: ChunkChecker's checks, no more than header.rows (when set) rows of the
+// spec's cols, and in the end whole rows, header.rows of them.
+class Scan2DChecker {
+ public:
+  Scan2DChecker(const engine::Scan2DSpec& spec, std::optional<uint64_t> declared_rows, uint64_t max_chunk_bytes,
+                uint64_t max_request_bytes);
+  grpc::Status Add(uint64_t bytes, uint64_t request_index);
+  grpc::Status Finish() const;
+  uint64_t elements() const { return data_.elements(); }
+
+ private:
+  uint64_t cols_;
+  std::optional<uint64_t> rows_;
+  ChunkChecker data_;
+};
+
 // The checks per request of a call whose values come with a second stream matched to them by
 // element position (Compact's flags, SegmentedScan's keys): the values as ChunkChecker does;
 // the second stream absent when the header wants none, else whole units within the chunk

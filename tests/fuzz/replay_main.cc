@@ -26,7 +26,7 @@ namespace v1 = gpuscan::v1;
 
 namespace {
 
-constexpr int kScan = 0, kReduce = 1, kCompact = 2, kHistogram = 3;
+constexpr int kScan = 0, kReduce = 1, kCompact = 2, kHistogram = 3, kScan2D = 4;
 // Limits byte: chunk limit 8 << (b & 7); max request bytes {0, 64, 512, 4096}[(b >> 3) & 3].
 constexpr uint8_t kChunk1K = 7, kChunk256 = 5, kChunk64 = 3;
 constexpr uint8_t kMax512 = 2 << 3, kMax4K = 3 << 3;
@@ -88,6 +88,13 @@ v1::HistogramHeader EdgesH(v1::DType d, std::vector<double> edges) {
   v1::HistogramHeader h;
   h.set_dtype(d);
   h.mutable_edges()->Add(edges.begin(), edges.end());
+  return h;
+}
+v1::Scan2DHeader Scan2DH(v1::DType d, v1::Operator op, uint64_t cols) {
+  v1::Scan2DHeader h;
+  h.set_dtype(d);
+  h.set_op(op);
+  h.set_cols(cols);
   return h;
 }
 // Flags with about half the elements kept (nonzero bytes of any value).
@@ -179,6 +186,20 @@ void WriteSeeds(const fs::path& dir) {
     put("reject_threshold_wrong_kind", kCompact, kChunk256, {Head(h, NonZero(16, 4))});
   }
   put("reject_flags_length_differs", kCompact, kChunk256, {Head(FlagsH(v1::DTYPE_INT32), NonZero(40, 4), Flags(9))});
+  // Scan2D (after the rest, so the earlier seeds' random bytes stay as they were): rows cut
+  // anywhere by the chunks, a declared row count, and its refusals.
+  put("accept_scan2d_float32_rows_across_chunks", kScan2D, kChunk256,
+      {Head(Scan2DH(v1::DTYPE_FLOAT32, v1::OPERATOR_SUM, 7), NonZero(60, 4)), Chunk(NonZero(256, 4)),
+       Chunk(NonZero(20, 4))});
+  {
+    auto h = Scan2DH(v1::DTYPE_INT64, v1::OPERATOR_MAX, 3);
+    h.set_rows(5);
+    put("accept_scan2d_int64_rows_declared", kScan2D, kChunk64, {Head(h, NonZero(64, 8)), Chunk(NonZero(56, 8))});
+  }
+  put("reject_scan2d_ends_inside_a_row", kScan2D, kChunk256,
+      {Head(Scan2DH(v1::DTYPE_UINT32, v1::OPERATOR_BIT_XOR, 10), NonZero(100, 4))});
+  put("reject_scan2d_zero_cols", kScan2D, kChunk256, {Head(Scan2DH(v1::DTYPE_INT32, v1::OPERATOR_SUM, 0))});
+  put("reject_scan2d_row_above_limit", kScan2D, kChunk256, {Head(Scan2DH(v1::DTYPE_FLOAT64, v1::OPERATOR_SUM, 4096))});
   std::printf("wrote %d seeds to %s\n", written, dir.c_str());
 }
 

@@ -21,6 +21,7 @@
 #include "gpuscan/v1/gpuscan.pb.h"
 #include "reference.h"
 #include "service/flags_aligner.h"
+#include "service/row_cutter.h"
 #include "service/validate.h"
 
 namespace gpuscan::fuzz {
@@ -28,6 +29,7 @@ namespace {
 
 constexpr size_t kMaxRequests = 64;
 constexpr uint32_t kFuzzMaxBins = 4096;
+constexpr uint64_t kFuzzMaxRowBytes = 4096;  // Scan2D: small, so refused rows are reachable
 constexpr uint64_t kMaxRequestBytesChoices[] = {0, 64, 512, 4096};
 
 struct Request {
@@ -428,11 +430,69 @@ Result FuzzHistogram(const std::vector<Request>& requests, uint64_t chunk_bytes,
       RunHistogramEngine);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Scan2D: the handler's checks (Scan2DChecker), its re-cutting into whole rows (RowCutter), and
+// the CPU engine against Scan2DRef over the rows that completed.
+
+void RunScan2DEngine(const engine::Scan2DSpec& spec, const std::vector<const std::string*>& chunks) {
+  engine::Visit(spec.dtype, spec.op, [&](auto t, auto o) {
+    using T = typename decltype(t)::type;
+    using Op = typename decltype(o)::type;
+    std::unique_ptr<engine::Scan2DSession> session;
+    try {
+      session = Engine().NewScan2D(spec);
+    } catch (const std::exception& e) {
+      Fail(std::string("a validated Scan2D header made the engine throw: ") + e.what());
+    }
+    engine::StageTimes times;
+    std::string in_rows, out_rows;
+    server::RowCutter cutter(spec.cols * sizeof(T));
+    for (const std::string* chunk : chunks) {
+      cutter.Add(*chunk, [&](const char* rows_data, uint64_t rows) {
+        const size_t bytes = rows * spec.cols * sizeof(T);
+        Unaligned in(rows_data, bytes);
+        Unaligned out(nullptr, bytes, 0xA5);
+        session->Process(in.data(), out.data(), rows, times);
+        in_rows.append(rows_data, bytes);
+        out_rows.append(reinterpret_cast<const char*>(out.data()), bytes);
+      });
+    }
+    const std::vector<T> x = Elements<T>(in_rows);
+    ExpectSame(Elements<T>(out_rows), testing::Scan2DRef<T, Op>(x, x.size() / spec.cols, spec.cols),
+               "scan2d " + std::string(engine::Name(spec.op)) + " " + std::string(engine::Name(spec.dtype)) +
+                   " cols=" + std::to_string(spec.cols));
+  });
+}
+
+Result FuzzScan2D(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes) {
+  grpc::Status st = requests.empty() ? server::EmptyStreamStatus() : grpc::Status::OK;
+  engine::Scan2DSpec spec;
+  std::optional<server::Scan2DChecker> checker;
+  std::vector<const std::string*> accepted;
+  for (uint64_t i = 0; st.ok() && i < requests.size(); ++i) {
+    const Request& r = requests[i];
+    st = server::CheckHeaderPlacement(i, r.has_header);
+    if (st.ok() && i == 0) {
+      const auto h = ParseHeader<v1::Scan2DHeader>(r.header);
+      st = server::ToEngine(h, kFuzzMaxRowBytes, &spec);
+      std::optional<uint64_t> rows;
+      if (h.has_rows()) rows = h.rows();
+      if (st.ok()) checker.emplace(spec, rows, chunk_bytes, max_request_bytes);
+    }
+    if (st.ok()) st = checker->Add(r.data.size(), i);
+    if (st.ok()) accepted.push_back(&r.data);
+  }
+  if (st.ok()) st = checker->Finish();
+  if (!st.ok()) CheckRejected(st);
+  if (checker) RunScan2DEngine(spec, accepted);
+  return {st, checker ? checker->elements() : 0};
+}
+
 }  // namespace
 
 int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
   Reader in(data, size);
-  const int rpc = in.U8() % 4;
+  const int rpc = in.U8() % 5;
   const uint8_t limits = in.U8();
   const uint64_t chunk_bytes = uint64_t{8} << (limits & 7);
   const uint64_t max_request_bytes = kMaxRequestBytesChoices[(limits >> 3) & 3];
@@ -450,10 +510,11 @@ int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
     case 0: r = FuzzScan(requests, chunk_bytes, max_request_bytes); break;
     case 1: r = FuzzReduce(requests, chunk_bytes, max_request_bytes); break;
     case 2: r = FuzzCompact(requests, chunk_bytes, max_request_bytes); break;
-    default: r = FuzzHistogram(requests, chunk_bytes, max_request_bytes); break;
+    case 3: r = FuzzHistogram(requests, chunk_bytes, max_request_bytes); break;
+    default: r = FuzzScan2D(requests, chunk_bytes, max_request_bytes); break;
   }
   if (outcome) {
-    static const char* const kRpc[] = {"scan", "reduce", "compact", "histogram"};
+    static const char* const kRpc[] = {"scan", "reduce", "compact", "histogram", "scan2d"};
     *outcome = std::string(kRpc[rpc]) + ", " + std::to_string(requests.size()) + " requests: " +
                (r.status.ok() ? "accepted, " + std::to_string(r.elements) + " elements"
                               : "rejected, code " + std::to_string(int(r.status.error_code())) + ": " +

@@ -5,12 +5,12 @@
 // One input is one streaming call, decoded from bytes as follows (short reads give zeros, and a
 // record cut off by the end of the input keeps what it got):
 //
-//   byte 0    the RPC: 0 Scan, 1 Reduce, 2 Compact (modulo 3)
+//   byte 0    the RPC: 0 Scan, 1 Reduce, 2 Compact, 3 Histogram, 4 Scan2D (modulo 5)
 //   byte 1    the server's limits: --chunk-bytes = 8 << (b & 7) (8..1024 bytes),
 //             --max-request-bytes = {0 (unlimited), 64, 512, 4096}[(b >> 3) & 3]
 //   then up to 64 records, one per request message of the call:
 //     u8        bit 0: the request carries a header
-//     [u8 len, len bytes]   if bit 0: the serialized ScanHeader / ReduceHeader / CompactHeader
+//     [u8 len, len bytes]   if bit 0: the serialized header of that RPC
 //                           (unparseable bytes give an empty header)
 //     u16 le    data (Compact: values) length, then that many bytes
 //     u16 le    Compact only: flags length, then that many bytes
