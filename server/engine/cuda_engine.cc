@@ -341,6 +341,15 @@ void RunPipelined(Shared& sh, Lane& lane, const void* in, void* out, uint64_t n,
   Retire(sh, lane.slots[1], times);
 }
 
+// The stage times of a call run one step at a time on `s`'s stream (upload, kernels, download;
+// not RunPipelined's sub-chunks), once its events have completed: start -> h2d_done -> kernel_done
+// -> d2h_done.
+void AddStepTimes(Slot& s, StageTimes& times) {
+  times.h2d_us += ElapsedUs(s.start.get(), s.h2d_done.get());
+  times.kernel_us += ElapsedUs(s.h2d_done.get(), s.kernel_done.get());
+  times.d2h_us += ElapsedUs(s.kernel_done.get(), s.d2h_done.get());
+}
+
 // A session's running carry, on the device, from the pool.
 template <class T>
 class DeviceCarry {
@@ -855,9 +864,7 @@ class CudaScan2D final : public Scan2DSession {
     sh.Call(cudaEventRecord(slot.d2h_done.get(), s), "cudaEventRecord");
     sh.Call(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     has_carry_ = true;
-    times.h2d_us += ElapsedUs(slot.start.get(), slot.h2d_done.get());
-    times.kernel_us += ElapsedUs(slot.h2d_done.get(), slot.kernel_done.get());
-    times.d2h_us += ElapsedUs(slot.kernel_done.get(), slot.d2h_done.get());
+    AddStepTimes(slot, times);
   }
   std::string algorithm() const override { return "band_wavefront"; }
 
@@ -1052,9 +1059,7 @@ class CudaEngine final : public Engine {
       if (indices_out) sh.Call(cudaMemcpyAsync(indices_out, d_idx.get(), n * 8, cudaMemcpyDeviceToHost, s), "D2H indices");
       sh.Call(cudaEventRecord(slot.d2h_done.get(), s), "cudaEventRecord");
       sh.Call(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-      times.h2d_us += ElapsedUs(slot.start.get(), slot.h2d_done.get());
-      times.kernel_us += ElapsedUs(slot.h2d_done.get(), slot.kernel_done.get());
-      times.d2h_us += ElapsedUs(slot.kernel_done.get(), slot.d2h_done.get());
+      AddStepTimes(slot, times);
     });
     return "radix_sort";
   }
