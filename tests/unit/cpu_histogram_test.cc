@@ -3,9 +3,11 @@
 // and thread count; the even edges are numpy.linspace's; bad edges are refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "engine_runner.h"
@@ -64,6 +66,52 @@ void ExpectHistograms(const char* name) {
       EXPECT_EQ(RunHistogram(many, spec, x, {n}), want) << "even=" << even << " n=" << n << " (threads)";
       const auto chunks = testing::RandomChunkLengths(n, rng, 70001);
       EXPECT_EQ(RunHistogram(many, spec, x, chunks), want) << "even=" << even << " " << Describe(chunks);
+    }
+  }
+}
+
+// The guess SlotOf trusts for even bins (far from both edges of its bin, by GuessMargin) must
+// never differ from the edges' answer: every edge, its neighbours a few ulps away (in float and
+// double) and random elements, for ranges of many magnitudes and bin counts, in float (the GPU's
+// float32 path) and double arithmetic, against upper_bound over the edges.
+template <class E>
+void ExpectGuessesSettled(double lo, double hi, uint32_t bins, bool float32, std::mt19937_64& rng) {
+  const std::vector<double> edges = hist::EvenEdges(lo, hi, bins, float32);
+  const hist::Bins b = hist::MakeBins(edges.data(), bins, true);
+  if (std::is_same_v<E, float> && (!float32 || !b.float_edges)) return;  // as the kernel: float32 arrays only
+  std::vector<E> e(edges.begin(), edges.end());
+  std::vector<double> xs;
+  for (const double edge : edges) {
+    double up = edge, down = edge;
+    float upf = static_cast<float>(edge), downf = upf;
+    for (int k = 0; k < 3; ++k) {
+      xs.push_back(up = std::nextafter(up, INFINITY));
+      xs.push_back(down = std::nextafter(down, -INFINITY));
+      xs.push_back(upf = std::nextafter(upf, INFINITY));
+      xs.push_back(downf = std::nextafter(downf, -INFINITY));
+    }
+    xs.push_back(edge);
+  }
+  for (int k = 0; k < 20000; ++k) xs.push_back(lo + (hi - lo) * (double(rng() >> 11) * 0x1p-53));
+  for (double x : xs) {
+    if (float32) x = static_cast<float>(x);
+    if (x < edges.front() || x > edges.back()) continue;
+    const uint32_t want = static_cast<uint32_t>(std::upper_bound(edges.begin(), edges.end() - 1, x) - edges.begin()) - 1;
+    const uint32_t got = float32 ? hist::SlotOf(static_cast<float>(x), b, e.data()) : hist::SlotOf(x, b, e.data());
+    ASSERT_EQ(got, want) << "x=" << testing::Show(x) << " lo=" << lo << " hi=" << hi << " bins=" << bins
+                         << (float32 ? " float32" : " float64") << (sizeof(E) == 4 ? " in float" : " in double");
+  }
+}
+
+TEST(HistogramEdges, TrustedGuessesMatchTheEdges) {
+  GPUSCAN_SEEDED_RNG(rng);
+  const double ranges[][2] = {{0, 1}, {-100, 100}, {-1e-3, 7e-3}, {1e6, 1e6 + 3}, {-3e30, 1e31}, {0.1, 0.7}};
+  for (const auto& r : ranges) {
+    for (const uint32_t bins : {1u, 3u, 7u, 256u, 1000u, 65536u}) {
+      for (const bool float32 : {false, true}) {
+        ExpectGuessesSettled<double>(r[0], r[1], bins, float32, rng);
+        ExpectGuessesSettled<float>(r[0], r[1], bins, float32, rng);
+      }
     }
   }
 }

@@ -13,7 +13,14 @@ namespace gpuscan::kernels::detail::histogram {
 
 constexpr int kThreads = 256;
 constexpr uint32_t kSharedMaxBins = 2048;  // edges + counters: 2049 * 8 + 2051 * 4 bytes = 24 KiB
-constexpr unsigned kMaxBlocks = 2048;       // grid-stride beyond: counters flush once per block
+// Blocks: one per kThreads * kItemsPerThread elements for short arrays; for long ones about one
+// per kElemsPerBlock elements, but at least a wave (kWaveBlocks: 132 SMs x 8 blocks on the H100)
+// and at most kMaxBlocks. Each block ends with a global atomic per slot, which contend: H100,
+// 256 bins, the best fixed grid was 1056 blocks at 2^22-2^24, 4096 at 2^26, 16384 at 2^28
+// (bench/NOTES.md).
+constexpr uint64_t kElemsPerBlock = 16384;
+constexpr unsigned kWaveBlocks = 1024;
+constexpr unsigned kMaxBlocks = 16384;
 constexpr int kItemsPerThread = 8;          // per block launch unit, to size the grid
 
 // A float32 array compares in float when every edge is a float32 value (the even edges of a
@@ -77,8 +84,8 @@ template <class T>
 cudaError_t Launch(const T* d_in, uint64_t n, const hist::Bins& bins, unsigned long long* d_counts,
                    cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  const unsigned blocks =
-      static_cast<unsigned>(std::min<uint64_t>(DivUp(n, uint64_t{kThreads} * kItemsPerThread), kMaxBlocks));
+  const uint64_t cap = std::min<uint64_t>(std::max<uint64_t>(n / kElemsPerBlock, kWaveBlocks), kMaxBlocks);
+  const unsigned blocks = static_cast<unsigned>(std::min(DivUp(n, uint64_t{kThreads} * kItemsPerThread), cap));
   if (bins.bins <= kSharedMaxBins) {
     if (kFloatEdges<T> && bins.float_edges) {
       const size_t smem = (bins.bins + 1) * sizeof(float) + (bins.bins + hist::kExtraSlots) * sizeof(unsigned);

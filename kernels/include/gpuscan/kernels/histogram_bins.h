@@ -57,7 +57,29 @@ struct Bins {
   double lo = 0;      // even: E_0
   double scale = 0;   // even: bins / (E_bins - E_0)
   bool float_edges = false;  // every edge is a float32 value (SlotOf may compare float elements in float)
+  // even: how far (in bins) the guess may stray from an element's true place among the edges,
+  // computing in float (margin_f) or double (margin_d); a guess farther than that from both of
+  // its bin's edges is the bin. Negative: never trust the guess.
+  double margin_f = -1;
+  double margin_d = -1;
 };
+
+// The margin for arithmetic with unit roundoff eps: the guess (v - E_0) * scale takes three
+// roundings of at most eps * g each (g <= bins), and the edges stray from the evenly spaced
+// E_0 + i * (E_bins - E_0) / bins by EvenEdges' roundings (a few ulps of float64 at the range's
+// magnitude, plus the float32 rounding when the edges are float32 values). Twice the sum, so
+// that an element the guess places within it of an edge is always settled by the edges.
+inline double GuessMargin(const Bins& b, double eps) {
+  if (!b.even) return -1;
+  const double big = std::fmax(std::fabs(b.edges[0]), std::fabs(b.edges[b.bins]));
+  double edge_err = 8 * (std::nextafter(big, INFINITY) - big);
+  if (b.float_edges) {
+    const float bf = static_cast<float>(big);
+    edge_err += static_cast<double>(std::nextafter(bf, INFINITY)) - static_cast<double>(bf);
+  }
+  const double m = 2 * (4 * eps * b.bins + edge_err * b.scale);
+  return std::isfinite(m) && m < 0.25 ? m : -1;
+}
 
 inline Bins MakeBins(const double* edges, uint32_t bins, bool even) {
   Bins b;
@@ -70,6 +92,8 @@ inline Bins MakeBins(const double* edges, uint32_t bins, bool even) {
   for (uint32_t i = 0; i <= bins && b.float_edges; ++i) {
     b.float_edges = static_cast<double>(static_cast<float>(edges[i])) == edges[i];
   }
+  b.margin_d = GuessMargin(b, 0x1p-53);
+  b.margin_f = b.float_edges ? GuessMargin(b, 0x1p-24) : -1;
   return b;
 }
 
@@ -89,6 +113,11 @@ GPUSCAN_HD uint32_t SlotOf(T x, const Bins& b, const E* e) {
     // never decides a bin (a step or two at most).
     const E g = (v - static_cast<E>(b.lo)) * static_cast<E>(b.scale);
     i = g >= static_cast<E>(b.bins) ? b.bins - 1 : (g > 0 ? static_cast<uint32_t>(g) : 0);
+    const E margin = static_cast<E>(sizeof(E) == sizeof(float) ? b.margin_f : b.margin_d);
+    if (margin >= 0 && g > 0) {  // far from both edges of the guessed bin: no edge need be read
+      const E f = g - static_cast<E>(i);
+      if (f > margin && f < 1 - margin) return i;
+    }
     while (i > 0 && v < e[i]) --i;
     while (i + 1 < b.bins && v >= e[i + 1]) ++i;
   } else {
