@@ -29,11 +29,12 @@ template <class T>
 constexpr bool kFloatEdges = std::is_same_v<T, float>;
 
 template <class T, class E, class Count>
-__device__ __forceinline__ void CountVector(const uint4& raw, const hist::Bins& b, const E* e, Count count) {
+__device__ __forceinline__ void CountVector(const uint4& raw, const hist::Bins& b, const E* e, E first, E last,
+                                            Count count) {
   T v[sizeof(uint4) / sizeof(T)];
   memcpy(v, &raw, sizeof(raw));
 #pragma unroll
-  for (int k = 0; k < int(sizeof(uint4) / sizeof(T)); ++k) count(hist::SlotOf(v[k], b, e));
+  for (int k = 0; k < int(sizeof(uint4) / sizeof(T)); ++k) count(hist::SlotOf(v[k], b, e, first, last));
 }
 
 // 16-byte loads (two in flight per thread) over the aligned body, then the tail one by one.
@@ -45,14 +46,15 @@ __device__ __forceinline__ void CountAll(const T* __restrict__ in, uint64_t n, c
   const uint64_t first = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const uint64_t vectors = reinterpret_cast<uintptr_t>(in) % sizeof(uint4) == 0 ? n / kPerVector : 0;
   const uint4* __restrict__ vin = reinterpret_cast<const uint4*>(in);
+  const E lo = e[0], hi = e[b.bins];  // once: the compiler would reload them after every shared atomic
   uint64_t v = first;
   for (; v + stride < vectors; v += 2 * stride) {
     const uint4 a = vin[v], c = vin[v + stride];
-    CountVector<T>(a, b, e, count);
-    CountVector<T>(c, b, e, count);
+    CountVector<T>(a, b, e, lo, hi, count);
+    CountVector<T>(c, b, e, lo, hi, count);
   }
-  if (v < vectors) CountVector<T>(vin[v], b, e, count);
-  for (uint64_t i = vectors * kPerVector + first; i < n; i += stride) count(hist::SlotOf(in[i], b, e));
+  if (v < vectors) CountVector<T>(vin[v], b, e, lo, hi, count);
+  for (uint64_t i = vectors * kPerVector + first; i < n; i += stride) count(hist::SlotOf(in[i], b, e, lo, hi));
 }
 
 template <class T, class E>

@@ -101,12 +101,13 @@ inline Bins MakeBins(const double* edges, uint32_t bins, bool even) {
 // held as E). E = double always works; E = float gives the same slots, faster on a GPU, when x
 // is float and every edge is a float32 value (even edges of a float32 array): both sides of each
 // comparison are then exact in float.
+// first and last: e[0] and e[bins], which a caller counting many elements may hold in registers.
 template <class T, class E>
-GPUSCAN_HD uint32_t SlotOf(T x, const Bins& b, const E* e) {
+GPUSCAN_HD uint32_t SlotOf(T x, const Bins& b, const E* e, E first, E last) {
   if (ops::IsNan(x)) return b.bins + kNan;
   const E v = static_cast<E>(x);
-  if (v < e[0]) return b.bins + kBelow;
-  if (v > e[b.bins]) return b.bins + kAbove;
+  if (v < first) return b.bins + kBelow;
+  if (v > last) return b.bins + kAbove;
   uint32_t i = 0;
   if (b.even) {
     // The guess is only a start: the loops settle on the edges themselves, so its rounding
@@ -134,6 +135,11 @@ GPUSCAN_HD uint32_t SlotOf(T x, const Bins& b, const E* e) {
     i = lo;
   }
   return i;
+}
+
+template <class T, class E>
+GPUSCAN_HD uint32_t SlotOf(T x, const Bins& b, const E* e) {
+  return SlotOf(x, b, e, e[0], e[b.bins]);
 }
 
 template <class T>
