@@ -53,6 +53,7 @@ void PrintInfoText(const v1::ServerInfo& info, const std::string& target) {
   auto op = [](int o) { return OperatorName(static_cast<v1::Operator>(o)); };
   std::printf("dtypes             %s\n", JoinNames(info.dtypes(), dtype).c_str());
   std::printf("operators          %s\n", JoinNames(info.operators(), op).c_str());
+  if (!info.operations().empty()) std::printf("operations         %s\n", JoinNames(info.operations(), str).c_str());
   const v1::Limits& l = info.limits();
   std::printf("max chunk          %s per message\n", Bytes(l.max_chunk_bytes()).c_str());
   std::printf("max request        %s\n",
@@ -60,6 +61,11 @@ void PrintInfoText(const v1::ServerInfo& info, const std::string& target) {
   std::printf("max message        %s\n", Bytes(l.max_receive_message_bytes()).c_str());
   std::printf("concurrency        %u calls at once, %u queued\n", l.max_concurrent_requests(),
               l.max_queued_requests());
+  if (l.max_histogram_bins()) std::printf("histogram bins     at most %u\n", l.max_histogram_bins());
+  if (l.max_sort_bytes()) std::printf("sort input         at most %s\n", Bytes(l.max_sort_bytes()).c_str());
+  if (l.max_scan2d_row_bytes()) {
+    std::printf("scan2d row         at most %s\n", Bytes(l.max_scan2d_row_bytes()).c_str());
+  }
 }
 
 int RunInfo(const GlobalOptions& g) {

@@ -407,6 +407,8 @@ TEST_F(CliE2E, HealthAndInfo) {
   EXPECT_NE(r.out.find("engine             cpu"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cpu_blocked"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("float scan default deterministic"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sort, scan2d"), std::string::npos) << r.out;  // the operations served
+  EXPECT_NE(r.out.find("scan2d row         at most 64.0 MiB"), std::string::npos) << r.out;
 
   r = Run("--json info --server " + addr());
   EXPECT_EQ(r.code, 0) << r.err;
