@@ -229,18 +229,6 @@ __global__ void FillRunKeys(int32_t* k, uint64_t n, uint64_t run) {
   }
 }
 
-// The device path of a segmented scan as pairs: (head, value) from keys and values, and back.
-__global__ void PackPairs(const int32_t* v, const int32_t* k, seg::SegItem<int32_t>* p, uint64_t n) {
-  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
-    p[i] = seg::MakeItem<int32_t>(v[i], i == 0 || k[i] != k[i - 1] ? 1u : 0u);
-  }
-}
-__global__ void UnpackPairs(const seg::SegItem<int32_t>* p, int32_t* out, uint64_t n) {
-  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
-    out[i] = p[i].value;
-  }
-}
-
 // A segmented inclusive sum checked step by step: out[i] == v[i] at a segment's start, else
 // out[i - 1] + v[i].
 __global__ void CheckSegmentedSteps(const int32_t* v, const int32_t* k, const int32_t* out, uint64_t n,
@@ -698,11 +686,9 @@ class Suite {
   }
 
   // Segmented inclusive SUM by keys, int32 values and int32 keys in runs of 1000 (the issue's
-  // cell), against cub::DeviceScan::InclusiveScanByKey. Ours ("pairs") is the device path as
-  // pairs: pack (head, value) from keys and values, the pair scan, unpack the values. The engine
-  // packs and unpacks on the host today (the wire is the limit there); this times the kernels
-  // a device-side pack would run. Bytes moved: keys and values read, values written (12 per
-  // element); the pairs' own traffic (16 more) is the cost of the approach.
+  // cell), against cub::DeviceScan::InclusiveScanByKey. Ours ("fused") is what the engine runs:
+  // kernels::SegmentedScan, one pass forming segment heads from the keys in registers. Bytes
+  // moved: keys and values read, values written (12 per element).
   template <class T>
   bool Segmented(DType dtype, uint64_t n) {
     if constexpr (!std::is_same_v<T, int32_t>) {
@@ -710,18 +696,14 @@ class Suite {
       segmented_noted_ = true;
       return true;
     } else {
-      using Item = seg::SegItem<int32_t>;
-      std::size_t cub_temp = 0, pair_temp = 0;
+      std::size_t cub_temp = 0, our_temp = 0;
       BENCH_CHECK(kernels::SegmentedScanByKeyCub(nullptr, cub_temp, nullptr, nullptr, nullptr, n, s()));
-      BENCH_CHECK((kernels::SegmentedPairScan<int32_t, ops::Sum<int32_t>>(nullptr, pair_temp, nullptr, nullptr, n,
-                                                                          nullptr, nullptr, s())));
-      // in_ slots: values, then keys; ref_: CUB's output, then the pairs; temp_: ours, then CUB's
-      // (CUB leaves its bytes dirty; ours must find its own zero).
+      BENCH_CHECK((kernels::SegmentedScan<int32_t, ops::Sum<int32_t>, uint32_t>(
+          nullptr, our_temp, nullptr, nullptr, nullptr, n, false, nullptr, nullptr, s())));
+      // in_ slots: values, then keys; ref_: CUB's output; temp_: ours, then CUB's (CUB leaves
+      // its bytes dirty; ours must find its own zero).
       const std::size_t half = RoundUp(n * 4);
-      if (!Prepare(What("segmented_scan", dtype, n), 2 * half, 0, half + n * sizeof(Item),
-                   RoundUp(pair_temp) + cub_temp)) {
-        return true;
-      }
+      if (!Prepare(What("segmented_scan", dtype, n), 2 * half, 0, half, RoundUp(our_temp) + cub_temp)) return true;
       FillPools<int32_t>(0x5E6, false);
       for (uint64_t r = 0; r < slots_; ++r) {
         FillRunKeys<<<kGrid, kBlock, 0, s()>>>(reinterpret_cast<int32_t*>(InSlot(int(r)) + half), n, 1000);
@@ -731,20 +713,15 @@ class Suite {
       auto keys = [&](int r) { return reinterpret_cast<const int32_t*>(InSlot(r) + half); };
       auto out = [&](int r) { return reinterpret_cast<int32_t*>(OutSlot(r)); };
       auto* theirs = reinterpret_cast<int32_t*>(ref_.get());
-      auto* pairs = reinterpret_cast<Item*>(ref_.get() + half);
-      char* cub_area = temp_.get() + RoundUp(pair_temp);
+      char* cub_area = temp_.get() + RoundUp(our_temp);
       auto cub = [&](int r, int32_t* y) {
         std::size_t b = cub_temp;
         return kernels::SegmentedScanByKeyCub(cub_area, b, keys(r), values(r), y, n, s());
       };
       auto mine = [&](int r, int32_t* y) {
-        PackPairs<<<kGrid, kBlock, 0, s()>>>(values(r), keys(r), pairs, n);
-        std::size_t b = RoundUp(pair_temp);
-        const cudaError_t e = kernels::SegmentedPairScan<int32_t, ops::Sum<int32_t>>(temp_.get(), b, pairs, pairs, n,
-                                                                                     nullptr, nullptr, s());
-        if (e != cudaSuccess) return e;
-        UnpackPairs<<<kGrid, kBlock, 0, s()>>>(pairs, y, n);
-        return cudaGetLastError();
+        std::size_t b = RoundUp(our_temp);
+        return kernels::SegmentedScan<int32_t, ops::Sum<int32_t>, uint32_t>(
+            temp_.get(), b, values(r), reinterpret_cast<const uint32_t*>(keys(r)), y, n, false, nullptr, nullptr, s());
       };
       const uint64_t bytes = 12 * n;
       const Times copy = TimeCopy(bytes);
@@ -760,12 +737,12 @@ class Suite {
       if (!Emit(MakeRow("segmented_scan", "cub", dtype, n, bytes, cub_t, copy.median_us, cub_t.median_us, cub_ok))) {
         return false;
       }
-      if (Wants("pairs")) {
+      if (Wants("fused")) {
         const Times t = Time([&](int r) { return mine(r, out(r)); });
         BENCH_CHECK(cudaMemsetAsync(out(0), 0xFF, n * 4, s()));
         BENCH_CHECK(mine(0, out(0)));
         const bool ok = AllSame<int32_t>(out(0), theirs, n);
-        if (!Emit(MakeRow("segmented_scan", "pairs", dtype, n, bytes, t, copy.median_us, cub_t.median_us, ok))) {
+        if (!Emit(MakeRow("segmented_scan", "fused", dtype, n, bytes, t, copy.median_us, cub_t.median_us, ok))) {
           return false;
         }
       }
@@ -903,7 +880,7 @@ std::vector<std::string> SuiteAlgorithms(const std::string& operation) {
   if (operation == "reduce") return {"cub", "one_pass"};
   if (operation == "compact") return {"cub", "single_pass"};
   if (operation == "histogram") return {"cub", "shared_atomics"};
-  if (operation == "segmented_scan") return {"cub", "pairs"};  // asked for by name, not in "all"
+  if (operation == "segmented_scan") return {"cub", "fused"};  // asked for by name, not in "all"
   if (operation == "sort") return {"cub", "radix"};             // likewise
   if (operation == "scan2d") return {"band_wavefront"};         // likewise (no CUB peer)
   return {};

@@ -1,5 +1,4 @@
-// Segmented pair scans for int64_t and uint64_t, every integer operator.
-#include "detail/segmented_cub.cuh"
+// Fused segmented scans of int64_t values, every integer operator, every key kind.
+#include "detail/segmented_impl.cuh"
 
 GPUSCAN_FOR_INT_OPS(GPUSCAN_INSTANTIATE_SEGMENTED, int64_t)
-GPUSCAN_FOR_INT_OPS(GPUSCAN_INSTANTIATE_SEGMENTED, uint64_t)

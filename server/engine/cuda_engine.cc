@@ -263,15 +263,22 @@ const void* Staged(Shared& sh, const void* src, size_t bytes, const cuda::Pinned
   return staging.get();
 }
 
-void Upload(Shared& sh, Slot& s, const void* src, size_t bytes, const uint8_t* flags, size_t flag_bytes) {
+// Uploads the values to d_in and, when `side` is set, side_bytes of a second input beside them
+// (compaction's flags, a segmented scan's keys) through `side_staging` to `side_dst`.
+void Upload(Shared& sh, Slot& s, const void* src, size_t bytes, const void* side, size_t side_bytes,
+            const cuda::PinnedBuffer& side_staging, void* side_dst) {
   const void* from = Staged(sh, src, bytes, s.h_in);
-  const void* flags_from = flags ? Staged(sh, flags, flag_bytes, s.h_flags) : nullptr;
+  const void* side_from = side ? Staged(sh, side, side_bytes, side_staging) : nullptr;
   sh.Call(cudaEventRecord(s.start.get(), s.s()), "cudaEventRecord");
   sh.Call(cudaMemcpyAsync(s.d_in.get(), from, bytes, cudaMemcpyHostToDevice, s.s()), "H2D values");
-  if (flags) {
-    sh.Call(cudaMemcpyAsync(s.d_flags.get(), flags_from, flag_bytes, cudaMemcpyHostToDevice, s.s()), "H2D flags");
+  if (side) {
+    sh.Call(cudaMemcpyAsync(side_dst, side_from, side_bytes, cudaMemcpyHostToDevice, s.s()), "H2D flags or keys");
   }
   sh.Call(cudaEventRecord(s.h2d_done.get(), s.s()), "cudaEventRecord");
+}
+
+void Upload(Shared& sh, Slot& s, const void* src, size_t bytes, const uint8_t* flags, size_t flag_bytes) {
+  Upload(sh, s, src, bytes, flags, flag_bytes, s.h_flags, s.d_flags.get());
 }
 
 void KernelBegin(Shared& sh, Lane& lane, Slot& s) {
@@ -313,13 +320,23 @@ void Retire(Shared& sh, Slot& s, StageTimes& times) {
   s.out_bytes = 0;
 }
 
+// Elements of T per sub-chunk, when each also brings key_size bytes of keys (0: none).
+template <class T>
+uint64_t SubChunkElements(size_t key_size = 0) {
+  const uint64_t sub = kSubChunkBytes / sizeof(T);
+  return key_size ? std::min<uint64_t>(sub, kIndexBytes / key_size) : sub;
+}
+
 // Streams n elements of T through the lane's two slots: sub-chunk k+1's upload overlaps
 // sub-chunk k's kernel and download. launch(slot, m) enqueues the kernel on slot.s() reading
-// slot.d_in and (when out is non-null) writing slot.d_out, which is copied to out.
+// slot.d_in and (when out is non-null) writing slot.d_out, which is copied to out. With `keys`
+// (key_size bytes per element), each sub-chunk's keys go to slot.d_idx (compaction's index
+// buffers, which nothing else uses).
 template <class T, class Launch>
 void RunPipelined(Shared& sh, Lane& lane, const void* in, void* out, uint64_t n, StageTimes& times,
-                  Launch launch) {
-  const uint64_t sub = kSubChunkBytes / sizeof(T);
+                  Launch launch, const void* keys = nullptr, size_t key_size = 0) {
+  const uint64_t sub = SubChunkElements<T>(keys ? key_size : 0);
+  const char* key_src = static_cast<const char*>(keys);
   const char* src = static_cast<const char*>(in);
   char* dst = static_cast<char*>(out);
   unsigned k = 0;
@@ -327,7 +344,8 @@ void RunPipelined(Shared& sh, Lane& lane, const void* in, void* out, uint64_t n,
     const uint64_t m = std::min(sub, n - off);
     Slot& s = lane.slots[k & 1];
     Retire(sh, s, times);
-    Upload(sh, s, src + off * sizeof(T), m * sizeof(T), nullptr, 0);
+    Upload(sh, s, src + off * sizeof(T), m * sizeof(T), keys ? key_src + off * key_size : nullptr, m * key_size,
+           s.h_idx, s.d_idx.get());
     KernelBegin(sh, lane, s);
     launch(s, m);
     KernelEnd(sh, lane, s);
@@ -389,24 +407,6 @@ kernels::ScanAlgorithm ToKernels(ScanAlgorithm a) {
   throw Error(ErrorCode::kUnimplemented, "scan algorithm '" + std::string(Name(a)) +
                                              "' is not available on the cuda engine");
 }
-
-// The scan kernels of CudaScan<T, Op>: the library's dispatch, or for (head, value) pairs (a
-// segmented scan, engine/segmented_scan.h) the pair scan, which is inclusive only.
-template <class T, class Op>
-struct ScanKernels {
-  static cudaError_t Run(kernels::ScanAlgorithm algo, void* temp, size_t& bytes, const T* in, T* out, uint64_t n,
-                         bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream) {
-    return kernels::Scan<T, Op>(algo, temp, bytes, in, out, n, exclusive, carry_in, carry_out, stream);
-  }
-};
-template <class T, class V, class O>
-struct ScanKernels<T, seg::SegOp<V, O>> {
-  static cudaError_t Run(kernels::ScanAlgorithm, void* temp, size_t& bytes, const T* in, T* out, uint64_t n,
-                         bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream) {
-    if (exclusive) return cudaErrorInvalidValue;
-    return kernels::SegmentedPairScan<V, O>(temp, bytes, in, out, n, carry_in, carry_out, stream);
-  }
-};
 
 template <class T, class Op>
 class CudaScan final : public ScanSession {
@@ -500,7 +500,7 @@ class CudaScan final : public ScanSession {
     Shared& sh = *sh_;
     T* carry = carry_.get(s.s());
     size_t bytes = lane.temp.size();
-    sh.Call(ScanKernels<T, Op>::Run(algo_, lane.temp.get(), bytes, static_cast<const T*>(s.d_in.get()),
+    sh.Call(kernels::Scan<T, Op>(algo_, lane.temp.get(), bytes, static_cast<const T*>(s.d_in.get()),
                                     static_cast<T*>(s.d_out.get()), m, exclusive_, carry_.valid ? carry : nullptr,
                                     carry, s.s()),
             "scan kernel");
@@ -511,7 +511,7 @@ class CudaScan final : public ScanSession {
   // lane (Quiesce): call it only with no chunk in flight.
   void PrepareTemp(Lane& lane, uint64_t m) {
     size_t temp_bytes = 0;
-    sh_->Call(ScanKernels<T, Op>::Run(algo_, nullptr, temp_bytes, nullptr, nullptr, m, exclusive_, nullptr, nullptr,
+    sh_->Call(kernels::Scan<T, Op>(algo_, nullptr, temp_bytes, nullptr, nullptr, m, exclusive_, nullptr, nullptr,
                                       lane.slots[0].s()),
               "scan temp size");
     lane.EnsureTemp(temp_bytes);
@@ -678,6 +678,65 @@ class CudaTreeReduce final : public ReduceSession {
   std::shared_ptr<Shared> sh_;
   canon::Cursor<T, Op> cur_;
   cuda::DeviceBuffer d_state_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Segmented scan (exact operators): values and keys go up side by side, kernels::SegmentedScan
+// forms the segment heads on the device and scans in one pass, the carry (last value and key)
+// stays on the device between sub-chunks and calls.
+
+template <class T, class Op>
+class CudaSegmentedScan final : public SegmentedScanSession {
+ public:
+  CudaSegmentedScan(std::shared_ptr<Shared> sh, const SegmentedScanSpec& spec)
+      : sh_(std::move(sh)), spec_(spec), key_size_(SegmentKeyBytes(spec)) {}
+
+  void Process(const void* values, const void* keys, void* out, uint64_t n, StageTimes& times) override {
+    if (n == 0) return;
+    if (values == nullptr || keys == nullptr || out == nullptr) {
+      throw Error(ErrorCode::kInvalidArgument, "null segmented scan buffer");
+    }
+    Shared& sh = *sh_;
+    DeviceGuard guard(sh);
+    LaneLease lane(sh);
+    size_t temp_bytes = 0;
+    sh.Call(Run(nullptr, temp_bytes, nullptr, nullptr, nullptr, std::min(n, SubChunkElements<T>(key_size_)), nullptr,
+                nullptr, lane->slots[0].s()),
+            "segmented scan temp size");
+    lane->EnsureTemp(temp_bytes);
+    RunPipelined<T>(
+        sh, *lane, values, out, n, times,
+        [&](Slot& s, uint64_t m) {
+          auto* carry = carry_.get(s.s());
+          size_t bytes = lane->temp.size();
+          sh.Call(Run(lane->temp.get(), bytes, static_cast<const T*>(s.d_in.get()), s.d_idx.get(),
+                      static_cast<T*>(s.d_out.get()), m, carry_.valid ? carry : nullptr, carry, s.s()),
+                  "segmented scan kernel");
+          carry_.valid = true;
+        },
+        keys, key_size_);
+  }
+
+  std::string algorithm() const override { return "segmented_single_pass"; }
+
+ private:
+  using Carry = kernels::SegmentCarry<T>;
+  // The kernel for the spec's kind of key: head bytes, or 4- or 8-byte key bits.
+  cudaError_t Run(void* temp, size_t& bytes, const T* in, const void* keys, T* out, uint64_t n, const Carry* carry_in,
+                  Carry* carry_out, cudaStream_t stream) const {
+    auto run = [&](auto key) {
+      using K = decltype(key);
+      return kernels::SegmentedScan<T, Op, K>(temp, bytes, in, static_cast<const K*>(keys), out, n, spec_.exclusive,
+                                              carry_in, carry_out, stream);
+    };
+    if (spec_.heads) return run(uint8_t{});
+    return key_size_ == 4 ? run(uint32_t{}) : run(uint64_t{});
+  }
+
+  std::shared_ptr<Shared> sh_;
+  SegmentedScanSpec spec_;
+  size_t key_size_;
+  DeviceCarry<Carry> carry_;
 };
 
 // A segmented scan run on the host (see CudaEngine::NewSegmentedScan), named as such.
@@ -990,27 +1049,24 @@ class CudaEngine final : public Engine {
       return std::make_unique<CudaCompact<T>>(sh_, spec);
     });
   }
-  // Over (head, value) pairs: CUB's scan for exact pairs; for float32 SUM/PRODUCT the canonical
-  // tree on the device. float64 pairs (16 bytes) do not fit the canonical kernels' static shared
-  // memory, so float64 SUM/PRODUCT run the same tree on the host (the CPU engine's code; same
-  // bits), named "..._host" in Timing.
+  // Exact operators: the fused single-pass kernel. Float32 SUM/PRODUCT: (head, value) pairs
+  // packed on the host through the canonical tree on the device. float64 pairs (16 bytes) do not
+  // fit the canonical kernels' static shared memory, so float64 SUM/PRODUCT run the same tree on
+  // the host (the CPU engine's code; same bits), named "..._host" in Timing.
   std::unique_ptr<SegmentedScanSession> NewSegmentedScan(const SegmentedScanSpec& spec) override {
     return Visit(spec.dtype, spec.op, [&](auto t, auto o) -> std::unique_ptr<SegmentedScanSession> {
       using T = typename decltype(t)::type;
       using O = typename decltype(o)::type;
-      using Item = seg::SegItem<T>;
-      using Pairs = seg::SegOp<T, O>;
-      std::unique_ptr<ScanSession> pairs;
       if constexpr (canon::kUsesTree<T, O>) {
         if constexpr (sizeof(T) == 8) {
           return std::make_unique<HostSegmentedScan>(NewHostSegmentedScan(spec));
         } else {
-          pairs = std::make_unique<CudaTreeScan<Item, Pairs, false>>(sh_);
+          auto pairs = std::make_unique<CudaTreeScan<seg::SegItem<T>, seg::SegOp<T, O>, false>>(sh_);
+          return std::make_unique<PairSegmentedScan<T, O>>(spec, std::move(pairs));
         }
       } else {
-        pairs = std::make_unique<CudaScan<Item, Pairs>>(sh_, kernels::ScanAlgorithm::kCub, false);
+        return std::make_unique<CudaSegmentedScan<T, O>>(sh_, spec);
       }
-      return std::make_unique<PairSegmentedScan<T, O>>(spec, std::move(pairs));
     });
   }
   std::unique_ptr<Scan2DSession> NewScan2D(const Scan2DSpec& spec) override {

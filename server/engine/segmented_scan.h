@@ -17,6 +17,17 @@
 
 namespace gpuscan::engine {
 
+// Bytes per element of a segmented scan's keys (1 for head bytes); throws kInvalidArgument for
+// float keys.
+inline size_t SegmentKeyBytes(const SegmentedScanSpec& spec) {
+  if (spec.heads) return 1;
+  if (IsFloat(spec.key_dtype)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "segment keys must be an integer dtype, not " + std::string(Name(spec.key_dtype)));
+  }
+  return SizeOf(spec.key_dtype);
+}
+
 template <class T, class Op>
 class PairSegmentedScan final : public SegmentedScanSession {
  public:
@@ -24,12 +35,7 @@ class PairSegmentedScan final : public SegmentedScanSession {
 
   // `pairs`: an inclusive scan session over Item with seg::SegOp<T, Op>.
   PairSegmentedScan(const SegmentedScanSpec& spec, std::unique_ptr<ScanSession> pairs)
-      : spec_(spec), key_size_(spec.heads ? 1 : SizeOf(spec.key_dtype)), pairs_(std::move(pairs)) {
-    if (!spec.heads && IsFloat(spec.key_dtype)) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "segment keys must be an integer dtype, not " + std::string(Name(spec.key_dtype)));
-    }
-  }
+      : spec_(spec), key_size_(SegmentKeyBytes(spec)), pairs_(std::move(pairs)) {}
 
   void Process(const void* values, const void* keys, void* out, uint64_t n, StageTimes& times) override {
     if (n == 0) return;

@@ -252,14 +252,16 @@ TEST_F(CudaEngineTest, HistogramEveryDTypeBothKernels) {
   }())->algorithm(), "shared_atomics");
 }
 
-// Segmented scans: the CUDA engine's pair scans (CUB over pairs; the canonical tree on the
-// device for float32 SUM/PRODUCT, on the host for float64) give the CPU engine's bits exactly,
-// for sizes around the staging sub-chunk and the canonical tiles, random chunkings, keys of
-// every key dtype and head flags, inclusive and exclusive.
+// Segmented scans: the CUDA engine's (the fused single-pass kernel for exact operators; pairs
+// through the canonical tree on the device for float32 SUM/PRODUCT, on the host for float64)
+// give the CPU engine's bits exactly, for sizes around the kernel's tiles (2048 4-byte or 1024
+// 8-byte values) and the staging sub-chunk, random chunkings, keys of every key dtype and head
+// flags, inclusive and exclusive.
 template <class T, class O>
 void ExpectGpuSegmented(Engine& gpu, CpuEngine& cpu, Op op, std::mt19937_64& rng) {
-  const std::size_t sub = kSubChunkBytes / (2 * sizeof(T));  // pairs: twice the bytes per element
-  for (const std::size_t n : {std::size_t{1}, std::size_t{4097}, sub - 1, sub + 1, 3 * sub + 5}) {
+  const std::size_t sub = kSubChunkBytes / sizeof(T);  // the fused path's sub-chunk (pairs: half)
+  for (const std::size_t n : {std::size_t{1}, std::size_t{1023}, std::size_t{2049}, std::size_t{4097}, sub / 2 + 1,
+                              sub - 1, sub + 1, 2 * sub + 5}) {
     const std::vector<T> x = testing::RandomInput<T, O>(n, rng);
     for (const int kind : {0, 1, 2}) {
       engine::SegmentedScanSpec spec;
@@ -322,7 +324,7 @@ TEST_F(CudaEngineTest, SegmentedScanMatchesTheCpuEngineBitForBit) {
   ExpectGpuSegmentedEveryOp<float>(*engine_, rng);
   ExpectGpuSegmentedEveryOp<double>(*engine_, rng);
   engine::SegmentedScanSpec spec;
-  EXPECT_EQ(engine_->NewSegmentedScan(spec)->algorithm(), "segmented_cub");
+  EXPECT_EQ(engine_->NewSegmentedScan(spec)->algorithm(), "segmented_single_pass");
   spec.dtype = DType::kFloat32;
   EXPECT_EQ(engine_->NewSegmentedScan(spec)->algorithm(), "segmented_deterministic");
   spec.dtype = DType::kFloat64;

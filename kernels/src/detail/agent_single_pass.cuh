@@ -19,13 +19,42 @@
 
 namespace gpuscan::kernels::detail {
 
-template <class T, class Op, class Policy, bool kChained>
+// What a single-pass scan reads and writes (the kernel's IO parameter): here arrays of T, `in`
+// may alias `out`, and the carry is a T. A segmented scan reads values and keys and writes values
+// (agent_segmented.cuh), through the same hooks:
+//   Layout             the striped layout the tile moves in (its rows shape the block scan)
+//   Vector(valid)      whether a tile of `valid` elements moves as 16-byte vectors
+//   Load / Store       a tile's items, in the layout
+//   ExclusiveOut(r, x) what an exclusive scan writes for item x, r being the items before it
+//   CarryItem / WriteCarry   the carry in and out of the call
+template <class T, class Op, int kItems>
+struct ArrayTileIO {
+  using Layout = StripedLayout<T, kItems>;
+  using Carry = T;
+  const T* in;
+  T* out;
+
+  __device__ __forceinline__ bool Vector(int tile_valid, int tile) const {
+    return tile_valid == tile && Aligned16(in) && Aligned16(out);
+  }
+  __device__ __forceinline__ void Load(uint64_t base, int tile_valid, bool vec, T (&items)[kItems]) const {
+    Layout::Load(in + base, tile_valid, vec, Op::identity(), items);
+  }
+  __device__ __forceinline__ void Store(uint64_t base, int tile_valid, bool vec, const T (&items)[kItems]) const {
+    Layout::Store(out + base, tile_valid, vec, items);
+  }
+  __device__ __forceinline__ static T ExclusiveOut(T run, const T& /*x*/) { return run; }
+  __device__ __forceinline__ static T CarryItem(const Carry& c) { return c; }
+  __device__ __forceinline__ void WriteCarry(Carry* c, T value, uint64_t /*n*/) const { *c = value; }
+};
+
+template <class T, class Op, class Policy, bool kChained, class IO = ArrayTileIO<T, Op, Policy::kItems>>
 __global__ void __launch_bounds__(Policy::kThreads)
-    SinglePassScanKernel(const T* in, T* out, uint64_t n, uint32_t num_tiles, bool exclusive,
-                         const T* carry_in, T* carry_out, TempHeader* header, TileWord* tiles) {
+    SinglePassScanKernel(IO io, uint64_t n, uint32_t num_tiles, bool exclusive, const typename IO::Carry* carry_in,
+                         typename IO::Carry* carry_out, TempHeader* header, TileWord* tiles) {
   constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems, kTile = Policy::kTile;
   constexpr int kWarps = kThreads / kWarpThreads;
-  using Layout = StripedLayout<T, kItems>;
+  using Layout = typename IO::Layout;
   constexpr int kVecs = Layout::kVecs, kVecElems = Layout::kVecElems;
   using BlockedScan = BlockScan<T, Op, kThreads, BlockScanAlgo::kWarpShuffle>;
   __shared__ typename BlockedScan::Storage blocked_storage;
@@ -48,14 +77,14 @@ __global__ void __launch_bounds__(Policy::kThreads)
   const unsigned long long epoch = s_epoch;
   const uint64_t base = static_cast<uint64_t>(tile) * kTile;
   const int tile_valid = n - base >= uint64_t(kTile) ? kTile : int(n - base);
-  const bool vec = tile_valid == kTile && Aligned16(in) && Aligned16(out);
+  const bool vec = io.Vector(tile_valid, kTile);
 
   T items[kItems];
   T row_excl[kVecs];  // striped: combination of this warp's elements before each of my vectors
   T thread_excl{};    // blocked: combination of the block's elements before mine
   T block_total;
   if constexpr (Policy::kStriped) {
-    Layout::Load(in + base, tile_valid, vec, Op::identity(), items);
+    io.Load(base, tile_valid, vec, items);
     // Scan each row across the warp; rows chain in order.
     T row_incl[kVecs];
 #pragma unroll
@@ -86,7 +115,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
     for (int v = 0; v < kVecs; ++v) row_excl[v] = op(before, row_excl[v]);
   } else {
     const int valid = ThreadValid(tile_valid, kItems);
-    LoadItems<T, kItems>(in + base + uint64_t(threadIdx.x) * kItems, valid, vec, Op::identity(), items);
+    LoadItems<T, kItems>(io.in + base + uint64_t(threadIdx.x) * kItems, valid, vec, Op::identity(), items);
     T sum = items[0];
 #pragma unroll
     for (int i = 1; i < kItems; ++i) sum = op(sum, items[i]);
@@ -96,7 +125,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
   if (threadIdx.x < kWarpThreads) {
     T prefix;
     if (tile == 0) {
-      prefix = carry_in != nullptr ? *carry_in : Op::identity();
+      prefix = carry_in != nullptr ? IO::CarryItem(*carry_in) : Op::identity();
       if (threadIdx.x == 0) PublishTile(tiles, 0, epoch, kFlagInclusive, op(prefix, block_total));
     } else if constexpr (kChained) {
       if (threadIdx.x == 0) {
@@ -111,7 +140,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
     }
     if (threadIdx.x == 0) {
       s_prefix = prefix;
-      if (carry_out != nullptr && tile == num_tiles - 1) *carry_out = op(prefix, block_total);
+      if (carry_out != nullptr && tile == num_tiles - 1) io.WriteCarry(carry_out, op(prefix, block_total), n);
     }
   }
   __syncthreads();
@@ -123,7 +152,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
 #pragma unroll
       for (int i = 0; i < count; ++i) {
         const T x = items[first + i];
-        items[first + i] = run;
+        items[first + i] = IO::ExclusiveOut(run, x);
         run = op(run, x);
       }
     } else {
@@ -137,10 +166,10 @@ __global__ void __launch_bounds__(Policy::kThreads)
   if constexpr (Policy::kStriped) {
 #pragma unroll
     for (int v = 0; v < kVecs; ++v) scan_run(op(prefix, row_excl[v]), v * kVecElems, kVecElems);
-    Layout::Store(out + base, tile_valid, vec, items);
+    io.Store(base, tile_valid, vec, items);
   } else {
     scan_run(op(prefix, thread_excl), 0, kItems);
-    StoreItems<T, kItems>(out + base + uint64_t(threadIdx.x) * kItems, ThreadValid(tile_valid, kItems), vec, items);
+    StoreItems<T, kItems>(io.out + base + uint64_t(threadIdx.x) * kItems, ThreadValid(tile_valid, kItems), vec, items);
   }
 }
 

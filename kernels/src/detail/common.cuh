@@ -36,21 +36,42 @@ __host__ __device__ __forceinline__ To BitCast(const From& v) {
   return r;
 }
 
-// Shuffles for any 4- or 8-byte T (int64_t is `long`, which __shfl_*_sync has no overload for).
+// Shuffles for any T of 4 bytes or a multiple of 8 (int64_t is `long`, which __shfl_*_sync has
+// no overload for; a 16-byte pair such as seg::SegItem<int64_t> moves as two 8-byte words).
 template <class T>
 using ShflWord = std::conditional_t<sizeof(T) == 4, int, long long>;
 
 template <class T>
+struct ShflWords {
+  static_assert(sizeof(T) == 4 || sizeof(T) % 8 == 0, "shuffles move 4-byte or 8-byte words");
+  static constexpr int kCount = sizeof(T) == 4 ? 1 : int(sizeof(T) / 8);
+  ShflWord<T> w[kCount];
+};
+
+// f(word) shuffles one word; applied to each word of v.
+template <class T, class F>
+__device__ __forceinline__ T ShflEach(T v, F f) {
+  if constexpr (sizeof(T) <= 8) {
+    return BitCast<T>(f(BitCast<ShflWord<T>>(v)));
+  } else {
+    auto words = BitCast<ShflWords<T>>(v);
+#pragma unroll
+    for (int i = 0; i < ShflWords<T>::kCount; ++i) words.w[i] = f(words.w[i]);
+    return BitCast<T>(words);
+  }
+}
+
+template <class T>
 __device__ __forceinline__ T ShflUp(T v, unsigned delta) {
-  return BitCast<T>(__shfl_up_sync(kFullMask, BitCast<ShflWord<T>>(v), delta));
+  return ShflEach(v, [delta](auto w) { return __shfl_up_sync(kFullMask, w, delta); });
 }
 template <class T>
 __device__ __forceinline__ T ShflDown(T v, unsigned delta) {
-  return BitCast<T>(__shfl_down_sync(kFullMask, BitCast<ShflWord<T>>(v), delta));
+  return ShflEach(v, [delta](auto w) { return __shfl_down_sync(kFullMask, w, delta); });
 }
 template <class T>
 __device__ __forceinline__ T ShflIdx(T v, int src) {
-  return BitCast<T>(__shfl_sync(kFullMask, BitCast<ShflWord<T>>(v), src));
+  return ShflEach(v, [src](auto w) { return __shfl_sync(kFullMask, w, src); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -65,7 +86,7 @@ struct TempHeader {
   unsigned int done;
   unsigned int pad0;
   // Carries between the segments of a call too long for one launch, and CUB's helpers.
-  unsigned long long slot[4];
+  unsigned long long slot[8];
 };
 constexpr std::size_t kTempAlign = 256;
 constexpr std::size_t kHeaderBytes = 256;

@@ -66,7 +66,7 @@ cudaError_t SinglePassScan(void* d_temp, std::size_t& temp_bytes, const T* in, T
     T* cout = off + m == n ? carry_out : Slot<T>(view.header, k & 1);
     const auto t = static_cast<uint32_t>(DivUp(m, Policy::kTile));
     SinglePassScanKernel<T, Op, Policy, kChained><<<t, Policy::kThreads, 0, stream>>>(
-        in + off, out + off, m, t, exclusive, cin, cout, view.header, tiles);
+        ArrayTileIO<T, Op, Policy::kItems>{in + off, out + off}, m, t, exclusive, cin, cout, view.header, tiles);
     GPUSCAN_CHECK_LAUNCH();
     cin = cout;
   }

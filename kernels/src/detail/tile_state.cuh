@@ -2,7 +2,8 @@
 // {status, value bits}, written and polled whole with 128-bit relaxed accesses (as CUB does for
 // 8-byte values), so a reader never sees a status without its value.
 //
-// status = epoch << 2 | flag. A word counts only when its epoch is the current launch's: words
+// status = epoch << 2 | flag (TileCodec: one more bit for some types). A word counts only
+// when its epoch is the current launch's: words
 // left by earlier launches read as "not yet", so no launch has to clear the array first. The
 // epoch is 42 bits (it comes with the tile ticket, TempHeader::epoch_ticket), so it would take
 // 2^42 launches on one buffer before an old word could be mistaken for a new one.
@@ -51,10 +52,24 @@ __device__ __forceinline__ T FromBits(unsigned long long b) {
   }
 }
 
+// How a tile's value travels in its word: a value of up to 8 bytes in `bits`, and the status
+// epoch << kShift | flag. A type with one bit more (a segmented pair of 8-byte values: its
+// head) specialises this with kShift = 3 and the bit at status bit 2 (agent_segmented.cuh).
+template <class T>
+struct TileCodec {
+  static constexpr int kShift = 2;
+  __device__ __forceinline__ static unsigned long long Bits(T v) { return ToBits(v); }
+  __device__ __forceinline__ static unsigned long long Extra(T) { return 0; }
+  __device__ __forceinline__ static T Decode(unsigned long long bits, unsigned long long /*status*/) {
+    return FromBits<T>(bits);
+  }
+};
+
 template <class T>
 __device__ __forceinline__ void PublishTile(TileWord* tiles, uint32_t tile, unsigned long long epoch,
                                             unsigned flag, T value) {
-  StoreTileWord(tiles + tile, (epoch << 2) | flag, ToBits(value));
+  using Codec = TileCodec<T>;
+  StoreTileWord(tiles + tile, (epoch << Codec::kShift) | Codec::Extra(value) | flag, Codec::Bits(value));
 }
 
 // Drawn by thread 0: this block's tile index and the launch's epoch. The block that draws the
@@ -98,8 +113,8 @@ __device__ __forceinline__ T LookBack(const TileWord* tiles, uint32_t tile, unsi
       if (pred >= 0) {
         unsigned long long status, bits;
         LoadTileWord(tiles + pred, status, bits);
-        flag = (status >> 2) == epoch ? unsigned(status & 3u) : kFlagInvalid;
-        value = FromBits<T>(bits);
+        flag = (status >> TileCodec<T>::kShift) == epoch ? unsigned(status & 3u) : kFlagInvalid;
+        value = TileCodec<T>::Decode(bits, status);
       } else {
         flag = kFlagInclusive;  // never combined: tile 0 is inclusive
         value = Op::identity();
@@ -131,12 +146,12 @@ __device__ __forceinline__ T LookBack(const TileWord* tiles, uint32_t tile, unsi
 // Chained: one thread waits for its predecessor's inclusive prefix.
 template <class T>
 __device__ __forceinline__ T WaitInclusive(const TileWord* tiles, uint32_t pred, unsigned long long epoch) {
-  const unsigned long long want = (epoch << 2) | kFlagInclusive;
+  using Codec = TileCodec<T>;
   unsigned long long status, bits;
   int spins = 0;
   while (true) {
     LoadTileWord(tiles + pred, status, bits);
-    if (status == want) return FromBits<T>(bits);
+    if ((status >> Codec::kShift) == epoch && (status & 3u) == kFlagInclusive) return Codec::Decode(bits, status);
     if (++spins > 4) __nanosleep(32);
   }
 }

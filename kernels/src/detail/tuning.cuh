@@ -117,4 +117,10 @@ struct ReduceTuning : ReducePolicy<256, 64 / kSize, 1024, true, 1, LoadHint::kDe
 template <int kArch, int kSize>
 struct CompactTuning : SinglePassPolicy<256, 64 / kSize, true, 1200, 600> {};
 
+// Fused segmented scan (segmented_impl.cuh): the single-pass scan's layout and delays over
+// (head, value) pairs, which take twice a value's registers; kSize is the value's.
+// First guess, to be measured (bench/NOTES.md): 128 x 16 (4-byte) / 128 x 8 (8-byte).
+template <int kArch, int kSize>
+struct SegmentedTuning : SinglePassPolicy<128, 64 / kSize, true, 1200, 600> {};
+
 }  // namespace gpuscan::kernels::detail

@@ -1,0 +1,239 @@
+// The fused segmented scan (segmented_scan.h): the single-pass look-back scan of (head, value)
+// pairs with seg::SegOp, whose tiles read values and keys (or head bytes) and write values only.
+// A segment head is formed in registers: an element whose key differs from the element before
+// it. So a tile moves what CUB's by-key scan moves (keys and values in, values out) and the
+// pairs never touch memory. Included by the segmented_*.cu files only.
+#pragma once
+
+#include <algorithm>
+#include <type_traits>
+
+#include "gpuscan/kernels/segmented_scan.h"
+#include "agent_single_pass.cuh"
+#include "common.cuh"
+
+namespace gpuscan::kernels::detail {
+
+// A pair of 8-byte values fills the tile word's 8 value bytes: its head bit rides in the status
+// (tile_state.cuh), above the flag.
+template <class T>
+struct TileCodec<seg::SegItem<T, true>> {
+  using Item = seg::SegItem<T, true>;
+  static constexpr int kShift = 3;
+  __device__ __forceinline__ static unsigned long long Bits(Item v) { return ToBits(v.value); }
+  __device__ __forceinline__ static unsigned long long Extra(Item v) { return v.head ? 4ull : 0ull; }
+  __device__ __forceinline__ static Item Decode(unsigned long long bits, unsigned long long status) {
+    return seg::MakeItem<T>(FromBits<T>(bits), uint32_t(status >> 2) & 1u);
+  }
+};
+
+// kCount consecutive K at p, read with the widest aligned loads their bytes allow (a run of a
+// striped row: kCount * sizeof(K) bytes at an offset that is a multiple of that).
+template <class K, int kCount>
+__device__ __forceinline__ void LoadRun(const K* p, K* dst) {
+  constexpr int kBytes = kCount * int(sizeof(K));
+  using Word = std::conditional_t<kBytes >= 16, uint4,
+                                  std::conditional_t<kBytes == 8, uint2, std::conditional_t<kBytes == 4, uint32_t, uint16_t>>>;
+  constexpr int kWords = kBytes >= 16 ? kBytes / 16 : 1;
+  static_assert(kWords * sizeof(Word) == kBytes, "a run fills whole words");
+  union {
+    Word w[kWords];
+    K k[kCount];
+  } u;
+  const Word* q = reinterpret_cast<const Word*>(p);
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) u.w[i] = q[i];
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) dst[i] = u.k[i];
+}
+
+// Tiles of a segmented scan: values of T, keys of K (uint32_t / uint64_t: a key's bits; uint8_t:
+// head flags), out of T (may alias values).
+template <class T, class Op, class K, int kItems>
+struct SegmentedTileIO {
+  using Item = seg::SegItem<T>;
+  using Pairs = seg::SegOp<T, Op>;
+  using Layout = StripedLayout<T, kItems>;
+  using Carry = SegmentCarry<T>;
+  static constexpr bool kHeads = std::is_same_v<K, uint8_t>;
+  static constexpr int kVecs = Layout::kVecs, kVecElems = Layout::kVecElems;
+
+  const T* values;
+  const K* keys;
+  T* out;
+  bool key_before;        // keys[-1] belongs to the call (a later launch of a long call)
+  const Carry* carry_in;  // what came before the call (null: nothing)
+
+  __device__ __forceinline__ bool Vector(int tile_valid, int tile) const {
+    return tile_valid == tile && Aligned16(values) && Aligned16(out) && Aligned16(keys);
+  }
+
+  // Whether element i (of the launch) has an element before it in the array, and its key.
+  __device__ __forceinline__ bool KeyBefore(uint64_t i, K& key) const {
+    if (i > 0 || key_before) {
+      key = keys[int64_t(i) - 1];
+      return true;
+    }
+    if (carry_in != nullptr && carry_in->started) {
+      key = K(carry_in->last_key);
+      return true;
+    }
+    return false;
+  }
+
+  __device__ __forceinline__ void Load(uint64_t base, int tile_valid, bool vec, Item (&items)[kItems]) const {
+    T v[kItems];
+    K k[kItems];
+    Layout::Load(values + base, tile_valid, vec, Op::identity(), v);
+    const int first = Layout::First();
+    const K* tile_keys = keys + base + first;
+#pragma unroll
+    for (int r = 0; r < kVecs; ++r) {
+      if (vec) {
+        LoadRun<K, kVecElems>(tile_keys + r * Layout::kRowStride, k + r * kVecElems);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kVecElems; ++j) {
+          const int idx = first + r * Layout::kRowStride + j;
+          k[r * kVecElems + j] = idx < tile_valid ? tile_keys[r * Layout::kRowStride + j] : K{};
+        }
+      }
+    }
+    const int lane = LaneId();
+#pragma unroll
+    for (int r = 0; r < kVecs; ++r) {
+      // The key before this row's first element: the lane before's last one; lane 0 takes lane
+      // 31's of the row before, or for row 0 reads it (or the carry's).
+      K before{};
+      bool has_before = true;
+      if constexpr (!kHeads) {
+        before = ShflUp(k[r * kVecElems + kVecElems - 1], 1);
+        if (r > 0) {
+          const K wrap = ShflIdx(k[(r - 1) * kVecElems + kVecElems - 1], kWarpThreads - 1);
+          if (lane == 0) before = wrap;
+        } else if (lane == 0 && first < tile_valid) {  // a warp past the tile's end has no heads
+          has_before = KeyBefore(base + first, before);
+        }
+      } else if (r == 0 && lane == 0) {
+        has_before = base + first > 0 || key_before || (carry_in != nullptr && carry_in->started);
+      }
+#pragma unroll
+      for (int j = 0; j < kVecElems; ++j) {
+        const int i = r * kVecElems + j;
+        uint32_t head;
+        if constexpr (kHeads) {
+          head = k[i] != 0;
+        } else {
+          head = k[i] != (j == 0 ? before : k[i - 1]);
+        }
+        if (j == 0 && !has_before) head = 1;                          // the array's first element
+        if (first + r * Layout::kRowStride + j >= tile_valid) head = 0;  // padding: the identity, no restart
+        items[i] = seg::MakeItem<T>(v[i], head);
+      }
+    }
+  }
+
+  __device__ __forceinline__ void Store(uint64_t base, int tile_valid, bool vec, const Item (&items)[kItems]) const {
+    T v[kItems];
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) v[i] = items[i].value;
+    Layout::Store(out + base, tile_valid, vec, v);
+  }
+
+  // Exclusive: the identity at a segment's first element, else the inclusive value before.
+  __device__ __forceinline__ static Item ExclusiveOut(Item run, const Item& x) {
+    return seg::MakeItem<T>(x.head ? Op::identity() : run.value, 0);
+  }
+  __device__ __forceinline__ static Item CarryItem(const Carry& c) { return c.item; }
+  __device__ __forceinline__ void WriteCarry(Carry* c, Item value, uint64_t n) const {
+    c->item = value;
+    c->last_key = kHeads ? 0 : uint64_t(keys[n - 1]);
+    c->started = 1;
+  }
+};
+
+// n == 0: the carry passes through (or says nothing came yet).
+template <class T, class Op>
+__global__ void SegmentCarryPassKernel(const SegmentCarry<T>* in, SegmentCarry<T>* out) {
+  if (in != nullptr) {
+    *out = *in;
+  } else {
+    out->item = seg::SegOp<T, Op>::identity();
+    out->last_key = 0;
+    out->started = 0;
+  }
+}
+
+// The carry slots of the temp header: two alternating Carry values for a call split over
+// launches.
+template <class C>
+C* CarrySlot(TempHeader* h, int k) {
+  constexpr int kWords = int(DivUp(sizeof(C), 8));
+  static_assert(2 * kWords <= int(sizeof(h->slot) / 8), "the header holds two carries");
+  return reinterpret_cast<C*>(&h->slot[(k & 1) * kWords]);
+}
+
+template <class T, class Op, class K, class Policy>
+cudaError_t SegmentedScanImpl(void* d_temp, std::size_t& temp_bytes, const T* values, const K* keys, T* out,
+                              uint64_t n, bool exclusive, const SegmentCarry<T>* carry_in,
+                              SegmentCarry<T>* carry_out, cudaStream_t stream) {
+  using IO = SegmentedTileIO<T, Op, K, Policy::kItems>;
+  using Pairs = seg::SegOp<T, Op>;
+  using Item = seg::SegItem<T>;
+  const uint64_t num_tiles = DivUp(n, Policy::kTile);
+  const uint64_t launch_tiles = std::min<uint64_t>(std::max<uint64_t>(num_tiles, 1), MaxTilesPerLaunch());
+  const std::size_t body = launch_tiles * sizeof(TileWord);
+  if (d_temp == nullptr) {
+    temp_bytes = TempBytesFor(body);
+    return cudaSuccess;
+  }
+  if (n > 0 && (values == nullptr || keys == nullptr || out == nullptr)) return cudaErrorInvalidValue;
+  if (n == 0) {
+    if (carry_out == nullptr || carry_out == carry_in) return cudaSuccess;
+    SegmentCarryPassKernel<T, Op><<<1, 1, 0, stream>>>(carry_in, carry_out);
+    GPUSCAN_CHECK_LAUNCH();
+    return cudaSuccess;
+  }
+  TempView view;
+  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
+  auto* tiles = reinterpret_cast<TileWord*>(view.body);
+  const uint64_t launch_items = launch_tiles * Policy::kTile;
+  const SegmentCarry<T>* cin = carry_in;
+  int k = 0;
+  for (uint64_t off = 0; off < n; off += launch_items, ++k) {
+    const uint64_t m = std::min(launch_items, n - off);
+    SegmentCarry<T>* cout = off + m == n ? carry_out : CarrySlot<SegmentCarry<T>>(view.header, k);
+    const auto t = static_cast<uint32_t>(DivUp(m, Policy::kTile));
+    const IO io{values + off, keys + off, out + off, off > 0, cin};
+    SinglePassScanKernel<Item, Pairs, Policy, false, IO><<<t, Policy::kThreads, 0, stream>>>(
+        io, m, t, exclusive, cin, cout, view.header, tiles);
+    GPUSCAN_CHECK_LAUNCH();
+    cin = cout;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace gpuscan::kernels::detail
+
+namespace gpuscan::kernels {
+
+template <class T, class Op, class K>
+cudaError_t SegmentedScan(void* d_temp, std::size_t& temp_bytes, const T* d_values, const K* d_keys, T* d_out,
+                          uint64_t n, bool exclusive, const SegmentCarry<T>* d_carry_in,
+                          SegmentCarry<T>* d_carry_out, cudaStream_t stream) {
+  using Policy = detail::SegmentedTuning<detail::kTunedArch, sizeof(T)>;
+  return detail::SegmentedScanImpl<T, Op, K, Policy>(d_temp, temp_bytes, d_values, d_keys, d_out, n, exclusive,
+                                                     d_carry_in, d_carry_out, stream);
+}
+
+}  // namespace gpuscan::kernels
+
+// One (T, Op) with each kind of key.
+#define GPUSCAN_INSTANTIATE_SEGMENTED_K(T, OP, K)                                                 \
+  template cudaError_t gpuscan::kernels::SegmentedScan<T, gpuscan::ops::OP<T>, K>(                \
+      void*, std::size_t&, const T*, const K*, T*, uint64_t, bool,                                \
+      const gpuscan::kernels::SegmentCarry<T>*, gpuscan::kernels::SegmentCarry<T>*, cudaStream_t);
+#define GPUSCAN_INSTANTIATE_SEGMENTED(T, OP)        \
+  GPUSCAN_INSTANTIATE_SEGMENTED_K(T, OP, uint32_t)  \
+  GPUSCAN_INSTANTIATE_SEGMENTED_K(T, OP, uint64_t)  \
+  GPUSCAN_INSTANTIATE_SEGMENTED_K(T, OP, uint8_t)

@@ -1,0 +1,4 @@
+// Fused segmented scans of uint32_t values, every integer operator, every key kind.
+#include "detail/segmented_impl.cuh"
+
+GPUSCAN_FOR_INT_OPS(GPUSCAN_INSTANTIATE_SEGMENTED, uint32_t)
