@@ -119,8 +119,14 @@ struct CompactTuning : SinglePassPolicy<256, 64 / kSize, true, 1200, 600> {};
 
 // Fused segmented scan (segmented_impl.cuh): the single-pass scan's layout and delays over
 // (head, value) pairs, which take twice a value's registers; kSize is the value's.
-// First guess, to be measured (bench/NOTES.md): 128 x 16 (4-byte) / 128 x 8 (8-byte).
+// sm_90, 4-byte: 128 x 32 (111-126 registers, no spills). kernel_suite on an H100 80GB HBM3,
+// int32 SUM under int32 keys in runs of 1000 against cub::DeviceScan::InclusiveScanByKey, same
+// run (bench/results/segmented-fused-h100-2026-11-24/): 2^28 1180-1185 us, 90.6-91.0% of a copy
+// of the same 12 bytes per element, 1.011-1.015x CUB; 2^24 1.085x; 2^20 1.37x; 2^16 1.67x.
+// 128 x 16 (64-71 registers): 2^28 1192 us 1.006x, 2^24 1.105x, 2^20 1.30x, 2^16 1.65x.
+// sm_90, 8-byte: 128 x 8 (the same 8 KiB of values per tile as 128 x 16 4-byte ones); not timed
+// against a peer (the CUB by-key peer is int32 only).
 template <int kArch, int kSize>
-struct SegmentedTuning : SinglePassPolicy<128, 64 / kSize, true, 1200, 600> {};
+struct SegmentedTuning : SinglePassPolicy<128, kSize == 4 ? 32 : 8, true, 1200, 600> {};
 
 }  // namespace gpuscan::kernels::detail
