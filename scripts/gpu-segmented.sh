@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Runs ON the GPU machine (device `run`, repo root): issue 13's fused segmented scan. Kernel tests
-# (every key kind, sizes around tiles, calls chained and split over launches) plain and under
-# compute-sanitizer memcheck, the plain scan and compaction kernel tests (they share the
-# refactored single-pass kernel), engine tests (CPU and CUDA bits equal), typed RPCs and the
-# bad-input matrix on the cuda engine, the kernel suite (fused against CUB InclusiveScanByKey;
-# the plain scan against CUB, to show the refactor cost nothing), and the Python segmented and
-# reduce-by-key tests against a cuda server. Needs, carried: .gpu-pack (scripts/gpu-check.sh)
-# and .gpu-small/pkg (optional, as scripts/gpu-scan2d.sh says).
+# Runs ON the GPU machine (device `run`, repo root): issue 13's fused segmented scan and reduce
+# by key. Kernel tests (every key kind, sizes around tiles, calls chained and split over
+# launches) plain and under compute-sanitizer memcheck; the plain scan and compaction kernel
+# tests (they share the refactored single-pass kernel); engine tests (CPU and CUDA bits equal);
+# typed RPCs and the bad-input matrix on the cuda engine; the kernel suite (fused against CUB's
+# InclusiveScanByKey and ReduceByKey; the plain scan against CUB, to show the refactor cost
+# nothing); the Python segmented and reduce-by-key tests against a cuda server. Needs, carried:
+# .gpu-pack (scripts/gpu-check.sh) and .gpu-small/pkg (optional, as scripts/gpu-scan2d.sh says).
 #   run(command="bash scripts/gpu-segmented.sh", carry=[".gpu-pack", ".gpu-small"], timeout_s=590)
 # Logs under $OUT: device.txt, kernel.log, sanitizer.log, engine.log, integration.log,
-# ks_segmented.{txt,json}, ks_scan.{txt,json}, py-segmented.log.
+# ks_segmented.{txt,json}, ks_rbk.{txt,json}, ks_scan.{txt,json}, py-segmented.log.
 set -uo pipefail
 out=${OUT:-/tmp/gpuscan-out}
 mkdir -p "$out"
@@ -17,14 +17,14 @@ mkdir -p "$out"
 B=$PWD/.gpu-bin R=$PWD/.gpu-rt
 step() { echo; echo "=== $* ==="; }
 nvidia-smi -L | tee "$out/device.txt"
-step kernel tests: segmented, scan, compaction
-timeout 200 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='SegmentedScan*:*ScanTest*:*Compact*' 2>&1 \
+step kernel tests: segmented, reduce by key, scan, compaction
+timeout 200 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='SegmentedScan*:ReduceByKey*:*ScanTest*:*Compact*' 2>&1 \
   | tee "$out/kernel.log" | tail -6
-step compute-sanitizer memcheck: segmented kernel tests
+step compute-sanitizer memcheck: segmented and reduce-by-key kernel tests
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ -x "$san" ]; then
   timeout 150 "$san" --tool memcheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
-    --gtest_filter='SegmentedScan*' >"$out/sanitizer.log" 2>&1
+    --gtest_filter='SegmentedScan*:ReduceByKey*' >"$out/sanitizer.log" 2>&1
   echo "memcheck exit $?"; tail -4 "$out/sanitizer.log"
 else
   echo "compute-sanitizer not found" | tee "$out/sanitizer.log"
@@ -33,9 +33,13 @@ step CUDA engine tests: segmented scan, reduce by key
 LD_LIBRARY_PATH=$R timeout 200 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='*Segmented*:*ReduceByKey*' 2>&1 \
   | tee "$out/engine.log" | tail -6
 step kernel suite: segmented scan against CUB InclusiveScanByKey
-timeout 120 $B/kernel_suite --ops segmented_scan --dtypes int32 --sizes 2^16,2^20,2^24,2^26,2^28 \
+timeout 120 $B/kernel_suite --ops segmented_scan --dtypes int32 --sizes 2^16,2^20,2^24,2^26,2^28,2^30 \
   --json "$out/ks_segmented.json" >"$out/ks_segmented.txt" 2>&1
 grep segmented_scan "$out/ks_segmented.txt" | grep -v '^copy'
+step kernel suite: reduce by key against CUB ReduceByKey
+timeout 120 $B/kernel_suite --ops reduce_by_key --dtypes int32 --sizes 2^16,2^20,2^24,2^26,2^28,2^30 \
+  --json "$out/ks_rbk.json" >"$out/ks_rbk.txt" 2>&1
+grep reduce_by_key "$out/ks_rbk.txt" | grep -v '^copy'
 step kernel suite: plain scan against CUB
 timeout 120 $B/kernel_suite --ops scan --dtypes int32,float32,int64 --sizes 2^16,2^24,2^28 \
   --json "$out/ks_scan.json" >"$out/ks_scan.txt" 2>&1

@@ -35,6 +35,7 @@
 #include "gpuscan/kernels/reduce.h"
 #include "gpuscan/kernels/scan.h"
 #include "gpuscan/kernels/scan2d.h"
+#include "gpuscan/kernels/reduce_by_key.h"
 #include "gpuscan/kernels/segmented_scan.h"
 #include "gpuscan/kernels/sort.h"
 #include "gpuscan/kernels/temp_storage.h"
@@ -299,6 +300,7 @@ class Suite {
       else if (op == "reduce") go_on = Reduce<T>(dtype, n);
       else if (op == "histogram") go_on = Histogram<T>(dtype, n);
       else if (op == "segmented_scan") go_on = Segmented<T>(dtype, n);
+      else if (op == "reduce_by_key") go_on = RunsByKey<T>(dtype, n);
       else if (op == "sort") go_on = SortKeys<T>(dtype, n);
       else if (op == "scan2d") go_on = Scan2D<T>(dtype, n);
       else go_on = Compact<T>(dtype, n);
@@ -750,6 +752,80 @@ class Suite {
     }
   }
 
+  // Reduce by key: SUM of int32 values over runs of 1000 equal int32 keys (the segmented cell's
+  // data), against cub::DeviceReduce::ReduceByKey. Ours ("fused") is kernels::ReduceByKey closing
+  // the last run. Bytes moved: keys and values read, one key and value written per run.
+  template <class T>
+  bool RunsByKey(DType dtype, uint64_t n) {
+    if constexpr (!std::is_same_v<T, int32_t>) {
+      if (!rbk_noted_) Note("reduce_by_key: int32 rows only (the CUB peer is instantiated for int32)");
+      rbk_noted_ = true;
+      return true;
+    } else {
+      std::size_t cub_temp = 0, our_temp = 0;
+      BENCH_CHECK(kernels::ReduceByKeyCub(nullptr, cub_temp, nullptr, nullptr, nullptr, nullptr, nullptr, n, s()));
+      BENCH_CHECK((kernels::ReduceByKey<int32_t, ops::Sum<int32_t>, uint32_t>(
+          nullptr, our_temp, nullptr, nullptr, nullptr, nullptr, n, true, nullptr, nullptr, s())));
+      // in_ / out_ slots: values, then keys; ref_: CUB's keys, then its values; temp_: ours, then
+      // CUB's; scalars: CUB's run count at 16, our carry (the run count) at 20..23.
+      const std::size_t half = RoundUp(n * 4);
+      if (!Prepare(What("reduce_by_key", dtype, n), 2 * half, 0, 2 * half, RoundUp(our_temp) + cub_temp)) return true;
+      FillPools<int32_t>(0x7B1, false);
+      for (uint64_t r = 0; r < slots_; ++r) {
+        FillRunKeys<<<kGrid, kBlock, 0, s()>>>(reinterpret_cast<int32_t*>(InSlot(int(r)) + half), n, 1000);
+        CheckLaunch();
+      }
+      const uint64_t runs = (n + 999) / 1000;
+      auto values = [&](int r) { return reinterpret_cast<const int32_t*>(InSlot(r)); };
+      auto keys = [&](int r) { return reinterpret_cast<const int32_t*>(InSlot(r) + half); };
+      auto out_values = [&](int r) { return reinterpret_cast<int32_t*>(OutSlot(r)); };
+      auto out_keys = [&](int r) { return reinterpret_cast<int32_t*>(OutSlot(r) + half); };
+      auto* their_keys = reinterpret_cast<int32_t*>(ref_.get());
+      auto* their_values = reinterpret_cast<int32_t*>(ref_.get() + half);
+      auto* their_runs = reinterpret_cast<int32_t*>(Scalar(16));
+      auto* our_carry = reinterpret_cast<kernels::RunCarry<int32_t>*>(Scalar(20));
+      char* cub_area = temp_.get() + RoundUp(our_temp);
+      auto cub = [&](int r, int32_t* k, int32_t* v) {
+        std::size_t b = cub_temp;
+        return kernels::ReduceByKeyCub(cub_area, b, keys(r), values(r), k, v, their_runs, n, s());
+      };
+      auto mine = [&](int r, int32_t* k, int32_t* v) {
+        std::size_t b = RoundUp(our_temp);
+        return kernels::ReduceByKey<int32_t, ops::Sum<int32_t>, uint32_t>(
+            temp_.get(), b, values(r), reinterpret_cast<const uint32_t*>(keys(r)), reinterpret_cast<uint32_t*>(k), v,
+            n, true, nullptr, our_carry, s());
+      };
+      const uint64_t bytes = 8 * n + 8 * runs;
+      const Times copy = TimeCopy(bytes);
+      const Times cub_t = Time([&](int r) { return cub(r, out_keys(r), out_values(r)); });
+      BENCH_CHECK(cub(0, their_keys, their_values));
+      int32_t cub_runs = -1;
+      BENCH_CHECK(cudaMemcpyAsync(&cub_runs, their_runs, 4, cudaMemcpyDeviceToHost, s()));
+      BENCH_CHECK(cudaStreamSynchronize(s()));
+      const bool cub_ok = uint64_t(cub_runs) == runs;
+      if (!Emit(MakeRow("copy", "reduce_by_key", dtype, n, bytes, copy, copy.median_us, cub_t.median_us, true))) {
+        return false;
+      }
+      if (!Emit(MakeRow("reduce_by_key", "cub", dtype, n, bytes, cub_t, copy.median_us, cub_t.median_us, cub_ok))) {
+        return false;
+      }
+      if (Wants("fused")) {
+        const Times t = Time([&](int r) { return mine(r, out_keys(r), out_values(r)); });
+        BENCH_CHECK(cudaMemsetAsync(out_values(0), 0xFF, 2 * half, s()));
+        BENCH_CHECK(mine(0, out_keys(0), out_values(0)));
+        kernels::RunCarry<int32_t> carry{};
+        BENCH_CHECK(cudaMemcpyAsync(&carry, our_carry, sizeof(carry), cudaMemcpyDeviceToHost, s()));
+        BENCH_CHECK(cudaStreamSynchronize(s()));
+        const bool ok = carry.runs == runs && cub_ok && AllSame<int32_t>(out_keys(0), their_keys, runs) &&
+                        AllSame<int32_t>(out_values(0), their_values, runs);
+        if (!Emit(MakeRow("reduce_by_key", "fused", dtype, n, bytes, t, copy.median_us, cub_t.median_us, ok))) {
+          return false;
+        }
+      }
+      return true;
+    }
+  }
+
   // Stable radix sort of unsigned keys (the issue's cells: 2^28 uint32, 2^27 uint64), keys only,
   // against cub::DeviceRadixSort::SortKeys (Onesweep) on the same fresh random data each run.
   // Ours ("radix") is kernels::Sort, what the engine runs. Bytes moved: the keys read and
@@ -865,6 +941,7 @@ class Suite {
   bool deterministic_noted_ = false;
   bool histogram_noted_ = false;
   bool segmented_noted_ = false;
+  bool rbk_noted_ = false;
   bool sort_noted_ = false;
 };
 
@@ -881,6 +958,7 @@ std::vector<std::string> SuiteAlgorithms(const std::string& operation) {
   if (operation == "compact") return {"cub", "single_pass"};
   if (operation == "histogram") return {"cub", "shared_atomics"};
   if (operation == "segmented_scan") return {"cub", "fused"};  // asked for by name, not in "all"
+  if (operation == "reduce_by_key") return {"cub", "fused"};   // likewise
   if (operation == "sort") return {"cub", "radix"};             // likewise
   if (operation == "scan2d") return {"band_wavefront"};         // likewise (no CUB peer)
   return {};
@@ -916,7 +994,8 @@ void RunKernelSuite(const SuiteSpec& spec, const std::function<bool(const Row&)>
   for (const std::string& op : ops) {
     if (SuiteAlgorithms(op).empty()) {
       throw Error(ErrorCode::kInvalidArgument,
-                  "unknown operation '" + op + "' (scan, reduce, compact, histogram, segmented_scan, sort)");
+                  "unknown operation '" + op +
+                                 "' (scan, reduce, compact, histogram, segmented_scan, reduce_by_key, sort, scan2d)");
     }
   }
   for (const std::string& a : spec.algorithms) {

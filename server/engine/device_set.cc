@@ -113,6 +113,24 @@ class SetScan2D final : public Scan2DSession {
   OpenSession open_;
 };
 
+class SetReduceByKey final : public ReduceByKeySession {
+ public:
+  SetReduceByKey(std::unique_ptr<ReduceByKeySession> s, std::string device, std::atomic<uint64_t>& open)
+      : s_(std::move(s)), device_(std::move(device)), open_(open) {}
+  uint64_t Process(const void* values, const void* keys, uint64_t n, std::string* keys_out, std::string* values_out,
+                   StageTimes& t) override {
+    return s_->Process(values, keys, n, keys_out, values_out, t);
+  }
+  uint64_t Finish(std::string* keys_out, std::string* values_out) override { return s_->Finish(keys_out, values_out); }
+  std::string algorithm() const override { return s_->algorithm(); }
+  std::string device() const override { return device_; }
+
+ private:
+  std::unique_ptr<ReduceByKeySession> s_;
+  std::string device_;
+  OpenSession open_;
+};
+
 }  // namespace
 
 DeviceSet::DeviceSet(std::vector<std::unique_ptr<Engine>> devices, std::vector<std::string> labels)
@@ -227,6 +245,12 @@ std::unique_ptr<SegmentedScanSession> DeviceSet::NewSegmentedScan(const Segmente
   const size_t i = Pick();
   return Open<SegmentedScanSession, SetSegmentedScan>(open_[i], labels_[i],
                                                       [&] { return devices_[i]->NewSegmentedScan(spec); });
+}
+
+std::unique_ptr<ReduceByKeySession> DeviceSet::NewReduceByKey(const SegmentedScanSpec& spec) {
+  const size_t i = Pick();
+  return Open<ReduceByKeySession, SetReduceByKey>(open_[i], labels_[i],
+                                                  [&] { return devices_[i]->NewReduceByKey(spec); });
 }
 
 std::unique_ptr<Scan2DSession> DeviceSet::NewScan2D(const Scan2DSpec& spec) {

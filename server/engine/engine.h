@@ -94,6 +94,20 @@ class SegmentedScanSession {
   virtual std::string device() const { return {}; }  // as ScanSession::device
 };
 
+class ReduceByKeySession {
+ public:
+  virtual ~ReduceByKeySession() = default;
+  // The next n values and their n keys (raw bytes, any alignment). Appends each run completed so
+  // far, its key to keys_out and its reduction to values_out (raw little-endian); returns how
+  // many. The run the chunk ends in stays open until a different key (or Finish) comes.
+  virtual uint64_t Process(const void* values, const void* keys, uint64_t n, std::string* keys_out,
+                           std::string* values_out, StageTimes& times) = 0;
+  // At the end of the array: appends the last run, if any element came; returns 0 or 1.
+  virtual uint64_t Finish(std::string* keys_out, std::string* values_out) = 0;
+  virtual std::string algorithm() const = 0;
+  virtual std::string device() const { return {}; }  // as ScanSession::device
+};
+
 class Scan2DSession {
  public:
   virtual ~Scan2DSession() = default;
@@ -186,6 +200,10 @@ class Engine {
   virtual std::unique_ptr<SegmentedScanSession> NewSegmentedScan(const SegmentedScanSpec& /*spec*/) {
     throw Error(ErrorCode::kUnimplemented, "segmented scan is not available on the " + name() + " engine");
   }
+  // Reduce by key (spec: the values' dtype and operator, the keys' key_dtype; heads and
+  // exclusive are ignored). Here: the runs picked out of this engine's segmented scan
+  // (engine/reduce_by_key.h); an engine with a kernel of its own overrides it.
+  virtual std::unique_ptr<ReduceByKeySession> NewReduceByKey(const SegmentedScanSpec& spec);
   virtual std::unique_ptr<Scan2DSession> NewScan2D(const Scan2DSpec& /*spec*/) {
     throw Error(ErrorCode::kUnimplemented, "2-D scan is not available on the " + name() + " engine");
   }

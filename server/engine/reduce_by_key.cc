@@ -48,6 +48,10 @@ uint64_t RunReducer::Process(const void* values, const void* keys, uint64_t n, s
   return runs;
 }
 
+std::unique_ptr<ReduceByKeySession> Engine::NewReduceByKey(const SegmentedScanSpec& spec) {
+  return std::make_unique<RunReducer>(*this, spec);
+}
+
 uint64_t RunReducer::Finish(std::string* keys_out, std::string* values_out) {
   if (!open_) return 0;
   Emit(open_key_, open_value_, keys_out, values_out);

@@ -13,7 +13,7 @@
 
 namespace gpuscan::engine {
 
-class RunReducer {
+class RunReducer final : public ReduceByKeySession {
  public:
   // spec: the values' dtype and operator and the keys' key_dtype (heads and exclusive are
   // ignored). Throws Error as Engine::NewSegmentedScan does.
@@ -22,12 +22,12 @@ class RunReducer {
   // The next n values and their n keys (raw). Appends each run completed so far, its key to
   // keys_out and its reduction to values_out (raw little-endian); returns how many.
   uint64_t Process(const void* values, const void* keys, uint64_t n, std::string* keys_out, std::string* values_out,
-                   StageTimes& times);
+                   StageTimes& times) override;
   // At the end of the array: appends the last run, if any element came; returns 0 or 1.
-  uint64_t Finish(std::string* keys_out, std::string* values_out);
+  uint64_t Finish(std::string* keys_out, std::string* values_out) override;
 
-  std::string algorithm() const { return scan_->algorithm(); }
-  std::string device() const { return scan_->device(); }
+  std::string algorithm() const override { return scan_->algorithm(); }
+  std::string device() const override { return scan_->device(); }
 
  private:
   void Emit(const unsigned char* key, const unsigned char* value, std::string* keys_out, std::string* values_out);

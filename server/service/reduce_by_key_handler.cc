@@ -35,7 +35,7 @@ class ReduceByKeyCall final
     return checker_->Add(req.data().size(), req.keys().size(), index);
   }
 
-  void Open() override { reducer_.emplace(*ctx_.engine, spec_); }
+  void Open() override { reducer_ = ctx_.engine->NewReduceByKey(spec_); }
 
   void Process(v1::ReduceByKeyRequest& req, std::vector<v1::ReduceByKeyResponse>& out) override {
     bytes_in_ += req.data().size() + req.keys().size();
@@ -83,7 +83,7 @@ class ReduceByKeyCall final
 
   engine::SegmentedScanSpec spec_;
   std::optional<PairedChecker> checker_;
-  std::optional<engine::RunReducer> reducer_;
+  std::unique_ptr<engine::ReduceByKeySession> reducer_;
   std::optional<FlagsAligner> aligner_;  // matches keys with values by position
   uint64_t processed_ = 0;
   uint64_t runs_ = 0;

@@ -2,6 +2,7 @@
 // --max-sort-bytes; after the client half-closes the engine sorts them whole and the result
 // goes back in chunks of --chunk-bytes, in order; the final response carries Timing.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -27,8 +28,11 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
     checker_.emplace(spec_.dtype, SortSide(spec_), count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     key_size_ = engine::SizeOf(spec_.dtype);
     value_size_ = spec_.has_values ? engine::SizeOf(spec_.values_dtype) : 0;
-    if (count && *count > 0 && *count * (key_size_ + value_size_) > ctx_.options->max_sort_bytes) {
-      return TooBig(*count * (key_size_ + value_size_), "header.element_count=" + std::to_string(*count) + " makes ");
+    // Divided, not multiplied: a count near 2^64 would wrap the product below the limit.
+    const uint64_t per_element = key_size_ + value_size_;
+    if (count && *count > ctx_.options->max_sort_bytes / per_element) {
+      const uint64_t bytes = *count > UINT64_MAX / per_element ? UINT64_MAX : *count * per_element;
+      return TooBig(bytes, "header.element_count=" + std::to_string(*count) + " makes ");
     }
     return grpc::Status::OK;
   }

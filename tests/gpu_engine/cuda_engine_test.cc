@@ -301,6 +301,49 @@ void ExpectGpuSegmented(Engine& gpu, CpuEngine& cpu, Op op, std::mt19937_64& rng
   }
 }
 
+// Reduce by key: the CUDA engine's (the fused kernel for 4-byte values under exact operators;
+// the runs of the segmented scan otherwise) gives the CPU engine's runs byte for byte, for
+// sizes around the fused path's sub-chunk (2 MiB of values and keys), random chunkings, runs
+// closing at chunk edges, 4- and 8-byte keys.
+template <class T, class O, class K>
+void ExpectGpuReduceByKey(Engine& gpu, CpuEngine& cpu, Op op, const std::string& algorithm, std::mt19937_64& rng) {
+  const std::size_t sub = (kSubChunkBytes - 16) / (sizeof(T) + sizeof(K));
+  engine::SegmentedScanSpec spec;
+  spec.dtype = DTypeOf<T>();
+  spec.op = op;
+  spec.key_dtype = DTypeOf<K>();
+  EXPECT_EQ(gpu.NewReduceByKey(spec)->algorithm(), algorithm);
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2049}, sub - 1, sub + 1, 2 * sub + 5}) {
+    const std::vector<T> x = testing::RandomInput<T, O>(n, rng);
+    for (const std::size_t mean_run : {std::size_t{2}, std::size_t{1000}}) {
+      const auto keys = testing::RandomSegmentKeys<K>(n, rng, mean_run);
+      const std::vector<unsigned char> raw(reinterpret_cast<const unsigned char*>(keys.data()),
+                                           reinterpret_cast<const unsigned char*>(keys.data() + n));
+      const auto want = RunReduceByKey(cpu, spec, x, raw, {n});
+      const std::string what = std::string(engine::Name(spec.dtype)) + " " + std::string(engine::Name(op)) + " keys " +
+                               std::string(engine::Name(spec.key_dtype)) + " n=" + std::to_string(n) + " run " +
+                               std::to_string(mean_run);
+      for (const auto& chunks : {std::vector<std::size_t>{n}, testing::RandomChunkLengths(n, rng, sub),
+                                 testing::RandomChunkLengths(n, rng, 700)}) {
+        const auto got = RunReduceByKey(gpu, spec, x, raw, chunks);
+        ASSERT_EQ(got.first, want.first) << what << ", " << Describe(chunks) << ": keys";
+        ASSERT_EQ(got.second, want.second) << what << ", " << Describe(chunks) << ": values";
+      }
+    }
+  }
+}
+
+TEST_F(CudaEngineTest, ReduceByKeyMatchesTheCpuEngineByteForByte) {
+  GPUSCAN_SEEDED_RNG(rng);
+  CpuEngine cpu(0);
+  ExpectGpuReduceByKey<int32_t, ops::Sum<int32_t>, int32_t>(*engine_, cpu, Op::kSum, "reduce_by_key_single_pass", rng);
+  ExpectGpuReduceByKey<uint32_t, ops::BitXor<uint32_t>, uint64_t>(*engine_, cpu, Op::kBitXor,
+                                                                  "reduce_by_key_single_pass", rng);
+  ExpectGpuReduceByKey<float, ops::Max<float>, int64_t>(*engine_, cpu, Op::kMax, "reduce_by_key_single_pass", rng);
+  ExpectGpuReduceByKey<int64_t, ops::Sum<int64_t>, int32_t>(*engine_, cpu, Op::kSum, "segmented_single_pass", rng);
+  ExpectGpuReduceByKey<float, ops::Sum<float>, uint32_t>(*engine_, cpu, Op::kSum, "segmented_deterministic", rng);
+}
+
 template <class T>
 void ExpectGpuSegmentedEveryOp(Engine& gpu, std::mt19937_64& rng) {
   CpuEngine cpu(0);

@@ -606,6 +606,12 @@ void SortRows(std::vector<Row>& rows) {
     rows.push_back(MakeRow("DeclaredCountAboveMaxSortBytes", s, kExhausted,
                            {"header.element_count=1099511627776", "--max-sort-bytes=", "Limits.max_sort_bytes"}));
   }
+  {  // 2^62 int32 keys: 2^64 bytes, which a multiplication would wrap to 0 (found in review)
+    S s{SortHead()};
+    s[0].mutable_header()->set_element_count(uint64_t{1} << 62);
+    rows.push_back(MakeRow("DeclaredCountWhoseBytesWrap", s, kExhausted,
+                           {"header.element_count=4611686018427387904", "--max-sort-bytes="}));
+  }
   rows.push_back(MakeRow("HeaderMissing", S{SortChunk(16, 0)}, kInvalid, {"header missing", "request #0"}));
 }
 

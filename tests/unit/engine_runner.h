@@ -7,8 +7,9 @@
 #include <cstring>
 #include <limits>
 #include <random>
-#include <type_traits>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "engine/cpu_engine.h"
@@ -164,6 +165,29 @@ std::vector<T> RunSegmentedScan(Engine& engine, const engine::SegmentedScanSpec&
     offset += len;
   }
   EXPECT_EQ(offset, in.size()) << "chunk lengths do not add up";
+  return out;
+}
+
+// Runs a reduce by key in chunks of the given lengths; returns (keys bytes, values bytes) of the
+// runs, which must number what Process and Finish said.
+template <class T>
+std::pair<std::string, std::string> RunReduceByKey(Engine& engine, const engine::SegmentedScanSpec& spec,
+                                                   const std::vector<T>& in, const std::vector<unsigned char>& keys,
+                                                   const std::vector<std::size_t>& chunks) {
+  auto session = engine.NewReduceByKey(spec);
+  const std::size_t ksize = engine::SizeOf(spec.key_dtype);
+  std::pair<std::string, std::string> out;
+  StageTimes times;
+  std::size_t offset = 0;
+  uint64_t runs = 0;
+  for (std::size_t len : chunks) {
+    runs += session->Process(in.data() + offset, keys.data() + offset * ksize, len, &out.first, &out.second, times);
+    offset += len;
+  }
+  runs += session->Finish(&out.first, &out.second);
+  EXPECT_EQ(offset, in.size()) << "chunk lengths do not add up";
+  EXPECT_EQ(out.first.size(), runs * ksize) << "keys of " << runs << " runs";
+  EXPECT_EQ(out.second.size(), runs * sizeof(T)) << "values of " << runs << " runs";
   return out;
 }
 

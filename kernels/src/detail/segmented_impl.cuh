@@ -47,16 +47,125 @@ __device__ __forceinline__ void LoadRun(const K* p, K* dst) {
   for (int i = 0; i < kCount; ++i) dst[i] = u.k[i];
 }
 
+// A tile's keys in the striped layout of its values of T, and which elements open or close a
+// segment. Element i = r * kVecElems + j of a thread sits at tile offset First() + r * kRowStride + j
+// (striped.cuh). K: uint32_t / uint64_t (a key's bits) or uint8_t (head flags).
+template <class T, class K, int kItems>
+struct TileKeys {
+  using Layout = StripedLayout<T, kItems>;
+  static constexpr int kVecs = Layout::kVecs, kVecElems = Layout::kVecElems;
+  static_assert(kItems <= 32, "segment bits fit one word per thread");
+  K k[kItems];
+
+  __device__ __forceinline__ static int Offset(int i) {
+    return Layout::First() + (i / kVecElems) * Layout::kRowStride + i % kVecElems;
+  }
+
+  // tile_keys: the tile's first key. Padding past tile_valid reads as K{}.
+  __device__ __forceinline__ void Load(const K* tile_keys, int tile_valid, bool vec) {
+    const int first = Layout::First();
+#pragma unroll
+    for (int r = 0; r < kVecs; ++r) {
+      if (vec) {
+        LoadRun<K, kVecElems>(tile_keys + first + r * Layout::kRowStride, k + r * kVecElems);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kVecElems; ++j) {
+          const int idx = first + r * Layout::kRowStride + j;
+          k[r * kVecElems + j] = idx < tile_valid ? tile_keys[idx] : K{};
+        }
+      }
+    }
+  }
+
+  // Bit i: element i opens a segment (its key differs from the one before it, or its head byte is
+  // nonzero). before(found): the key before this thread's first element, asked of lane 0 only
+  // (the lane before's last key serves the others); found false: it has none, so it opens one.
+  template <class Before>
+  __device__ __forceinline__ uint32_t Heads(int tile_valid, Before before_first) const {
+    const int lane = LaneId();
+    const bool full = tile_valid == kWarpThreads * kItems * int(blockDim.x / kWarpThreads);
+    uint32_t bits = 0;
+#pragma unroll
+    for (int r = 0; r < kVecs; ++r) {
+      K before{};
+      bool has_before = true;
+      if constexpr (!std::is_same_v<K, uint8_t>) {
+        before = ShflUp(k[r * kVecElems + kVecElems - 1], 1);
+        if (r > 0) {
+          const K wrap = ShflIdx(k[(r - 1) * kVecElems + kVecElems - 1], kWarpThreads - 1);
+          if (lane == 0) before = wrap;
+        } else if (lane == 0 && Layout::First() < tile_valid) {  // a warp past the tile's end has no heads
+          has_before = before_first(before);
+        }
+      } else if (r == 0 && lane == 0) {
+        has_before = before_first(before);
+      }
+#pragma unroll
+      for (int j = 0; j < kVecElems; ++j) {
+        const int i = r * kVecElems + j;
+        bool head;
+        if constexpr (std::is_same_v<K, uint8_t>) {
+          head = k[i] != 0;
+        } else {
+          head = k[i] != (j == 0 ? before : k[i - 1]);
+        }
+        if (j == 0 && !has_before) head = true;                    // the array's first element
+        if (!full && Offset(i) >= tile_valid) head = false;        // padding: the identity, no restart
+        bits |= uint32_t(head) << i;
+      }
+    }
+    return bits;
+  }
+
+  // Bit i: element i closes its segment: the element after it has another key, or it is the
+  // call's last and last_closes. call_end: this tile holds the call's last element (at
+  // tile_valid - 1). after(key): the key after this thread's last element in the call, asked of
+  // lane 31's last row (the next warp's or tile's first key); false: there is none.
+  template <class After>
+  __device__ __forceinline__ uint32_t Ends(int tile_valid, bool call_end, bool last_closes, After after_last) const {
+    static_assert(!std::is_same_v<K, uint8_t>, "ends come from keys");
+    const int lane = LaneId();
+    const bool full = tile_valid == kWarpThreads * kItems * int(blockDim.x / kWarpThreads);
+    uint32_t bits = 0;
+#pragma unroll
+    for (int r = 0; r < kVecs; ++r) {
+      K after = ShflDown(k[r * kVecElems], 1);
+      bool has_after = true;
+      if (r + 1 < kVecs) {
+        const K wrap = ShflIdx(k[(r + 1) * kVecElems], 0);
+        if (lane == kWarpThreads - 1) after = wrap;
+      } else if (lane == kWarpThreads - 1) {
+        has_after = after_last(after);
+      }
+#pragma unroll
+      for (int j = 0; j < kVecElems; ++j) {
+        const int i = r * kVecElems + j;
+        const bool differs = j + 1 < kVecElems ? k[i] != k[i + 1] : (has_after && k[i] != after);
+        bool end;
+        if (full && !call_end) {  // the common case: every element is followed by another
+          end = differs;
+        } else {
+          const int off = Offset(i);
+          end = off + 1 < tile_valid || (off + 1 == tile_valid && !call_end) ? differs
+                : off + 1 == tile_valid                                     ? last_closes
+                                                                            : false;  // padding
+        }
+        bits |= uint32_t(end) << i;
+      }
+    }
+    return bits;
+  }
+};
+
 // Tiles of a segmented scan: values of T, keys of K (uint32_t / uint64_t: a key's bits; uint8_t:
 // head flags), out of T (may alias values).
 template <class T, class Op, class K, int kItems>
 struct SegmentedTileIO {
   using Item = seg::SegItem<T>;
-  using Pairs = seg::SegOp<T, Op>;
   using Layout = StripedLayout<T, kItems>;
   using Carry = SegmentCarry<T>;
   static constexpr bool kHeads = std::is_same_v<K, uint8_t>;
-  static constexpr int kVecs = Layout::kVecs, kVecElems = Layout::kVecElems;
 
   const T* values;
   const K* keys;
@@ -71,7 +180,7 @@ struct SegmentedTileIO {
   // Whether element i (of the launch) has an element before it in the array, and its key.
   __device__ __forceinline__ bool KeyBefore(uint64_t i, K& key) const {
     if (i > 0 || key_before) {
-      key = keys[int64_t(i) - 1];
+      if constexpr (!kHeads) key = keys[int64_t(i) - 1];
       return true;
     }
     if (carry_in != nullptr && carry_in->started) {
@@ -82,55 +191,21 @@ struct SegmentedTileIO {
   }
 
   __device__ __forceinline__ void Load(uint64_t base, int tile_valid, bool vec, Item (&items)[kItems]) const {
+    // Lane 0's key before its first element is read with the tile, not after it: a load issued
+    // once the tile's keys are in would add a second memory latency to every tile.
+    K before{};
+    bool has_before = true;
+    if (LaneId() == 0 && Layout::First() < tile_valid) has_before = KeyBefore(base + Layout::First(), before);
     T v[kItems];
-    K k[kItems];
     Layout::Load(values + base, tile_valid, vec, Op::identity(), v);
-    const int first = Layout::First();
-    const K* tile_keys = keys + base + first;
+    TileKeys<T, K, kItems> tk;
+    tk.Load(keys + base, tile_valid, vec);
+    const uint32_t heads = tk.Heads(tile_valid, [&](K& b) {
+      b = before;
+      return has_before;
+    });
 #pragma unroll
-    for (int r = 0; r < kVecs; ++r) {
-      if (vec) {
-        LoadRun<K, kVecElems>(tile_keys + r * Layout::kRowStride, k + r * kVecElems);
-      } else {
-#pragma unroll
-        for (int j = 0; j < kVecElems; ++j) {
-          const int idx = first + r * Layout::kRowStride + j;
-          k[r * kVecElems + j] = idx < tile_valid ? tile_keys[r * Layout::kRowStride + j] : K{};
-        }
-      }
-    }
-    const int lane = LaneId();
-#pragma unroll
-    for (int r = 0; r < kVecs; ++r) {
-      // The key before this row's first element: the lane before's last one; lane 0 takes lane
-      // 31's of the row before, or for row 0 reads it (or the carry's).
-      K before{};
-      bool has_before = true;
-      if constexpr (!kHeads) {
-        before = ShflUp(k[r * kVecElems + kVecElems - 1], 1);
-        if (r > 0) {
-          const K wrap = ShflIdx(k[(r - 1) * kVecElems + kVecElems - 1], kWarpThreads - 1);
-          if (lane == 0) before = wrap;
-        } else if (lane == 0 && first < tile_valid) {  // a warp past the tile's end has no heads
-          has_before = KeyBefore(base + first, before);
-        }
-      } else if (r == 0 && lane == 0) {
-        has_before = base + first > 0 || key_before || (carry_in != nullptr && carry_in->started);
-      }
-#pragma unroll
-      for (int j = 0; j < kVecElems; ++j) {
-        const int i = r * kVecElems + j;
-        uint32_t head;
-        if constexpr (kHeads) {
-          head = k[i] != 0;
-        } else {
-          head = k[i] != (j == 0 ? before : k[i - 1]);
-        }
-        if (j == 0 && !has_before) head = 1;                          // the array's first element
-        if (first + r * Layout::kRowStride + j >= tile_valid) head = 0;  // padding: the identity, no restart
-        items[i] = seg::MakeItem<T>(v[i], head);
-      }
-    }
+    for (int i = 0; i < kItems; ++i) items[i] = seg::MakeItem<T>(v[i], (heads >> i) & 1u);
   }
 
   __device__ __forceinline__ void Store(uint64_t base, int tile_valid, bool vec, const Item (&items)[kItems]) const {

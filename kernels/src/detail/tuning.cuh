@@ -129,4 +129,8 @@ struct CompactTuning : SinglePassPolicy<256, 64 / kSize, true, 1200, 600> {};
 template <int kArch, int kSize>
 struct SegmentedTuning : SinglePassPolicy<128, kSize == 4 ? 32 : 8, true, 1200, 600> {};
 
+// Fused reduce by key (reduce_by_key_impl.cuh): 4-byte values only.
+template <int kArch, int kSize>
+struct ReduceByKeyTuning : SinglePassPolicy<128, 16, true, 1200, 600> {};
+
 }  // namespace gpuscan::kernels::detail

@@ -1,0 +1,182 @@
+// The fused reduce by key (reduce_by_key.h): segmented_impl.cuh's tiles, whose pairs also count
+// the runs that close, so a closing element knows its run's output index from the scan. Included
+// by the reduce_by_key_*.cu files only.
+#pragma once
+
+#include "gpuscan/kernels/reduce_by_key.h"
+#include "segmented_impl.cuh"
+
+namespace gpuscan::kernels::detail {
+
+// A value with `bits`: bit 0 the head (a run opens here: the value restarts), bits 1.. how many
+// runs closed up to here. 8 bytes for 4-byte values: one look-back word.
+template <class T>
+struct RunItem {
+  T value;
+  uint32_t bits;
+};
+
+template <class T, class Op>
+struct RunOp {
+  using Item = RunItem<T>;
+  static_assert(sizeof(T) == 4, "a run item fills the 8 value bytes of a tile word");
+  __host__ __device__ __forceinline__ static Item identity() { return {Op::identity(), 0u}; }
+  __host__ __device__ __forceinline__ Item operator()(const Item& a, const Item& b) const {
+    // Counts add (b's head rides in bit 0 of the sum: a's bit 0 is cleared first); heads or.
+    return {(b.bits & 1u) ? b.value : Op()(a.value, b.value), ((a.bits & ~1u) + b.bits) | (a.bits & 1u)};
+  }
+};
+
+template <class T, class Op, class K, int kItems>
+struct ReduceByKeyTileIO {
+  using Item = RunItem<T>;
+  using Layout = StripedLayout<T, kItems>;
+  using Keys = TileKeys<T, K, kItems>;
+  using Carry = RunCarry<T>;
+
+  const T* values;
+  const K* keys;
+  K* keys_out;
+  T* values_out;
+  uint64_t n;             // the call's elements (one launch)
+  bool close;             // the call's last element closes its run
+  const Carry* carry_in;  // null: the array starts here
+  uint32_t ends = 0;      // bit i: this thread's element i closes its run (set by Load)
+
+  __device__ __forceinline__ bool Vector(int tile_valid, int tile) const {
+    return tile_valid == tile && Aligned16(values) && Aligned16(keys);
+  }
+
+  __device__ __forceinline__ void Load(uint64_t base, int tile_valid, bool vec, Item (&items)[kItems]) {
+    // The keys before lane 0's first element and after lane 31's last are read with the tile
+    // (segmented_impl.cuh says why).
+    const int lane = LaneId();
+    const uint64_t first = base + Layout::First(), next = base + Keys::Offset(kItems - 1) + 1;
+    K before{}, after{};
+    bool has_before = true, has_after = false;
+    if (lane == 0 && Layout::First() < tile_valid) {
+      if (first > 0) {
+        before = keys[first - 1];
+      } else if (carry_in != nullptr && carry_in->started) {
+        before = K(carry_in->last_key);
+      } else {
+        has_before = false;
+      }
+    }
+    if (lane == kWarpThreads - 1 && next < n) {
+      after = keys[next];
+      has_after = true;
+    }
+    T v[kItems];
+    Layout::Load(values + base, tile_valid, vec, Op::identity(), v);
+    Keys tk;
+    tk.Load(keys + base, tile_valid, vec);
+    const uint32_t heads = tk.Heads(tile_valid, [&](K& b) {
+      b = before;
+      return has_before;
+    });
+    ends = tk.Ends(tile_valid, base + tile_valid == n, close, [&](K& a) {
+      a = after;
+      return has_after;
+    });
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) items[i] = {v[i], ((heads >> i) & 1u) | (((ends >> i) & 1u) << 1)};
+  }
+
+  // A closing element writes its run: the index is the runs closed up to it, less one. Runs are
+  // sparse, so a row no lane of the warp closes a run in is skipped whole (predicated writes for
+  // every element would cost more than the scan).
+  __device__ __forceinline__ void Store(uint64_t base, int /*tile_valid*/, bool /*vec*/, const Item (&items)[kItems]) const {
+    constexpr int kVecElems = Layout::kVecElems;
+#pragma unroll
+    for (int r = 0; r < Layout::kVecs; ++r) {
+      const uint32_t row = (ends >> (r * kVecElems)) & ((1u << kVecElems) - 1);
+      if (!__any_sync(kFullMask, row != 0)) continue;
+#pragma unroll
+      for (int j = 0; j < kVecElems; ++j) {
+        const int i = r * kVecElems + j;
+        if ((row >> j) & 1u) {
+          const uint32_t idx = (items[i].bits >> 1) - 1;
+          values_out[idx] = items[i].value;
+          keys_out[idx] = keys[base + Keys::Offset(i)];
+        }
+      }
+    }
+  }
+
+  __device__ __forceinline__ static Item ExclusiveOut(Item run, const Item& /*x*/) { return run; }  // never: inclusive
+  // The carried run goes on; its closed runs were the last call's (indices restart at 0).
+  __device__ __forceinline__ static Item CarryItem(const Carry& c) { return {c.value, c.state & 1u}; }
+  __device__ __forceinline__ void WriteCarry(Carry* c, Item value, uint64_t count) const {
+    c->value = value.value;
+    c->state = value.bits & 1u;
+    c->last_key = uint64_t(keys[count - 1]);
+    c->started = 1;
+    c->runs = value.bits >> 1;
+  }
+};
+
+// n == 0: the carry passes through, no runs written.
+template <class T, class Op>
+__global__ void RunCarryPassKernel(const RunCarry<T>* in, RunCarry<T>* out) {
+  if (in != nullptr) {
+    *out = *in;
+  } else {
+    *out = RunCarry<T>{Op::identity(), 0u, 0, 0, 0};
+  }
+  out->runs = 0;
+}
+
+template <class T, class Op, class K, class Policy>
+cudaError_t ReduceByKeyImpl(void* d_temp, std::size_t& temp_bytes, const T* values, const K* keys, K* keys_out,
+                            T* values_out, uint64_t n, bool close, const RunCarry<T>* carry_in,
+                            RunCarry<T>* carry_out, cudaStream_t stream) {
+  using IO = ReduceByKeyTileIO<T, Op, K, Policy::kItems>;
+  const uint64_t num_tiles = DivUp(n, Policy::kTile);
+  const std::size_t body = std::max<uint64_t>(num_tiles, 1) * sizeof(TileWord);
+  if (d_temp == nullptr) {
+    temp_bytes = TempBytesFor(body);
+    return cudaSuccess;
+  }
+  // One launch (the run indices are the launch's), and counts that fit the item's 31 bits.
+  if (carry_out == nullptr || n >= (uint64_t{1} << 31) || num_tiles > MaxTilesPerLaunch()) return cudaErrorInvalidValue;
+  if (n > 0 && (values == nullptr || keys == nullptr || keys_out == nullptr || values_out == nullptr)) {
+    return cudaErrorInvalidValue;
+  }
+  if (n == 0) {
+    RunCarryPassKernel<T, Op><<<1, 1, 0, stream>>>(carry_in, carry_out);
+    GPUSCAN_CHECK_LAUNCH();
+    return cudaSuccess;
+  }
+  TempView view;
+  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
+  const auto t = static_cast<uint32_t>(num_tiles);
+  IO io{values, keys, keys_out, values_out, n, close, carry_in};
+  SinglePassScanKernel<RunItem<T>, RunOp<T, Op>, Policy, false, IO><<<t, Policy::kThreads, 0, stream>>>(
+      io, n, t, false, carry_in, carry_out, view.header, reinterpret_cast<TileWord*>(view.body));
+  GPUSCAN_CHECK_LAUNCH();
+  return cudaSuccess;
+}
+
+}  // namespace gpuscan::kernels::detail
+
+namespace gpuscan::kernels {
+
+template <class T, class Op, class K>
+cudaError_t ReduceByKey(void* d_temp, std::size_t& temp_bytes, const T* d_values, const K* d_keys, K* d_keys_out,
+                        T* d_values_out, uint64_t n, bool close, const RunCarry<T>* d_carry_in,
+                        RunCarry<T>* d_carry_out, cudaStream_t stream) {
+  using Policy = detail::ReduceByKeyTuning<detail::kTunedArch, sizeof(T)>;
+  return detail::ReduceByKeyImpl<T, Op, K, Policy>(d_temp, temp_bytes, d_values, d_keys, d_keys_out, d_values_out, n,
+                                                   close, d_carry_in, d_carry_out, stream);
+}
+
+}  // namespace gpuscan::kernels
+
+#define GPUSCAN_INSTANTIATE_REDUCE_BY_KEY_K(T, OP, K)                                                      \
+  template cudaError_t gpuscan::kernels::ReduceByKey<T, gpuscan::ops::OP<T>, K>(                           \
+      void*, std::size_t&, const T*, const K*, K*, T*, uint64_t, bool, const gpuscan::kernels::RunCarry<T>*, \
+      gpuscan::kernels::RunCarry<T>*, cudaStream_t);
+#define GPUSCAN_INSTANTIATE_REDUCE_BY_KEY(T, OP)       \
+  GPUSCAN_INSTANTIATE_REDUCE_BY_KEY_K(T, OP, uint32_t) \
+  GPUSCAN_INSTANTIATE_REDUCE_BY_KEY_K(T, OP, uint64_t)
