@@ -8,6 +8,7 @@
 # nothing); the Python segmented and reduce-by-key tests against a cuda server. Needs, carried:
 # .gpu-pack (scripts/gpu-check.sh) and .gpu-small/pkg (optional, as scripts/gpu-scan2d.sh says).
 #   run(command="bash scripts/gpu-segmented.sh", carry=[".gpu-pack", ".gpu-small"], timeout_s=590)
+# PART=service runs only the engine, integration and Python steps.
 # Logs under $OUT: device.txt, kernel.log, sanitizer.log, engine.log, integration.log,
 # ks_segmented.{txt,json}, ks_rbk.{txt,json}, ks_scan.{txt,json}, py-segmented.log.
 set -uo pipefail
@@ -17,6 +18,7 @@ mkdir -p "$out"
 B=$PWD/.gpu-bin R=$PWD/.gpu-rt
 step() { echo; echo "=== $* ==="; }
 nvidia-smi -L | tee "$out/device.txt"
+if [ "${PART:-all}" != service ]; then
 step kernel tests: segmented, reduce by key, scan, compaction
 timeout 200 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='SegmentedScan*:ReduceByKey*:*ScanTest*:*Compact*' 2>&1 \
   | tee "$out/kernel.log" | tail -6
@@ -29,9 +31,11 @@ if [ -x "$san" ]; then
 else
   echo "compute-sanitizer not found" | tee "$out/sanitizer.log"
 fi
+fi
 step CUDA engine tests: segmented scan, reduce by key
 LD_LIBRARY_PATH=$R timeout 200 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='*Segmented*:*ReduceByKey*' 2>&1 \
   | tee "$out/engine.log" | tail -6
+if [ "${PART:-all}" != service ]; then
 step kernel suite: segmented scan against CUB InclusiveScanByKey
 timeout 120 $B/kernel_suite --ops segmented_scan --dtypes int32 --sizes 2^16,2^20,2^24,2^26,2^28,2^30 \
   --json "$out/ks_segmented.json" >"$out/ks_segmented.txt" 2>&1
@@ -44,6 +48,7 @@ step kernel suite: plain scan against CUB
 timeout 120 $B/kernel_suite --ops scan --dtypes int32,float32,int64 --sizes 2^16,2^24,2^28 \
   --json "$out/ks_scan.json" >"$out/ks_scan.txt" 2>&1
 grep -E 'decoupled|cub' "$out/ks_scan.txt" | grep -v '^copy' | head -20
+fi
 step typed RPCs and the bad-input matrix on the cuda engine
 GPUSCAN_TEST_ENGINE=cuda LD_LIBRARY_PATH=$R timeout 200 $B/integration_tests --gtest_brief=1 \
   --gtest_filter='*Segmented*:*ReduceByKey*:*BadInputMatrix*' 2>&1 | grep -v '\[info\]' \

@@ -124,12 +124,16 @@ struct CompactTuning : SinglePassPolicy<256, 64 / kSize, true, 1200, 600> {};
 // run (bench/results/segmented-fused-h100-2026-11-24/): 2^28 1180-1185 us, 90.6-91.0% of a copy
 // of the same 12 bytes per element, 1.011-1.015x CUB; 2^24 1.085x; 2^20 1.37x; 2^16 1.67x.
 // 128 x 16 (64-71 registers): 2^28 1192 us 1.006x, 2^24 1.105x, 2^20 1.30x, 2^16 1.65x.
+// With the full-tile paths (segmented_impl.cuh), 128 x 32: 2^28 1139 us, 94.2% of copy, 1.054x.
 // sm_90, 8-byte: 128 x 8 (the same 8 KiB of values per tile as 128 x 16 4-byte ones); not timed
 // against a peer (the CUB by-key peer is int32 only).
 template <int kArch, int kSize>
 struct SegmentedTuning : SinglePassPolicy<128, kSize == 4 ? 32 : 8, true, 1200, 600> {};
 
-// Fused reduce by key (reduce_by_key_impl.cuh): 4-byte values only.
+// Fused reduce by key (reduce_by_key_impl.cuh): 4-byte values only. sm_90: 128 x 16. H100, int32
+// SUM over runs of 1000 int32 keys against cub::DeviceReduce::ReduceByKey, same run
+// (bench/results/segmented-fused-h100-2026-11-24/ks_rbk.txt): 2^28 970 us 0.89x, 2^24 0.97x,
+// 2^20 1.18x. 128 x 32: 2^28 0.88x, 2^24 0.94x (ALU-bound: bench/NOTES.md).
 template <int kArch, int kSize>
 struct ReduceByKeyTuning : SinglePassPolicy<128, 16, true, 1200, 600> {};
 
