@@ -8,13 +8,16 @@
 // Seeds named accept_* must be accepted and reject_* rejected; other inputs (fuzzer finds) only
 // have to keep the invariants.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gpuscan/v1/gpuscan.pb.h"
@@ -26,7 +29,8 @@ namespace v1 = gpuscan::v1;
 
 namespace {
 
-constexpr int kScan = 0, kReduce = 1, kCompact = 2, kHistogram = 3, kScan2D = 4;
+constexpr int kScan = 0, kReduce = 1, kCompact = 2, kHistogram = 3, kScan2D = 4, kSegmentedScan = 5,
+              kReduceByKey = 6, kSort = 7;
 // Limits byte: chunk limit 8 << (b & 7); max request bytes {0, 64, 512, 4096}[(b >> 3) & 3].
 constexpr uint8_t kChunk1K = 7, kChunk256 = 5, kChunk64 = 3;
 constexpr uint8_t kMax512 = 2 << 3, kMax4K = 3 << 3;
@@ -102,6 +106,94 @@ std::string Flags(size_t n) {
   std::string f(n, '\0');
   for (auto& c : f) c = rng() & 1 ? static_cast<char>(1 + rng() % 255) : '\0';
   return f;
+}
+v1::SegmentedScanHeader SegKeysH(v1::DType d, v1::Operator op, v1::DType key, bool exclusive = false) {
+  v1::SegmentedScanHeader h;
+  h.set_dtype(d);
+  h.set_op(op);
+  if (exclusive) h.set_kind(v1::SCAN_KIND_EXCLUSIVE);
+  h.set_key_dtype(key);
+  return h;
+}
+v1::SegmentedScanHeader SegHeadsH(v1::DType d, v1::Operator op, bool exclusive = false) {
+  v1::SegmentedScanHeader h;
+  h.set_dtype(d);
+  h.set_op(op);
+  if (exclusive) h.set_kind(v1::SCAN_KIND_EXCLUSIVE);
+  h.set_heads(true);
+  return h;
+}
+v1::ReduceByKeyHeader ByKeyH(v1::DType d, v1::Operator op, v1::DType key) {
+  v1::ReduceByKeyHeader h;
+  h.set_dtype(d);
+  h.set_op(op);
+  h.set_key_dtype(key);
+  return h;
+}
+v1::SortHeader SortH(v1::DType d, v1::SortOutput out, bool descending = false,
+                     v1::DType values = v1::DTYPE_UNSPECIFIED) {
+  v1::SortHeader h;
+  h.set_dtype(d);
+  h.set_output(out);
+  h.set_descending(descending);
+  h.set_values_dtype(values);
+  return h;
+}
+// n keys of `size` bytes in runs of equal keys (1 to 2 x mean_run long); now and then a run takes
+// the key of the run before the last (equal keys apart are distinct segments).
+std::string RunKeys(size_t n, size_t size, size_t mean_run) {
+  std::string s;
+  uint64_t key = rng(), before = key;
+  for (size_t i = 0; i < n;) {
+    const size_t len = 1 + rng() % (2 * mean_run);
+    uint64_t next = rng() % 4 == 0 ? before : rng();
+    if (next == key) ++next;
+    before = key;
+    key = next;
+    for (size_t j = 0; j < len && i < n; ++j, ++i) s.append(reinterpret_cast<const char*>(&key), size);
+  }
+  return s;
+}
+// n head bytes, about a quarter of them nonzero (any value).
+std::string Heads(size_t n) {
+  std::string f(n, '\0');
+  for (auto& c : f) c = rng() % 4 == 0 ? static_cast<char>(1 + rng() % 255) : '\0';
+  return f;
+}
+// n raw floats uniform in [-100, 100): sums round, so the association shows in the bits.
+template <class T>
+std::string Reals(size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    const T x = static_cast<T>(double(rng() >> 11) * 0x1p-53 * 200 - 100);
+    s.append(reinterpret_cast<const char*>(&x), sizeof(T));
+  }
+  return s;
+}
+// n raw elements of T for sorts and float scans: repeats (small integers), random bits, and for
+// floats +-0, +-inf and NaNs of both signs with random payloads.
+template <class T>
+std::string Keys(size_t n) {
+  using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    const U bits = static_cast<U>(rng());
+    T x;
+    std::memcpy(&x, &bits, sizeof(T));
+    const auto r = rng() % 8;
+    if (r < 3) x = static_cast<T>(int(rng() % 9) - 4);
+    if constexpr (std::is_floating_point_v<T>) {
+      constexpr U kExponent = sizeof(T) == 4 ? U(0x7f800000u) : U(0x7ff0000000000000ull);
+      const T special[] = {T(0), -T(0), std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity()};
+      if (r == 3) x = special[rng() % 4];
+      if (r == 4) {  // a NaN: every exponent bit, a random nonzero payload, either sign
+        const U nan = bits | kExponent | 1;
+        std::memcpy(&x, &nan, sizeof(T));
+      }
+    }
+    s.append(reinterpret_cast<const char*>(&x), sizeof(T));
+  }
+  return s;
 }
 
 void WriteSeeds(const fs::path& dir) {
@@ -200,6 +292,132 @@ void WriteSeeds(const fs::path& dir) {
       {Head(Scan2DH(v1::DTYPE_UINT32, v1::OPERATOR_BIT_XOR, 10), NonZero(100, 4))});
   put("reject_scan2d_zero_cols", kScan2D, kChunk256, {Head(Scan2DH(v1::DTYPE_INT32, v1::OPERATOR_SUM, 0))});
   put("reject_scan2d_row_above_limit", kScan2D, kChunk256, {Head(Scan2DH(v1::DTYPE_FLOAT64, v1::OPERATOR_SUM, 4096))});
+  // SegmentedScan, ReduceByKey and Sort (after the rest, so the earlier seeds' random bytes stay
+  // as they were). The second stream is `keys` (keys or head bytes) for the first two and
+  // `values` for Sort.
+  {
+    // Runs of int64 keys across chunks, the keys behind the values and then caught up.
+    const std::string v = NonZero(89 * 4, 4), k = RunKeys(89, 8, 6);
+    put("accept_segmented_int32_keys_across_chunks", kSegmentedScan, kChunk256,
+        {Head(SegKeysH(v1::DTYPE_INT32, v1::OPERATOR_SUM, v1::DTYPE_INT64), v.substr(0, 256), k.substr(0, 160)),
+         Chunk("", k.substr(160, 256)), Chunk(v.substr(256), k.substr(416, 256)), Chunk("", k.substr(672))});
+  }
+  {
+    // The canonical tree (float SUM; long segments, whose sums differ from the sequential ones
+    // in their bits), exclusive, heads ahead of the values at one point.
+    std::string h = Heads(52);
+    for (size_t i = 1; i < h.size(); ++i) {
+      if (i % 5) h[i] = '\0';  // segments of 5 to 20 or so
+    }
+    const std::string v = Reals<double>(52);
+    put("accept_segmented_float64_heads_exclusive", kSegmentedScan, kChunk256,
+        {Head(SegHeadsH(v1::DTYPE_FLOAT64, v1::OPERATOR_SUM, true), v.substr(0, 256), h.substr(0, 32)),
+         Chunk(v.substr(256, 128), h.substr(32)), Chunk(v.substr(384))});
+  }
+  {
+    // Float MIN (the sequential fold) over +-0, +-inf and NaNs; a declared count.
+    auto hd = SegKeysH(v1::DTYPE_FLOAT32, v1::OPERATOR_MIN, v1::DTYPE_UINT32);
+    hd.set_element_count(40);
+    const std::string v = Keys<float>(40), k = RunKeys(40, 4, 3);
+    put("accept_segmented_float32_min_uint32_keys_counted", kSegmentedScan, kChunk64 | kMax4K,
+        {Head(hd, v.substr(0, 64), k.substr(0, 64)), Chunk(v.substr(64, 64), k.substr(64, 64)),
+         Chunk(v.substr(128), k.substr(128))});
+  }
+  {
+    // Every key first (40 ahead), then the values; exclusive on an exact operator.
+    const std::string v = NonZero(40 * 8, 8), k = RunKeys(40, 4, 2);
+    put("accept_segmented_int64_bitxor_exclusive_keys_first", kSegmentedScan, kChunk256,
+        {Head(SegKeysH(v1::DTYPE_INT64, v1::OPERATOR_BIT_XOR, v1::DTYPE_INT32, true), "", k),
+         Chunk(v.substr(0, 256)), Chunk(v.substr(256))});
+  }
+  {
+    auto hd = ByKeyH(v1::DTYPE_INT64, v1::OPERATOR_SUM, v1::DTYPE_INT32);
+    hd.set_element_count(70);
+    const std::string v = NonZero(70 * 8, 8), k = RunKeys(70, 4, 5);
+    put("accept_reduce_by_key_int64", kReduceByKey, kChunk256 | kMax4K,
+        {Head(hd, v.substr(0, 256), k.substr(0, 128)), Chunk(v.substr(256, 256), k.substr(128, 128)),
+         Chunk(v.substr(512), k.substr(256))});
+  }
+  {
+    // The canonical tree (float SUM) at each run's last element: runs long enough (up to 80)
+    // for its association to differ from the sequential one. The values first, then the keys.
+    const std::string v = Reals<float>(200), k = RunKeys(200, 8, 40);
+    put("accept_reduce_by_key_float32_sum_uint64_keys", kReduceByKey, kChunk1K,
+        {Head(ByKeyH(v1::DTYPE_FLOAT32, v1::OPERATOR_SUM, v1::DTYPE_UINT64), v, k.substr(0, 800)),
+         Chunk("", k.substr(800))});
+  }
+  {
+    // Runs of one or two elements, chunks of 8 at the 64-byte limit: runs end at every edge.
+    const std::string v = Keys<double>(30), k = RunKeys(30, 8, 1);
+    std::vector<SeedRequest> reqs{Head(ByKeyH(v1::DTYPE_FLOAT64, v1::OPERATOR_MAX, v1::DTYPE_INT64))};
+    for (size_t i = 0; i < 30; i += 8) reqs.push_back(Chunk(v.substr(i * 8, 64), k.substr(i * 8, 64)));
+    put("accept_reduce_by_key_float64_max_int64_keys", kReduceByKey, kChunk64, reqs);
+  }
+  {
+    const std::string k = Keys<float>(150);
+    put("accept_sort_float32_argsort", kSort, kChunk256,
+        {Head(SortH(v1::DTYPE_FLOAT32, v1::SORT_OUTPUT_INDICES), k.substr(0, 256)), Chunk(k.substr(256, 256)),
+         Chunk(""), Chunk(k.substr(512))});
+  }
+  {
+    // Values of another size than the keys, a request behind; descending.
+    const std::string k = Keys<double>(60), v = NonZero(60 * 4, 4);
+    put("accept_sort_float64_keys_and_values_descending", kSort, kChunk256,
+        {Head(SortH(v1::DTYPE_FLOAT64, v1::SORT_OUTPUT_KEYS_AND_VALUES, true, v1::DTYPE_INT32), k.substr(0, 256),
+              v.substr(0, 120)),
+         Chunk(k.substr(256), v.substr(120))});
+  }
+  put("accept_sort_int32_descending_keys_and_indices", kSort, kChunk1K,
+      {Head(SortH(v1::DTYPE_INT32, v1::SORT_OUTPUT_KEYS_AND_INDICES, true), Keys<int32_t>(200))});
+  {
+    auto hd = SortH(v1::DTYPE_UINT64, v1::SORT_OUTPUT_KEYS);
+    hd.set_element_count(24);
+    const std::string k = Keys<uint64_t>(24);
+    put("accept_sort_uint64_keys_counted", kSort, kChunk64 | kMax512,
+        {Head(hd, k.substr(0, 64)), Chunk(k.substr(64, 64)), Chunk(k.substr(128))});
+  }
+  put("reject_segmented_keys_length_differs", kSegmentedScan, kChunk256,
+      {Head(SegKeysH(v1::DTYPE_INT32, v1::OPERATOR_SUM, v1::DTYPE_INT32), NonZero(40, 4), RunKeys(9, 4, 3))});
+  {
+    v1::SegmentedScanHeader h;
+    h.set_dtype(v1::DTYPE_INT32);
+    h.set_op(v1::OPERATOR_SUM);
+    put("reject_segmented_no_segments", kSegmentedScan, kChunk256, {Head(h, NonZero(16, 4), Heads(4))});
+    h.set_heads(false);
+    put("reject_segmented_heads_false", kSegmentedScan, kChunk256, {Head(h, NonZero(16, 4), Heads(4))});
+  }
+  put("reject_segmented_float_key_dtype", kSegmentedScan, kChunk256,
+      {Head(SegKeysH(v1::DTYPE_INT64, v1::OPERATOR_MAX, v1::DTYPE_FLOAT32), NonZero(16, 8), NonZero(8, 4))});
+  put("reject_segmented_keys_not_whole_keys", kSegmentedScan, kChunk256,
+      {Head(SegKeysH(v1::DTYPE_INT32, v1::OPERATOR_SUM, v1::DTYPE_INT64), NonZero(16, 4), NonZero(12))});
+  {
+    // Values 80 elements ahead of the heads, beyond 4 chunks of 64 bytes (64 int32 elements).
+    std::vector<SeedRequest> reqs{Head(SegHeadsH(v1::DTYPE_INT32, v1::OPERATOR_SUM), NonZero(64, 4))};
+    for (int i = 0; i < 4; ++i) reqs.push_back(Chunk(NonZero(64, 4)));
+    put("reject_segmented_keys_out_of_step", kSegmentedScan, kChunk64, reqs);
+  }
+  {
+    v1::ReduceByKeyHeader h;
+    h.set_dtype(v1::DTYPE_INT32);
+    h.set_op(v1::OPERATOR_SUM);
+    put("reject_reduce_by_key_key_dtype_missing", kReduceByKey, kChunk256, {Head(h, NonZero(16, 4), NonZero(16, 4))});
+  }
+  put("reject_reduce_by_key_more_keys_than_values", kReduceByKey, kChunk256,
+      {Head(ByKeyH(v1::DTYPE_INT64, v1::OPERATOR_SUM, v1::DTYPE_UINT32), NonZero(40, 8), RunKeys(5, 4, 2)),
+       Chunk("", RunKeys(1, 4, 1))});
+  put("reject_sort_values_without_values_output", kSort, kChunk256,
+      {Head(SortH(v1::DTYPE_INT32, v1::SORT_OUTPUT_KEYS), Keys<int32_t>(4), NonZero(16, 4))});
+  put("reject_sort_values_dtype_missing", kSort, kChunk256,
+      {Head(SortH(v1::DTYPE_INT32, v1::SORT_OUTPUT_KEYS_AND_VALUES), Keys<int32_t>(4), NonZero(16, 4))});
+  put("reject_sort_values_dtype_without_values", kSort, kChunk256,
+      {Head(SortH(v1::DTYPE_FLOAT32, v1::SORT_OUTPUT_INDICES, false, v1::DTYPE_INT64), Keys<float>(4))});
+  put("reject_sort_unknown_output", kSort, kChunk256,
+      {Head(SortH(v1::DTYPE_FLOAT64, static_cast<v1::SortOutput>(9)), Keys<double>(4))});
+  put("reject_sort_fewer_values_than_keys", kSort, kChunk256,
+      {Head(SortH(v1::DTYPE_INT64, v1::SORT_OUTPUT_KEYS_AND_VALUES, false, v1::DTYPE_FLOAT32), Keys<int64_t>(10),
+            Keys<float>(9))});
+  put("reject_sort_keys_not_whole_elements", kSort, kChunk256,
+      {Head(SortH(v1::DTYPE_INT64, v1::SORT_OUTPUT_KEYS)), Chunk(NonZero(13))});
   std::printf("wrote %d seeds to %s\n", written, dir.c_str());
 }
 

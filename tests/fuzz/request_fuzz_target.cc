@@ -18,6 +18,7 @@
 #include "engine/cpu_engine.h"
 #include "canonical_reference.h"
 #include "engine/dispatch.h"
+#include "engine/reduce_by_key.h"
 #include "gpuscan/v1/gpuscan.pb.h"
 #include "reference.h"
 #include "service/flags_aligner.h"
@@ -87,7 +88,10 @@ void CheckRejected(const grpc::Status& s) {
   }
   const std::string& m = s.error_message();
   if (m.empty()) Fail("rejected with an empty message (code " + std::to_string(int(code)) + ")");
-  static const char* const kFields[] = {"header", "request #", "flags", "--max-request-bytes", "empty stream"};
+  // "keys" / "values": the end-of-stream count check of SegmentedScan, ReduceByKey and Sort names
+  // the two streams ("keys length 3 differs from data length 4 ...").
+  static const char* const kFields[] = {"header", "request #", "flags",       "keys",
+                                        "values", "--max-request-bytes", "empty stream"};
   if (std::none_of(std::begin(kFields), std::end(kFields), [&](const char* f) { return m.find(f) != std::string::npos; })) {
     Fail("the message names no field: " + m);
   }
@@ -372,26 +376,42 @@ void RunCompactEngine(const engine::CompactSpec& spec, const std::vector<const R
   });
 }
 
-Result FuzzCompact(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes) {
+// One call whose requests carry a header, `data` and a second stream matched to it by element
+// position (Compact's flags, SegmentedScan's and ReduceByKey's keys, Sort's values): the server's
+// checks in order, PairedChecker with the RPC's side (side_of(spec)); to_spec(header, spec) is
+// the RPC's header check. run(spec, accepted, status) then gets the requests accepted so far.
+template <class Header, class Spec, class ToSpec, class SideOf, class Run>
+Result FuzzPairedCall(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes,
+                      ToSpec to_spec, SideOf side_of, Run run) {
   grpc::Status st = requests.empty() ? server::EmptyStreamStatus() : grpc::Status::OK;
-  engine::CompactSpec spec;
+  Spec spec;
   std::optional<server::PairedChecker> checker;
   std::vector<const Request*> accepted;
   for (uint64_t i = 0; st.ok() && i < requests.size(); ++i) {
     const Request& r = requests[i];
     st = server::CheckHeaderPlacement(i, r.has_header);
     if (st.ok() && i == 0) {
-      const auto h = ParseHeader<v1::CompactHeader>(r.header);
-      st = server::ToEngine(h, &spec);
-      if (st.ok()) checker.emplace(spec.dtype, server::CompactSide(spec), DeclaredCount(h), chunk_bytes, max_request_bytes);
+      const auto h = ParseHeader<Header>(r.header);
+      st = to_spec(h, &spec);
+      if (st.ok()) checker.emplace(spec.dtype, side_of(spec), DeclaredCount(h), chunk_bytes, max_request_bytes);
     }
     if (st.ok()) st = checker->Add(r.data.size(), r.flags.size(), i);
     if (st.ok()) accepted.push_back(&r);
   }
   if (st.ok()) st = checker->Finish();
   if (!st.ok()) CheckRejected(st);
-  if (checker) RunCompactEngine(spec, accepted);
+  if (checker) run(spec, accepted, st);
   return {st, checker ? checker->elements() : 0};
+}
+
+Result FuzzCompact(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes) {
+  return FuzzPairedCall<v1::CompactHeader, engine::CompactSpec>(
+      requests, chunk_bytes, max_request_bytes,
+      [](const v1::CompactHeader& h, engine::CompactSpec* spec) { return server::ToEngine(h, spec); },
+      server::CompactSide,
+      [](const engine::CompactSpec& spec, const std::vector<const Request*>& accepted, const grpc::Status&) {
+        RunCompactEngine(spec, accepted);
+      });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -488,11 +508,268 @@ Result FuzzScan2D(const std::vector<Request>& requests, uint64_t chunk_bytes, ui
   return {st, checker ? checker->elements() : 0};
 }
 
+// ---------------------------------------------------------------------------------------------
+// SegmentedScan, ReduceByKey: values and keys (or head bytes) matched by position through the
+// handlers' FlagsAligner, then the engine's segmented scan (or engine::RunReducer, as the
+// ReduceByKey handler runs it) against the references.
+
+// The paired streams' assembly: the engine got their common prefix (in elements), in order, and
+// the aligner holds back exactly the rest. `all_*` are the streams as sent, `given_*` as passed on.
+void CheckPairedAssembly(const std::string& all_values, const std::string& all_side, const std::string& given_values,
+                         const std::string& given_side, size_t value_size, size_t side_size,
+                         const server::FlagsAligner& aligner, const std::string& what) {
+  const uint64_t values = all_values.size() / value_size, sides = all_side.size() / side_size;
+  const uint64_t common = std::min(values, sides);
+  if (given_values.size() != common * value_size || given_side.size() != common * side_size) {
+    Fail(what + ": the aligner passed " + std::to_string(given_values.size() / value_size) + " values and " +
+         std::to_string(given_side.size() / side_size) + " keys, expected " + std::to_string(common) + " of each");
+  }
+  if (all_values.compare(0, given_values.size(), given_values) != 0 ||
+      all_side.compare(0, given_side.size(), given_side) != 0) {
+    Fail(what + ": the aligner passed values or keys that differ from those sent, or out of order");
+  }
+  if (aligner.values_waiting() != values - common || aligner.flags_waiting() != sides - common) {
+    Fail(what + ": the aligner holds the wrong backlog");
+  }
+}
+
+// Segment heads of the keys passed to the engine: head bytes as they are, keys (compared as bits:
+// equality is all that matters, so signedness is moot) where one differs from the key before.
+std::vector<uint8_t> HeadsOf(const engine::SegmentedScanSpec& spec, const std::string& keys) {
+  if (spec.heads) return std::vector<uint8_t>(keys.begin(), keys.end());
+  const size_t size = server::SegmentedScanSide(spec).size;
+  if (size == 4) return testing::HeadsOfKeys(Elements<uint32_t>(keys));
+  if (size == 8) return testing::HeadsOfKeys(Elements<uint64_t>(keys));
+  Fail("segment keys of " + std::to_string(size) + " bytes passed validation");
+}
+
+// Feeds the accepted requests' values and keys through the handler's FlagsAligner; each run of
+// n elements that has both goes to process(values, keys, n) as unaligned copies.
+template <class Process>
+void AlignPaired(const engine::SegmentedScanSpec& spec, const std::vector<const Request*>& requests,
+                 const std::string& what, std::string* given_values, std::string* given_keys, Process process) {
+  const size_t value_size = engine::SizeOf(spec.dtype), key_size = server::SegmentedScanSide(spec).size;
+  server::FlagsAligner aligner(value_size, key_size);  // as the handlers build it
+  std::string all_values, all_keys;
+  for (const Request* r : requests) {
+    all_values += r->data;
+    all_keys += r->flags;
+    aligner.Add(r->data, r->flags, [&](const char* values, const uint8_t* keys, uint64_t n) {
+      if (n == 0) Fail(what + ": the aligner passed an empty run");
+      Unaligned v(values, n * value_size), k(keys, n * key_size);
+      process(v.data(), k.data(), n);
+      given_values->append(values, n * value_size);
+      given_keys->append(reinterpret_cast<const char*>(keys), n * key_size);
+    });
+  }
+  CheckPairedAssembly(all_values, all_keys, *given_values, *given_keys, value_size, key_size, aligner, what);
+}
+
+std::string SegmentsName(const engine::SegmentedScanSpec& spec) {
+  return spec.heads ? std::string("heads") : "keys " + std::string(engine::Name(spec.key_dtype));
+}
+
+void RunSegmentedScanEngine(const engine::SegmentedScanSpec& spec, const std::vector<const Request*>& requests) {
+  engine::Visit(spec.dtype, spec.op, [&](auto t, auto o) {
+    using T = typename decltype(t)::type;
+    using Op = typename decltype(o)::type;
+    std::unique_ptr<engine::SegmentedScanSession> session;
+    try {
+      session = Engine().NewSegmentedScan(spec);
+    } catch (const std::exception& e) {
+      Fail(std::string("a validated SegmentedScan header made the engine throw: ") + e.what());
+    }
+    const std::string what = "segmented scan " + std::string(engine::Name(spec.op)) + " " +
+                             std::string(engine::Name(spec.dtype)) + (spec.exclusive ? " exclusive" : " inclusive") +
+                             ", " + SegmentsName(spec);
+    engine::StageTimes times;
+    std::string given_values, given_keys, got;
+    AlignPaired(spec, requests, what, &given_values, &given_keys, [&](const void* values, const void* keys, uint64_t n) {
+      Unaligned out(nullptr, n * sizeof(T), 0xA5);  // poisoned: unwritten elements show
+      session->Process(values, keys, out.data(), n, times);
+      got.append(reinterpret_cast<const char*>(out.data()), n * sizeof(T));
+    });
+    const std::vector<T> x = Elements<T>(given_values);
+    const std::vector<uint8_t> heads = HeadsOf(spec, given_keys);
+    // SegmentedScanHeader: float SUM/PRODUCT associate in the canonical tree over (head, value)
+    // pairs, every other pair is exact, so the sequential scan is its reference.
+    const std::vector<T> want = testing::kRounds<T, Op> ? testing::SegmentedCanonicalRef<T, Op>(x, heads, spec.exclusive)
+                                                        : testing::SegmentedScanRef<T, Op>(x, heads, spec.exclusive);
+    ExpectSame(Elements<T>(got), want, what);
+  });
+}
+
+Result FuzzSegmentedScan(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes) {
+  return FuzzPairedCall<v1::SegmentedScanHeader, engine::SegmentedScanSpec>(
+      requests, chunk_bytes, max_request_bytes,
+      [](const v1::SegmentedScanHeader& h, engine::SegmentedScanSpec* spec) { return server::ToEngine(h, spec); },
+      server::SegmentedScanSide,
+      [](const engine::SegmentedScanSpec& spec, const std::vector<const Request*>& accepted, const grpc::Status&) {
+        RunSegmentedScanEngine(spec, accepted);
+      });
+}
+
+void RunReduceByKeyEngine(const engine::SegmentedScanSpec& spec, const std::vector<const Request*>& requests) {
+  engine::Visit(spec.dtype, spec.op, [&](auto t, auto o) {
+    using T = typename decltype(t)::type;
+    using Op = typename decltype(o)::type;
+    std::optional<engine::RunReducer> reducer;
+    try {
+      reducer.emplace(Engine(), spec);
+    } catch (const std::exception& e) {
+      Fail(std::string("a validated ReduceByKey header made the engine throw: ") + e.what());
+    }
+    const size_t key_size = server::SegmentedScanSide(spec).size;
+    const std::string what = "reduce by key " + std::string(engine::Name(spec.op)) + " " +
+                             std::string(engine::Name(spec.dtype)) + ", " + SegmentsName(spec);
+    engine::StageTimes times;
+    std::string given_values, given_keys, got_keys, got_values;
+    uint64_t runs = 0;
+    // Each call appends one key and one value per run it completed, and says how many.
+    auto count = [&](uint64_t k) {
+      runs += k;
+      if (got_keys.size() != runs * key_size || got_values.size() != runs * sizeof(T)) {
+        Fail(what + ": " + std::to_string(runs) + " runs reported, " + std::to_string(got_keys.size()) +
+             " bytes of keys and " + std::to_string(got_values.size()) + " of values written");
+      }
+    };
+    AlignPaired(spec, requests, what, &given_values, &given_keys, [&](const void* values, const void* keys, uint64_t n) {
+      count(reducer->Process(values, keys, n, &got_keys, &got_values, times));
+    });
+    count(reducer->Finish(&got_keys, &got_values));
+    const std::vector<T> x = Elements<T>(given_values);
+    const std::vector<uint8_t> heads = HeadsOf(spec, given_keys);
+    // ReduceByKeyHeader: one (key, op over the run's values in order) per run; float SUM/PRODUCT
+    // give the canonical segmented scan's bits at the run's last element.
+    auto check = [&](auto key_type) {
+      using K = decltype(key_type);  // the keys as bits (unsigned, of key_dtype's size)
+      const std::vector<K> keys = Elements<K>(given_keys);
+      auto want = testing::ReduceByKeyRef<T, Op, K>(x, keys);
+      if constexpr (testing::kRounds<T, Op>) {
+        const std::vector<T> tree = testing::SegmentedCanonicalRef<T, Op>(x, heads, false);
+        for (size_t i = 0, r = 0; i < x.size(); ++i) {
+          if (i + 1 == x.size() || heads[i + 1]) want.second[r++] = tree[i];
+        }
+      }
+      ExpectSame(Elements<K>(got_keys), want.first, what + ", keys");
+      ExpectSame(Elements<T>(got_values), want.second, what + ", values");
+    };
+    if (key_size == 4) {
+      check(uint32_t{});
+    } else {
+      check(uint64_t{});
+    }
+  });
+}
+
+Result FuzzReduceByKey(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes) {
+  return FuzzPairedCall<v1::ReduceByKeyHeader, engine::SegmentedScanSpec>(
+      requests, chunk_bytes, max_request_bytes,
+      [](const v1::ReduceByKeyHeader& h, engine::SegmentedScanSpec* spec) { return server::ToEngine(h, spec); },
+      server::SegmentedScanSide,
+      [](const engine::SegmentedScanSpec& spec, const std::vector<const Request*>& accepted, const grpc::Status&) {
+        RunReduceByKeyEngine(spec, accepted);
+      });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sort: keys (data) and values (the second stream) held whole, as the handler holds them, and
+// sorted by the engine only once the call is accepted (the handler sorts in Complete, after
+// PairedChecker::Finish); against std::stable_sort with the order written from SortHeader's
+// definition (not from sortkey's coding).
+
+// a < b in SortHeader's order. Integers by value. Floats in IEEE 754 totalOrder: -NaN < -inf <
+// ... < -0 < +0 < ... < +inf < +NaN; NaNs of one sign by their payload bits, mirrored for the
+// negative ones (totalOrder is symmetric under negation: a larger payload is further out).
+template <class T>
+bool SortBefore(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    auto rank = [](T x) { return std::isnan(x) ? (std::signbit(x) ? 0 : 2) : 1; };
+    if (rank(a) != rank(b)) return rank(a) < rank(b);
+    if (rank(a) == 1) {
+      if (a == b) return std::signbit(a) && !std::signbit(b);  // -0 < +0
+      return a < b;
+    }
+    using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    constexpr U kPayload = (U(1) << (8 * sizeof(T) - 1)) - 1;  // every bit but the sign
+    U pa, pb;
+    std::memcpy(&pa, &a, sizeof(T));
+    std::memcpy(&pb, &b, sizeof(T));
+    return rank(a) == 2 ? (pa & kPayload) < (pb & kPayload) : (pa & kPayload) > (pb & kPayload);
+  } else {
+    return a < b;
+  }
+}
+
+void RunSortEngine(const engine::SortSpec& spec, const std::vector<const Request*>& requests) {
+  engine::VisitDType(spec.dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    const size_t value_size = spec.has_values ? engine::SizeOf(spec.values_dtype) : 0;
+    std::string keys, values;  // the whole input, as the handler holds it
+    for (const Request* r : requests) {
+      keys += r->data;
+      values += r->flags;
+    }
+    const uint64_t n = keys.size() / sizeof(T);
+    if (keys.size() != n * sizeof(T) || values.size() != n * value_size) {
+      Fail("an accepted sort has " + std::to_string(keys.size()) + " bytes of keys and " +
+           std::to_string(values.size()) + " of values");
+    }
+    Unaligned in_keys(keys.data(), keys.size()), in_values(values.data(), values.size());
+    Unaligned out_keys(nullptr, keys.size(), 0xA5), out_values(nullptr, values.size(), 0xA5);
+    std::vector<int64_t> indices(spec.want_indices ? n : 0, -7);
+    engine::StageTimes times;
+    try {
+      Engine().Sort(spec, in_keys.data(), in_values.data(), n, spec.want_keys ? out_keys.data() : nullptr,
+                    spec.has_values ? out_values.data() : nullptr, spec.want_indices ? indices.data() : nullptr, times);
+    } catch (const std::exception& e) {
+      Fail(std::string("a validated Sort header made the engine throw: ") + e.what());
+    }
+    const std::vector<T> x = Elements<T>(keys);
+    std::vector<int64_t> order(n);
+    for (uint64_t i = 0; i < n; ++i) order[i] = static_cast<int64_t>(i);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return spec.descending ? SortBefore(x[b], x[a]) : SortBefore(x[a], x[b]);
+    });
+    const std::string what = "sort " + std::string(engine::Name(spec.dtype)) +
+                             (spec.descending ? " descending" : " ascending") + " of " + std::to_string(n) + " keys";
+    if (spec.want_keys) {
+      std::string want(keys.size(), '\0');
+      for (uint64_t i = 0; i < n; ++i) std::memcpy(&want[i * sizeof(T)], &keys[order[i] * sizeof(T)], sizeof(T));
+      if (std::memcmp(out_keys.data(), want.data(), want.size()) != 0) {
+        ExpectSame(Elements<T>(std::string(reinterpret_cast<const char*>(out_keys.data()), keys.size())),
+                   Elements<T>(want), what + ", keys");
+        Fail(what + ": keys differ in their bits");
+      }
+    }
+    if (spec.has_values) {
+      std::string want(values.size(), '\0');
+      for (uint64_t i = 0; i < n; ++i) std::memcpy(&want[i * value_size], &values[order[i] * value_size], value_size);
+      if (std::memcmp(out_values.data(), want.data(), want.size()) != 0) {
+        Fail(what + ": values (" + std::string(engine::Name(spec.values_dtype)) + ") not moved with their keys");
+      }
+    }
+    if (spec.want_indices) ExpectSame(indices, order, what + ", indices (not the stable permutation)");
+  });
+}
+
+Result FuzzSort(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes) {
+  return FuzzPairedCall<v1::SortHeader, engine::SortSpec>(
+      requests, chunk_bytes, max_request_bytes,
+      [](const v1::SortHeader& h, engine::SortSpec* spec) { return server::ToEngine(h, spec); }, server::SortSide,
+      [](const engine::SortSpec& spec, const std::vector<const Request*>& accepted, const grpc::Status& status) {
+        if (status.ok()) RunSortEngine(spec, accepted);
+      });
+}
+
 }  // namespace
+
+// Compact (flags), SegmentedScan and ReduceByKey (keys), Sort (values).
+bool HasSecondStream(int rpc) { return rpc == 2 || rpc == 5 || rpc == 6 || rpc == 7; }
 
 int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
   Reader in(data, size);
-  const int rpc = in.U8() % 5;
+  const int rpc = in.U8() % 8;
   const uint8_t limits = in.U8();
   const uint64_t chunk_bytes = uint64_t{8} << (limits & 7);
   const uint64_t max_request_bytes = kMaxRequestBytesChoices[(limits >> 3) & 3];
@@ -502,7 +779,7 @@ int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
     r.has_header = in.U8() & 1;
     if (r.has_header) r.header = in.Bytes(in.U8());
     r.data = in.Bytes(in.U16());
-    if (rpc == 2) r.flags = in.Bytes(in.U16());
+    if (HasSecondStream(rpc)) r.flags = in.Bytes(in.U16());
     requests.push_back(std::move(r));
   }
   Result r;
@@ -511,10 +788,14 @@ int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
     case 1: r = FuzzReduce(requests, chunk_bytes, max_request_bytes); break;
     case 2: r = FuzzCompact(requests, chunk_bytes, max_request_bytes); break;
     case 3: r = FuzzHistogram(requests, chunk_bytes, max_request_bytes); break;
-    default: r = FuzzScan2D(requests, chunk_bytes, max_request_bytes); break;
+    case 4: r = FuzzScan2D(requests, chunk_bytes, max_request_bytes); break;
+    case 5: r = FuzzSegmentedScan(requests, chunk_bytes, max_request_bytes); break;
+    case 6: r = FuzzReduceByKey(requests, chunk_bytes, max_request_bytes); break;
+    default: r = FuzzSort(requests, chunk_bytes, max_request_bytes); break;
   }
   if (outcome) {
-    static const char* const kRpc[] = {"scan", "reduce", "compact", "histogram", "scan2d"};
+    static const char* const kRpc[] = {"scan",   "reduce",         "compact",       "histogram",
+                                       "scan2d", "segmented_scan", "reduce_by_key", "sort"};
     *outcome = std::string(kRpc[rpc]) + ", " + std::to_string(requests.size()) + " requests: " +
                (r.status.ok() ? "accepted, " + std::to_string(r.elements) + " elements"
                               : "rejected, code " + std::to_string(int(r.status.error_code())) + ": " +
@@ -539,7 +820,7 @@ std::string EncodeInput(int rpc, uint8_t limits, const std::vector<SeedRequest>&
     }
     u16(std::min<size_t>(r.data.size(), 0xffff));
     out += r.data.substr(0, 0xffff);
-    if (rpc == 2) {
+    if (HasSecondStream(rpc)) {
       u16(std::min<size_t>(r.flags.size(), 0xffff));
       out += r.flags.substr(0, 0xffff);
     }

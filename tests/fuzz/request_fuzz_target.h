@@ -5,26 +5,36 @@
 // One input is one streaming call, decoded from bytes as follows (short reads give zeros, and a
 // record cut off by the end of the input keeps what it got):
 //
-//   byte 0    the RPC: 0 Scan, 1 Reduce, 2 Compact, 3 Histogram, 4 Scan2D (modulo 5)
+//   byte 0    the RPC (modulo 8): 0 Scan, 1 Reduce, 2 Compact, 3 Histogram, 4 Scan2D,
+//             5 SegmentedScan, 6 ReduceByKey, 7 Sort
 //   byte 1    the server's limits: --chunk-bytes = 8 << (b & 7) (8..1024 bytes),
 //             --max-request-bytes = {0 (unlimited), 64, 512, 4096}[(b >> 3) & 3]
 //   then up to 64 records, one per request message of the call:
 //     u8        bit 0: the request carries a header
 //     [u8 len, len bytes]   if bit 0: the serialized header of that RPC
 //                           (unparseable bytes give an empty header)
-//     u16 le    data (Compact: values) length, then that many bytes
-//     u16 le    Compact only: flags length, then that many bytes
+//     u16 le    data length, then that many bytes: the request's `data` (Compact, SegmentedScan,
+//               ReduceByKey: the values; Sort: `keys`)
+//     u16 le    RPCs with a second stream only (Compact, SegmentedScan, ReduceByKey, Sort): its
+//               length, then that many bytes: Compact's `flags`, SegmentedScan's and
+//               ReduceByKey's `keys` (keys or head bytes), Sort's `values`
 //
 // Each input goes through the checks the handlers run (service/validate.h: header placement,
-// ToEngine, the scan algorithm check, ChunkChecker / PairedChecker) and the chunk assembly
-// (service/flags_aligner.h), and the requests accepted so far through a CPU engine session, as
-// the server does. Invariants (a violation prints why and aborts):
+// ToEngine, the scan algorithm check, ChunkChecker / Scan2DChecker / PairedChecker) and the chunk
+// assembly (service/flags_aligner.h, service/row_cutter.h), and the requests accepted so far
+// through a CPU engine session (engine::RunReducer for ReduceByKey), as the server does; a Sort
+// reaches the engine only once the whole call is accepted, as in the handler. Not reached: what
+// the handlers check inline (Sort's --max-sort-bytes, far above any fuzz input), admission and
+// engine health. Invariants (a violation prints why and aborts):
 //   - a rejected call has INVALID_ARGUMENT, RESOURCE_EXHAUSTED or UNIMPLEMENTED and a message
 //     that names a field;
 //   - a header ToEngine accepts never makes the engine throw;
 //   - the engine's output equals the reference on the elements it was given, accepted call or
 //     not: the canonical tree (tests/common/canonical_reference.h) for a deterministic session
-//     (float SUM/PRODUCT by default), else the sequential fold (tests/common/reference.h).
+//     (float SUM/PRODUCT by default; always for segmented scans and reductions by key), else the
+//     sequential fold (tests/common/reference.h); a sort is the stable sort in the order
+//     SortHeader defines (floats in IEEE 754 totalOrder), keys and values bit for bit;
+//   - the paired streams' assembly hands the engine exactly their common prefix, in order.
 #pragma once
 
 #include <cstddef>
@@ -38,12 +48,15 @@ namespace gpuscan::fuzz {
 // `outcome`, if given, receives one line: accepted (and the elements checked) or rejected (why).
 int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome = nullptr);
 
+// Whether requests of this RPC carry a second byte string (the format above).
+bool HasSecondStream(int rpc);
+
 // Builds inputs in the format above (for the seed corpus).
 struct SeedRequest {
   bool has_header = false;
   std::string header;  // serialized header message
-  std::string data;    // Scan/Reduce data, Compact values
-  std::string flags;   // Compact only
+  std::string data;    // the `data` bytes (Compact: values; Sort: keys)
+  std::string flags;   // the second stream: Compact flags, SegmentedScan/ReduceByKey keys, Sort values
 };
 std::string EncodeInput(int rpc, uint8_t limits, const std::vector<SeedRequest>& requests);
 
