@@ -38,9 +38,9 @@ Command AddBenchCommand(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--json", a->json_path, "also write the results as JSON to this file");
 
   // --kernels
-  cmd->add_option("--ops", a->k.ops, "kernels: operations (scan, reduce, compact, histogram: the default; segmented_scan, sort, scan2d when named)")
+  cmd->add_option("--ops", a->k.ops, "kernels: operations (scan, reduce, compact, histogram: the default; segmented_scan, reduce_by_key, sort, scan2d when named)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"scan", "reduce", "compact", "histogram", "segmented_scan", "sort", "scan2d"}));
+      ->check(CLI::IsMember({"scan", "reduce", "compact", "histogram", "segmented_scan", "reduce_by_key", "sort", "scan2d"}));
   cmd->add_option("--algorithms", a->k.algorithms,
                   "kernels: algorithms by the suite's names (decoupled_lookback, cub, one_pass, ...; default all)")
       ->delimiter(',');

@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -50,10 +51,12 @@ void RecordBenchmarkCall(Metrics* metrics, const grpc::Status& status, Clock::ti
 grpc::Status ValidateBenchmark(const v1::BenchmarkRequest& r) {
   for (int i = 0; i < r.operations_size(); ++i) {
     const std::string& op = r.operations(i);
-    if (op != "scan" && op != "reduce" && op != "compact" && op != "histogram" && op != "segmented_scan" && op != "sort" &&
-        op != "scan2d") {
+    static const std::set<std::string> kKnown{"scan",           "reduce",        "compact", "histogram",
+                                              "segmented_scan", "reduce_by_key", "sort",    "scan2d"};
+    if (kKnown.count(op) == 0) {
       return InvalidArgument("operations[" + std::to_string(i) + "]='" + op +
-                             "' is not a known operation (scan, reduce, compact, histogram, segmented_scan, sort, scan2d)");
+                             "' is not a known operation (scan, reduce, compact, histogram, segmented_scan, "
+                             "reduce_by_key, sort, scan2d)");
     }
   }
   for (int i = 0; i < r.dtypes_size(); ++i) {

@@ -13,6 +13,8 @@
 // consecutive elements) is kept for comparison in kernel_bench.
 #pragma once
 
+#include <algorithm>
+
 #include "block_scan.cuh"
 #include "striped.cuh"
 #include "tile_state.cuh"
@@ -171,6 +173,47 @@ __global__ void __launch_bounds__(Policy::kThreads)
     scan_run(op(prefix, thread_excl), 0, kItems);
     StoreItems<T, kItems>(io.out + base + uint64_t(threadIdx.x) * kItems, ThreadValid(tile_valid, kItems), vec, items);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side.
+
+// Temp storage body of a single-pass call of n elements: one tile word per tile of a launch.
+template <class Policy>
+std::size_t SinglePassBody(uint64_t n) {
+  const uint64_t num_tiles = DivUp(n, Policy::kTile);
+  return std::min<uint64_t>(std::max<uint64_t>(num_tiles, 1), MaxTilesPerLaunch()) * sizeof(TileWord);
+}
+
+// Where a long call's launches hand their carry on: two alternating values in the temp header.
+template <class C>
+C* CarrySlot(TempHeader* h, int k) {
+  constexpr int kWords = int(DivUp(sizeof(C), 8));
+  static_assert(2 * kWords <= int(sizeof(h->slot) / 8), "the header holds two carries");
+  return reinterpret_cast<C*>(&h->slot[(k & 1) * kWords]);
+}
+
+// Launches SinglePassScanKernel over n > 0 elements in as many launches as the tile tickets
+// allow (kMaxTilesPerLaunch), each continuing the one before through a carry slot. io_at(off,
+// carry_in) is the IO of the launch that starts at element `off`.
+template <class Item, class Op, class Policy, bool kChained, class IO, class IOAt>
+cudaError_t LaunchSinglePass(const TempView& view, uint64_t n, bool exclusive, const typename IO::Carry* carry_in,
+                             typename IO::Carry* carry_out, cudaStream_t stream, IOAt io_at) {
+  using Carry = typename IO::Carry;
+  auto* tiles = reinterpret_cast<TileWord*>(view.body);
+  const uint64_t launch_items = uint64_t(SinglePassBody<Policy>(n) / sizeof(TileWord)) * Policy::kTile;
+  const Carry* cin = carry_in;
+  int k = 0;
+  for (uint64_t off = 0; off < n; off += launch_items, ++k) {
+    const uint64_t m = std::min(launch_items, n - off);
+    Carry* cout = off + m == n ? carry_out : CarrySlot<Carry>(view.header, k);
+    const auto t = static_cast<uint32_t>(DivUp(m, Policy::kTile));
+    SinglePassScanKernel<Item, Op, Policy, kChained, IO>
+        <<<t, Policy::kThreads, 0, stream>>>(io_at(off, cin), m, t, exclusive, cin, cout, view.header, tiles);
+    GPUSCAN_CHECK_LAUNCH();
+    cin = cout;
+  }
+  return cudaSuccess;
 }
 
 }  // namespace gpuscan::kernels::detail

@@ -46,9 +46,7 @@ cudaError_t PassCarry(const T* carry_in, T* carry_out, cudaStream_t stream) {
 template <class T, class Op, class Policy, bool kChained>
 cudaError_t SinglePassScan(void* d_temp, std::size_t& temp_bytes, const T* in, T* out, uint64_t n,
                            bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream) {
-  const uint64_t num_tiles = DivUp(n, Policy::kTile);
-  const uint64_t launch_tiles = std::min<uint64_t>(std::max<uint64_t>(num_tiles, 1), MaxTilesPerLaunch());
-  const std::size_t body = launch_tiles * sizeof(TileWord);
+  const std::size_t body = SinglePassBody<Policy>(n);
   if (d_temp == nullptr) {
     temp_bytes = TempBytesFor(body);
     return cudaSuccess;
@@ -57,20 +55,9 @@ cudaError_t SinglePassScan(void* d_temp, std::size_t& temp_bytes, const T* in, T
   if (n == 0) return PassCarry<T, Op>(carry_in, carry_out, stream);
   TempView view;
   GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
-  auto* tiles = reinterpret_cast<TileWord*>(view.body);
-  const uint64_t launch_items = launch_tiles * Policy::kTile;
-  const T* cin = carry_in;
-  int k = 0;
-  for (uint64_t off = 0; off < n; off += launch_items, ++k) {
-    const uint64_t m = std::min(launch_items, n - off);
-    T* cout = off + m == n ? carry_out : Slot<T>(view.header, k & 1);
-    const auto t = static_cast<uint32_t>(DivUp(m, Policy::kTile));
-    SinglePassScanKernel<T, Op, Policy, kChained><<<t, Policy::kThreads, 0, stream>>>(
-        ArrayTileIO<T, Op, Policy::kItems>{in + off, out + off}, m, t, exclusive, cin, cout, view.header, tiles);
-    GPUSCAN_CHECK_LAUNCH();
-    cin = cout;
-  }
-  return cudaSuccess;
+  using IO = ArrayTileIO<T, Op, Policy::kItems>;
+  return LaunchSinglePass<T, Op, Policy, kChained, IO>(view, n, exclusive, carry_in, carry_out, stream,
+                                                       [&](uint64_t off, const T*) { return IO{in + off, out + off}; });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -132,14 +132,15 @@ cudaError_t ReduceByKeyImpl(void* d_temp, std::size_t& temp_bytes, const T* valu
                             T* values_out, uint64_t n, bool close, const RunCarry<T>* carry_in,
                             RunCarry<T>* carry_out, cudaStream_t stream) {
   using IO = ReduceByKeyTileIO<T, Op, K, Policy::kItems>;
-  const uint64_t num_tiles = DivUp(n, Policy::kTile);
-  const std::size_t body = std::max<uint64_t>(num_tiles, 1) * sizeof(TileWord);
+  const std::size_t body = SinglePassBody<Policy>(n);
   if (d_temp == nullptr) {
     temp_bytes = TempBytesFor(body);
     return cudaSuccess;
   }
   // One launch (the run indices are the launch's), and counts that fit the item's 31 bits.
-  if (carry_out == nullptr || n >= (uint64_t{1} << 31) || num_tiles > MaxTilesPerLaunch()) return cudaErrorInvalidValue;
+  if (carry_out == nullptr || n >= (uint64_t{1} << 31) || DivUp(n, Policy::kTile) > MaxTilesPerLaunch()) {
+    return cudaErrorInvalidValue;
+  }
   if (n > 0 && (values == nullptr || keys == nullptr || keys_out == nullptr || values_out == nullptr)) {
     return cudaErrorInvalidValue;
   }
@@ -150,12 +151,10 @@ cudaError_t ReduceByKeyImpl(void* d_temp, std::size_t& temp_bytes, const T* valu
   }
   TempView view;
   GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
-  const auto t = static_cast<uint32_t>(num_tiles);
-  IO io{values, keys, keys_out, values_out, n, close, carry_in};
-  SinglePassScanKernel<RunItem<T>, RunOp<T, Op>, Policy, false, IO><<<t, Policy::kThreads, 0, stream>>>(
-      io, n, t, false, carry_in, carry_out, view.header, reinterpret_cast<TileWord*>(view.body));
-  GPUSCAN_CHECK_LAUNCH();
-  return cudaSuccess;
+  return LaunchSinglePass<RunItem<T>, RunOp<T, Op>, Policy, false, IO>(
+      view, n, false, carry_in, carry_out, stream, [&](uint64_t, const RunCarry<T>*) {
+        return IO{values, keys, keys_out, values_out, n, close, carry_in};
+      });
 }
 
 }  // namespace gpuscan::kernels::detail

@@ -239,25 +239,12 @@ __global__ void SegmentCarryPassKernel(const SegmentCarry<T>* in, SegmentCarry<T
   }
 }
 
-// The carry slots of the temp header: two alternating Carry values for a call split over
-// launches.
-template <class C>
-C* CarrySlot(TempHeader* h, int k) {
-  constexpr int kWords = int(DivUp(sizeof(C), 8));
-  static_assert(2 * kWords <= int(sizeof(h->slot) / 8), "the header holds two carries");
-  return reinterpret_cast<C*>(&h->slot[(k & 1) * kWords]);
-}
-
 template <class T, class Op, class K, class Policy>
 cudaError_t SegmentedScanImpl(void* d_temp, std::size_t& temp_bytes, const T* values, const K* keys, T* out,
                               uint64_t n, bool exclusive, const SegmentCarry<T>* carry_in,
                               SegmentCarry<T>* carry_out, cudaStream_t stream) {
   using IO = SegmentedTileIO<T, Op, K, Policy::kItems>;
-  using Pairs = seg::SegOp<T, Op>;
-  using Item = seg::SegItem<T>;
-  const uint64_t num_tiles = DivUp(n, Policy::kTile);
-  const uint64_t launch_tiles = std::min<uint64_t>(std::max<uint64_t>(num_tiles, 1), MaxTilesPerLaunch());
-  const std::size_t body = launch_tiles * sizeof(TileWord);
+  const std::size_t body = SinglePassBody<Policy>(n);
   if (d_temp == nullptr) {
     temp_bytes = TempBytesFor(body);
     return cudaSuccess;
@@ -271,21 +258,10 @@ cudaError_t SegmentedScanImpl(void* d_temp, std::size_t& temp_bytes, const T* va
   }
   TempView view;
   GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
-  auto* tiles = reinterpret_cast<TileWord*>(view.body);
-  const uint64_t launch_items = launch_tiles * Policy::kTile;
-  const SegmentCarry<T>* cin = carry_in;
-  int k = 0;
-  for (uint64_t off = 0; off < n; off += launch_items, ++k) {
-    const uint64_t m = std::min(launch_items, n - off);
-    SegmentCarry<T>* cout = off + m == n ? carry_out : CarrySlot<SegmentCarry<T>>(view.header, k);
-    const auto t = static_cast<uint32_t>(DivUp(m, Policy::kTile));
-    const IO io{values + off, keys + off, out + off, off > 0, cin};
-    SinglePassScanKernel<Item, Pairs, Policy, false, IO><<<t, Policy::kThreads, 0, stream>>>(
-        io, m, t, exclusive, cin, cout, view.header, tiles);
-    GPUSCAN_CHECK_LAUNCH();
-    cin = cout;
-  }
-  return cudaSuccess;
+  return LaunchSinglePass<seg::SegItem<T>, seg::SegOp<T, Op>, Policy, false, IO>(
+      view, n, exclusive, carry_in, carry_out, stream, [&](uint64_t off, const SegmentCarry<T>* cin) {
+        return IO{values + off, keys + off, out + off, off > 0, cin};
+      });
 }
 
 }  // namespace gpuscan::kernels::detail
