@@ -5,13 +5,7 @@
 #   run(command="bash scripts/gpu-histogram.sh", carry=[".gpu-pack", ".gpu-small"], timeout_s=400)
 # Logs under $OUT: device.txt, engine.log, integration.log, ks_hist.{txt,json}, ks_det.{txt,json},
 # py-histogram.log, py-bench.{txt,json}.
-set -uo pipefail
-out=${OUT:-/tmp/gpuscan-out}
-mkdir -p "$out"
-[ -d .gpu-bin ] || tar -xJf .gpu-pack/gpu.tar.xz
-B=$PWD/.gpu-bin R=$PWD/.gpu-rt
-step() { echo; echo "=== $* ==="; }
-nvidia-smi -L | tee "$out/device.txt"
+source "$(dirname "$0")/gpu-common.sh"
 step CUDA engine histogram tests
 LD_LIBRARY_PATH=$R timeout 150 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='*Histogram*' 2>&1 | tee "$out/engine.log" | tail -4
 step typed RPC histogram tests on the cuda engine

@@ -7,13 +7,7 @@
 #   run(command="bash scripts/gpu-scan2d.sh", carry=[".gpu-pack", ".gpu-small"], timeout_s=500)
 # Logs under $OUT: device.txt, engine.log, integration.log, ks_scan2d.{txt,json},
 # ks_histogram.{txt,json}, cli.txt, py-scan2d.log.
-set -uo pipefail
-out=${OUT:-/tmp/gpuscan-out}
-mkdir -p "$out"
-[ -d .gpu-bin ] || tar -xJf .gpu-pack/gpu.tar.xz
-B=$PWD/.gpu-bin R=$PWD/.gpu-rt
-step() { echo; echo "=== $* ==="; }
-nvidia-smi -L | tee "$out/device.txt"
+source "$(dirname "$0")/gpu-common.sh"
 step CUDA engine tests: 2-D scan, histogram
 LD_LIBRARY_PATH=$R timeout 200 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='*Scan2D*:*Histogram*' 2>&1 \
   | tee "$out/engine.log" | tail -6

@@ -11,13 +11,7 @@
 # PART=service runs only the engine, integration and Python steps.
 # Logs under $OUT: device.txt, kernel.log, sanitizer.log, engine.log, integration.log,
 # ks_segmented.{txt,json}, ks_rbk.{txt,json}, ks_scan.{txt,json}, py-segmented.log.
-set -uo pipefail
-out=${OUT:-/tmp/gpuscan-out}
-mkdir -p "$out"
-[ -d .gpu-bin ] || tar -xJf .gpu-pack/gpu.tar.xz
-B=$PWD/.gpu-bin R=$PWD/.gpu-rt
-step() { echo; echo "=== $* ==="; }
-nvidia-smi -L | tee "$out/device.txt"
+source "$(dirname "$0")/gpu-common.sh"
 if [ "${PART:-all}" != service ]; then
 step kernel tests: segmented, reduce by key, scan, compaction
 timeout 200 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='SegmentedScan*:ReduceByKey*:*ScanTest*:*Compact*' 2>&1 \

@@ -8,13 +8,7 @@
 #   run(command="bash scripts/gpu-two.sh", carry=[".gpu-pack"], kind="nvidia-h200-x2", timeout_s=500)
 # Logs under $OUT: device.txt, set.log, drain.log, integration.log, ks_alone.txt, ks_dev0.txt,
 # ks_dev1.txt, aggregate.txt.
-set -uo pipefail
-out=${OUT:-/tmp/gpuscan-out}
-mkdir -p "$out"
-[ -d .gpu-bin ] || tar -xJf .gpu-pack/gpu.tar.xz
-B=$PWD/.gpu-bin R=$PWD/.gpu-rt
-step() { echo; echo "=== $* ==="; }
-nvidia-smi -L | tee "$out/device.txt"
+source "$(dirname "$0")/gpu-common.sh"
 step concurrent sessions over every device
 LD_LIBRARY_PATH=$R timeout 120 $B/gpu_engine_tests --gtest_filter='CudaDeviceSet.*' 2>&1 | tee "$out/set.log" | tail -4
 step sticky fault on device 1, device 0 serving
