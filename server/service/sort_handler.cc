@@ -2,7 +2,6 @@
 // --max-sort-bytes; after the client half-closes the engine sorts them whole and the result
 // goes back in chunks of --chunk-bytes, in order; the final response carries Timing.
 #include <algorithm>
-#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -28,20 +27,13 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
     checker_.emplace(spec_.dtype, SortSide(spec_), count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     key_size_ = engine::SizeOf(spec_.dtype);
     value_size_ = spec_.has_values ? engine::SizeOf(spec_.values_dtype) : 0;
-    // Divided, not multiplied: a count near 2^64 would wrap the product below the limit.
-    const uint64_t per_element = key_size_ + value_size_;
-    if (count && *count > ctx_.options->max_sort_bytes / per_element) {
-      const uint64_t bytes = *count > UINT64_MAX / per_element ? UINT64_MAX : *count * per_element;
-      return TooBig(bytes, "header.element_count=" + std::to_string(*count) + " makes ");
-    }
-    return grpc::Status::OK;
+    budget_.emplace(spec_, ctx_.options->max_sort_bytes);
+    return budget_->CheckDeclared(count);
   }
 
   grpc::Status CheckRequest(const v1::SortRequest& req, uint64_t index) override {
     if (auto s = checker_->Add(req.keys().size(), req.values().size(), index); !s.ok()) return s;
-    received_ += req.keys().size() + req.values().size();
-    if (received_ > ctx_.options->max_sort_bytes) return TooBig(received_, "the input reached ");
-    return grpc::Status::OK;
+    return budget_->Add(req.keys().size() + req.values().size());
   }
 
   void Open() override {}
@@ -95,16 +87,10 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
   MetricLabels Labels() const override { return {std::string(engine::Name(spec_.dtype)), algorithm_, ""}; }
 
  private:
-  grpc::Status TooBig(uint64_t bytes, const std::string& what) const {
-    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-            what + std::to_string(bytes) + " bytes of keys and values, beyond the server's --max-sort-bytes=" +
-                std::to_string(ctx_.options->max_sort_bytes) + " (Limits.max_sort_bytes): a sort holds its whole input"};
-  }
-
   engine::SortSpec spec_;
   std::optional<PairedChecker> checker_;
+  std::optional<SortBudget> budget_;
   size_t key_size_ = 4, value_size_ = 0;
-  uint64_t received_ = 0;
   std::string keys_, values_;  // the whole input, held until the client half-closes
   std::string algorithm_;
   uint64_t processed_ = 0;

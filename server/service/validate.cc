@@ -500,6 +500,29 @@ PairedChecker::Side CompactSide(const engine::CompactSpec& spec) {
   return side;
 }
 
+SortBudget::SortBudget(const engine::SortSpec& spec, uint64_t max_sort_bytes)
+    : per_element_(engine::SizeOf(spec.dtype) + (spec.has_values ? engine::SizeOf(spec.values_dtype) : 0)),
+      max_(max_sort_bytes) {}
+
+grpc::Status SortBudget::TooBig(uint64_t bytes, const std::string& what) const {
+  return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+          what + std::to_string(bytes) + " bytes of keys and values, beyond the server's --max-sort-bytes=" +
+              std::to_string(max_) + " (Limits.max_sort_bytes): a sort holds its whole input"};
+}
+
+grpc::Status SortBudget::CheckDeclared(std::optional<uint64_t> element_count) const {
+  // Divided, not multiplied: a count near 2^64 would wrap the product below the limit.
+  if (!element_count || *element_count <= max_ / per_element_) return grpc::Status::OK;
+  const uint64_t n = *element_count;
+  const uint64_t bytes = n > UINT64_MAX / per_element_ ? UINT64_MAX : n * per_element_;
+  return TooBig(bytes, "header.element_count=" + std::to_string(n) + " makes ");
+}
+
+grpc::Status SortBudget::Add(uint64_t bytes) {
+  received_ += bytes;
+  return received_ > max_ ? TooBig(received_, "the input reached ") : grpc::Status::OK;
+}
+
 PairedChecker::Side SortSide(const engine::SortSpec& spec) {
   PairedChecker::Side side;
   side.values_field = "keys";

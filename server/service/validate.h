@@ -117,6 +117,19 @@ class PairedChecker {
   uint64_t side_count_ = 0;
 };
 
+// A sort holds its whole input, so --max-sort-bytes bounds it: the declared element count at the
+// header, and the keys and values received as they come. RESOURCE_EXHAUSTED names the flag.
+class SortBudget {
+ public:
+  SortBudget(const engine::SortSpec& spec, uint64_t max_sort_bytes);
+  grpc::Status CheckDeclared(std::optional<uint64_t> element_count) const;
+  grpc::Status Add(uint64_t bytes);  // one request's keys and values
+
+ private:
+  grpc::Status TooBig(uint64_t bytes, const std::string& what) const;
+  uint64_t per_element_, max_, received_ = 0;
+};
+
 // Compact: flags with use_flags. SegmentedScan: keys (key_dtype) or head bytes.
 PairedChecker::Side CompactSide(const engine::CompactSpec& spec);
 PairedChecker::Side SegmentedScanSide(const engine::SegmentedScanSpec& spec);

@@ -34,6 +34,7 @@ constexpr int kScan = 0, kReduce = 1, kCompact = 2, kHistogram = 3, kScan2D = 4,
 // Limits byte: chunk limit 8 << (b & 7); max request bytes {0, 64, 512, 4096}[(b >> 3) & 3].
 constexpr uint8_t kChunk1K = 7, kChunk256 = 5, kChunk64 = 3;
 constexpr uint8_t kMax512 = 2 << 3, kMax4K = 3 << 3;
+constexpr uint8_t kSortMax512 = 2 << 5;  // Sort's --max-sort-bytes=512
 
 std::mt19937_64 rng(20261122);  // fixed: the seeds are reproducible
 
@@ -376,6 +377,15 @@ void WriteSeeds(const fs::path& dir) {
     put("accept_sort_uint64_keys_counted", kSort, kChunk64 | kMax512,
         {Head(hd, k.substr(0, 64)), Chunk(k.substr(64, 64)), Chunk(k.substr(128))});
   }
+  {
+    // 2^62 int32 keys: 2^64 bytes, which a multiplication wraps to 0 (found reading the handler).
+    auto hd = SortH(v1::DTYPE_INT32, v1::SORT_OUTPUT_KEYS);
+    hd.set_element_count(uint64_t{1} << 62);
+    put("reject_sort_declared_count_wraps_a_byte_count", kSort, kChunk256, {Head(hd, Keys<int32_t>(16))});
+  }
+  put("reject_sort_input_above_max_sort_bytes", kSort, kChunk256 | kSortMax512,
+      {Head(SortH(v1::DTYPE_INT32, v1::SORT_OUTPUT_KEYS), Keys<int32_t>(64)), Chunk(Keys<int32_t>(64)),
+       Chunk(Keys<int32_t>(64))});
   put("reject_segmented_keys_length_differs", kSegmentedScan, kChunk256,
       {Head(SegKeysH(v1::DTYPE_INT32, v1::OPERATOR_SUM, v1::DTYPE_INT32), NonZero(40, 4), RunKeys(9, 4, 3))});
   {

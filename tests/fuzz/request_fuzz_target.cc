@@ -32,6 +32,8 @@ constexpr size_t kMaxRequests = 64;
 constexpr uint32_t kFuzzMaxBins = 4096;
 constexpr uint64_t kFuzzMaxRowBytes = 4096;  // Scan2D: small, so refused rows are reachable
 constexpr uint64_t kMaxRequestBytesChoices[] = {0, 64, 512, 4096};
+// Sort's --max-sort-bytes (limits bits 5-6): the server's default, or small enough to reach.
+constexpr uint64_t kMaxSortBytesChoices[] = {uint64_t{4} << 30, 64, 512, 4096};
 
 struct Request {
   bool has_header = false;
@@ -380,9 +382,18 @@ void RunCompactEngine(const engine::CompactSpec& spec, const std::vector<const R
 // position (Compact's flags, SegmentedScan's and ReduceByKey's keys, Sort's values): the server's
 // checks in order, PairedChecker with the RPC's side (side_of(spec)); to_spec(header, spec) is
 // the RPC's header check. run(spec, accepted, status) then gets the requests accepted so far.
-template <class Header, class Spec, class ToSpec, class SideOf, class Run>
+// What a paired call checks beyond its chunks: nothing here; Sort's --max-sort-bytes below.
+struct NoBudget {
+  template <class Spec>
+  grpc::Status Open(const Spec&, std::optional<uint64_t>) {
+    return grpc::Status::OK;
+  }
+  grpc::Status Add(uint64_t) { return grpc::Status::OK; }
+};
+
+template <class Header, class Spec, class ToSpec, class SideOf, class Run, class Budget = NoBudget>
 Result FuzzPairedCall(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes,
-                      ToSpec to_spec, SideOf side_of, Run run) {
+                      ToSpec to_spec, SideOf side_of, Run run, Budget budget = {}) {
   grpc::Status st = requests.empty() ? server::EmptyStreamStatus() : grpc::Status::OK;
   Spec spec;
   std::optional<server::PairedChecker> checker;
@@ -394,8 +405,10 @@ Result FuzzPairedCall(const std::vector<Request>& requests, uint64_t chunk_bytes
       const auto h = ParseHeader<Header>(r.header);
       st = to_spec(h, &spec);
       if (st.ok()) checker.emplace(spec.dtype, side_of(spec), DeclaredCount(h), chunk_bytes, max_request_bytes);
+      if (st.ok()) st = budget.Open(spec, DeclaredCount(h));
     }
     if (st.ok()) st = checker->Add(r.data.size(), r.flags.size(), i);
+    if (st.ok()) st = budget.Add(r.data.size() + r.flags.size());
     if (st.ok()) accepted.push_back(&r);
   }
   if (st.ok()) st = checker->Finish();
@@ -753,13 +766,26 @@ void RunSortEngine(const engine::SortSpec& spec, const std::vector<const Request
   });
 }
 
-Result FuzzSort(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes) {
+// --max-sort-bytes, as the handler checks it (server::SortBudget).
+struct SortBytes {
+  uint64_t max;
+  std::optional<server::SortBudget> budget;
+  grpc::Status Open(const engine::SortSpec& spec, std::optional<uint64_t> count) {
+    budget.emplace(spec, max);
+    return budget->CheckDeclared(count);
+  }
+  grpc::Status Add(uint64_t bytes) { return budget->Add(bytes); }
+};
+
+Result FuzzSort(const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes,
+                uint64_t max_sort_bytes) {
   return FuzzPairedCall<v1::SortHeader, engine::SortSpec>(
       requests, chunk_bytes, max_request_bytes,
       [](const v1::SortHeader& h, engine::SortSpec* spec) { return server::ToEngine(h, spec); }, server::SortSide,
       [](const engine::SortSpec& spec, const std::vector<const Request*>& accepted, const grpc::Status& status) {
         if (status.ok()) RunSortEngine(spec, accepted);
-      });
+      },
+      SortBytes{max_sort_bytes, std::nullopt});
 }
 
 }  // namespace
@@ -773,6 +799,7 @@ int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
   const uint8_t limits = in.U8();
   const uint64_t chunk_bytes = uint64_t{8} << (limits & 7);
   const uint64_t max_request_bytes = kMaxRequestBytesChoices[(limits >> 3) & 3];
+  const uint64_t max_sort_bytes = kMaxSortBytesChoices[(limits >> 5) & 3];
   std::vector<Request> requests;
   while (!in.done() && requests.size() < kMaxRequests) {
     Request r;
@@ -791,7 +818,7 @@ int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
     case 4: r = FuzzScan2D(requests, chunk_bytes, max_request_bytes); break;
     case 5: r = FuzzSegmentedScan(requests, chunk_bytes, max_request_bytes); break;
     case 6: r = FuzzReduceByKey(requests, chunk_bytes, max_request_bytes); break;
-    default: r = FuzzSort(requests, chunk_bytes, max_request_bytes); break;
+    default: r = FuzzSort(requests, chunk_bytes, max_request_bytes, max_sort_bytes); break;
   }
   if (outcome) {
     static const char* const kRpc[] = {"scan",   "reduce",         "compact",       "histogram",

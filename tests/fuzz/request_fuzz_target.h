@@ -8,7 +8,8 @@
 //   byte 0    the RPC (modulo 8): 0 Scan, 1 Reduce, 2 Compact, 3 Histogram, 4 Scan2D,
 //             5 SegmentedScan, 6 ReduceByKey, 7 Sort
 //   byte 1    the server's limits: --chunk-bytes = 8 << (b & 7) (8..1024 bytes),
-//             --max-request-bytes = {0 (unlimited), 64, 512, 4096}[(b >> 3) & 3]
+//             --max-request-bytes = {0 (unlimited), 64, 512, 4096}[(b >> 3) & 3],
+//             Sort's --max-sort-bytes = {4 GiB (the default), 64, 512, 4096}[(b >> 5) & 3]
 //   then up to 64 records, one per request message of the call:
 //     u8        bit 0: the request carries a header
 //     [u8 len, len bytes]   if bit 0: the serialized header of that RPC
@@ -20,12 +21,12 @@
 //               ReduceByKey's `keys` (keys or head bytes), Sort's `values`
 //
 // Each input goes through the checks the handlers run (service/validate.h: header placement,
-// ToEngine, the scan algorithm check, ChunkChecker / Scan2DChecker / PairedChecker) and the chunk
-// assembly (service/flags_aligner.h, service/row_cutter.h), and the requests accepted so far
+// ToEngine, the scan algorithm check, ChunkChecker / Scan2DChecker / PairedChecker /
+// SortBudget) and the chunk assembly (service/flags_aligner.h, service/row_cutter.h), and the
+// requests accepted so far
 // through a CPU engine session (engine::RunReducer for ReduceByKey), as the server does; a Sort
-// reaches the engine only once the whole call is accepted, as in the handler. Not reached: what
-// the handlers check inline (Sort's --max-sort-bytes, far above any fuzz input), admission and
-// engine health. Invariants (a violation prints why and aborts):
+// reaches the engine only once the whole call is accepted, as in the handler. Not reached:
+// admission and engine health. Invariants (a violation prints why and aborts):
 //   - a rejected call has INVALID_ARGUMENT, RESOURCE_EXHAUSTED or UNIMPLEMENTED and a message
 //     that names a field;
 //   - a header ToEngine accepts never makes the engine throw;
