@@ -75,10 +75,15 @@ struct ReduceByKeyTileIO {
       b = before;
       return has_before;
     });
-    ends = tk.Ends(tile_valid, base + tile_valid == n, close, [&](K& a) {
-      a = after;
-      return has_after;
-    });
+    const bool call_end = base + tile_valid == n;
+    if (!call_end && tile_valid == kItems * int(blockDim.x)) {
+      ends = Keys::EndsOfFullTile(heads, has_after && tk.k[kItems - 1] != after);
+    } else {
+      ends = tk.Ends(tile_valid, call_end, close, [&](K& a) {
+        a = after;
+        return has_after;
+      });
+    }
 #pragma unroll
     for (int i = 0; i < kItems; ++i) items[i] = {v[i], ((heads >> i) & 1u) | (((ends >> i) & 1u) << 1)};
   }

@@ -118,6 +118,26 @@ struct TileKeys {
     return bits;
   }
 
+  // Bits at each row's first / last element.
+  __host__ __device__ static constexpr uint32_t RowBits(int j) {
+    uint32_t m = 0;
+    for (int r = 0; r < kVecs; ++r) m |= 1u << (r * kVecElems + j);
+    return m;
+  }
+
+  // Ends in a full tile that does not end the call (the common case): element i closes its
+  // segment exactly when element i + 1 opens one, so the ends are the heads moved down by one,
+  // within a row from this thread's own bits, at a row's end from the next lane's (lane 31: lane
+  // 0's next row; for its last row, last_differs: the key after the warp differs from its last).
+  __device__ __forceinline__ static uint32_t EndsOfFullTile(uint32_t heads, bool last_differs) {
+    constexpr uint32_t kRowFirst = RowBits(0), kRowLast = RowBits(kVecElems - 1);
+    const int lane = LaneId();
+    const uint32_t next_lane = ShflDown(heads, 1), lane0 = ShflIdx(heads, 0);
+    uint32_t row_ends = lane < kWarpThreads - 1 ? next_lane & kRowFirst : (lane0 >> kVecElems) & kRowFirst;
+    if (lane == kWarpThreads - 1 && last_differs) row_ends |= 1u << ((kVecs - 1) * kVecElems);
+    return ((heads >> 1) & ~kRowLast) | (row_ends << (kVecElems - 1));
+  }
+
   // Bit i: element i closes its segment: the element after it has another key, or it is the
   // call's last and last_closes. call_end: this tile holds the call's last element (at
   // tile_valid - 1). after(key): the key after this thread's last element in the call, asked of
@@ -126,7 +146,6 @@ struct TileKeys {
   __device__ __forceinline__ uint32_t Ends(int tile_valid, bool call_end, bool last_closes, After after_last) const {
     static_assert(!std::is_same_v<K, uint8_t>, "ends come from keys");
     const int lane = LaneId();
-    const bool full = tile_valid == kWarpThreads * kItems * int(blockDim.x / kWarpThreads);
     uint32_t bits = 0;
 #pragma unroll
     for (int r = 0; r < kVecs; ++r) {
@@ -142,15 +161,10 @@ struct TileKeys {
       for (int j = 0; j < kVecElems; ++j) {
         const int i = r * kVecElems + j;
         const bool differs = j + 1 < kVecElems ? k[i] != k[i + 1] : (has_after && k[i] != after);
-        bool end;
-        if (full && !call_end) {  // the common case: every element is followed by another
-          end = differs;
-        } else {
-          const int off = Offset(i);
-          end = off + 1 < tile_valid || (off + 1 == tile_valid && !call_end) ? differs
-                : off + 1 == tile_valid                                     ? last_closes
-                                                                            : false;  // padding
-        }
+        const int off = Offset(i);
+        const bool end = off + 1 < tile_valid || (off + 1 == tile_valid && !call_end) ? differs
+                         : off + 1 == tile_valid                                     ? last_closes
+                                                                                     : false;  // padding
         bits |= uint32_t(end) << i;
       }
     }

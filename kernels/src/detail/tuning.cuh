@@ -133,7 +133,8 @@ struct SegmentedTuning : SinglePassPolicy<128, kSize == 4 ? 32 : 8, true, 1200, 
 // Fused reduce by key (reduce_by_key_impl.cuh): 4-byte values only. sm_90: 128 x 16. H100, int32
 // SUM over runs of 1000 int32 keys against cub::DeviceReduce::ReduceByKey, same run
 // (bench/results/segmented-fused-h100-2026-11-24/ks_rbk.txt): 2^28 970 us 0.89x, 2^24 0.97x,
-// 2^20 1.18x. 128 x 32: 2^28 0.88x, 2^24 0.94x (ALU-bound: bench/NOTES.md).
+// 2^20 1.18x. 128 x 32: 2^28 0.88x, 2^24 0.94x (ALU-bound: bench/NOTES.md). With a full tile's
+// ends taken from its heads (ks_rbk_ends_from_heads.txt): 2^28 950 us 0.91x, 2^24 0.98x.
 template <int kArch, int kSize>
 struct ReduceByKeyTuning : SinglePassPolicy<128, 16, true, 1200, 600> {};
 
