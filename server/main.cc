@@ -163,6 +163,11 @@ int main(int argc, char** argv) {
                  "shared memory: the most bytes of regions kept registered (page-locked) for DMA at once; "
                  "larger regions are copied through staging buffers")
       ->envname("GPUSCAN_SHM_PIN_LIMIT");
+  app.add_option("--payload-pool-bytes", options.payload_pool_bytes,
+                 "host memory for Scan's chunks on their way from request to response (made as needed, "
+                 "registered for DMA with the cuda engine, so a chunk is copied once on the server); chunks "
+                 "beyond it use the heap; 0 = heap only")
+      ->envname("GPUSCAN_PAYLOAD_POOL_BYTES");
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate chain of the server; with --tls-key turns TLS on")
       ->check(CLI::ExistingFile)
       ->envname("GPUSCAN_TLS_CERT");

@@ -10,6 +10,7 @@
 #include "service/admission.h"
 #include "service/executor.h"
 #include "service/lane_join.h"
+#include "service/payload.h"
 #include "service/server.h"
 #include "service/shm_region.h"
 
@@ -29,6 +30,8 @@ struct CallContext {
   LaneRegistry* lanes = nullptr;
   // Shared-memory regions under --shm-dir (disabled without it: calls get FAILED_PRECONDITION).
   shm::RegionDir* regions = nullptr;
+  // Where raw RPCs (Scan) put their chunks' bytes: blocks registered with the engine.
+  PayloadPool* payloads = nullptr;
 };
 
 }  // namespace gpuscan::server

@@ -9,8 +9,10 @@
 
 namespace gpuscan::server {
 
-grpc::ServerBidiReactor<v1::ScanRequest, v1::ScanResponse>* StartScan(CallContext ctx,
-                                                                      grpc::CallbackServerContext* rpc);
+// Scan is raw: ScanRequest / ScanResponse bytes in and out (wire.h), so its data is never copied
+// into or out of a protobuf string.
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartScan(CallContext ctx,
+                                                                       grpc::CallbackServerContext* rpc);
 grpc::ServerReadReactor<v1::ReduceRequest>* StartReduce(CallContext ctx, grpc::CallbackServerContext* rpc,
                                                         v1::ReduceResponse* response);
 grpc::ServerReadReactor<v1::HistogramRequest>* StartHistogram(CallContext ctx, grpc::CallbackServerContext* rpc,
@@ -27,8 +29,9 @@ grpc::ServerBidiReactor<v1::Scan2DRequest, v1::ScanResponse>* StartScan2D(CallCo
                                                                           grpc::CallbackServerContext* rpc);
 // Benchmark: the kernel suite on the server's device, rows streamed as measured.
 grpc::ServerWriteReactor<v1::BenchmarkRow>* StartBenchmark(CallContext ctx, const v1::BenchmarkRequest* request);
-// Transport: the diagnostic transport ceiling (bytes in and, with echo, straight back out).
-grpc::ServerBidiReactor<v1::TransportRequest, v1::TransportResponse>* StartTransport(
+// Transport: the diagnostic transport ceiling (bytes in and, with echo, straight back out). Raw,
+// like Scan.
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartTransport(
     CallContext ctx, grpc::CallbackServerContext* rpc);
 void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info);
 

@@ -7,13 +7,30 @@
 #include "service/shared_memory.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
+#include "service/wire.h"
 
 namespace gpuscan::server {
 namespace {
 
-class ScanCall final
-    : public StreamingCall<v1::ScanRequest, v1::ScanResponse,
-                           grpc::ServerBidiReactor<v1::ScanRequest, v1::ScanResponse>> {
+// Scan is a raw RPC: each request's data is gathered from gRPC's slices into a payload, scanned
+// there in place (or into a second payload when the session cannot scan in place), and sent back
+// by reference (wire.h).
+struct ScanWire {
+  using In = grpc::ByteBuffer;
+  using Out = grpc::ByteBuffer;
+  static grpc::Status Decode(In& in, const CallContext& ctx, ScanChunk* req) {
+    grpc::Status s = DecodeWithPayload(in, v1::ScanRequest::kDataFieldNumber, *ctx.payloads, &req->msg, &req->data,
+                                       "the ScanRequest");
+    in.Clear();
+    return s;
+  }
+  static Out Encode(ScanReply&& r) {
+    return EncodeWithPayload(r.msg, v1::ScanResponse::kDataFieldNumber, std::move(r.data));
+  }
+};
+
+class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
+                                            grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>, ScanWire> {
  public:
   using StreamingCall::StreamingCall;
 
@@ -36,32 +53,29 @@ class ScanCall final
     return grpc::Status::OK;
   }
 
-  grpc::Status CheckRequest(const v1::ScanRequest& req, uint64_t index) override {
-    if (shared_) return NoInlinePayload(req.data().size(), "data", index);
-    return checker_->Add(req.data().size(), "data", index);
+  grpc::Status CheckRequest(const ScanChunk& req, uint64_t index) override {
+    if (shared_) return NoInlinePayload(req.data.size(), "data", index);
+    return checker_->Add(req.data.size(), "data", index);
   }
 
   void Open() override { session_ = ctx_.engine->NewScan(spec_); }
 
-  void Process(v1::ScanRequest& req, std::vector<v1::ScanResponse>& out) override {
-    EndChunk(BeginChunk(req, out));
-  }
+  void Process(ScanChunk& req, std::vector<ScanReply>& out) override { EndChunk(BeginChunk(req, out)); }
 
-  uint64_t BeginChunk(v1::ScanRequest& req, std::vector<v1::ScanResponse>& out) override {
-    const size_t bytes = req.data().size();
+  uint64_t BeginChunk(ScanChunk& req, std::vector<ScanReply>& out) override {
+    const size_t bytes = req.data.size();
     if (bytes == 0) return 0;
     const uint64_t n = bytes / engine::SizeOf(spec_.dtype);
-    v1::ScanResponse& resp = out.emplace_back();
-    std::string* data = resp.mutable_data();
+    ScanReply& resp = out.emplace_back();
     uint64_t ticket = 0;
     if (session_->in_place()) {
-      data->swap(*req.mutable_data());  // the result replaces the request's bytes
-      ticket = session_->Begin(data->data(), data->data(), n, stages_);
+      resp.data = std::move(req.data);  // the result replaces the request's bytes
+      ticket = session_->Begin(resp.data.data(), resp.data.data(), n, stages_);
     } else {
-      data->resize(bytes);
-      ticket = session_->Begin(req.data().data(), data->data(), n, stages_);
+      resp.data = ctx_.payloads->Take(bytes);
+      ticket = session_->Begin(req.data.data(), resp.data.data(), n, stages_);
     }
-    resp.set_offset(processed_);
+    resp.msg.set_offset(processed_);
     processed_ += n;
     bytes_in_ += bytes;
     bytes_out_ += bytes;
@@ -72,13 +86,13 @@ class ScanCall final
   void EndChunk(uint64_t ticket) override { session_->End(ticket, stages_); }
   uint64_t OverlapElements() const override { return session_ ? session_->overlap_elements() : 0; }
 
-  grpc::Status Complete(std::vector<v1::ScanResponse>& out) override {
+  grpc::Status Complete(std::vector<ScanReply>& out) override {
     if (shared_) {
       if (auto s = ScanShared(); !s.ok()) return s;
     } else if (auto s = checker_->Finish(); !s.ok()) {
       return s;
     }
-    v1::ScanResponse& last = out.emplace_back();
+    v1::ScanResponse& last = out.emplace_back().msg;
     last.set_element_count(processed_);
     FillTiming(last.mutable_timing(), session_->algorithm());
     return grpc::Status::OK;
@@ -128,8 +142,8 @@ class ScanCall final
 
 }  // namespace
 
-grpc::ServerBidiReactor<v1::ScanRequest, v1::ScanResponse>* StartScan(CallContext ctx,
-                                                                      grpc::CallbackServerContext* rpc) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartScan(CallContext ctx,
+                                                                       grpc::CallbackServerContext* rpc) {
   auto* call = new ScanCall(std::move(ctx), rpc, "scan");
   call->Begin();
   return call;

@@ -31,11 +31,21 @@ uint64_t MaxReceiveMessageBytes(const ServerOptions& o) {
 
 namespace {
 
-class GpuScanService final : public v1::GpuScan::CallbackService {
+// The generated callback service with Scan and Transport registered raw (grpc::ByteBuffer in and
+// out, wire.h) and every other method typed. A method missing here answers UNIMPLEMENTED: the
+// integration tests call every one.
+using ServiceMethods = v1::GpuScan::WithRawCallbackMethod_Scan<v1::GpuScan::WithCallbackMethod_Reduce<v1::GpuScan::WithCallbackMethod_Compact<
+    v1::GpuScan::WithCallbackMethod_Histogram<v1::GpuScan::WithCallbackMethod_SegmentedScan<
+        v1::GpuScan::WithCallbackMethod_ReduceByKey<v1::GpuScan::WithCallbackMethod_Sort<
+            v1::GpuScan::WithCallbackMethod_Scan2D<v1::GpuScan::WithCallbackMethod_GetServerInfo<
+                v1::GpuScan::WithCallbackMethod_Benchmark<v1::GpuScan::WithRawCallbackMethod_Transport<
+                    v1::GpuScan::Service>>>>>>>>>>>;
+
+class GpuScanService final : public ServiceMethods {
  public:
   explicit GpuScanService(CallContext ctx) : ctx_(std::move(ctx)) {}
 
-  grpc::ServerBidiReactor<v1::ScanRequest, v1::ScanResponse>* Scan(grpc::CallbackServerContext* rpc) override {
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Scan(grpc::CallbackServerContext* rpc) override {
     return StartScan(ctx_, rpc);
   }
   grpc::ServerReadReactor<v1::ReduceRequest>* Reduce(grpc::CallbackServerContext* rpc,
@@ -68,8 +78,7 @@ class GpuScanService final : public v1::GpuScan::CallbackService {
                                                         const v1::BenchmarkRequest* request) override {
     return StartBenchmark(ctx_, request);
   }
-  grpc::ServerBidiReactor<v1::TransportRequest, v1::TransportResponse>* Transport(
-      grpc::CallbackServerContext* rpc) override {
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Transport(grpc::CallbackServerContext* rpc) override {
     return StartTransport(ctx_, rpc);
   }
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* rpc, const v1::GetServerInfoRequest*,
@@ -123,6 +132,12 @@ class ServerImpl final : public Server {
       regions_ = shm::RegionDir::Disabled();
     }
     ctx.regions = regions_.get();
+    // Blocks of the largest chunk a message may carry, registered for DMA (CUDA engine).
+    payloads_ = PayloadPool::Create(options_.chunk_bytes, options_.payload_pool_bytes,
+                                    [engine = engine_.get()](void* data, uint64_t bytes) {
+                                      return engine->RegisterHost(data, bytes, false);
+                                    });
+    ctx.payloads = payloads_.get();
     service_ = std::make_unique<GpuScanService>(std::move(ctx));
 
     grpc::EnableDefaultHealthCheckService(true);
@@ -210,6 +225,9 @@ class ServerImpl final : public Server {
   // Shared-memory regions (mapped, registered with the engine): after the workers in
   // destruction, as calls hold views of them; before the engine they are registered with.
   std::unique_ptr<shm::RegionDir> regions_;
+  // Raw RPCs' payloads: like the regions, after the workers and before the engine. A slice gRPC
+  // still holds keeps its pool (and the registration) alive past this reference.
+  std::shared_ptr<PayloadPool> payloads_;
   std::atomic<bool> benchmark_running_{false};
   // Destroyed in reverse: the metrics endpoint (its scrapes read the metrics, admission and the
   // engine), the gRPC server, the workers (which may still release admission slots), the

@@ -63,9 +63,26 @@ struct HasElementCount : std::false_type {};
 template <class H>
 struct HasElementCount<H, std::void_t<decltype(std::declval<const H&>().has_element_count())>> : std::true_type {};
 
-template <class Req, class Resp, class ReactorBase>
+// How a call's messages cross the wire. ProtoWire: gRPC's protobuf codec (the reactor is typed on
+// Req and Resp). A raw RPC's wire (ScanWire) reads and writes grpc::ByteBuffer and converts them
+// itself, so its data bytes stay in one Payload from request to response.
+template <class Req, class Resp>
+struct ProtoWire {
+  using In = Req;
+  using Out = Resp;
+  static grpc::Status Decode(In& in, const CallContext&, Req* req) {
+    *req = std::move(in);
+    in.Clear();
+    return grpc::Status::OK;
+  }
+  static Out Encode(Resp&& resp) { return std::move(resp); }
+};
+
+template <class Req, class Resp, class ReactorBase, class Wire = ProtoWire<Req, Resp>>
 class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
-  static constexpr bool kBidi = std::is_base_of_v<grpc::ServerBidiReactor<Req, Resp>, ReactorBase>;
+  using WireIn = typename Wire::In;
+  using WireOut = typename Wire::Out;
+  static constexpr bool kBidi = std::is_base_of_v<grpc::ServerBidiReactor<WireIn, WireOut>, ReactorBase>;
   static constexpr size_t kMaxBuffered = 3;  // requests waiting + responses unsent, per call
 
  public:
@@ -81,6 +98,10 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   }
 
   void OnReadDone(bool ok) override {
+    // Decoded before the lock (a raw RPC gathers its chunk here): only the read path touches
+    // incoming_, and one read is in flight at a time.
+    Req req;
+    grpc::Status decoded = ok ? Wire::Decode(incoming_, ctx_, &req) : grpc::Status::OK;
     std::unique_lock<std::mutex> lock(mu_);
     reading_ = false;
     if (!ok) {
@@ -94,9 +115,11 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
       return;
     }
     const uint64_t index = requests_++;
-    Req req = std::move(incoming_);
-    incoming_.Clear();
     if (finish_requested_) return;
+    if (!decoded.ok()) {
+      return FailAndMaybeFinish(lock, grpc::Status(decoded.error_code(), "request #" + std::to_string(index) + ": " +
+                                                                            decoded.error_message()));
+    }
     grpc::Status status = CheckHeaderPlacement(index, req.has_header());
     bool lane_header = false;
     if constexpr (HasLanes<std::decay_t<decltype(req.header())>>::value) {
@@ -212,7 +235,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     std::unique_lock<std::mutex> lock(mu_);
     --parked_;
     if (finish_requested_) return;
-    for (auto& r : out) outgoing_.push_back(std::move(r));
+    for (auto& r : out) outgoing_.push_back(Wire::Encode(std::move(r)));
     MaybeWriteLocked();
     MaybeReadLocked();
     MaybeWorkLocked();
@@ -226,7 +249,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
       // every lane gets the last response, the one with the array's counts and Timing.
       if (final_out.size() > 1) final_out.erase(final_out.begin(), final_out.end() - 1);
     }
-    for (auto& r : final_out) outgoing_.push_back(std::move(r));
+    for (auto& r : final_out) outgoing_.push_back(Wire::Encode(std::move(r)));
     completed_ = true;
     finish_requested_ = true;  // status_ stays OK: finish once the last response is out
     MaybeWriteLocked();
@@ -456,16 +479,17 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     ctx_.executor->Post([this] { Work(); });
   }
 
-  // Starts the next write. StartWrite serializes the response (a copy of its MiB of data) and
-  // often writes the socket inline: as long as computing the chunk. A worker or a lane join's
-  // driver therefore hands it to another executor thread and goes on computing; OnWriteDone,
-  // already on a gRPC thread, starts the next one itself.
+  // Starts the next write. StartWrite serializes the response (with ProtoWire a copy of its MiB
+  // of data; a raw RPC's payload is only referenced) and often writes the socket inline: as
+  // long as computing the chunk. A worker or a lane join's driver therefore hands it to another
+  // executor thread and goes on computing; OnWriteDone, already on a gRPC thread, starts the
+  // next one itself.
   void MaybeWriteLocked(bool on_grpc_thread = false) {
     if constexpr (kBidi) {
       if (writing_ || outgoing_.empty()) return;
       writing_ = true;
       write_start_ = Clock::now();
-      Resp* next = &outgoing_.front();  // stays put: only OnWriteDone pops it
+      WireOut* next = &outgoing_.front();  // stays put: only OnWriteDone pops it
       if (on_grpc_thread) return this->StartWrite(next);
       ++refs_;
       ctx_.executor->Post([this, next] {
@@ -513,7 +537,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
         return;
       }
       if (finish_requested_) break;
-      for (auto& r : out) outgoing_.push_back(std::move(r));
+      for (auto& r : out) outgoing_.push_back(Wire::Encode(std::move(r)));
       if (at_end) completed_ = true;
       MaybeWriteLocked();
       MaybeReadLocked();
@@ -610,7 +634,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
 
   std::mutex mu_;
   const char* op_name_;
-  Req incoming_;
+  WireIn incoming_;
   uint64_t requests_ = 0;
   bool header_accepted_ = false;  // OnHeader returned OK: Labels() may be asked
   bool reading_ = false;
@@ -628,7 +652,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   bool finished_ = false;
   int refs_ = 1;  // gRPC's, until OnDone; plus the worker's and the admission queue's
   std::deque<Req> pending_;
-  std::deque<Resp> outgoing_;
+  std::deque<WireOut> outgoing_;  // encoded: a raw RPC's payloads are slices now
   grpc::Status status_;
   Clock::time_point start_, header_at_, admitted_at_, last_read_, write_start_;
   std::atomic<uint64_t> send_us_{0};  // read by the worker while later writes are in flight

@@ -1,6 +1,9 @@
 // Transport: the diagnostic transport ceiling. The same gRPC path as Scan (echo) or Reduce (no
 // echo) with no compute, so the CLI can report the service as a share of what gRPC alone allows.
 //
+// Raw like Scan (wire.h): each request's data is gathered into a payload and echoed by reference,
+// so the ceiling pays the copies Scan pays, no more.
+//
 // A small bidi reactor of its own rather than StreamingCall: there is no header, no engine
 // session and no worker task, so everything runs on gRPC's callback threads (nothing blocks).
 // Flow: admission (maybe queued) → read; each request is counted and, with echo, queued for
@@ -14,11 +17,12 @@
 
 #include "service/handlers.h"
 #include "service/streaming_call.h"
+#include "service/wire.h"
 
 namespace gpuscan::server {
 namespace {
 
-class TransportCall final : public grpc::ServerBidiReactor<v1::TransportRequest, v1::TransportResponse> {
+class TransportCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
   static constexpr size_t kMaxBuffered = 3;  // echoes waiting to be sent, per call
 
  public:
@@ -52,25 +56,35 @@ class TransportCall final : public grpc::ServerBidiReactor<v1::TransportRequest,
   }
 
   void OnReadDone(bool ok) override {
+    v1::TransportRequest request;
+    Payload data;
+    grpc::Status decoded = ok ? DecodeWithPayload(incoming_, v1::TransportRequest::kDataFieldNumber, *ctx_.payloads,
+                                                  &request, &data, "the TransportRequest")
+                              : grpc::Status::OK;
+    incoming_.Clear();
     std::unique_lock<std::mutex> lock(mu_);
     reading_ = false;
     if (finish_requested_) return MaybeFinish(lock);
     if (!ok) {
       if (rpc_->IsCancelled()) return Fail(lock, {grpc::StatusCode::CANCELLED, "the call was cancelled"});
       // Half-close: the final response carries the totals.
-      v1::TransportResponse& last = outgoing_.emplace_back();
+      v1::TransportResponse last;
       last.set_bytes_in(bytes_in_);
       last.set_bytes_out(bytes_out_);
       last.set_requests(requests_);
       last.set_final(true);
       last.set_total_us(Micros(Clock::now() - start_));
+      outgoing_.push_back(EncodeWithPayload(last, v1::TransportResponse::kDataFieldNumber, Payload()));
       finish_requested_ = true;
       MaybeWriteLocked();
       return MaybeFinish(lock);
     }
     const uint64_t index = requests_++;
-    const uint64_t size = incoming_.data().size();
-    if (index == 0) echo_ = incoming_.echo();
+    if (!decoded.ok()) {
+      return Fail(lock, {decoded.error_code(), "request #" + std::to_string(index) + ": " + decoded.error_message()});
+    }
+    const uint64_t size = data.size();
+    if (index == 0) echo_ = request.echo();
     if (size > ctx_.options->chunk_bytes) {
       return Fail(lock, ResourceExhausted("request #" + std::to_string(index) + ": data of " + std::to_string(size) +
                                           " bytes exceeds the chunk limit of " +
@@ -84,11 +98,11 @@ class TransportCall final : public grpc::ServerBidiReactor<v1::TransportRequest,
     }
     bytes_in_ += size;
     if (echo_ && size > 0) {
-      outgoing_.emplace_back().set_data(std::move(*incoming_.mutable_data()));
+      outgoing_.push_back(EncodeWithPayload(v1::TransportResponse(), v1::TransportResponse::kDataFieldNumber,
+                                            std::move(data)));
       bytes_out_ += size;
       MaybeWriteLocked();
     }
-    incoming_.Clear();
     MaybeReadLocked();
   }
 
@@ -189,8 +203,8 @@ class TransportCall final : public grpc::ServerBidiReactor<v1::TransportRequest,
   grpc::CallbackServerContext* rpc_;
   const Clock::time_point start_;
   std::mutex mu_;
-  v1::TransportRequest incoming_;
-  std::deque<v1::TransportResponse> outgoing_;
+  grpc::ByteBuffer incoming_;
+  std::deque<grpc::ByteBuffer> outgoing_;
   grpc::Status status_;
   uint64_t requests_ = 0, bytes_in_ = 0, bytes_out_ = 0, ticket_ = 0;
   bool echo_ = false, admitted_ = false, holds_slot_ = false, queued_ = false, reading_ = false,
@@ -200,7 +214,7 @@ class TransportCall final : public grpc::ServerBidiReactor<v1::TransportRequest,
 
 }  // namespace
 
-grpc::ServerBidiReactor<v1::TransportRequest, v1::TransportResponse>* StartTransport(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartTransport(
     CallContext ctx, grpc::CallbackServerContext* rpc) {
   auto* call = new TransportCall(std::move(ctx), rpc);
   call->Begin();
