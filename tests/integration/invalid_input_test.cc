@@ -98,6 +98,8 @@ struct Row {
   std::vector<v1::ReduceByKeyRequest> by_key;
   std::vector<v1::SortRequest> sort;
   std::vector<v1::Scan2DRequest> scan2d;
+  // Scan rows only: request messages as raw bytes (malformed encodings), sent instead of `scan`.
+  std::vector<std::string> raw;
   grpc::StatusCode code = kInvalid;
   std::vector<std::string> expect;  // substrings of the message: the field and the value
   // Set the header's algorithm to one this server's engine lacks (and expect its name).
@@ -897,6 +899,18 @@ std::vector<Row> Rows() {
     rows.push_back(MakeRow("ValuesAndFlagsAboveMaxRequestBytes", r, kExhausted,
                            {"--max-request-bytes=65536", "values and flags"}));
   }
+  // Scan is read raw (service/wire.h): encodings protobuf would refuse are refused there too.
+  {
+    Row row{"MalformedEncoding", Rpc::kScan};
+    row.raw = {std::string("\x12\x05" "abc", 5)};  // data says 5 bytes, 3 follow
+    row.expect = {"request #0", "the ScanRequest is not a valid message", "field 2 says 5 bytes, 3 remain"};
+    rows.push_back(row);
+    row.name = "MalformedEncodingAfterAValidChunk";
+    row.raw = {ScanHead().SerializeAsString() + Data<v1::ScanRequest>(64).SerializeAsString(),
+               std::string("\x0b", 1)};  // field 1 as a group (wire type 3)
+    row.expect = {"request #1", "the ScanRequest is not a valid message", "wire type 3 of field 1"};
+    rows.push_back(row);
+  }
   LaneRows(rows);
   SharedMemoryRows(rows);
   HistogramRows(rows);
@@ -994,7 +1008,28 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
     return writer->Finish();
   }
 
+  // A Scan call whose requests are the given bytes, as they are, on the wire.
+  static grpc::Status RunRawScan(const std::vector<std::string>& messages) {
+    auto channel = grpc::CreateChannel(server_->target(), grpc::InsecureChannelCredentials());
+    grpc::internal::RpcMethod method("/gpuscan.v1.GpuScan/Scan", grpc::internal::RpcMethod::BIDI_STREAMING, channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> stream(
+        grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(channel.get(), method,
+                                                                                            &ctx));
+    for (const std::string& m : messages) {
+      grpc::Slice slice(m);
+      if (!stream->Write(grpc::ByteBuffer(&slice, 1))) break;
+    }
+    stream->WritesDone();
+    grpc::ByteBuffer resp;
+    while (stream->Read(&resp)) {
+    }
+    return stream->Finish();
+  }
+
   static grpc::Status Send(v1::GpuScan::Stub& stub, const Row& row) {
+    if (!row.raw.empty()) return RunRawScan(row.raw);
     switch (row.rpc) {
       case Rpc::kScan:
         return RunBidi<v1::ScanRequest, v1::ScanResponse>([&](grpc::ClientContext* c) { return stub.Scan(c); },
