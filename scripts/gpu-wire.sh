@@ -67,14 +67,16 @@ if want ab; then
 fi
 
 if want cli; then
-  step "CLI file to file, 1 GiB int32 (one call and --lanes 8), old vs new"
+  step "CLI file to file, 1 GiB int32 (one call and --lanes 8), old vs new, three rounds"
   head -c $((1 << 30)) /dev/urandom >/tmp/in.bin
+  for round in 1 2 3; do
   for srv in old:50601 new:50602; do
     name=${srv%%:*} port=${srv##*:}
     for k in 1 8; do
       /usr/bin/time -f "$name lanes $k: wall %e s" $B/gpuscan -s 127.0.0.1:$port scan --format raw --dtype int32 \
         -i /tmp/in.bin -o /tmp/out_${name}_$k.bin --lanes $k --no-progress 2>&1 | tail -1
     done
+  done
   done
   cmp /tmp/out_old_1.bin /tmp/out_new_1.bin && cmp /tmp/out_new_1.bin /tmp/out_new_8.bin && echo "outputs identical"
   rm -f /tmp/in.bin /tmp/out_*.bin
