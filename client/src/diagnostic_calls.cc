@@ -2,9 +2,11 @@
 // ceiling, no compute).
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <string>
 
 #include "gpuscan/client.h"
+#include "raw_messages.h"
 #include "stream_driver.h"
 
 namespace gpuscan {
@@ -32,36 +34,41 @@ void Client::Benchmark(const v1::BenchmarkRequest& request,
 TransportResult Client::Transport(uint64_t total_bytes, bool echo, size_t chunk_bytes) {
   if (chunk_bytes == 0) chunk_bytes = options_.chunk_bytes;
   if (chunk_bytes == 0) chunk_bytes = 1 << 20;
-  // One chunk of a fixed pattern, copied into each message: the same one copy per chunk that
-  // ScanStream's Source makes, so the ceiling compares like with like.
+  // One chunk of a fixed pattern, copied into each message's slice: the same one copy per chunk
+  // that ScanStream's Source makes (and both read responses in place), so the ceiling compares
+  // like with like.
   std::string pattern(static_cast<size_t>(std::min<uint64_t>(chunk_bytes, std::max<uint64_t>(total_bytes, 1))), '\0');
   for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<char>(i * 131 + 7);
 
   const auto start = std::chrono::steady_clock::now();
   auto ctx = NewContext();
-  auto stream = stub_->Transport(ctx.get());
+  auto stream = detail::RawBidi<v1::TransportRequest, v1::TransportResponse>(channel_, detail::kTransportMethod,
+                                                                              ctx.get());
   TransportResult result;
 
   auto write_all = [&] {
-    v1::TransportRequest req;
-    req.set_echo(echo);
+    detail::RawOut<v1::TransportRequest> req;
+    req.msg.set_echo(echo);
     uint64_t left = total_bytes;
     for (bool first = true; first || left > 0; first = false) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(left, pattern.size()));
-      req.mutable_data()->assign(pattern.data(), n);
+      req.data = detail::FilledSlice(n, [&](char* buf, size_t) {
+        std::memcpy(buf, pattern.data(), n);
+        return n;
+      });
       if (!stream->Write(req)) return;
       left -= n;
     }
   };
   auto read_all = [&] {
-    v1::TransportResponse resp;
+    detail::RawIn<v1::TransportResponse> resp;
     while (stream->Read(&resp)) {
-      result.bytes_received += resp.data().size();
-      if (resp.final()) {
-        result.bytes_in = resp.bytes_in();
-        result.bytes_out = resp.bytes_out();
-        result.requests = resp.requests();
-        result.server_total_us = resp.total_us();
+      result.bytes_received += resp.data_bytes();
+      if (resp.msg.final()) {
+        result.bytes_in = resp.msg.bytes_in();
+        result.bytes_out = resp.msg.bytes_out();
+        result.requests = resp.msg.requests();
+        result.server_total_us = resp.msg.total_us();
       }
     }
   };

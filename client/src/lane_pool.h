@@ -23,8 +23,9 @@ namespace gpuscan {
 class Client::LanePool {
  public:
   explicit LanePool(ClientOptions options) : options_(std::move(options)) {}
-  // `lanes` stubs, lane i on connection i, all to one server address.
-  std::vector<v1::GpuScan::Stub*> Stubs(uint32_t lanes);
+  // `lanes` stubs, lane i on connection i, all to one server address; with `channels`, also the
+  // lanes' channels (for raw calls).
+  std::vector<v1::GpuScan::Stub*> Stubs(uint32_t lanes, std::vector<std::shared_ptr<grpc::Channel>>* channels = nullptr);
 
   // The server's Limits.max_lanes, asked once (0: it does not join lanes).
   std::mutex info_mu;

@@ -21,6 +21,7 @@
 
 #include "gpuscan/client.h"
 #include "lane_pool.h"
+#include "raw_messages.h"
 #include "retry.h"
 #include "stream_driver.h"
 #include "targets.h"
@@ -54,7 +55,8 @@ std::string Client::LanePool::PickTarget(std::string* tls_name) const {
   return addresses[Rng()() % addresses.size()];
 }
 
-std::vector<v1::GpuScan::Stub*> Client::LanePool::Stubs(uint32_t lanes) {
+std::vector<v1::GpuScan::Stub*> Client::LanePool::Stubs(uint32_t lanes,
+                                                        std::vector<std::shared_ptr<grpc::Channel>>* lane_channels) {
   std::string tls_name;
   const std::string target = PickTarget(&tls_name);
   std::unique_lock<std::mutex> lock(mu_);
@@ -88,6 +90,7 @@ std::vector<v1::GpuScan::Stub*> Client::LanePool::Stubs(uint32_t lanes) {
   }
   lock.unlock();
   Connect(channels, target);
+  if (lane_channels) *lane_channels = std::move(channels);
   return out;
 }
 
@@ -300,8 +303,9 @@ void WriteLane(LaneRun& run, uint32_t lane, Stream& stream, Req req, ProgressTra
   }
 }
 
-// Runs a bidirectional striped call. place(resp) gives a data response's (position, length) in
-// the Sink's order; emit(resp) feeds the Sink; the first final response (has_timing) is kept.
+// Runs a bidirectional striped call. start(lane, ctx) opens lane `lane`'s stream; place(resp)
+// gives a data response's (position, length) in the Sink's order; emit(resp) feeds the Sink; the
+// first final response (has_timing) is kept.
 template <class Req, class Resp, class Start, class Fill, class Place, class Emit>
 Resp RunBidiLanes(const std::vector<v1::GpuScan::Stub*>& stubs, const Deadline& deadline,
                   const std::vector<Req>& firsts, ProgressTracker& tracker, Start start, Fill fill, Place place,
@@ -314,7 +318,7 @@ Resp RunBidiLanes(const std::vector<v1::GpuScan::Stub*>& stubs, const Deadline& 
   std::vector<std::thread> threads;
   for (uint32_t l = 0; l < lanes; ++l) {
     threads.emplace_back([&, l] {
-      auto stream = start(*stubs[l], run.context(l));
+      auto stream = start(l, run.context(l));
       std::thread writer([&] {
         WriteLane(run, l, *stream, firsts[l], tracker, fill);
         stream->WritesDone();
@@ -353,30 +357,38 @@ Timing Client::ScanLanes(const v1::ScanHeader& header, Source in, Sink out, Prog
   lanes = UsableLanes(lanes);
   const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
   const size_t chunk = ChunkBytes(esize);
-  const auto stubs = lane_pool_->Stubs(lanes);
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  const auto stubs = lane_pool_->Stubs(lanes, &channels);
   const std::string id = NewArrayId();
-  std::vector<v1::ScanRequest> firsts(lanes);
-  for (uint32_t l = 0; l < lanes; ++l) *firsts[l].mutable_header() = LaneHeader(header, id, l, lanes, chunk / esize);
+  // Raw messages (raw_messages.h): the Source fills a slice that is sent as it is; results go to
+  // the Sink from the slices they arrived in.
+  using Out = detail::RawOut<v1::ScanRequest>;
+  using In = detail::RawIn<v1::ScanResponse>;
+  std::vector<Out> firsts(lanes);
+  for (uint32_t l = 0; l < lanes; ++l) {
+    *firsts[l].msg.mutable_header() = LaneHeader(header, id, l, lanes, chunk / esize);
+  }
   ProgressTracker tracker(std::move(progress));
   bool no_source = !in;
-  auto fill = [&](v1::ScanRequest& req, bool& ended) -> size_t {
-    std::string* data = req.mutable_data();
+  auto fill = [&](Out& req, bool& ended) -> size_t {
     if (no_source) ended = true;
-    data->resize(chunk);  // the Source fills the message's own buffer: no extra copy
-    data->resize(ended ? 0 : ReadFull(in, data->data(), chunk, ended));
-    return data->size();
+    req.data = ended ? grpc::Slice() : detail::FilledSlice(chunk, [&](char* buf, size_t cap) {
+      return ReadFull(in, buf, cap, ended);
+    });
+    return req.data.size();
   };
-  auto start = [](v1::GpuScan::Stub& stub, grpc::ClientContext* ctx) { return stub.Scan(ctx); };
-  auto place = [&](const v1::ScanResponse& r) {
-    return std::pair<uint64_t, uint64_t>(r.offset(), r.data().size() / esize);
+  auto start = [&](uint32_t l, grpc::ClientContext* ctx) {
+    return detail::RawBidi<v1::ScanRequest, v1::ScanResponse>(channels[l], detail::kScanMethod, ctx);
   };
-  auto emit = [&](const v1::ScanResponse& r) {
-    if (out) out(r.data().data(), r.data().size());
-    tracker.Received(r.data().size());
+  auto place = [&](const In& r) { return std::pair<uint64_t, uint64_t>(r.msg.offset(), r.data_bytes() / esize); };
+  // Delivery is in array order on one thread (LaneRun::DeliverAll): one feeder serves all lanes.
+  detail::ElementFeeder feeder(out, esize);
+  auto emit = [&](const In& r) {
+    feeder.Feed(r.split.field);
+    tracker.Received(r.data_bytes());
   };
-  v1::ScanResponse last = RunBidiLanes<v1::ScanRequest, v1::ScanResponse>(stubs, CallDeadline(options_), firsts, tracker,
-                                                                         start, fill, place, emit);
-  return FromProto(last.timing());
+  In last = RunBidiLanes<Out, In>(stubs, CallDeadline(options_), firsts, tracker, start, fill, place, emit);
+  return FromProto(last.msg.timing());
 }
 
 v1::CompactResponse Client::CompactLanes(const v1::CompactHeader& header, Source values, Source flags,
@@ -410,7 +422,7 @@ v1::CompactResponse Client::CompactLanes(const v1::CompactHeader& header, Source
     if (values_ended) ended = true;
     return vals->size() + flg->size();
   };
-  auto start = [](v1::GpuScan::Stub& stub, grpc::ClientContext* ctx) { return stub.Compact(ctx); };
+  auto start = [&](uint32_t l, grpc::ClientContext* ctx) { return stubs[l]->Compact(ctx); };
   auto place = [&](const v1::CompactResponse& r) {
     const uint64_t kept = r.values().empty() ? r.indices().size() / sizeof(int64_t) : r.values().size() / esize;
     return std::pair<uint64_t, uint64_t>(r.kept_offset(), kept);
@@ -462,7 +474,8 @@ v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in
 TransportResult Client::TransportLanes(uint64_t total_bytes, bool echo, uint32_t lanes, size_t chunk_bytes) {
   if (lanes < 1) lanes = 1;
   if (chunk_bytes == 0) chunk_bytes = options_.chunk_bytes ? options_.chunk_bytes : 1 << 20;
-  const auto stubs = lane_pool_->Stubs(lanes);
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  lane_pool_->Stubs(lanes, &channels);
   const auto start = std::chrono::steady_clock::now();
   std::vector<TransportResult> results(lanes);
   std::vector<std::exception_ptr> errors(lanes);
@@ -478,30 +491,34 @@ TransportResult Client::TransportLanes(uint64_t total_bytes, bool echo, uint32_t
         // A Client over the lane's stub would open a new connection; drive the stub directly.
         grpc::ClientContext ctx;
         if (options_.timeout.count() > 0) ctx.set_deadline(std::chrono::system_clock::now() + options_.timeout);
-        auto stream = stubs[l]->Transport(&ctx);
+        auto stream = detail::RawBidi<v1::TransportRequest, v1::TransportResponse>(channels[l],
+                                                                                    detail::kTransportMethod, &ctx);
         std::string pattern(std::min<uint64_t>(chunk_bytes, std::max<uint64_t>(bytes, 1)), '\0');
         for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<char>(i * 131 + 7);
         TransportResult& r = results[l];
         auto write_all = [&] {
-          v1::TransportRequest req;
-          req.set_echo(echo);
+          detail::RawOut<v1::TransportRequest> req;
+          req.msg.set_echo(echo);
           uint64_t left = bytes;
           for (bool first = true; first || left > 0; first = false) {
             const size_t n = static_cast<size_t>(std::min<uint64_t>(left, pattern.size()));
-            req.mutable_data()->assign(pattern.data(), n);
+            req.data = detail::FilledSlice(n, [&](char* buf, size_t) {
+              std::memcpy(buf, pattern.data(), n);
+              return n;
+            });
             if (!stream->Write(req)) return;
             left -= n;
           }
         };
         auto read_all = [&] {
-          v1::TransportResponse resp;
+          detail::RawIn<v1::TransportResponse> resp;
           while (stream->Read(&resp)) {
-            r.bytes_received += resp.data().size();
-            if (resp.final()) {
-              r.bytes_in = resp.bytes_in();
-              r.bytes_out = resp.bytes_out();
-              r.requests = resp.requests();
-              r.server_total_us = resp.total_us();
+            r.bytes_received += resp.data_bytes();
+            if (resp.msg.final()) {
+              r.bytes_in = resp.msg.bytes_in();
+              r.bytes_out = resp.msg.bytes_out();
+              r.requests = resp.msg.requests();
+              r.server_total_us = resp.msg.total_us();
             }
           }
         };

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "gpuscan/client.h"
+#include "raw_messages.h"
 #include "stream_driver.h"
 
 namespace gpuscan {
@@ -16,7 +17,7 @@ using detail::ReadFull;
 
 namespace {
 
-// A bidirectional call with one byte stream each way (Scan, Scan2D): the header rides with the
+// A bidirectional call with one byte stream each way (Scan2D): the header rides with the
 // first chunk, each request holds up to one chunk, responses are read as they come.
 template <class Req, class Resp, class Stream, class Header>
 Timing PlainBidi(grpc::ClientContext& ctx, Stream& stream, const Header& header, Source& in, size_t chunk, Sink& out,
@@ -56,11 +57,42 @@ Timing PlainBidi(grpc::ClientContext& ctx, Stream& stream, const Header& header,
 Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
                           Progress progress, uint32_t lanes) {
   if (LanesFor(lanes) > 1) return ScanLanes(header, std::move(in), std::move(out), std::move(progress), LanesFor(lanes));
+  // Raw messages (raw_messages.h): the Source fills a slice that is sent as it is, and results go
+  // to the Sink from the slices they arrived in: one copy each way, the Source's and the Sink's.
   auto ctx = NewContext();
-  auto stream = stub_->Scan(ctx.get());
+  auto stream = detail::RawBidi<v1::ScanRequest, v1::ScanResponse>(channel_, detail::kScanMethod, ctx.get());
   ProgressTracker tracker(std::move(progress));
-  return PlainBidi<v1::ScanRequest, v1::ScanResponse>(*ctx, *stream, header, in, ChunkBytes(DTypeSize(header.dtype())),
-                                                      out, tracker);
+  const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
+  const size_t chunk = ChunkBytes(esize);
+  Timing timing;
+  auto write_all = [&] {
+    detail::RawOut<v1::ScanRequest> req;
+    *req.msg.mutable_header() = header;
+    bool ended = !in;
+    for (bool first = true;; first = false) {
+      req.data = ended ? grpc::Slice() : detail::FilledSlice(chunk, [&](char* buf, size_t cap) {
+        return ReadFull(in, buf, cap, ended);
+      });
+      if (req.data.size() == 0 && !first) return;
+      if (!stream->Write(req)) return;  // the call is over; Finish says why
+      tracker.Sent(req.data.size());
+      if (ended) return;
+      req.clear_header();
+    }
+  };
+  auto read_all = [&] {
+    detail::RawIn<v1::ScanResponse> resp;
+    detail::ElementFeeder feeder(out, esize);
+    while (stream->Read(&resp)) {
+      if (resp.data_bytes()) {
+        feeder.Feed(resp.split.field);
+        tracker.Received(resp.data_bytes());
+      }
+      if (resp.has_timing()) timing = FromProto(resp.msg.timing());
+    }
+  };
+  detail::RunBidi(*ctx, *stream, write_all, read_all);
+  return timing;
 }
 
 Timing Client::Scan2DStream(const v1::Scan2DHeader& header, Source in, Sink out, Progress progress) {

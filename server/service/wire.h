@@ -1,7 +1,5 @@
-// Protobuf messages with one large bytes field read from and written to gRPC's slices directly:
-// the field's bytes go into or come from a Payload (payload.h) instead of a std::string. Every
-// other field still goes through protobuf. The encoding is the standard one (a parser cannot
-// tell: fields may come in any order), so clients are unchanged.
+// The server's raw messages: gpuscan/wire (the field walk over gRPC's slices) with the large
+// bytes field gathered into, or sent from, a Payload (payload.h) instead of a std::string.
 #pragma once
 
 #include <google/protobuf/message_lite.h>

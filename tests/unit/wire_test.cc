@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "raw_messages.h"  // client/src: the client side of the same encodings
 #include "service/wire.h"
 
 namespace gpuscan::server {
@@ -169,6 +170,58 @@ TEST(WireTest, EncodedResponsesParseWithProtobufAndReferenceThePayload) {
     EXPECT_EQ(parsed.offset(), msg.offset());
     EXPECT_EQ(parsed.timing().kernel_us(), 42u);
   }
+}
+
+TEST(ClientWireTest, TheSinkGetsWholeElementsHoweverGrpcCutTheSlices) {
+  std::mt19937_64 rng(17);
+  for (size_t esize : {size_t{4}, size_t{8}}) {
+    for (int rep = 0; rep < 50; ++rep) {
+      v1::ScanResponse original;
+      original.set_offset(rng());
+      original.set_data(RandomBytes(rng, esize * (rng() % 5000)));
+      grpc::ByteBuffer wire_bytes = Cut(original.SerializeAsString(), rng);
+      detail::RawIn<v1::ScanResponse> in;
+      ASSERT_TRUE(grpc::SerializationTraits<detail::RawIn<v1::ScanResponse>>::Deserialize(&wire_bytes, &in).ok());
+      EXPECT_EQ(in.msg.offset(), original.offset());
+      ASSERT_EQ(in.data_bytes(), original.data().size());
+      std::string got;
+      size_t calls = 0;
+      Sink sink = [&](const void* p, size_t n) {
+        EXPECT_EQ(n % esize, 0u) << "a Sink call of " << n << " bytes";
+        got.append(static_cast<const char*>(p), n);
+        ++calls;
+      };
+      detail::ElementFeeder feeder(sink, esize);
+      feeder.Feed(in.split.field);
+      EXPECT_EQ(got, original.data());
+      if (!original.data().empty()) {
+        EXPECT_GT(calls, 0u);
+      }
+    }
+  }
+}
+
+TEST(ClientWireTest, ARequestSliceIsSentByReferenceAndParsesAsTheMessage) {
+  std::mt19937_64 rng(19);
+  const std::string bytes = RandomBytes(rng, 100000);
+  detail::RawOut<v1::ScanRequest> out;
+  out.msg.mutable_header()->set_dtype(v1::DTYPE_INT64);
+  out.data = detail::FilledSlice(131072, [&](char* buf, size_t cap) {
+    EXPECT_EQ(cap, 131072u);
+    std::memcpy(buf, bytes.data(), bytes.size());
+    return bytes.size();
+  });
+  grpc::ByteBuffer encoded;
+  bool own = false;
+  ASSERT_TRUE(grpc::SerializationTraits<detail::RawOut<v1::ScanRequest>>::Serialize(out, &encoded, &own).ok());
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(encoded.Dump(&slices).ok());
+  ASSERT_EQ(slices.size(), 2u);
+  EXPECT_EQ(slices[1].begin(), out.data.begin());  // the Source's slice itself
+  v1::ScanRequest parsed;
+  ASSERT_TRUE(parsed.ParseFromString(Flatten(encoded)));
+  EXPECT_EQ(parsed.header().dtype(), v1::DTYPE_INT64);
+  EXPECT_EQ(parsed.data(), bytes);
 }
 
 TEST(PayloadPoolTest, BlocksComeBackWhenTheLastSliceGoesAndTheLimitSendsTheRestToTheHeap) {

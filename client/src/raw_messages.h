@@ -1,0 +1,128 @@
+// Internal: Scan and Transport messages as the client sends and reads them raw (gpuscan/wire), so
+// an array's bytes are not copied into a protobuf string on the way out nor out of one on the way
+// in. A request's data is a slice the Source filled (gRPC sends it by reference); a response's data
+// stays in the slices gRPC received it in, and goes to the Sink from there.
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include <gpuscan/wire/fields.h>
+#include <grpcpp/channel.h>
+#include <grpcpp/impl/rpc_method.h>
+#include <grpcpp/impl/serialization_traits.h>
+#include <grpcpp/support/sync_stream.h>
+
+#include "gpuscan/client.h"
+#include "gpuscan/v1/gpuscan.grpc.pb.h"
+
+namespace gpuscan::detail {
+
+// A request: the message without its data, and the data as one slice.
+template <class Msg>
+struct RawOut {
+  Msg msg;
+  grpc::Slice data;
+  void clear_header() { msg.clear_header(); }
+};
+
+// A response: the message without its data, and where the data's bytes lie.
+template <class Msg>
+struct RawIn {
+  Msg msg;
+  wire::SplitMessage split;
+  size_t data_bytes() const { return split.field_bytes; }
+  bool has_timing() const { return msg.has_timing(); }
+};
+
+// A slice of `bytes` filled by `fill(buf, capacity)`, which returns how many it wrote.
+template <class Fill>
+grpc::Slice FilledSlice(size_t capacity, Fill&& fill) {
+  grpc::Slice slice(capacity);
+  const size_t n = fill(reinterpret_cast<char*>(const_cast<uint8_t*>(slice.begin())), capacity);
+  return n == capacity ? slice : slice.sub(0, n);
+}
+
+// Gives a response's data pieces to a Sink in whole elements: gRPC cuts slices anywhere, so an
+// element split between two pieces is joined in a small buffer first.
+class ElementFeeder {
+ public:
+  ElementFeeder(const Sink& out, size_t element_size) : out_(out), esize_(element_size) {}
+
+  void Feed(const std::vector<wire::Piece>& pieces) {
+    if (!out_) return;
+    for (const wire::Piece& p : pieces) {
+      const char* at = p.data;
+      size_t left = p.size;
+      if (held_ > 0) {  // finish the element cut at the end of the last piece
+        const size_t take = std::min(left, esize_ - held_);
+        std::memcpy(partial_ + held_, at, take);
+        held_ += take;
+        at += take;
+        left -= take;
+        if (held_ < esize_) continue;
+        out_(partial_, esize_);
+        held_ = 0;
+      }
+      const size_t whole = left / esize_ * esize_;
+      if (whole) out_(at, whole);
+      held_ = left - whole;
+      std::memcpy(partial_, at + whole, held_);
+    }
+    if (held_ != 0) throw std::runtime_error("gpuscan: a response's data is not whole elements");
+  }
+
+ private:
+  const Sink& out_;
+  size_t esize_;
+  char partial_[16];
+  size_t held_ = 0;
+};
+
+// A bidirectional stream of the raw method `name` ("/gpuscan.v1.GpuScan/Scan") on `channel`.
+template <class ReqMsg, class RespMsg>
+std::unique_ptr<grpc::ClientReaderWriter<RawOut<ReqMsg>, RawIn<RespMsg>>> RawBidi(
+    const std::shared_ptr<grpc::Channel>& channel, const char* name, grpc::ClientContext* ctx) {
+  grpc::internal::RpcMethod method(name, grpc::internal::RpcMethod::BIDI_STREAMING, channel);
+  return std::unique_ptr<grpc::ClientReaderWriter<RawOut<ReqMsg>, RawIn<RespMsg>>>(
+      grpc::internal::ClientReaderWriterFactory<RawOut<ReqMsg>, RawIn<RespMsg>>::Create(channel.get(), method, ctx));
+}
+
+inline constexpr const char* kScanMethod = "/gpuscan.v1.GpuScan/Scan";
+inline constexpr const char* kTransportMethod = "/gpuscan.v1.GpuScan/Transport";
+
+}  // namespace gpuscan::detail
+
+namespace grpc {
+
+// How gRPC writes a RawOut and reads a RawIn (each direction only ever does the one).
+template <class Msg>
+class SerializationTraits<gpuscan::detail::RawOut<Msg>, void> {
+ public:
+  static Status Serialize(const gpuscan::detail::RawOut<Msg>& m, ByteBuffer* buffer, bool* own_buffer) {
+    *buffer = gpuscan::wire::Join(m.msg, Msg::kDataFieldNumber, m.data);
+    *own_buffer = true;
+    return Status::OK;
+  }
+  static Status Deserialize(ByteBuffer*, gpuscan::detail::RawOut<Msg>*) {
+    return Status(StatusCode::INTERNAL, "gpuscan: a request is never read");
+  }
+};
+
+template <class Msg>
+class SerializationTraits<gpuscan::detail::RawIn<Msg>, void> {
+ public:
+  static Status Serialize(const gpuscan::detail::RawIn<Msg>&, ByteBuffer*, bool*) {
+    return Status(StatusCode::INTERNAL, "gpuscan: a response is never written");
+  }
+  static Status Deserialize(ByteBuffer* buffer, gpuscan::detail::RawIn<Msg>* m) {
+    m->msg.Clear();
+    Status s = gpuscan::wire::Parse(*buffer, Msg::kDataFieldNumber, "the response", &m->msg, &m->split);
+    buffer->Clear();
+    return s;
+  }
+};
+
+}  // namespace grpc
