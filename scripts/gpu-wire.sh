@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Runs ON the GPU machine (device `run`, repo root): the raw Scan path of issue 10 part 3 (one copy
-# of a chunk on the server: gathered from gRPC's slices into a registered payload block, scanned in
-# place, sent back by reference), measured A/B against the server before it in the same run.
+# Runs ON the GPU machine (device `run`, repo root): the raw Scan path of issue 10 part 3 (the
+# server copies a chunk once: gathered from gRPC's slices into a registered payload block, scanned
+# in place, sent back by reference; the client sends the Source's slice and feeds the Sink from
+# the received slices), measured A/B against the binaries before it in the same run.
 #   carry: .gpu-wire (wire.tar.xz: .gpu-bin/{integration_tests,gpuscan-server,gpuscan}, .gpu-rt,
-#   .gpu-old/gpuscan-server built from the commit before; made by the commands in bench/NOTES.md)
-#   run(command="bash scripts/gpu-wire.sh", carry=[".gpu-wire"], timeout_s=590)
-# WIRE_STEPS picks steps (default all): tests,ab,cli. Logs in $OUT/wire-logs.tgz and console.txt.
+#   .gpu-old/{gpuscan-server,gpuscan} built from the commit before; see bench/NOTES.md) and,
+#   optionally, .gpu-small/pkg (the Python package without its C API .so: the Python tests).
+#   run(command="bash scripts/gpu-wire.sh", carry=[".gpu-wire", ".gpu-small"], timeout_s=590)
+# WIRE_STEPS picks steps (default all): tests,python,ab,cli. Logs in $OUT/wire-logs.tgz.
 set -uo pipefail
 final=${OUT:-/tmp/gpuscan-out}
 out=$(mktemp -d)
@@ -15,14 +17,31 @@ trap 'tar -czf "$final/wire-logs.tgz" -C "$out" .' EXIT
 export LD_LIBRARY_PATH=$PWD/.gpu-rt
 B=$PWD/.gpu-bin
 step() { echo; echo "=== $* ==="; }
-want() { [[ ",${WIRE_STEPS:-tests,ab,cli}," == *",$1,"* ]]; }
+want() { [[ ",${WIRE_STEPS:-tests,python,ab,cli}," == *",$1,"* ]]; }
 nvidia-smi -L | tee "$out/device.txt"
 
 if want tests; then
   step integration tests on the cuda engine
-  GPUSCAN_TEST_ENGINE=cuda timeout 300 $B/integration_tests --gtest_brief=1 2>&1 | grep -v '\[info\]' \
-    >"$out/integration_cuda.log"
+  # BenchmarkOnTheCudaEngineStreamsVerifiedRows segfaults in this binary, before this change too
+  # (bench/NOTES.md); everything else runs.
+  GPUSCAN_TEST_ENGINE=cuda timeout 300 $B/integration_tests --gtest_brief=1 \
+    --gtest_filter='-DiagnosticRpcTest.BenchmarkOnTheCudaEngineStreamsVerifiedRows' 2>&1 | grep -v '\[info\]' \
+    | grep -v ' -> ' >"$out/integration_cuda.log"
+  echo "rc=${PIPESTATUS[0]}"
   grep -E "PASSED|FAILED|tests ran|SKIPPED" "$out/integration_cuda.log" | head -20
+fi
+
+if want python && [ -d .gpu-small/pkg ]; then
+  step "Python client (grpcio, the device's newer protobuf) against a cuda server"
+  printf '#!/bin/sh\nexec %s "$@"\n' "$B/gpuscan-server" >"$B/server-wrapped"
+  chmod +x "$B/server-wrapped"
+  "$B/server-wrapped" --address 127.0.0.1:50609 --engine cuda >"$out/server_py.log" 2>&1 &
+  pypid=$!
+  sleep 2
+  PYTHONPATH=$PWD/.gpu-small/pkg PYTHONDONTWRITEBYTECODE=1 GPUSCAN_TARGET=127.0.0.1:50609 \
+    GPUSCAN_SERVER="$B/server-wrapped" GPUSCAN_TEST_ENGINE=cuda timeout 240 \
+    python3 -m pytest -q -p no:cacheprovider python/tests 2>&1 | tee "$out/python.log" | tail -4
+  kill -TERM $pypid; wait $pypid
 fi
 
 # start NAME BINARY PORT [flags...]: a cuda server, waited for.
@@ -43,16 +62,20 @@ if want ab || want cli; then
 fi
 
 if want ab; then
-  step "1 GiB int32 scan: old (protobuf strings) vs new (raw, pooled) vs new without the pool, same run"
+  # before: both binaries of the commit before; server: that client against this server; both:
+  # this client and server; heap: both, the server without its pool (raw, but staged on the GPU).
+  step "1 GiB int32 scan: before / new server only / both new / both new, no pool; same run"
   for round in 1 2; do
-    for spec in "1 --check" "8 --check" "8" "4"; do
+    for spec in "1" "1 --check" "4" "8" "8 --check"; do
       set -- $spec
-      for srv in old:50601 new:50602 heap:50603; do
-        name=${srv%%:*} port=${srv##*:}
+      for combo in before:old:50601 server:old:50602 both:new:50602 heap:new:50603; do
+        IFS=: read -r name cli port <<<"$combo"
+        bin=$B/gpuscan
+        [ "$cli" = old ] && bin=.gpu-old/gpuscan
         f="$out/ab_${name}_k$1${2:+_check}_r$round"
-        timeout 100 $B/gpuscan -s 127.0.0.1:$port bench --e2e --op scan --dtype int32 --bytes $((1 << 30)) \
+        timeout 100 $bin -s 127.0.0.1:$port bench --e2e --op scan --dtype int32 --bytes $((1 << 30)) \
           --lanes $1 ${2:-} --concurrency 1 --requests 3 --json "$f.json" >"$f.txt" 2>&1
-        printf "round %s lanes %-2s %-8s %-5s " "$round" "$1" "${2:-}" "$name"
+        printf "round %s lanes %-2s %-8s %-7s " "$round" "$1" "${2:-}" "$name"
         grep -E "^ +1 " "$f.txt" | awk '{print "GB/s", $3, "ceiling", $(NF-1), "share", $NF}'
       done
     done
@@ -60,7 +83,9 @@ if want ab; then
   step "reduce, 1 GiB int32, one stream (Reduce is still protobuf on both: a control)"
   for srv in old:50601 new:50602; do
     name=${srv%%:*} port=${srv##*:}
-    timeout 100 $B/gpuscan -s 127.0.0.1:$port bench --e2e --op reduce --dtype int32 --bytes $((1 << 30)) \
+    bin=$B/gpuscan
+    [ "$name" = old ] && bin=.gpu-old/gpuscan
+    timeout 100 $bin -s 127.0.0.1:$port bench --e2e --op reduce --dtype int32 --bytes $((1 << 30)) \
       --concurrency 1 --requests 3 >"$out/reduce_$name.txt" 2>&1
     printf "%-5s " "$name"; grep -E "^ +1 " "$out/reduce_$name.txt" | awk '{print "GB/s", $3, "ceiling", $(NF-1)}'
   done
@@ -68,18 +93,20 @@ fi
 
 if want cli; then
   step "CLI file to file, 1 GiB int32 (one call and --lanes 8), old vs new, three rounds"
-  head -c $((1 << 30)) /dev/urandom >/tmp/in.bin
+  head -c $((1 << 30)) /dev/urandom >/dev/shm/in.bin  # tmpfs: the service, not the disk
   for round in 1 2 3; do
   for srv in old:50601 new:50602; do
     name=${srv%%:*} port=${srv##*:}
     for k in 1 8; do
-      /usr/bin/time -f "$name lanes $k: wall %e s" $B/gpuscan -s 127.0.0.1:$port scan --format raw --dtype int32 \
-        -i /tmp/in.bin -o /tmp/out_${name}_$k.bin --lanes $k --no-progress 2>&1 | tail -1
+      bin=$B/gpuscan
+      [ "$name" = old ] && bin=.gpu-old/gpuscan
+      /usr/bin/time -f "$name lanes $k: wall %e s" $bin -s 127.0.0.1:$port scan --format raw --dtype int32 \
+        -i /dev/shm/in.bin -o /dev/shm/out_${name}_$k.bin --lanes $k --no-progress 2>&1 | tail -1
     done
   done
   done
-  cmp /tmp/out_old_1.bin /tmp/out_new_1.bin && cmp /tmp/out_new_1.bin /tmp/out_new_8.bin && echo "outputs identical"
-  rm -f /tmp/in.bin /tmp/out_*.bin
+  cmp /dev/shm/out_old_1.bin /dev/shm/out_new_1.bin && cmp /dev/shm/out_new_1.bin /dev/shm/out_new_8.bin && echo "outputs identical"
+  rm -f /dev/shm/in.bin /dev/shm/out_*.bin
 fi
 
 if want ab || want cli; then
