@@ -440,17 +440,18 @@ v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in
   lanes = UsableLanes(lanes);
   const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
   const size_t chunk = ChunkBytes(esize);
-  const auto stubs = lane_pool_->Stubs(lanes);
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  lane_pool_->Stubs(lanes, &channels);
   const std::string id = NewArrayId();
   ProgressTracker tracker(std::move(progress));
   LaneRun run(lanes, CallDeadline(options_));
   bool no_source = !in;
-  auto fill = [&](v1::ReduceRequest& req, bool& ended) -> size_t {
-    std::string* data = req.mutable_data();
+  auto fill = [&](detail::RawOut<v1::ReduceRequest>& req, bool& ended) -> size_t {
     if (no_source) ended = true;
-    data->resize(chunk);
-    data->resize(ended ? 0 : ReadFull(in, data->data(), chunk, ended));
-    return data->size();
+    req.data = ended ? grpc::Slice() : detail::FilledSlice(chunk, [&](char* buf, size_t cap) {
+      return ReadFull(in, buf, cap, ended);
+    });
+    return req.data.size();
   };
   // Client streaming: each lane's thread uploads, then waits for its one response. Every lane
   // answers with the whole array's value; lane 0's is returned.
@@ -458,9 +459,10 @@ v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in
   std::vector<std::thread> threads;
   for (uint32_t l = 0; l < lanes; ++l) {
     threads.emplace_back([&, l] {
-      auto writer = stubs[l]->Reduce(run.context(l), &responses[l]);
-      v1::ReduceRequest first;
-      *first.mutable_header() = LaneHeader(header, id, l, lanes, chunk / esize);
+      auto writer =
+          detail::RawWriter<v1::ReduceRequest>(channels[l], detail::kReduceMethod, run.context(l), &responses[l]);
+      detail::RawOut<v1::ReduceRequest> first;
+      *first.msg.mutable_header() = LaneHeader(header, id, l, lanes, chunk / esize);
       WriteLane(run, l, *writer, std::move(first), tracker, fill);
       writer->WritesDone();
       run.LaneDone(writer->Finish());

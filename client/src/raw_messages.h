@@ -1,4 +1,4 @@
-// Internal: Scan and Transport messages as the client sends and reads them raw (gpuscan/wire), so
+// Internal: Scan, Reduce and Transport messages as the client sends and reads them raw (gpuscan/wire), so
 // an array's bytes are not copied into a protobuf string on the way out nor out of one on the way
 // in. A request's data is a slice the Source filled (gRPC sends it by reference); a response's data
 // stays in the slices gRPC received it in, and goes to the Sink from there.
@@ -90,7 +90,18 @@ std::unique_ptr<grpc::ClientReaderWriter<RawOut<ReqMsg>, RawIn<RespMsg>>> RawBid
       grpc::internal::ClientReaderWriterFactory<RawOut<ReqMsg>, RawIn<RespMsg>>::Create(channel.get(), method, ctx));
 }
 
+// A client-streaming stream of the raw method `name`, its one response read into *response.
+template <class ReqMsg, class Resp>
+std::unique_ptr<grpc::ClientWriter<RawOut<ReqMsg>>> RawWriter(const std::shared_ptr<grpc::Channel>& channel,
+                                                               const char* name, grpc::ClientContext* ctx,
+                                                               Resp* response) {
+  grpc::internal::RpcMethod method(name, grpc::internal::RpcMethod::CLIENT_STREAMING, channel);
+  return std::unique_ptr<grpc::ClientWriter<RawOut<ReqMsg>>>(
+      grpc::internal::ClientWriterFactory<RawOut<ReqMsg>>::Create(channel.get(), method, ctx, response));
+}
+
 inline constexpr const char* kScanMethod = "/gpuscan.v1.GpuScan/Scan";
+inline constexpr const char* kReduceMethod = "/gpuscan.v1.GpuScan/Reduce";
 inline constexpr const char* kTransportMethod = "/gpuscan.v1.GpuScan/Transport";
 
 }  // namespace gpuscan::detail

@@ -105,7 +105,7 @@ Timing Client::Scan2DStream(const v1::Scan2DHeader& header, Source in, Sink out,
 
 namespace {
 
-// A client-streaming call (Reduce, Histogram): the header rides with the first chunk, each request
+// A client-streaming call (Histogram): the header rides with the first chunk, each request
 // holds up to one chunk, then one response. No reader runs during the upload.
 template <class Req, class Resp, class Header, class Start>
 Resp UnaryUpload(std::unique_ptr<grpc::ClientContext> ctx, Start start, const Header& header, Source& in,
@@ -143,9 +143,35 @@ Resp UnaryUpload(std::unique_ptr<grpc::ClientContext> ctx, Start start, const He
 v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, Source in,
                                         Progress progress, uint32_t lanes) {
   if (LanesFor(lanes) > 1) return ReduceLanes(header, std::move(in), std::move(progress), LanesFor(lanes));
-  return UnaryUpload<v1::ReduceRequest, v1::ReduceResponse>(
-      NewContext(), [&](grpc::ClientContext* c, v1::ReduceResponse* r) { return stub_->Reduce(c, r); }, header, in,
-      ChunkBytes(DTypeSize(header.dtype())), std::move(progress));
+  // Raw requests, as ScanStream's: the Source's slice is what gRPC sends.
+  auto ctx = NewContext();
+  v1::ReduceResponse response;
+  auto stream = detail::RawWriter<v1::ReduceRequest>(channel_, detail::kReduceMethod, ctx.get(), &response);
+  ProgressTracker tracker(std::move(progress));
+  const size_t chunk = ChunkBytes(std::max<size_t>(DTypeSize(header.dtype()), 1));
+  try {
+    detail::RawOut<v1::ReduceRequest> req;
+    *req.msg.mutable_header() = header;
+    bool ended = !in;
+    for (bool first = true;; first = false) {
+      req.data = ended ? grpc::Slice() : detail::FilledSlice(chunk, [&](char* buf, size_t cap) {
+        return ReadFull(in, buf, cap, ended);
+      });
+      if (req.data.size() == 0 && !first) break;
+      if (!stream->Write(req)) break;
+      tracker.Sent(req.data.size());
+      if (ended) break;
+      req.clear_header();
+    }
+  } catch (...) {
+    ctx->TryCancel();
+    stream->Finish();
+    throw;
+  }
+  stream->WritesDone();
+  grpc::Status status = stream->Finish();
+  if (!status.ok()) throw RpcError(status);
+  return response;
 }
 
 v1::HistogramResponse Client::HistogramStream(const v1::HistogramHeader& header, Source in, Progress progress) {

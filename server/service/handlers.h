@@ -13,8 +13,9 @@ namespace gpuscan::server {
 // into or out of a protobuf string.
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartScan(CallContext ctx,
                                                                        grpc::CallbackServerContext* rpc);
-grpc::ServerReadReactor<v1::ReduceRequest>* StartReduce(CallContext ctx, grpc::CallbackServerContext* rpc,
-                                                        v1::ReduceResponse* response);
+// Reduce is raw too (its response is encoded into `response` when the call completes).
+grpc::ServerReadReactor<grpc::ByteBuffer>* StartReduce(CallContext ctx, grpc::CallbackServerContext* rpc,
+                                                       grpc::ByteBuffer* response);
 grpc::ServerReadReactor<v1::HistogramRequest>* StartHistogram(CallContext ctx, grpc::CallbackServerContext* rpc,
                                                               v1::HistogramResponse* response);
 grpc::ServerBidiReactor<v1::CompactRequest, v1::CompactResponse>* StartCompact(

@@ -6,15 +6,27 @@
 #include "service/shared_memory.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
+#include "service/wire.h"
 
 namespace gpuscan::server {
 namespace {
 
-class ReduceCall final : public StreamingCall<v1::ReduceRequest, v1::ReduceResponse,
-                                              grpc::ServerReadReactor<v1::ReduceRequest>> {
+// Reduce is a raw RPC like Scan (wire.h): each chunk is gathered once into a payload block, which
+// the cuda engine uploads from directly. Its one response is encoded when the call completes.
+struct ReduceWire {
+  using In = grpc::ByteBuffer;
+  using Out = v1::ReduceResponse;  // client streaming: nothing is written through the queue
+  static grpc::Status Decode(In& in, const CallContext& ctx, ReduceChunk* req) {
+    return DecodeChunk(in, *ctx.payloads, req, "the ReduceRequest");
+  }
+  static Out Encode(v1::ReduceResponse&& r) { return std::move(r); }
+};
+
+class ReduceCall final : public StreamingCall<ReduceChunk, v1::ReduceResponse,
+                                              grpc::ServerReadReactor<grpc::ByteBuffer>, ReduceWire> {
  public:
-  ReduceCall(CallContext ctx, grpc::CallbackServerContext* rpc, v1::ReduceResponse* response)
-      : StreamingCall(std::move(ctx), rpc, "reduce"), response_(response) {}
+  ReduceCall(CallContext ctx, grpc::CallbackServerContext* rpc, grpc::ByteBuffer* response)
+      : StreamingCall(std::move(ctx), rpc, "reduce"), wire_response_(response) {}
 
  protected:
   grpc::Status OnHeader(const v1::ReduceHeader& header) override {
@@ -30,15 +42,15 @@ class ReduceCall final : public StreamingCall<v1::ReduceRequest, v1::ReduceRespo
     return grpc::Status::OK;
   }
 
-  grpc::Status CheckRequest(const v1::ReduceRequest& req, uint64_t index) override {
-    if (shared_) return NoInlinePayload(req.data().size(), "data", index);
-    return checker_->Add(req.data().size(), "data", index);
+  grpc::Status CheckRequest(const ReduceChunk& req, uint64_t index) override {
+    if (shared_) return NoInlinePayload(req.data.size(), "data", index);
+    return checker_->Add(req.data.size(), "data", index);
   }
 
   void Open() override { session_ = ctx_.engine->NewReduce(spec_); }
 
-  void Process(v1::ReduceRequest& req, std::vector<v1::ReduceResponse>&) override {
-    const std::string& in = req.data();
+  void Process(ReduceChunk& req, std::vector<v1::ReduceResponse>&) override {
+    const Payload& in = req.data;
     if (in.empty()) return;
     const uint64_t n = in.size() / engine::SizeOf(spec_.dtype);
     session_->Process(in.data(), n, stages_);
@@ -56,11 +68,12 @@ class ReduceCall final : public StreamingCall<v1::ReduceRequest, v1::ReduceRespo
     unsigned char value[8] = {};
     session_->Result(value);
     const size_t size = engine::SizeOf(spec_.dtype);
-    *response_->mutable_value() = ElementToScalar(value, spec_.dtype);
-    response_->set_raw_value(value, size);
-    response_->set_element_count(processed_);
+    *response_.mutable_value() = ElementToScalar(value, spec_.dtype);
+    response_.set_raw_value(value, size);
+    response_.set_element_count(processed_);
     bytes_out_ += size;
-    FillTiming(response_->mutable_timing(), session_->algorithm());
+    FillTiming(response_.mutable_timing(), session_->algorithm());
+    *wire_response_ = EncodeMessage(response_);  // gRPC sends it at Finish
     return grpc::Status::OK;
   }
 
@@ -72,7 +85,8 @@ class ReduceCall final : public StreamingCall<v1::ReduceRequest, v1::ReduceRespo
 
   // Lanes: every lane answers with the whole array's value, which Complete wrote on the owner.
   void CopyFinalFrom(const StreamingCall& owner) override {
-    *response_ = *static_cast<const ReduceCall&>(owner).response_;
+    response_ = static_cast<const ReduceCall&>(owner).response_;
+    *wire_response_ = EncodeMessage(response_);
   }
 
   MetricLabels Labels() const override {
@@ -93,7 +107,8 @@ class ReduceCall final : public StreamingCall<v1::ReduceRequest, v1::ReduceRespo
     return CheckIntact(*shared_);
   }
 
-  v1::ReduceResponse* response_;
+  v1::ReduceResponse response_;
+  grpc::ByteBuffer* wire_response_;  // gRPC's, sent at Finish
   std::optional<SharedRanges> shared_;  // header.shared_memory: the mapped ranges
   engine::ReduceSpec spec_;
   std::optional<ChunkChecker> checker_;
@@ -103,8 +118,8 @@ class ReduceCall final : public StreamingCall<v1::ReduceRequest, v1::ReduceRespo
 
 }  // namespace
 
-grpc::ServerReadReactor<v1::ReduceRequest>* StartReduce(CallContext ctx, grpc::CallbackServerContext* rpc,
-                                                        v1::ReduceResponse* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* StartReduce(CallContext ctx, grpc::CallbackServerContext* rpc,
+                                                       grpc::ByteBuffer* response) {
   auto* call = new ReduceCall(std::move(ctx), rpc, response);
   call->Begin();
   return call;

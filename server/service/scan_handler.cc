@@ -19,10 +19,7 @@ struct ScanWire {
   using In = grpc::ByteBuffer;
   using Out = grpc::ByteBuffer;
   static grpc::Status Decode(In& in, const CallContext& ctx, ScanChunk* req) {
-    grpc::Status s = DecodeWithPayload(in, v1::ScanRequest::kDataFieldNumber, *ctx.payloads, &req->msg, &req->data,
-                                       "the ScanRequest");
-    in.Clear();
-    return s;
+    return DecodeChunk(in, *ctx.payloads, req, "the ScanRequest");
   }
   static Out Encode(ScanReply&& r) {
     return EncodeWithPayload(r.msg, v1::ScanResponse::kDataFieldNumber, std::move(r.data));

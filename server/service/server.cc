@@ -31,10 +31,10 @@ uint64_t MaxReceiveMessageBytes(const ServerOptions& o) {
 
 namespace {
 
-// The generated callback service with Scan and Transport registered raw (grpc::ByteBuffer in and
+// The generated callback service with Scan, Reduce and Transport registered raw (grpc::ByteBuffer in and
 // out, wire.h) and every other method typed. A method missing here answers UNIMPLEMENTED: the
 // integration tests call every one.
-using ServiceMethods = v1::GpuScan::WithRawCallbackMethod_Scan<v1::GpuScan::WithCallbackMethod_Reduce<v1::GpuScan::WithCallbackMethod_Compact<
+using ServiceMethods = v1::GpuScan::WithRawCallbackMethod_Scan<v1::GpuScan::WithRawCallbackMethod_Reduce<v1::GpuScan::WithCallbackMethod_Compact<
     v1::GpuScan::WithCallbackMethod_Histogram<v1::GpuScan::WithCallbackMethod_SegmentedScan<
         v1::GpuScan::WithCallbackMethod_ReduceByKey<v1::GpuScan::WithCallbackMethod_Sort<
             v1::GpuScan::WithCallbackMethod_Scan2D<v1::GpuScan::WithCallbackMethod_GetServerInfo<
@@ -48,8 +48,8 @@ class GpuScanService final : public ServiceMethods {
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Scan(grpc::CallbackServerContext* rpc) override {
     return StartScan(ctx_, rpc);
   }
-  grpc::ServerReadReactor<v1::ReduceRequest>* Reduce(grpc::CallbackServerContext* rpc,
-                                                     v1::ReduceResponse* response) override {
+  grpc::ServerReadReactor<grpc::ByteBuffer>* Reduce(grpc::CallbackServerContext* rpc,
+                                                    grpc::ByteBuffer* response) override {
     return StartReduce(ctx_, rpc, response);
   }
   grpc::ServerReadReactor<v1::HistogramRequest>* Histogram(grpc::CallbackServerContext* rpc,

@@ -20,4 +20,8 @@ grpc::ByteBuffer EncodeWithPayload(const google::protobuf::MessageLite& message,
   return wire::Join(message, field, std::move(payload).ToSlice());
 }
 
+grpc::ByteBuffer EncodeMessage(const google::protobuf::MessageLite& message) {
+  return wire::Join(message, /*field=*/0, grpc::Slice());  // no field follows
+}
+
 }  // namespace gpuscan::server

@@ -21,13 +21,27 @@ grpc::Status DecodeWithPayload(const grpc::ByteBuffer& buffer, int field, Payloa
 // referenced, not copied. An empty payload adds nothing (protobuf's encoding of an empty field).
 grpc::ByteBuffer EncodeWithPayload(const google::protobuf::MessageLite& message, int field, Payload payload);
 
-// The raw Scan's messages: a ScanRequest / ScanResponse whose data is a payload.
-struct ScanChunk {
-  v1::ScanRequest msg;  // data left empty
+// A request of a raw RPC: its message without the data, and the data in a payload.
+template <class Msg>
+struct RawChunk {
+  Msg msg;  // data left empty
   Payload data;
   bool has_header() const { return msg.has_header(); }
-  const v1::ScanHeader& header() const { return msg.header(); }
+  const auto& header() const { return msg.header(); }
 };
+using ScanChunk = RawChunk<v1::ScanRequest>;
+using ReduceChunk = RawChunk<v1::ReduceRequest>;
+
+// Decodes a raw request (its data field, Msg::kDataFieldNumber, into a payload); clears `in`.
+template <class Msg>
+grpc::Status DecodeChunk(grpc::ByteBuffer& in, PayloadPool& pool, RawChunk<Msg>* req, const char* what) {
+  grpc::Status s = DecodeWithPayload(in, Msg::kDataFieldNumber, pool, &req->msg, &req->data, what);
+  in.Clear();
+  return s;
+}
+
+// A message with no payload, encoded (a raw client-streaming RPC's one response).
+grpc::ByteBuffer EncodeMessage(const google::protobuf::MessageLite& message);
 
 struct ScanReply {
   v1::ScanResponse msg;  // data left empty

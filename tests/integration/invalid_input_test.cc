@@ -98,7 +98,7 @@ struct Row {
   std::vector<v1::ReduceByKeyRequest> by_key;
   std::vector<v1::SortRequest> sort;
   std::vector<v1::Scan2DRequest> scan2d;
-  // Scan rows only: request messages as raw bytes (malformed encodings), sent instead of `scan`.
+  // Scan and Reduce rows: request messages as raw bytes (malformed encodings), sent instead.
   std::vector<std::string> raw;
   grpc::StatusCode code = kInvalid;
   std::vector<std::string> expect;  // substrings of the message: the field and the value
@@ -910,6 +910,10 @@ std::vector<Row> Rows() {
                std::string("\x0b", 1)};  // field 1 as a group (wire type 3)
     row.expect = {"request #1", "the ScanRequest is not a valid message", "wire type 3 of field 1"};
     rows.push_back(row);
+    Row reduce{"Reduce_MalformedEncoding", Rpc::kReduce};
+    reduce.raw = {ReduceHead().SerializeAsString(), std::string("\x12\x80", 2)};  // a length cut off
+    reduce.expect = {"request #1", "the ReduceRequest is not a valid message", "truncated length of field 2"};
+    rows.push_back(reduce);
   }
   LaneRows(rows);
   SharedMemoryRows(rows);
@@ -1008,6 +1012,24 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
     return writer->Finish();
   }
 
+  // A Reduce call whose requests are the given bytes, as they are, on the wire.
+  static grpc::Status RunRawReduce(const std::vector<std::string>& messages) {
+    auto channel = grpc::CreateChannel(server_->target(), grpc::InsecureChannelCredentials());
+    grpc::internal::RpcMethod method("/gpuscan.v1.GpuScan/Reduce", grpc::internal::RpcMethod::CLIENT_STREAMING,
+                                     channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    grpc::ByteBuffer response;
+    std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> stream(
+        grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(channel.get(), method, &ctx, &response));
+    for (const std::string& m : messages) {
+      grpc::Slice slice(m);
+      if (!stream->Write(grpc::ByteBuffer(&slice, 1))) break;
+    }
+    stream->WritesDone();
+    return stream->Finish();
+  }
+
   // A Scan call whose requests are the given bytes, as they are, on the wire.
   static grpc::Status RunRawScan(const std::vector<std::string>& messages) {
     auto channel = grpc::CreateChannel(server_->target(), grpc::InsecureChannelCredentials());
@@ -1029,7 +1051,7 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
   }
 
   static grpc::Status Send(v1::GpuScan::Stub& stub, const Row& row) {
-    if (!row.raw.empty()) return RunRawScan(row.raw);
+    if (!row.raw.empty()) return row.rpc == Rpc::kReduce ? RunRawReduce(row.raw) : RunRawScan(row.raw);
     switch (row.rpc) {
       case Rpc::kScan:
         return RunBidi<v1::ScanRequest, v1::ScanResponse>([&](grpc::ClientContext* c) { return stub.Scan(c); },
