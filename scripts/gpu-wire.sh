@@ -7,7 +7,7 @@
 #   .gpu-old/{gpuscan-server,gpuscan} built from the commit before; see bench/NOTES.md) and,
 #   optionally, .gpu-small/pkg (the Python package without its C API .so: the Python tests).
 #   run(command="bash scripts/gpu-wire.sh", carry=[".gpu-wire", ".gpu-small"], timeout_s=590)
-# WIRE_STEPS picks steps (default all): tests,python,ab,cli. Logs in $OUT/wire-logs.tgz.
+# WIRE_STEPS picks steps (default all): tests,python,ab,reduce,cli. Logs in $OUT/wire-logs.tgz.
 set -uo pipefail
 final=${OUT:-/tmp/gpuscan-out}
 out=$(mktemp -d)
@@ -17,7 +17,7 @@ trap 'tar -czf "$final/wire-logs.tgz" -C "$out" .' EXIT
 export LD_LIBRARY_PATH=$PWD/.gpu-rt
 B=$PWD/.gpu-bin
 step() { echo; echo "=== $* ==="; }
-want() { [[ ",${WIRE_STEPS:-tests,python,ab,cli}," == *",$1,"* ]]; }
+want() { [[ ",${WIRE_STEPS:-tests,python,ab,reduce,cli}," == *",$1,"* ]]; }
 nvidia-smi -L | tee "$out/device.txt"
 
 if want tests; then
@@ -55,7 +55,7 @@ start() {
 }
 stop() { kill -TERM "$(cat "$out/pid_$1")"; wait "$(cat "$out/pid_$1")" 2>/dev/null; }
 
-if want ab || want cli; then
+if want ab || want reduce || want cli; then
   start old .gpu-old/gpuscan-server 50601
   start new $B/gpuscan-server 50602
   start heap $B/gpuscan-server 50603 --payload-pool-bytes 0
@@ -80,14 +80,23 @@ if want ab; then
       done
     done
   done
-  step "reduce, 1 GiB int32, one stream (Reduce is still protobuf on both: a control)"
-  for srv in old:50601 new:50602; do
-    name=${srv%%:*} port=${srv##*:}
-    bin=$B/gpuscan
-    [ "$name" = old ] && bin=.gpu-old/gpuscan
-    timeout 100 $bin -s 127.0.0.1:$port bench --e2e --op reduce --dtype int32 --bytes $((1 << 30)) \
-      --concurrency 1 --requests 3 >"$out/reduce_$name.txt" 2>&1
-    printf "%-5s " "$name"; grep -E "^ +1 " "$out/reduce_$name.txt" | awk '{print "GB/s", $3, "ceiling", $(NF-1)}'
+fi
+
+if want reduce; then
+  step "reduce, 1 GiB int32: before vs both new (raw Reduce), one stream and 8 lanes"
+  for round in 1 2; do
+    for k in 1 8; do
+      for combo in before:old:50601 both:new:50602; do
+        IFS=: read -r name cli port <<<"$combo"
+        bin=$B/gpuscan
+        [ "$cli" = old ] && bin=.gpu-old/gpuscan
+        f="$out/reduce_${name}_k${k}_r$round"
+        timeout 100 $bin -s 127.0.0.1:$port bench --e2e --op reduce --dtype int32 --bytes $((1 << 30)) \
+          --lanes $k --concurrency 1 --requests 3 --json "$f.json" >"$f.txt" 2>&1
+        printf "round %s reduce lanes %-2s %-7s " "$round" "$k" "$name"
+        grep -E "^ +1 " "$f.txt" | awk '{print "GB/s", $3, "ceiling", $(NF-1), "share", $NF}'
+      done
+    done
   done
 fi
 
@@ -109,7 +118,7 @@ if want cli; then
   rm -f /dev/shm/in.bin /dev/shm/out_*.bin
 fi
 
-if want ab || want cli; then
+if want ab || want reduce || want cli; then
   grep -h "payload\|error" "$out"/server_new.log | head -5
   stop old; stop new; stop heap
 fi

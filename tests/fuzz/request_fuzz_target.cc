@@ -20,6 +20,7 @@
 #include "engine/dispatch.h"
 #include "engine/reduce_by_key.h"
 #include "gpuscan/v1/gpuscan.pb.h"
+#include "gpuscan/wire/fields.h"
 #include "reference.h"
 #include "service/flags_aligner.h"
 #include "service/row_cutter.h"
@@ -793,7 +794,36 @@ Result FuzzSort(const std::vector<Request>& requests, uint64_t chunk_bytes, uint
 // Compact (flags), SegmentedScan and ReduceByKey (keys), Sort (values).
 bool HasSecondStream(int rpc) { return rpc == 2 || rpc == 5 || rpc == 6 || rpc == 7; }
 
+// The raw RPCs' decoder (gpuscan/wire) on the input's bytes taken as one ScanRequest and one
+// ReduceRequest, cut into slices where the input's own bytes say: whatever it accepts, protobuf
+// parses to the same message and the same data. (It may refuse what protobuf would take: groups.)
+template <class Msg>
+void CheckWireDecode(const uint8_t* data, size_t size) {
+  const std::string bytes(reinterpret_cast<const char*>(data), size);
+  std::vector<grpc::Slice> slices;
+  for (size_t at = 0, i = 0; at < size; ++i) {
+    const size_t take = std::min<size_t>(size - at, 1 + data[i % size] % 23);
+    slices.emplace_back(bytes.data() + at, take);
+    at += take;
+  }
+  const grpc::ByteBuffer buffer(slices.data(), slices.size());
+  Msg msg;
+  wire::SplitMessage split;
+  if (!wire::Parse(buffer, Msg::kDataFieldNumber, "the request", &msg, &split).ok()) return;
+  Msg expected;
+  if (!expected.ParseFromString(bytes)) Fail("the wire decoder accepted bytes protobuf refuses");
+  std::string got(split.field_bytes, '\0');
+  wire::Gather(split.field, got.data());
+  if (got != expected.data()) Fail("the wire decoder's data differs from protobuf's");
+  expected.clear_data();
+  if (msg.SerializeAsString() != expected.SerializeAsString()) {
+    Fail("the wire decoder's other fields differ from protobuf's");
+  }
+}
+
 int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
+  CheckWireDecode<v1::ScanRequest>(data, size);
+  CheckWireDecode<v1::ReduceRequest>(data, size);
   Reader in(data, size);
   const int rpc = in.U8() % 8;
   const uint8_t limits = in.U8();

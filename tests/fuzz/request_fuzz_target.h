@@ -26,7 +26,10 @@
 // requests accepted so far
 // through a CPU engine session (engine::RunReducer for ReduceByKey), as the server does; a Sort
 // reaches the engine only once the whole call is accepted, as in the handler. Not reached:
-// admission and engine health. Invariants (a violation prints why and aborts):
+// admission and engine health. Besides, the whole input's bytes, cut into slices, go through
+// the raw RPCs' decoder (gpuscan/wire) as a ScanRequest and a ReduceRequest. Invariants (a
+// violation prints why and aborts):
+//   - what the wire decoder accepts, protobuf parses to the same fields and data;
 //   - a rejected call has INVALID_ARGUMENT, RESOURCE_EXHAUSTED or UNIMPLEMENTED and a message
 //     that names a field;
 //   - a header ToEngine accepts never makes the engine throw;
