@@ -31,37 +31,30 @@ void Client::Benchmark(const v1::BenchmarkRequest& request,
   if (!status.ok()) throw RpcError(status);
 }
 
-TransportResult Client::Transport(uint64_t total_bytes, bool echo, size_t chunk_bytes) {
-  if (chunk_bytes == 0) chunk_bytes = options_.chunk_bytes;
-  if (chunk_bytes == 0) chunk_bytes = 1 << 20;
+namespace detail {
+
+TransportResult RunTransport(const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext& ctx,
+                             uint64_t total_bytes, bool echo, size_t chunk_bytes) {
   // One chunk of a fixed pattern, copied into each message's slice: the same one copy per chunk
   // that ScanStream's Source makes (and both read responses in place), so the ceiling compares
   // like with like.
   std::string pattern(static_cast<size_t>(std::min<uint64_t>(chunk_bytes, std::max<uint64_t>(total_bytes, 1))), '\0');
   for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<char>(i * 131 + 7);
-
-  const auto start = std::chrono::steady_clock::now();
-  auto ctx = NewContext();
-  auto stream = detail::RawBidi<v1::TransportRequest, v1::TransportResponse>(channel_, detail::kTransportMethod,
-                                                                              ctx.get());
+  auto stream = RawBidi<v1::TransportRequest, v1::TransportResponse>(channel, kTransportMethod, &ctx);
   TransportResult result;
-
   auto write_all = [&] {
-    detail::RawOut<v1::TransportRequest> req;
+    RawOut<v1::TransportRequest> req;
     req.msg.set_echo(echo);
     uint64_t left = total_bytes;
     for (bool first = true; first || left > 0; first = false) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(left, pattern.size()));
-      req.data = detail::FilledSlice(n, [&](char* buf, size_t) {
-        std::memcpy(buf, pattern.data(), n);
-        return n;
-      });
+      req.data = grpc::Slice(pattern.data(), n);  // a copy, like the Source's
       if (!stream->Write(req)) return;
       left -= n;
     }
   };
   auto read_all = [&] {
-    detail::RawIn<v1::TransportResponse> resp;
+    RawIn<v1::TransportResponse> resp;
     while (stream->Read(&resp)) {
       result.bytes_received += resp.data_bytes();
       if (resp.msg.final()) {
@@ -72,7 +65,18 @@ TransportResult Client::Transport(uint64_t total_bytes, bool echo, size_t chunk_
       }
     }
   };
-  detail::RunBidi(*ctx, *stream, write_all, read_all);
+  RunBidi(ctx, *stream, write_all, read_all);
+  return result;
+}
+
+}  // namespace detail
+
+TransportResult Client::Transport(uint64_t total_bytes, bool echo, size_t chunk_bytes) {
+  if (chunk_bytes == 0) chunk_bytes = options_.chunk_bytes;
+  if (chunk_bytes == 0) chunk_bytes = 1 << 20;
+  const auto start = std::chrono::steady_clock::now();
+  auto ctx = NewContext();
+  TransportResult result = detail::RunTransport(channel_, *ctx, total_bytes, echo, chunk_bytes);
   result.wall_us = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
   return result;

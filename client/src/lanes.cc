@@ -372,9 +372,7 @@ Timing Client::ScanLanes(const v1::ScanHeader& header, Source in, Sink out, Prog
   bool no_source = !in;
   auto fill = [&](Out& req, bool& ended) -> size_t {
     if (no_source) ended = true;
-    req.data = ended ? grpc::Slice() : detail::FilledSlice(chunk, [&](char* buf, size_t cap) {
-      return ReadFull(in, buf, cap, ended);
-    });
+    req.data = detail::NextChunk(in, chunk, ended);
     return req.data.size();
   };
   auto start = [&](uint32_t l, grpc::ClientContext* ctx) {
@@ -448,9 +446,7 @@ v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in
   bool no_source = !in;
   auto fill = [&](detail::RawOut<v1::ReduceRequest>& req, bool& ended) -> size_t {
     if (no_source) ended = true;
-    req.data = ended ? grpc::Slice() : detail::FilledSlice(chunk, [&](char* buf, size_t cap) {
-      return ReadFull(in, buf, cap, ended);
-    });
+    req.data = detail::NextChunk(in, chunk, ended);
     return req.data.size();
   };
   // Client streaming: each lane's thread uploads, then waits for its one response. Every lane
@@ -490,41 +486,10 @@ TransportResult Client::TransportLanes(uint64_t total_bytes, bool echo, uint32_t
     if (chunks > 0 && (chunks - 1) % lanes == l) bytes -= chunks * chunk_bytes - total_bytes;  // the short last
     threads.emplace_back([&, l, bytes] {
       try {
-        // A Client over the lane's stub would open a new connection; drive the stub directly.
+        // A Client over the lane's channel would open a new connection; use the channel directly.
         grpc::ClientContext ctx;
         if (options_.timeout.count() > 0) ctx.set_deadline(std::chrono::system_clock::now() + options_.timeout);
-        auto stream = detail::RawBidi<v1::TransportRequest, v1::TransportResponse>(channels[l],
-                                                                                    detail::kTransportMethod, &ctx);
-        std::string pattern(std::min<uint64_t>(chunk_bytes, std::max<uint64_t>(bytes, 1)), '\0');
-        for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<char>(i * 131 + 7);
-        TransportResult& r = results[l];
-        auto write_all = [&] {
-          detail::RawOut<v1::TransportRequest> req;
-          req.msg.set_echo(echo);
-          uint64_t left = bytes;
-          for (bool first = true; first || left > 0; first = false) {
-            const size_t n = static_cast<size_t>(std::min<uint64_t>(left, pattern.size()));
-            req.data = detail::FilledSlice(n, [&](char* buf, size_t) {
-              std::memcpy(buf, pattern.data(), n);
-              return n;
-            });
-            if (!stream->Write(req)) return;
-            left -= n;
-          }
-        };
-        auto read_all = [&] {
-          detail::RawIn<v1::TransportResponse> resp;
-          while (stream->Read(&resp)) {
-            r.bytes_received += resp.data_bytes();
-            if (resp.msg.final()) {
-              r.bytes_in = resp.msg.bytes_in();
-              r.bytes_out = resp.msg.bytes_out();
-              r.requests = resp.msg.requests();
-              r.server_total_us = resp.msg.total_us();
-            }
-          }
-        };
-        detail::RunBidi(ctx, *stream, write_all, read_all);
+        results[l] = detail::RunTransport(channels[l], ctx, bytes, echo, chunk_bytes);
       } catch (...) {
         errors[l] = std::current_exception();
       }

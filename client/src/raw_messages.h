@@ -17,6 +17,7 @@
 
 #include "gpuscan/client.h"
 #include "gpuscan/v1/gpuscan.grpc.pb.h"
+#include "stream_driver.h"
 
 namespace gpuscan::detail {
 
@@ -37,12 +38,12 @@ struct RawIn {
   bool has_timing() const { return msg.has_timing(); }
 };
 
-// A slice of `bytes` filled by `fill(buf, capacity)`, which returns how many it wrote.
-template <class Fill>
-grpc::Slice FilledSlice(size_t capacity, Fill&& fill) {
-  grpc::Slice slice(capacity);
-  const size_t n = fill(reinterpret_cast<char*>(const_cast<uint8_t*>(slice.begin())), capacity);
-  return n == capacity ? slice : slice.sub(0, n);
+// The Source's next chunk (up to `chunk` bytes) in a fresh slice; empty once it has ended.
+inline grpc::Slice NextChunk(const Source& in, size_t chunk, bool& ended) {
+  if (ended) return grpc::Slice();
+  grpc::Slice slice(chunk);
+  const size_t n = ReadFull(in, reinterpret_cast<char*>(const_cast<uint8_t*>(slice.begin())), chunk, ended);
+  return n == chunk ? slice : slice.sub(0, n);
 }
 
 // Gives a response's data pieces to a Sink in whole elements: gRPC cuts slices anywhere, so an
@@ -99,6 +100,10 @@ std::unique_ptr<grpc::ClientWriter<RawOut<ReqMsg>>> RawWriter(const std::shared_
   return std::unique_ptr<grpc::ClientWriter<RawOut<ReqMsg>>>(
       grpc::internal::ClientWriterFactory<RawOut<ReqMsg>>::Create(channel.get(), method, ctx, response));
 }
+
+// One raw Transport call of `total_bytes` on `channel` (diagnostic_calls.cc); wall_us left 0.
+TransportResult RunTransport(const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext& ctx,
+                             uint64_t total_bytes, bool echo, size_t chunk_bytes);
 
 inline constexpr const char* kScanMethod = "/gpuscan.v1.GpuScan/Scan";
 inline constexpr const char* kReduceMethod = "/gpuscan.v1.GpuScan/Reduce";

@@ -17,6 +17,22 @@ using detail::ReadFull;
 
 namespace {
 
+// Writes the Source's chunks as raw requests, each filling a fresh slice that gRPC sends as it
+// is. The header rides in `req` with the first (sent alone when the input is empty). Stops early
+// when the call is over (its Finish says why).
+template <class Msg, class Stream>
+void WriteRawChunks(Stream& stream, detail::RawOut<Msg> req, Source& in, size_t chunk, ProgressTracker& tracker) {
+  bool ended = !in;
+  for (bool first = true;; first = false) {
+    req.data = detail::NextChunk(in, chunk, ended);
+    if (req.data.size() == 0 && !first) return;
+    if (!stream.Write(req)) return;
+    tracker.Sent(req.data.size());
+    if (ended) return;
+    req.clear_header();
+  }
+}
+
 // A bidirectional call with one byte stream each way (Scan2D): the header rides with the
 // first chunk, each request holds up to one chunk, responses are read as they come.
 template <class Req, class Resp, class Stream, class Header>
@@ -66,19 +82,9 @@ Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
   const size_t chunk = ChunkBytes(esize);
   Timing timing;
   auto write_all = [&] {
-    detail::RawOut<v1::ScanRequest> req;
-    *req.msg.mutable_header() = header;
-    bool ended = !in;
-    for (bool first = true;; first = false) {
-      req.data = ended ? grpc::Slice() : detail::FilledSlice(chunk, [&](char* buf, size_t cap) {
-        return ReadFull(in, buf, cap, ended);
-      });
-      if (req.data.size() == 0 && !first) return;
-      if (!stream->Write(req)) return;  // the call is over; Finish says why
-      tracker.Sent(req.data.size());
-      if (ended) return;
-      req.clear_header();
-    }
+    detail::RawOut<v1::ScanRequest> first;
+    *first.msg.mutable_header() = header;
+    WriteRawChunks(*stream, std::move(first), in, chunk, tracker);
   };
   auto read_all = [&] {
     detail::RawIn<v1::ScanResponse> resp;
@@ -105,6 +111,22 @@ Timing Client::Scan2DStream(const v1::Scan2DHeader& header, Source in, Sink out,
 
 namespace {
 
+// Runs a client-streaming call's upload (write_all) and waits for the server's answer; when the
+// caller's Source throws, the call is cancelled first.
+template <class Stream, class WriteAll>
+void FinishUpload(grpc::ClientContext& ctx, Stream& stream, WriteAll&& write_all) {
+  try {
+    write_all();
+  } catch (...) {
+    ctx.TryCancel();
+    stream.Finish();
+    throw;
+  }
+  stream.WritesDone();
+  grpc::Status status = stream.Finish();
+  if (!status.ok()) throw RpcError(status);
+}
+
 // A client-streaming call (Histogram): the header rides with the first chunk, each request
 // holds up to one chunk, then one response. No reader runs during the upload.
 template <class Req, class Resp, class Header, class Start>
@@ -113,7 +135,7 @@ Resp UnaryUpload(std::unique_ptr<grpc::ClientContext> ctx, Start start, const He
   Resp response;
   auto stream = start(ctx.get(), &response);
   ProgressTracker tracker(std::move(progress));
-  try {
+  FinishUpload(*ctx, *stream, [&] {
     Req req;
     *req.mutable_header() = header;
     std::string* data = req.mutable_data();
@@ -127,14 +149,7 @@ Resp UnaryUpload(std::unique_ptr<grpc::ClientContext> ctx, Start start, const He
       if (ended) break;
       req.clear_header();
     }
-  } catch (...) {
-    ctx->TryCancel();
-    stream->Finish();
-    throw;
-  }
-  stream->WritesDone();
-  grpc::Status status = stream->Finish();
-  if (!status.ok()) throw RpcError(status);
+  });
   return response;
 }
 
@@ -148,29 +163,10 @@ v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, Source i
   v1::ReduceResponse response;
   auto stream = detail::RawWriter<v1::ReduceRequest>(channel_, detail::kReduceMethod, ctx.get(), &response);
   ProgressTracker tracker(std::move(progress));
+  detail::RawOut<v1::ReduceRequest> first;
+  *first.msg.mutable_header() = header;
   const size_t chunk = ChunkBytes(std::max<size_t>(DTypeSize(header.dtype()), 1));
-  try {
-    detail::RawOut<v1::ReduceRequest> req;
-    *req.msg.mutable_header() = header;
-    bool ended = !in;
-    for (bool first = true;; first = false) {
-      req.data = ended ? grpc::Slice() : detail::FilledSlice(chunk, [&](char* buf, size_t cap) {
-        return ReadFull(in, buf, cap, ended);
-      });
-      if (req.data.size() == 0 && !first) break;
-      if (!stream->Write(req)) break;
-      tracker.Sent(req.data.size());
-      if (ended) break;
-      req.clear_header();
-    }
-  } catch (...) {
-    ctx->TryCancel();
-    stream->Finish();
-    throw;
-  }
-  stream->WritesDone();
-  grpc::Status status = stream->Finish();
-  if (!status.ok()) throw RpcError(status);
+  FinishUpload(*ctx, *stream, [&] { WriteRawChunks(*stream, std::move(first), in, chunk, tracker); });
   return response;
 }
 

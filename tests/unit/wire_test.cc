@@ -5,6 +5,7 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -206,11 +207,17 @@ TEST(ClientWireTest, ARequestSliceIsSentByReferenceAndParsesAsTheMessage) {
   const std::string bytes = RandomBytes(rng, 100000);
   detail::RawOut<v1::ScanRequest> out;
   out.msg.mutable_header()->set_dtype(v1::DTYPE_INT64);
-  out.data = detail::FilledSlice(131072, [&](char* buf, size_t cap) {
-    EXPECT_EQ(cap, 131072u);
-    std::memcpy(buf, bytes.data(), bytes.size());
-    return bytes.size();
-  });
+  size_t at = 0;
+  Source source = [&](void* buf, size_t max) {  // in pieces, as a file's reads may come
+    const size_t n = std::min({max, bytes.size() - at, size_t{7000}});
+    std::memcpy(buf, bytes.data() + at, n);
+    at += n;
+    return n;
+  };
+  bool ended = false;
+  out.data = detail::NextChunk(source, 131072, ended);  // the Source ends before the chunk fills
+  EXPECT_TRUE(ended);
+  EXPECT_EQ(out.data.size(), bytes.size());
   grpc::ByteBuffer encoded;
   bool own = false;
   ASSERT_TRUE(grpc::SerializationTraits<detail::RawOut<v1::ScanRequest>>::Serialize(out, &encoded, &own).ok());
