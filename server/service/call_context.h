@@ -30,7 +30,7 @@ struct CallContext {
   LaneRegistry* lanes = nullptr;
   // Shared-memory regions under --shm-dir (disabled without it: calls get FAILED_PRECONDITION).
   shm::RegionDir* regions = nullptr;
-  // Where raw RPCs (Scan) put their chunks' bytes: blocks registered with the engine.
+  // Where raw RPCs (Scan, Reduce) put their chunks' bytes: blocks registered with the engine.
   PayloadPool* payloads = nullptr;
 };
 

@@ -47,7 +47,7 @@ struct ServerOptions {
   // (empty = off), and the most bytes of regions kept registered for DMA at once.
   std::string shm_dir;
   uint64_t shm_pin_limit = uint64_t{16} << 30;
-  // Host memory for the chunks of raw RPCs (Scan), in blocks of chunk_bytes made as needed and
+  // Host memory for the chunks of raw RPCs (Scan, Reduce), in blocks of chunk_bytes made as needed and
   // registered for DMA with the CUDA engine; chunks beyond it use the heap. 0 = heap only.
   uint64_t payload_pool_bytes = uint64_t{256} << 20;
 };
