@@ -178,7 +178,10 @@ TEST_F(DiagnosticRpcTest, BenchmarkOnTheCudaEngineStreamsVerifiedRows) {
   req.add_sizes(1 << 16);
   req.set_repetitions(3);
   req.set_warmup(1);
-  for (const auto& d : client_.Info().devices()) req.add_devices(d.ordinal());  // every device, in turn
+  // The ServerInfo must outlive the loop: a range-for over a member of a temporary reads freed
+  // memory (this line crashed the test on the GPU machine as `client_.Info().devices()`).
+  const v1::ServerInfo info = client_.Info();
+  for (const auto& d : info.devices()) req.add_devices(d.ordinal());  // every device, in turn
   std::vector<v1::BenchmarkRow> rows;
   client_.Benchmark(req, [&](const v1::BenchmarkRow& r) { rows.push_back(r); });
   ASSERT_FALSE(rows.empty());
