@@ -115,6 +115,11 @@ TEST(WireTest, MalformedBytesAreInvalidArgumentNamingTheMessage) {
       std::string("\x07", 1),                     // field 0
       std::string("\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", 11),  // an 11-byte tag
       std::string("\x0a\x02\x08\xff", 4),         // header whose varint is cut off inside it
+      // A six-byte tag that names a valid field once re-encoded: protobuf reads tags in five
+      // bytes and refuses it (the fuzzer's find, tests/fuzz/regressions/wire_six_byte_tag).
+      std::string("\xb8\xb0\xe8\xac\x88\x00\x01\x10\xc7\xd8\x00\x60\x04", 13),
+      std::string("\x12\x80\x80\x80\x80\x80\x00", 7),  // a length in six bytes
+      std::string("\x12\x80\x80\x80\x80\x08", 6),  // a length of 2^31
   };
   std::mt19937_64 rng(3);
   for (const std::string& wire : cases) {

@@ -25,16 +25,19 @@ class SliceReader {
   }
   size_t remaining() const { return remaining_; }
 
-  bool ReadVarint(uint64_t* v) {
+  // A varint of at most max_bytes bytes whose value is at most max_value. Protobuf reads a value
+  // in up to ten bytes but a tag or a length in five, a length below 2^31: accepting more would
+  // let through (and re-encode canonically) bytes that protobuf itself refuses.
+  bool ReadVarint(uint64_t* v, int max_bytes = 10, uint64_t max_value = UINT64_MAX) {
     *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
+    for (int i = 0, shift = 0; i < max_bytes; ++i, shift += 7) {
       if (remaining_ == 0) return false;
       const uint8_t b = slices_[index_].begin()[offset_];
       Advance(1);
       *v |= uint64_t{b & 0x7fu} << shift;
-      if ((b & 0x80) == 0) return true;
+      if ((b & 0x80) == 0) return *v <= max_value;
     }
-    return false;  // more than ten bytes
+    return false;  // longer than max_bytes
   }
 
   // The next n bytes (n <= remaining()) as pieces of the slices, appended to *pieces when set.
@@ -87,7 +90,7 @@ grpc::Status Split(const grpc::ByteBuffer& buffer, int field, const char* what, 
   std::vector<Piece> scratch;
   while (reader.remaining() > 0) {
     uint64_t tag = 0;
-    if (!reader.ReadVarint(&tag)) return invalid("truncated field tag");
+    if (!reader.ReadVarint(&tag, 5, UINT32_MAX)) return invalid("truncated or overlong field tag");
     const uint64_t number = tag >> 3;
     const uint32_t type = static_cast<uint32_t>(tag & 7);
     if (number == 0 || number > 536870911) return invalid("field number " + std::to_string(number));
@@ -105,7 +108,9 @@ grpc::Status Split(const grpc::ByteBuffer& buffer, int field, const char* what, 
         length = 4;
         break;
       case kLengthDelimited:
-        if (!reader.ReadVarint(&length)) return invalid("truncated length of field " + std::to_string(number));
+        if (!reader.ReadVarint(&length, 5, INT32_MAX)) {
+          return invalid("truncated or overlong length of field " + std::to_string(number));
+        }
         break;
       default:
         return invalid("wire type " + std::to_string(type) + " of field " + std::to_string(number));
