@@ -8,13 +8,26 @@
 #include "service/shared_memory.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
+#include "service/wire.h"
 
 namespace gpuscan::server {
 namespace {
 
+// Compact is a raw RPC (wire.h): a request's values and flags are gathered once into payloads
+// (registered with the cuda engine, which then uploads from them with no staging copy), and the
+// kept values and indices are made in payloads that the responses send by reference.
+struct CompactWire {
+  using In = grpc::ByteBuffer;
+  using Out = grpc::ByteBuffer;
+  static grpc::Status Decode(In& in, const CallContext& ctx, CompactChunk* req) {
+    return DecodeChunk(in, *ctx.payloads, req, "the CompactRequest");
+  }
+  static Out Encode(CompactReply&& r) { return server::Encode(std::move(r)); }
+};
+
 class CompactCall final
-    : public StreamingCall<v1::CompactRequest, v1::CompactResponse,
-                           grpc::ServerBidiReactor<v1::CompactRequest, v1::CompactResponse>> {
+    : public StreamingCall<CompactChunk, CompactReply, grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+                           CompactWire> {
  public:
   using StreamingCall::StreamingCall;
 
@@ -38,34 +51,34 @@ class CompactCall final
     return grpc::Status::OK;
   }
 
-  grpc::Status CheckRequest(const v1::CompactRequest& req, uint64_t index) override {
+  grpc::Status CheckRequest(const CompactChunk& req, uint64_t index) override {
     if (shared_) {
-      if (auto s = NoInlinePayload(req.values().size(), "values", index); !s.ok()) return s;
-      return NoInlinePayload(req.flags().size(), "flags", index);
+      if (auto s = NoInlinePayload(req.values.size(), "values", index); !s.ok()) return s;
+      return NoInlinePayload(req.flags.size(), "flags", index);
     }
-    return checker_->Add(req.values().size(), req.flags().size(), index);
+    return checker_->Add(req.values.size(), req.flags.size(), index);
   }
 
   void Open() override { session_ = ctx_.engine->NewCompact(spec_); }
 
-  void Process(v1::CompactRequest& req, std::vector<v1::CompactResponse>& out) override {
-    bytes_in_ += req.values().size() + req.flags().size();
+  void Process(CompactChunk& req, std::vector<CompactReply>& out) override {
+    bytes_in_ += req.values.size() + req.flags.size();
     if (!spec_.use_flags) {
-      Select(req.values().data(), nullptr, req.values().size() / elem_size_, out);
+      Select(req.values.data(), nullptr, req.values.size() / elem_size_, out);
       return;
     }
-    aligner_->Add(req.values(), req.flags(), [&](const char* values, const uint8_t* flags, uint64_t n) {
+    aligner_->Add(req.values, req.flags, [&](const char* values, const uint8_t* flags, uint64_t n) {
       Select(values, flags, n, out);
     });
   }
 
-  grpc::Status Complete(std::vector<v1::CompactResponse>& out) override {
+  grpc::Status Complete(std::vector<CompactReply>& out) override {
     if (shared_) {
       if (auto s = CompactShared(); !s.ok()) return s;
     } else if (auto s = checker_->Finish(); !s.ok()) {
       return s;
     }
-    v1::CompactResponse& last = out.emplace_back();
+    v1::CompactResponse& last = out.emplace_back().msg;
     last.set_kept_count(kept_);
     last.set_element_count(processed_);
     FillTiming(last.mutable_timing(), session_->algorithm());
@@ -102,24 +115,23 @@ class CompactCall final
     return CheckIntact(r);
   }
 
-  void Select(const void* values, const uint8_t* flags, uint64_t n, std::vector<v1::CompactResponse>& out) {
+  // Kept values and indices go into payloads taken at the chunk's size and cut to what was kept.
+  void Select(const void* values, const uint8_t* flags, uint64_t n, std::vector<CompactReply>& out) {
     if (n == 0) return;
-    v1::CompactResponse resp;
-    std::string* vals = resp.mutable_values();
-    std::string* idx = resp.mutable_indices();
-    if (spec_.want_values) vals->resize(n * elem_size_);
-    if (spec_.want_indices) idx->resize(n * sizeof(int64_t));
-    const uint64_t kept = session_->Process(values, flags, n, spec_.want_values ? vals->data() : nullptr,
-                                            spec_.want_indices ? reinterpret_cast<int64_t*>(idx->data()) : nullptr,
+    CompactReply resp;
+    if (spec_.want_values) resp.values = ctx_.payloads->Take(n * elem_size_);
+    if (spec_.want_indices) resp.indices = ctx_.payloads->Take(n * sizeof(int64_t));
+    const uint64_t kept = session_->Process(values, flags, n, spec_.want_values ? resp.values.data() : nullptr,
+                                            spec_.want_indices ? reinterpret_cast<int64_t*>(resp.indices.data()) : nullptr,
                                             stages_);
-    if (spec_.want_values) vals->resize(kept * elem_size_);
-    if (spec_.want_indices) idx->resize(kept * sizeof(int64_t));
+    resp.values.Truncate(kept * elem_size_);
+    resp.indices.Truncate(kept * sizeof(int64_t));
     processed_ += n;
     ++chunks_;
     if (kept == 0) return;
-    resp.set_kept_offset(kept_);
+    resp.msg.set_kept_offset(kept_);
     kept_ += kept;
-    bytes_out_ += vals->size() + idx->size();
+    bytes_out_ += resp.values.size() + resp.indices.size();
     out.push_back(std::move(resp));
   }
 
@@ -135,8 +147,8 @@ class CompactCall final
 
 }  // namespace
 
-grpc::ServerBidiReactor<v1::CompactRequest, v1::CompactResponse>* StartCompact(
-    CallContext ctx, grpc::CallbackServerContext* rpc) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartCompact(CallContext ctx,
+                                                                          grpc::CallbackServerContext* rpc) {
   auto* call = new CompactCall(std::move(ctx), rpc, "compact");
   call->Begin();
   return call;

@@ -22,16 +22,17 @@ class FlagsAligner {
   // select(const char* values, const uint8_t* flags, uint64_t n) for the next n >= 1 elements
   // that now have both, if any. Without a backlog, a request whose values and flags match
   // passes straight through (no copy).
-  template <class Select>
-  void Add(const std::string& values, const std::string& flags, Select&& select) {
+  // Bytes: anything with data() and size() (a std::string, a Payload).
+  template <class Bytes, class Select>
+  void Add(const Bytes& values, const Bytes& flags, Select&& select) {
     if (values_.empty() && flags_.empty() && values.size() / element_size_ == flags.size() / flag_size_) {
       if (!flags.empty()) {
         select(values.data(), reinterpret_cast<const uint8_t*>(flags.data()), uint64_t(flags.size() / flag_size_));
       }
       return;
     }
-    values_.append(values);
-    flags_.append(flags);
+    values_.append(values.data(), values.size());
+    flags_.append(flags.data(), flags.size());
     const uint64_t n = std::min<uint64_t>(values_.size() / element_size_, flags_.size() / flag_size_);
     if (n == 0) return;
     select(values_.data(), reinterpret_cast<const uint8_t*>(flags_.data()), n);

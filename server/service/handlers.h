@@ -18,8 +18,9 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* StartReduce(CallContext ctx, grpc::Ca
                                                        grpc::ByteBuffer* response);
 grpc::ServerReadReactor<v1::HistogramRequest>* StartHistogram(CallContext ctx, grpc::CallbackServerContext* rpc,
                                                               v1::HistogramResponse* response);
-grpc::ServerBidiReactor<v1::CompactRequest, v1::CompactResponse>* StartCompact(
-    CallContext ctx, grpc::CallbackServerContext* rpc);
+// Compact is raw too (values and flags in, kept values and indices out, each in a payload).
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartCompact(CallContext ctx,
+                                                                          grpc::CallbackServerContext* rpc);
 grpc::ServerBidiReactor<v1::SegmentedScanRequest, v1::ScanResponse>* StartSegmentedScan(
     CallContext ctx, grpc::CallbackServerContext* rpc);
 grpc::ServerBidiReactor<v1::ReduceByKeyRequest, v1::ReduceByKeyResponse>* StartReduceByKey(

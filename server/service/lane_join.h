@@ -76,13 +76,13 @@ grpc::Status EndedStatus(const std::string& id, const grpc::Status& how);
 // Elements of one lane request (values for Compact).
 inline uint64_t RequestElements(const ScanChunk& r, size_t esize) { return r.data.size() / esize; }
 inline uint64_t RequestElements(const ReduceChunk& r, size_t esize) { return r.data.size() / esize; }
-inline uint64_t RequestElements(const v1::CompactRequest& r, size_t esize) { return r.values().size() / esize; }
+inline uint64_t RequestElements(const CompactChunk& r, size_t esize) { return r.values.size() / esize; }
 inline uint64_t RequestBytes(const ScanChunk& r) { return r.data.size(); }
 inline uint64_t RequestBytes(const ReduceChunk& r) { return r.data.size(); }
-inline uint64_t RequestBytes(const v1::CompactRequest& r) { return r.values().size() + r.flags().size(); }
+inline uint64_t RequestBytes(const CompactChunk& r) { return r.values.size() + r.flags.size(); }
 inline uint64_t RequestFlags(const ScanChunk&) { return 0; }
 inline uint64_t RequestFlags(const ReduceChunk&) { return 0; }
-inline uint64_t RequestFlags(const v1::CompactRequest& r) { return r.flags().size(); }
+inline uint64_t RequestFlags(const CompactChunk& r) { return r.flags.size(); }
 // Histogram has no lanes (yet): these only let StreamingCall's lane paths compile for it.
 inline uint64_t RequestElements(const v1::HistogramRequest& r, size_t esize) { return r.data().size() / esize; }
 inline uint64_t RequestBytes(const v1::HistogramRequest& r) { return r.data().size(); }

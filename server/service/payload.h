@@ -34,6 +34,8 @@ class Payload {
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   bool pooled() const;  // a block of a pool (registered for DMA when the pool's engine can)
+  // Keeps the first `bytes` (at most size()): an output taken at its largest, cut to what was made.
+  void Truncate(size_t bytes) { size_ = bytes < size_ ? bytes : size_; }
 
   // The bytes, handed to gRPC: the slice owns them and returns them when gRPC is done with it.
   grpc::Slice ToSlice() &&;

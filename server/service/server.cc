@@ -31,10 +31,10 @@ uint64_t MaxReceiveMessageBytes(const ServerOptions& o) {
 
 namespace {
 
-// The generated callback service with Scan, Reduce and Transport registered raw (grpc::ByteBuffer in and
+// The generated callback service with Scan, Reduce, Compact and Transport registered raw (grpc::ByteBuffer in and
 // out, wire.h) and every other method typed. A method missing here answers UNIMPLEMENTED: the
 // integration tests call every one.
-using ServiceMethods = v1::GpuScan::WithRawCallbackMethod_Scan<v1::GpuScan::WithRawCallbackMethod_Reduce<v1::GpuScan::WithCallbackMethod_Compact<
+using ServiceMethods = v1::GpuScan::WithRawCallbackMethod_Scan<v1::GpuScan::WithRawCallbackMethod_Reduce<v1::GpuScan::WithRawCallbackMethod_Compact<
     v1::GpuScan::WithCallbackMethod_Histogram<v1::GpuScan::WithCallbackMethod_SegmentedScan<
         v1::GpuScan::WithCallbackMethod_ReduceByKey<v1::GpuScan::WithCallbackMethod_Sort<
             v1::GpuScan::WithCallbackMethod_Scan2D<v1::GpuScan::WithCallbackMethod_GetServerInfo<
@@ -56,8 +56,7 @@ class GpuScanService final : public ServiceMethods {
                                                            v1::HistogramResponse* response) override {
     return StartHistogram(ctx_, rpc, response);
   }
-  grpc::ServerBidiReactor<v1::CompactRequest, v1::CompactResponse>* Compact(
-      grpc::CallbackServerContext* rpc) override {
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Compact(grpc::CallbackServerContext* rpc) override {
     return StartCompact(ctx_, rpc);
   }
   grpc::ServerBidiReactor<v1::SegmentedScanRequest, v1::ScanResponse>* SegmentedScan(

@@ -5,19 +5,27 @@
 namespace gpuscan::server {
 
 grpc::Status DecodeWithPayload(const grpc::ByteBuffer& buffer, int field, PayloadPool& pool,
-                               google::protobuf::MessageLite* message, Payload* payload, const char* what) {
+                               google::protobuf::MessageLite* message, Payload* payload, const char* what, int second,
+                               Payload* second_payload) {
   wire::SplitMessage split;
   *payload = Payload();
-  if (grpc::Status s = wire::Parse(buffer, field, what, message, &split); !s.ok()) return s;
+  if (second_payload) *second_payload = Payload();
+  if (grpc::Status s = wire::Parse(buffer, field, what, message, &split, second); !s.ok()) return s;
+  // The server's one copy of the chunk.
   if (split.field_bytes > 0) {
     *payload = pool.Take(split.field_bytes);
-    wire::Gather(split.field, payload->data());  // the server's one copy of the chunk
+    wire::Gather(split.field, payload->data());
+  }
+  if (second_payload && split.second_bytes > 0) {
+    *second_payload = pool.Take(split.second_bytes);
+    wire::Gather(split.second, second_payload->data());
   }
   return grpc::Status::OK;
 }
 
-grpc::ByteBuffer EncodeWithPayload(const google::protobuf::MessageLite& message, int field, Payload payload) {
-  return wire::Join(message, field, std::move(payload).ToSlice());
+grpc::ByteBuffer EncodeWithPayload(const google::protobuf::MessageLite& message, int field, Payload payload, int second,
+                                   Payload second_payload) {
+  return wire::Join(message, field, std::move(payload).ToSlice(), second, std::move(second_payload).ToSlice());
 }
 
 grpc::ByteBuffer EncodeMessage(const google::protobuf::MessageLite& message) {

@@ -14,12 +14,16 @@ namespace gpuscan::server {
 // Parses `buffer` into `message`, except bytes field `field`, whose last occurrence (protobuf's
 // rule for a singular field) is gathered into *payload (left empty when absent). INVALID_ARGUMENT
 // naming `what` when the bytes are not a valid message.
+// With `second` (not 0), that bytes field goes to *second_payload the same way.
 grpc::Status DecodeWithPayload(const grpc::ByteBuffer& buffer, int field, PayloadPool& pool,
-                               google::protobuf::MessageLite* message, Payload* payload, const char* what);
+                               google::protobuf::MessageLite* message, Payload* payload, const char* what,
+                               int second = 0, Payload* second_payload = nullptr);
 
 // `message` (which must not set `field` itself) followed by `field` carrying the payload's bytes,
-// referenced, not copied. An empty payload adds nothing (protobuf's encoding of an empty field).
-grpc::ByteBuffer EncodeWithPayload(const google::protobuf::MessageLite& message, int field, Payload payload);
+// referenced, not copied (then `second` carrying second_payload's, unless 0). An empty payload
+// adds nothing (protobuf's encoding of an empty field).
+grpc::ByteBuffer EncodeWithPayload(const google::protobuf::MessageLite& message, int field, Payload payload,
+                                   int second = 0, Payload second_payload = Payload());
 
 // A request of a raw RPC: its message without the data, and the data in a payload.
 template <class Msg>
@@ -38,6 +42,37 @@ grpc::Status DecodeChunk(grpc::ByteBuffer& in, PayloadPool& pool, RawChunk<Msg>*
   grpc::Status s = DecodeWithPayload(in, Msg::kDataFieldNumber, pool, &req->msg, &req->data, what);
   in.Clear();
   return s;
+}
+
+// Compact's raw messages: two payload fields each way (values and flags in; kept values and
+// indices out).
+struct CompactChunk {
+  v1::CompactRequest msg;  // values and flags left empty
+  Payload values, flags;
+  bool has_header() const { return msg.has_header(); }
+  const v1::CompactHeader& header() const { return msg.header(); }
+};
+
+inline grpc::Status DecodeChunk(grpc::ByteBuffer& in, PayloadPool& pool, CompactChunk* req, const char* what) {
+  grpc::Status s = DecodeWithPayload(in, v1::CompactRequest::kValuesFieldNumber, pool, &req->msg, &req->values, what,
+                                     v1::CompactRequest::kFlagsFieldNumber, &req->flags);
+  in.Clear();
+  return s;
+}
+
+struct CompactReply {
+  v1::CompactResponse msg;  // values and indices left empty
+  Payload values, indices;
+  CompactReply() = default;
+  CompactReply(CompactReply&&) = default;
+  CompactReply& operator=(CompactReply&&) = default;
+  // Copied only to hand an array's final response to each of its lanes (it has no data).
+  CompactReply(const CompactReply& o) : msg(o.msg), values(o.values.Copy()), indices(o.indices.Copy()) {}
+};
+
+inline grpc::ByteBuffer Encode(CompactReply&& r) {
+  return EncodeWithPayload(r.msg, v1::CompactResponse::kValuesFieldNumber, std::move(r.values),
+                           v1::CompactResponse::kIndicesFieldNumber, std::move(r.indices));
 }
 
 // A message with no payload, encoded (a raw client-streaming RPC's one response).

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -794,10 +795,11 @@ Result FuzzSort(const std::vector<Request>& requests, uint64_t chunk_bytes, uint
 // Compact (flags), SegmentedScan and ReduceByKey (keys), Sort (values).
 bool HasSecondStream(int rpc) { return rpc == 2 || rpc == 5 || rpc == 6 || rpc == 7; }
 
-// The raw RPCs' decoder (gpuscan/wire) on the input's bytes taken as one ScanRequest and one
-// ReduceRequest, cut into slices where the input's own bytes say: whatever it accepts, protobuf
-// parses to the same message and the same data. (It may refuse what protobuf would take: groups.)
-template <class Msg>
+// The raw RPCs' decoder (gpuscan/wire) on the input's bytes taken as one ScanRequest, one
+// ReduceRequest and one CompactRequest (two fields: values and flags), cut into slices where the
+// input's own bytes say: whatever it accepts, protobuf parses to the same message and the same
+// data. (It may refuse what protobuf would take: groups.)
+template <class Msg, int kField, int kSecond = 0>
 void CheckWireDecode(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);
   std::vector<grpc::Slice> slices;
@@ -809,21 +811,29 @@ void CheckWireDecode(const uint8_t* data, size_t size) {
   const grpc::ByteBuffer buffer(slices.data(), slices.size());
   Msg msg;
   wire::SplitMessage split;
-  if (!wire::Parse(buffer, Msg::kDataFieldNumber, "the request", &msg, &split).ok()) return;
+  if (!wire::Parse(buffer, kField, "the request", &msg, &split, kSecond).ok()) return;
   Msg expected;
   if (!expected.ParseFromString(bytes)) Fail("the wire decoder accepted bytes protobuf refuses");
-  std::string got(split.field_bytes, '\0');
-  wire::Gather(split.field, got.data());
-  if (got != expected.data()) Fail("the wire decoder's data differs from protobuf's");
-  expected.clear_data();
+  const google::protobuf::Reflection* reflection = expected.GetReflection();
+  for (const auto& [number, pieces, n] : {std::tuple{kField, &split.field, split.field_bytes},
+                                          std::tuple{kSecond, &split.second, split.second_bytes}}) {
+    if (number == 0) continue;
+    const google::protobuf::FieldDescriptor* fd = Msg::descriptor()->FindFieldByNumber(number);
+    std::string got(n, '\0');
+    wire::Gather(*pieces, got.data());
+    if (got != reflection->GetString(expected, fd)) Fail("the wire decoder's data differs from protobuf's");
+    reflection->ClearField(&expected, fd);
+  }
   if (msg.SerializeAsString() != expected.SerializeAsString()) {
     Fail("the wire decoder's other fields differ from protobuf's");
   }
 }
 
 int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
-  CheckWireDecode<v1::ScanRequest>(data, size);
-  CheckWireDecode<v1::ReduceRequest>(data, size);
+  CheckWireDecode<v1::ScanRequest, v1::ScanRequest::kDataFieldNumber>(data, size);
+  CheckWireDecode<v1::ReduceRequest, v1::ReduceRequest::kDataFieldNumber>(data, size);
+  CheckWireDecode<v1::CompactRequest, v1::CompactRequest::kValuesFieldNumber, v1::CompactRequest::kFlagsFieldNumber>(
+      data, size);
   Reader in(data, size);
   const int rpc = in.U8() % 8;
   const uint8_t limits = in.U8();

@@ -912,8 +912,17 @@ std::vector<Row> Rows() {
     rows.push_back(row);
     Row reduce{"Reduce_MalformedEncoding", Rpc::kReduce};
     reduce.raw = {ReduceHead().SerializeAsString(), std::string("\x12\x80", 2)};  // a length cut off
-    reduce.expect = {"request #1", "the ReduceRequest is not a valid message", "truncated length of field 2"};
+    reduce.expect = {"request #1", "the ReduceRequest is not a valid message", "truncated or overlong length of field 2"};
     rows.push_back(reduce);
+    // Compact reads values (2) and flags (3) raw.
+    Row compact{"Compact_MalformedFlags", Rpc::kCompact};
+    compact.raw = {CompactHead().SerializeAsString() + std::string("\x12\x04" "abcd" "\x1a\x09" "\x01\x00", 10)};
+    compact.expect = {"request #0", "the CompactRequest is not a valid message", "field 3 says 9 bytes, 2 remain"};
+    rows.push_back(compact);
+    compact.name = "Compact_OverlongTag";  // a tag in six bytes: protobuf reads tags in five
+    compact.raw = {CompactHead().SerializeAsString(), std::string("\x92\x80\x80\x80\x80\x00\x00", 7)};
+    compact.expect = {"request #1", "the CompactRequest is not a valid message", "overlong field tag"};
+    rows.push_back(compact);
   }
   LaneRows(rows);
   SharedMemoryRows(rows);
@@ -1030,10 +1039,10 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
     return stream->Finish();
   }
 
-  // A Scan call whose requests are the given bytes, as they are, on the wire.
-  static grpc::Status RunRawScan(const std::vector<std::string>& messages) {
+  // A bidirectional call (Scan, Compact) whose requests are the given bytes, as they are, on the wire.
+  static grpc::Status RunRawBidi(const char* method_name, const std::vector<std::string>& messages) {
     auto channel = grpc::CreateChannel(server_->target(), grpc::InsecureChannelCredentials());
-    grpc::internal::RpcMethod method("/gpuscan.v1.GpuScan/Scan", grpc::internal::RpcMethod::BIDI_STREAMING, channel);
+    grpc::internal::RpcMethod method(method_name, grpc::internal::RpcMethod::BIDI_STREAMING, channel);
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> stream(
@@ -1051,7 +1060,13 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
   }
 
   static grpc::Status Send(v1::GpuScan::Stub& stub, const Row& row) {
-    if (!row.raw.empty()) return row.rpc == Rpc::kReduce ? RunRawReduce(row.raw) : RunRawScan(row.raw);
+    if (!row.raw.empty()) {
+      switch (row.rpc) {
+        case Rpc::kReduce: return RunRawReduce(row.raw);
+        case Rpc::kCompact: return RunRawBidi("/gpuscan.v1.GpuScan/Compact", row.raw);
+        default: return RunRawBidi("/gpuscan.v1.GpuScan/Scan", row.raw);
+      }
+    }
     switch (row.rpc) {
       case Rpc::kScan:
         return RunBidi<v1::ScanRequest, v1::ScanResponse>([&](grpc::ClientContext* c) { return stub.Scan(c); },

@@ -152,6 +152,52 @@ TEST(WireTest, RandomBytesNeverCrashAndAcceptedOnesAgreeWithProtobuf) {
   EXPECT_GT(accepted, 40);  // the loop did check something (65 with this seed)
 }
 
+// Compact carries two bytes fields each way: values and flags in, kept values and indices out.
+TEST(WireTest, CompactsTwoFieldsDecodeAndEncodeAsProtobufDoes) {
+  auto pool = PayloadPool::Create(1 << 16, 1 << 20, nullptr);
+  std::mt19937_64 rng(17);
+  const size_t sizes[] = {0, 1, 4, 127, 128, 16384, 65536, 65537};
+  for (size_t n : sizes) {
+    for (size_t f : {size_t{0}, n / 4, n + 3}) {
+      v1::CompactRequest original;
+      if (f % 2 == 0) original.mutable_header()->set_use_flags(true);
+      original.set_values(RandomBytes(rng, n));
+      original.set_flags(RandomBytes(rng, f));
+      // Flags before values, and a repeat of values whose last occurrence wins: any field order.
+      v1::CompactRequest flags_first;
+      flags_first.set_flags(original.flags());
+      flags_first.set_values(RandomBytes(rng, 3));
+      const std::string wire = flags_first.SerializeAsString() + original.SerializeAsString();
+      v1::CompactRequest expected;
+      ASSERT_TRUE(expected.ParseFromString(wire));
+      CompactChunk chunk;
+      grpc::ByteBuffer in = Cut(wire, rng);
+      ASSERT_TRUE(DecodeChunk(in, *pool, &chunk, "the CompactRequest").ok()) << n << " " << f;
+      EXPECT_EQ(std::string(chunk.values.data(), chunk.values.size()), expected.values()) << n;
+      EXPECT_EQ(std::string(chunk.flags.data(), chunk.flags.size()), expected.flags()) << f;
+      v1::CompactRequest rest = expected;
+      rest.clear_values();
+      rest.clear_flags();
+      EXPECT_TRUE(MessageDifferencer::Equals(chunk.msg, rest));
+
+      CompactReply reply;
+      reply.msg.set_kept_offset(rng());
+      reply.values = pool->Take(n);
+      reply.indices = pool->Take(f);
+      const std::string values = RandomBytes(rng, n), indices = RandomBytes(rng, f);
+      if (n) std::memcpy(reply.values.data(), values.data(), n);
+      if (f) std::memcpy(reply.indices.data(), indices.data(), f);
+      const CompactReply copy(reply);  // what a lane's final response copy does
+      v1::CompactResponse parsed;
+      ASSERT_TRUE(parsed.ParseFromString(Flatten(Encode(std::move(reply)))));
+      EXPECT_EQ(parsed.values(), values);
+      EXPECT_EQ(parsed.indices(), indices);
+      EXPECT_EQ(parsed.kept_offset(), copy.msg.kept_offset());
+      EXPECT_EQ(std::string(copy.indices.data(), copy.indices.size()), indices);
+    }
+  }
+}
+
 TEST(WireTest, EncodedResponsesParseWithProtobufAndReferenceThePayload) {
   auto pool = PayloadPool::Create(1 << 16, 1 << 20, nullptr);
   std::mt19937_64 rng(13);

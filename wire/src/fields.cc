@@ -74,7 +74,7 @@ void Gather(const std::vector<Piece>& pieces, char* dst) {
   }
 }
 
-grpc::Status Split(const grpc::ByteBuffer& buffer, int field, const char* what, SplitMessage* out) {
+grpc::Status Split(const grpc::ByteBuffer& buffer, int field, const char* what, SplitMessage* out, int second) {
   const auto invalid = [what](const std::string& why) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(what) + " is not a valid message: " + why);
   };
@@ -82,6 +82,8 @@ grpc::Status Split(const grpc::ByteBuffer& buffer, int field, const char* what, 
   out->rest.clear();
   out->field.clear();
   out->field_bytes = 0;
+  out->second.clear();
+  out->second_bytes = 0;
   if (buffer.Valid() && !buffer.Dump(&out->slices).ok()) return invalid("unreadable");
   auto& slices = out->slices;
   slices.erase(std::remove_if(slices.begin(), slices.end(), [](const grpc::Slice& s) { return s.size() == 0; }),
@@ -119,10 +121,13 @@ grpc::Status Split(const grpc::ByteBuffer& buffer, int field, const char* what, 
       return invalid("field " + std::to_string(number) + " says " + std::to_string(length) + " bytes, " +
                      std::to_string(reader.remaining()) + " remain");
     }
-    if (number == static_cast<uint64_t>(field) && type == kLengthDelimited) {
-      out->field.clear();  // a later occurrence replaces an earlier one
-      out->field_bytes = length;
-      reader.Take(length, &out->field);
+    if (type == kLengthDelimited && (number == static_cast<uint64_t>(field) ||
+                                     (second != 0 && number == static_cast<uint64_t>(second)))) {
+      const bool first = number == static_cast<uint64_t>(field);
+      std::vector<Piece>& pieces = first ? out->field : out->second;
+      pieces.clear();  // a later occurrence replaces an earlier one
+      (first ? out->field_bytes : out->second_bytes) = length;
+      reader.Take(length, &pieces);
       continue;
     }
     AppendVarint(tag, &out->rest);
@@ -135,8 +140,8 @@ grpc::Status Split(const grpc::ByteBuffer& buffer, int field, const char* what, 
 }
 
 grpc::Status Parse(const grpc::ByteBuffer& buffer, int field, const char* what, google::protobuf::MessageLite* message,
-                   SplitMessage* out) {
-  if (grpc::Status s = Split(buffer, field, what, out); !s.ok()) return s;
+                   SplitMessage* out, int second) {
+  if (grpc::Status s = Split(buffer, field, what, out, second); !s.ok()) return s;
   if (!message->ParseFromString(out->rest)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         std::string(what) + " is not a valid message: protobuf could not parse its fields");
@@ -144,16 +149,27 @@ grpc::Status Parse(const grpc::ByteBuffer& buffer, int field, const char* what, 
   return grpc::Status::OK;
 }
 
-grpc::ByteBuffer Join(const google::protobuf::MessageLite& message, int field, const grpc::Slice& data) {
+grpc::ByteBuffer Join(const google::protobuf::MessageLite& message, int field, const grpc::Slice& data, int second,
+                      const grpc::Slice& second_data) {
   std::string head = message.SerializeAsString();
-  if (data.size() == 0) {
-    grpc::Slice only(head);
-    return grpc::ByteBuffer(&only, 1);
+  grpc::Slice slices[4];
+  size_t count = 0;
+  // Each non-empty field: its tag and length (on the head, or a small slice of their own after
+  // the first field's bytes), then its bytes by reference.
+  std::string between;
+  if (data.size() > 0) {
+    AppendVarint((static_cast<uint64_t>(field) << 3) | kLengthDelimited, &head);
+    AppendVarint(data.size(), &head);
   }
-  AppendVarint((static_cast<uint64_t>(field) << 3) | kLengthDelimited, &head);
-  AppendVarint(data.size(), &head);
-  grpc::Slice slices[2] = {grpc::Slice(head), data};
-  return grpc::ByteBuffer(slices, 2);
+  slices[count++] = grpc::Slice(head);
+  if (data.size() > 0) slices[count++] = data;
+  if (second != 0 && second_data.size() > 0) {
+    AppendVarint((static_cast<uint64_t>(second) << 3) | kLengthDelimited, &between);
+    AppendVarint(second_data.size(), &between);
+    slices[count++] = grpc::Slice(between);
+    slices[count++] = second_data;
+  }
+  return grpc::ByteBuffer(slices, count);
 }
 
 }  // namespace gpuscan::wire
