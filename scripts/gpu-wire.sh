@@ -7,7 +7,8 @@
 #   .gpu-old/{gpuscan-server,gpuscan} built from the commit before; see bench/NOTES.md) and,
 #   optionally, .gpu-small/pkg (the Python package without its C API .so: the Python tests).
 #   run(command="bash scripts/gpu-wire.sh", carry=[".gpu-wire", ".gpu-small"], timeout_s=590)
-# WIRE_STEPS picks steps (default all): tests,python,ab,reduce,cli. Logs in $OUT/wire-logs.tgz.
+# WIRE_STEPS picks steps (default all): tests,python,ab,reduce,compact,cli. Logs in $OUT/wire-logs.tgz.
+# .gpu-old is whichever commit the step compares against (for compact: the one before raw Compact).
 set -uo pipefail
 final=${OUT:-/tmp/gpuscan-out}
 out=$(mktemp -d)
@@ -17,7 +18,7 @@ trap 'tar -czf "$final/wire-logs.tgz" -C "$out" .' EXIT
 export LD_LIBRARY_PATH=$PWD/.gpu-rt
 B=$PWD/.gpu-bin
 step() { echo; echo "=== $* ==="; }
-want() { [[ ",${WIRE_STEPS:-tests,python,ab,reduce,cli}," == *",$1,"* ]]; }
+want() { [[ ",${WIRE_STEPS:-tests,python,ab,reduce,compact,cli}," == *",$1,"* ]]; }
 nvidia-smi -L | tee "$out/device.txt"
 
 if want tests; then
@@ -52,7 +53,7 @@ start() {
 }
 stop() { kill -TERM "$(cat "$out/pid_$1")"; wait "$(cat "$out/pid_$1")" 2>/dev/null; }
 
-if want ab || want reduce || want cli; then
+if want ab || want reduce || want compact || want cli; then
   start old .gpu-old/gpuscan-server 50601
   start new $B/gpuscan-server 50602
   start heap $B/gpuscan-server 50603 --payload-pool-bytes 0
@@ -97,6 +98,27 @@ if want reduce; then
   done
 fi
 
+if want compact; then
+  # before: both binaries of the commit before; server: that client against this server; both:
+  # this client and server. The predicate keeps about half, values and indices come back.
+  step "compact, 1 GiB int32: before / new server only / both new; one stream and 8 lanes"
+  for round in 1 2 3; do
+    for spec in "1" "8" "8 --check"; do
+      set -- $spec
+      for combo in before:old:50601 server:old:50602 both:new:50602; do
+        IFS=: read -r name cli port <<<"$combo"
+        bin=$B/gpuscan
+        [ "$cli" = old ] && bin=.gpu-old/gpuscan
+        f="$out/compact_${name}_k$1${2:+_check}_r$round"
+        timeout 100 $bin -s 127.0.0.1:$port bench --e2e --op compact --dtype int32 --bytes $((1 << 30)) \
+          --lanes $1 ${2:-} --concurrency 1 --requests 3 --json "$f.json" >"$f.txt" 2>&1
+        printf "round %s compact lanes %-2s %-8s %-7s " "$round" "$1" "${2:-}" "$name"
+        grep -E "^ +1 " "$f.txt" | awk '{print "GB/s", $3, "ceiling", $(NF-1), "share", $NF}'
+      done
+    done
+  done
+fi
+
 if want cli; then
   step "CLI file to file, 1 GiB int32 (one call and --lanes 8), old vs new, three rounds"
   head -c $((1 << 30)) /dev/urandom >/dev/shm/in.bin  # tmpfs: the service, not the disk
@@ -115,7 +137,7 @@ if want cli; then
   rm -f /dev/shm/in.bin /dev/shm/out_*.bin
 fi
 
-if want ab || want reduce || want cli; then
+if want ab || want reduce || want compact || want cli; then
   grep -h "payload\|error" "$out"/server_new.log | head -5
   stop old; stop new; stop heap
 fi

@@ -398,40 +398,44 @@ v1::CompactResponse Client::CompactLanes(const v1::CompactHeader& header, Source
   }
   const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
   const size_t chunk = ChunkBytes(esize);
-  const auto stubs = lane_pool_->Stubs(lanes);
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  const auto stubs = lane_pool_->Stubs(lanes, &channels);
   const std::string id = NewArrayId();
-  std::vector<v1::CompactRequest> firsts(lanes);
-  for (uint32_t l = 0; l < lanes; ++l) *firsts[l].mutable_header() = LaneHeader(header, id, l, lanes, chunk / esize);
+  // Raw messages, as ScanLanes: values and flags leave in the slices the Sources filled; kept
+  // values and indices go to the Sinks from the slices they arrived in.
+  using Out = detail::RawOut<v1::CompactRequest>;
+  using In = detail::RawIn<v1::CompactResponse>;
+  std::vector<Out> firsts(lanes);
+  for (uint32_t l = 0; l < lanes; ++l) *firsts[l].msg.mutable_header() = LaneHeader(header, id, l, lanes, chunk / esize);
   ProgressTracker tracker(std::move(progress));
   bool values_ended = !values, flags_ended = !use_flags;
-  auto fill = [&](v1::CompactRequest& req, bool& ended) -> size_t {
-    std::string* vals = req.mutable_values();
-    std::string* flg = req.mutable_flags();
-    vals->resize(chunk);
-    vals->resize(ended ? 0 : ReadFull(values, vals->data(), chunk, values_ended));
-    flg->clear();
+  auto fill = [&](Out& req, bool& ended) -> size_t {
+    req.data = ended ? grpc::Slice() : detail::NextChunk(values, chunk, values_ended);
+    req.second = grpc::Slice();
     if (!flags_ended && !ended) {
       // The flags of the same elements; after the values end, one more byte of flags (if any)
       // is sent so the server (not this client) judges the length mismatch.
-      const size_t want = vals->empty() ? 1 : vals->size() / esize;
-      flg->resize(want);
-      flg->resize(ReadFull(flags, flg->data(), want, flags_ended));
+      const size_t want = req.data.size() == 0 ? 1 : req.data.size() / esize;
+      req.second = detail::NextChunk(flags, want, flags_ended);
     }
     if (values_ended) ended = true;
-    return vals->size() + flg->size();
+    return req.data.size() + req.second.size();
   };
-  auto start = [&](uint32_t l, grpc::ClientContext* ctx) { return stubs[l]->Compact(ctx); };
-  auto place = [&](const v1::CompactResponse& r) {
-    const uint64_t kept = r.values().empty() ? r.indices().size() / sizeof(int64_t) : r.values().size() / esize;
-    return std::pair<uint64_t, uint64_t>(r.kept_offset(), kept);
+  auto start = [&](uint32_t l, grpc::ClientContext* ctx) {
+    return detail::RawBidi<v1::CompactRequest, v1::CompactResponse>(channels[l], detail::kCompactMethod, ctx);
   };
-  auto emit = [&](const v1::CompactResponse& r) {
-    if (!r.values().empty() && values_out) values_out(r.values().data(), r.values().size());
-    if (!r.indices().empty() && indices_out) indices_out(r.indices().data(), r.indices().size());
-    tracker.Received(r.values().size() + r.indices().size());
+  auto place = [&](const In& r) {
+    const uint64_t kept = r.data_bytes() == 0 ? r.second_bytes() / sizeof(int64_t) : r.data_bytes() / esize;
+    return std::pair<uint64_t, uint64_t>(r.msg.kept_offset(), kept);
   };
-  return RunBidiLanes<v1::CompactRequest, v1::CompactResponse>(stubs, CallDeadline(options_), firsts, tracker, start, fill,
-                                                               place, emit);
+  // Delivery is in array order on one thread (LaneRun::DeliverAll): one feeder per Sink.
+  detail::ElementFeeder kept_values(values_out, esize), kept_indices(indices_out, sizeof(int64_t));
+  auto emit = [&](const In& r) {
+    kept_values.Feed(r.split.field);
+    kept_indices.Feed(r.split.second);
+    tracker.Received(r.data_bytes() + r.second_bytes());
+  };
+  return RunBidiLanes<Out, In>(stubs, CallDeadline(options_), firsts, tracker, start, fill, place, emit).msg;
 }
 
 v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in, Progress progress, uint32_t lanes) {

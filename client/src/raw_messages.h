@@ -1,4 +1,4 @@
-// Internal: Scan, Reduce and Transport messages as the client sends and reads them raw (gpuscan/wire), so
+// Internal: Scan, Reduce, Compact and Transport messages as the client sends and reads them raw (gpuscan/wire), so
 // an array's bytes are not copied into a protobuf string on the way out nor out of one on the way
 // in. A request's data is a slice the Source filled (gRPC sends it by reference); a response's data
 // stays in the slices gRPC received it in, and goes to the Sink from there.
@@ -21,20 +21,39 @@
 
 namespace gpuscan::detail {
 
-// A request: the message without its data, and the data as one slice.
+// The bytes fields a raw message carries outside protobuf: its data, and Compact's second one.
+template <class Msg>
+struct RawFields {
+  static constexpr int kFirst = Msg::kDataFieldNumber, kSecond = 0;
+};
+template <>
+struct RawFields<v1::CompactRequest> {
+  static constexpr int kFirst = v1::CompactRequest::kValuesFieldNumber;
+  static constexpr int kSecond = v1::CompactRequest::kFlagsFieldNumber;
+};
+template <>
+struct RawFields<v1::CompactResponse> {
+  static constexpr int kFirst = v1::CompactResponse::kValuesFieldNumber;
+  static constexpr int kSecond = v1::CompactResponse::kIndicesFieldNumber;
+};
+
+// A request: the message without its data, and the data as one slice (and Compact's flags).
 template <class Msg>
 struct RawOut {
   Msg msg;
   grpc::Slice data;
+  grpc::Slice second;
   void clear_header() { msg.clear_header(); }
 };
 
-// A response: the message without its data, and where the data's bytes lie.
+// A response: the message without its data, and where the data's bytes lie (split.field; for
+// Compact the values there and the indices in split.second).
 template <class Msg>
 struct RawIn {
   Msg msg;
   wire::SplitMessage split;
   size_t data_bytes() const { return split.field_bytes; }
+  size_t second_bytes() const { return split.second_bytes; }
   bool has_timing() const { return msg.has_timing(); }
 };
 
@@ -107,6 +126,7 @@ TransportResult RunTransport(const std::shared_ptr<grpc::Channel>& channel, grpc
 
 inline constexpr const char* kScanMethod = "/gpuscan.v1.GpuScan/Scan";
 inline constexpr const char* kReduceMethod = "/gpuscan.v1.GpuScan/Reduce";
+inline constexpr const char* kCompactMethod = "/gpuscan.v1.GpuScan/Compact";
 inline constexpr const char* kTransportMethod = "/gpuscan.v1.GpuScan/Transport";
 
 }  // namespace gpuscan::detail
@@ -118,7 +138,8 @@ template <class Msg>
 class SerializationTraits<gpuscan::detail::RawOut<Msg>, void> {
  public:
   static Status Serialize(const gpuscan::detail::RawOut<Msg>& m, ByteBuffer* buffer, bool* own_buffer) {
-    *buffer = gpuscan::wire::Join(m.msg, Msg::kDataFieldNumber, m.data);
+    using Fields = gpuscan::detail::RawFields<Msg>;
+    *buffer = gpuscan::wire::Join(m.msg, Fields::kFirst, m.data, Fields::kSecond, m.second);
     *own_buffer = true;
     return Status::OK;
   }
@@ -135,7 +156,8 @@ class SerializationTraits<gpuscan::detail::RawIn<Msg>, void> {
   }
   static Status Deserialize(ByteBuffer* buffer, gpuscan::detail::RawIn<Msg>* m) {
     m->msg.Clear();
-    Status s = gpuscan::wire::Parse(*buffer, Msg::kDataFieldNumber, "the response", &m->msg, &m->split);
+    using Fields = gpuscan::detail::RawFields<Msg>;
+    Status s = gpuscan::wire::Parse(*buffer, Fields::kFirst, "the response", &m->msg, &m->split, Fields::kSecond);
     buffer->Clear();
     return s;
   }

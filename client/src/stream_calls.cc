@@ -188,48 +188,47 @@ v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Sourc
   if (use_flags && !flags && !header.has_shared_memory()) {  // a region holds the flags
     throw std::invalid_argument("gpuscan: CompactStream with use_flags needs a flags Source");
   }
+  // Raw messages, as ScanStream: values and flags leave in the slices the Sources filled; kept
+  // values and indices go to the Sinks (whole elements) from the slices they arrived in.
   auto ctx = NewContext();
-  auto stream = stub_->Compact(ctx.get());
+  auto stream =
+      detail::RawBidi<v1::CompactRequest, v1::CompactResponse>(channel_, detail::kCompactMethod, ctx.get());
   const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
   const size_t chunk = ChunkBytes(esize);
   ProgressTracker tracker(std::move(progress));
   v1::CompactResponse final_response;
 
   auto write_all = [&] {
-    v1::CompactRequest req;
-    *req.mutable_header() = header;
-    std::string* vals = req.mutable_values();
-    std::string* flg = req.mutable_flags();
+    detail::RawOut<v1::CompactRequest> req;
+    *req.msg.mutable_header() = header;
     bool values_ended = !values, flags_ended = !use_flags || !flags;
     for (bool first = true;; first = false) {
-      vals->resize(chunk);
-      vals->resize(ReadFull(values, vals->data(), chunk, values_ended));
+      req.data = detail::NextChunk(values, chunk, values_ended);
+      req.second = grpc::Slice();
       if (!flags_ended) {
         // The flags of the same elements; once the values end, whatever flags remain are sent
         // too, so the server (not this client) judges the length mismatch.
-        size_t want = values_ended && vals->empty() ? chunk / esize
-                                                    : (vals->size() + esize - 1) / esize;
-        flg->resize(want);
-        flg->resize(ReadFull(flags, flg->data(), want, flags_ended));
+        const size_t n = req.data.size();
+        const size_t want = values_ended && n == 0 ? chunk / esize : (n + esize - 1) / esize;
+        req.second = detail::NextChunk(flags, want, flags_ended);
       }
-      bool empty = vals->empty() && flg->empty();
+      const bool empty = req.data.size() == 0 && req.second.size() == 0;
       if (empty && !first) return;
       if (!stream->Write(req)) return;
-      tracker.Sent(vals->size() + flg->size());
+      tracker.Sent(req.data.size() + req.second.size());
       if (values_ended && flags_ended) return;
       if (empty) return;
       req.clear_header();
     }
   };
   auto read_all = [&] {
-    v1::CompactResponse resp;
+    detail::RawIn<v1::CompactResponse> resp;
+    detail::ElementFeeder kept_values(values_out, esize), kept_indices(indices_out, sizeof(int64_t));
     while (stream->Read(&resp)) {
-      const std::string& v = resp.values();
-      const std::string& i = resp.indices();
-      if (!v.empty() && values_out) values_out(v.data(), v.size());
-      if (!i.empty() && indices_out) indices_out(i.data(), i.size());
-      tracker.Received(v.size() + i.size());
-      if (resp.has_timing()) final_response = std::move(resp);
+      kept_values.Feed(resp.split.field);
+      kept_indices.Feed(resp.split.second);
+      tracker.Received(resp.data_bytes() + resp.second_bytes());
+      if (resp.has_timing()) final_response = std::move(resp.msg);
     }
   };
   detail::RunBidi(*ctx, *stream, write_all, read_all);
