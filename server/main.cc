@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
                  "larger regions are copied through staging buffers")
       ->envname("GPUSCAN_SHM_PIN_LIMIT");
   app.add_option("--payload-pool-bytes", options.payload_pool_bytes,
-                 "host memory for Scan's and Reduce's chunks on their way through the server (made as needed, "
+                 "host memory for Scan's, Reduce's and Compact's chunks on their way through the server (made as needed, "
                  "registered for DMA with the cuda engine, so a chunk is copied once on the server); chunks "
                  "beyond it use the heap; 0 = heap only")
       ->envname("GPUSCAN_PAYLOAD_POOL_BYTES");
