@@ -168,6 +168,11 @@ int main(int argc, char** argv) {
                  "registered for DMA with the cuda engine, so a chunk is copied once on the server); chunks "
                  "beyond it use the heap; 0 = heap only")
       ->envname("GPUSCAN_PAYLOAD_POOL_BYTES");
+  app.add_option("--grpc-arg", options.grpc_int_args,
+                 "a gRPC core channel argument of the server, NAME=INT (repeatable), e.g. "
+                 "grpc.http2.max_frame_size=1048576; applied as given")
+      ->delimiter('=')
+      ->type_name("NAME=INT");
   app.add_option("--tls-cert", options.tls_cert_file, "PEM certificate chain of the server; with --tls-key turns TLS on")
       ->check(CLI::ExistingFile)
       ->envname("GPUSCAN_TLS_CERT");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -22,6 +23,7 @@ struct GlobalOptions {
   size_t chunk_bytes = 1 << 20;
   TlsOptions tls;
   std::string lb_policy;  // "" = gRPC's default (pick_first)
+  std::map<std::string, int> channel_args;  // gRPC core channel arguments, NAME=INT
   bool json = false;
   bool no_progress = false;
 };

@@ -19,6 +19,7 @@ ClientOptions MakeClientOptions(const GlobalOptions& g) {
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(g.timeout_s * 1000));
   o.tls = g.tls;
   o.load_balancing_policy = g.lb_policy;
+  for (const auto& [name, value] : g.channel_args) o.channel_int_args[name] = value;
   o.retry.attempts = g.retries + 1;
   o.retry.on_retry = [](const RpcError& e, uint32_t next, std::chrono::milliseconds wait) {
     std::fprintf(stderr, "gpuscan: %s: %s; try %u in %lld ms\n", StatusCodeName(e.code()).c_str(),
@@ -92,6 +93,11 @@ int main(int argc, char** argv) {
                  "round_robin (per call, e.g. over the pods of a headless Service)")
       ->check(CLI::IsMember({"pick_first", "round_robin"}))
       ->envname("GPUSCAN_CLIENT_LB_POLICY");
+  app.add_option("--channel-arg", g.channel_args,
+                 "a gRPC core channel argument of every connection, NAME=INT (repeatable), e.g. "
+                 "grpc.http2.max_frame_size=1048576")
+      ->delimiter('=')
+      ->type_name("NAME=INT");
   app.add_flag("--json", g.json, "print the report (timing, results) as one JSON object on stdout");
   app.add_flag("--no-progress", g.no_progress, "never draw the progress bar");
 

@@ -151,6 +151,7 @@ class ServerImpl final : public Server {
       // No age grace: a GOAWAY lets the connection's open calls finish however long they take.
       builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, static_cast<int>(options_.max_connection_age.count()));
     }
+    for (const auto& [name, value] : options_.grpc_int_args) builder.AddChannelArgument(name, value);
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) throw std::runtime_error("cannot listen on " + options_.address);
     SetServing(engine_->healthy());

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -47,9 +48,12 @@ struct ServerOptions {
   // (empty = off), and the most bytes of regions kept registered for DMA at once.
   std::string shm_dir;
   uint64_t shm_pin_limit = uint64_t{16} << 30;
-  // Host memory for the chunks of raw RPCs (Scan, Reduce), in blocks of chunk_bytes made as needed and
+  // Host memory for the chunks of raw RPCs (Scan, Reduce, Compact), in blocks of chunk_bytes made as needed and
   // registered for DMA with the CUDA engine; chunks beyond it use the heap. 0 = heap only.
   uint64_t payload_pool_bytes = uint64_t{256} << 20;
+  // gRPC core channel arguments of the listening server (name -> int, e.g.
+  // grpc.http2.max_frame_size), after the server's own: a tuning knob, applied as given.
+  std::map<std::string, int> grpc_int_args;
 };
 
 // The server credentials `options` ask for: TLS (or mutual TLS) from the PEM files, else

@@ -113,8 +113,8 @@ struct Child {
   pid_t pid = -1;
   int port = 0;
 };
-Child StartServerBinary(const std::string& env, const std::string& log) {
-  const std::string cmd = "exec env " + env + " " + GPUSCAN_SERVER_PATH + " > " + log + " 2>&1";
+Child StartServerBinary(const std::string& env, const std::string& log, const std::string& args = "") {
+  const std::string cmd = "exec env " + env + " " + GPUSCAN_SERVER_PATH + " " + args + " > " + log + " 2>&1";
   const pid_t pid = fork();
   if (pid == 0) {
     execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
@@ -155,6 +155,33 @@ TEST_F(ConfigTest, ServerReadsEnvironmentAndWarnsWithoutTlsOnReachableAddress) {
   ASSERT_GT(loopback.port, 0);
   EXPECT_EQ(StopServerBinary(loopback.pid), 0);
   EXPECT_EQ(ReadFile(log2).find("NOT using TLS"), std::string::npos) << "no warning on loopback";
+}
+
+// gRPC core channel arguments as tuning knobs: NAME=INT on both ends (bench/NOTES.md, "HTTP/2
+// frame size"); a value that is not an int is refused naming it.
+TEST_F(ConfigTest, GrpcChannelArgumentsAreTakenAsNameEqualsInt) {
+  const std::string log = dir_ / "server.log";
+  const Child server = StartServerBinary("GPUSCAN_ADDRESS=127.0.0.1:0 GPUSCAN_ENGINE=cpu", log,
+                                         "--grpc-arg grpc.http2.max_frame_size=1048576");
+  ASSERT_GT(server.port, 0);
+  const std::string target = "-s 127.0.0.1:" + std::to_string(server.port);
+  EXPECT_EQ(Cli("", target + " --channel-arg grpc.http2.max_frame_size=4194304 --channel-arg "
+                             "grpc.http2.lookahead_bytes=8388608 health").code, 0);
+  const std::string in = dir_ / "in.txt";
+  ASSERT_EQ(std::system(("printf '3\\n1\\n4\\n1\\n5\\n' > " + in).c_str()), 0);
+  const ProcRun scan = Cli("", target + " --channel-arg grpc.http2.max_frame_size=4194304 scan --dtype int32 -i " + in +
+                                   " --no-progress");
+  EXPECT_EQ(scan.code, 0) << scan.err;
+  EXPECT_EQ(scan.out, "3\n4\n8\n9\n14\n");
+  const ProcRun bad = Cli("", target + " --channel-arg grpc.http2.max_frame_size=big health");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("--channel-arg"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("big"), std::string::npos) << bad.err;
+  EXPECT_NE(Cli("", target + " --channel-arg grpc.http2.max_frame_size health").code, 0);  // no value
+  EXPECT_EQ(StopServerBinary(server.pid), 0);
+  const ProcRun bad_server = Shell("", GPUSCAN_SERVER_PATH, "--engine cpu --grpc-arg grpc.http2.max_frame_size=huge");
+  EXPECT_NE(bad_server.code, 0);
+  EXPECT_NE((bad_server.out + bad_server.err).find("huge"), std::string::npos) << bad_server.out << bad_server.err;
 }
 
 TEST_F(ConfigTest, ServerRefusesBadEnvironmentValuesByName) {
