@@ -87,6 +87,8 @@ gpuscan_client* gpuscan_client_new(const gpuscan_options* options, char* error, 
 
 void gpuscan_client_free(gpuscan_client* client) { delete client; }
 
+void gpuscan_cancel_calls(gpuscan_client* client) { client->client->CancelCalls(); }
+
 int gpuscan_scan(gpuscan_client* client, int dtype, int op, int exclusive, int algorithm, const void* in, void* out,
                  uint64_t n, uint32_t lanes, gpuscan_timing* timing, char* error, size_t error_len) {
   return Guard(

@@ -46,6 +46,11 @@ GPUSCAN_CAPI int gpuscan_scan(gpuscan_client* client, int dtype, int op, int exc
 GPUSCAN_CAPI int gpuscan_reduce(gpuscan_client* client, int dtype, int op, const void* in, uint64_t n, uint32_t lanes,
                    void* value, gpuscan_timing* timing, char* error, size_t error_len);
 
+
+/* Cancels every call of this handle in flight now, from any thread: each returns CANCELLED (1)
+ * and is not retried. For a caller that must stop at once (Python's Ctrl-C). */
+GPUSCAN_CAPI void gpuscan_cancel_calls(gpuscan_client* client);
+
 #ifdef __cplusplus
 }
 #endif

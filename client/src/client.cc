@@ -3,6 +3,7 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
+#include "call_registry.h"
 #include "gpuscan/client.h"
 #include "lane_pool.h"
 #include "retry.h"
@@ -22,7 +23,8 @@ size_t DTypeSize(v1::DType dtype) {
   }
 }
 
-Client::Client(ClientOptions options) : options_(std::move(options)) {
+Client::Client(ClientOptions options)
+    : options_(std::move(options)), calls_(std::make_unique<detail::CallRegistry>()) {
   grpc::ChannelArguments args;
   // Responses can exceed the 4 MiB default: a compaction answering values and indices sends
   // up to 3x the request chunk, and callers may pick chunks above 1 MiB.
@@ -39,11 +41,23 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
 
 Client::~Client() = default;
 
-std::unique_ptr<grpc::ClientContext> Client::NewContext() const {
+detail::ContextPtr Client::NewContext() const {
   auto ctx = std::make_unique<grpc::ClientContext>();
   if (const detail::Deadline deadline = detail::CallDeadline(options_)) ctx->set_deadline(*deadline);
-  return ctx;
+  return calls_->Track(std::move(ctx));
 }
+
+void Client::CancelCalls() { calls_->CancelAll(); }
+
+namespace detail {
+void ContextRelease::operator()(grpc::ClientContext* ctx) const {
+  if (calls) {
+    calls->Release(ctx);
+  } else {
+    delete ctx;
+  }
+}
+}  // namespace detail
 
 size_t Client::ChunkBytes(size_t element_size) const {
   if (element_size == 0) element_size = 1;  // unknown dtype: the server rejects the header

@@ -31,7 +31,6 @@ namespace {
 
 using detail::ProgressTracker;
 using detail::ReadFull;
-using detail::CallDeadline;
 using detail::Deadline;
 
 std::mt19937_64& Rng() {
@@ -122,12 +121,9 @@ namespace {
 // The shared state of one striped call's lanes.
 class LaneRun {
  public:
-  LaneRun(uint32_t lanes, const Deadline& deadline) : lanes_(lanes), queued_(lanes) {
-    for (uint32_t i = 0; i < lanes; ++i) {
-      auto ctx = std::make_unique<grpc::ClientContext>();
-      if (deadline) ctx->set_deadline(*deadline);
-      contexts_.push_back(std::move(ctx));
-    }
+  // new_context: the Client's NewContext (its deadline, registered for CancelCalls).
+  LaneRun(uint32_t lanes, const std::function<detail::ContextPtr()>& new_context) : lanes_(lanes), queued_(lanes) {
+    for (uint32_t i = 0; i < lanes; ++i) contexts_.push_back(new_context());
   }
   grpc::ClientContext* context(uint32_t lane) { return contexts_[lane].get(); }
 
@@ -258,7 +254,7 @@ class LaneRun {
 
  private:
   const uint32_t lanes_;
-  std::vector<std::unique_ptr<grpc::ClientContext>> contexts_;
+  std::vector<detail::ContextPtr> contexts_;
   std::mutex mu_;
   std::condition_variable cv_;
   uint64_t next_chunk_ = 0;  // chunks read from the Source so far
@@ -307,11 +303,11 @@ void WriteLane(LaneRun& run, uint32_t lane, Stream& stream, Req req, ProgressTra
 // gives a data response's (position, length) in the Sink's order; emit(resp) feeds the Sink; the
 // first final response (has_timing) is kept.
 template <class Req, class Resp, class Start, class Fill, class Place, class Emit>
-Resp RunBidiLanes(const std::vector<v1::GpuScan::Stub*>& stubs, const Deadline& deadline,
+Resp RunBidiLanes(const std::vector<v1::GpuScan::Stub*>& stubs, const std::function<detail::ContextPtr()>& new_context,
                   const std::vector<Req>& firsts, ProgressTracker& tracker, Start start, Fill fill, Place place,
                   Emit emit) {
   const uint32_t lanes = static_cast<uint32_t>(stubs.size());
-  LaneRun run(lanes, deadline);
+  LaneRun run(lanes, new_context);
   Resp final_response;
   std::mutex final_mu;
   bool have_final = false;
@@ -385,7 +381,7 @@ Timing Client::ScanLanes(const v1::ScanHeader& header, Source in, Sink out, Prog
     feeder.Feed(r.split.field);
     tracker.Received(r.data_bytes());
   };
-  In last = RunBidiLanes<Out, In>(stubs, CallDeadline(options_), firsts, tracker, start, fill, place, emit);
+  In last = RunBidiLanes<Out, In>(stubs, [this] { return NewContext(); }, firsts, tracker, start, fill, place, emit);
   return FromProto(last.msg.timing());
 }
 
@@ -435,7 +431,7 @@ v1::CompactResponse Client::CompactLanes(const v1::CompactHeader& header, Source
     kept_indices.Feed(r.split.second);
     tracker.Received(r.data_bytes() + r.second_bytes());
   };
-  return RunBidiLanes<Out, In>(stubs, CallDeadline(options_), firsts, tracker, start, fill, place, emit).msg;
+  return RunBidiLanes<Out, In>(stubs, [this] { return NewContext(); }, firsts, tracker, start, fill, place, emit).msg;
 }
 
 v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in, Progress progress, uint32_t lanes) {
@@ -446,7 +442,7 @@ v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in
   lane_pool_->Stubs(lanes, &channels);
   const std::string id = NewArrayId();
   ProgressTracker tracker(std::move(progress));
-  LaneRun run(lanes, CallDeadline(options_));
+  LaneRun run(lanes, [this] { return NewContext(); });
   bool no_source = !in;
   auto fill = [&](detail::RawOut<v1::ReduceRequest>& req, bool& ended) -> size_t {
     if (no_source) ended = true;

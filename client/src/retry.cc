@@ -46,35 +46,35 @@ namespace gpuscan {
 Timing Client::ScanStream(const v1::ScanHeader& header, const Replay& in, Sink out, Progress progress,
                           uint32_t lanes) {
   detail::ResumingSink resume(std::move(out));
-  return detail::WithRetries(options_, [&] { return ScanStream(header, in(), resume.NextAttempt(), progress, lanes); });
+  return detail::WithRetries(options_, *calls_, [&] { return ScanStream(header, in(), resume.NextAttempt(), progress, lanes); });
 }
 
 Timing Client::Scan2DStream(const v1::Scan2DHeader& header, const Replay& in, Sink out, Progress progress) {
   detail::ResumingSink resume(std::move(out));
-  return detail::WithRetries(options_, [&] { return Scan2DStream(header, in(), resume.NextAttempt(), progress); });
+  return detail::WithRetries(options_, *calls_, [&] { return Scan2DStream(header, in(), resume.NextAttempt(), progress); });
 }
 
 v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, const Replay& in, Progress progress,
                                         uint32_t lanes) {
-  return detail::WithRetries(options_, [&] { return ReduceStream(header, in(), progress, lanes); });
+  return detail::WithRetries(options_, *calls_, [&] { return ReduceStream(header, in(), progress, lanes); });
 }
 
 v1::HistogramResponse Client::HistogramStream(const v1::HistogramHeader& header, const Replay& in, Progress progress) {
-  return detail::WithRetries(options_, [&] { return HistogramStream(header, in(), progress); });
+  return detail::WithRetries(options_, *calls_, [&] { return HistogramStream(header, in(), progress); });
 }
 
 Timing Client::SegmentedScanStream(const v1::SegmentedScanHeader& header, const Replay& values, const Replay& keys,
                                    Sink out, Progress progress) {
   detail::ResumingSink resume(std::move(out));
   return detail::WithRetries(
-      options_, [&] { return SegmentedScanStream(header, values(), keys(), resume.NextAttempt(), progress); });
+      options_, *calls_, [&] { return SegmentedScanStream(header, values(), keys(), resume.NextAttempt(), progress); });
 }
 
 v1::ReduceByKeyResponse Client::ReduceByKeyStream(const v1::ReduceByKeyHeader& header, const Replay& values,
                                                   const Replay& keys, Sink keys_out, Sink values_out,
                                                   Progress progress) {
   detail::ResumingSink keys_resume(std::move(keys_out)), values_resume(std::move(values_out));
-  return detail::WithRetries(options_, [&] {
+  return detail::WithRetries(options_, *calls_, [&] {
     return ReduceByKeyStream(header, values(), keys(), keys_resume.NextAttempt(), values_resume.NextAttempt(),
                              progress);
   });
@@ -83,7 +83,7 @@ v1::ReduceByKeyResponse Client::ReduceByKeyStream(const v1::ReduceByKeyHeader& h
 v1::SortResponse Client::SortStream(const v1::SortHeader& header, const Replay& keys, const Replay& values,
                                     Sink keys_out, Sink values_out, Sink indices_out, Progress progress) {
   detail::ResumingSink k(std::move(keys_out)), v(std::move(values_out)), i(std::move(indices_out));
-  return detail::WithRetries(options_, [&] {
+  return detail::WithRetries(options_, *calls_, [&] {
     return SortStream(header, keys(), values ? values() : Source{}, k.NextAttempt(), v.NextAttempt(), i.NextAttempt(),
                       progress);
   });
@@ -92,7 +92,7 @@ v1::SortResponse Client::SortStream(const v1::SortHeader& header, const Replay& 
 v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, const Replay& values, const Replay& flags,
                                           Sink values_out, Sink indices_out, Progress progress, uint32_t lanes) {
   detail::ResumingSink values_resume(std::move(values_out)), indices_resume(std::move(indices_out));
-  return detail::WithRetries(options_, [&] {
+  return detail::WithRetries(options_, *calls_, [&] {
     return CompactStream(header, values(), flags ? flags() : Source{}, values_resume.NextAttempt(),
                          indices_resume.NextAttempt(), progress, lanes);
   });

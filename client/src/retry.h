@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "call_registry.h"
 #include "gpuscan/client.h"
 
 namespace gpuscan::detail {
@@ -47,16 +48,19 @@ RpcError GaveUp(const RpcError& last, uint32_t attempts);
 
 // Runs attempt() until it returns or throws an error that is not retried, the tries run out
 // or the next wait would pass the deadline.
+// A CANCELLED after the Client's CancelCalls (calls' count changed) is the caller's: not retried.
 template <class Attempt>
-auto WithRetries(const ClientOptions& options, Attempt&& attempt) -> decltype(attempt()) {
+auto WithRetries(const ClientOptions& options, const CallRegistry& calls, Attempt&& attempt) -> decltype(attempt()) {
   const Deadline deadline = CallDeadline(options);
   DeadlineScope scope(deadline);
   const uint32_t attempts = std::max<uint32_t>(1, options.retry.attempts);
+  const uint64_t cancels = calls.cancels();
   for (uint32_t n = 1;; ++n) {
     try {
       return attempt();
     } catch (const RpcError& e) {
-      if (!Retryable(e.code()) || n >= attempts) {
+      const bool asked = e.code() == grpc::StatusCode::CANCELLED && calls.cancels() != cancels;
+      if (!Retryable(e.code()) || asked || n >= attempts) {
         if (n > 1) throw GaveUp(e, n);
         throw;
       }

@@ -130,7 +130,7 @@ void FinishUpload(grpc::ClientContext& ctx, Stream& stream, WriteAll&& write_all
 // A client-streaming call (Histogram): the header rides with the first chunk, each request
 // holds up to one chunk, then one response. No reader runs during the upload.
 template <class Req, class Resp, class Header, class Start>
-Resp UnaryUpload(std::unique_ptr<grpc::ClientContext> ctx, Start start, const Header& header, Source& in,
+Resp UnaryUpload(detail::ContextPtr ctx, Start start, const Header& header, Source& in,
                  size_t chunk, Progress progress) {
   Resp response;
   auto stream = start(ctx.get(), &response);

@@ -3,8 +3,10 @@
 // must end the call, join the writer thread and report the right error.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "gpuscan/client.h"
 #include "gpuscan/json.h"
@@ -93,6 +95,56 @@ TEST_F(ClientStream, DeadlineExceededIsAnRpcError) {
   } catch (const RpcError& e) {
     EXPECT_EQ(e.code(), grpc::StatusCode::DEADLINE_EXCEEDED) << e.what();
     EXPECT_EQ(std::string(e.what()).rfind("DEADLINE_EXCEEDED: ", 0), 0u) << e.what();
+  }
+}
+
+// CancelCalls (the C API's gpuscan_cancel_calls, a Python caller's Ctrl-C): every call in flight,
+// one stream or striped, fails CANCELLED at once and is not retried; the client carries on.
+TEST_F(ClientStream, CancelCallsStopsEveryCallInFlightWithoutRetrying) {
+  ClientOptions o;
+  o.target = server_->address();
+  o.chunk_bytes = 1 << 12;
+  o.timeout = std::chrono::seconds(60);
+  o.retry.attempts = 3;
+  o.retry.initial_backoff = std::chrono::milliseconds(1);
+  Client c(o);
+  std::atomic<int> replays{0};
+  const Replay slow = [&replays] {
+    ++replays;
+    return Source([inner = Ones(100000)](void* buf, size_t max) mutable {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return inner(buf, max);
+    });
+  };
+  v1::ReduceHeader rh;
+  rh.set_dtype(v1::DTYPE_INT32);
+  rh.set_op(v1::OPERATOR_SUM);
+  for (uint32_t lanes : {1u, 4u}) {
+    replays = 0;
+    std::atomic<int> cancelled{0};
+    std::vector<std::thread> calls;
+    calls.emplace_back([&] {
+      try {
+        c.ScanStream(Int32SumHeader(), slow, [](const void*, size_t) {}, {}, lanes);
+      } catch (const RpcError& e) {
+        if (e.code() == grpc::StatusCode::CANCELLED) ++cancelled;
+      }
+    });
+    calls.emplace_back([&] {
+      try {
+        c.ReduceStream(rh, slow, {}, lanes);
+      } catch (const RpcError& e) {
+        if (e.code() == grpc::StatusCode::CANCELLED) ++cancelled;
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both are streaming
+    const auto asked = std::chrono::steady_clock::now();
+    c.CancelCalls();
+    for (auto& t : calls) t.join();
+    EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(5)) << lanes;
+    EXPECT_EQ(cancelled, 2) << lanes;
+    EXPECT_EQ(replays, 2) << "a cancelled call is not retried; lanes " << lanes;
+    EXPECT_EQ(c.Scan(std::vector<int32_t>{1, 2}).values, (std::vector<int32_t>{1, 3})) << lanes;
   }
 }
 

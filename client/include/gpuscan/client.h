@@ -32,6 +32,13 @@ namespace gpuscan {
 
 namespace detail {
 class ShardPool;  // src/shards.h
+class CallRegistry;  // src/call_registry.h
+// A call's context, deleted through the registry of its Client's calls in flight.
+struct ContextRelease {
+  CallRegistry* calls = nullptr;
+  void operator()(grpc::ClientContext* ctx) const;
+};
+using ContextPtr = std::unique_ptr<grpc::ClientContext, ContextRelease>;
 }
 
 // TLS towards the server. PEM file paths; empty ones are not used.
@@ -399,12 +406,18 @@ class Client {
   // "UNKNOWN" or "SERVICE_UNKNOWN". Throws RpcError when the server cannot be reached.
   std::string Health(const std::string& service = "");
 
+  // Cancels every call of this Client in flight now, from any thread: each fails with
+  // RpcError CANCELLED and is not retried (calls that start afterwards are not affected). For a
+  // caller that must stop at once (the C API's, on a Python caller's Ctrl-C); striped lanes
+  // included, shards (other Clients) not.
+  void CancelCalls();
+
   const ClientOptions& options() const { return options_; }
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
 
  private:
-  // Fresh context for one call, with the deadline from options_.timeout.
-  std::unique_ptr<grpc::ClientContext> NewContext() const;
+  // Fresh context for one call, with the deadline from options_.timeout, registered with calls_.
+  detail::ContextPtr NewContext() const;
   // options_.chunk_bytes rounded down to whole elements of `element_size` (at least one).
   size_t ChunkBytes(size_t element_size) const;
 
@@ -436,6 +449,7 @@ class Client {
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::GpuScan::Stub> stub_;
+  std::unique_ptr<detail::CallRegistry> calls_;  // every call's contexts while in flight
 };
 
 }  // namespace gpuscan
