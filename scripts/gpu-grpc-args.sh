@@ -7,15 +7,8 @@
 #   run(command="bash scripts/gpu-grpc-args.sh", carry=[".gpu-args"], timeout_s=590)
 # ARGS_CONFIGS overrides the configurations ("name:arg,arg;..."), ARGS_ROUNDS the rounds (2),
 # ARGS_BYTES the size, ARGS_ENGINE the engine (a local try: ARGS_ENGINE=cpu ARGS_BYTES=16777216).
-set -uo pipefail
-final=${OUT:-/tmp/gpuscan-out}
-out=$(mktemp -d)
-mkdir -p "$final"
-trap 'tar -czf "$final/args-logs.tgz" -C "$out" .' EXIT
-[ -d .gpu-bin ] || xz -dc .gpu-args/args.tar.xz | tar -xf -
-export LD_LIBRARY_PATH=$PWD/.gpu-rt
-B=$PWD/.gpu-bin
-nvidia-smi -L | tee "$out/device.txt"
+GPU_PACK=.gpu-args/args.tar.xz GPU_LOGS_TGZ=args-logs.tgz source "$(dirname "$0")/gpu-common.sh"
+export LD_LIBRARY_PATH=$R
 configs=${ARGS_CONFIGS:-"default:;frame1m:grpc.http2.max_frame_size=1048576;frame4m:grpc.http2.max_frame_size=4194304;frame16m:grpc.http2.max_frame_size=16777215;frame4m_look8m:grpc.http2.max_frame_size=4194304,grpc.http2.lookahead_bytes=8388608"}
 port=50700
 IFS=';' read -ra list <<<"$configs"

@@ -9,17 +9,9 @@
 #   run(command="bash scripts/gpu-wire.sh", carry=[".gpu-wire", ".gpu-small"], timeout_s=590)
 # WIRE_STEPS picks steps (default all): tests,python,ab,reduce,compact,cli. Logs in $OUT/wire-logs.tgz.
 # .gpu-old is whichever commit the step compares against (for compact: the one before raw Compact).
-set -uo pipefail
-final=${OUT:-/tmp/gpuscan-out}
-out=$(mktemp -d)
-mkdir -p "$final"
-trap 'tar -czf "$final/wire-logs.tgz" -C "$out" .' EXIT
-[ -d .gpu-bin ] || xz -dc .gpu-wire/wire.tar.xz | tar -xf -
-export LD_LIBRARY_PATH=$PWD/.gpu-rt
-B=$PWD/.gpu-bin
-step() { echo; echo "=== $* ==="; }
+GPU_PACK=.gpu-wire/wire.tar.xz GPU_LOGS_TGZ=wire-logs.tgz source "$(dirname "$0")/gpu-common.sh"
+export LD_LIBRARY_PATH=$R
 want() { [[ ",${WIRE_STEPS:-tests,python,ab,reduce,compact,cli}," == *",$1,"* ]]; }
-nvidia-smi -L | tee "$out/device.txt"
 
 if want tests; then
   step integration tests on the cuda engine
@@ -53,6 +45,29 @@ start() {
 }
 stop() { kill -TERM "$(cat "$out/pid_$1")"; wait "$(cat "$out/pid_$1")" 2>/dev/null; }
 
+# ab OP PREFIX "ROUNDS" "SPECS" "COMBOS": the 1 GiB int32 e2e bench of OP, one line per round, lane
+# spec ("K" or "K --check", ;-separated) and combination (name:cli:port; cli old = .gpu-old's CLI).
+ab() {
+  local op=$1 prefix=$2 rounds=$3 combos=$5 round spec combo name cli port bin f
+  local -a specs
+  IFS=';' read -ra specs <<<"$4"
+  for round in $rounds; do
+    for spec in "${specs[@]}"; do
+      set -- $spec
+      for combo in $combos; do
+        IFS=: read -r name cli port <<<"$combo"
+        bin=$B/gpuscan
+        [ "$cli" = old ] && bin=.gpu-old/gpuscan
+        f="$out/${prefix}_${name}_k$1${2:+_check}_r$round"
+        timeout 100 $bin -s 127.0.0.1:$port bench --e2e --op "$op" --dtype int32 --bytes $((1 << 30)) \
+          --lanes $1 ${2:-} --concurrency 1 --requests 3 --json "$f.json" >"$f.txt" 2>&1
+        printf "round %s %s lanes %-2s %-8s %-7s " "$round" "$op" "$1" "${2:-}" "$name"
+        grep -E "^ +1 " "$f.txt" | awk '{print "GB/s", $3, "ceiling", $(NF-1), "share", $NF}'
+      done
+    done
+  done
+}
+
 if want ab || want reduce || want compact || want cli; then
   start old .gpu-old/gpuscan-server 50601
   start new $B/gpuscan-server 50602
@@ -63,60 +78,19 @@ if want ab; then
   # before: both binaries of the commit before; server: that client against this server; both:
   # this client and server; heap: both, the server without its pool (raw, but staged on the GPU).
   step "1 GiB int32 scan: before / new server only / both new / both new, no pool; same run"
-  for round in 1 2; do
-    for spec in "1" "1 --check" "4" "8" "8 --check"; do
-      set -- $spec
-      for combo in before:old:50601 server:old:50602 both:new:50602 heap:new:50603; do
-        IFS=: read -r name cli port <<<"$combo"
-        bin=$B/gpuscan
-        [ "$cli" = old ] && bin=.gpu-old/gpuscan
-        f="$out/ab_${name}_k$1${2:+_check}_r$round"
-        timeout 100 $bin -s 127.0.0.1:$port bench --e2e --op scan --dtype int32 --bytes $((1 << 30)) \
-          --lanes $1 ${2:-} --concurrency 1 --requests 3 --json "$f.json" >"$f.txt" 2>&1
-        printf "round %s lanes %-2s %-8s %-7s " "$round" "$1" "${2:-}" "$name"
-        grep -E "^ +1 " "$f.txt" | awk '{print "GB/s", $3, "ceiling", $(NF-1), "share", $NF}'
-      done
-    done
-  done
+  ab scan ab "1 2" "1;1 --check;4;8;8 --check" "before:old:50601 server:old:50602 both:new:50602 heap:new:50603"
 fi
 
 if want reduce; then
   step "reduce, 1 GiB int32: before vs both new (raw Reduce), one stream and 8 lanes"
-  for round in 1 2; do
-    for k in 1 8; do
-      for combo in before:old:50601 both:new:50602; do
-        IFS=: read -r name cli port <<<"$combo"
-        bin=$B/gpuscan
-        [ "$cli" = old ] && bin=.gpu-old/gpuscan
-        f="$out/reduce_${name}_k${k}_r$round"
-        timeout 100 $bin -s 127.0.0.1:$port bench --e2e --op reduce --dtype int32 --bytes $((1 << 30)) \
-          --lanes $k --concurrency 1 --requests 3 --json "$f.json" >"$f.txt" 2>&1
-        printf "round %s reduce lanes %-2s %-7s " "$round" "$k" "$name"
-        grep -E "^ +1 " "$f.txt" | awk '{print "GB/s", $3, "ceiling", $(NF-1), "share", $NF}'
-      done
-    done
-  done
+  ab reduce reduce "1 2" "1;8" "before:old:50601 both:new:50602"
 fi
 
 if want compact; then
   # before: both binaries of the commit before; server: that client against this server; both:
   # this client and server. The predicate keeps about half, values and indices come back.
   step "compact, 1 GiB int32: before / new server only / both new; one stream and 8 lanes"
-  for round in 1 2 3; do
-    for spec in "1" "8" "8 --check"; do
-      set -- $spec
-      for combo in before:old:50601 server:old:50602 both:new:50602; do
-        IFS=: read -r name cli port <<<"$combo"
-        bin=$B/gpuscan
-        [ "$cli" = old ] && bin=.gpu-old/gpuscan
-        f="$out/compact_${name}_k$1${2:+_check}_r$round"
-        timeout 100 $bin -s 127.0.0.1:$port bench --e2e --op compact --dtype int32 --bytes $((1 << 30)) \
-          --lanes $1 ${2:-} --concurrency 1 --requests 3 --json "$f.json" >"$f.txt" 2>&1
-        printf "round %s compact lanes %-2s %-8s %-7s " "$round" "$1" "${2:-}" "$name"
-        grep -E "^ +1 " "$f.txt" | awk '{print "GB/s", $3, "ceiling", $(NF-1), "share", $NF}'
-      done
-    done
-  done
+  ab compact compact "1 2 3" "1;8;8 --check" "before:old:50601 server:old:50602 both:new:50602"
 fi
 
 if want cli; then

@@ -1,9 +1,15 @@
-"""The native data path (Client(..., native=True)): the C++ client's scan and reduce through its
-C API (libgpuscan_capi.so, client/capi), called with ctypes. ctypes lets go of the GIL for the
-whole call, so the array's bytes move, and striped lanes run, at the C++ client's speed instead
-of grpcio's in one Python thread. Found beside this module (the build copies it there) or at
-$GPUSCAN_NATIVE_LIB. Only plain arrays in memory take it: shared memory, compaction, scan_iter,
-in-place scans and clients with TLS or custom credentials stay on the grpcio path."""
+"""The native data path (a Client's default where this library loads; see Client's `native`): the
+C++ client's scan and reduce through its C API (libgpuscan_capi.so, client/capi), called with
+ctypes. ctypes lets go of the GIL for the whole call, so the array's bytes move, and striped
+lanes run, at the C++ client's speed instead of grpcio's in one Python thread. Found beside this
+module (the build copies it there) or at $GPUSCAN_NATIVE_LIB. Only plain arrays in memory take
+it: shared memory, compaction, scan_iter, in-place scans and clients with TLS or custom
+credentials stay on the grpcio path.
+
+A call runs on a helper thread while the calling thread waits on it, so that Ctrl-C reaches the
+caller at once (a signal only runs Python's handler between bytecodes, never inside a C call):
+the handle's calls in flight are then cancelled (gpuscan_cancel_calls), the helper is joined and
+the KeyboardInterrupt goes on."""
 from __future__ import annotations
 
 import ctypes
@@ -54,6 +60,7 @@ def library() -> Tuple[Optional[ctypes.CDLL], str]:
                 lib.gpuscan_client_new.restype = ctypes.c_void_p
                 lib.gpuscan_client_new.argtypes = [ctypes.POINTER(_Options), ctypes.c_char_p, ctypes.c_size_t]
                 lib.gpuscan_client_free.argtypes = [ctypes.c_void_p]
+                lib.gpuscan_cancel_calls.argtypes = [ctypes.c_void_p]
                 lib.gpuscan_scan.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                              ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
                                              ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
@@ -84,6 +91,35 @@ class NativeClient:
         if not self._handle:
             raise ValueError(f"gpuscan: {err.value.decode(errors='replace')}")
 
+    def _run(self, fn, *args) -> int:
+        """fn(*args) (a C API call) on a helper thread; see the module's docstring. Waits on an
+        Event, not Thread.join: a join cut short by KeyboardInterrupt may report the thread done
+        while it runs (CPython 3.11), and the call writes into the caller's arrays until it ends."""
+        result = []
+        done = threading.Event()
+
+        def call() -> None:
+            try:
+                result.append(fn(*args))
+            except BaseException as e:  # noqa: B036 - handed to the caller's thread
+                result.append(e)
+            finally:
+                done.set()
+        threading.Thread(target=call, name="gpuscan-native", daemon=True).start()
+        try:
+            done.wait()  # Ctrl-C interrupts it
+        except BaseException:
+            self._lib.gpuscan_cancel_calls(self._handle)
+            while not done.is_set():  # the call ends soon, cancelled; until then it owns the arrays
+                try:
+                    done.wait()
+                except KeyboardInterrupt:
+                    pass
+            raise
+        if isinstance(result[0], BaseException):
+            raise result[0]
+        return result[0]
+
     @staticmethod
     def _check(code: int, err) -> None:
         if code != 0:
@@ -93,16 +129,16 @@ class NativeClient:
     def scan(self, x: np.ndarray, out: np.ndarray, dtype: int, op: int, exclusive: bool, algorithm: int,
              lanes: int) -> Timing:
         t, err = _Timing(), ctypes.create_string_buffer(1024)
-        code = self._lib.gpuscan_scan(self._handle, dtype, op, int(exclusive), algorithm, x.ctypes.data, out.ctypes.data,
-                                      len(x), lanes, ctypes.byref(t), err, len(err))
+        code = self._run(self._lib.gpuscan_scan, self._handle, dtype, op, int(exclusive), algorithm, x.ctypes.data,
+                         out.ctypes.data, len(x), lanes, ctypes.byref(t), err, len(err))
         self._check(code, err)
         return t.to_timing()
 
     def reduce(self, x: np.ndarray, dtype: int, op: int, lanes: int) -> Tuple[np.generic, Timing]:
         t, err = _Timing(), ctypes.create_string_buffer(1024)
         value = np.zeros(1, x.dtype.newbyteorder("="))
-        code = self._lib.gpuscan_reduce(self._handle, dtype, op, x.ctypes.data, len(x), lanes, value.ctypes.data,
-                                        ctypes.byref(t), err, len(err))
+        code = self._run(self._lib.gpuscan_reduce, self._handle, dtype, op, x.ctypes.data, len(x), lanes,
+                         value.ctypes.data, ctypes.byref(t), err, len(err))
         self._check(code, err)
         return value[0], t.to_timing()
 

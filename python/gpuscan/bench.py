@@ -11,7 +11,7 @@ subprocess on this machine with the same chunk_bytes (gpuscan._peer).
     python -m gpuscan.bench --target HOST:PORT [--size 1GiB] [--dtype int32] [--repeat 3] [--json out.json]
     python -m gpuscan.bench --server build/bin/gpuscan-server --engine cpu --size 64MiB
     python -m gpuscan.bench --target HOST:PORT --lanes 4   # scan/reduce/compact over 4 connections
-    python -m gpuscan.bench --target HOST:PORT --lanes 8 --native   # scan/reduce through the C++ client
+    python -m gpuscan.bench --target HOST:PORT --lanes 8 --native off   # scan/reduce on grpcio's path
     python -m gpuscan.bench --target HOST:PORT --shared on --shm-dir /mnt/gpuscan-shm   # a sidecar's view
     python -m gpuscan.bench --target HOST:PORT --dtype float32 --peer on   # the peer's float scan too
 
@@ -173,8 +173,9 @@ def main(argv=None):
                    help="the do-it-yourself peer's scan (row peer_scan: a grpcio + numpy/cupy service the bench "
                         "starts here): auto (integer dtypes), on (floats too, unverified), off")
     p.add_argument("--no-verify", action="store_true", help="skip checking results against numpy")
-    p.add_argument("--native", action="store_true",
-                   help="scan and reduce through the C++ client (Client(native=True)); compaction stays on grpcio")
+    p.add_argument("--native", choices=("auto", "on", "off"), default="auto",
+                   help="scan and reduce through the C++ client (Client's native): auto (where its library loads), "
+                        "on (fail otherwise), off (grpcio); compaction stays on grpcio")
     p.add_argument("--json", help="write the rows and the setup as JSON here")
     a = p.parse_args(argv)
     dtype = np.dtype(a.dtype)
@@ -195,7 +196,7 @@ def main(argv=None):
             peer = _peer.PeerProcess()
         try:
             c = gpuscan.Client(target, chunk_bytes=a.chunk_bytes, lanes=a.lanes, options=channel_options(a.option),
-                               native=a.native)
+                               native={"auto": None, "on": True, "off": False}[a.native])
         except ValueError as e:
             p.error(str(e))
         with c:
@@ -227,7 +228,7 @@ def main(argv=None):
     if a.json:
         import google.protobuf
         setup = {"target": target, "size_bytes": a.size, "dtype": str(dtype), "chunk_bytes": a.chunk_bytes,
-                 "repeat": a.repeat, "lanes": a.lanes, "native": a.native, "shm_dir": shm_dir,
+                 "repeat": a.repeat, "lanes": a.lanes, "native": c._native is not None, "shm_dir": shm_dir,
                  "channel_options": a.option, "peer": a.peer, "peer_backend": peer.backend if peer else None,
                  "peer_backend_detail": peer.backend_detail if peer else None, "server": info,
                  "python": platform.python_version(),

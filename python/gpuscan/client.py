@@ -407,11 +407,14 @@ class Client(_Calls):
     other errors, scan_iter, shared-memory calls and in-place scans (out=x). on_retry(error,
     next_attempt, wait_s) is called before each wait.
 
-    native=True: scan and reduce of plain arrays go through the C++ client (its C API, loaded with
-    ctypes; see gpuscan._native), outside the GIL: lanes then scale as the C++ client's do. Same
-    results, Timing, errors and retries (a call with an on_retry, or its own retries=, stays on
-    grpcio); plaintext only; `options` do not apply to it. Compaction, histograms, scan_iter,
-    shared memory and in-place scans always use grpcio.
+    native: scan and reduce of plain arrays go through the C++ client (its C API, loaded with
+    ctypes; see gpuscan._native), outside the GIL: one stream and lanes then move data as the C++
+    client does. Same results, Timing, errors and retries (a call with an on_retry, or its own
+    retries=, stays on grpcio); Ctrl-C cancels the client's native calls in flight. None (the
+    default): on where the library loads and the client speaks plaintext with no `credentials`
+    or `options`, else off (the environment's GPUSCAN_NATIVE=0 or 1 overrides it); True: required
+    (ValueError where it cannot be); False: off.
+    Compaction, histograms, scan_iter, shared memory and in-place scans always use grpcio.
     """
 
     def __init__(self, target: str = "127.0.0.1:50051", *, tls: Union[None, bool, Tls] = None,
@@ -419,16 +422,25 @@ class Client(_Calls):
                  credentials: Optional[grpc.ChannelCredentials] = None,
                  load_balancing_policy: Optional[str] = None, options=None, retries: int = 0,
                  backoff: Tuple[float, float] = (0.1, 2.0), on_retry: Optional[_retry.OnRetry] = None,
-                 native: bool = False):
+                 native: Optional[bool] = None):
         self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry)
         args = channel_args(self.chunk_bytes, load_balancing_policy, options, tls)
         creds = channel_credentials(tls, credentials)
         self._native: Optional[_native.NativeClient] = None
+        if native is None and os.environ.get("GPUSCAN_NATIVE", "") in ("0", "1"):
+            native = os.environ["GPUSCAN_NATIVE"] == "1"
+        auto = native is None  # wherever it can serve this client as configured
+        if auto:
+            native = creds is None and not options and _native.library()[0] is not None
         if native:
             if creds is not None:
                 raise ValueError("gpuscan: native=True speaks plaintext gRPC: it takes no tls or credentials")
-            self._native = _native.NativeClient(target, self.chunk_bytes, self.timeout, self.lanes, self.retries,
-                                                self.backoff, load_balancing_policy)
+            try:
+                self._native = _native.NativeClient(target, self.chunk_bytes, self.timeout, self.lanes, self.retries,
+                                                    self.backoff, load_balancing_policy)
+            except ValueError:
+                if not auto:
+                    raise  # (auto: a target the C++ client refuses is left to grpcio, which says why)
         self._channel = (grpc.secure_channel(target, creds, options=args) if creds is not None
                          else grpc.insecure_channel(target, options=args))
         self._stub = pb_grpc.GpuScanStub(self._channel)

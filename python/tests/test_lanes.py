@@ -190,7 +190,8 @@ def test_one_connection_per_lane(lane_server, rng):
 
 def test_client_lanes_default_and_per_call_override(lane_server, rng):
     x = ref.random_array(rng, np.dtype(np.uint32), 1000)
-    with gpuscan.Client(lane_server.target, chunk_bytes=CHUNK_BYTES, lanes=4, timeout=60) as c:
+    # native=False: these look at grpcio's own lane channels
+    with gpuscan.Client(lane_server.target, chunk_bytes=CHUNK_BYTES, lanes=4, timeout=60, native=False) as c:
         assert c.lanes == 4
         np.testing.assert_array_equal(c.scan(x, lanes=1), ref.scan(x, "sum", False))  # one plain call
         assert c.last_timing.bytes_in == 4000 and c._lane_channels == []
@@ -207,7 +208,8 @@ def test_client_lanes_default_and_per_call_override(lane_server, rng):
 def test_single_call_fallbacks(lane_server, rng):
     """One call when the array has a single chunk, and when the server does not join lanes
     (Limits.max_lanes 0, an older server: it would answer each lane as an array of its own)."""
-    with gpuscan.Client(lane_server.target, chunk_bytes=CHUNK_BYTES, lanes=8, timeout=60) as c:
+    # native=False: these look at grpcio's own lane channels
+    with gpuscan.Client(lane_server.target, chunk_bytes=CHUNK_BYTES, lanes=8, timeout=60, native=False) as c:
         for n in (0, 1, 16):
             x = ref.random_array(rng, np.dtype(np.int32), n)
             np.testing.assert_array_equal(c.scan(x), ref.scan(x, "sum", False))
@@ -252,7 +254,8 @@ def limited_server(server_binary):
 
 def test_lanes_capped_at_server_max(limited_server, rng):
     x = ref.random_array(rng, np.dtype(np.int64), 300)  # 2400 bytes: within --max-request-bytes
-    with gpuscan.Client(limited_server.target, chunk_bytes=CHUNK_BYTES, lanes=8, timeout=60) as c:
+    # native=False: these look at grpcio's own lane channels
+    with gpuscan.Client(limited_server.target, chunk_bytes=CHUNK_BYTES, lanes=8, timeout=60, native=False) as c:
         np.testing.assert_array_equal(c.scan(x), ref.scan(x, "sum", False))  # 8 lanes would be refused
         assert c.reduce(x, op="bit_xor") == ref.reduce(x, "bit_xor")
         assert c.info()["limits"]["max_lanes"] == 2 and len(c._lane_channels) == 2

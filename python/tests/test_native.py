@@ -1,8 +1,13 @@
-"""native=True: scan and reduce through the C++ client's C API (gpuscan._native), outside the GIL:
+"""The native path (the default where the library loads): scan and reduce through the C++ client's
+C API (gpuscan._native), outside the GIL:
 the same results as the grpcio path bit for bit (floats too), Timing and errors, on random data,
 every dtype and operator, lengths around chunk boundaries, with lanes; what stays on grpcio
 (in place, a call's own retries or an on_retry, compaction). Skipped where the library is not
 built (an installed package without CMake's copy)."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -71,3 +76,53 @@ def test_errors(target, both):
     with gpuscan.Client("127.0.0.1:1", timeout=5, native=True) as dead:
         with pytest.raises(gpuscan.Unavailable):
             dead.reduce(np.arange(10, dtype=np.int32))
+
+
+def test_native_is_the_default_where_it_can_serve(target, monkeypatch):
+    monkeypatch.delenv("GPUSCAN_NATIVE", raising=False)
+    with gpuscan.Client(target) as c:
+        assert c._native is not None
+        x = np.random.default_rng(3).integers(-9, 9, 5000, dtype=np.int64)
+        assert same_bits(c.scan(x), ref.scan(x, "sum", False)) and c.reduce(x, op="max") == x.max()
+    with gpuscan.Client(target, options=[("grpc.max_receive_message_length", -1)]) as c:
+        assert c._native is None  # grpc options apply to grpcio's channel only
+    with gpuscan.Client(target, native=False) as c:
+        assert c._native is None
+    monkeypatch.setenv("GPUSCAN_NATIVE", "0")
+    with gpuscan.Client(target) as c:
+        assert c._native is None
+    with gpuscan.Client(target, native=True) as c:  # the argument wins over the environment
+        assert c._native is not None
+
+
+_CTRL_C_NATIVE = """
+import os, signal, sys, threading, time
+import numpy as np
+import gpuscan
+
+with gpuscan.Client(sys.argv[1], chunk_bytes=1024, timeout=120, native=True) as c:
+    x = np.ones(16 << 20, np.int32)  # 64 MiB in 1 KiB messages: seconds (~3 s idle), not 0.2
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+    start = time.monotonic()
+    try:
+        c.scan(x)
+        print("finished", time.monotonic() - start)
+    except KeyboardInterrupt:
+        print("interrupted", time.monotonic() - start)
+    small = np.arange(1, 100, dtype=np.int32)
+    np.testing.assert_array_equal(c.scan(small), np.cumsum(small))
+    assert c.health() == "SERVING"
+print("ok")
+"""
+
+
+def test_ctrl_c_cancels_a_native_call_at_once(target):
+    """Ctrl-C during a native scan: KeyboardInterrupt reaches the caller as soon as the signal
+    does (the call is cancelled, not waited for), and the client and server carry on."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    r = subprocess.run([sys.executable, "-c", _CTRL_C_NATIVE, target], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout.rstrip().endswith("ok"), r.stdout + r.stderr
+    how, seconds = r.stdout.split()[:2]
+    assert how == "interrupted", r.stdout  # 64 MiB in 1 KiB messages outlasts 0.2 s by far
+    assert float(seconds) < 2.0, r.stdout
