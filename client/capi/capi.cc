@@ -10,6 +10,7 @@
 #include <string>
 
 #include "gpuscan/client.h"
+#include "typed_support.h"  // client/src: memory as a Replay
 
 struct gpuscan_client {
   std::unique_ptr<gpuscan::Client> client;
@@ -88,6 +89,42 @@ gpuscan_client* gpuscan_client_new(const gpuscan_options* options, char* error, 
 void gpuscan_client_free(gpuscan_client* client) { delete client; }
 
 void gpuscan_cancel_calls(gpuscan_client* client) { client->client->CancelCalls(); }
+
+int gpuscan_compact(gpuscan_client* client, const void* header, size_t header_len, const void* in,
+                    const uint8_t* flags, uint64_t n, uint32_t lanes, void* values_out, int64_t* indices_out,
+                    uint64_t* kept, gpuscan_timing* timing, char* error, size_t error_len) {
+  return Guard(
+      [&] {
+        gpuscan::v1::CompactHeader h;
+        if (!h.ParseFromArray(header, static_cast<int>(header_len))) {
+          throw std::invalid_argument("gpuscan: header is not a serialized CompactHeader");
+        }
+        h.set_element_count(n);
+        const size_t esize = gpuscan::DTypeSize(h.dtype());
+        if (esize == 0) throw std::invalid_argument("gpuscan: header.dtype is not an element type");
+        // Results land in the caller's buffers of room for n elements, in order.
+        auto into = [n](void* dst, size_t element_bytes, const char* what) -> gpuscan::Sink {
+          if (!dst) return {};
+          return [p = static_cast<char*>(dst), room = n * element_bytes, used = size_t{0}, what](
+                     const void* data, size_t bytes) mutable {
+            if (bytes > room - used) {
+              throw gpuscan::RpcError(grpc::StatusCode::DATA_LOSS,
+                                      std::string("the server sent more kept ") + what + " than elements");
+            }
+            std::memcpy(p + used, data, bytes);
+            used += bytes;
+          };
+        };
+        const gpuscan::Replay flags_in =
+            h.use_flags() && flags ? gpuscan::detail::MemoryReplay(flags, n) : gpuscan::Replay{};
+        const gpuscan::v1::CompactResponse last = client->client->CompactStream(
+            h, gpuscan::detail::MemoryReplay(in, n * esize), flags_in, into(values_out, esize, "values"),
+            into(indices_out, sizeof(int64_t), "indices"), {}, lanes);
+        *kept = last.kept_count();
+        Fill(gpuscan::FromProto(last.timing()), timing);
+      },
+      error, error_len);
+}
 
 int gpuscan_scan(gpuscan_client* client, int dtype, int op, int exclusive, int algorithm, const void* in, void* out,
                  uint64_t n, uint32_t lanes, gpuscan_timing* timing, char* error, size_t error_len) {

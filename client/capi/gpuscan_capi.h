@@ -47,6 +47,16 @@ GPUSCAN_CAPI int gpuscan_reduce(gpuscan_client* client, int dtype, int op, const
                    void* value, gpuscan_timing* timing, char* error, size_t error_len);
 
 
+/* Stream compaction. `header`: a serialized gpuscan.v1.CompactHeader (dtype, the predicate or
+ * use_flags, output); element_count is set to n. `flags` (n bytes, nonzero = keep) when the header
+ * says use_flags, else NULL. Kept values go to `values_out` and their int64 indices to
+ * `indices_out` (each of room for n elements; NULL when the header's output leaves it out);
+ * *kept says how many. */
+GPUSCAN_CAPI int gpuscan_compact(gpuscan_client* client, const void* header, size_t header_len, const void* in,
+                                 const uint8_t* flags, uint64_t n, uint32_t lanes, void* values_out,
+                                 int64_t* indices_out, uint64_t* kept, gpuscan_timing* timing, char* error,
+                                 size_t error_len);
+
 /* Cancels every call of this handle in flight now, from any thread: each returns CANCELLED (1)
  * and is not retried. For a caller that must stop at once (Python's Ctrl-C). */
 GPUSCAN_CAPI void gpuscan_cancel_calls(gpuscan_client* client);

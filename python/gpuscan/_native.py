@@ -1,10 +1,10 @@
 """The native data path (a Client's default where this library loads; see Client's `native`): the
-C++ client's scan and reduce through its C API (libgpuscan_capi.so, client/capi), called with
-ctypes. ctypes lets go of the GIL for the whole call, so the array's bytes move, and striped
+C++ client's scan, reduce and compact through its C API (libgpuscan_capi.so, client/capi),
+called with ctypes. ctypes lets go of the GIL for the whole call, so the array's bytes move, and striped
 lanes run, at the C++ client's speed instead of grpcio's in one Python thread. Found beside this
 module (the build copies it there) or at $GPUSCAN_NATIVE_LIB. Only plain arrays in memory take
-it: shared memory, compaction, scan_iter, in-place scans and clients with TLS or custom
-credentials stay on the grpcio path.
+it: shared memory, scan_iter, in-place scans and clients with TLS or custom credentials stay
+on the grpcio path.
 
 A call runs on a helper thread while the calling thread waits on it, so that Ctrl-C reaches the
 caller at once (a signal only runs Python's handler between bytecodes, never inside a C call):
@@ -67,6 +67,10 @@ def library() -> Tuple[Optional[ctypes.CDLL], str]:
                 lib.gpuscan_reduce.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
                                                ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p,
                                                ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
+                lib.gpuscan_compact.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p,
+                                                ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p,
+                                                ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
+                                                ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
                 _lib = lib
             except (OSError, AttributeError) as e:
                 _why = f"{path}: {e}"
@@ -141,6 +145,23 @@ class NativeClient:
                          value.ctypes.data, ctypes.byref(t), err, len(err))
         self._check(code, err)
         return value[0], t.to_timing()
+
+    def compact(self, x: np.ndarray, header: bytes, flags: Optional[np.ndarray], values: bool, indices: bool,
+                lanes: int) -> Tuple[Optional[np.ndarray], Optional[np.ndarray], Timing]:
+        """header: a serialized CompactHeader. Kept values and indices are written into arrays of
+        len(x) elements, then shrunk to what was kept (in place: no copy)."""
+        t, err, kept = _Timing(), ctypes.create_string_buffer(1024), ctypes.c_uint64(0)
+        v = np.empty(len(x), x.dtype.newbyteorder("=")) if values else None
+        i = np.empty(len(x), np.int64) if indices else None
+        code = self._run(self._lib.gpuscan_compact, self._handle, header, len(header), x.ctypes.data,
+                         flags.ctypes.data if flags is not None else None, len(x), lanes,
+                         v.ctypes.data if v is not None else None, i.ctypes.data if i is not None else None,
+                         ctypes.byref(kept), ctypes.byref(t), err, len(err))
+        self._check(code, err)
+        for a in (v, i):
+            if a is not None:
+                a.resize(kept.value, refcheck=False)
+        return v, i, t.to_timing()
 
     def close(self) -> None:
         if self._handle:

@@ -407,14 +407,14 @@ class Client(_Calls):
     other errors, scan_iter, shared-memory calls and in-place scans (out=x). on_retry(error,
     next_attempt, wait_s) is called before each wait.
 
-    native: scan and reduce of plain arrays go through the C++ client (its C API, loaded with
+    native: scan, reduce and compact of plain arrays go through the C++ client (its C API, loaded with
     ctypes; see gpuscan._native), outside the GIL: one stream and lanes then move data as the C++
     client does. Same results, Timing, errors and retries (a call with an on_retry, or its own
     retries=, stays on grpcio); Ctrl-C cancels the client's native calls in flight. None (the
     default): on where the library loads and the client speaks plaintext with no `credentials`
     or `options`, else off (the environment's GPUSCAN_NATIVE=0 or 1 overrides it); True: required
     (ValueError where it cannot be); False: off.
-    Compaction, histograms, scan_iter, shared memory and in-place scans always use grpcio.
+    Histograms, scan_iter, shared memory and in-place scans always use grpcio.
     """
 
     def __init__(self, target: str = "127.0.0.1:50051", *, tls: Union[None, bool, Tls] = None,
@@ -868,6 +868,15 @@ class Client(_Calls):
                     call.feed_compact(raw)
                 self._set_timing(call.finish())
             return self._compact_shared_result(call, values, indices)
+        # With retries, compaction stays on grpcio: it assembles each try afresh, while the C++
+        # client keeps what a failed try delivered (right whenever the server is).
+        if retries == 0 and self._takes_native(x, None, retries):
+            v, i, timing = self._native.compact(x, header.header.SerializeToString(), flags, values, indices,
+                                                self._wanted_lanes(lanes))
+            self._set_timing(timing)
+            if values and indices:
+                return v, i
+            return v if values else i
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
 
         def attempt(timeout: Optional[float]) -> _chunking.CompactAssembler:

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(_native.library()[0] is None, reason=f"no C API 
 @pytest.fixture(scope="module")
 def both(target):
     with gpuscan.Client(target, chunk_bytes=CHUNK, timeout=60, native=True) as n, \
-            gpuscan.Client(target, chunk_bytes=CHUNK, timeout=60) as g:
+            gpuscan.Client(target, chunk_bytes=CHUNK, timeout=60, native=False) as g:
         yield n, g
 
 
@@ -50,6 +50,28 @@ def test_scan_and_reduce_match_grpcio(both, rng, dtype):
             assert type(v) is dtype.type and v.tobytes() == grpcio.reduce(x, op=op).tobytes(), (str(dtype), n, op)
 
 
+@pytest.mark.parametrize("dtype", ref.DTYPES, ids=str)
+def test_compact_matches_grpcio(both, rng, dtype, monkeypatch):
+    native, grpcio = both
+    calls = []
+    real = native._native.compact
+    monkeypatch.setattr(native._native, "compact", lambda *a: calls.append(1) or real(*a))
+    for n in LENGTHS:
+        x = ref.random_array(rng, dtype, n)
+        mask = rng.random(n) < 0.4
+        for lanes in ((1, 3) if n == 1000 else (1,)):
+            where = (str(dtype), n, lanes)
+            for kw in ({"predicate": ("gt", 0)}, {"where": mask}, {"predicate": "nonzero"}):
+                v, i = native.compact(x, indices=True, lanes=lanes, **kw)
+                gv, gi = grpcio.compact(x, indices=True, **kw)
+                assert same_bits(v, gv) and same_bits(i, gi), (where, kw)
+                assert v.flags.owndata and len(v) == native.last_timing.bytes_out // (dtype.itemsize + 8), where
+            assert same_bits(native.compact(x, where=mask, lanes=lanes), x[mask]), where
+            assert same_bits(native.compact(x, where=mask, values=False, indices=True, lanes=lanes),
+                             np.flatnonzero(mask)), where
+    assert len(calls) == 5 * (len(LENGTHS) + 1)  # every call above (n = 1000 twice) took the native path
+
+
 def test_out_slices_and_fallbacks(both, rng):
     native, _ = both
     x = ref.random_array(rng, np.dtype(np.int64), 5000)
@@ -62,7 +84,7 @@ def test_out_slices_and_fallbacks(both, rng):
     y = x.copy()  # in place: the grpcio path (the C++ client takes no overlapping out)
     assert native.scan(y, out=y) is y and same_bits(y, ref.scan(x, "sum", False))
     assert native.scan(x, retries=2) is not None  # a call's own retries: the grpcio path
-    v, i = native.compact(x, predicate=("gt", 0), indices=True)  # compaction: grpcio
+    v, i = native.compact(x, predicate=("gt", 0), indices=True)  # compaction: native too
     assert same_bits(v, x[x > 0]) and same_bits(i, np.flatnonzero(x > 0))
 
 
