@@ -316,11 +316,15 @@ class _Calls:
         return x, flags, pb.CompactRequest(header=header)
 
     @staticmethod
-    def _compact_result(asm, values, indices):
-        v, i = asm.result(values, indices)
+    def _compact_outputs(v, i, values, indices):
+        """What compact returns: the values, the indices, or both (as asked)."""
         if values and indices:
             return v, i
         return v if values else i
+
+    @classmethod
+    def _compact_result(cls, asm, values, indices):
+        return cls._compact_outputs(*asm.result(values, indices), values, indices)
 
     # -- shared memory (header field 20): see shared.py. A call whose input lies in an open region
     # sends the header alone; lanes do not apply. None: the input is not shared, stream it.
@@ -381,9 +385,7 @@ class _Calls:
         kept = call.kept
         v = call.values[:kept] if values else None
         i = call.indices[:kept] if indices else None
-        if values and indices:
-            return v, i
-        return v if values else i
+        return _Calls._compact_outputs(v, i, values, indices)
 
 
 class Client(_Calls):
@@ -874,9 +876,7 @@ class Client(_Calls):
             v, i, timing = self._native.compact(x, header.header.SerializeToString(), flags, values, indices,
                                                 self._wanted_lanes(lanes))
             self._set_timing(timing)
-            if values and indices:
-                return v, i
-            return v if values else i
+            return self._compact_outputs(v, i, values, indices)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
 
         def attempt(timeout: Optional[float]) -> _chunking.CompactAssembler:
