@@ -102,24 +102,17 @@ int gpuscan_compact(gpuscan_client* client, const void* header, size_t header_le
         h.set_element_count(n);
         const size_t esize = gpuscan::DTypeSize(h.dtype());
         if (esize == 0) throw std::invalid_argument("gpuscan: header.dtype is not an element type");
-        // Results land in the caller's buffers of room for n elements, in order.
-        auto into = [n](void* dst, size_t element_bytes, const char* what) -> gpuscan::Sink {
+        // Results land by position in the caller's buffers of room for n elements (striped
+        // lanes write them at once).
+        auto into = [n](void* dst, size_t element_bytes) -> gpuscan::Sink {
           if (!dst) return {};
-          return [p = static_cast<char*>(dst), room = n * element_bytes, used = size_t{0}, what](
-                     const void* data, size_t bytes) mutable {
-            if (bytes > room - used) {
-              throw gpuscan::RpcError(grpc::StatusCode::DATA_LOSS,
-                                      std::string("the server sent more kept ") + what + " than elements");
-            }
-            std::memcpy(p + used, data, bytes);
-            used += bytes;
-          };
+          return gpuscan::SinkAt::Memory(dst, n * element_bytes);
         };
         const gpuscan::Replay flags_in =
             h.use_flags() && flags ? gpuscan::detail::MemoryReplay(flags, n) : gpuscan::Replay{};
         const gpuscan::v1::CompactResponse last = client->client->CompactStream(
-            h, gpuscan::detail::MemoryReplay(in, n * esize), flags_in, into(values_out, esize, "values"),
-            into(indices_out, sizeof(int64_t), "indices"), {}, lanes);
+            h, gpuscan::detail::MemoryReplay(in, n * esize), flags_in, into(values_out, esize),
+            into(indices_out, sizeof(int64_t)), {}, lanes);
         *kept = last.kept_count();
         Fill(gpuscan::FromProto(last.timing()), timing);
       },

@@ -1,7 +1,9 @@
 // ArrayInput: opening, format detection and streaming reads of .npy, raw and text arrays.
 #include "array_input.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -52,8 +54,11 @@ class ArrayInput::Stream {
       }
       got += r;
     }
+    consumed_ += got;
     return got;
   }
+  // Bytes Read has returned: the file offset of the next one.
+  uint64_t consumed() const { return consumed_; }
 
   // The first up to n bytes, without consuming them (only before any Read).
   const std::string& Peek(size_t n) {
@@ -81,6 +86,7 @@ class ArrayInput::Stream {
   std::optional<uint64_t> size_;
   std::string peeked_;
   size_t peek_pos_ = 0;
+  uint64_t consumed_ = 0;
 };
 
 class ArrayInput::Text {
@@ -111,7 +117,10 @@ std::unique_ptr<ArrayInput> ArrayInput::Open(const InputSpec& spec) {
   in->stream_ = std::make_unique<Stream>(spec.path);
   in->name_ = in->stream_->name();
   Stream& s = *in->stream_;
-  if (spec.path != "-" && s.size()) in->reopen_ = [spec] { return Open(spec); };
+  if (spec.path != "-" && s.size()) {
+    in->reopen_ = [spec] { return Open(spec); };
+    in->path_ = spec.path;
+  }
 
   Format format = spec.format;
   if (format == Format::kAuto && spec.path != "-") format = FormatFromPath(spec.path);
@@ -180,7 +189,10 @@ std::unique_ptr<ArrayInput> ArrayInput::OpenFlags(const std::string& path) {
   in->stream_ = std::make_unique<Stream>(path);
   in->name_ = in->stream_->name();
   Stream& s = *in->stream_;
-  if (path != "-" && s.size()) in->reopen_ = [path] { return OpenFlags(path); };
+  if (path != "-" && s.size()) {
+    in->reopen_ = [path] { return OpenFlags(path); };
+    in->path_ = path;
+  }
   in->element_size_ = 1;
   if (LooksLikeNpy(s.Peek(6))) {
     in->format_ = Format::kNpy;
@@ -198,8 +210,34 @@ std::unique_ptr<ArrayInput> ArrayInput::OpenFlags(const std::string& path) {
   return in;
 }
 
+std::optional<SourceAt> ArrayInput::Positional() const {
+  if (path_.empty() || text_ || !count_ || bytes_read_ != 0) return std::nullopt;
+  const uint64_t start = stream_->consumed(), bytes = *count_ * element_size_;
+  if (!stream_->size() || *stream_->size() < start + bytes) return std::nullopt;  // truncated: the stream says so
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  auto file = std::shared_ptr<int>(new int(fd), [](int* f) {
+    ::close(*f);
+    delete f;
+  });
+  return SourceAt(bytes, [file, start, name = name_](uint64_t offset, void* buf, size_t n) {
+    auto* p = static_cast<char*>(buf);
+    for (size_t done = 0; done < n;) {
+      const ssize_t r = pread(*file, p + done, n - done, static_cast<off_t>(start + offset + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        throw std::runtime_error("reading " + name + ": " + (r < 0 ? std::strerror(errno) : "the file shrank"));
+      }
+      done += static_cast<size_t>(r);
+    }
+  });
+}
+
 Replay ArrayInput::AsReplay() {
   if (!reopen_) return {};
+  if (std::optional<SourceAt> at = Positional()) {
+    return [at = *at]() -> Source { return at; };
+  }
   return [this, first = true]() mutable -> Source {
     if (first) {
       first = false;

@@ -57,7 +57,11 @@ class ArrayInput {
   // The input as a Replay (for --retries): this input for the first try, the file opened again
   // for each retry. Empty for stdin and pipes, which can be read only once (calls on them are
   // not retried).
+  // A regular .npy or raw file is read by position (a SourceAt, with pread: striped lanes read
+  // at once, and a retry needs no reopening).
   Replay AsReplay();
+  // The payload by position, where the input is a regular .npy or raw file that holds all of it.
+  std::optional<SourceAt> Positional() const;
   uint64_t bytes_read() const { return bytes_read_; }
 
  private:
@@ -76,6 +80,7 @@ class ArrayInput {
   std::optional<uint64_t> count_;
   std::vector<uint64_t> shape_;
   std::optional<uint64_t> remaining_;  // payload bytes still to read, when known
+  std::string path_;                   // regular files only
   uint64_t bytes_read_ = 0;
 };
 

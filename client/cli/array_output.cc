@@ -2,6 +2,7 @@
 #include "array_output.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -49,6 +50,32 @@ void ArrayOutput::Put(const void* data, size_t bytes) {
   }
 }
 
+Sink ArrayOutput::AsSink() {
+  if (!positional()) {
+    return [this](const void* d, size_t n) { Write(d, n); };
+  }
+  if (payload_start_ < 0) {
+    // What went through the FILE (the .npy header) must reach the file before pwrite.
+    if (std::fflush(f_) != 0 || (payload_start_ = std::ftell(f_)) < 0) {
+      throw std::runtime_error("writing " + name_ + ": " + std::strerror(errno));
+    }
+  }
+  return SinkAt([this](uint64_t offset, const void* d, size_t n) { WriteAt(offset, d, n); });
+}
+
+void ArrayOutput::WriteAt(uint64_t offset, const void* data, size_t bytes) {
+  auto p = static_cast<const char*>(data);
+  for (size_t done = 0; done < bytes;) {
+    const ssize_t w = pwrite(fileno(f_), p + done, bytes - done, static_cast<off_t>(payload_start_ + offset + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) throw std::runtime_error("writing " + name_ + ": " + std::strerror(errno));
+    done += static_cast<size_t>(w);
+  }
+  uint64_t end = end_.load(std::memory_order_relaxed);
+  while (offset + bytes > end && !end_.compare_exchange_weak(end, offset + bytes, std::memory_order_relaxed)) {
+  }
+}
+
 void ArrayOutput::Write(const void* data, size_t bytes) {
   bytes_ += bytes;
   if (format_ == Format::kRaw || (format_ == Format::kNpy && header_count_)) {
@@ -79,6 +106,14 @@ void ArrayOutput::Write(const void* data, size_t bytes) {
 }
 
 void ArrayOutput::Finish() {
+  if (payload_start_ >= 0) {
+    // Written by position: the FILE's own position must follow the payload (the header patch
+    // below seeks back and forth).
+    bytes_ = std::max<uint64_t>(bytes_, end_.load());
+    if (std::fseek(f_, static_cast<long>(payload_start_ + bytes_), SEEK_SET) != 0) {
+      throw std::runtime_error("writing " + name_ + ": " + std::strerror(errno));
+    }
+  }
   if (bytes_ % element_size_ != 0) {
     throw std::runtime_error("result for " + name_ + " ended inside an element");
   }

@@ -2,6 +2,8 @@
 // text form.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -31,14 +33,18 @@ class ArrayOutput {
 
   // Appends result bytes (raw little-endian elements of the dtype); throws on a write error.
   void Write(const void* data, size_t bytes);
-  Sink AsSink() {
-    return [this](const void* d, size_t n) { Write(d, n); };
-  }
+  // Result bytes [offset, offset + bytes) of the payload, written in place (pwrite): only where
+  // positional(); safe from several threads at once for disjoint ranges.
+  void WriteAt(uint64_t offset, const void* data, size_t bytes);
+  // A regular file in .npy or raw form takes results by position (a SinkAt: striped lanes write
+  // at once); anything else in order.
+  bool positional() const { return seekable_ && (format_ == Format::kRaw || (format_ == Format::kNpy && header_count_)); }
+  Sink AsSink();
   // Completes the file (header patch, flush, close); throws on an error.
   void Finish();
 
   Format format() const { return format_; }
-  uint64_t elements() const { return bytes_ / element_size_; }
+  uint64_t elements() const { return std::max<uint64_t>(bytes_, end_.load()) / element_size_; }
 
  private:
   void Put(const void* data, size_t bytes);  // to the file, checked
@@ -54,6 +60,8 @@ class ArrayOutput {
   std::string buffered_;                  // .npy payload held back for a pipe
   std::string partial_;                   // text: bytes of an element split across writes
   uint64_t bytes_ = 0;
+  int64_t payload_start_ = -1;        // positional: the file offset of the payload's first byte
+  std::atomic<uint64_t> end_{0};      // positional: the furthest payload byte written
 };
 
 }  // namespace gpuscan::cli

@@ -37,6 +37,9 @@ struct E2EArgs {
   // calls at once.
   uint32_t shards = 1;
   bool check = false;  // compare every scan result with the expected one (integer dtypes)
+  // Plain (ordered) Source and Sink instead of SourceAt/SinkAt: lanes take turns reading the
+  // input and one thread takes the results in order, as with a caller's own stream.
+  bool plain_io = false;
   // Shared memory (same host): each calling thread's input and output live in regions under
   // this directory (empty: the server's --shm-dir); only headers cross gRPC.
   bool shm = false;

@@ -78,17 +78,20 @@ std::string ExpectedScan(v1::DType dtype, const std::string& input) {
   }
 }
 
-// A Sink that compares what arrives, in order, with `expected` (empty: takes anything).
-Sink CheckingSink(const std::string& expected) {
+// A Sink that compares what arrives with `expected` by position (empty: takes anything); with
+// lanes each lane's reader compares its own results at once.
+// plain: a plain Sink, fed in order.
+Sink CheckingSink(const std::string& expected, bool plain) {
   if (expected.empty()) return [](const void*, size_t) {};
-  auto pos = std::make_shared<size_t>(0);
-  return [&expected, pos](const void* data, size_t bytes) {
-    if (*pos + bytes > expected.size() || std::memcmp(expected.data() + *pos, data, bytes) != 0) {
-      throw std::runtime_error("wrong scan result in bytes [" + std::to_string(*pos) + ", " +
-                               std::to_string(*pos + bytes) + ")");
+  SinkAt at([&expected](uint64_t offset, const void* data, size_t bytes) {
+    if (offset > expected.size() || bytes > expected.size() - offset ||
+        std::memcmp(expected.data() + offset, data, bytes) != 0) {
+      throw std::runtime_error("wrong scan result in bytes [" + std::to_string(offset) + ", " +
+                               std::to_string(offset + bytes) + ")");
     }
-    *pos += bytes;
-  };
+  });
+  if (plain) return [at](const void* data, size_t bytes) mutable { at(data, bytes); };
+  return at;
 }
 
 // The one place that turns the wire dtype into an element type here.
@@ -106,15 +109,12 @@ std::string RandomInput(v1::DType dtype, uint64_t n) {
   return buf;
 }
 
-// A Source over the shared input (one copy per chunk, into the request message).
-Source MemorySource(const std::string& data) {
-  auto pos = std::make_shared<size_t>(0);
-  return [&data, pos](void* buf, size_t max) {
-    const size_t n = std::min(max, data.size() - *pos);
-    std::memcpy(buf, data.data() + *pos, n);
-    *pos += n;
-    return n;
-  };
+// A Source over the shared input (one copy per chunk, into the request message; by position,
+// so lanes copy at once, unless plain).
+Source MemorySource(const std::string& data, bool plain) {
+  SourceAt at = SourceAt::Memory(data.data(), data.size());
+  if (plain) return [at](void* buf, size_t max) mutable { return at(buf, max); };
+  return at;
 }
 
 struct Sample {
@@ -428,7 +428,7 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
       h.set_dtype(dtype);
       h.set_op(v1::OPERATOR_SUM);
       h.set_element_count(n);
-      Timing t = client.ScanStream(h, MemorySource(input), CheckingSink(expected), {}, lanes);
+      Timing t = client.ScanStream(h, MemorySource(input, a.plain_io), CheckingSink(expected, a.plain_io), {}, lanes);
       if (!expected.empty() && t.bytes_out != bytes) throw std::runtime_error("scan result incomplete");
       return t;
     }
@@ -437,14 +437,14 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
       h.set_dtype(dtype);
       h.set_op(v1::OPERATOR_SUM);
       h.set_element_count(n);
-      return FromProto(client.ReduceStream(h, MemorySource(input), {}, lanes).timing());
+      return FromProto(client.ReduceStream(h, MemorySource(input, a.plain_io), {}, lanes).timing());
     }
     v1::CompactHeader h;
     h.set_dtype(dtype);
     h.set_element_count(n);
     *h.mutable_predicate() = predicate;
     return FromProto(
-        client.CompactStream(h, MemorySource(input), {}, [](const void*, size_t) {}, {}, {}, lanes).timing());
+        client.CompactStream(h, MemorySource(input, a.plain_io), {}, [](const void*, size_t) {}, {}, {}, lanes).timing());
   };
   auto ceiling_call = [&]() -> Timing {
     TransportResult t = streams > 1 ? client.TransportLanes(bytes, echo, streams) : client.Transport(bytes, echo);
@@ -499,7 +499,7 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
                        ",\"duration_s\":" + (a.requests ? "null" : JsonNumber(a.duration_s)) +
                        ",\"requests_per_level\":" + (a.requests ? std::to_string(a.requests) : "null") +
                        ",\"channel\":\"shared\",\"shm\":" + (a.shm ? "true" : "false") + ",\"lanes\":" + std::to_string(lanes) + ",\"shards\":" + std::to_string(shards) +
-                       ",\"checked\":" + (expected.empty() ? "false" : "true") + ",\"server\":{\"target\":" + JsonQuote(g.server) +
+                       ",\"checked\":" + (expected.empty() ? "false" : "true") + ",\"plain_io\":" + (a.plain_io ? "true" : "false") + ",\"server\":{\"target\":" + JsonQuote(g.server) +
                        ",\"engine\":" + JsonQuote(info.engine()) + ",\"device\":" + JsonQuote(device) +
                        ",\"version\":" + JsonQuote(info.version()) + "},\"ceiling_rpc\":{\"name\":\"Transport\",\"echo\":" +
                        (echo ? "true" : "false") + "},\"levels\":[" + levels_json + "]}\n";

@@ -96,6 +96,10 @@ Command AddBenchCommand(CLI::App& app, const GlobalOptions& g) {
   cmd->add_flag("--check", a->e.check,
                 "e2e: check every scan result against the expected prefix sums (integer dtypes; "
                 "computed once before the run)");
+  cmd->add_flag("--plain-io", a->e.plain_io,
+                "e2e: feed calls through a plain Source and Sink (lanes take turns reading the input and "
+                "one thread takes results in order, as with a caller's own stream) instead of reading "
+                "and writing by position (SourceAt/SinkAt, what arrays in memory and files get)");
   cmd->footer(
       "Examples:\n"
       "  gpuscan bench --kernels --ops scan --dtypes int32,float32 --sizes 2^16,2^24,2^28 --json k.json --svg k.svg\n"

@@ -140,9 +140,8 @@ class LaneRun {
     try {
       bytes = fill(ended_);
     } catch (...) {
-      if (!error_) error_ = std::current_exception();
       lock.unlock();
-      Abort();
+      Failed(std::current_exception());
       return -1;
     }
     if (bytes > 0) ++next_chunk_;
@@ -215,10 +214,7 @@ class LaneRun {
       try {
         item.emit();  // only this thread feeds the Sink: it runs unlocked
       } catch (...) {
-        lock.lock();
-        if (!error_) error_ = std::current_exception();
-        lock.unlock();
-        Abort();
+        Failed(std::current_exception());
         return;
       }
       lock.lock();
@@ -234,6 +230,20 @@ class LaneRun {
       if (!aborted_ && failure_.ok()) failure_ = status;
     }
     Abort();
+  }
+
+  // The caller's Source or Sink threw on a lane's thread: that is the call's error.
+  void Failed(std::exception_ptr error) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!error_) error_ = std::move(error);
+    }
+    Abort();
+  }
+
+  bool aborted() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return aborted_;
   }
 
   void Abort() {
@@ -299,13 +309,37 @@ void WriteLane(LaneRun& run, uint32_t lane, Stream& stream, Req req, ProgressTra
   }
 }
 
-// Runs a bidirectional striped call. start(lane, ctx) opens lane `lane`'s stream; place(resp)
-// gives a data response's (position, length) in the Sink's order; emit(resp) feeds the Sink; the
+// One lane's upload from an input read by position (SourceAt): the lane's chunks are known
+// (lane, lane + K, ...), so it copies them without waiting for the other lanes' turns.
+// fill(req, g) puts chunk g into req and returns its payload bytes (0: past the input's end).
+template <class Req, class Stream, class Fill>
+void WriteLaneAt(LaneRun& run, uint32_t lane, uint32_t lanes, Stream& stream, Req req, ProgressTracker& tracker,
+                 Fill&& fill) {
+  for (uint64_t g = lane; !run.aborted(); g += lanes) {
+    size_t bytes = 0;
+    try {
+      bytes = fill(req, g);
+    } catch (...) {
+      run.Failed(std::current_exception());
+      break;
+    }
+    if (bytes == 0 && g != lane) break;  // (a first request without a chunk: the header alone)
+    if (!stream.Write(req)) break;       // the call is over; Finish says why
+    tracker.Sent(static_cast<uint64_t>(bytes));
+    req.clear_header();
+    if (bytes == 0) break;
+  }
+}
+
+// Runs a bidirectional striped call. start(lane, ctx) opens lane `lane`'s stream; upload(run,
+// lane, stream, first) writes its requests; place(resp) gives a data response's (position,
+// length) in the Sink's order; emit(resp) feeds the Sink: on the lane's reader thread when
+// emit_on_reader (results written by position, SinkAt), else in order on this thread. The
 // first final response (has_timing) is kept.
-template <class Req, class Resp, class Start, class Fill, class Place, class Emit>
+template <class Req, class Resp, class Start, class Upload, class Place, class Emit>
 Resp RunBidiLanes(const std::vector<v1::GpuScan::Stub*>& stubs, const std::function<detail::ContextPtr()>& new_context,
-                  const std::vector<Req>& firsts, ProgressTracker& tracker, Start start, Fill fill, Place place,
-                  Emit emit) {
+                  const std::vector<Req>& firsts, Start start, Upload upload, Place place, Emit emit,
+                  bool emit_on_reader) {
   const uint32_t lanes = static_cast<uint32_t>(stubs.size());
   LaneRun run(lanes, new_context);
   Resp final_response;
@@ -316,7 +350,7 @@ Resp RunBidiLanes(const std::vector<v1::GpuScan::Stub*>& stubs, const std::funct
     threads.emplace_back([&, l] {
       auto stream = start(l, run.context(l));
       std::thread writer([&] {
-        WriteLane(run, l, *stream, firsts[l], tracker, fill);
+        upload(run, l, *stream, firsts[l]);
         stream->WritesDone();
       });
       bool reading = true;
@@ -329,7 +363,19 @@ Resp RunBidiLanes(const std::vector<v1::GpuScan::Stub*>& stubs, const std::funct
         }
         const auto [pos, len] = place(*resp);
         if (len == 0) continue;
-        reading = run.Queue(l, pos, len, [resp, &emit] { emit(*resp); });
+        if (emit_on_reader) {
+          try {
+            emit(*resp);
+          } catch (...) {
+            run.Failed(std::current_exception());
+            reading = false;
+            break;
+          }
+          // Queued all the same: the order check (every position once) still holds.
+          reading = run.Queue(l, pos, len, [] {});
+        } else {
+          reading = run.Queue(l, pos, len, [resp, &emit] { emit(*resp); });
+        }
       }
       run.ReaderDone();
       if (!reading) {
@@ -371,17 +417,32 @@ Timing Client::ScanLanes(const v1::ScanHeader& header, Source in, Sink out, Prog
     req.data = detail::NextChunk(in, chunk, ended);
     return req.data.size();
   };
+  const SourceAt* in_at = in.target<SourceAt>();
+  auto upload = [&](LaneRun& run, uint32_t l, auto& stream, Out first) {
+    if (!in_at) return WriteLane(run, l, stream, std::move(first), tracker, fill);
+    WriteLaneAt(run, l, lanes, stream, std::move(first), tracker, [&](Out& req, uint64_t g) {
+      req.data = detail::ChunkAt(*in_at, g, chunk);
+      return req.data.size();
+    });
+  };
   auto start = [&](uint32_t l, grpc::ClientContext* ctx) {
     return detail::RawBidi<v1::ScanRequest, v1::ScanResponse>(channels[l], detail::kScanMethod, ctx);
   };
   auto place = [&](const In& r) { return std::pair<uint64_t, uint64_t>(r.msg.offset(), r.data_bytes() / esize); };
-  // Delivery is in array order on one thread (LaneRun::DeliverAll): one feeder serves all lanes.
+  // A SinkAt is written by each lane's reader; any other Sink in array order on one thread
+  // (LaneRun::DeliverAll), where one feeder serves all lanes.
+  const SinkAt* out_at = out.target<SinkAt>();
   detail::ElementFeeder feeder(out, esize);
   auto emit = [&](const In& r) {
-    feeder.Feed(r.split.field);
+    if (out_at) {
+      detail::WritePieces(*out_at, r.msg.offset() * esize, r.split.field);
+    } else {
+      feeder.Feed(r.split.field);
+    }
     tracker.Received(r.data_bytes());
   };
-  In last = RunBidiLanes<Out, In>(stubs, [this] { return NewContext(); }, firsts, tracker, start, fill, place, emit);
+  In last = RunBidiLanes<Out, In>(stubs, [this] { return NewContext(); }, firsts, start, upload, place, emit,
+                                  out_at != nullptr);
   return FromProto(last.msg.timing());
 }
 
@@ -417,6 +478,20 @@ v1::CompactResponse Client::CompactLanes(const v1::CompactHeader& header, Source
     if (values_ended) ended = true;
     return req.data.size() + req.second.size();
   };
+  // Read by position when the values are (and the flags, of the same length, too): a length
+  // mismatch goes the ordered way, where the server judges it.
+  const SourceAt* values_at = values.target<SourceAt>();
+  const SourceAt* flags_at = use_flags ? flags.target<SourceAt>() : nullptr;
+  const bool read_at =
+      values_at && (!use_flags || (flags_at && flags_at->bytes() * esize == values_at->bytes()));
+  auto upload = [&](LaneRun& run, uint32_t l, auto& stream, Out first) {
+    if (!read_at) return WriteLane(run, l, stream, std::move(first), tracker, fill);
+    WriteLaneAt(run, l, lanes, stream, std::move(first), tracker, [&](Out& req, uint64_t g) {
+      req.data = detail::ChunkAt(*values_at, g, chunk);
+      req.second = use_flags && req.data.size() > 0 ? detail::ChunkAt(*flags_at, g, chunk / esize) : grpc::Slice();
+      return req.data.size() + req.second.size();
+    });
+  };
   auto start = [&](uint32_t l, grpc::ClientContext* ctx) {
     return detail::RawBidi<v1::CompactRequest, v1::CompactResponse>(channels[l], detail::kCompactMethod, ctx);
   };
@@ -424,14 +499,25 @@ v1::CompactResponse Client::CompactLanes(const v1::CompactHeader& header, Source
     const uint64_t kept = r.data_bytes() == 0 ? r.second_bytes() / sizeof(int64_t) : r.data_bytes() / esize;
     return std::pair<uint64_t, uint64_t>(r.msg.kept_offset(), kept);
   };
-  // Delivery is in array order on one thread (LaneRun::DeliverAll): one feeder per Sink.
+  // SinkAts (or no Sink) are written by each lane's reader; otherwise both Sinks are fed in array
+  // order on one thread (LaneRun::DeliverAll), one feeder each.
+  const SinkAt* values_at_out = values_out.target<SinkAt>();
+  const SinkAt* indices_at_out = indices_out.target<SinkAt>();
+  const bool write_at = (values_at_out || indices_at_out) && (values_at_out || !values_out) &&
+                        (indices_at_out || !indices_out);
   detail::ElementFeeder kept_values(values_out, esize), kept_indices(indices_out, sizeof(int64_t));
   auto emit = [&](const In& r) {
-    kept_values.Feed(r.split.field);
-    kept_indices.Feed(r.split.second);
+    if (write_at) {
+      if (values_at_out) detail::WritePieces(*values_at_out, r.msg.kept_offset() * esize, r.split.field);
+      if (indices_at_out) detail::WritePieces(*indices_at_out, r.msg.kept_offset() * sizeof(int64_t), r.split.second);
+    } else {
+      kept_values.Feed(r.split.field);
+      kept_indices.Feed(r.split.second);
+    }
     tracker.Received(r.data_bytes() + r.second_bytes());
   };
-  return RunBidiLanes<Out, In>(stubs, [this] { return NewContext(); }, firsts, tracker, start, fill, place, emit).msg;
+  return RunBidiLanes<Out, In>(stubs, [this] { return NewContext(); }, firsts, start, upload, place, emit, write_at)
+      .msg;
 }
 
 v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in, Progress progress, uint32_t lanes) {
@@ -449,6 +535,7 @@ v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in
     req.data = detail::NextChunk(in, chunk, ended);
     return req.data.size();
   };
+  const SourceAt* in_at = in.target<SourceAt>();  // lanes read their own chunks at once
   // Client streaming: each lane's thread uploads, then waits for its one response. Every lane
   // answers with the whole array's value; lane 0's is returned.
   std::vector<v1::ReduceResponse> responses(lanes);
@@ -459,7 +546,14 @@ v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in
           detail::RawWriter<v1::ReduceRequest>(channels[l], detail::kReduceMethod, run.context(l), &responses[l]);
       detail::RawOut<v1::ReduceRequest> first;
       *first.msg.mutable_header() = LaneHeader(header, id, l, lanes, chunk / esize);
-      WriteLane(run, l, *writer, std::move(first), tracker, fill);
+      if (in_at) {
+        WriteLaneAt(run, l, lanes, *writer, std::move(first), tracker, [&](detail::RawOut<v1::ReduceRequest>& req, uint64_t g) {
+          req.data = detail::ChunkAt(*in_at, g, chunk);
+          return req.data.size();
+        });
+      } else {
+        WriteLane(run, l, *writer, std::move(first), tracker, fill);
+      }
       writer->WritesDone();
       run.LaneDone(writer->Finish());
     });

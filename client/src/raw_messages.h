@@ -4,6 +4,7 @@
 // stays in the slices gRPC received it in, and goes to the Sink from there.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -63,6 +64,24 @@ inline grpc::Slice NextChunk(const Source& in, size_t chunk, bool& ended) {
   grpc::Slice slice(chunk);
   const size_t n = ReadFull(in, reinterpret_cast<char*>(const_cast<uint8_t*>(slice.begin())), chunk, ended);
   return n == chunk ? slice : slice.sub(0, n);
+}
+
+// Chunk g (of `chunk` bytes each) of an input read by position, in a fresh slice; empty past its end.
+inline grpc::Slice ChunkAt(const SourceAt& in, uint64_t g, size_t chunk) {
+  const uint64_t offset = g * chunk;
+  if (offset >= in.bytes()) return grpc::Slice();
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, in.bytes() - offset));
+  grpc::Slice slice(n);
+  in.ReadAt(offset, const_cast<uint8_t*>(slice.begin()), n);
+  return slice;
+}
+
+// Writes a response's data pieces to a SinkAt from byte `offset` on.
+inline void WritePieces(const SinkAt& out, uint64_t offset, const std::vector<wire::Piece>& pieces) {
+  for (const wire::Piece& p : pieces) {
+    out.WriteAt(offset, p.data, p.size);
+    offset += p.size;
+  }
 }
 
 // Gives a response's data pieces to a Sink in whole elements: gRPC cuts slices anywhere, so an

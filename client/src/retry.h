@@ -81,6 +81,8 @@ class ResumingSink {
   Sink NextAttempt() {
     seen_ = 0;
     if (!inner_) return {};
+    // Results written by position need no skipping: a try writes every position again.
+    if (inner_.target<SinkAt>()) return inner_;
     return [this](const void* data, size_t bytes) { Take(static_cast<const char*>(data), bytes); };
   }
 

@@ -112,11 +112,12 @@ void RunShards(const std::vector<Client*>& clients, std::atomic<bool>& failed, F
   }
 }
 
+// A shard's input, by position (its lanes read at once); stops once another shard failed.
 Source ShardSource(const void* data, size_t bytes, const std::atomic<bool>& failed) {
-  return [in = MemorySource(data, bytes), &failed](void* buf, size_t max) mutable {
+  return SourceAt(bytes, [in = SourceAt::Memory(data, bytes), &failed](uint64_t offset, void* buf, size_t n) {
     if (failed) throw ShardCancelled();
-    return in(buf, max);
-  };
+    in.ReadAt(offset, buf, n);
+  });
 }
 
 // f(op) with the operator functor of `op` for T.
@@ -167,15 +168,15 @@ Timing ShardedScan(const std::vector<Client*>& clients, const std::vector<size_t
   std::atomic<bool> failed{false};
   RunShards(clients, failed, [&](size_t s) {
     const size_t begin = bounds[s], len = bounds[s + 1] - begin;
-    SpanSink sink(out + begin, len * sizeof(T));
+    BufferSink sink(out + begin, len * sizeof(T), "shard " + std::to_string(s));
     timings[s] = clients[s]->ScanStream(
         ScanHeaderFor<T>(options, len), Replay([&, begin, len] { return ShardSource(data + begin, len * sizeof(T), failed); }),
-        [&](const void* p, size_t b) {
+        SinkAt([&, at = sink.at()](uint64_t offset, const void* p, size_t b) {
           if (failed) throw ShardCancelled();
-          sink(p, b);
-        },
+          at.WriteAt(offset, p, b);
+        }),
         {}, options.lanes);
-    sink.CheckFull("shard " + std::to_string(s));
+    sink.CheckFull();
   });
   // Shard s > 0 continues from the carry of shards 0..s-1: out = carry op local, one pass per
   // shard, the shards at once.

@@ -20,21 +20,9 @@ std::vector<size_t> Client::ShardBounds(size_t n, uint32_t shards) const {
 
 template <class T>
 ScanResult<T> Client::Scan(const T* data, size_t n, const ScanOptions& options) {
-  const uint32_t shards = ShardsFor<T>(options.shards, n);
-  if (shards > 1 && detail::Shardable(DTypeOf<T>(), options.op, options.algorithm)) {
-    ScanResult<T> result;
-    result.values.resize(n);
-    result.timing =
-        detail::ShardedScan(shard_pool_->Clients(shards), ShardBounds<T>(n, shards), data, result.values.data(), options);
-    return result;
-  }
-  const v1::ScanHeader header = detail::ScanHeaderFor<T>(options, n);
   ScanResult<T> result;
-  result.values.reserve(n);
-  VectorSink<T> sink(result.values);
-  result.timing = ScanStream(header, MemoryReplay(data, n * sizeof(T)),
-                             [&sink](const void* p, size_t b) { sink(p, b); }, {}, options.lanes);
-  sink.Check();
+  result.values.resize(n);
+  result.timing = ScanInto(data, n, result.values.data(), options);
   return result;
 }
 
@@ -44,10 +32,11 @@ Timing Client::ScanInto(const T* data, size_t n, T* out, const ScanOptions& opti
   if (shards > 1 && detail::Shardable(DTypeOf<T>(), options.op, options.algorithm)) {
     return detail::ShardedScan(shard_pool_->Clients(shards), ShardBounds<T>(n, shards), data, out, options);
   }
-  detail::SpanSink sink(out, n * sizeof(T));
-  const Timing timing = ScanStream(detail::ScanHeaderFor<T>(options, n), MemoryReplay(data, n * sizeof(T)),
-                                   [&sink](const void* p, size_t b) { sink(p, b); }, {}, options.lanes);
-  sink.CheckFull("the server");
+  // Written by position: striped lanes copy their results at once.
+  detail::BufferSink sink(out, n * sizeof(T), "the server");
+  const Timing timing =
+      ScanStream(detail::ScanHeaderFor<T>(options, n), MemoryReplay(data, n * sizeof(T)), sink.at(), {}, options.lanes);
+  sink.CheckFull();
   return timing;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -11,16 +12,9 @@
 
 namespace gpuscan::detail {
 
-// Hands out the bytes of one array in caller-sized pieces.
-inline Source MemorySource(const void* data, size_t bytes) {
-  auto p = static_cast<const char*>(data);
-  return [p, bytes, pos = size_t{0}](void* buf, size_t max) mutable {
-    size_t n = std::min(max, bytes - pos);
-    if (n > 0) std::memcpy(buf, p + pos, n);
-    pos += n;
-    return n;
-  };
-}
+// Hands out the bytes of one array in caller-sized pieces, or by position (SourceAt: striped
+// lanes read their chunks at once).
+inline Source MemorySource(const void* data, size_t bytes) { return SourceAt::Memory(data, bytes); }
 
 // The same bytes as a Replay: the typed calls' inputs are in memory, so they can be retried.
 inline Replay MemoryReplay(const void* data, size_t bytes) {
@@ -59,30 +53,39 @@ T FromScalar(const v1::Scalar& s) {
   }
 }
 
-// Writes result bytes into a caller's buffer of `capacity` bytes, in order.
-class SpanSink {
+// A caller's buffer of `capacity` bytes as a SinkAt (striped lanes write it at once), which
+// remembers the furthest byte written: with the calls' order check (each position once, none
+// skipped) that says whether the whole result came. `who` names the sender in errors.
+class BufferSink {
  public:
-  SpanSink(void* data, size_t capacity) : p_(static_cast<char*>(data)), capacity_(capacity) {}
-  void operator()(const void* data, size_t bytes) {
-    if (bytes > capacity_ - used_) {
-      throw RpcError(grpc::StatusCode::DATA_LOSS, "server sent more result bytes than the shard holds");
-    }
-    if (bytes) std::memcpy(p_ + used_, data, bytes);
-    used_ += bytes;
+  BufferSink(void* data, size_t capacity, std::string who)
+      : memory_(SinkAt::Memory(data, capacity, who)), capacity_(capacity), who_(std::move(who)) {}
+  BufferSink(const BufferSink&) = delete;
+  BufferSink& operator=(const BufferSink&) = delete;
+
+  // The SinkAt to give a call; valid while this object lives.
+  SinkAt at() {
+    return SinkAt([this](uint64_t offset, const void* data, size_t n) {
+      memory_.WriteAt(offset, data, n);
+      uint64_t end = end_.load(std::memory_order_relaxed);
+      while (offset + n > end && !end_.compare_exchange_weak(end, offset + n, std::memory_order_relaxed)) {
+      }
+    });
   }
-  size_t used() const { return used_; }
-  // After the call: DATA_LOSS unless the whole span was filled ("<who> returned X of Y ...").
-  void CheckFull(const std::string& who) const {
-    if (used_ != capacity_) {
-      throw RpcError(grpc::StatusCode::DATA_LOSS, who + " returned " + std::to_string(used_) + " of " +
+  uint64_t end() const { return end_.load(); }
+  // After the call: DATA_LOSS unless the whole buffer was written ("<who> returned X of Y ...").
+  void CheckFull() const {
+    if (end() != capacity_) {
+      throw RpcError(grpc::StatusCode::DATA_LOSS, who_ + " returned " + std::to_string(end()) + " of " +
                                                       std::to_string(capacity_) + " result bytes");
     }
   }
 
  private:
-  char* p_;
-  size_t capacity_;
-  size_t used_ = 0;
+  SinkAt memory_;
+  uint64_t capacity_;
+  std::string who_;
+  std::atomic<uint64_t> end_{0};
 };
 
 template <class T>

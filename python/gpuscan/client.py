@@ -870,9 +870,9 @@ class Client(_Calls):
                     call.feed_compact(raw)
                 self._set_timing(call.finish())
             return self._compact_shared_result(call, values, indices)
-        # With retries, compaction stays on grpcio: it assembles each try afresh, while the C++
-        # client keeps what a failed try delivered (right whenever the server is).
-        if retries == 0 and self._takes_native(x, None, retries):
+        # Natively the kept values and indices are written at their kept offsets, so a retried
+        # try writes every position again.
+        if self._takes_native(x, None, retries):
             v, i, timing = self._native.compact(x, header.header.SerializeToString(), flags, values, indices,
                                                 self._wanted_lanes(lanes))
             self._set_timing(timing)

@@ -1,8 +1,8 @@
-"""The native path (the default where the library loads): scan and reduce through the C++ client's
-C API (gpuscan._native), outside the GIL:
+"""The native path (the default where the library loads): scan, reduce and compact through the C++
+client's C API (gpuscan._native), outside the GIL:
 the same results as the grpcio path bit for bit (floats too), Timing and errors, on random data,
 every dtype and operator, lengths around chunk boundaries, with lanes; what stays on grpcio
-(in place, a call's own retries or an on_retry, compaction). Skipped where the library is not
+(in place, a call's own retries or an on_retry). Skipped where the library is not
 built (an installed package without CMake's copy)."""
 import os
 import subprocess

@@ -363,6 +363,28 @@ TEST_F(CliE2E, LanesGiveTheOneCallResults) {
     if (flags[i]) want.push_back(x[i]);
   }
   EXPECT_TRUE(ReadArray<int32_t>(Path("kept.bin")) == want);
+  // Files are read and written by position (pread/pwrite from each lane); text, pipes and
+  // .npy outputs whose count is unknown up front take the ordered way. Every pairing agrees.
+  const auto scanned = client().Scan(x).values;
+  WriteFile(Path("in.raw"), std::string(reinterpret_cast<const char*>(x.data()), x.size() * sizeof(int32_t)));
+  r = Run(common + "scan --lanes 4 --format raw --dtype int32 -i " + Path("in.raw") + " -o " + Path("out.raw"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ReadArray<int32_t>(Path("out.raw"), cli::Format::kRaw) == scanned);
+  r = Run(common + "scan --lanes 4 --dtype int32 --format raw -o " + Path("piped.npy"), "cat " + Path("in.raw"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ReadArray<int32_t>(Path("piped.npy")) == scanned);
+  r = Run(common + "scan --lanes 5 -i " + Path("in.npy") + " -o " + Path("out.txt"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ReadArray<int32_t>(Path("out.txt"), cli::Format::kText) == scanned);
+  r = Run(common + "compact --lanes 3 -i " + Path("in.npy") + " --flags " + Path("flags.bin") +
+          " --output-kind both -o " + Path("kept.npy") + " --indices-output " + Path("idx.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ReadArray<int32_t>(Path("kept.npy")) == want);  // the header's count patched to the kept
+  std::vector<int64_t> want_idx;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (flags[i]) want_idx.push_back(static_cast<int64_t>(i));
+  }
+  EXPECT_TRUE(ReadArray<int64_t>(Path("idx.npy")) == want_idx);
   r = Run(common + "scan --lanes 0 -i " + Path("in.npy") + " -o " + Path("out2.npy"));
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("--lanes"), std::string::npos) << r.err;

@@ -175,6 +175,122 @@ TEST_F(LanesTest, MultiAddressTargetIsPinned) {
   EXPECT_EQ(client.Scan(x, so).values, (testing::ScanRef<uint64_t, ops::Sum<uint64_t>>(x, false)));
 }
 
+// Inputs read by position (SourceAt) and results written by position (SinkAt) let each lane
+// copy at once; plain Sources and Sinks take turns. Every mix gives the reference, around chunk
+// boundaries, on one stream and on lanes.
+TEST_F(LanesTest, SourceAtAndSinkAtMixWithPlainOnes) {
+  Client client(server_->client_options(kChunkBytes));
+  GPUSCAN_SEEDED_RNG(rng);
+  for (size_t n : testing::ChunkBoundaryLengths(kChunkBytes / sizeof(int64_t))) {
+    const auto x = testing::RandomInput<int64_t, ops::Sum<int64_t>>(n, rng);
+    const auto ref = testing::ScanRef<int64_t, ops::Sum<int64_t>>(x, true);
+    v1::ScanHeader h;
+    h.set_dtype(v1::DTYPE_INT64);
+    h.set_op(v1::OPERATOR_SUM);
+    h.set_kind(v1::SCAN_KIND_EXCLUSIVE);
+    for (uint32_t k : {1u, 2u, 3u, 8u}) {
+      for (int mix = 0; mix < 4; ++mix) {
+        SCOPED_TRACE("n=" + std::to_string(n) + " lanes=" + std::to_string(k) + " mix=" + std::to_string(mix));
+        const bool source_at = mix & 1, sink_at = mix & 2;
+        std::vector<int64_t> out(n, -1);
+        Source in = SourceAt::Memory(x.data(), n * sizeof(int64_t));
+        if (!source_at) in = [plain = in](void* b, size_t m) mutable { return plain(b, m); };
+        size_t appended = 0;
+        Sink sink = SinkAt::Memory(out.data(), n * sizeof(int64_t));
+        if (!sink_at) {
+          sink = [&](const void* d, size_t b) {
+            ASSERT_LE(appended + b, n * sizeof(int64_t));
+            std::memcpy(reinterpret_cast<char*>(out.data()) + appended, d, b);
+            appended += b;
+          };
+        }
+        const Timing t = client.ScanStream(h, in, sink, {}, k);
+        EXPECT_EQ(t.bytes_out, n * sizeof(int64_t));
+        EXPECT_EQ(out, ref);
+      }
+    }
+  }
+}
+
+// Compaction's kept values and indices written by position at their kept offsets, from lanes
+// reading values and flags by position: the typed call's (ordered) result.
+TEST_F(LanesTest, CompactIntoSinkAtsByKeptOffset) {
+  Client client(server_->client_options(kChunkBytes));
+  GPUSCAN_SEEDED_RNG(rng);
+  for (size_t n : testing::ChunkBoundaryLengths(kChunkBytes / sizeof(float))) {
+    const auto x = testing::RandomCompactInput<float>(n, rng);
+    CompactOptions o;
+    o.use_flags = true;
+    o.flags = testing::RandomFlags(n, rng, 0.4);
+    o.output = v1::COMPACT_OUTPUT_VALUES_AND_INDICES;
+    o.lanes = 1;
+    const auto want = client.Compact(x, o);
+    v1::CompactHeader h;
+    h.set_dtype(v1::DTYPE_FLOAT32);
+    h.set_use_flags(true);
+    h.set_output(v1::COMPACT_OUTPUT_VALUES_AND_INDICES);
+    for (uint32_t k : {2u, 3u, 8u}) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " lanes=" + std::to_string(k));
+      std::vector<float> values(n);
+      std::vector<int64_t> indices(n);
+      const v1::CompactResponse last = client.CompactStream(
+          h, SourceAt::Memory(x.data(), n * sizeof(float)), SourceAt::Memory(o.flags.data(), n),
+          SinkAt::Memory(values.data(), n * sizeof(float)), SinkAt::Memory(indices.data(), n * sizeof(int64_t)), {}, k);
+      ASSERT_EQ(last.kept_count(), want.kept_count);
+      values.resize(last.kept_count());
+      indices.resize(last.kept_count());
+      EXPECT_TRUE(SameBits(values, want.values));
+      EXPECT_EQ(indices, want.indices);
+    }
+  }
+}
+
+// A SinkAt or SourceAt that throws on a lane's thread fails the call with its exception, and
+// the client stays usable; a result that does not fit a SinkAt::Memory is DATA_LOSS.
+TEST_F(LanesTest, ThrowingSourceAtOrSinkAtFailsTheCall) {
+  Client client(server_->client_options(kChunkBytes));
+  GPUSCAN_SEEDED_RNG(rng);
+  const size_t n = 40 * kChunkBytes / sizeof(int32_t);
+  const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(n, rng);
+  v1::ScanHeader h;
+  h.set_dtype(v1::DTYPE_INT32);
+  h.set_op(v1::OPERATOR_SUM);
+  const SourceAt good = SourceAt::Memory(x.data(), n * sizeof(int32_t));
+  SourceAt bad_in(n * sizeof(int32_t), [&](uint64_t offset, void* buf, size_t m) {
+    if (offset >= 17 * kChunkBytes) throw std::runtime_error("source broke at " + std::to_string(offset));
+    good.ReadAt(offset, buf, m);
+  });
+  SinkAt bad_out([](uint64_t offset, const void*, size_t) {
+    if (offset >= 9 * kChunkBytes) throw std::runtime_error("sink broke");
+  });
+  for (uint32_t k : {1u, 4u}) {
+    SCOPED_TRACE("lanes=" + std::to_string(k));
+    try {
+      client.ScanStream(h, bad_in, [](const void*, size_t) {}, {}, k);
+      ADD_FAILURE() << "no exception from the Source";
+    } catch (const std::runtime_error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("source broke"));
+    }
+    try {
+      client.ScanStream(h, good, bad_out, {}, k);
+      ADD_FAILURE() << "no exception from the Sink";
+    } catch (const std::runtime_error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("sink broke"));
+    }
+    std::vector<int32_t> small(n / 2);
+    try {
+      client.ScanStream(h, good, SinkAt::Memory(small.data(), small.size() * sizeof(int32_t)), {}, k);
+      ADD_FAILURE() << "no DATA_LOSS";
+    } catch (const RpcError& e) {
+      EXPECT_EQ(e.code(), grpc::StatusCode::DATA_LOSS);
+      EXPECT_THAT(e.message(), HasSubstr("of a result of"));
+    }
+  }
+  ScanOptions so;
+  so.lanes = 4;
+  EXPECT_EQ(client.Scan(x, so).values, (testing::ScanRef<int32_t, ops::Sum<int32_t>>(x, false)));
+}
+
 // ---- raw lanes, for the failures
 
 std::string RandomId() {

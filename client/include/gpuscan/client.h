@@ -115,6 +115,51 @@ using Source = std::function<size_t(void* buf, size_t max_bytes)>;
 using Replay = std::function<Source()>;
 // Receives result bytes in order (whole elements). May throw, like Source.
 using Sink = std::function<void(const void* data, size_t bytes)>;
+
+// Random access, for striped lanes. A Source made from a SourceAt and a Sink made from a SinkAt
+// let every lane copy its own chunks at once: without them the lanes take turns reading the
+// Source and one thread feeds the Sink in order, and those copies bound a fast call. On one
+// stream they behave as the plain Source and Sink they also are. The typed calls (Scan,
+// ScanInto, Compact...) and the CLI's files use them.
+//
+// An input of `bytes` bytes; read(offset, buf, n) copies its bytes [offset, offset + n) into buf.
+// Called from several threads at once for disjoint ranges; may throw, like Source.
+class SourceAt {
+ public:
+  using Read = std::function<void(uint64_t offset, void* buf, size_t n)>;
+  SourceAt(uint64_t bytes, Read read) : bytes_(bytes), read_(std::move(read)) {}
+  // An array in memory, which must outlive the call.
+  static SourceAt Memory(const void* data, uint64_t bytes);
+  uint64_t bytes() const { return bytes_; }
+  void ReadAt(uint64_t offset, void* buf, size_t n) const { read_(offset, buf, n); }
+  // As a Source: the next bytes in order.
+  size_t operator()(void* buf, size_t max_bytes);
+
+ private:
+  uint64_t bytes_;
+  Read read_;
+  uint64_t pos_ = 0;
+};
+
+// A result written by position: write(offset, data, n) receives the result's bytes
+// [offset, offset + n). Called from several threads at once for disjoint ranges, each byte once
+// per try, in no particular order, and a range may cut an element in two. A retried call
+// (RetryOptions) writes every position again, with the same bytes. May throw, like Sink.
+class SinkAt {
+ public:
+  using Write = std::function<void(uint64_t offset, const void* data, size_t n)>;
+  explicit SinkAt(Write write) : write_(std::move(write)) {}
+  // Into memory of `capacity` bytes, which must outlive the call; a result that does not fit
+  // throws RpcError DATA_LOSS naming `who` ("the server returned more than ...").
+  static SinkAt Memory(void* data, uint64_t capacity, std::string who = "the server");
+  void WriteAt(uint64_t offset, const void* data, size_t n) const { write_(offset, data, n); }
+  // As a Sink: the bytes follow the ones before.
+  void operator()(const void* data, size_t bytes);
+
+ private:
+  Write write_;
+  uint64_t pos_ = 0;
+};
 // Payload bytes sent and received so far. Called after each message, from the calling thread
 // or the internal writer thread, never from both at once.
 using Progress = std::function<void(uint64_t bytes_sent, uint64_t bytes_received)>;
