@@ -500,6 +500,16 @@ class Client(_Calls):
                 self._max_lanes = known
         return _chunking.lane_count(chunks, wanted, known)
 
+    def _native_lanes(self, lanes, x: np.ndarray) -> int:
+        """A native call's lanes, as the grpcio path's: one call where the server does not join
+        lanes (max_lanes 0, an older server; the C++ client would refuse it), else the wanted
+        count, which the C++ client caps itself."""
+        wanted = self._wanted_lanes(lanes)
+        if wanted <= 1:
+            return wanted
+        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
+        return self._usable_lanes(lanes, x.size, per, self.timeout)
+
     # -- lifecycle
     def close(self) -> None:
         if self._native is not None:
@@ -603,7 +613,7 @@ class Client(_Calls):
         if self._takes_native(x, out, retries):
             h = header.header
             self._set_timing(self._native.scan(x, out, h.dtype, h.op, h.kind == pb.SCAN_KIND_EXCLUSIVE, h.algorithm,
-                                               self._wanted_lanes(lanes)))
+                                               self._native_lanes(lanes, x)))
             return out
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
 
@@ -799,7 +809,7 @@ class Client(_Calls):
             return value
         if self._takes_native(x, None, retries):
             h = header.header
-            value, timing = self._native.reduce(x, h.dtype, h.op, self._wanted_lanes(lanes))
+            value, timing = self._native.reduce(x, h.dtype, h.op, self._native_lanes(lanes, x))
             self._set_timing(timing)
             return value
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
@@ -874,7 +884,7 @@ class Client(_Calls):
         # try writes every position again.
         if self._takes_native(x, None, retries):
             v, i, timing = self._native.compact(x, header.header.SerializeToString(), flags, values, indices,
-                                                self._wanted_lanes(lanes))
+                                                self._native_lanes(lanes, x))
             self._set_timing(timing)
             return self._compact_outputs(v, i, values, indices)
         per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)

@@ -205,7 +205,7 @@ def test_client_lanes_default_and_per_call_override(lane_server, rng):
         assert len(c._lane_channels) == 6
 
 
-def test_single_call_fallbacks(lane_server, rng):
+def test_single_call_fallbacks(lane_server, rng, monkeypatch):
     """One call when the array has a single chunk, and when the server does not join lanes
     (Limits.max_lanes 0, an older server: it would answer each lane as an array of its own)."""
     # native=False: these look at grpcio's own lane channels
@@ -221,11 +221,17 @@ def test_single_call_fallbacks(lane_server, rng):
         assert c._max_lanes == 16 and len(c._lane_channels) == 2  # 2 chunks: 2 lanes
     with gpuscan.Client(lane_server.target, chunk_bytes=CHUNK_BYTES, lanes=8, timeout=60) as c:
         c._max_lanes = 0  # as an older server answers
+        native_lanes = []  # the native path (where it loads) asks for one call too
+        if c._native is not None:
+            for name in ("scan", "reduce", "compact"):
+                real = getattr(c._native, name)
+                monkeypatch.setattr(c._native, name, lambda *a, real=real: native_lanes.append(a[-1]) or real(*a))
         x = ref.random_array(rng, np.dtype(np.float64), 500)
         assert same_bits(c.scan(x), c.scan(x, lanes=1))
         assert c.reduce(x, op="max") == x.max()
         np.testing.assert_array_equal(c.compact(x, predicate=("gt", 0)), x[x > 0])
         assert c._lane_channels == []
+        assert native_lanes == ([1, 1, 1, 1] if c._native is not None else [])
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "2", True])
