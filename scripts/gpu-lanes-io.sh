@@ -10,7 +10,8 @@
 #   run(command="bash scripts/gpu-lanes-io.sh", carry=[".gpu-lanes", ".gpu-small"], timeout_s=590)
 # LANES_STEPS picks steps (default bench,python): bench (the rows above), chunks (8 lanes with 1, 2
 # and 4 MiB chunks), cli (file to file on tmpfs, this CLI against .gpu-old's), tests (the lanes
-# integration tests on the cuda engine, Python's native, lanes and retries suites).
+# integration tests on the cuda engine, Python's native, lanes and retries suites), peer (issue
+# 12's rows: Python one stream beside the grpcio + CuPy peer, 8 lanes, shared memory, and the CLI).
 # LANES_ROUNDS (default "1 2 3"), LANES_SPECS (";"-separated bench arguments). Logs in $OUT/lanes-logs.tgz.
 GPU_PACK=.gpu-lanes/lanes.tar.xz GPU_LOGS_TGZ=lanes-logs.tgz source "$(dirname "$0")/gpu-common.sh"
 export LD_LIBRARY_PATH=$R
@@ -89,6 +90,31 @@ if want tests; then
       GPUSCAN_SERVER=$B/server-wrapped timeout 200 python3 -m pytest -q -p no:cacheprovider python/tests/test_native.py \
       python/tests/test_lanes.py python/tests/test_retries.py 2>&1 | tee "$out/python_tests.log" | tail -4
   fi
+fi
+
+if want peer && [ -d .gpu-small/pkg ]; then
+  step "issue 12's rows in one run: Python one stream beside the grpcio + CuPy peer, 8 lanes, shared memory; the C++ CLI"
+  mkdir -p /dev/shm/gpuscan-shm
+  $B/gpuscan-server --address 127.0.0.1:50632 --engine cuda --shm-dir /dev/shm/gpuscan-shm >"$out/server_shm.log" 2>&1 &
+  shm_pid=$!
+  for _ in $(seq 100); do $B/gpuscan health -s 127.0.0.1:50632 >/dev/null 2>&1 && break; sleep 0.2; done
+  for k in 1 8; do
+    peer=off shared=off
+    [ $k = 1 ] && peer=on shared=on
+    PYTHONPATH=$PWD/.gpu-small/pkg PYTHONDONTWRITEBYTECODE=1 timeout 200 python3 -m gpuscan.bench \
+      --target 127.0.0.1:50632 --lanes $k --repeat 3 --peer $peer --shared $shared --native on \
+      --json "$out/py12_k$k.json" 2>&1 | tee "$out/py12_k$k.txt" | sed -n '/^operation/,$p'
+  done
+  for spec in "--lanes 1 --check" "--lanes 8 --check" "--shm --check"; do
+    f="$out/cli12_$(echo "$spec" | tr -d ' -')"
+    # shellcheck disable=SC2086
+    timeout 100 $B/gpuscan -s 127.0.0.1:50632 bench --e2e --op scan --dtype int32 --bytes $((1 << 30)) $spec \
+      --concurrency 1 --requests 3 --json "$f.json" >"$f.txt" 2>&1
+    printf "C++ CLI %-20s " "$spec"
+    grep -E "^ +1 " "$f.txt" | awk '{print "GB/s", $3, "ceiling", $(NF-1), "share", $NF}'
+  done
+  kill -TERM $shm_pid
+  wait $shm_pid
 fi
 
 if want python && [ -d .gpu-small/pkg ]; then

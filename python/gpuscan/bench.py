@@ -174,8 +174,8 @@ def main(argv=None):
                         "starts here): auto (integer dtypes), on (floats too, unverified), off")
     p.add_argument("--no-verify", action="store_true", help="skip checking results against numpy")
     p.add_argument("--native", choices=("auto", "on", "off"), default="auto",
-                   help="scan and reduce through the C++ client (Client's native): auto (where its library loads), "
-                        "on (fail otherwise), off (grpcio); compaction stays on grpcio")
+                   help="scan, reduce and compact through the C++ client (Client's native): auto (where its "
+                        "library loads), on (fail otherwise), off (grpcio)")
     p.add_argument("--json", help="write the rows and the setup as JSON here")
     a = p.parse_args(argv)
     dtype = np.dtype(a.dtype)
