@@ -8,6 +8,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -206,9 +207,9 @@ struct Shared {
 
   // Host ranges registered through Engine::RegisterHost (shared-memory regions): copies from
   // and to them go straight to the device, skipping the staging buffers and their memcpy.
-  std::mutex pins_mu;
+  mutable std::mutex pins_mu;
   std::vector<std::pair<uintptr_t, uintptr_t>> pins;
-  bool Pinned(const void* p, size_t bytes) {
+  bool Pinned(const void* p, size_t bytes) const {
     const auto b = reinterpret_cast<uintptr_t>(p);
     std::lock_guard<std::mutex> lock(pins_mu);
     for (const auto& [begin, end] : pins) {
@@ -1116,26 +1117,23 @@ class CudaEngine final : public Engine {
 
   std::shared_ptr<void> RegisterHost(void* data, uint64_t bytes, bool read_only) override {
     if (bytes == 0 || cudaSetDevice(sh_->device) != cudaSuccess) return nullptr;
+    // Portable: pinned for every device's context, so the other engines of a DeviceSet adopt it.
     const unsigned flags = cudaHostRegisterPortable | (read_only ? cudaHostRegisterReadOnly : 0u);
     if (cudaHostRegister(data, bytes, flags) != cudaSuccess) {
       cudaGetLastError();  // not sticky: the region is used staged instead
       return nullptr;
     }
-    const auto begin = reinterpret_cast<uintptr_t>(data);
-    {
-      std::lock_guard<std::mutex> lock(sh_->pins_mu);
-      sh_->pins.emplace_back(begin, begin + bytes);
-    }
-    // Dropped by the region's owner once no call uses it: no copy can be in flight.
-    return std::shared_ptr<void>(data, [sh = sh_, begin](void* p) {
-      {
-        std::lock_guard<std::mutex> lock(sh->pins_mu);
-        auto& v = sh->pins;
-        v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& r) { return r.first == begin; }), v.end());
-      }
+    return Pin(data, bytes, [sh = sh_](void* p) {
       if (cudaSetDevice(sh->device) == cudaSuccess && cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
     });
   }
+
+  std::shared_ptr<void> AdoptRegistered(void* data, uint64_t bytes) override {
+    if (bytes == 0) return nullptr;
+    return Pin(data, bytes, [](void*) {});
+  }
+
+  bool registered(const void* p, uint64_t bytes) const override { return sh_->Pinned(p, bytes); }
 
   std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) override {
     const kernels::ScanAlgorithm algo = ToKernels(spec.algorithm);
@@ -1258,6 +1256,26 @@ class CudaEngine final : public Engine {
   }
 
  private:
+  // Lists [data, data + bytes) among the ranges copies use directly, until the handle goes;
+  // then `release` (dropped by the range's owner once no call uses it: no copy is in flight).
+  std::shared_ptr<void> Pin(void* data, uint64_t bytes, std::function<void(void*)> release) {
+    const auto begin = reinterpret_cast<uintptr_t>(data);
+    {
+      std::lock_guard<std::mutex> lock(sh_->pins_mu);
+      sh_->pins.emplace_back(begin, begin + bytes);
+    }
+    return std::shared_ptr<void>(data, [sh = sh_, begin, release = std::move(release)](void* p) {
+      {
+        std::lock_guard<std::mutex> lock(sh->pins_mu);
+        auto& v = sh->pins;
+        // One entry per Pin (a range may be listed twice: two engines of one device).
+        auto it = std::find_if(v.begin(), v.end(), [&](const auto& r) { return r.first == begin; });
+        if (it != v.end()) v.erase(it);
+      }
+      release(p);
+    });
+  }
+
   std::shared_ptr<Shared> sh_;
 };
 

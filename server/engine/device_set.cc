@@ -141,6 +141,41 @@ DeviceSet::DeviceSet(std::vector<std::unique_ptr<Engine>> devices, std::vector<s
   }
 }
 
+namespace {
+
+// One handle for a range known to several devices: the adoptions go before the registration.
+struct Registration {
+  std::shared_ptr<void> first;                 // declared first: released last
+  std::vector<std::shared_ptr<void>> adopted;
+};
+
+}  // namespace
+
+std::shared_ptr<void> DeviceSet::RegisterHost(void* data, uint64_t bytes, bool read_only) {
+  auto r = std::make_shared<Registration>();
+  r->first = devices_[0]->RegisterHost(data, bytes, read_only);
+  if (!r->first) return nullptr;  // not registered: every device stages it
+  for (size_t i = 1; i < devices_.size(); ++i) {
+    if (auto h = devices_[i]->AdoptRegistered(data, bytes)) r->adopted.push_back(std::move(h));
+  }
+  return std::shared_ptr<void>(r, data);
+}
+
+std::shared_ptr<void> DeviceSet::AdoptRegistered(void* data, uint64_t bytes) {
+  auto r = std::make_shared<Registration>();
+  for (auto& d : devices_) {
+    if (auto h = d->AdoptRegistered(data, bytes)) r->adopted.push_back(std::move(h));
+  }
+  return r->adopted.empty() ? nullptr : std::shared_ptr<void>(r, data);
+}
+
+bool DeviceSet::registered(const void* p, uint64_t bytes) const {
+  for (const auto& d : devices_) {
+    if (!d->registered(p, bytes)) return false;
+  }
+  return true;
+}
+
 std::string DeviceSet::device_name() const {
   std::string s = std::to_string(devices_.size()) + " devices: ";
   for (size_t i = 0; i < labels_.size(); ++i) s += (i ? ", " : "") + labels_[i];

@@ -31,10 +31,11 @@ class DeviceSet final : public Engine {
   void CheckHealth() override;
   std::optional<DeviceMemory> device_memory() const override;  // summed over the devices
   std::vector<DeviceStatus> device_status() const override;
-  // The first device registers: registrations are portable (every device's copies may use them).
-  std::shared_ptr<void> RegisterHost(void* data, uint64_t bytes, bool read_only) override {
-    return devices_[0]->RegisterHost(data, bytes, read_only);
-  }
+  // The first device registers (registrations are portable) and the others adopt the range, so
+  // every device's copies skip staging.
+  std::shared_ptr<void> RegisterHost(void* data, uint64_t bytes, bool read_only) override;
+  std::shared_ptr<void> AdoptRegistered(void* data, uint64_t bytes) override;
+  bool registered(const void* p, uint64_t bytes) const override;
 
   std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) override;
   std::unique_ptr<ReduceSession> NewReduce(const ReduceSpec& spec) override;

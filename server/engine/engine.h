@@ -179,6 +179,13 @@ class Engine {
   virtual std::shared_ptr<void> RegisterHost(void* /*data*/, uint64_t /*bytes*/, bool /*read_only*/) {
     return nullptr;
   }
+  // Host memory that another engine of this process registered (CUDA registrations are
+  // portable: every device may copy straight from and to it): treated as registered here too
+  // while the handle lives. A DeviceSet's registration reaches its other devices this way.
+  virtual std::shared_ptr<void> AdoptRegistered(void* /*data*/, uint64_t /*bytes*/) { return nullptr; }
+  // Whether copies from and to [p, p + bytes) skip the staging buffers (the range is
+  // registered or adopted); on a DeviceSet, on every device. Any thread.
+  virtual bool registered(const void* /*p*/, uint64_t /*bytes*/) const { return false; }
 
   // These throw Error: kUnimplemented for an algorithm this engine lacks, kInvalidArgument for
   // an operator the dtype does not support, kResourceExhausted when out of memory.

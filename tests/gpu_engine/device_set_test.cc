@@ -77,5 +77,41 @@ TEST(CudaDeviceSet, TwoEnginesOnOneDevice) {
   EXPECT_TRUE(eng->healthy());
 }
 
+// Host memory registered through the set (the server's payload pool, a shared-memory region)
+// is registered on every device: each copies straight from and to it, not through staging,
+// and scans right from it; releasing the handle ends that on all of them.
+TEST(CudaDeviceSet, RegistrationReachesEveryDevice) {
+  for (const std::vector<int>& devices : {std::vector<int>{}, std::vector<int>{0, 0}}) {
+    std::string skip;
+    auto eng = Cuda(devices, &skip);
+    if (!eng) GTEST_SKIP() << "no CUDA device: " << skip;
+    auto* set = dynamic_cast<engine::DeviceSet*>(eng.get());
+    std::vector<Engine*> each;
+    for (size_t i = 0; set && i < set->size(); ++i) each.push_back(&set->device(i));
+    if (!set) each.push_back(eng.get());  // one device: the plain engine
+    SCOPED_TRACE(std::to_string(each.size()) + " engines");
+    GPUSCAN_SEEDED_RNG(rng);
+    const size_t n = (1 << 20) + 3, bytes = n * sizeof(int32_t);
+    std::vector<int32_t> in = testing::RandomInput<int32_t, ops::Sum<int32_t>>(n, rng);
+    std::vector<int32_t> out(n);
+    const auto want = testing::ScanRef<int32_t, ops::Sum<int32_t>>(in, false);
+    auto in_handle = eng->RegisterHost(in.data(), bytes, /*read_only=*/false);
+    auto out_handle = eng->RegisterHost(out.data(), bytes, false);
+    ASSERT_TRUE(in_handle && out_handle);
+    EXPECT_TRUE(eng->registered(in.data(), bytes));
+    for (Engine* e : each) {
+      EXPECT_TRUE(e->registered(in.data(), bytes) && e->registered(out.data(), bytes)) << e->device_name();
+      std::fill(out.begin(), out.end(), -1);
+      StageTimes t;
+      e->NewScan(ScanSpec{})->Process(in.data(), out.data(), n, t);
+      EXPECT_TRUE(out == want) << e->device_name();
+    }
+    in_handle.reset();
+    out_handle.reset();
+    for (Engine* e : each) EXPECT_FALSE(e->registered(in.data(), bytes)) << e->device_name();
+    EXPECT_FALSE(eng->registered(out.data(), bytes));
+  }
+}
+
 }  // namespace
 }  // namespace gpuscan::unit

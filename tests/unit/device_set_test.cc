@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -53,13 +55,42 @@ class FaultyCpu final : public Engine {
   void Break() { broken_ = true; }
   int checks() const { return checks_; }
 
+  // Host registrations, as the CUDA engine keeps them: a registered or adopted range is
+  // copied from directly. `log` records the order of registrations and releases.
+  std::shared_ptr<void> RegisterHost(void* data, uint64_t bytes, bool) override {
+    if (refuse_register) return nullptr;
+    return Hold(data, bytes, "register");
+  }
+  std::shared_ptr<void> AdoptRegistered(void* data, uint64_t bytes) override { return Hold(data, bytes, "adopt"); }
+  bool registered(const void* p, uint64_t bytes) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_.count({p, bytes}) > 0;
+  }
+  bool refuse_register = false;
+  std::vector<std::string>* log = nullptr;
+
  private:
   void Refuse() const {
     if (broken_) throw Error(ErrorCode::kUnavailable, "device poisoned by the test");
   }
+  std::shared_ptr<void> Hold(void* data, uint64_t bytes, const std::string& how) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_.insert({data, bytes});
+    }
+    if (log) log->push_back(how);
+    return std::shared_ptr<void>(data, [this, data, bytes, how](void*) {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_.erase({data, bytes});
+      if (log) log->push_back("release " + how);
+    });
+  }
+
   CpuEngine cpu_{1};
   std::atomic<bool> broken_{false};
   std::atomic<int> checks_{0};
+  mutable std::mutex mu_;
+  std::set<std::pair<const void*, uint64_t>> held_;
 };
 
 struct Set {
@@ -107,6 +138,31 @@ TEST(DeviceSet, SpreadsOpenCallsOverTheLeastBusyDevices) {
   open.clear();
   next.reset();
   EXPECT_EQ(Open(*s.set), (std::vector<uint64_t>{0, 0, 0}));
+}
+
+// Host memory registered through the set (the payload pool, shared-memory regions) is
+// registered by the first device and adopted by the others, so every device copies from it
+// directly; the handle drops the adoptions first. Nothing is adopted when registering fails.
+TEST(DeviceSet, RegistrationReachesEveryDevice) {
+  Set s = MakeSet(3);
+  std::vector<std::string> log;
+  for (FaultyCpu* d : s.dev) d->log = &log;
+  std::vector<char> region(4096);
+  auto handle = s.set->RegisterHost(region.data(), region.size(), false);
+  ASSERT_TRUE(handle);
+  EXPECT_EQ(handle.get(), region.data());
+  for (FaultyCpu* d : s.dev) EXPECT_TRUE(d->registered(region.data(), region.size()));
+  EXPECT_TRUE(s.set->registered(region.data(), region.size()));
+  EXPECT_FALSE(s.set->registered(region.data(), region.size() + 1));
+  handle.reset();
+  for (FaultyCpu* d : s.dev) EXPECT_FALSE(d->registered(region.data(), region.size()));
+  EXPECT_EQ(log, (std::vector<std::string>{"register", "adopt", "adopt", "release adopt", "release adopt",
+                                           "release register"}));
+  log.clear();
+  s.dev[0]->refuse_register = true;  // not registered: every device stages it
+  EXPECT_FALSE(s.set->RegisterHost(region.data(), region.size(), false));
+  EXPECT_TRUE(log.empty());
+  EXPECT_FALSE(s.set->registered(region.data(), region.size()));
 }
 
 TEST(DeviceSet, SessionsComputeLikeTheirDevice) {
