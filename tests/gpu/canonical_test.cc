@@ -1,7 +1,9 @@
 // CanonicalScan (issue 11) against the independent whole-array reference of the canonical
 // tree, bit for bit: float/double x SUM/PRODUCT x inclusive/exclusive, in one call and split
-// into calls of any tile counts (the state carries across, supers cross call boundaries);
-// run twice for run-to-run identity; outputs poisoned, temp storage left zero.
+// into calls of any tile counts (the state carries across, supers cross call boundaries), and
+// with launches capped at a few tiles; run twice for run-to-run identity on one temp buffer
+// that a look-back scan dirties before each run (the temp contract: any algorithm may run on
+// it in between); outputs poisoned.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +17,8 @@
 #include "canonical_reference.h"
 #include "gpu_test_util.h"
 #include "gpuscan/kernels/canonical_scan.h"
+#include "gpuscan/kernels/scan.h"
+#include "gpuscan/kernels/testing.h"
 
 namespace gpuscan::gputest {
 namespace {
@@ -45,38 +49,60 @@ std::string FirstDifference(const std::vector<T>& got, const std::vector<T>& wan
   return "";
 }
 
-// Runs the scan as calls of calls[i] tiles each; returns the output.
+// A temp buffer sized for `most` tiles and for a look-back scan of as many elements, cleared
+// once, as the engine keeps one per lane.
 template <class T, class Op>
-std::vector<T> RunCalls(const std::vector<T>& x, const std::vector<uint64_t>& calls, bool exclusive) {
+struct SharedTemp {
+  void* temp = nullptr;
+  std::size_t bytes = 0;
+  explicit SharedTemp(uint64_t most) {
+    EXPECT_EQ((kernels::CanonicalScan<T, Op>(nullptr, bytes, nullptr, nullptr, most, 0, false, nullptr, nullptr)),
+              cudaSuccess);
+    std::size_t scan_bytes = 0;
+    EXPECT_EQ((kernels::Scan<T, Op>(kernels::ScanAlgorithm::kDecoupledLookback, nullptr, scan_bytes, nullptr, nullptr,
+                                    most * kTile, false, nullptr, nullptr, nullptr)),
+              cudaSuccess);
+    bytes = std::max(bytes, scan_bytes);
+    EXPECT_EQ(cudaMalloc(&temp, bytes), cudaSuccess);
+    EXPECT_EQ(kernels::ClearTempStorage(temp, bytes, nullptr), cudaSuccess);
+  }
+  ~SharedTemp() { cudaFree(temp); }
+  // Leaves a look-back scan's tile words of the same tiles in the buffer.
+  void Dirty(const T* d_in, T* d_out, uint64_t n) {
+    std::size_t b = bytes;
+    EXPECT_EQ((kernels::Scan<T, Op>(kernels::ScanAlgorithm::kDecoupledLookback, temp, b, d_in, d_out, n, false, nullptr,
+                                    nullptr, nullptr)),
+              cudaSuccess);
+  }
+};
+
+// Runs the scan as calls of calls[i] tiles each on `temp`, after dirtying it; returns the output.
+// The arrays start `shift` elements into their buffers (1: not 16-byte aligned).
+template <class T, class Op>
+std::vector<T> RunCalls(SharedTemp<T, Op>& temp, const std::vector<T>& x, const std::vector<uint64_t>& calls,
+                        bool exclusive, std::size_t shift = 0) {
   const std::size_t n = x.size();
-  DeviceBuffer<T> d_in(n), d_out(n);
-  d_in.Upload(x);
+  DeviceBuffer<T> buf_in(n + shift), buf_out(n + shift);
+  buf_in.Upload(x, shift);
+  T* in = buf_in.get() + shift;
+  T* out = buf_out.get() + shift;
+  temp.Dirty(in, out, n);
+  buf_out.Poison();
   kernels::CanonicalState<T>* state = nullptr;
   EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&state), sizeof(*state)), cudaSuccess);
   EXPECT_EQ(cudaMemset(state, 0, sizeof(*state)), cudaSuccess);
-  std::size_t bytes = 0;
-  const uint64_t most = *std::max_element(calls.begin(), calls.end());
-  EXPECT_EQ((kernels::CanonicalScan<T, Op>(nullptr, bytes, nullptr, nullptr, most, 0, exclusive, nullptr, nullptr)),
-            cudaSuccess);
-  void* temp = nullptr;
-  EXPECT_EQ(cudaMalloc(&temp, bytes), cudaSuccess);
-  EXPECT_EQ(kernels::ClearTempStorage(temp, bytes, nullptr), cudaSuccess);
   uint64_t tile = 0;
   for (uint64_t t : calls) {
-    std::size_t b = bytes;
-    EXPECT_EQ((kernels::CanonicalScan<T, Op>(temp, b, d_in.get() + tile * kTile, d_out.get() + tile * kTile, t, tile,
-                                             exclusive, state, nullptr)),
+    std::size_t b = temp.bytes;
+    EXPECT_EQ((kernels::CanonicalScan<T, Op>(temp.temp, b, in + tile * kTile, out + tile * kTile, t, tile, exclusive,
+                                             state, nullptr)),
               cudaSuccess);
     tile += t;
   }
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_TRUE(d_out.GuardIntact());
-  std::vector<unsigned char> t(bytes);
-  cudaMemcpy(t.data(), temp, bytes, cudaMemcpyDeviceToHost);
-  EXPECT_EQ(std::count(t.begin(), t.end(), 0), static_cast<long>(bytes)) << "temp storage not left zero";
-  cudaFree(temp);
+  EXPECT_TRUE(buf_out.GuardIntact());
   cudaFree(state);
-  return d_out.Download(n);
+  return buf_out.Download(n, shift);
 }
 
 class CanonicalKernelTest : public GpuTest {
@@ -86,20 +112,25 @@ class CanonicalKernelTest : public GpuTest {
     GPUSCAN_SEEDED_RNG(rng);
     const std::vector<std::vector<uint64_t>> splits = {
         {1}, {2}, {255}, {256}, {257}, {1, 1, 1}, {100, 200, 300}, {256, 256}, {3, 509, 7}, {600}};
+    SharedTemp<T, Op> temp(600);
+    for (const uint32_t cap : {0u, 7u}) {  // 7: a scan of 600 tiles takes 86 launches
+    kernels::testing_hooks::SetMaxTilesPerLaunch(cap);
     for (const auto& calls : splits) {
       const uint64_t tiles = std::accumulate(calls.begin(), calls.end(), uint64_t{0});
       const std::vector<T> x = Input<T, Op>(rng, tiles * kTile);
       for (bool exclusive : {false, true}) {
         const std::vector<T> want = testing::CanonicalScanRef<T, Op>(x, exclusive);
         std::string what = std::string(DtypeName<T>()) + " " + Op::kName + (exclusive ? " exclusive" : " inclusive") +
-                           ", calls of";
+                           ", launches of at most " + (cap ? std::to_string(cap) : "any") + " tiles, calls of";
         for (uint64_t t : calls) what += " " + std::to_string(t);
-        const std::vector<T> got = RunCalls<T, Op>(x, calls, exclusive);
+        const std::vector<T> got = RunCalls<T, Op>(temp, x, calls, exclusive);
         EXPECT_EQ(FirstDifference(got, want), "") << what;
-        const std::vector<T> again = RunCalls<T, Op>(x, calls, exclusive);
+        const std::vector<T> again = RunCalls<T, Op>(temp, x, calls, exclusive);
         EXPECT_EQ(std::memcmp(got.data(), again.data(), got.size() * sizeof(T)), 0) << what << ": second run differs";
       }
     }
+    }
+    kernels::testing_hooks::SetMaxTilesPerLaunch(0);
   }
 };
 
@@ -107,6 +138,19 @@ TEST_F(CanonicalKernelTest, Float32Sum) { Sweep<float, ops::Sum<float>>(); }
 TEST_F(CanonicalKernelTest, Float32Product) { Sweep<float, ops::Product<float>>(); }
 TEST_F(CanonicalKernelTest, Float64Sum) { Sweep<double, ops::Sum<double>>(); }
 TEST_F(CanonicalKernelTest, Float64Product) { Sweep<double, ops::Product<double>>(); }
+
+// Arrays at any element alignment (the engine's are 16-byte aligned).
+TEST_F(CanonicalKernelTest, UnalignedArrays) {
+  GPUSCAN_SEEDED_RNG(rng);
+  using Op = ops::Sum<float>;
+  const std::vector<uint64_t> calls = {3, 509, 7};
+  const std::vector<float> x = Input<float, Op>(rng, 519 * kTile);
+  SharedTemp<float, Op> temp(509);
+  for (bool exclusive : {false, true}) {
+    const std::vector<float> want = testing::CanonicalScanRef<float, Op>(x, exclusive);
+    EXPECT_EQ(FirstDifference(RunCalls<float, Op>(temp, x, calls, exclusive, 1), want), "") << exclusive;
+  }
+}
 
 // Reduce-only calls (no output) advance the state exactly as scans do: a scan continued from
 // that state matches the reference.

@@ -8,11 +8,15 @@
 //                   first super's earlier tiles come from the state), each new tile's local
 //                   prefix P[j-1], and the super's total when it completes here
 //   CarryKernel     one block: the sequential carry over the supers touched; state update
-//   ScanTilesKernel one block per tile: the tile again, from its prefix C ⊕ P[j-1]
+// Those three serve reductions (the input read once). Scans take OnePassKernel (below), which
+// reads the input once too and computes the same operations.
 #pragma once
+
+#include <algorithm>
 
 #include "common.cuh"
 #include "gpuscan/kernels/canonical_scan.h"
+#include "tile_state.cuh"
 
 namespace gpuscan::kernels::detail::canonical {
 
@@ -146,34 +150,104 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// One pass (scans): each tile is read once. The tree's cross-tile parts are taken from other
+// tiles as they publish them, always at the same positions, so the bits are the two-pass
+// bits; only the waiting changes.
+//   - A tile publishes its aggregate A as soon as it has it.
+//   - Tile j of a super waits for the aggregates of tiles 0..j-1 of its super and computes
+//     P[j-1] itself (Hillis-Steele over them: y[j-1] depends on y[0..j-1] only).
+//   - The carry into super b (b > 0) is published by tile 255 of super b-1, which waits for the
+//     carry into its own super: a chain with one hop per 2^20 elements.
+// Tiles are numbered by a ticket drawn at the start, so a tile waits only for tiles that have
+// started: no deadlock whatever order the hardware schedules blocks in.
+
+// Aggregates and carries travel as tile words (tile_state.cuh): {status, value} written and
+// read whole, tagged with the launch's epoch, so the temp storage may hold any earlier
+// single-pass launch's words (the temp contract) and nothing needs clearing.
+template <class T>
+__device__ __forceinline__ T WaitWord(const TileWord* p, unsigned long long epoch) {
+  static_assert(sizeof(T) <= 8, "a tile word carries up to 8 value bytes");
+  unsigned long long status, bits;
+  int spins = 0;
+  while (true) {
+    LoadTileWord(p, status, bits);
+    if ((status >> TileCodec<T>::kShift) == epoch && (status & 3u) != kFlagInvalid) {
+      return TileCodec<T>::Decode(bits, status);
+    }
+    if (++spins > 4) __nanosleep(64);
+  }
+}
+
 template <class T, class Op>
 __global__ void __launch_bounds__(kThreads)
-    ScanTilesKernel(const T* in, T* out, uint64_t first_tile, int j0, bool exclusive, const T* local_prefix,
-                    const T* carries, const int32_t* has_carries) {
+    OnePassKernel(const T* in, T* out, uint32_t tiles, int j0, bool exclusive, CanonicalState<T>* state,
+                  TempHeader* header, TileWord* aggs, TileWord* carries) {
   __shared__ TileSmem<T> sm;
+  __shared__ uint32_t s_tile;
+  __shared__ unsigned long long s_epoch;
+  __shared__ int s_flag;
+  __shared__ T s_carry;  // C_b, when s_flag
+  __shared__ T s_p;      // P[j-1], when j > 0
+  __shared__ int s_last;
   const Op op;
   const int tid = threadIdx.x;
-  const uint64_t t = blockIdx.x;
-  const uint64_t offset = t * kTile;
+  if (tid == 0) DrawTicket(header, tiles, s_tile, s_epoch);
+  __syncthreads();
+  const uint32_t t = s_tile;
+  const unsigned long long epoch = s_epoch;
+  const uint64_t offset = static_cast<uint64_t>(t) * kTile;
   T x[kItems];
   LoadSegment(in + offset, x, sm);
-  const T q = BlockHillisSteele<T, Op>(SegmentFold<T, Op>(x), sm);
+  const T q = BlockHillisSteele<T, Op>(SegmentFold<T, Op>(x), sm);  // Q[tid]
+  if (tid == kThreads - 1) PublishTile(aggs, t, epoch, kFlagInclusive, q);  // A = Q[255]
   const T q_prev = FromPrevious(q, sm);
-  // The tile's prefix TP = C ⊕ P[j-1], then the segment's SP = TP ⊕ Q[k-1].
-  const uint64_t pos = j0 + t;
-  const uint64_t b = pos / kThreads;
+  const uint64_t pos = static_cast<uint64_t>(j0) + t;
+  const uint32_t b = static_cast<uint32_t>(pos / kThreads);
   const int j = static_cast<int>(pos % kThreads);
-  bool has = has_carries[b] != 0;
-  T sp = carries[b];
+  // P[j-1] (and, for the super's last tile, P[255]): Hillis-Steele over A of tiles 0..j of the
+  // super, thread i waiting for tile i's. Positions before j0 in the call's first super are
+  // the state's.
+  T pv{};
   if (j > 0) {
-    sp = has ? op(sp, local_prefix[t]) : local_prefix[t];
+    T a = Op::identity();  // past j: never read by position j-1 or j
+    if (tid < j) {
+      a = b == 0 && tid < j0 ? state->aggs[tid]
+                             : WaitWord<T>(aggs + (static_cast<uint64_t>(b) * kThreads + tid - j0), epoch);
+    } else if (tid == j) {
+      a = q;  // only thread 255 holds A, and only tile j = 255 reads position j
+    }
+    __syncthreads();  // FromPrevious's readers are done with sm.hs[0]
+    pv = BlockHillisSteele<T, Op>(a, sm);
+    if (tid == j - 1) s_p = pv;
+  }
+  // The carry C_b; the super's last tile publishes C_{b+1} = C_b op P[255].
+  if (tid == kThreads - 1) {
+    T c{};
+    int has = 0;
+    if (b == 0) {
+      c = state->carry;
+      has = state->has_carry;
+    } else {
+      c = WaitWord<T>(carries + b, epoch);
+      has = 1;
+    }
+    if (j == kThreads - 1) PublishTile(carries, b + 1, epoch, kFlagInclusive, has ? op(c, pv) : pv);
+    s_carry = c;
+    s_flag = has;
+  }
+  __syncthreads();
+  // TP = C ⊕ P[j-1], then the segment's SP = TP ⊕ Q[k-1], exactly as canon::ScanTileQ.
+  bool has = s_flag != 0;
+  T sp = s_carry;
+  if (j > 0) {
+    sp = has ? op(sp, s_p) : s_p;
     has = true;
   }
   if (tid > 0) {
     sp = has ? op(sp, q_prev) : q_prev;
     has = true;
   }
-  (void)first_tile;
   T y[kItems];
   if (exclusive) {
     T v = has ? sp : Op::identity();
@@ -192,11 +266,39 @@ __global__ void __launch_bounds__(kThreads)
       y[i] = v;
     }
   }
-  StoreSegment(out + offset, y, sm);
+  StoreSegment(out + offset, y, sm);  // sm.items: LoadSegment's reads were barriers ago
+  // The last tile to finish leaves the state as the two-pass CarryKernel does: every tile has
+  // read the state by then (before the barrier above).
+  if (tid == 0) {
+    __threadfence();
+    s_last = atomicAdd(&header->done, 1u) == tiles - 1;
+    if (s_last) header->done = 0;  // as the reductions leave it
+  }
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  const uint64_t end = static_cast<uint64_t>(j0) + tiles;
+  const uint32_t last_super = static_cast<uint32_t>((end - 1) / kThreads);
+  const bool last_complete = end % kThreads == 0;
+  if (tid == 0) {
+    if (last_complete) {
+      state->carry = WaitWord<T>(carries + last_super + 1, epoch);
+      state->has_carry = 1;
+    } else if (last_super > 0) {
+      state->carry = WaitWord<T>(carries + last_super, epoch);
+      state->has_carry = 1;
+    }  // else: the call's first super, whose carry is the state's already
+  }
+  if (!last_complete) {  // keep the raw aggregates of the super the call ends in
+    const uint64_t p = static_cast<uint64_t>(last_super) * kThreads + tid;
+    if (p >= static_cast<uint64_t>(j0) && p < end) state->aggs[tid] = WaitWord<T>(aggs + (p - j0), epoch);
+  }
 }
 
 inline std::size_t Round16(std::size_t b) { return (b + 15) & ~std::size_t{15}; }
 
+// Reductions (no output): the aggregates, the supers' prefixes and the carries, three small
+// kernels after one read of the input.
 template <class T>
 struct Layout {
   std::size_t aggs, prefix, totals, carries, has, bytes;
@@ -210,38 +312,55 @@ struct Layout {
   }
 };
 
+// Scans: OnePassKernel's tile words, per tile and per super of one launch (carries[b] for b in
+// 1..supers).
+inline std::size_t OnePassBytes(uint64_t launch_tiles) {
+  return (launch_tiles + DivUp(launch_tiles, kThreads) + 2) * sizeof(TileWord);
+}
+
 template <class T, class Op>
 cudaError_t CanonicalScanImpl(void* d_temp, std::size_t& temp_bytes, const T* in, T* out, uint64_t tiles,
                               uint64_t first_tile, bool exclusive, CanonicalState<T>* state,
                               cudaStream_t stream) {
-  const int j0 = static_cast<int>(first_tile % kThreads);
+  const uint64_t launch_tiles = std::min<uint64_t>(std::max<uint64_t>(tiles, 1), MaxTilesPerLaunch());
   const Layout<T> layout(tiles, DivUp(tiles, kThreads) + 1);
+  const std::size_t body = std::max(layout.bytes, OnePassBytes(launch_tiles));
   if (d_temp == nullptr) {
-    temp_bytes = TempBytesFor(layout.bytes);
+    temp_bytes = TempBytesFor(body);
     return cudaSuccess;
   }
   if (tiles == 0) return cudaSuccess;
   if (in == nullptr || state == nullptr) return cudaErrorInvalidValue;
+  if (tiles > 0x7fffffffu) return cudaErrorInvalidValue;
   TempView view;
-  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, layout.bytes, view));
+  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
+  if (out != nullptr) {
+    // Launches of at most MaxTilesPerLaunch() tiles (the ticket's width), each continuing the
+    // state the one before left. Tile words need no clearing.
+    auto* aggs = reinterpret_cast<TileWord*>(view.body);
+    for (uint64_t done = 0; done < tiles; done += launch_tiles) {
+      const auto grid = static_cast<uint32_t>(std::min(launch_tiles, tiles - done));
+      const int j0 = static_cast<int>((first_tile + done) % kThreads);
+      OnePassKernel<T, Op><<<grid, kThreads, 0, stream>>>(in + done * kTile, out + done * kTile, grid, j0, exclusive,
+                                                          state, view.header, aggs, aggs + grid);
+      GPUSCAN_CHECK_LAUNCH();
+    }
+    return cudaSuccess;
+  }
+  const int j0 = static_cast<int>(first_tile % kThreads);
+  const auto grid = static_cast<unsigned>(tiles);
   T* aggs = reinterpret_cast<T*>(view.body + layout.aggs);
   T* prefix = reinterpret_cast<T*>(view.body + layout.prefix);
   T* totals = reinterpret_cast<T*>(view.body + layout.totals);
   T* carries = reinterpret_cast<T*>(view.body + layout.carries);
   auto* has = reinterpret_cast<int32_t*>(view.body + layout.has);
   const auto supers = static_cast<uint32_t>(DivUp(j0 + tiles, kThreads));
-  if (tiles > 0x7fffffffu) return cudaErrorInvalidValue;
-  const auto grid = static_cast<unsigned>(tiles);
   TileAggKernel<T, Op><<<grid, kThreads, 0, stream>>>(in, aggs);
   GPUSCAN_CHECK_LAUNCH();
   SuperKernel<T, Op><<<supers, kThreads, 0, stream>>>(aggs, tiles, j0, state, prefix, totals);
   GPUSCAN_CHECK_LAUNCH();
   CarryKernel<T, Op><<<1, kThreads, 0, stream>>>(aggs, tiles, j0, supers, totals, carries, has, state);
   GPUSCAN_CHECK_LAUNCH();
-  if (out != nullptr) {
-    ScanTilesKernel<T, Op><<<grid, kThreads, 0, stream>>>(in, out, first_tile, j0, exclusive, prefix, carries, has);
-    GPUSCAN_CHECK_LAUNCH();
-  }
   // The temp-storage contract: leave the body as zero as it came.
   return cudaMemsetAsync(view.body, 0, layout.bytes, stream);
 }
