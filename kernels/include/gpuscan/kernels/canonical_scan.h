@@ -31,7 +31,8 @@ struct CanonicalState {
 // Scans tiles * 4096 elements of d_in into d_out, whose first element has the global index
 // first_tile * 4096, continuing *d_state (which it updates). d_out == nullptr: only the state
 // is advanced (a reduction's whole tiles). Exclusive as canonical_tree.h defines it. Uses the
-// temp storage contract of temp_storage.h (leaves the bytes it used zero). Asynchronous.
+// temp storage contract of temp_storage.h (a scan, one pass, leaves epoch-tagged tile words as
+// the other single-pass kernels do; a state-only call leaves the bytes it used zero). Asynchronous.
 template <class T, class Op>
 cudaError_t CanonicalScan(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out, uint64_t tiles,
                           uint64_t first_tile, bool exclusive, CanonicalState<T>* d_state, cudaStream_t stream);
