@@ -5,9 +5,8 @@
 //   TileAggKernel   one block per tile: segment folds (16 items per thread), Hillis-Steele
 //                   over the 256 totals, A = Q[255]
 //   SuperKernel     one block per super touched: Hillis-Steele over its tile aggregates (the
-//                   first super's earlier tiles come from the state), each new tile's local
-//                   prefix P[j-1], and the super's total when it completes here
-//   CarryKernel     one block: the sequential carry over the supers touched; state update
+//                   first super's earlier tiles come from the state), the super's total
+//   CarryKernel     one block: the sequential carry over the supers touched, into the state
 // Those three serve reductions (the input read once). Scans take OnePassKernel (below), which
 // reads the input once too and computes the same operations.
 #pragma once
@@ -105,7 +104,7 @@ __global__ void __launch_bounds__(kThreads) TileAggKernel(const T* in, T* aggs) 
 // Super-local positions p = 0, 1, ...: p < j0 are the state's tiles, then the call's tiles.
 template <class T, class Op>
 __global__ void __launch_bounds__(kThreads)
-    SuperKernel(const T* aggs, uint64_t tiles, int j0, const CanonicalState<T>* state, T* local_prefix, T* totals) {
+    SuperKernel(const T* aggs, uint64_t tiles, int j0, const CanonicalState<T>* state, T* totals) {
   __shared__ TileSmem<T> sm;
   const int tid = threadIdx.x;
   const uint64_t p = static_cast<uint64_t>(blockIdx.x) * kThreads + tid;
@@ -117,16 +116,13 @@ __global__ void __launch_bounds__(kThreads)
     a = aggs[p - j0];
   }
   const T pv = BlockHillisSteele<T, Op>(a, sm);
-  const T prev = FromPrevious(pv, sm);
-  if (p >= static_cast<uint64_t>(j0) && p < end && tid > 0) local_prefix[p - j0] = prev;
   if (tid == kThreads - 1 && p < end) totals[blockIdx.x] = pv;
 }
 
 // supers: blocks of SuperKernel; the last one is complete iff (j0 + tiles) % 256 == 0.
 template <class T, class Op>
 __global__ void __launch_bounds__(kThreads)
-    CarryKernel(const T* aggs, uint64_t tiles, int j0, uint32_t supers, const T* totals, T* carries,
-                int32_t* has_carries, CanonicalState<T>* state) {
+    CarryKernel(const T* aggs, uint64_t tiles, int j0, uint32_t supers, const T* totals, CanonicalState<T>* state) {
   const Op op;
   const uint64_t end = j0 + tiles;
   const bool last_complete = end % kThreads == 0;
@@ -134,8 +130,6 @@ __global__ void __launch_bounds__(kThreads)
     T c = state->carry;
     int32_t has = state->has_carry;
     for (uint32_t b = 0; b < supers; ++b) {
-      carries[b] = c;
-      has_carries[b] = has;
       if (b + 1 < supers || last_complete) {
         c = has ? op(c, totals[b]) : totals[b];
         has = 1;
@@ -297,18 +291,15 @@ __global__ void __launch_bounds__(kThreads)
 
 inline std::size_t Round16(std::size_t b) { return (b + 15) & ~std::size_t{15}; }
 
-// Reductions (no output): the aggregates, the supers' prefixes and the carries, three small
+// Reductions (no output): the aggregates, the supers' totals and the carries, three small
 // kernels after one read of the input.
 template <class T>
 struct Layout {
-  std::size_t aggs, prefix, totals, carries, has, bytes;
+  std::size_t aggs, totals, bytes;
   Layout(uint64_t tiles, uint64_t supers) {
     aggs = 0;
-    prefix = Round16(tiles * sizeof(T));
-    totals = prefix + Round16(tiles * sizeof(T));
-    carries = totals + Round16(supers * sizeof(T));
-    has = carries + Round16(supers * sizeof(T));
-    bytes = has + Round16(supers * sizeof(int32_t));
+    totals = Round16(tiles * sizeof(T));
+    bytes = totals + Round16(supers * sizeof(T));
   }
 };
 
@@ -350,16 +341,13 @@ cudaError_t CanonicalScanImpl(void* d_temp, std::size_t& temp_bytes, const T* in
   const int j0 = static_cast<int>(first_tile % kThreads);
   const auto grid = static_cast<unsigned>(tiles);
   T* aggs = reinterpret_cast<T*>(view.body + layout.aggs);
-  T* prefix = reinterpret_cast<T*>(view.body + layout.prefix);
   T* totals = reinterpret_cast<T*>(view.body + layout.totals);
-  T* carries = reinterpret_cast<T*>(view.body + layout.carries);
-  auto* has = reinterpret_cast<int32_t*>(view.body + layout.has);
   const auto supers = static_cast<uint32_t>(DivUp(j0 + tiles, kThreads));
   TileAggKernel<T, Op><<<grid, kThreads, 0, stream>>>(in, aggs);
   GPUSCAN_CHECK_LAUNCH();
-  SuperKernel<T, Op><<<supers, kThreads, 0, stream>>>(aggs, tiles, j0, state, prefix, totals);
+  SuperKernel<T, Op><<<supers, kThreads, 0, stream>>>(aggs, tiles, j0, state, totals);
   GPUSCAN_CHECK_LAUNCH();
-  CarryKernel<T, Op><<<1, kThreads, 0, stream>>>(aggs, tiles, j0, supers, totals, carries, has, state);
+  CarryKernel<T, Op><<<1, kThreads, 0, stream>>>(aggs, tiles, j0, supers, totals, state);
   GPUSCAN_CHECK_LAUNCH();
   // The temp-storage contract: leave the body as zero as it came.
   return cudaMemsetAsync(view.body, 0, layout.bytes, stream);
