@@ -11,6 +11,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "engine/cuda_resources.h"
@@ -411,11 +412,18 @@ kernels::ScanAlgorithm ToKernels(ScanAlgorithm a) {
                                              "' is not available on the cuda engine");
 }
 
+// Integer scans under the default algorithm whose leading chunks are small run those chunks on
+// the host: for a few KiB the GPU round trip (two copies, a launch, an event wait: ~50 us)
+// costs more than the scan (~1 us a KiB). Integer operators are exact, so the bits are the
+// GPU's. Once a chunk has gone to the device the carry lives there and every later chunk
+// follows it; a host carry is uploaded before the first device chunk.
+constexpr uint64_t kHostChunkBytes = 16 << 10;
+
 template <class T, class Op>
 class CudaScan final : public ScanSession {
  public:
-  CudaScan(std::shared_ptr<Shared> sh, kernels::ScanAlgorithm algo, bool exclusive)
-      : sh_(std::move(sh)), algo_(algo), exclusive_(exclusive) {}
+  CudaScan(std::shared_ptr<Shared> sh, kernels::ScanAlgorithm algo, bool exclusive, bool host_small)
+      : sh_(std::move(sh)), algo_(algo), exclusive_(exclusive), host_small_(host_small && std::is_integral_v<T>) {}
 
   ~CudaScan() override {
     if (held_) {  // chunks begun and never ended (the call failed): let the lane go idle first
@@ -426,6 +434,7 @@ class CudaScan final : public ScanSession {
 
   void Process(const void* in, void* out, uint64_t n, StageTimes& times) override {
     if (n == 0) return;
+    if (OnHost(n)) return HostScan(in, out, n, times);
     Shared& sh = *sh_;
     DeviceGuard guard(sh);
     // A chunk begun on the held lane is retired by RunPipelined before its slot is reused.
@@ -443,6 +452,10 @@ class CudaScan final : public ScanSession {
   // guards which slots are taken and the held lane.
   uint64_t Begin(const void* in, void* out, uint64_t n, StageTimes& times) override {
     if (n == 0) return 0;
+    if (OnHost(n)) {
+      HostScan(in, out, n, times);
+      return 0;
+    }
     if (n * sizeof(T) > kSubChunkBytes) {
       Process(in, out, n, times);
       return 0;
@@ -498,10 +511,37 @@ class CudaScan final : public ScanSession {
   bool in_place() const override { return true; }
 
  private:
-  // Enqueues the scan of slot s's m elements on its stream, continuing the device carry.
+  bool OnHost(uint64_t n) const { return host_small_ && !carry_.valid && n * sizeof(T) <= kHostChunkBytes; }
+
+  // The sequential scan of n elements (raw bytes, may alias), continuing the host carry; its
+  // time counts as kernel time.
+  void HostScan(const void* in, void* out, uint64_t n, StageTimes& times) {
+    const auto start = std::chrono::steady_clock::now();
+    const Op op;
+    const auto* src = static_cast<const unsigned char*>(in);
+    auto* dst = static_cast<unsigned char*>(out);
+    for (uint64_t i = 0; i < n; ++i) {
+      T x;
+      std::memcpy(&x, src + i * sizeof(T), sizeof(T));
+      const T before = host_has_ ? host_carry_ : Op::identity();
+      host_carry_ = host_has_ ? op(host_carry_, x) : x;
+      host_has_ = true;
+      std::memcpy(dst + i * sizeof(T), exclusive_ ? &before : &host_carry_, sizeof(T));
+    }
+    times.kernel_us += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+  }
+
+  // Enqueues the scan of slot s's m elements on its stream, continuing the device carry (the
+  // host's, uploaded first, after chunks scanned on the host).
   void Launch(Lane& lane, Slot& s, uint64_t m) {
     Shared& sh = *sh_;
     T* carry = carry_.get(s.s());
+    if (host_has_ && !carry_.valid) {
+      // Pageable source: staged before this returns; host_carry_ no longer changes anyway.
+      sh.Call(cudaMemcpyAsync(carry, &host_carry_, sizeof(T), cudaMemcpyHostToDevice, s.s()), "H2D scan carry");
+      carry_.valid = true;
+    }
     size_t bytes = lane.temp.size();
     sh.Call(kernels::Scan<T, Op>(algo_, lane.temp.get(), bytes, static_cast<const T*>(s.d_in.get()),
                                     static_cast<T*>(s.d_out.get()), m, exclusive_, carry_.valid ? carry : nullptr,
@@ -523,6 +563,9 @@ class CudaScan final : public ScanSession {
   std::shared_ptr<Shared> sh_;
   kernels::ScanAlgorithm algo_;
   bool exclusive_;
+  bool host_small_;  // leading chunks of up to kHostChunkBytes on the host
+  T host_carry_{};
+  bool host_has_ = false;  // the host carry holds every element scanned so far
   DeviceCarry<T> carry_;
   std::mutex mu_;
   uint64_t tickets_ = 0;
@@ -1148,7 +1191,8 @@ class CudaEngine final : public Engine {
           return std::make_unique<CudaTreeScan<T, Op, false>>(sh_);
         }
       }
-      return std::make_unique<CudaScan<T, Op>>(sh_, algo, spec.exclusive);
+      return std::make_unique<CudaScan<T, Op>>(sh_, algo, spec.exclusive,
+                                               spec.algorithm == ScanAlgorithm::kDefault);
     });
   }
   std::unique_ptr<ReduceSession> NewReduce(const ReduceSpec& spec) override {

@@ -118,6 +118,48 @@ TEST_F(CudaEngineTest, LargeDefaultScanEveryDType) {
   }
 }
 
+// Integer scans under the default algorithm run small leading chunks (up to 16 KiB) on the
+// host and continue on the device from the host's carry: every integer dtype and operator,
+// inclusive and exclusive, chunkings that cross the boundary both ways, bit for bit (RunScan
+// also runs them pipelined and in place). A 1024-element call copies nothing to the device;
+// one that starts with a sub-chunk does.
+TEST_F(CudaEngineTest, SmallLeadingIntegerChunksRunOnTheHost) {
+  GPUSCAN_SEEDED_RNG(rng);
+  constexpr std::size_t kHostBytes = 16 << 10;  // the largest host chunk
+  for (DType d : engine::kAllDTypes) {
+    if (engine::IsFloat(d)) continue;
+    for (Op op : engine::kAllOps) {
+      for (bool exclusive : {false, true}) {
+        ScanSpec spec;
+        spec.dtype = d;
+        spec.op = op;
+        spec.exclusive = exclusive;
+        engine::Visit(d, op, [&](auto t, auto o) {
+          using T = typename decltype(t)::type;
+          using O = typename decltype(o)::type;
+          const std::size_t small = kHostBytes / sizeof(T);
+          const std::vector<std::vector<std::size_t>> chunkings = {
+              {1024}, {small}, {small + 1}, {1, 100, small, 7}, {3, small - 1, 3 * small + 5, 9, small},
+              {kSubChunkBytes / sizeof(T) + 3, 5, 1}};
+          for (const auto& chunks : chunkings) {
+            std::size_t n = 0;
+            for (std::size_t c : chunks) n += c;
+            SCOPED_TRACE(::testing::Message() << engine::Name(d) << " " << engine::Name(op)
+                                              << (exclusive ? " exclusive" : " inclusive"));
+            const std::vector<T> in = testing::RandomInput<T, O>(n, rng);
+            StageTimes times;
+            testing::ExpectScanNear<T, O>(RunScan(*engine_, spec, in, chunks, &times),
+                                          testing::ScanRef<T, O>(in, exclusive), in, exclusive, Describe(chunks));
+            if (chunks.size() == 1 && chunks[0] <= small) EXPECT_EQ(times.h2d_us, 0u) << "a small call went to the device";
+            if (chunks[0] * sizeof(T) > kSubChunkBytes) EXPECT_GT(times.h2d_us, 0u) << Describe(chunks);
+          }
+        });
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
+
 TEST_F(CudaEngineTest, ReduceEveryDTypeOperatorDeterministic) {
   GPUSCAN_SEEDED_RNG(rng);
   for (DType d : engine::kAllDTypes) {
