@@ -33,6 +33,7 @@
 #include <utility>
 
 #include "engine/dispatch.h"
+#include "engine/host_scan.h"
 #include "engine/segmented_scan.h"
 #include "gpuscan/kernels/canonical_tree.h"
 #include "gpuscan/kernels/histogram_bins.h"
@@ -60,34 +61,10 @@ namespace {
 using cpu_detail::Pool;
 constexpr uint64_t kBlock = CpuEngine::kBlockElems;
 
-template <class T>
-T Load(const unsigned char* p, uint64_t i) {
-  T v;
-  std::memcpy(&v, p + i * sizeof(T), sizeof(T));
-  return v;
-}
-
-template <class T>
-void Store(unsigned char* p, uint64_t i, T v) {
-  std::memcpy(p + i * sizeof(T), &v, sizeof(T));
-}
-
-// Adds the time from construction to destruction to times.kernel_us.
-class KernelTimer {
- public:
-  explicit KernelTimer(StageTimes& times) : times_(times), start_(Clock::now()) {}
-  ~KernelTimer() {
-    times_.kernel_us += static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_).count());
-  }
-  KernelTimer(const KernelTimer&) = delete;
-  KernelTimer& operator=(const KernelTimer&) = delete;
-
- private:
-  using Clock = std::chrono::steady_clock;
-  StageTimes& times_;
-  Clock::time_point start_;
-};
+using host::KernelTimer;
+using host::Load;
+using host::ScanRange;
+using host::Store;
 
 // The block layout of one chunk of n elements.
 struct Blocks {
@@ -149,25 +126,6 @@ T Fold(const unsigned char* in, uint64_t begin, uint64_t end) {
   for (int l = 1; l < kLanes; ++l) total = op(total, acc[l]);
   for (; i < end; ++i) total = op(total, Load<T>(in, i));
   return total;
-}
-
-// Scans elements [begin, end) starting from `running`; returns the running value after the
-// last element (what the next element continues from).
-template <class T, class Op, bool kExclusive>
-T ScanRange(const unsigned char* in, unsigned char* out, uint64_t begin, uint64_t end,
-            T running) {
-  const Op op;
-  for (uint64_t i = begin; i < end; ++i) {
-    const T x = Load<T>(in, i);
-    if constexpr (kExclusive) {
-      Store(out, i, running);
-      running = op(running, x);
-    } else {
-      running = op(running, x);
-      Store(out, i, running);
-    }
-  }
-  return running;
 }
 
 void CheckBuffer(const void* p, uint64_t n, const char* what) {

@@ -18,6 +18,7 @@
 #include "engine/device_set.h"
 #include "engine/cpu_engine.h"
 #include "engine/dispatch.h"
+#include "engine/host_scan.h"
 #include "engine/reduce_by_key.h"
 #include "engine/segmented_scan.h"
 #include "gpuscan/kernels/canonical_scan.h"
@@ -514,22 +515,14 @@ class CudaScan final : public ScanSession {
   bool OnHost(uint64_t n) const { return host_small_ && !carry_.valid && n * sizeof(T) <= kHostChunkBytes; }
 
   // The sequential scan of n elements (raw bytes, may alias), continuing the host carry; its
-  // time counts as kernel time.
+  // time counts as kernel time. Integer operators: starting from the identity is exact.
   void HostScan(const void* in, void* out, uint64_t n, StageTimes& times) {
-    const auto start = std::chrono::steady_clock::now();
-    const Op op;
+    host::KernelTimer timer(times);
     const auto* src = static_cast<const unsigned char*>(in);
     auto* dst = static_cast<unsigned char*>(out);
-    for (uint64_t i = 0; i < n; ++i) {
-      T x;
-      std::memcpy(&x, src + i * sizeof(T), sizeof(T));
-      const T before = host_has_ ? host_carry_ : Op::identity();
-      host_carry_ = host_has_ ? op(host_carry_, x) : x;
-      host_has_ = true;
-      std::memcpy(dst + i * sizeof(T), exclusive_ ? &before : &host_carry_, sizeof(T));
-    }
-    times.kernel_us += static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+    host_carry_ = exclusive_ ? host::ScanRange<T, Op, true>(src, dst, 0, n, host_carry_)
+                             : host::ScanRange<T, Op, false>(src, dst, 0, n, host_carry_);
+    host_has_ = true;
   }
 
   // Enqueues the scan of slot s's m elements on its stream, continuing the device carry (the
@@ -564,8 +557,8 @@ class CudaScan final : public ScanSession {
   kernels::ScanAlgorithm algo_;
   bool exclusive_;
   bool host_small_;  // leading chunks of up to kHostChunkBytes on the host
-  T host_carry_{};
-  bool host_has_ = false;  // the host carry holds every element scanned so far
+  T host_carry_ = Op::identity();
+  bool host_has_ = false;  // chunks were scanned on the host: the device starts from host_carry_
   DeviceCarry<T> carry_;
   std::mutex mu_;
   uint64_t tickets_ = 0;

@@ -156,27 +156,16 @@ __global__ void __launch_bounds__(kThreads)
 // Tiles are numbered by a ticket drawn at the start, so a tile waits only for tiles that have
 // started: no deadlock whatever order the hardware schedules blocks in.
 
-// Aggregates and carries travel as tile words (tile_state.cuh): {status, value} written and
-// read whole, tagged with the launch's epoch, so the temp storage may hold any earlier
-// single-pass launch's words (the temp contract) and nothing needs clearing.
-template <class T>
-__device__ __forceinline__ T WaitWord(const TileWord* p, unsigned long long epoch) {
-  static_assert(sizeof(T) <= 8, "a tile word carries up to 8 value bytes");
-  unsigned long long status, bits;
-  int spins = 0;
-  while (true) {
-    LoadTileWord(p, status, bits);
-    if ((status >> TileCodec<T>::kShift) == epoch && (status & 3u) != kFlagInvalid) {
-      return TileCodec<T>::Decode(bits, status);
-    }
-    if (++spins > 4) __nanosleep(64);
-  }
-}
+// Aggregates and carries travel as tile words (tile_state.cuh), published inclusive and read
+// with WaitInclusive: {status, value} written and read whole, tagged with the launch's epoch,
+// so the temp storage may hold any earlier single-pass launch's words (the temp contract) and
+// nothing needs clearing.
 
 template <class T, class Op>
 __global__ void __launch_bounds__(kThreads)
     OnePassKernel(const T* in, T* out, uint32_t tiles, int j0, bool exclusive, CanonicalState<T>* state,
                   TempHeader* header, TileWord* aggs, TileWord* carries) {
+  static_assert(sizeof(T) <= 8, "a tile word carries up to 8 value bytes");
   __shared__ TileSmem<T> sm;
   __shared__ uint32_t s_tile;
   __shared__ unsigned long long s_epoch;
@@ -207,7 +196,7 @@ __global__ void __launch_bounds__(kThreads)
     T a = Op::identity();  // past j: never read by position j-1 or j
     if (tid < j) {
       a = b == 0 && tid < j0 ? state->aggs[tid]
-                             : WaitWord<T>(aggs + (static_cast<uint64_t>(b) * kThreads + tid - j0), epoch);
+                             : WaitInclusive<T>(aggs, b * kThreads + tid - j0, epoch);
     } else if (tid == j) {
       a = q;  // only thread 255 holds A, and only tile j = 255 reads position j
     }
@@ -223,7 +212,7 @@ __global__ void __launch_bounds__(kThreads)
       c = state->carry;
       has = state->has_carry;
     } else {
-      c = WaitWord<T>(carries + b, epoch);
+      c = WaitInclusive<T>(carries, b, epoch);
       has = 1;
     }
     if (j == kThreads - 1) PublishTile(carries, b + 1, epoch, kFlagInclusive, has ? op(c, pv) : pv);
@@ -276,16 +265,18 @@ __global__ void __launch_bounds__(kThreads)
   const bool last_complete = end % kThreads == 0;
   if (tid == 0) {
     if (last_complete) {
-      state->carry = WaitWord<T>(carries + last_super + 1, epoch);
+      state->carry = WaitInclusive<T>(carries, last_super + 1, epoch);
       state->has_carry = 1;
     } else if (last_super > 0) {
-      state->carry = WaitWord<T>(carries + last_super, epoch);
+      state->carry = WaitInclusive<T>(carries, last_super, epoch);
       state->has_carry = 1;
     }  // else: the call's first super, whose carry is the state's already
   }
   if (!last_complete) {  // keep the raw aggregates of the super the call ends in
     const uint64_t p = static_cast<uint64_t>(last_super) * kThreads + tid;
-    if (p >= static_cast<uint64_t>(j0) && p < end) state->aggs[tid] = WaitWord<T>(aggs + (p - j0), epoch);
+    if (p >= static_cast<uint64_t>(j0) && p < end) {
+      state->aggs[tid] = WaitInclusive<T>(aggs, static_cast<uint32_t>(p - j0), epoch);
+    }
   }
 }
 
