@@ -4,11 +4,17 @@
 // memory. Its two halves work as a pipeline, one tile apart: the row half (a thread per row)
 // folds tile s left to right, continuing each row from the tile before (kept in a register),
 // while the column half (a thread per column) folds tile s-1 top to bottom from the band
-// above's last row at those columns, publishes the band's own last row (value, fence, flag) for
-// the band below, and writes the tile out. Tile s+1 arrives meanwhile by cp.async (three
-// buffers). Band ids come from an atomic counter, so the band a block waits for was scheduled
-// before it: no deadlock. DRAM traffic: one read and one write of the matrix, plus one row per
-// band of carries.
+// above's last row at those columns, publishes the band's own last row for the band below, and
+// writes the tile out. Tile s+1 arrives meanwhile by cp.async (three buffers). Band ids come
+// from an atomic counter, so the band a block waits for was scheduled before it: no deadlock.
+// DRAM traffic: one read and one write of the matrix.
+//
+// The hand-off is per column and needs no fence: a column's last value travels with its band's
+// token in one 16-byte word (tile_state.cuh's relaxed 128-bit store), so each column thread of
+// the band below waits for its own word only (a flag per tile needed a fence of every column
+// thread and a barrier on both sides: 64% -> 72% of copy, bench/NOTES.md). Two rows of words
+// serve all bands: band b + 1 writes row (b + 1) % 2 at a column only after band b published
+// that column, which band b does only after reading band b - 1's word there.
 #pragma once
 
 #include <cuda_pipeline.h>
@@ -20,8 +26,11 @@
 
 #include "gpuscan/kernels/operators.h"
 #include "gpuscan/kernels/scan2d.h"
+#include "tile_state.cuh"
 
 namespace gpuscan::kernels::scan2d_detail {
+
+using detail::TileWord;
 
 constexpr int kRows = 128;              // a band's rows: one per thread of the row half
 constexpr int kThreads = 2 * kRows;     // the row half, then the column half
@@ -39,7 +48,7 @@ __device__ __forceinline__ void ColumnHalfBarrier() { asm volatile("bar.sync 1, 
 template <class T, class Op>
 __global__ void __launch_bounds__(kThreads, 1)
     Scan2DKernel(const T* __restrict__ in, T* __restrict__ out, uint64_t rows, uint64_t cols,
-                 const T* __restrict__ carry_in, T* band_carry, unsigned* flags, unsigned* counter, unsigned tiles) {
+                 const T* __restrict__ carry_in, TileWord* words, unsigned* counter, unsigned tiles) {
   constexpr int C = kCols<T>;
   using Row = T[C + 1];
   extern __shared__ __align__(16) unsigned char smem[];
@@ -53,6 +62,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int nr = static_cast<int>(min(uint64_t(kRows), rows - row0));
   const Op op;
   auto width = [&](unsigned c) { return static_cast<int>(min(uint64_t(C), cols - uint64_t(c) * C)); };
+  TileWord* mine = words + uint64_t(band & 1u) * cols;                 // this band's last row
+  const TileWord* above = words + uint64_t((band + 1u) & 1u) * cols;  // the band above's
 
   // Copies tile c into its buffer with every thread (cp.async: no registers held while the
   // copies fly). A full tile takes the unrolled path: kThreads / C rows per step.
@@ -100,20 +111,17 @@ __global__ void __launch_bounds__(kThreads, 1)
       const unsigned c = s - 1;
       Row* t = buffer(c);
       const int nc = width(c), k = tid - kRows;
-      if (band > 0 && k == 0) {  // the band above has published this tile's last row
-        const volatile unsigned* flag = flags + uint64_t(band - 1) * tiles + c;
-        while (*flag == 0) {
-        }
-        __threadfence();
-      }
-      ColumnHalfBarrier();
       const uint64_t col0 = uint64_t(c) * C;
       if (k < nc) {
         const uint64_t col = col0 + k;
         int r = 0;
         T acc;
-        if (band > 0) {
-          acc = __ldcg(band_carry + uint64_t(band - 1) * cols + col);  // L2: written by another SM
+        if (band > 0) {  // the band above's last row at this column, once it is there
+          unsigned long long status, bits;
+          do {
+            detail::LoadTileWord(above + col, status, bits);
+          } while (status != band);
+          acc = detail::FromBits<T>(bits);
         } else if (carry_in) {
           acc = carry_in[col];
         } else {
@@ -125,11 +133,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         } else {
           for (; r < nr; ++r) t[r][k] = acc = op(acc, t[r][k]);
         }
-        band_carry[uint64_t(band) * cols + col] = acc;
+        detail::StoreTileWord(mine + col, band + 1ull, detail::ToBits(acc));  // token: band + 1
       }
-      __threadfence();
-      ColumnHalfBarrier();
-      if (k == 0) atomicExch(flags + uint64_t(band) * tiles + c, 1u);
+      ColumnHalfBarrier();  // every column's fold is in the buffer
       T* dst = out + row0 * cols + col0;
       if (nr == kRows && nc == C) {
         constexpr int kStep = kRows / C;
@@ -152,9 +158,11 @@ cudaError_t Launch(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_ou
                    const T* d_carry, cudaStream_t stream) {
   const uint64_t bands = (rows + kRows - 1) / kRows;
   const uint64_t tiles = (cols + kCols<T> - 1) / kCols<T>;
-  if (bands > 0xffffffffull || tiles > 0xffffffffull) return cudaErrorInvalidValue;
-  const std::size_t flag_bytes = AlignUp(bands * tiles * sizeof(unsigned) + sizeof(unsigned));
-  const std::size_t needed = flag_bytes + AlignUp(bands * cols * sizeof(T)) + 256;
+  if (bands >= 0xffffffffull || tiles > 0xffffffffull) return cudaErrorInvalidValue;
+  // The band counter, then two rows of hand-off words, zeroed each call (a word's token is its
+  // band + 1: a zero never reads as published).
+  const std::size_t zeroed = 256 + AlignUp(2 * cols * sizeof(TileWord));
+  const std::size_t needed = zeroed + 256;
   if (!d_temp) {
     temp_bytes = needed;
     return cudaSuccess;
@@ -163,17 +171,16 @@ cudaError_t Launch(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_ou
   if (rows == 0 || cols == 0) return cudaSuccess;
   auto* base = reinterpret_cast<unsigned char*>(AlignUp(reinterpret_cast<std::size_t>(d_temp)));
   auto* counter = reinterpret_cast<unsigned*>(base);
-  unsigned* flags = counter + 1;
-  T* band_carry = reinterpret_cast<T*>(base + flag_bytes);
-  if (cudaError_t e = cudaMemsetAsync(base, 0, flag_bytes, stream); e != cudaSuccess) return e;
+  auto* words = reinterpret_cast<TileWord*>(base + 256);
+  if (cudaError_t e = cudaMemsetAsync(base, 0, zeroed, stream); e != cudaSuccess) return e;
   const std::size_t smem = kBuffers * kTileElems<T> * sizeof(T);
   auto kernel = Scan2DKernel<T, Op>;
   if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
       e != cudaSuccess) {
     return e;
   }
-  kernel<<<static_cast<unsigned>(bands), kThreads, smem, stream>>>(d_in, d_out, rows, cols, d_carry, band_carry, flags,
-                                                                   counter, static_cast<unsigned>(tiles));
+  kernel<<<static_cast<unsigned>(bands), kThreads, smem, stream>>>(d_in, d_out, rows, cols, d_carry, words, counter,
+                                                                   static_cast<unsigned>(tiles));
   return cudaGetLastError();
 }
 
