@@ -583,7 +583,8 @@ std::vector<uint64_t> HistogramRef(const std::vector<T>& x, const std::vector<do
 }
 
 // Histogram input for edges over about [-100, 100]: values drawn from the edges themselves (the
-// boundary cases), from inside and outside the range, and for floats NaN and +-inf; never zeros.
+// boundary cases), from inside and outside the range, and for floats 1-3 ulps off an edge, NaN
+// and +-inf; never zeros.
 template <class T>
 std::vector<T> HistogramInput(std::size_t n, const std::vector<double>& edges, std::mt19937_64& rng) {
   std::vector<T> v(n);
@@ -605,6 +606,13 @@ std::vector<T> HistogramInput(std::size_t n, const std::vector<double>& edges, s
           const T special[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
                                -std::numeric_limits<T>::infinity()};
           x = special[rng() % 3];
+        }
+        break;
+      case 2:  // 1-3 ulps off an edge, either side: where a binning by arithmetic goes wrong
+        if constexpr (std::is_floating_point_v<T>) {
+          x = static_cast<T>(edges[rng() % edges.size()]);
+          const T toward = (rng() & 1) ? std::numeric_limits<T>::infinity() : -std::numeric_limits<T>::infinity();
+          for (int k = 1 + static_cast<int>(rng() % 3); k > 0; --k) x = std::nextafter(x, toward);
         }
         break;
       default:
