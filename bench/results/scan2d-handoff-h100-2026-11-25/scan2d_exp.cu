@@ -56,9 +56,6 @@ void Run(uint64_t rows, uint64_t cols) {
   std::size_t tb = 64 << 20;
   Bench<T>("old (flag+fence, 4B)", [&] { std::size_t b = tb; return old2d::Launch<T, Op>(temp, b, in, out, rows, cols, nullptr, 0); }, in, out, ref, rows, cols, copy);
   Bench<T>("old + words ring2", [&] { std::size_t b = tb; return old2d::Launch<T, Op, true>(temp, b, in, out, rows, cols, nullptr, 0); }, in, out, ref, rows, cols, copy);
-  Bench<T>("old64 + words ring2", [&] { std::size_t b = tb; return old64::Launch<T, Op, true>(temp, b, in, out, rows, cols, nullptr, 0); }, in, out, ref, rows, cols, copy);
-  Bench<T>("old32 + words ring2", [&] { std::size_t b = tb; return old32::Launch<T, Op, true>(temp, b, in, out, rows, cols, nullptr, 0); }, in, out, ref, rows, cols, copy);
-  Bench<T>("old64 flag", [&] { std::size_t b = tb; return old64::Launch<T, Op, false>(temp, b, in, out, rows, cols, nullptr, 0); }, in, out, ref, rows, cols, copy);
   cudaFree(in); cudaFree(out); cudaFree(ref); cudaFree(temp);
 }
 
