@@ -22,10 +22,10 @@ constexpr uint64_t kElemsPerBlock = 16384;
 constexpr unsigned kWaveBlocks = 1024;
 constexpr unsigned kMaxBlocks = 16384;
 constexpr int kItemsPerThread = 8;          // per block launch unit, to size the grid
-// The trusted float guess (FloatGuess) counts an element in ~12 instructions where the edge
-// search took ~41, so its kernel waits on memory, not on issue: fewer, longer blocks (one per
-// 64 Ki elements, 1024 to 4096) with four 16-byte loads a thread in flight and the next four
-// issued before these are counted (H100, 2^28: 408 -> 358 us; bench/NOTES.md).
+// The trusted float guess (FloatGuess) counts an element in ~21 instructions where the edge
+// search took ~41 (ncu), so its kernel waits on memory, not on issue: fewer, longer blocks (one
+// per 64 Ki elements, 1024 to 4096) with four 16-byte loads a thread in flight and the next four
+// issued before these are counted (H100, 2^28: 408 -> 366 us; bench/NOTES.md).
 constexpr uint64_t kTrustedElemsPerBlock = 65536;
 constexpr unsigned kTrustedMaxBlocks = 4096;
 constexpr int kTrustedUnroll = 4;

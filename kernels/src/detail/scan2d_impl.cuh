@@ -12,7 +12,7 @@
 // The hand-off is per column and needs no fence: a column's last value travels with its band's
 // token in one 16-byte word (tile_state.cuh's relaxed 128-bit store), so each column thread of
 // the band below waits for its own word only (a flag per tile needed a fence of every column
-// thread and a barrier on both sides: 64% -> 72% of copy, bench/NOTES.md). Two rows of words
+// thread and a barrier on both sides: 64% -> 71% of copy, bench/NOTES.md). Two rows of words
 // serve all bands: band b + 1 writes row (b + 1) % 2 at a column only after band b published
 // that column, which band b does only after reading band b - 1's word there.
 #pragma once
