@@ -38,11 +38,11 @@ constexpr bool kFloatEdges = std::is_same_v<T, float>;
 // The even bins' guess for float elements against float edges, trusted where SlotOf trusts it,
 // with SlotOf's range, NaN and margin tests as compares and no branch: an element below the
 // range guesses g <= 0, one above it lands within the margin of the last edge, a NaN fails
-// every compare. ok false: SlotOf decides.
+// every compare. ok false: SlotOf decides. first, last: the range's edges.
 struct FloatGuess {
-  float lo, scale, margin, upper, first, last;
+  float lo, scale, margin, upper;
   uint32_t bins;
-  __device__ __forceinline__ uint32_t Slot(float v, bool& ok) const {
+  __device__ __forceinline__ uint32_t Slot(float v, float first, float last, bool& ok) const {
     const float g = (v - lo) * scale;
     const uint32_t i = __float2uint_rz(g);
     const float f = g - static_cast<float>(i);
@@ -72,7 +72,7 @@ struct Slotter {
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
         bool ok;
-        slot[k] = q.Slot(v[k], ok);
+        slot[k] = q.Slot(v[k], first, last, ok);
         all = all && ok;
       }
       if (all) return;
@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(kThreads) SharedKernel(const T* __restrict__ i
   FloatGuess q{};
   if constexpr (kTrust) {
     const float margin = static_cast<float>(b.margin_f);
-    q = {static_cast<float>(b.lo), static_cast<float>(b.scale), margin, 1.0f - margin, edges[0], edges[b.bins], b.bins};
+    q = {static_cast<float>(b.lo), static_cast<float>(b.scale), margin, 1.0f - margin, b.bins};
   }
   const Slotter<T, E, kTrust> slot{b, edges, edges[0], edges[b.bins], q};
   CountAll<kUnroll, kPrefetch, T>(in, n, slot, [&](uint32_t s) { atomicAdd(&local[s], 1u); });
@@ -173,21 +173,25 @@ template <class T>
 cudaError_t Launch(const T* d_in, uint64_t n, const hist::Bins& bins, unsigned long long* d_counts,
                    cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  const uint64_t cap = std::min<uint64_t>(std::max<uint64_t>(n / kElemsPerBlock, kWaveBlocks), kMaxBlocks);
-  const unsigned blocks = static_cast<unsigned>(std::min(DivUp(n, uint64_t{kThreads} * kItemsPerThread), cap));
+  // About one block per `per_block` elements, at least a wave and at most `most` (short arrays:
+  // one per kThreads * kItemsPerThread).
+  auto grid = [n](uint64_t per_block, unsigned most) {
+    const uint64_t cap = std::min<uint64_t>(std::max<uint64_t>(n / per_block, kWaveBlocks), most);
+    return static_cast<unsigned>(std::min(DivUp(n, uint64_t{kThreads} * kItemsPerThread), cap));
+  };
+  const unsigned blocks = grid(kElemsPerBlock, kMaxBlocks);
   if (bins.bins <= kSharedMaxBins) {
     if (kFloatEdges<T> && bins.float_edges) {
       const size_t smem = (bins.bins + 1) * sizeof(float) + (bins.bins + hist::kExtraSlots) * sizeof(unsigned);
-      if (kFloatEdges<T> && bins.even && bins.margin_f >= 0) {  // the guess is in float: T is float
-        const uint64_t trusted_cap = std::min<uint64_t>(
-            std::max<uint64_t>(n / kTrustedElemsPerBlock, kWaveBlocks), kTrustedMaxBlocks);
-        const auto trusted_blocks =
-            static_cast<unsigned>(std::min(DivUp(n, uint64_t{kThreads} * kItemsPerThread), trusted_cap));
-        SharedKernel<T, float, kFloatEdges<T>, kTrustedUnroll, true>
-            <<<trusted_blocks, kThreads, smem, stream>>>(d_in, n, bins, d_counts);
-      } else {
-        SharedKernel<T, float, false><<<blocks, kThreads, smem, stream>>>(d_in, n, bins, d_counts);
+      bool trusted = false;
+      if constexpr (kFloatEdges<T>) {  // the guess is in float: float elements only
+        if (bins.even && bins.margin_f >= 0) {
+          SharedKernel<T, float, true, kTrustedUnroll, true>
+              <<<grid(kTrustedElemsPerBlock, kTrustedMaxBlocks), kThreads, smem, stream>>>(d_in, n, bins, d_counts);
+          trusted = true;
+        }
       }
+      if (!trusted) SharedKernel<T, float, false><<<blocks, kThreads, smem, stream>>>(d_in, n, bins, d_counts);
     } else {
       const size_t smem = (bins.bins + 1) * sizeof(double) + (bins.bins + hist::kExtraSlots) * sizeof(unsigned);
       SharedKernel<T, double, false><<<blocks, kThreads, smem, stream>>>(d_in, n, bins, d_counts);
