@@ -17,6 +17,7 @@ void Client::Benchmark(const v1::BenchmarkRequest& request,
   auto reader = stub_->Benchmark(ctx.get(), request);
   v1::BenchmarkRow row;
   try {
+    detail::ReceiveInitialMetadata(*reader);  // alone: see stream_driver.h
     while (reader->Read(&row)) {
       if (on_row) on_row(row);
     }

@@ -196,6 +196,12 @@ class LaneRun {
       if (!next) {
         const bool pending = std::any_of(queued_.begin(), queued_.end(), [](const auto& q) { return !q.empty(); });
         if (!stale && !pending) return;  // every result delivered
+        if (!stale) {
+          // A position is missing once every reader is done: a lane that failed (a cancelled
+          // call's lanes too) says why; only when every lane ended OK did the server not join.
+          cv_.wait(lock, [&] { return aborted_ || lanes_done_ == lanes_; });
+          if (aborted_) return;
+        }
         if (failure_.ok()) {
           failure_ = grpc::Status(grpc::StatusCode::INTERNAL,
                                   "the server answered position " + std::to_string(emitted_) +
@@ -224,12 +230,13 @@ class LaneRun {
 
   // A lane ended with `status`: the first failure (not one this run caused) is the call's.
   void LaneDone(const grpc::Status& status) {
-    if (status.ok()) return;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!aborted_ && failure_.ok()) failure_ = status;
+      ++lanes_done_;
+      if (!status.ok() && !aborted_ && failure_.ok()) failure_ = status;
     }
-    Abort();
+    cv_.notify_all();
+    if (!status.ok()) Abort();
   }
 
   // The caller's Source or Sink threw on a lane's thread: that is the call's error.
@@ -278,6 +285,7 @@ class LaneRun {
   static constexpr size_t kQueued = 4;
   std::vector<std::deque<Queued>> queued_;
   uint32_t readers_done_ = 0;
+  uint32_t lanes_done_ = 0;  // lanes whose status is known (LaneDone)
   bool aborted_ = false;
   std::exception_ptr error_;
   grpc::Status failure_;
@@ -354,6 +362,7 @@ Resp RunBidiLanes(const std::vector<v1::GpuScan::Stub*>& stubs, const std::funct
         stream->WritesDone();
       });
       bool reading = true;
+      detail::ReceiveInitialMetadata(*stream);  // alone: see stream_driver.h
       for (auto resp = std::make_shared<Resp>(); reading && stream->Read(resp.get()); resp = std::make_shared<Resp>()) {
         if (resp->has_timing()) {
           std::lock_guard<std::mutex> lock(final_mu);

@@ -15,13 +15,14 @@ once on threads (the sync client; aio.py has its asyncio counterpart).
 from __future__ import annotations
 
 import collections
+import queue
 import threading
 from typing import Callable, Deque, Iterable, Iterator, List, Optional, Tuple
 
 import grpc
 import numpy as np
 
-from . import _types, _wire
+from . import _pump, _types, _wire
 from ._types import HistogramResult, Timing, check_array, numpy_dtype
 from .errors import Cancelled, Internal, from_rpc_error
 from .v1 import gpuscan_pb2 as pb
@@ -156,42 +157,47 @@ def fan_out(streams, feed: Callable[[int, bytes], None], timeout: Optional[float
     raised (the data source's own exception first, else see first_failure); Ctrl-C on the
     calling thread cancels them all."""
     uploads = [Upload(reqs) for _, reqs in streams]
-    calls = [(method.future(iter(u), timeout=timeout) if unary else method(iter(u), timeout=timeout))
-             for (method, _), u in zip(streams, uploads)]
-    for u, call in zip(uploads, calls):
-        u.attach(call)
+    slots = [_pump.CallSlot() for _ in streams]
     lock = threading.Lock()
     failures: List[BaseException] = []
+    finished: "queue.SimpleQueue" = queue.SimpleQueue()
 
     def cancel_all():
-        for call in calls:
-            call.cancel()
+        for slot in slots:
+            slot.cancel()
 
-    def read(lane: int):
+    def run(lane: int):
+        """One lane, created, attached and read on its own thread: the calling thread never
+        enters grpc, so Ctrl-C there is safe (see _pump)."""
+        method, u = streams[lane][0], uploads[lane]
         try:
             if unary:
-                raw = calls[lane].result()
+                call = slots[lane].set(method.future(iter(u), timeout=timeout))
+                u.attach(call)
+                raw = call.result()
                 with lock:
                     feed(lane, raw)
             else:
-                for raw in calls[lane]:
+                call = slots[lane].set(method(iter(u), timeout=timeout))
+                u.attach(call)
+                for raw in call:
                     with lock:
                         feed(lane, raw)
         except BaseException as e:  # noqa: B902 - handed to the calling thread
             with lock:
                 failures.append(e)
             cancel_all()
+        finally:
+            finished.put(lane)
 
-    threads = [threading.Thread(target=read, args=(k,), name=f"gpuscan-lane-{k}", daemon=True)
-               for k in range(len(calls))]
-    for t in threads:
-        t.start()
+    _pump.start_canceller()
+    for k in range(len(streams)):
+        threading.Thread(target=run, args=(k,), name=f"gpuscan-lane-{k}", daemon=True).start()
     try:
-        for t in threads:
-            while t.is_alive():
-                t.join(0.05)  # short waits: KeyboardInterrupt reaches this thread
+        for _ in streams:
+            _pump.wait(finished)
     except BaseException:
-        cancel_all()
+        _pump.cancel_later(cancel_all)
         raise
     for u in uploads:
         if u.error is not None:

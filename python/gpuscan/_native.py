@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import ctypes
 import os
+import queue
 import threading
 from typing import Optional, Tuple
 
 import grpc
 import numpy as np
 
+from . import _pump
 from ._types import Timing
 from .errors import error_for
 
@@ -96,28 +98,30 @@ class NativeClient:
             raise ValueError(f"gpuscan: {err.value.decode(errors='replace')}")
 
     def _run(self, fn, *args) -> int:
-        """fn(*args) (a C API call) on a helper thread; see the module's docstring. Waits on an
-        Event, not Thread.join: a join cut short by KeyboardInterrupt may report the thread done
-        while it runs (CPython 3.11), and the call writes into the caller's arrays until it ends."""
-        result = []
-        done = threading.Event()
+        """fn(*args) (a C API call) on a helper thread; see the module's docstring. The calling
+        thread waits on a SimpleQueue: an interrupted threading.Event or Thread.join can leave its
+        lock held (the next wait hangs) or report the thread done while it runs (CPython 3.11),
+        and the call writes into the caller's arrays until it ends."""
+        result: list = []  # the call's return value or exception, once it ended
+        done: "queue.SimpleQueue" = queue.SimpleQueue()
 
         def call() -> None:
             try:
                 result.append(fn(*args))
             except BaseException as e:  # noqa: B036 - handed to the caller's thread
                 result.append(e)
-            finally:
-                done.set()
+            done.put(True)
         threading.Thread(target=call, name="gpuscan-native", daemon=True).start()
         try:
-            done.wait()  # Ctrl-C interrupts it
+            _pump.wait(done)  # Ctrl-C interrupts it
         except BaseException:
-            self._lib.gpuscan_cancel_calls(self._handle)
-            while not done.is_set():  # the call ends soon, cancelled; until then it owns the arrays
+            self._lib.gpuscan_cancel_calls(self._handle)  # a C call: no interrupt lands inside it
+            # The call ends soon, cancelled; until then it owns the arrays. `result`, not the
+            # queue, says when: the interrupt may have come just after wait() took the item.
+            while not result:
                 try:
-                    done.wait()
-                except KeyboardInterrupt:
+                    done.get(timeout=0.05)
+                except (queue.Empty, KeyboardInterrupt):
                     pass
             raise
         if isinstance(result[0], BaseException):

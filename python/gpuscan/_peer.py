@@ -130,10 +130,11 @@ def peer_scan(target: Union[str, grpc.Channel], x: np.ndarray, out: np.ndarray, 
     step = max(1, chunk_bytes // x.itemsize) * x.itemsize
     mv = memoryview(x.reshape(-1)).cast("B") if x.size else memoryview(b"")
     requests = (mv[i:i + step].tobytes() for i in range(0, len(mv), step))
-    call = target.stream_stream(METHOD)(requests, metadata=(("dtype", x.dtype.name),), timeout=timeout)
+    method = target.stream_stream(METHOD)
     flat = out.reshape(-1)
     done = 0
-    for raw in _pump.ResponsePump(call):  # Ctrl-C lands in our wait, not in grpc's (see _pump)
+    # The call is created and read off this thread, so Ctrl-C lands in our wait (see _pump).
+    for raw in _pump.ResponsePump(lambda: method(requests, metadata=(("dtype", x.dtype.name),), timeout=timeout)):
         y = np.frombuffer(raw, x.dtype)
         if done + y.size > flat.size:
             raise RuntimeError(f"peer returned more than the {flat.size} elements sent")

@@ -1,22 +1,25 @@
-"""Waiting on grpc calls where Ctrl-C is safe.
+"""Running grpc calls where Ctrl-C is safe.
 
-A KeyboardInterrupt raised while the calling thread waits inside grpc (the condition variables of
-grpc/_channel.py: a response iterator's next(), future.result()) can leave that condition's lock
-held; every later call on the channel then hangs in its first `with` (seen in CI: the call after
-an interrupted scan never returned). So the calling thread never waits inside grpc: responses are
-read on a thread of ours and handed over through queue.SimpleQueue, whose C-level get() an
-interrupt leaves intact, and the interrupt then cancels the call.
+Python delivers KeyboardInterrupt to the main thread only, at any bytecode. One that lands while
+the main thread is inside grpc (creating a call, adding a callback, waiting in future.result(),
+cancelling) can leave a lock of the channel or the call held; every later call on the channel then
+hangs in its first `with` (seen in CI: the call after an interrupted scan or reduce never
+returned). So the calling thread never enters grpc while a call runs: calls are created, read and
+waited for on threads of ours, results come back through queue.SimpleQueue (whose C-level get()
+an interrupt leaves intact), and an interrupt asks the canceller thread to cancel the call.
 """
 
+import os
 import queue
 import threading
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 _END = object()
 _POLL_S = 0.25  # a get() wakes this often, in case the interrupt went to another thread
 
 
-def _get(q: "queue.SimpleQueue") -> Any:
+def wait(q: "queue.SimpleQueue") -> Any:
+    """q.get(), in short waits so that Ctrl-C reaches the calling thread."""
     while True:
         try:
             return q.get(timeout=_POLL_S)
@@ -24,25 +27,81 @@ def _get(q: "queue.SimpleQueue") -> Any:
             pass
 
 
-class ResponsePump:
-    """Iterates a grpc response iterator (a stream-stream or unary-stream call) on a thread of its
-    own; iterating the pump yields the responses on the calling thread. The reader stays at most
-    `depth` responses ahead, so grpc's flow control still slows a server whose results are not
-    consumed. Leaving the iteration early (an exception, Ctrl-C, close()) cancels the call; grpc's
-    errors are re-raised on the calling thread as they are."""
+# -- the canceller: runs cancellations asked for by an interrupted thread, outside that thread
+_cancels: "queue.SimpleQueue" = queue.SimpleQueue()
+_canceller_lock = threading.Lock()
+_canceller_pid = -1
 
-    def __init__(self, call, depth: int = 4):
-        self._call = call
+
+def _cancel_forever() -> None:
+    while True:
+        fn = _cancels.get()
+        try:
+            fn()
+        except Exception:  # noqa: BLE001 - a failed cancel must not stop later ones
+            pass
+
+
+def start_canceller() -> None:
+    """Starts the canceller thread (once per process: a forked child starts its own). Called when
+    a call starts, so that no thread needs starting once an interrupt has landed."""
+    global _canceller_pid
+    if _canceller_pid == os.getpid():
+        return
+    with _canceller_lock:
+        if _canceller_pid != os.getpid():
+            threading.Thread(target=_cancel_forever, name="gpuscan-canceller", daemon=True).start()
+            _canceller_pid = os.getpid()
+
+
+def cancel_later(fn: Callable[[], None]) -> None:
+    """fn() on the canceller thread; the caller only puts it in a queue."""
+    start_canceller()
+    _cancels.put(fn)
+
+
+class CallSlot:
+    """A grpc call created on another thread, cancellable from any thread before or after it
+    exists: set() stores the call and then reads `cancelled`, cancel() sets `cancelled` and then
+    reads the call, so (under the GIL) one of the two always sees the other."""
+
+    def __init__(self):
+        self.call = None
+        self.cancelled = False
+
+    def set(self, call):
+        self.call = call
+        if self.cancelled:
+            call.cancel()
+        return call
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        call = self.call
+        if call is not None:
+            call.cancel()
+
+
+class ResponsePump:
+    """Starts a stream-stream or unary-stream call (start() returns it) and iterates its responses
+    on a thread of its own; iterating the pump yields them on the calling thread. The reader stays
+    at most `depth` responses ahead, so grpc's flow control still slows a server whose results are
+    not consumed. Leaving the iteration early (an exception, Ctrl-C, close()) cancels the call;
+    grpc's errors are re-raised on the calling thread as they are."""
+
+    def __init__(self, start: Callable[[], Any], depth: int = 4):
+        self._slot = CallSlot()
         self._items: "queue.SimpleQueue" = queue.SimpleQueue()
         self._credits: "queue.SimpleQueue" = queue.SimpleQueue()
         for _ in range(depth):
             self._credits.put(True)
         self._stopped = False
-        threading.Thread(target=self._read, name="gpuscan-responses", daemon=True).start()
+        start_canceller()
+        threading.Thread(target=self._read, args=(start,), name="gpuscan-responses", daemon=True).start()
 
-    def _read(self) -> None:
+    def _read(self, start: Callable[[], Any]) -> None:
         try:
-            for raw in self._call:
+            for raw in self._slot.set(start()):
                 self._items.put((raw, None))
                 self._credits.get()
                 if self._stopped:
@@ -56,7 +115,7 @@ class ResponsePump:
         finished = False
         try:
             while True:
-                raw, error = _get(self._items)
+                raw, error = wait(self._items)
                 if raw is _END:
                     finished = True
                     if error is not None:
@@ -69,25 +128,37 @@ class ResponsePump:
                 self.close()
 
     def close(self) -> None:
-        """Cancels the call (nothing when it ended) and lets the reader thread go."""
+        """Cancels the call (nothing when it ended; on the canceller thread) and lets the reader
+        thread go."""
         self._stopped = True
-        self._call.cancel()
+        cancel_later(self._slot.cancel)
         self._credits.put(True)  # wakes a reader waiting for room
 
 
-def result_of(future) -> Any:
-    """future.result() of a grpc future (a stream-unary or unary-unary call), waited for outside
-    grpc; Ctrl-C or any exception while waiting cancels the call."""
+def result_of(start: Callable[[], Any]) -> Any:
+    """The result of a grpc future (a stream-unary or unary-unary call; start() creates it),
+    created and waited for on a helper thread; Ctrl-C or any exception while waiting cancels the
+    call."""
+    slot = CallSlot()
     done: "queue.SimpleQueue" = queue.SimpleQueue()
+
+    def run() -> None:
+        try:
+            done.put((slot.set(start()).result(), None))
+        except BaseException as e:  # noqa: B902 - handed to the calling thread
+            done.put((None, e))
+    start_canceller()
+    threading.Thread(target=run, name="gpuscan-call", daemon=True).start()
     try:
-        future.add_done_callback(lambda _f: done.put(True))
-        _get(done)
+        value, error = wait(done)
     except BaseException:
-        future.cancel()
+        cancel_later(slot.cancel)
         raise
-    return future.result()
+    if error is not None:
+        raise error
+    return value
 
 
 def unary(method, request, timeout) -> Any:
     """A unary-unary call whose wait Ctrl-C can interrupt safely (see the module's note)."""
-    return result_of(method.future(request, timeout=timeout))
+    return result_of(lambda: method.future(request, timeout=timeout))

@@ -538,9 +538,12 @@ class Client(_Calls):
     # -- the streaming driver: iterate a stream-stream call, cancel it on any exit but the end
     def _stream(self, method, requests, timeout: Optional[float]) -> Iterator[bytes]:
         upload = _chunking.Upload(requests)
-        call = method(iter(upload), timeout=timeout)
-        upload.attach(call)
-        responses = _pump.ResponsePump(call)  # Ctrl-C lands in our wait, not in grpc's (see _pump)
+
+        def start():
+            call = method(iter(upload), timeout=timeout)
+            upload.attach(call)
+            return call
+        responses = _pump.ResponsePump(start)  # created and read off this thread: Ctrl-C-safe (see _pump)
         try:
             for raw in responses:
                 yield raw
@@ -831,10 +834,13 @@ class Client(_Calls):
         """One stream-unary call (Reduce, Histogram): the serialized response; Ctrl-C or any
         failure cancels it."""
         upload = _chunking.Upload(requests)
-        fut = method.future(iter(upload), timeout=timeout)
-        upload.attach(fut)
+
+        def start():
+            fut = method.future(iter(upload), timeout=timeout)
+            upload.attach(fut)
+            return fut
         with raised():
-            return _pump.result_of(fut)
+            return _pump.result_of(start)  # created and waited for off this thread (see _pump)
 
     def histogram(self, x, bins=10, range=None, *, copy: bool = False,
                   retries: Optional[int] = None) -> HistogramResult:
@@ -931,7 +937,7 @@ class Client(_Calls):
         req = _types.bench_request(operations, algorithms, dtypes, sizes, repetitions, warmup, devices)
         table = _types.Table()
         with raised():
-            for row in _pump.ResponsePump(self._stub.Benchmark(req, timeout=self.timeout)):
+            for row in _pump.ResponsePump(lambda: self._stub.Benchmark(req, timeout=self.timeout)):
                 d = _types.bench_row(row)
                 table.append(d)
                 if on_row:

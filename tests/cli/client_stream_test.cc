@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <future>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -146,6 +150,48 @@ TEST_F(ClientStream, CancelCallsStopsEveryCallInFlightWithoutRetrying) {
     EXPECT_EQ(replays, 2) << "a cancelled call is not retried; lanes " << lanes;
     EXPECT_EQ(c.Scan(std::vector<int32_t>{1, 2}).values, (std::vector<int32_t>{1, 3})) << lanes;
   }
+}
+
+// CancelCalls at a random moment of short scans, one stream or striped: each call ends at once.
+// A cancellation landing between the initial metadata and the first message used to leave the
+// first Read waiting forever, deadline included (gRPC 1.51; see ReceiveInitialMetadata).
+TEST_F(ClientStream, CancelCallsAtAnyMomentEndsTheCall) {
+  ClientOptions o;
+  o.target = server_->address();
+  o.chunk_bytes = 1 << 18;
+  o.timeout = std::chrono::seconds(60);
+  Client c(o);
+  std::vector<int32_t> x(1 << 18);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int32_t>(i * 2654435761u >> 7);
+  std::mt19937 rng(20261125);
+  std::uniform_int_distribution<int> delay_us(0, 2000);
+  int cancelled = 0;
+  for (int i = 0; i < 300; ++i) {
+    const uint32_t lanes = i % 3 == 2 ? 4 : 1;
+    auto call = std::async(std::launch::async, [&c, &x, lanes] {
+      std::vector<int32_t> out(x.size());
+      ScanOptions so;
+      so.lanes = lanes;
+      try {
+        c.ScanInto(x.data(), x.size(), out.data(), so);
+        return std::make_pair(grpc::StatusCode::OK, std::string());
+      } catch (const RpcError& e) {
+        return std::make_pair(e.code(), std::string(e.what()));
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));
+    c.CancelCalls();
+    if (call.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      ADD_FAILURE() << "call " << i << " (lanes " << lanes << ") still running 10 s after CancelCalls";
+      std::fflush(nullptr);
+      std::_Exit(1);  // the call owns stack state: leaving would not be safe
+    }
+    const auto [code, what] = call.get();
+    ASSERT_TRUE(code == grpc::StatusCode::OK || code == grpc::StatusCode::CANCELLED) << i << ": " << what;
+    cancelled += code == grpc::StatusCode::CANCELLED;
+  }
+  EXPECT_GT(cancelled, 30) << "the cancellations should land mid-call";
+  EXPECT_EQ(c.Scan(std::vector<int32_t>{1, 2}).values, (std::vector<int32_t>{1, 3}));
 }
 
 TEST_F(ClientStream, ServerRejectionCarriesCodeAndMessage) {
