@@ -139,16 +139,26 @@ def test_server_joins_the_lanes(lane_server, lc, rng):
     np.testing.assert_array_equal(lc.scan(x, lanes=3), ref.scan(x, "sum", False))
     assert lc.reduce(x, op="max", lanes=4) == x.max()
     np.testing.assert_array_equal(lc.compact(x, predicate=("lt", 0), lanes=5), x[x < 0])
-    for _ in range(100):  # the log is written as calls end
+    wanted = (("scan", 3), ("reduce", 4), ("compact", 5))
+
+    def joined(lines, op, k):
+        """Whether the lines logged since `before` hold one array of K lanes for op, every lane
+        OK: one id, lanes 0..K-1 (not K arrays, not one call). A line of an earlier test's call
+        may still be written after `before` (the log is written as calls end), so the calls are
+        told apart by their array ids."""
+        ids = {}
+        for o, lane, count, array_id, status in lines:
+            if o == op and count == k:
+                ids.setdefault(array_id, []).append((lane, status))
+        return any(sorted(lane for lane, _ in v) == list(range(k)) and {st for _, st in v} == {"OK"}
+                   for v in ids.values())
+    for _ in range(100):
         lines = lane_lines(lane_server)[before:]
-        if len(lines) >= 12:
+        if all(joined(lines, op, k) for op, k in wanted):
             break
         time.sleep(0.05)
-    for op, k in (("scan", 3), ("reduce", 4), ("compact", 5)):
-        mine = [line for line in lines if line[0] == op]
-        assert sorted(line[1] for line in mine) == list(range(k)), lines
-        assert {line[2] for line in mine} == {k} and len({line[3] for line in mine}) == 1, lines
-        assert {line[4] for line in mine} == {"OK"}, lines
+    for op, k in wanted:
+        assert joined(lines, op, k), (op, k, lines)
 
 
 def _established_to(port):
