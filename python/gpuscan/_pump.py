@@ -2,11 +2,12 @@
 
 Python delivers KeyboardInterrupt to the main thread only, at any bytecode. One that lands while
 the main thread is inside grpc (creating a call, adding a callback, waiting in future.result(),
-cancelling) can leave a lock of the channel or the call held; every later call on the channel then
-hangs in its first `with` (seen in CI: the call after an interrupted scan or reduce never
-returned). So the calling thread never enters grpc while a call runs: calls are created, read and
-waited for on threads of ours, results come back through queue.SimpleQueue (whose C-level get()
-an interrupt leaves intact), and an interrupt asks the canceller thread to cancel the call.
+cancelling) can leave a lock of the channel or the call held, and every later call on the channel
+would then hang in its first `with`. (The Ctrl-C hangs CI saw were another cause, in the native
+path: see client/src/stream_driver.h, ReceiveInitialMetadata; this guards the grpcio path by
+construction.) So the calling thread never enters grpc while a call runs: calls are created, read
+and waited for on threads of ours, results come back through queue.SimpleQueue (whose C-level
+get() an interrupt leaves intact), and an interrupt asks the canceller thread to cancel the call.
 """
 
 import os
