@@ -1351,11 +1351,11 @@ std::unique_ptr<Engine> MakeCudaEngine(const EngineOptions& options, std::string
     labels.push_back(std::to_string(device) + ": " + sh->prop.name);
     engines.push_back(std::make_unique<CudaEngine>(std::move(sh)));
   }
-  if (engines.size() == 1) {
+  if (engines.size() == 1 && !options.label_ordinal) {
     *reason = "CUDA device " + labels[0];
     return std::move(engines[0]);
   }
-  *reason = "CUDA devices " + labels[0];
+  *reason = (engines.size() == 1 ? "CUDA device " : "CUDA devices ") + labels[0];
   for (size_t i = 1; i < labels.size(); ++i) *reason += ", " + labels[i];
   return std::make_unique<DeviceSet>(std::move(engines), std::move(labels));
 }

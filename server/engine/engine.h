@@ -229,7 +229,13 @@ struct EngineOptions {
   // CUDA engine: device memory it may allocate (staging lanes, kernel temporaries); beyond it a
   // call gets kResourceExhausted, or waits for a lane when others exist. 0 = no cap.
   uint64_t device_memory_limit = 0;
+  // Name the device "ordinal: name" (Timing.device, metrics) even when it is the only one: a
+  // worker process serving one device of a front's several (--isolate-devices).
+  bool label_ordinal = false;
 };
+
+// CUDA devices present (0 without CUDA in this build or on this machine); creates no context.
+int CudaDeviceCount();
 
 // Builds the engine `options` ask for; throws Error(kUnavailable) when CUDA is asked for and
 // this build or machine has none. `why` receives one line explaining the choice.

@@ -3,12 +3,30 @@
 #include <string>
 
 #include "engine/cpu_engine.h"
+#include "engine/device_set.h"
 #if defined(GPUSCAN_HAVE_CUDA)
 #include "engine/cuda_engine.h"
 #endif
 #include "engine/engine.h"
 
+#if defined(GPUSCAN_HAVE_CUDA)
+#include <cuda_runtime_api.h>
+#endif
+
 namespace gpuscan::engine {
+
+int CudaDeviceCount() {
+#if defined(GPUSCAN_HAVE_CUDA)
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+#else
+  return 0;
+#endif
+}
 namespace {
 
 // Returns the CUDA engine, or null with *reason saying why there is none.
@@ -58,6 +76,13 @@ std::unique_ptr<Engine> MakeEngine(const EngineOptions& options, std::string* wh
     }
   }
   if (!engine) throw Error(ErrorCode::kInvalidArgument, "unknown engine kind");
+  if (options.label_ordinal && engine->name() == "cpu" && options.devices.size() == 1) {
+    // A cpu worker of a front (the isolation tests): named by its slot, as a CUDA worker is.
+    std::vector<std::string> labels{std::to_string(options.devices[0]) + ": " + engine->device_name()};
+    std::vector<std::unique_ptr<Engine>> one;
+    one.push_back(std::move(engine));
+    engine = std::make_unique<DeviceSet>(std::move(one), std::move(labels));
+  }
   if (why) *why = line;
   return engine;
 }

@@ -204,6 +204,7 @@ class ServerImpl final : public Server {
     if (!reported_unhealthy_.exchange(true)) {
       spdlog::error("engine {} is unhealthy, health now NOT_SERVING: {}", engine_->name(),
                     engine_->unhealthy_reason());
+      if (options_.on_unhealthy) options_.on_unhealthy();
     }
     SetServing(false);
   }

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -54,6 +55,8 @@ struct ServerOptions {
   // gRPC core channel arguments of the listening server (name -> int, e.g.
   // grpc.http2.max_frame_size), after the server's own: a tuning knob, applied as given.
   std::map<std::string, int> grpc_int_args;
+  // Called once when the engine turns unhealthy (a worker process of a front ends itself).
+  std::function<void()> on_unhealthy;
 };
 
 // The server credentials `options` ask for: TLS (or mutual TLS) from the PEM files, else

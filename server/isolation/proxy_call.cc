@@ -1,0 +1,389 @@
+#include "isolation/proxy_call.h"
+
+#include <algorithm>
+#include <cctype>
+#include <utility>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <grpcpp/client_context.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+#include <spdlog/spdlog.h>
+
+#include "gpuscan/v1/gpuscan.pb.h"
+#include "service/status.h"
+
+namespace gpuscan::server {
+
+int ArrayRoutes::Route(const std::string& id, int device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, fresh] = routes_.emplace(id, std::make_pair(device, Clock::now()));
+  if (fresh && routes_.size() > kKept) {
+    auto oldest = routes_.begin();
+    for (auto i = routes_.begin(); i != routes_.end(); ++i) {
+      if (i->second.second < oldest->second.second) oldest = i;
+    }
+    if (oldest != it) routes_.erase(oldest);
+  }
+  return it->second.first;
+}
+
+std::optional<int> ArrayRoutes::Find(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = routes_.find(id);
+  if (it == routes_.end()) return std::nullopt;
+  return it->second.first;
+}
+
+std::string OpOfMethod(const std::string& method) {
+  const std::string prefix = "/gpuscan.v1.GpuScan/";
+  if (method.rfind(prefix, 0) != 0) return method;
+  std::string out;
+  const std::string name = method.substr(prefix.size());
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (std::isupper(static_cast<unsigned char>(c)) && i > 0 && std::islower(static_cast<unsigned char>(name[i - 1]))) {
+      out.push_back('_');
+    }
+    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  return out;  // Scan2D -> scan2d
+}
+
+namespace {
+
+namespace pb = google::protobuf;
+
+// The request and response types of a method path ("/gpuscan.v1.GpuScan/Scan"), from the
+// generated descriptors; null for a method this build does not know.
+std::pair<const pb::Message*, const pb::Message*> Prototypes(const std::string& method) {
+  if (method.size() < 2 || method[0] != '/') return {nullptr, nullptr};
+  std::string full = method.substr(1);
+  std::replace(full.begin(), full.end(), '/', '.');
+  const pb::MethodDescriptor* m = pb::DescriptorPool::generated_pool()->FindMethodByName(full);
+  if (!m) return {nullptr, nullptr};
+  auto* factory = pb::MessageFactory::generated_factory();
+  return {factory->GetPrototype(m->input_type()), factory->GetPrototype(m->output_type())};
+}
+
+std::unique_ptr<pb::Message> Parse(const pb::Message* prototype, const grpc::ByteBuffer& buffer) {
+  if (!prototype) return nullptr;
+  grpc::ByteBuffer copy(buffer);  // shares the slices
+  grpc::ProtoBufferReader reader(&copy);
+  std::unique_ptr<pb::Message> msg(prototype->New());
+  if (!msg->ParseFromZeroCopyStream(&reader)) return nullptr;
+  return msg;
+}
+
+// A sub-message field by name, when set.
+const pb::Message* Sub(const pb::Message& msg, const char* name) {
+  const pb::FieldDescriptor* f = msg.GetDescriptor()->FindFieldByName(name);
+  if (!f || f->type() != pb::FieldDescriptor::TYPE_MESSAGE || f->is_repeated()) return nullptr;
+  if (!msg.GetReflection()->HasField(msg, f)) return nullptr;
+  return &msg.GetReflection()->GetMessage(msg, f);
+}
+
+// What the front learns from a call's first request: its header's dtype and lanes' array id.
+struct FirstRequest {
+  std::string dtype;
+  std::string array_id;
+};
+
+FirstRequest ReadFirst(const pb::Message* prototype, const grpc::ByteBuffer& buffer) {
+  FirstRequest out;
+  auto msg = Parse(prototype, buffer);
+  const pb::Message* header = msg ? Sub(*msg, "header") : nullptr;
+  if (!header) return out;
+  for (const char* name : {"dtype", "key_dtype"}) {
+    const pb::FieldDescriptor* f = header->GetDescriptor()->FindFieldByName(name);
+    if (f && f->type() == pb::FieldDescriptor::TYPE_ENUM) {
+      const pb::EnumValueDescriptor* v = header->GetReflection()->GetEnum(*header, f);
+      std::string text = v->name();  // DTYPE_INT32 -> int32
+      if (text.rfind("DTYPE_", 0) == 0) text = text.substr(6);
+      std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+      out.dtype = text;
+      break;
+    }
+  }
+  if (const pb::Message* lanes = Sub(*header, "lanes")) {
+    out.array_id = static_cast<const v1::Lanes&>(*lanes).array_id();
+  }
+  return out;
+}
+
+// Threading: the client's and the worker's reactions run on gRPC threads, concurrently; all
+// state is under mu_. Reads and writes start under it; Finish, RemoveHold and TryCancel run
+// outside it (gRPC may run OnDone inline from them), with busy_ keeping the object alive.
+class ProxyCall final : public grpc::ServerGenericBidiReactor {
+ public:
+  ProxyCall(FrontContext* front, grpc::GenericCallbackServerContext* ctx)
+      : front_(front), ctx_(ctx), start_(std::chrono::steady_clock::now()) {
+    std::tie(request_type_, response_type_) = Prototypes(ctx->method());
+    record_.op = OpOfMethod(ctx->method());
+    front_->metrics->CallStarted();
+    StartRead(&in_);
+  }
+
+  // A client message, or the end of them (half-close or cancel).
+  void OnReadDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    Deferred d;
+    if (finished_) {
+      if (write_hold_ && !writes_done_) DropWriteHold(d);
+    } else if (!started_) {
+      Begin(ok, d);  // opens the worker's call and forwards this first event (or answers here)
+    } else if (!ok) {
+      if (!writes_done_) {
+        writes_done_ = true;
+        up_.StartWritesDone();
+      }
+    } else {
+      bytes_in_ += in_.Length();
+      to_worker_.Swap(&in_);
+      up_.StartWrite(&to_worker_);
+    }
+    Settle(lock, d);
+  }
+
+  // A response reached the client's stream: read the worker's next one.
+  void OnWriteDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    Deferred d;
+    if (ok && !finished_) {
+      up_.StartRead(&from_worker_);
+    } else {
+      d.cancel = true;  // the client's stream broke: stop the worker's call too
+      DropReadHold(d);
+    }
+    Settle(lock, d);
+  }
+
+  void OnCancel() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    Deferred d;
+    if (started_) {
+      d.cancel = true;
+    } else if (!finished_) {
+      FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled before it reached a device"), d);
+    }
+    Settle(lock, d);
+  }
+
+  void OnDone() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    server_done_ = true;
+    MaybeDelete(lock);
+  }
+
+ private:
+  // The upstream half: the same call to the worker.
+  class Upstream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+   public:
+    explicit Upstream(ProxyCall* call) : call_(call) {}
+    void OnReadDone(bool ok) override { call_->OnWorkerMessage(ok); }
+    void OnWriteDone(bool ok) override { call_->OnWorkerWriteDone(ok); }
+    void OnWritesDoneDone(bool /*ok*/) override { call_->OnWorkerWritesDone(); }
+    void OnDone(const grpc::Status& s) override { call_->OnWorkerDone(s); }
+
+   private:
+    ProxyCall* call_;
+  };
+
+  // What a reaction leaves to do once the lock is released.
+  struct Deferred {
+    std::optional<grpc::Status> finish;
+    int remove_holds = 0;
+    bool cancel = false;
+  };
+
+  // Runs `d` without the lock, then deletes the call if both halves are done. `lock` is
+  // released on return.
+  void Settle(std::unique_lock<std::mutex>& lock, Deferred& d) {
+    if (d.finish || d.remove_holds > 0 || d.cancel) {
+      ++busy_;
+      lock.unlock();
+      if (d.cancel && started_) up_ctx_.TryCancel();
+      for (int i = 0; i < d.remove_holds; ++i) up_.RemoveHold();
+      if (d.finish) Finish(*d.finish);
+      lock.lock();
+      --busy_;
+    }
+    MaybeDelete(lock);
+  }
+
+  void MaybeDelete(std::unique_lock<std::mutex>& lock) {
+    const bool last = server_done_ && (!started_ || upstream_done_) && busy_ == 0;
+    lock.unlock();
+    if (last) delete this;
+  }
+
+  // The call's first event (lock held): route it and open the worker's call. False when the
+  // call was answered here instead.
+  bool Begin(bool have_message, Deferred& d) {
+    FirstRequest first;
+    if (have_message) first = ReadFirst(request_type_, in_);
+    record_.dtype = first.dtype;
+    std::optional<int> device;
+    if (!first.array_id.empty()) device = front_->routes->Find(first.array_id);
+    lease_ = front_->pool->Pick(device);
+    if (!lease_) {
+      std::string why;
+      for (const WorkerStatus& w : front_->pool->Status()) {
+        if (device && w.device != *device) continue;
+        why += (why.empty() ? "" : "; ") + ("device " + w.label + ": " + (w.up ? "serving" : w.reason));
+      }
+      FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                device ? "the device that has this array's other lanes is not serving: " + why
+                                       : "no device is serving: " + why),
+                   d);
+      return false;
+    }
+    if (!first.array_id.empty()) front_->routes->Route(first.array_id, lease_->device());
+    record_.device = lease_->label();
+    // The client's metadata and deadline go along.
+    for (const auto& [key, value] : ctx_->client_metadata()) {
+      const std::string k(key.data(), key.size());
+      if (k.empty() || k[0] == ':' || k.rfind("grpc-", 0) == 0 || k == "user-agent" || k == "content-type" ||
+          k == "te") {
+        continue;
+      }
+      up_ctx_.AddMetadata(k, std::string(value.data(), value.size()));
+    }
+    if (ctx_->deadline() != std::chrono::system_clock::time_point::max()) up_ctx_.set_deadline(ctx_->deadline());
+    grpc::GenericStub stub(lease_->channel());
+    stub.PrepareBidiStreamingCall(&up_ctx_, ctx_->method(), grpc::StubOptions(), &up_);
+    up_.AddMultipleHolds(2);  // the write flow (client -> worker) and the read flow (worker -> client)
+    write_hold_ = read_hold_ = true;
+    started_ = true;
+    up_.StartRead(&from_worker_);
+    up_.StartCall();
+    if (!have_message) {
+      writes_done_ = true;
+      up_.StartWritesDone();
+    } else {
+      bytes_in_ += in_.Length();
+      to_worker_.Swap(&in_);
+      up_.StartWrite(&to_worker_);
+    }
+    return true;
+  }
+
+  void OnWorkerWriteDone(bool ok) {
+    std::unique_lock<std::mutex> lock(mu_);
+    Deferred d;
+    if (ok && !finished_) {
+      StartRead(&in_);  // the client's next message
+    } else {
+      DropWriteHold(d);  // the worker's call is ending: its status will say why
+    }
+    Settle(lock, d);
+  }
+
+  void OnWorkerWritesDone() {
+    std::unique_lock<std::mutex> lock(mu_);
+    Deferred d;
+    DropWriteHold(d);
+    Settle(lock, d);
+  }
+
+  // A response from the worker: on to the client, or the end of them.
+  void OnWorkerMessage(bool ok) {
+    std::unique_lock<std::mutex> lock(mu_);
+    Deferred d;
+    if (!ok || finished_) {
+      DropReadHold(d);
+    } else {
+      bytes_out_ += from_worker_.Length();
+      last_response_ = from_worker_;  // shares the slices: the final one carries Timing
+      to_client_.Swap(&from_worker_);
+      StartWrite(&to_client_);
+    }
+    Settle(lock, d);
+  }
+
+  void OnWorkerDone(const grpc::Status& status) {
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      front_->pool->Suspect(lease_->device(), status.error_message());
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    Deferred d;
+    upstream_done_ = true;
+    if (!finished_) {
+      for (const auto& [key, value] : up_ctx_.GetServerTrailingMetadata()) {
+        const std::string k(key.data(), key.size());
+        if (k.rfind("grpc-", 0) != 0) ctx_->AddTrailingMetadata(k, std::string(value.data(), value.size()));
+      }
+      FinishLocked(status, d);
+    }
+    Settle(lock, d);
+  }
+
+  void DropWriteHold(Deferred& d) {
+    if (!write_hold_) return;
+    write_hold_ = false;
+    ++d.remove_holds;
+  }
+  void DropReadHold(Deferred& d) {
+    if (!read_hold_) return;
+    read_hold_ = false;
+    ++d.remove_holds;
+  }
+
+  // Ends the client's call with `status` (once the lock is released) and counts it.
+  void FinishLocked(const grpc::Status& status, Deferred& d) {
+    finished_ = true;
+    record_.status = CodeName(status.error_code());
+    if (status.ok()) {
+      record_.bytes_in = bytes_in_;
+      record_.bytes_out = bytes_out_;
+      if (auto msg = Parse(response_type_, last_response_)) {
+        if (const pb::Message* t = Sub(*msg, "timing")) {
+          const auto& timing = static_cast<const v1::Timing&>(*t);
+          record_.algorithm = timing.algorithm();
+          record_.set(Stage::kReceive, timing.receive_us() * 1e-6);
+          record_.set(Stage::kQueue, timing.queue_us() * 1e-6);
+          if (timing.chunks() > 0) {
+            record_.set(Stage::kH2d, timing.h2d_us() * 1e-6);
+            record_.set(Stage::kKernel, timing.kernel_us() * 1e-6);
+            record_.set(Stage::kD2h, timing.d2h_us() * 1e-6);
+          }
+          record_.set(Stage::kSend, timing.send_us() * 1e-6);
+        }
+      }
+      record_.set(Stage::kTotal, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    }
+    front_->metrics->CallDone(record_);
+    d.finish = status;
+  }
+
+  FrontContext* const front_;
+  grpc::GenericCallbackServerContext* const ctx_;
+  const std::chrono::steady_clock::time_point start_;
+  const pb::Message* request_type_ = nullptr;
+  const pb::Message* response_type_ = nullptr;
+  std::mutex mu_;
+  std::unique_ptr<WorkerPool::Lease> lease_;
+  grpc::ClientContext up_ctx_;
+  Upstream up_{this};
+  grpc::ByteBuffer in_, to_worker_, from_worker_, to_client_, last_response_;
+  uint64_t bytes_in_ = 0, bytes_out_ = 0;
+  CallRecord record_;
+  int busy_ = 0;               // threads running a Deferred
+  bool started_ = false;       // the worker's call exists
+  bool finished_ = false;      // the client's call is being finished
+  bool writes_done_ = false;
+  bool write_hold_ = false, read_hold_ = false;
+  bool server_done_ = false, upstream_done_ = false;
+};
+
+}  // namespace
+
+grpc::ServerGenericBidiReactor* StartProxyCall(FrontContext* front, grpc::GenericCallbackServerContext* ctx) {
+  if (front->local) {
+    if (auto* local = front->local(ctx)) return local;
+  }
+  return new ProxyCall(front, ctx);
+}
+
+}  // namespace gpuscan::server

@@ -1,0 +1,57 @@
+// ProxyCall: one client call forwarded, message for message, to a device's worker process
+// (worker_pool.h). Messages stay gRPC byte buffers end to end (no parsing of the data), with one
+// message in flight each way: the transports' own windows keep both pipes full. Metadata,
+// deadline, cancellation and the final status (trailers included) pass through both ways.
+//
+// Routing: a striped array's lanes (header.lanes of Scan, Reduce, Compact) all go to the worker
+// its first lane went to; any other call to the up worker with the fewest open calls. The front
+// answers GetServerInfo itself and relays Benchmark device by device (front.cc).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <grpcpp/generic/async_generic_service.h>
+
+#include "isolation/worker_pool.h"
+#include "metrics/metrics.h"
+
+namespace gpuscan::server {
+
+// Which worker each striped array's lanes go to, by array id.
+class ArrayRoutes {
+ public:
+  // The device of `id`'s lanes, recording `device` when it is the first lane seen.
+  int Route(const std::string& id, int device);
+  std::optional<int> Find(const std::string& id);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static constexpr size_t kKept = 4096;  // ids remembered (the oldest go first)
+  std::mutex mu_;
+  std::map<std::string, std::pair<int, Clock::time_point>> routes_;
+};
+
+// What every ProxyCall of a front uses.
+struct FrontContext {
+  WorkerPool* pool = nullptr;
+  Metrics* metrics = nullptr;
+  ArrayRoutes* routes = nullptr;
+  // Answers calls the front serves itself (GetServerInfo, Benchmark); null: forward.
+  std::function<grpc::ServerGenericBidiReactor*(grpc::GenericCallbackServerContext*)> local;
+};
+
+// The reactor for one call of the front's generic service.
+grpc::ServerGenericBidiReactor* StartProxyCall(FrontContext* front, grpc::GenericCallbackServerContext* ctx);
+
+// "scan" for "/gpuscan.v1.GpuScan/Scan", "segmented_scan" for ".../SegmentedScan"; the method
+// itself for one of another service.
+std::string OpOfMethod(const std::string& method);
+
+}  // namespace gpuscan::server
