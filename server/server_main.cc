@@ -242,6 +242,16 @@ int gpuscan::server::RunServerMain(int argc, char** argv) {
     if (isolate == "auto" && (isolated.size() < 2 || engine_options.kind == engine::EngineKind::kCpu)) {
       isolated.clear();
     }
+    if (engine_options.kind != engine::EngineKind::kCpu && !isolated.empty()) {
+      const int count = engine::CudaDeviceCount();
+      for (const int d : isolated) {
+        if (count > 0 && d >= count) {
+          spdlog::critical("cannot start: --devices names device {} but {} CUDA device(s) are present (0-{})", d,
+                           count, count - 1);
+          return 1;
+        }
+      }
+    }
     if (isolate == "on" && isolated.empty()) {
       spdlog::critical("cannot start: --isolate-devices on needs devices (--devices), and none were found");
       return 1;
@@ -251,7 +261,10 @@ int gpuscan::server::RunServerMain(int argc, char** argv) {
     std::unique_ptr<server::Front> front;
     try {
       server::WorkerPoolOptions pool;
+      // /proc/self/exe: the very program running, even if its file was replaced since.
       pool.exe = worker_exe.empty() ? "/proc/self/exe" : worker_exe;
+      char self[4096] = {};
+      if (worker_exe.empty() && ::readlink("/proc/self/exe", self, sizeof(self) - 1) > 0) pool.argv0 = self;
       pool.args = server::WorkerArgs(argc, argv);
       pool.env = server::WorkerEnv(environ);
       pool.devices = isolated;
@@ -292,9 +305,10 @@ int gpuscan::server::RunServerMain(int argc, char** argv) {
     spdlog::critical("cannot start: {}", e.what());
     return 1;
   }
-  spdlog::info("gpuscan-server {} listening on {} (engine {}, device {}, max-concurrent {}, chunk-bytes {})",
-               GPUSCAN_VERSION, srv->address(), srv->engine().name(), srv->engine().device_name(),
-               options.max_concurrent, options.chunk_bytes);
+  // (A worker does not say "listening on": tools read the front's address from that line.)
+  spdlog::info("gpuscan-server {} {} {} (engine {}, device {}, max-concurrent {}, chunk-bytes {})", GPUSCAN_VERSION,
+               worker_of_front ? "worker serving the front on" : "listening on", srv->address(),
+               srv->engine().name(), srv->engine().device_name(), options.max_concurrent, options.chunk_bytes);
 
   int sig = 0;
   sigwait(&signals, &sig);

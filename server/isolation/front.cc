@@ -278,19 +278,20 @@ class FrontImpl final : public Front {
     const std::vector<WorkerStatus> all = pool_.Status();
     std::vector<int> devices(request.devices().begin(), request.devices().end());
     std::string served;
-    for (const WorkerStatus& w : all) served += (served.empty() ? "" : ",") + std::to_string(w.device);
+    for (const WorkerStatus& w : all) served += (served.empty() ? "" : ", ") + std::to_string(w.device);
     if (devices.empty()) devices.push_back(std::min_element(all.begin(), all.end(), [](auto& a, auto& b) {
                                              return a.device < b.device;
                                            })->device);
+    // The plain server's checks and messages (benchmark_handler.cc ResolveDevices).
     std::set<int> seen;
-    for (const int d : devices) {
+    for (int i = 0; i < request.devices_size(); ++i) {
+      const int d = request.devices(i);
+      const std::string what = "devices[" + std::to_string(i) + "]=" + std::to_string(d);
       if (std::none_of(all.begin(), all.end(), [d](const WorkerStatus& w) { return w.device == d; })) {
-        return {grpc::StatusCode::INVALID_ARGUMENT,
-                "devices: " + std::to_string(d) + " is not served here (served: " + served + ")"};
+        return {grpc::StatusCode::INVALID_ARGUMENT, what + " is not a device this server serves (it serves " +
+                                                        served + ")"};
       }
-      if (!seen.insert(d).second) {
-        return {grpc::StatusCode::INVALID_ARGUMENT, "devices: " + std::to_string(d) + " is named twice"};
-      }
+      if (!seen.insert(d).second) return {grpc::StatusCode::INVALID_ARGUMENT, what + " is named twice"};
     }
     if (benchmark_running_.exchange(true)) {
       return {grpc::StatusCode::RESOURCE_EXHAUSTED, "a Benchmark is already running on this server; retry later"};

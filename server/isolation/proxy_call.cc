@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <deque>
 #include <utility>
 
 #include <google/protobuf/descriptor.h>
@@ -16,24 +17,20 @@
 
 namespace gpuscan::server {
 
-int ArrayRoutes::Route(const std::string& id, int device) {
+int ArrayRoutes::Claim(const std::string& id, const std::function<int()>& pick) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto [it, fresh] = routes_.emplace(id, std::make_pair(device, Clock::now()));
-  if (fresh && routes_.size() > kKept) {
+  if (auto it = routes_.find(id); it != routes_.end()) return it->second.first;
+  const int device = pick();
+  if (device < 0) return device;
+  routes_.emplace(id, std::make_pair(device, Clock::now()));
+  if (routes_.size() > kKept) {
     auto oldest = routes_.begin();
     for (auto i = routes_.begin(); i != routes_.end(); ++i) {
       if (i->second.second < oldest->second.second) oldest = i;
     }
-    if (oldest != it) routes_.erase(oldest);
+    routes_.erase(oldest);
   }
-  return it->second.first;
-}
-
-std::optional<int> ArrayRoutes::Find(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = routes_.find(id);
-  if (it == routes_.end()) return std::nullopt;
-  return it->second.first;
+  return device;
 }
 
 std::string OpOfMethod(const std::string& method) {
@@ -112,6 +109,9 @@ FirstRequest ReadFirst(const pb::Message* prototype, const grpc::ByteBuffer& buf
   return out;
 }
 
+// Flow: each direction keeps one read and one write outstanding and up to kDepth messages
+// between them, so reading message k + 1 overlaps writing message k.
+//
 // Threading: the client's and the worker's reactions run on gRPC threads, concurrently; all
 // state is under mu_. Reads and writes start under it; Finish, RemoveHold and TryCancel run
 // outside it (gRPC may run OnDone inline from them), with busy_ keeping the object alive.
@@ -122,6 +122,7 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
     std::tie(request_type_, response_type_) = Prototypes(ctx->method());
     record_.op = OpOfMethod(ctx->method());
     front_->metrics->CallStarted();
+    client_reading_ = true;
     StartRead(&in_);
   }
 
@@ -129,33 +130,35 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
   void OnReadDone(bool ok) override {
     std::unique_lock<std::mutex> lock(mu_);
     Deferred d;
-    if (finished_) {
-      if (write_hold_ && !writes_done_) DropWriteHold(d);
-    } else if (!started_) {
-      Begin(ok, d);  // opens the worker's call and forwards this first event (or answers here)
-    } else if (!ok) {
-      if (!writes_done_) {
-        writes_done_ = true;
-        up_.StartWritesDone();
-      }
-    } else {
+    client_reading_ = false;
+    if (ok) {
       bytes_in_ += in_.Length();
-      to_worker_.Swap(&in_);
-      up_.StartWrite(&to_worker_);
+      up_queue_.emplace_back(in_);  // shares the slices
+      in_.Clear();
+    } else {
+      client_closed_ = true;
+    }
+    if (!started_) {
+      Begin(d);  // opens the worker's call (or answers here)
+    } else {
+      PumpUp(d);
     }
     Settle(lock, d);
   }
 
-  // A response reached the client's stream: read the worker's next one.
+  // A response reached the client's stream.
   void OnWriteDone(bool ok) override {
     std::unique_lock<std::mutex> lock(mu_);
     Deferred d;
-    if (ok && !finished_) {
-      up_.StartRead(&from_worker_);
-    } else {
-      d.cancel = true;  // the client's stream broke: stop the worker's call too
-      DropReadHold(d);
+    down_write_pending_ = false;
+    down_writing_.Clear();
+    if (!ok) {
+      // The client's stream broke: stop the worker's call too.
+      down_failed_ = true;
+      d.cancel = true;
+      if (!worker_reading_) DropReadHold(d);
     }
+    PumpDown(d);
     Settle(lock, d);
   }
 
@@ -177,6 +180,8 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
   }
 
  private:
+  static constexpr size_t kDepth = 2;  // messages held per direction beyond the one being written
+
   // The upstream half: the same call to the worker.
   class Upstream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
    public:
@@ -202,8 +207,9 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
   void Settle(std::unique_lock<std::mutex>& lock, Deferred& d) {
     if (d.finish || d.remove_holds > 0 || d.cancel) {
       ++busy_;
+      const bool started = started_;
       lock.unlock();
-      if (d.cancel && started_) up_ctx_.TryCancel();
+      if (d.cancel && started) up_ctx_.TryCancel();
       for (int i = 0; i < d.remove_holds; ++i) up_.RemoveHold();
       if (d.finish) Finish(*d.finish);
       lock.lock();
@@ -218,28 +224,36 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
     if (last) delete this;
   }
 
-  // The call's first event (lock held): route it and open the worker's call. False when the
-  // call was answered here instead.
-  bool Begin(bool have_message, Deferred& d) {
+  // The call's first event (lock held): route it and open the worker's call, or answer here.
+  void Begin(Deferred& d) {
     FirstRequest first;
-    if (have_message) first = ReadFirst(request_type_, in_);
+    if (!up_queue_.empty()) first = ReadFirst(request_type_, up_queue_.front());
     record_.dtype = first.dtype;
     std::optional<int> device;
-    if (!first.array_id.empty()) device = front_->routes->Find(first.array_id);
-    lease_ = front_->pool->Pick(device);
+    if (first.array_id.empty()) {
+      lease_ = front_->pool->Pick();
+    } else {
+      // Every lane of an array to the worker its first lane went to.
+      device = front_->routes->Claim(first.array_id, [&] {
+        lease_ = front_->pool->Pick();
+        return lease_ ? lease_->device() : -1;
+      });
+      if (!lease_ && *device >= 0) lease_ = front_->pool->Pick(*device);
+      if (*device < 0) device.reset();
+    }
     if (!lease_) {
       std::string why;
       for (const WorkerStatus& w : front_->pool->Status()) {
         if (device && w.device != *device) continue;
         why += (why.empty() ? "" : "; ") + ("device " + w.label + ": " + (w.up ? "serving" : w.reason));
       }
+      up_queue_.clear();
       FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                 device ? "the device that has this array's other lanes is not serving: " + why
                                        : "no device is serving: " + why),
                    d);
-      return false;
+      return;
     }
-    if (!first.array_id.empty()) front_->routes->Route(first.array_id, lease_->device());
     record_.device = lease_->label();
     // The client's metadata and deadline go along.
     for (const auto& [key, value] : ctx_->client_metadata()) {
@@ -256,27 +270,62 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
     up_.AddMultipleHolds(2);  // the write flow (client -> worker) and the read flow (worker -> client)
     write_hold_ = read_hold_ = true;
     started_ = true;
+    worker_reading_ = true;
     up_.StartRead(&from_worker_);
     up_.StartCall();
-    if (!have_message) {
+    PumpUp(d);
+  }
+
+  // Client -> worker: write the next held message, half-close once the client has, and keep a
+  // client read outstanding while there is room.
+  void PumpUp(Deferred& d) {
+    if (finished_ || up_failed_) {
+      if (!up_write_pending_) DropWriteHold(d);
+      return;
+    }
+    if (!up_write_pending_ && !up_queue_.empty()) {
+      up_writing_ = up_queue_.front();
+      up_queue_.pop_front();
+      up_write_pending_ = true;
+      up_.StartWrite(&up_writing_);
+    }
+    if (!up_write_pending_ && up_queue_.empty() && client_closed_ && !writes_done_) {
       writes_done_ = true;
       up_.StartWritesDone();
-    } else {
-      bytes_in_ += in_.Length();
-      to_worker_.Swap(&in_);
-      up_.StartWrite(&to_worker_);
     }
-    return true;
+    if (!client_reading_ && !client_closed_ && up_queue_.size() < kDepth) {
+      client_reading_ = true;
+      StartRead(&in_);
+    }
+  }
+
+  // Worker -> client: write the next held response, and keep a worker read outstanding while
+  // there is room; once the worker's stream is over and everything is written, finish.
+  void PumpDown(Deferred& d) {
+    if (finished_) return;
+    if (!down_failed_ && !down_write_pending_ && !down_queue_.empty()) {
+      down_writing_ = down_queue_.front();
+      down_queue_.pop_front();
+      down_write_pending_ = true;
+      StartWrite(&down_writing_);
+    }
+    if (!down_failed_ && !worker_reading_ && !worker_closed_ && down_queue_.size() < kDepth) {
+      worker_reading_ = true;
+      up_.StartRead(&from_worker_);
+    }
+    // The worker's status is in: finish once its responses are written (an error at once).
+    if (upstream_done_ && !down_write_pending_ && (down_queue_.empty() || !upstream_status_.ok() || down_failed_)) {
+      FinishLocked(upstream_status_, d);
+    }
   }
 
   void OnWorkerWriteDone(bool ok) {
     std::unique_lock<std::mutex> lock(mu_);
     Deferred d;
-    if (ok && !finished_) {
-      StartRead(&in_);  // the client's next message
-    } else {
-      DropWriteHold(d);  // the worker's call is ending: its status will say why
-    }
+    up_write_pending_ = false;
+    up_writing_.Clear();
+    if (!ok) up_failed_ = true;  // the worker's call is ending: its status will say why
+    PumpUp(d);
     Settle(lock, d);
   }
 
@@ -287,34 +336,47 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
     Settle(lock, d);
   }
 
-  // A response from the worker: on to the client, or the end of them.
+  // A response from the worker, or the end of them.
   void OnWorkerMessage(bool ok) {
     std::unique_lock<std::mutex> lock(mu_);
     Deferred d;
-    if (!ok || finished_) {
+    worker_reading_ = false;
+    if (!ok || down_failed_ || finished_) {
+      // The worker's stream is over (its status follows): nothing more goes to it either.
+      worker_closed_ = true;
       DropReadHold(d);
+      up_failed_ = true;
+      PumpUp(d);
     } else {
       bytes_out_ += from_worker_.Length();
       last_response_ = from_worker_;  // shares the slices: the final one carries Timing
-      to_client_.Swap(&from_worker_);
-      StartWrite(&to_client_);
+      down_queue_.emplace_back(from_worker_);
+      from_worker_.Clear();
+      PumpDown(d);
     }
     Settle(lock, d);
   }
 
   void OnWorkerDone(const grpc::Status& status) {
-    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-      front_->pool->Suspect(lease_->device(), status.error_message());
-    }
     std::unique_lock<std::mutex> lock(mu_);
     Deferred d;
     upstream_done_ = true;
+    upstream_status_ = status;
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) suspect_ = true;
     if (!finished_) {
       for (const auto& [key, value] : up_ctx_.GetServerTrailingMetadata()) {
         const std::string k(key.data(), key.size());
         if (k.rfind("grpc-", 0) != 0) ctx_->AddTrailingMetadata(k, std::string(value.data(), value.size()));
       }
-      FinishLocked(status, d);
+      PumpDown(d);
+    }
+    if (suspect_) {
+      const int device = lease_->device();
+      ++busy_;
+      lock.unlock();
+      front_->pool->Suspect(device, status.error_message());
+      lock.lock();
+      --busy_;
     }
     Settle(lock, d);
   }
@@ -332,6 +394,7 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
 
   // Ends the client's call with `status` (once the lock is released) and counts it.
   void FinishLocked(const grpc::Status& status, Deferred& d) {
+    if (finished_) return;
     finished_ = true;
     record_.status = CodeName(status.error_code());
     if (status.ok()) {
@@ -354,6 +417,9 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
       record_.set(Stage::kTotal, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
     }
     front_->metrics->CallDone(record_);
+    up_queue_.clear();
+    down_queue_.clear();
+    if (started_ && !up_write_pending_) DropWriteHold(d);
     d.finish = status;
   }
 
@@ -366,15 +432,23 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
   std::unique_ptr<WorkerPool::Lease> lease_;
   grpc::ClientContext up_ctx_;
   Upstream up_{this};
-  grpc::ByteBuffer in_, to_worker_, from_worker_, to_client_, last_response_;
+  // Client -> worker.
+  grpc::ByteBuffer in_, up_writing_;
+  std::deque<grpc::ByteBuffer> up_queue_;
+  bool client_reading_ = false, client_closed_ = false, up_write_pending_ = false, up_failed_ = false;
+  bool writes_done_ = false;
+  // Worker -> client.
+  grpc::ByteBuffer from_worker_, down_writing_, last_response_;
+  std::deque<grpc::ByteBuffer> down_queue_;
+  bool worker_reading_ = false, worker_closed_ = false, down_write_pending_ = false, down_failed_ = false;
+  grpc::Status upstream_status_;
   uint64_t bytes_in_ = 0, bytes_out_ = 0;
   CallRecord record_;
   int busy_ = 0;               // threads running a Deferred
   bool started_ = false;       // the worker's call exists
   bool finished_ = false;      // the client's call is being finished
-  bool writes_done_ = false;
   bool write_hold_ = false, read_hold_ = false;
-  bool server_done_ = false, upstream_done_ = false;
+  bool server_done_ = false, upstream_done_ = false, suspect_ = false;  // suspect_: UNAVAILABLE from the worker
 };
 
 }  // namespace

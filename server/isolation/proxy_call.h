@@ -27,9 +27,10 @@ namespace gpuscan::server {
 // Which worker each striped array's lanes go to, by array id.
 class ArrayRoutes {
  public:
-  // The device of `id`'s lanes, recording `device` when it is the first lane seen.
-  int Route(const std::string& id, int device);
-  std::optional<int> Find(const std::string& id);
+  // The device of `id`'s lanes: the one recorded for it, or, for its first lane, the one
+  // `pick` returns (recorded now; -1: none, not recorded). One lock over both, so lanes that
+  // arrive at once agree.
+  int Claim(const std::string& id, const std::function<int()>& pick);
 
  private:
   using Clock = std::chrono::steady_clock;

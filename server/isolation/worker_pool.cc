@@ -141,7 +141,7 @@ void WorkerPool::Spawn(Worker& w) {
   const std::string path = w.address.substr(std::strlen("unix:"));
   ::unlink(path.c_str());  // a socket left by the process before
   std::vector<std::string> args;
-  args.push_back(options_.exe);
+  args.push_back(options_.argv0.empty() ? options_.exe : options_.argv0);
   args.insert(args.end(), options_.args.begin(), options_.args.end());
   for (const char* a : {"--address", w.address.c_str(), "--devices", std::to_string(w.device).c_str(),
                         "--isolate-devices", "off", "--worker-of-front", "true"}) {
@@ -153,6 +153,7 @@ void WorkerPool::Spawn(Worker& w) {
   std::vector<std::string> env = options_.env;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
+  const char* exe = options_.exe.c_str();
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -162,7 +163,7 @@ void WorkerPool::Spawn(Worker& w) {
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);  // the front blocks its shutdown signals
-    ::execve(argv[0], argv.data(), envp.data());
+    ::execve(exe, argv.data(), envp.data());
     ::_exit(127);
   }
   ++w.starts;
@@ -353,6 +354,9 @@ void WorkerPool::Stop(std::chrono::milliseconds grace) {
     ::kill(p, SIGKILL);
     ::waitpid(p, nullptr, 0);
   }
+  // The sockets' private directory goes with the workers.
+  for (const auto& w : workers_) ::unlink(w->address.substr(std::strlen("unix:")).c_str());
+  ::rmdir(options_.socket_dir.c_str());
 }
 
 }  // namespace gpuscan::server

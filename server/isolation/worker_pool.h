@@ -32,7 +32,8 @@ class Client;
 namespace gpuscan::server {
 
 struct WorkerPoolOptions {
-  std::string exe;                 // the worker executable (normally this server's own)
+  std::string exe;                 // the worker executable (normally this server's own: /proc/self/exe)
+  std::string argv0;               // what `ps` shows for it (empty: exe)
   std::vector<std::string> args;   // every worker's arguments, before the pool's own (address, device)
   std::vector<std::string> env;    // every worker's environment, NAME=VALUE
   std::vector<int> devices;        // one worker each

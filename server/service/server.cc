@@ -155,8 +155,12 @@ class ServerImpl final : public Server {
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) throw std::runtime_error("cannot listen on " + options_.address);
     SetServing(engine_->healthy());
-    const std::string host = options_.address.substr(0, options_.address.rfind(':'));
-    address_ = host + ":" + std::to_string(port_);
+    if (options_.address.rfind("unix", 0) == 0) {
+      address_ = options_.address;  // (a unix socket has no port)
+    } else {
+      const std::string host = options_.address.substr(0, options_.address.rfind(':'));
+      address_ = host + ":" + std::to_string(port_);
+    }
     if (tls) {
       spdlog::info("TLS on{}", options_.tls_client_ca_file.empty() ? "" : ", client certificates required (mutual TLS)");
     } else if (!IsLoopbackAddress(options_.address)) {

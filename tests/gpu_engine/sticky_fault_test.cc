@@ -2,19 +2,26 @@
 // service turns NOT_SERVING, the log says why, and later calls are refused up front instead of
 // computing garbage. The fault corrupts the process's CUDA context, so this test must run in a
 // process of its own (CTest runs each discovered test alone; scripts/gpu-suite.sh filters it).
+// DeviceDrainTest runs the server as processes instead: one worker per device.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "cuda_test_server.h"
 #include "fault_kernel.h"
 #include "reference.h"
+#include "server_process.h"
 #include "test_server.h"
 
 namespace gpuscan {
@@ -80,18 +87,79 @@ TEST(StickyFaultTest, DeviceFaultTurnsHealthNotServingAndRefusesLaterCalls) {
   EXPECT_EQ(CodeOfScan(client, x, &message), grpc::StatusCode::UNAVAILABLE) << message;
 }
 
-// Two devices (the two-GPU machine; skipped with fewer): device 1 gets a sticky fault, the call
-// that meets it fails UNAVAILABLE, the device is drained and logged, and device 0 keeps serving
-// correct results with health SERVING. Its own process too (scripts/gpu-suite.sh: DeviceDrain*).
-TEST(DeviceDrainTest, StickyFaultOnDevice1LeavesDevice0Serving) {
-  engine::EngineOptions eo;
-  eo.devices = {0, 1};
+// Two devices (the two-GPU machine; skipped with fewer), each in a worker process of a front
+// (--isolate-devices on): device 1's worker gets a sticky fault; the call that meets it fails
+// UNAVAILABLE, that worker ends and the front drains its device, device 0 keeps serving correct
+// results with health SERVING, and device 1 comes back in a fresh worker. Real processes (the
+// workers are gpuscan-fault-worker: the server plus a SIGUSR1 trigger for the fault).
+std::string BinPath(const char* name, const char* built) {
+  const char* dir = std::getenv("GPUSCAN_BIN_DIR");
+  return dir && *dir ? std::string(dir) + "/" + name : std::string(built);
+}
+
+// One device in a worker process of a front (--isolate-devices on): a sticky fault ends that
+// worker (exit code 3) instead of the server; the call that met it fails UNAVAILABLE and a
+// fresh worker serves correct results again. Runs on any machine with a GPU.
+TEST(DeviceDrainTest, StickyFaultRestartsTheDevicesWorker) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) GTEST_SKIP() << "needs a CUDA device";
+  soak::ServerProcess front(BinPath("gpuscan-server", GPUSCAN_SERVER_PATH), "cuda",
+                            {"--devices", "0", "--isolate-devices", "on", "--worker-exe",
+                             BinPath("gpuscan-fault-worker", GPUSCAN_FAULT_WORKER_PATH)},
+                            {}, ::testing::TempDir() + "/device_restart_front.log", std::chrono::seconds(120));
+  ClientOptions co;
+  co.target = front.target();
+  co.timeout = std::chrono::seconds(60);
+  Client client(co);
+  GPUSCAN_SEEDED_RNG(rng);
+  const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(1'000'003, rng);
+  const auto want = testing::ScanRef<int32_t, ops::Sum<int32_t>>(x, false);
+  ASSERT_EQ(client.Scan(x).values, want);
+  const pid_t victim = soak::WorkerPid(front.pid(), 0);
+  ASSERT_GT(victim, 0) << front.LogTail();
+  ASSERT_EQ(::kill(victim, SIGUSR1), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the fault lands
+  try {
+    client.Scan(x);
+    ADD_FAILURE() << "a scan on a device with a sticky fault succeeded";
+  } catch (const RpcError& e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::UNAVAILABLE) << e.what();
+  }
+  bool back = false;
+  std::string last_error;
+  for (int i = 0; i < 600 && !back; ++i) {
+    try {
+      EXPECT_EQ(client.Scan(x).values, want);
+      back = true;
+    } catch (const RpcError& e) {
+      EXPECT_EQ(e.code(), grpc::StatusCode::UNAVAILABLE) << e.what();  // while the worker restarts
+      last_error = e.what();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  EXPECT_TRUE(back) << last_error << "\n" << front.LogTail(20000);
+  EXPECT_EQ(client.Health(""), "SERVING");
+  const pid_t fresh = soak::WorkerPid(front.pid(), 0);
+  EXPECT_GT(fresh, 0);
+  EXPECT_NE(fresh, victim);
+  const std::string log = front.LogTail(50000);
+  EXPECT_NE(log.find("cudaErrorIllegalAddress"), std::string::npos) << log;
+  EXPECT_NE(log.find("exited with code 3"), std::string::npos) << log;
   std::string why;
-  auto eng = testing::CudaEngineOrNull(eo, &why);
-  if (!eng) GTEST_SKIP() << "needs two CUDA devices: " << why;
-  Served served(std::move(eng));
-  Client& client = served.client;
-  const std::ostringstream& log = served.log;
+  EXPECT_TRUE(front.Stop(std::chrono::seconds(30), &why)) << why;
+}
+
+TEST(DeviceDrainTest, StickyFaultOnDevice1LeavesDevice0Serving) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count < 2) GTEST_SKIP() << "needs two CUDA devices";
+  soak::ServerProcess front(BinPath("gpuscan-server", GPUSCAN_SERVER_PATH), "cuda",
+                            {"--devices", "0,1", "--isolate-devices", "on", "--worker-exe",
+                             BinPath("gpuscan-fault-worker", GPUSCAN_FAULT_WORKER_PATH)},
+                            {}, ::testing::TempDir() + "/device_drain_front.log", std::chrono::seconds(120));
+  ClientOptions co;
+  co.target = front.target();
+  co.timeout = std::chrono::seconds(60);
+  Client client(co);
   GPUSCAN_SEEDED_RNG(rng);
   const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(1'000'003, rng);
   const auto want = testing::ScanRef<int32_t, ops::Sum<int32_t>>(x, false);
@@ -99,26 +167,50 @@ TEST(DeviceDrainTest, StickyFaultOnDevice1LeavesDevice0Serving) {
   for (int i = 0; i < 4; ++i) {  // one call at a time: turns alternate over both devices
     const ScanResult<int32_t> r = client.Scan(x);
     ASSERT_EQ(r.values, want);
-    used.insert(r.timing.device);
+    used.insert(r.timing.device.substr(0, 3));
   }
-  ASSERT_EQ(used.size(), 2u);
+  ASSERT_EQ(used, (std::set<std::string>{"0: ", "1: "}));
 
-  EXPECT_EQ(testing::InjectStickyDeviceFault(1), "cudaErrorIllegalAddress");
+  const pid_t victim = soak::WorkerPid(front.pid(), 1);
+  ASSERT_GT(victim, 0) << front.LogTail();
+  ASSERT_EQ(::kill(victim, SIGUSR1), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the fault lands
   int failures = 0;
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < 10 && failures == 0; ++i) {  // until a call meets device 1
     try {
-      const ScanResult<int32_t> r = client.Scan(x);
-      EXPECT_EQ(r.values, want);
-      EXPECT_EQ(r.timing.device.rfind("0: ", 0), 0u) << r.timing.device;
+      EXPECT_EQ(client.Scan(x).values, want);
     } catch (const RpcError& e) {
       EXPECT_EQ(e.code(), grpc::StatusCode::UNAVAILABLE) << e.what();
       ++failures;
     }
   }
-  EXPECT_LE(failures, 1);  // only the call that met device 1 before it was drained
-  EXPECT_EQ(client.Health(""), "SERVING");
-  EXPECT_NE(log.str().find("device 1: "), std::string::npos) << log.str();
-  EXPECT_NE(log.str().find("gets no more calls"), std::string::npos) << log.str();
+  EXPECT_EQ(failures, 1);
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the front has drained device 1
+  for (int i = 0; i < 10; ++i) {
+    const ScanResult<int32_t> r = client.Scan(x);
+    EXPECT_EQ(r.values, want);
+    EXPECT_EQ(r.timing.device.rfind("0: ", 0), 0u) << r.timing.device;
+    EXPECT_EQ(client.Health(""), "SERVING");
+  }
+  // Device 1 serves again from a fresh worker process.
+  bool back = false;
+  for (int i = 0; i < 600 && !back; ++i) {
+    try {
+      const ScanResult<int32_t> r = client.Scan(x);
+      EXPECT_EQ(r.values, want);
+      back = r.timing.device.rfind("1: ", 0) == 0;
+    } catch (const RpcError& e) {
+      ADD_FAILURE() << e.what();
+    }
+    if (!back) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(back) << front.LogTail(20000);
+  const std::string log = front.LogTail(50000);
+  EXPECT_NE(log.find("cudaErrorIllegalAddress"), std::string::npos) << log;
+  EXPECT_NE(log.find("device 1: "), std::string::npos) << log;
+  EXPECT_NE(log.find("exited with code 3"), std::string::npos) << log;
+  std::string why;
+  EXPECT_TRUE(front.Stop(std::chrono::seconds(30), &why)) << why;
 }
 
 }  // namespace

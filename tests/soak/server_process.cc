@@ -1,6 +1,7 @@
 #include "server_process.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -64,6 +66,31 @@ std::string DescribeExit(int status) {
     return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
   }
   return "status " + std::to_string(status);
+}
+
+pid_t WorkerPid(pid_t front, int device) {
+  DIR* proc = opendir("/proc");
+  if (!proc) return 0;
+  pid_t found = 0;
+  while (dirent* e = readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos || close + 2 > line.size()) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != front) continue;
+    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
+    const std::string all((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    if (all.find(std::string("--devices") + '\0' + std::to_string(device) + '\0') != std::string::npos) found = pid;
+  }
+  closedir(proc);
+  return found;
 }
 
 ServerProcess::ServerProcess(const std::string& binary, const std::string& engine,

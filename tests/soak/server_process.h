@@ -45,6 +45,10 @@ class ServerProcess {
   int exit_status_ = 0;
 };
 
-std::string DescribeExit(int status);  // "exit 0", "killed by signal 11 (Segmentation fault)"
+std::string DescribeExit(int status);
+
+// The worker process of device (slot) `device` under a front (--isolate-devices) `front`: its
+// child whose command line says --devices <device>; 0 when there is none.
+pid_t WorkerPid(pid_t front, int device);  // "exit 0", "killed by signal 11 (Segmentation fault)"
 
 }  // namespace gpuscan::soak
