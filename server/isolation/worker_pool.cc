@@ -34,7 +34,10 @@ struct WorkerPool::Worker {
   std::chrono::milliseconds backoff{0};
   Clock::time_point restart_at{};   // while no process runs: when the next one starts
   Clock::time_point started_at{};
-  std::shared_ptr<grpc::Channel> channel;  // the current process's, for calls
+  // The current process's, for calls: several connections, as one HTTP/2 connection carries
+  // about one stream's speed (striped lanes would share it); calls take them in turn.
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::shared_ptr<std::atomic<uint64_t>> turn = std::make_shared<std::atomic<uint64_t>>(0);
   std::shared_ptr<Client> control;         // the same process's, for health, info and benchmarks
   std::shared_ptr<std::atomic<uint64_t>> open = std::make_shared<std::atomic<uint64_t>>(0);
 };
@@ -178,11 +181,16 @@ void WorkerPool::Spawn(Worker& w) {
   }
   w.pid = pid;
   w.reason = "starting (pid " + std::to_string(pid) + ")";
-  grpc::ChannelArguments ca;
-  ca.SetMaxReceiveMessageSize(-1);
-  ca.SetMaxSendMessageSize(-1);
-  ca.SetInt("grpc.gpuscan_worker_start", static_cast<int>(w.starts));  // a fresh connection per process
-  w.channel = grpc::CreateCustomChannel(w.address, grpc::InsecureChannelCredentials(), ca);
+  w.channels.clear();
+  for (int i = 0; i < kConnectionsPerWorker; ++i) {
+    grpc::ChannelArguments ca;
+    ca.SetMaxReceiveMessageSize(-1);
+    ca.SetMaxSendMessageSize(-1);
+    // Distinct arguments, distinct connections (gRPC shares one between equal channels).
+    ca.SetInt("grpc.gpuscan_worker_start", static_cast<int>(w.starts));
+    ca.SetInt("grpc.gpuscan_connection", i);
+    w.channels.push_back(grpc::CreateCustomChannel(w.address, grpc::InsecureChannelCredentials(), ca));
+  }
   ClientOptions co;
   co.target = w.address;
   co.timeout = std::chrono::milliseconds(2000);  // a worker that stops answering is not up
@@ -213,7 +221,7 @@ void WorkerPool::MonitorLoop() {
           w.pid = 0;
           if (w.up) changed = true;
           w.up = false;
-          w.channel.reset();
+          w.channels.clear();
           w.control.reset();
           continue;
         }
@@ -280,13 +288,14 @@ std::unique_ptr<WorkerPool::Lease> WorkerPool::Pick(std::optional<int> device) {
   const size_t n = workers_.size();
   for (size_t k = 0; k < n; ++k) {
     Worker& w = *workers_[(next_ + k) % n];
-    if (!w.up || !w.channel) continue;
+    if (!w.up || w.channels.empty()) continue;
     if (device && w.device != *device) continue;
     if (!best || w.open->load() < best->open->load()) best = &w;
   }
   if (!best) return nullptr;
   next_ = (next_ + 1) % n;
-  return std::make_unique<LeaseImpl>(best->channel, best->control, best->address, best->label, best->device, best->open);
+  auto& channel = best->channels[best->turn->fetch_add(1) % best->channels.size()];
+  return std::make_unique<LeaseImpl>(channel, best->control, best->address, best->label, best->device, best->open);
 }
 
 std::vector<WorkerStatus> WorkerPool::Status() const {

@@ -96,6 +96,7 @@ class WorkerPool {
   struct Worker;
   class LeaseImpl;
 
+  static constexpr int kConnectionsPerWorker = 8;
   void Spawn(Worker& w);          // lock held
   void MonitorLoop();
 

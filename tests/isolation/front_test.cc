@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -34,11 +35,17 @@ std::string LogPath(const std::string& name) {
   return ::testing::TempDir() + "/isolation_" + name + "_" + std::to_string(::getpid()) + ".log";
 }
 
+// The server program: GPUSCAN_BIN_DIR's (device runs carry binaries elsewhere) or the build's.
+std::string ServerPath() {
+  const char* dir = std::getenv("GPUSCAN_BIN_DIR");
+  return dir && *dir ? std::string(dir) + "/gpuscan-server" : std::string(GPUSCAN_SERVER_PATH);
+}
+
 // A front with worker slots 0 and 1 on the cpu engine.
 std::unique_ptr<ServerProcess> StartFront(const std::string& name, std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"--devices", "0,1", "--isolate-devices", "on", "--cpu-threads", "2"};
   args.insert(args.end(), extra.begin(), extra.end());
-  return std::make_unique<ServerProcess>(GPUSCAN_SERVER_PATH, "cpu", args, std::vector<std::string>{},
+  return std::make_unique<ServerProcess>(ServerPath(), "cpu", args, std::vector<std::string>{},
                                          LogPath(name));
 }
 
@@ -70,7 +77,7 @@ class FrontTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     front_ = StartFront("suite").release();
-    plain_ = new ServerProcess(GPUSCAN_SERVER_PATH, "cpu", {"--cpu-threads", "2"}, {}, LogPath("plain"));
+    plain_ = new ServerProcess(ServerPath(), "cpu", {"--cpu-threads", "2"}, {}, LogPath("plain"));
   }
   static void TearDownTestSuite() {
     delete front_;
