@@ -18,9 +18,9 @@ timeout 200 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='-StickyFault*:De
 step sticky device fault "(own process: it corrupts the CUDA context)"
 timeout 60 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='StickyFault*' 2>&1 | grep -v '\[info\]' \
   | tee "$out/gpu_fault.log" | tail -8
-step "a sticky fault on device 1 of 2 (own process; skipped with one GPU)"
-timeout 60 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='DeviceDrain*' 2>&1 | grep -v '\[info\]' \
-  | tee "$out/gpu_drain.log" | tail -8
+step "a sticky fault in a device's worker process (--isolate-devices; the 2-device test skips with one GPU)"
+GPUSCAN_BIN_DIR=$PWD/$B timeout 200 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='DeviceDrain*' 2>&1 \
+  | grep -v '\[info\]' | tee "$out/gpu_drain.log" | tail -8
 step integration suites on the cuda engine
 GPUSCAN_TEST_ENGINE=cuda timeout 120 $B/integration_tests --gtest_brief=1 2>&1 | grep -v '\[info\]' \
   | tee "$out/integration_cuda.log" | tail -6

@@ -1,6 +1,7 @@
-// gpuscan-fault-worker: gpuscan-server with a test-only trigger. On SIGUSR1 it corrupts the CUDA
-// context of the device it serves (fault_kernel.cu), as a real sticky fault would. DeviceDrainTest
-// gives it to a front as --worker-exe, so the fault lands in one worker process. Never shipped.
+// gpu_engine_tests as a front's worker (GPUSCAN_AS_FAULT_WORKER set: main.cc): gpuscan-server
+// with a test-only trigger. On SIGUSR1 it corrupts the CUDA context of the device it serves
+// (fault_kernel.cu), as a real sticky fault would. DeviceDrainTest gives the test program to a
+// front as --worker-exe, so the fault lands in one worker process. Never shipped.
 #include <pthread.h>
 #include <signal.h>
 
@@ -10,9 +11,12 @@
 #include <thread>
 
 #include "fault_kernel.h"
+#include "fault_worker.h"
 #include "server_main.h"
 
-int main(int argc, char** argv) {
+namespace gpuscan::testing {
+
+int FaultWorkerMain(int argc, char** argv) {
   int device = 0;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--devices") device = std::atoi(argv[i + 1]);
@@ -30,8 +34,10 @@ int main(int argc, char** argv) {
     sigaddset(&usr1, SIGUSR1);
     int sig = 0;
     sigwait(&usr1, &sig);
-    const std::string what = gpuscan::testing::InjectStickyDeviceFault(device);
+    const std::string what = InjectStickyDeviceFault(device);
     std::fprintf(stderr, "fault worker: injected a sticky fault on device %d (%s)\n", device, what.c_str());
   }).detach();
-  return gpuscan::server::RunServerMain(argc, argv);
+  return server::RunServerMain(argc, argv);
 }
+
+}  // namespace gpuscan::testing

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -17,6 +18,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cuda_test_server.h"
 #include "fault_kernel.h"
@@ -87,14 +89,26 @@ TEST(StickyFaultTest, DeviceFaultTurnsHealthNotServingAndRefusesLaterCalls) {
   EXPECT_EQ(CodeOfScan(client, x, &message), grpc::StatusCode::UNAVAILABLE) << message;
 }
 
-// Two devices (the two-GPU machine; skipped with fewer), each in a worker process of a front
-// (--isolate-devices on): device 1's worker gets a sticky fault; the call that meets it fails
-// UNAVAILABLE, that worker ends and the front drains its device, device 0 keeps serving correct
-// results with health SERVING, and device 1 comes back in a fresh worker. Real processes (the
-// workers are gpuscan-fault-worker: the server plus a SIGUSR1 trigger for the fault).
-std::string BinPath(const char* name, const char* built) {
+// The server program: GPUSCAN_BIN_DIR's (device runs carry binaries elsewhere) or the build's.
+std::string ServerPath() {
   const char* dir = std::getenv("GPUSCAN_BIN_DIR");
-  return dir && *dir ? std::string(dir) + "/" + name : std::string(built);
+  return dir && *dir ? std::string(dir) + "/gpuscan-server" : std::string(GPUSCAN_SERVER_PATH);
+}
+
+// This test program, which main.cc turns into a fault-injecting worker under
+// GPUSCAN_AS_FAULT_WORKER (the front passes its environment on).
+std::string SelfPath() {
+  char self[4096] = {};
+  return ::readlink("/proc/self/exe", self, sizeof(self) - 1) > 0 ? self : "";
+}
+
+// A front over `devices` whose workers are this program.
+std::unique_ptr<soak::ServerProcess> FaultyFront(const std::string& devices, const std::string& log) {
+  return std::make_unique<soak::ServerProcess>(
+      ServerPath(), "cuda",
+      std::vector<std::string>{"--devices", devices, "--isolate-devices", "on", "--worker-exe", SelfPath()},
+      std::vector<std::string>{"GPUSCAN_AS_FAULT_WORKER=1"}, ::testing::TempDir() + "/" + log,
+      std::chrono::seconds(120));
 }
 
 // One device in a worker process of a front (--isolate-devices on): a sticky fault ends that
@@ -103,10 +117,8 @@ std::string BinPath(const char* name, const char* built) {
 TEST(DeviceDrainTest, StickyFaultRestartsTheDevicesWorker) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) GTEST_SKIP() << "needs a CUDA device";
-  soak::ServerProcess front(BinPath("gpuscan-server", GPUSCAN_SERVER_PATH), "cuda",
-                            {"--devices", "0", "--isolate-devices", "on", "--worker-exe",
-                             BinPath("gpuscan-fault-worker", GPUSCAN_FAULT_WORKER_PATH)},
-                            {}, ::testing::TempDir() + "/device_restart_front.log", std::chrono::seconds(120));
+  auto front_process = FaultyFront("0", "device_restart_front.log");
+  soak::ServerProcess& front = *front_process;
   ClientOptions co;
   co.target = front.target();
   co.timeout = std::chrono::seconds(60);
@@ -149,13 +161,16 @@ TEST(DeviceDrainTest, StickyFaultRestartsTheDevicesWorker) {
   EXPECT_TRUE(front.Stop(std::chrono::seconds(30), &why)) << why;
 }
 
+// Two devices (the two-GPU machine; skipped with fewer), each in a worker process of a front
+// (--isolate-devices on): device 1's worker gets a sticky fault; the call that meets it fails
+// UNAVAILABLE, that worker ends and the front drains its device, device 0 keeps serving correct
+// results with health SERVING, and device 1 comes back in a fresh worker. Real processes (the
+// workers are this test program: the server plus a SIGUSR1 trigger for the fault, main.cc).
 TEST(DeviceDrainTest, StickyFaultOnDevice1LeavesDevice0Serving) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count < 2) GTEST_SKIP() << "needs two CUDA devices";
-  soak::ServerProcess front(BinPath("gpuscan-server", GPUSCAN_SERVER_PATH), "cuda",
-                            {"--devices", "0,1", "--isolate-devices", "on", "--worker-exe",
-                             BinPath("gpuscan-fault-worker", GPUSCAN_FAULT_WORKER_PATH)},
-                            {}, ::testing::TempDir() + "/device_drain_front.log", std::chrono::seconds(120));
+  auto front_process = FaultyFront("0,1", "device_drain_front.log");
+  soak::ServerProcess& front = *front_process;
   ClientOptions co;
   co.target = front.target();
   co.timeout = std::chrono::seconds(60);
