@@ -23,6 +23,8 @@
 
 #include "gpuscan/client.h"
 #include "isolation/worker_pool.h"
+#include "http_get.h"
+#include "prometheus_text.h"
 #include "reference.h"
 #include "server_process.h"
 
@@ -300,6 +302,31 @@ TEST(FrontWorkers, KilledWorkerIsDrainedAndRestarted) {
   std::string why;
   EXPECT_TRUE(front->Stop(std::chrono::seconds(15), &why)) << why;
   EXPECT_TRUE(WaitFor([&] { return ::kill(w0, 0) != 0 && ::kill(w1, 0) != 0; }, std::chrono::seconds(5)));
+}
+
+// The front's /metrics: calls counted by the device that ran them, each device's health, and the
+// stages from the workers' Timing.
+TEST(FrontWorkers, MetricsNameTheDevices) {
+  const int port = soak::FreePort();
+  auto front = StartFront("metrics", {"--metrics-address", "127.0.0.1:" + std::to_string(port)});
+  Client client = ClientOf(*front);
+  GPUSCAN_SEEDED_RNG(rng);
+  const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(10'000, rng);
+  for (int i = 0; i < 4; ++i) client.Scan(x);
+  const testing::HttpResponse r = testing::HttpGet(port, "/metrics");
+  ASSERT_EQ(r.status, 200) << r.headers;
+  const testing::PromText t(r.body);
+  double calls = 0;
+  for (const std::string slot : {"0", "1"}) {
+    const std::string device = slot + ": cpu";
+    EXPECT_EQ(t.Find("gpuscan_device_healthy", {{"device", device}}).value_or(-1), 1) << r.body;
+    const double on_device = t.Sum("gpuscan_requests_total", {{"op", "scan"}, {"device", device}, {"status", "OK"}});
+    EXPECT_GE(on_device, 1) << r.body;
+    calls += on_device;
+  }
+  EXPECT_EQ(calls, 4) << r.body;
+  EXPECT_EQ(t.Sum("gpuscan_requests_total", {{"op", "scan"}, {"dtype", "int32"}}), 4) << r.body;
+  EXPECT_GE(t.Sum("gpuscan_stage_duration_seconds_count", {{"op", "scan"}, {"stage", "kernel"}}), 4) << r.body;
 }
 
 }  // namespace

@@ -23,8 +23,6 @@
 extern char** environ;
 
 namespace gpuscan::soak {
-namespace {
-
 // A loopback port free right now (the server binds it a moment later; a clash shows as a
 // server that does not come up, and the caller retries on another port).
 int FreePort() {
@@ -44,7 +42,6 @@ int FreePort() {
   return ntohs(addr.sin_port);
 }
 
-}  // namespace
 
 uint64_t ReadProcMemory(pid_t pid, const char* field) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");

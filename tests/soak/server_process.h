@@ -11,6 +11,10 @@
 
 namespace gpuscan::soak {
 
+// A loopback port free right now (bound a moment later by a server; a clash shows as a server
+// that does not come up).
+int FreePort();
+
 // VmRSS (or another "Vm..." line, in bytes) of /proc/<pid>/status; 0 when it cannot be read.
 uint64_t ReadProcMemory(pid_t pid, const char* field = "VmRSS");
 
