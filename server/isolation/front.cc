@@ -189,14 +189,8 @@ class FrontImpl final : public Front {
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(options_.address, MakeServerCredentials(options_), &port_);
+    ConfigureListener(options_, builder, &port_);
     builder.RegisterCallbackGenericService(service_.get());
-    builder.SetMaxReceiveMessageSize(static_cast<int>(MaxReceiveMessageBytes(options_)));
-    builder.SetMaxSendMessageSize(-1);
-    if (options_.max_connection_age.count() > 0) {
-      builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, static_cast<int>(options_.max_connection_age.count()));
-    }
-    for (const auto& [name, value] : options_.grpc_int_args) builder.AddChannelArgument(name, value);
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) throw std::runtime_error("cannot listen on " + options_.address);
     pool_.OnChange([this] { SetServing(pool_.any_up()); });

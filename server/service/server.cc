@@ -29,6 +29,17 @@ uint64_t MaxReceiveMessageBytes(const ServerOptions& o) {
   return 2 * o.chunk_bytes + 64 * 1024;
 }
 
+void ConfigureListener(const ServerOptions& o, grpc::ServerBuilder& builder, int* port) {
+  builder.AddListeningPort(o.address, MakeServerCredentials(o), port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(MaxReceiveMessageBytes(o)));
+  builder.SetMaxSendMessageSize(-1);
+  if (o.max_connection_age.count() > 0) {
+    // No age grace: a GOAWAY lets the connection's open calls finish however long they take.
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, static_cast<int>(o.max_connection_age.count()));
+  }
+  for (const auto& [name, value] : o.grpc_int_args) builder.AddChannelArgument(name, value);
+}
+
 namespace {
 
 // The generated callback service with Scan, Reduce, Compact and Transport registered raw (grpc::ByteBuffer in and
@@ -143,15 +154,8 @@ class ServerImpl final : public Server {
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     grpc::ServerBuilder builder;
     const bool tls = !options_.tls_cert_file.empty();
-    builder.AddListeningPort(options_.address, MakeServerCredentials(options_), &port_);
+    ConfigureListener(options_, builder, &port_);
     builder.RegisterService(service_.get());
-    builder.SetMaxReceiveMessageSize(static_cast<int>(MaxReceiveMessageBytes(options_)));
-    builder.SetMaxSendMessageSize(-1);
-    if (options_.max_connection_age.count() > 0) {
-      // No age grace: a GOAWAY lets the connection's open calls finish however long they take.
-      builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, static_cast<int>(options_.max_connection_age.count()));
-    }
-    for (const auto& [name, value] : options_.grpc_int_args) builder.AddChannelArgument(name, value);
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) throw std::runtime_error("cannot listen on " + options_.address);
     SetServing(engine_->healthy());

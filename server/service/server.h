@@ -10,6 +10,7 @@
 #include <string>
 
 #include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
 
 #include "engine/engine.h"
 
@@ -68,6 +69,11 @@ bool IsLoopbackAddress(const std::string& address);
 
 // gRPC's receive limit for one message under these options.
 uint64_t MaxReceiveMessageBytes(const ServerOptions& options);
+
+// What `options` ask of the listening gRPC server, a plain one or a front's (front.h): the address
+// with its credentials (the bound port lands in *port), message limits, connection age and the
+// --grpc-arg channel arguments.
+void ConfigureListener(const ServerOptions& options, grpc::ServerBuilder& builder, int* port);
 
 class Server {
  public:

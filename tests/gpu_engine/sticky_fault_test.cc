@@ -102,14 +102,29 @@ std::string SelfPath() {
   return ::readlink("/proc/self/exe", self, sizeof(self) - 1) > 0 ? self : "";
 }
 
-// A front over `devices` whose workers are this program.
-std::unique_ptr<soak::ServerProcess> FaultyFront(const std::string& devices, const std::string& log) {
-  return std::make_unique<soak::ServerProcess>(
-      ServerPath(), "cuda",
-      std::vector<std::string>{"--devices", devices, "--isolate-devices", "on", "--worker-exe", SelfPath()},
-      std::vector<std::string>{"GPUSCAN_AS_FAULT_WORKER=1"}, ::testing::TempDir() + "/" + log,
-      std::chrono::seconds(120));
-}
+// A front over `devices` whose workers are this program, a client of it, and a scan with its
+// expected result.
+struct FaultyFront {
+  FaultyFront(const std::string& devices, const std::string& log)
+      : process(std::make_unique<soak::ServerProcess>(
+            ServerPath(), "cuda",
+            std::vector<std::string>{"--devices", devices, "--isolate-devices", "on", "--worker-exe", SelfPath()},
+            std::vector<std::string>{"GPUSCAN_AS_FAULT_WORKER=1"}, ::testing::TempDir() + "/" + log,
+            std::chrono::seconds(120))),
+        client([this] {
+          ClientOptions co;
+          co.target = process->target();
+          co.timeout = std::chrono::seconds(60);
+          return co;
+        }()) {
+    GPUSCAN_SEEDED_RNG(rng);
+    x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(1'000'003, rng);
+    want = testing::ScanRef<int32_t, ops::Sum<int32_t>>(x, false);
+  }
+  std::unique_ptr<soak::ServerProcess> process;
+  Client client;
+  std::vector<int32_t> x, want;
+};
 
 // One device in a worker process of a front (--isolate-devices on): a sticky fault ends that
 // worker (exit code 3) instead of the server; the call that met it fails UNAVAILABLE and a
@@ -117,15 +132,11 @@ std::unique_ptr<soak::ServerProcess> FaultyFront(const std::string& devices, con
 TEST(DeviceDrainTest, StickyFaultRestartsTheDevicesWorker) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) GTEST_SKIP() << "needs a CUDA device";
-  auto front_process = FaultyFront("0", "device_restart_front.log");
-  soak::ServerProcess& front = *front_process;
-  ClientOptions co;
-  co.target = front.target();
-  co.timeout = std::chrono::seconds(60);
-  Client client(co);
-  GPUSCAN_SEEDED_RNG(rng);
-  const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(1'000'003, rng);
-  const auto want = testing::ScanRef<int32_t, ops::Sum<int32_t>>(x, false);
+  FaultyFront served("0", "device_restart_front.log");
+  soak::ServerProcess& front = *served.process;
+  Client& client = served.client;
+  const auto& x = served.x;
+  const auto& want = served.want;
   ASSERT_EQ(client.Scan(x).values, want);
   const pid_t victim = soak::WorkerPid(front.pid(), 0);
   ASSERT_GT(victim, 0) << front.LogTail();
@@ -169,15 +180,11 @@ TEST(DeviceDrainTest, StickyFaultRestartsTheDevicesWorker) {
 TEST(DeviceDrainTest, StickyFaultOnDevice1LeavesDevice0Serving) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count < 2) GTEST_SKIP() << "needs two CUDA devices";
-  auto front_process = FaultyFront("0,1", "device_drain_front.log");
-  soak::ServerProcess& front = *front_process;
-  ClientOptions co;
-  co.target = front.target();
-  co.timeout = std::chrono::seconds(60);
-  Client client(co);
-  GPUSCAN_SEEDED_RNG(rng);
-  const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(1'000'003, rng);
-  const auto want = testing::ScanRef<int32_t, ops::Sum<int32_t>>(x, false);
+  FaultyFront served("0,1", "device_drain_front.log");
+  soak::ServerProcess& front = *served.process;
+  Client& client = served.client;
+  const auto& x = served.x;
+  const auto& want = served.want;
   std::set<std::string> used;
   for (int i = 0; i < 4; ++i) {  // one call at a time: turns alternate over both devices
     const ScanResult<int32_t> r = client.Scan(x);
