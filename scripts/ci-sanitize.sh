@@ -32,8 +32,10 @@ CC=${CC_SANITIZE:-clang} CXX=${CXX_SANITIZE:-clang++} cmake -S . -B "$build" \
 # The corpus and the saved findings run under the sanitizers as the fuzzer's initial corpus
 # below (every input once before fuzzing starts); their accept/reject expectations are checked by
 # fuzz_corpus_replay in `make test`, so request_fuzz_replay is not built a second time here.
-stamp "build (integration_tests, request_fuzzer)"
-cmake --build "$build" -j"$jobs" --target integration_tests request_fuzzer
+# isolation_tests run real gpuscan-server processes (a front and its workers), so the server is
+# built here too: the front's proxy and worker pool run under the sanitizers as well.
+stamp "build (integration_tests, isolation_tests, gpuscan-server, request_fuzzer)"
+cmake --build "$build" -j"$jobs" --target integration_tests isolation_tests gpuscan-server request_fuzzer
 stamp "ctest -L integration under ASan+UBSan"
 ctest --test-dir "$build" -L integration -LE gpu --output-on-failure -j"$jobs" --timeout 600
 

@@ -146,9 +146,10 @@ void WorkerPool::Spawn(Worker& w) {
   std::vector<std::string> args;
   args.push_back(options_.argv0.empty() ? options_.exe : options_.argv0);
   args.insert(args.end(), options_.args.begin(), options_.args.end());
-  for (const char* a : {"--address", w.address.c_str(), "--devices", std::to_string(w.device).c_str(),
-                        "--isolate-devices", "off", "--worker-of-front", "true"}) {
-    args.emplace_back(a);
+  for (std::string a : {std::string("--address"), w.address, std::string("--devices"), std::to_string(w.device),
+                        std::string("--isolate-devices"), std::string("off"), std::string("--worker-of-front"),
+                        std::string("true")}) {
+    args.push_back(std::move(a));
   }
   std::vector<char*> argv, envp;
   for (auto& a : args) argv.push_back(a.data());
