@@ -135,10 +135,21 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
       bytes_in_ += in_.Length();
       up_queue_.emplace_back(in_);  // shares the slices
       in_.Clear();
+    } else if (ctx_->IsCancelled()) {
+      // The client cancelled (or its deadline passed): that is no half-close to pass on. A
+      // worker told "no more input" would finish a cut-off array as if whole (a striped one
+      // fails INVALID_ARGUMENT for its missing chunks) before the cancel reached it.
+      cancelled_ = true;
+      if (started_) {
+        d.cancel = true;
+        up_failed_ = true;
+      }
     } else {
       client_closed_ = true;
     }
-    if (!started_) {
+    if (!started_ && cancelled_) {
+      if (!finished_) FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled before it reached a device"), d);
+    } else if (!started_) {
       Begin(d);  // opens the worker's call (or answers here)
     } else {
       PumpUp(d);
@@ -436,6 +447,7 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
   grpc::ByteBuffer in_, up_writing_;
   std::deque<grpc::ByteBuffer> up_queue_;
   bool client_reading_ = false, client_closed_ = false, up_write_pending_ = false, up_failed_ = false;
+  bool cancelled_ = false;  // the client's call was cancelled (not half-closed)
   bool writes_done_ = false;
   // Worker -> client.
   grpc::ByteBuffer from_worker_, down_writing_, last_response_;

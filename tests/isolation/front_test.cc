@@ -327,6 +327,39 @@ TEST(FrontWorkers, MetricsNameTheDevices) {
   EXPECT_EQ(calls, 4) << r.body;
   EXPECT_EQ(t.Sum("gpuscan_requests_total", {{"op", "scan"}, {"dtype", "int32"}}), 4) << r.body;
   EXPECT_GE(t.Sum("gpuscan_stage_duration_seconds_count", {{"op", "scan"}, {"stage", "kernel"}}), 4) << r.body;
+
+  // A striped call cancelled mid-way: every lane's worker call ends CANCELLED, none as a
+  // half-closed lane with chunks missing (INVALID_ARGUMENT), which is what a worker reports
+  // when the front passes a cancel on as the end of the input.
+  ClientOptions co;
+  co.target = front->target();
+  co.chunk_bytes = 4096;  // many chunks: the cancel lands mid-array
+  Client striped(co);
+  const auto big = testing::RandomInput<int32_t, ops::Sum<int32_t>>(4 << 20, rng);
+  for (int round = 0; round < 5; ++round) {
+    std::atomic<bool> over{false};
+    std::thread cancel([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20 + 10 * round));
+      striped.CancelCalls();
+      over = true;
+    });
+    ScanOptions so;
+    so.lanes = 4;
+    try {
+      striped.Scan(big, so);
+    } catch (const RpcError& e) {
+      EXPECT_EQ(e.code(), grpc::StatusCode::CANCELLED) << e.what();
+    }
+    cancel.join();
+  }
+  testing::PromText after{std::string()};
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        after = testing::PromText(testing::HttpGet(port, "/metrics").body);
+        return after.Find("gpuscan_requests_in_flight").value_or(1) == 0;
+      },
+      std::chrono::seconds(10)));
+  EXPECT_EQ(after.Sum("gpuscan_requests_total", {{"op", "scan"}, {"status", "INVALID_ARGUMENT"}}), 0);
 }
 
 }  // namespace
