@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-bins=(gpu_kernel_tests gpu_engine_tests integration_tests shm_region_test gpuscan-server gpuscan kernel_suite gpuscan_soak)
+bins=(gpu_kernel_tests gpu_engine_tests integration_tests isolation_tests shm_region_test gpuscan-server gpuscan kernel_suite gpuscan_soak)
 cmake -S . -B "$build" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${bins[@]}"
 rm -rf .gpu-bin .gpu-rt .gpu-pack
@@ -15,7 +15,7 @@ mkdir -p .gpu-bin .gpu-pack
 for b in "${bins[@]}"; do strip -o ".gpu-bin/$b" "$build/bin/$b"; done
 cp "$build/tests/soak/libgpuscan_soak_heap_probe.so" .gpu-bin/  # preloaded into the soak's server
 # Only the gRPC-linked binaries need libraries carried (the kernel binaries are static but libc).
-../shared/device/bundle-libs.sh .gpu-rt .gpu-bin/gpu_engine_tests .gpu-bin/integration_tests .gpu-bin/gpuscan .gpu-bin/gpuscan-server \
+../shared/device/bundle-libs.sh .gpu-rt .gpu-bin/gpu_engine_tests .gpu-bin/integration_tests .gpu-bin/isolation_tests .gpu-bin/gpuscan .gpu-bin/gpuscan-server \
   .gpu-bin/gpuscan_soak
 tar -cf - .gpu-bin .gpu-rt | xz -6 -T"$(nproc)" >.gpu-pack/gpu.tar.xz
 du -h .gpu-pack/gpu.tar.xz | awk '{print "packed " $1 " (a device run carries at most 64M)"}'
