@@ -11,6 +11,7 @@
 #include "gpuscan/kernels/reduce.h"
 #include "gpuscan/kernels/scan.h"
 #include "gpuscan/kernels/testing.h"
+#include "detail/tuning.cuh"
 
 namespace gpuscan::gputest {
 namespace {
@@ -71,6 +72,12 @@ void CheckCompact(bool use_cub, const std::vector<T>& x, const std::vector<uint8
   EXPECT_TRUE(d_vals.GuardIntact() && d_idx.GuardIntact());
 }
 
+// The tiles of the two compaction kernels (values only; with indices), which the sizes sweep.
+template <class T>
+constexpr uint64_t kValuesTile = kernels::detail::CompactTuning<kernels::detail::kTunedArch, sizeof(T)>::kTile;
+template <class T>
+constexpr uint64_t kIndexTile = kernels::detail::CompactIndexTuning<kernels::detail::kTunedArch, sizeof(T)>::kTile;
+
 template <class T>
 kernels::Predicate<T> RandomPredicate(PredicateOp op, std::mt19937_64& rng) {
   kernels::Predicate<T> p;
@@ -88,8 +95,9 @@ class CompactTest : public GpuTest, public ::testing::WithParamInterface<bool> {
     TempBuffer temp;
     const bool use_cub = GetParam();
     int k = 0;
-    for (uint64_t n : {0ull, 1ull, 31ull, 32ull, 33ull, 4095ull, 4096ull, 4097ull, 2047ull, 2049ull,
-                       3ull * 4096 + 1, 40ull * 4096 + 3}) {
+    constexpr uint64_t tv = kValuesTile<T>, ti = kIndexTile<T>;
+    for (uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{31}, uint64_t{32}, uint64_t{33}, ti - 1, ti, ti + 1, ti / 2 - 1,
+                       ti / 2 + 1, 3 * ti + 1, 40 * ti + 3, tv - 1, tv, tv + 1, 3 * tv + 1}) {
       const std::vector<T> x = testing::RandomCompactInput<T>(n, rng, std::is_floating_point_v<T> ? 0.05 : 0.0);
       for (PredicateOp op : kAllPredicates) {
         CheckCompact<T>(use_cub, x, nullptr, RandomPredicate<T>(op, rng), 1 + (k++ % 3), int64_t(k) * 1000 - 7, temp);
@@ -133,6 +141,11 @@ TEST_F(GpuTest, CompactSplitOverLaunches) {
     CheckCompact<float>(false, x, nullptr, {PredicateOp::kNotNan, 0.f, 0.f}, 3, 100, temp);
     const std::vector<uint8_t> flags = testing::RandomFlags(x.size(), rng, 0.4);
     CheckCompact<float>(false, x, &flags, {}, 3, 0, temp);
+    // Values only: the slim-gather kernel and its own tiles.
+    const std::vector<float> y = testing::RandomCompactInput<float>(5 * kValuesTile<float> + 11, rng, 0.1);
+    const std::vector<uint8_t> yflags = testing::RandomFlags(y.size(), rng, 0.6);
+    CheckCompact<float>(false, y, &yflags, {}, 1, 0, temp);
+    CheckCompact<float>(false, y, nullptr, {PredicateOp::kNotNan, 0.f, 0.f}, 1, 0, temp);
   }
   kernels::testing_hooks::SetMaxTilesPerLaunch(0);
 }

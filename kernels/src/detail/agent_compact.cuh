@@ -5,6 +5,10 @@
 // through the same decoupled look-back as the scan (over uint64 counts, with the policy's
 // delays), gathers its kept elements in shared memory and writes them out contiguously
 // (coalesced), values and indices in turn.
+//
+// kSlimGather: the gather buffer holds T (a call that asks for no indices) instead of 8-byte
+// words (room for an index), which halves a 4-byte tile's shared memory and so doubles the blocks
+// an SM holds.
 #pragma once
 
 #include "gpuscan/kernels/compact.h"
@@ -32,7 +36,7 @@ __device__ __forceinline__ bool Keep(const Predicate<T>& p, T x) {
 
 // count_in / count_out: kept before this launch's first element (nullptr = 0) and after its
 // last, for calls split into several launches; index_base already includes the segment start.
-template <class T, class Policy>
+template <class T, class Policy, bool kSlimGather>
 __global__ void __launch_bounds__(Policy::kThreads)
     CompactKernel(const T* in, const uint8_t* flags, Predicate<T> pred, uint64_t n, uint32_t num_tiles,
                   int64_t index_base, T* out_values, int64_t* out_indices,
@@ -44,7 +48,8 @@ __global__ void __launch_bounds__(Policy::kThreads)
   constexpr int kVecs = Layout::kVecs, kVecElems = Layout::kVecElems, kRowStride = Layout::kRowStride;
   // Bits of a row's kept count (0..kVecElems), each counted across the warp by one ballot.
   constexpr int kCountBits = kVecElems >= 8 ? 4 : (kVecElems >= 4 ? 3 : 2);
-  static_assert(kItems <= 32, "the keep mask has 32 bits");
+  static_assert(kItems <= 64, "the keep mask has 64 bits");
+  using Mask = std::conditional_t<(kItems > 32), unsigned long long, unsigned>;
   static_assert(Policy::kStriped, "compaction is striped only");
   using Count = unsigned long long;
   using CountOp = ops::Sum<Count>;
@@ -53,7 +58,8 @@ __global__ void __launch_bounds__(Policy::kThreads)
   __shared__ uint32_t s_tile;
   __shared__ unsigned long long s_epoch;
   __shared__ Count s_prefix;
-  __shared__ unsigned long long s_gather[kTile];  // kept values, then kept indices
+  using Gather = std::conditional_t<kSlimGather, T, unsigned long long>;
+  __shared__ Gather s_gather[kTile];  // kept values, then kept indices
   const int lane = LaneId(), warp = WarpId();
 
   if (threadIdx.x == 0) {
@@ -76,7 +82,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
   const bool need_values = out_values != nullptr || flags == nullptr;
   T items[kItems];
   if (need_values) Layout::Load(in + base, tile_valid, full && Aligned16(in), T(0), items);
-  unsigned keep = 0;
+  Mask keep = 0;
   if (flags != nullptr) {
     const uint8_t* f = flags + base + first;
     if (full && (reinterpret_cast<std::uintptr_t>(flags) & (sizeof(FlagWord) - 1)) == 0) {
@@ -85,7 +91,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
         const FlagWord w = *reinterpret_cast<const FlagWord*>(f + v * kRowStride);
 #pragma unroll
         for (int j = 0; j < kVecElems; ++j) {
-          keep |= ((w >> (8 * j)) & 0xffu) != 0 ? (1u << (v * kVecElems + j)) : 0u;
+          keep |= ((w >> (8 * j)) & 0xffu) != 0 ? (Mask{1} << (v * kVecElems + j)) : Mask{0};
         }
       }
     } else {
@@ -94,7 +100,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
 #pragma unroll
         for (int j = 0; j < kVecElems; ++j) {
           const int idx = first + v * kRowStride + j;
-          keep |= (idx < tile_valid && f[v * kRowStride + j] != 0) ? (1u << (v * kVecElems + j)) : 0u;
+          keep |= (idx < tile_valid && f[v * kRowStride + j] != 0) ? (Mask{1} << (v * kVecElems + j)) : Mask{0};
         }
       }
     }
@@ -104,7 +110,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
 #pragma unroll
       for (int j = 0; j < kVecElems; ++j) {
         const int idx = first + v * kRowStride + j;
-        keep |= (idx < tile_valid && Keep(pred, items[v * kVecElems + j])) ? (1u << (v * kVecElems + j)) : 0u;
+        keep |= (idx < tile_valid && Keep(pred, items[v * kVecElems + j])) ? (Mask{1} << (v * kVecElems + j)) : Mask{0};
       }
     }
   }
@@ -116,7 +122,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
   const unsigned lanes_before = (1u << lane) - 1u;
 #pragma unroll
   for (int v = 0; v < kVecs; ++v) {
-    const unsigned c = __popc((keep >> (v * kVecElems)) & ((1u << kVecElems) - 1u));
+    const unsigned c = __popc(unsigned(keep >> (v * kVecElems)) & ((1u << kVecElems) - 1u));
     unsigned before = 0, total = 0;
 #pragma unroll
     for (int b = 0; b < kCountBits; ++b) {
@@ -163,14 +169,15 @@ __global__ void __launch_bounds__(Policy::kThreads)
       unsigned r = warp_before + row_rank[v];
 #pragma unroll
       for (int j = 0; j < kVecElems; ++j) {
-        if (keep & (1u << (v * kVecElems + j))) gather[r++] = items[v * kVecElems + j];
+        if ((keep >> (v * kVecElems + j)) & 1u) gather[r++] = items[v * kVecElems + j];
       }
     }
     __syncthreads();
     for (unsigned j = threadIdx.x; j < tile_kept; j += kThreads) out_values[prefix + j] = gather[j];
     __syncthreads();
   }
-  if (out_indices != nullptr) {
+  if constexpr (!kSlimGather) {
+    if (out_indices == nullptr) return;
     long long* gather = reinterpret_cast<long long*>(s_gather);
     const long long tile_index = index_base + static_cast<long long>(base) + first;
 #pragma unroll
@@ -178,7 +185,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
       unsigned r = warp_before + row_rank[v];
 #pragma unroll
       for (int j = 0; j < kVecElems; ++j) {
-        if (keep & (1u << (v * kVecElems + j))) gather[r++] = tile_index + v * kRowStride + j;
+        if ((keep >> (v * kVecElems + j)) & 1u) gather[r++] = tile_index + v * kRowStride + j;
       }
     }
     __syncthreads();

@@ -135,23 +135,13 @@ cudaError_t OwnReduce(void* d_temp, std::size_t& temp_bytes, const T* in, uint64
 }
 
 // ---------------------------------------------------------------------------------------------
-// Compaction (one pass, look-back over kept counts).
-template <class T, class Policy>
-cudaError_t OwnCompact(void* d_temp, std::size_t& temp_bytes, const T* in, const uint8_t* flags,
-                       Predicate<T> pred, uint64_t n, int64_t index_base, T* out_values,
-                       int64_t* out_indices, uint64_t* num_kept, cudaStream_t stream) {
-  const uint64_t num_tiles = DivUp(n, Policy::kTile);
-  const uint64_t launch_tiles = std::min<uint64_t>(std::max<uint64_t>(num_tiles, 1), MaxTilesPerLaunch());
-  const std::size_t body = launch_tiles * sizeof(TileWord);
-  if (d_temp == nullptr) {
-    temp_bytes = TempBytesFor(body);
-    return cudaSuccess;
-  }
-  if (num_kept == nullptr) return cudaErrorInvalidValue;
-  if (n > 0 && ((flags == nullptr || out_values != nullptr) && in == nullptr)) return cudaErrorInvalidValue;
-  if (n == 0) return cudaMemsetAsync(num_kept, 0, sizeof(uint64_t), stream);
-  TempView view;
-  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
+// Compaction (one pass, look-back over kept counts). A call without indices on 4-byte values
+// runs the slim-gather kernel under `Policy`; every other call the 8-byte gather under
+// `IndexPolicy`.
+template <class Policy, bool kSlim, class T>
+cudaError_t LaunchCompact(const TempView& view, const T* in, const uint8_t* flags, Predicate<T> pred, uint64_t n,
+                   int64_t index_base, T* out_values, int64_t* out_indices, uint64_t* num_kept,
+                   uint64_t launch_tiles, cudaStream_t stream) {
   auto* tiles = reinterpret_cast<TileWord*>(view.body);
   const uint64_t launch_items = launch_tiles * Policy::kTile;
   using Count = unsigned long long;
@@ -161,13 +151,45 @@ cudaError_t OwnCompact(void* d_temp, std::size_t& temp_bytes, const T* in, const
     const uint64_t m = std::min(launch_items, n - off);
     Count* cout = off + m == n ? reinterpret_cast<Count*>(num_kept) : &view.header->slot[k & 1];
     const auto t = static_cast<uint32_t>(DivUp(m, Policy::kTile));
-    CompactKernel<T, Policy><<<t, Policy::kThreads, 0, stream>>>(
+    CompactKernel<T, Policy, kSlim><<<t, Policy::kThreads, 0, stream>>>(
         in == nullptr ? nullptr : in + off, flags == nullptr ? nullptr : flags + off, pred, m, t,
         index_base + static_cast<int64_t>(off), out_values, out_indices, cin, cout, view.header, tiles);
     GPUSCAN_CHECK_LAUNCH();
     cin = cout;
   }
   return cudaSuccess;
+}
+
+template <class T, class Policy, class IndexPolicy = Policy>
+cudaError_t OwnCompact(void* d_temp, std::size_t& temp_bytes, const T* in, const uint8_t* flags,
+                       Predicate<T> pred, uint64_t n, int64_t index_base, T* out_values,
+                       int64_t* out_indices, uint64_t* num_kept, cudaStream_t stream) {
+  constexpr bool kSlimFits = sizeof(T) < sizeof(unsigned long long);
+  const bool slim = kSlimFits && out_indices == nullptr;
+  // Temp storage for either kernel: the tile words of the policy with the smaller tile.
+  constexpr uint64_t kMinTile = std::min<uint64_t>(Policy::kTile, IndexPolicy::kTile);
+  const uint64_t launch_tiles_max = std::min<uint64_t>(std::max<uint64_t>(DivUp(n, kMinTile), 1), MaxTilesPerLaunch());
+  const std::size_t body = launch_tiles_max * sizeof(TileWord);
+  if (d_temp == nullptr) {
+    temp_bytes = TempBytesFor(body);
+    return cudaSuccess;
+  }
+  if (num_kept == nullptr) return cudaErrorInvalidValue;
+  if (n > 0 && ((flags == nullptr || out_values != nullptr) && in == nullptr)) return cudaErrorInvalidValue;
+  if (n == 0) return cudaMemsetAsync(num_kept, 0, sizeof(uint64_t), stream);
+  TempView view;
+  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
+  auto tiles_of = [&](uint64_t tile) {
+    return std::min<uint64_t>(std::max<uint64_t>(DivUp(n, tile), 1), MaxTilesPerLaunch());
+  };
+  if constexpr (kSlimFits) {
+    if (slim) {
+      return LaunchCompact<Policy, true>(view, in, flags, pred, n, index_base, out_values, out_indices, num_kept,
+                                         tiles_of(Policy::kTile), stream);
+    }
+  }
+  return LaunchCompact<IndexPolicy, false>(view, in, flags, pred, n, index_base, out_values, out_indices,
+                                           num_kept, tiles_of(IndexPolicy::kTile), stream);
 }
 
 }  // namespace gpuscan::kernels::detail
@@ -200,7 +222,8 @@ cudaError_t Compact(bool use_cub, void* d_temp, std::size_t& temp_bytes, const T
     return detail::CubCompact<T>(d_temp, temp_bytes, d_in, d_flags, pred, n, index_base,
                                  d_out_values, d_out_indices, d_num_kept, stream);
   }
-  return detail::OwnCompact<T, detail::CompactTuning<detail::kTunedArch, sizeof(T)>>(
+  return detail::OwnCompact<T, detail::CompactTuning<detail::kTunedArch, sizeof(T)>,
+                            detail::CompactIndexTuning<detail::kTunedArch, sizeof(T)>>(
       d_temp, temp_bytes, d_in, d_flags, pred, n, index_base, d_out_values, d_out_indices,
       d_num_kept, stream);
 }

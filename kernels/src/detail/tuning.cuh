@@ -102,9 +102,10 @@ struct RtsTuning : TilePolicy<256, 64 / kSize> {
 template <int kArch, int kSize>
 struct ReduceTuning : ReducePolicy<256, 64 / kSize, 1024, true, 1, LoadHint::kDefault> {};
 
-// Compaction: 256 x 16 (4-byte) / 256 x 8 (8-byte), striped loads of values and flags, kept
-// values staged in shared memory and written out contiguously; look-back delays as the scan's
-// (1200 ns first / 600 ns between polls, from 500 tiles).
+// Compaction: striped loads of values and flags, kept values staged in shared memory and written
+// out contiguously; look-back delays as the scan's (1200 ns first / 600 ns between polls, from
+// 500 tiles). Values only (CompactTuning): 128 x 64 (4-byte, slim gather) / 256 x 16 (8-byte).
+// With indices (CompactIndexTuning, 8-byte gather words): 256 x 16.
 // Before (blocked loads, no delays, 256 x 16): f32 by flags (half kept) 2^28: 851 us, 1.03x
 // cub::DeviceSelect::Flagged (876 us).
 // tune_bench, H100, f32 flags half kept, same run: 2^28 726 us = 1.21x CUB (876 us), 86% of a
@@ -112,10 +113,24 @@ struct ReduceTuning : ReducePolicy<256, 64 / kSize, 1024, true, 1, LoadHint::kDe
 //   same without delays 844 us (1.04x: the delays are most of the gain), d2000/1000 728,
 //   128x32 741, 128x16 763, 512x8 900, 256x8 925 (smaller tiles: twice the look-backs).
 //   Run 2: f32 2^28 1.205x. 8-byte (f64 flags, 256 x 8): 2^28 1.09x, 2^24 1.12x, 2^20 1.34x.
-//   Not yet taken: f64 256 x 16 ran 1252 us at 2^28 (1.18x, output checked) against 1362 us for
-//   256 x 8; switch once gpu_kernel_tests has run with it.
+// 2026-11-25 (tune_bench compact, two rounds, every variant's output checked against CUB's;
+// bench/results/compact-gather-h100-2026-11-25): a call that asks for no indices gathers its kept
+// values as T (the slim gather: half a 4-byte tile's shared memory), which lets 128-thread blocks
+// take long tiles. f32 flags half kept, 2^28, % of a copy of the same bytes:
+//   256x16 (8-byte gather, the old default) 86.0-86.5%; 256x16 slim 86.0% (the gather alone is
+//   not it); 128x32 slim 89.3-90.7%; 256x32 slim 89.1%; 128x48 slim 92.6%; 128x64 slim 92.6%
+//   (679 us, 1.29x CUB; 2^24 78.4% vs 78.1%, 2^20 83.5% vs 82.6%: no size loses); 64x64 90.8%;
+//   192x32 89.2%; 512x16 79.5%; 128x32 slim with delays 600/300 87.5%, 2400/1200 92.3%.
+//   Chosen: 128 x 64, slim. Calls that want indices keep 256 x 16 with the 8-byte gather
+//   (CompactIndexTuning), whose figures are the old ones above.
+// f64 flags half kept, 2^28: 256x8 (the old default) 85.2-85.7%; 256x16 93.0-93.6% (1246-1249 us,
+//   1.19x CUB; 2^24 83.3-83.9% vs 80.5-81.7%, 2^20 85.0-86.7% vs 79.9-84.3%); 128x32 92.6-93.3%;
+//   128x24 94.1% (one round; 2^20 81.1%); 256x12 90.0%; 192x16 92.5%; 512x8 79.4%. Chosen:
+//   256 x 16 (two rounds agree); 128 x 24 is the next to confirm.
 template <int kArch, int kSize>
-struct CompactTuning : SinglePassPolicy<256, 64 / kSize, true, 1200, 600> {};
+struct CompactTuning : SinglePassPolicy<kSize == 4 ? 128 : 256, kSize == 4 ? 64 : 16, true, 1200, 600> {};
+template <int kArch, int kSize>
+struct CompactIndexTuning : SinglePassPolicy<256, 16, true, 1200, 600> {};  // also 8-byte values without indices
 
 // Fused segmented scan (segmented_impl.cuh): the single-pass scan's layout and delays over
 // (head, value) pairs, which take twice a value's registers; kSize is the value's.
