@@ -9,7 +9,7 @@
 //            candidate policies.
 // Every timed output is checked against CUB's (integers and compaction: exact).
 //
-// Usage: tune_bench [scan|reduce|compact ...] (default: all)
+// Usage: tune_bench [scan|scan8|reduce|compact ...] (default: all; scan8: int64 and float64 scans)
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
@@ -165,7 +165,7 @@ void BenchScan(const char* dtype, Ctx& c) {
   const uint64_t pe = kPoolBytes / sizeof(T);
   FillKernel<T><<<4096, 256, 0, c.s>>>(in, pe, sizeof(T) == 4 ? 1 : 3);
   CHECK(cudaGetLastError());
-  for (int lg = 16; lg <= 30; ++lg) {
+  for (int lg = 16; lg <= (sizeof(T) == 4 ? 30 : 29); ++lg) {  // 8-byte 2^30 is past the pool
     const uint64_t n = 1ull << lg;
     const double bytes = 2.0 * double(n) * sizeof(T);
     const double copy_us = CopyUs(c, n * sizeof(T));
@@ -195,6 +195,16 @@ void BenchScan(const char* dtype, Ctx& c) {
       timed("  128x32 d1200/600 delays from 0 tiles", PolicyScan<T, 128, 32, 1200, 600, 0>);
       timed("  128x32 d1200/600 never delay", PolicyScan<T, 128, 32, 1200, 600, 1 << 30>);
       timed("  256x16 d1200/600 from 500", PolicyScan<T, 256, 16, 1200, 600, 500>);
+    }
+    // The policies before 2026-11-25 and the runners-up of that day's sweep (tuning.cuh).
+    if (lg == 20 || lg == 24 || lg == 28 || lg == 29 || lg == 30) {
+      if constexpr (sizeof(T) == 4) {
+        timed("  128x32 d1200/600 (old)", PolicyScan<T, 128, 32, 1200, 600, 500>);
+        timed("  128x32 d2400/1200", PolicyScan<T, 128, 32, 2400, 1200, 500>);
+      } else {
+        timed("  128x16 d1200/600 (old)", PolicyScan<T, 128, 16, 1200, 600, 500>);
+        timed("  128x32 d3200/1600", PolicyScan<T, 128, 32, 3200, 1600, 500>);
+      }
     }
   }
 }
@@ -337,15 +347,15 @@ void BenchCompact(const char* dtype, Ctx& c) {
                                       uint64_t* k, cudaStream_t s) {
       return kernels::Compact<T>(false, t, b, i, f, kernels::Predicate<T>{}, m, 0, o, nullptr, k, s);
     });
-    // The old defaults and the runners-up (tuning.cuh has the full sweep of 2026-11-25).
+    // The policies before 2026-11-25 and the runners-up of that day's sweep (tuning.cuh).
     if constexpr (sizeof(T) == 4) {
-      timed("  256x16 wide gather (old)", PolicyCompactGather<T, 256, 16, 1200, 600, false>);
-      timed("  128x32 slim", PolicyCompactGather<T, 128, 32, 1200, 600, true>);
-      timed("  128x48 slim", PolicyCompactGather<T, 128, 48, 1200, 600, true>);
+      timed("  256x16 wide gather d1200/600 (old)", PolicyCompactGather<T, 256, 16, 1200, 600, false>);
+      timed("  128x64 slim d1200/600", PolicyCompactGather<T, 128, 64, 1200, 600, true>);
+      timed("  128x64 slim d3200/1600", PolicyCompactGather<T, 128, 64, 3200, 1600, true>);
     } else {
-      timed("  256x8 (old)", PolicyCompact<T, 256, 8, 1200, 600>);
-      timed("  128x24", PolicyCompact<T, 128, 24, 1200, 600>);
-      timed("  128x32", PolicyCompact<T, 128, 32, 1200, 600>);
+      timed("  256x8 d1200/600 (old)", PolicyCompact<T, 256, 8, 1200, 600>);
+      timed("  128x24 d1200/600", PolicyCompact<T, 128, 24, 1200, 600>);
+      timed("  256x16 d3200/1600", PolicyCompact<T, 256, 16, 3200, 1600>);
     }
   }
 }
@@ -387,6 +397,10 @@ int main(int argc, char** argv) {
   if (want("scan")) {
     BenchScan<int32_t>("i32", c);
     BenchScan<float>("f32", c);
+  }
+  if (want("scan8")) {
+    BenchScan<int64_t>("i64", c);
+    BenchScan<double>("f64", c);
   }
   CHECK(cudaStreamSynchronize(c.s));
   std::printf("\ndone\n");

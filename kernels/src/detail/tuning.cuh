@@ -50,14 +50,14 @@ struct ReducePolicy : TilePolicy<kThreads_, kItems_> {
 constexpr int kTunedArch = 900;
 
 // Single-pass scan (decoupled look-back and chained).
-// sm_90, 4-byte: 128 threads x 32 items, striped, look-back delays 1200 ns first / 600 ns
+// sm_90, 4-byte: 128 threads x 32 items, striped, look-back delays (2026-11-22) 1200 ns first / 600 ns
 // between polls. kernel_bench on an H100 80GB HBM3, int32 sum, 2026-11-22 (xCUB = CUB's time /
 // ours; tests/gpu/results/kernel_bench-h100-2026-11-22.txt):
 //   2^28: 790 us, 90.7% of a device copy, 1.12x cub::DeviceScan::InclusiveSum (884 us). Same
 //         delays at 256x32: 796 us, 256x16: 822 us; 128x32 without delays: 848 us; the blocked
 //         layout (thread-contiguous 16-byte loads), 256x16: 1064 us.
 //   2^24: 60.2 us (1.17x CUB); 2^20: 12.5 us (1.52x); 2^16: 9.1 us (1.68x: one launch, CUB two).
-// sm_90, 8-byte: 128 x 16 (the same 16 KiB tile), same delays. f64 sum 2^27: 807 us, 1.03x CUB;
+// sm_90, 8-byte (2026-11-22; since 2026-11-25 128 x 32, below): 128 x 16 (the same 16 KiB tile), same delays. f64 sum 2^27: 807 us, 1.03x CUB;
 //   128x12 804, 256x16 802 (within noise), 256x8 898, 128x16 without delays 888.
 // Sweep 2^16..2^30 (tune_bench, every power of two, int32 and float32, H100, 2026-11-22, two
 //   runs, tests/gpu/results/tune_bench-h100-2026-11-22-run{1,2}.txt): at least 1.11x CUB at every
@@ -65,12 +65,23 @@ constexpr int kTunedArch = 900;
 //   outlier in run 1 (f32 2^26 1.01x; run 2 1.13x). Delay threshold (kDelayMinTiles = 500):
 //   delaying from 0 tiles costs up to 1.3 us at 2^17..2^20; never delaying loses 1-2% at
 //   2^22..2^23; 500 is kept.
+// Longer first delays, 2026-11-25 (tune_bench scan scan8, H100, every variant checked against
+//   CUB; bench/results/lookback-delays-h100-2026-11-25). % of copy at 2^28 / 2^29 / 2^30:
+//   int32 128x32: 1200/600 (before) 91.0 / 91.1 / 90.9; 2400/1200 93.2 / 93.5 / 93.1; 2400/600
+//   93.0 / 93.5 / 93.4; 3200/800 93.1 / 93.4 / 93.3; 3200/1600 92.8-93.5; 1600/1600 90.8-91.4;
+//   4800/2400 85.9-86.6 (a cliff). float32 alike (2400/600: 93.1 / 93.3 / 93.4). At 2^24, where
+//   the delays start to matter, 2400/600 is the one that loses nothing (i32 87.4 vs 87.3, f32
+//   88.4 vs 87.2). Chosen: 2400/600. Longer tiles lost (128x48 90.0%, 128x64 90.6%, 64x64 88.8%).
+//   int64 / float64: 128x16 1200/600 (before) 90.5 / 89.2% at 2^28; 128x16 2400/1200 92.8 / 91.0;
+//   128x32 2400/1200 94.8 / 91.6 (2^29: 95.0 / 92.2); 128x32 3200/1600 94.9 / 91.8 (2^29 95.2 /
+//   92.3); 4800/2400 a cliff again (84.9 / 77.8). 2^24: 128x32 2400/1200 i64 88.5 vs 87.9, f64
+//   85.8 vs 86.6. Chosen: 128 x 32, 2400/1200 (clear of the cliff).
 template <int kArch, int kSize>
 struct ScanTuning;
 template <int kArch>
-struct ScanTuning<kArch, 4> : SinglePassPolicy<128, 32, true, 1200, 600> {};
+struct ScanTuning<kArch, 4> : SinglePassPolicy<128, 32, true, 2400, 600> {};
 template <int kArch>
-struct ScanTuning<kArch, 8> : SinglePassPolicy<128, 16, true, 1200, 600> {};
+struct ScanTuning<kArch, 8> : SinglePassPolicy<128, 32, true, 2400, 1200> {};
 
 // Reduce-then-scan family: 256 x 16 (4-byte) / 256 x 8 (8-byte) tiles in the blocked
 // arrangement the classic block scans need; at most kMaxBlocks blocks, each walking an even
@@ -127,10 +138,13 @@ struct ReduceTuning : ReducePolicy<256, 64 / kSize, 1024, true, 1, LoadHint::kDe
 //   1.19x CUB; 2^24 83.3-83.9% vs 80.5-81.7%, 2^20 85.0-86.7% vs 79.9-84.3%); 128x32 92.6-93.3%;
 //   128x24 94.1% (one round; 2^20 81.1%); 256x12 90.0%; 192x16 92.5%; 512x8 79.4%. Chosen:
 //   256 x 16 (two rounds agree); 128 x 24 is the next to confirm.
+// Delays, third round (same day, tune_delays.txt there): 128x64 slim 2400/1200 94.4%, 3200/1600
+//   94.7% (f32, 2^28; 1200/600 92.8% in that run); f64 256x16 2400/1200 95.1%, 3200/1600 95.2%
+//   (1200/600 92.7%). 2^24 and 2^20 within noise. Chosen: 2400/1200 for both kernels.
 template <int kArch, int kSize>
-struct CompactTuning : SinglePassPolicy<kSize == 4 ? 128 : 256, kSize == 4 ? 64 : 16, true, 1200, 600> {};
+struct CompactTuning : SinglePassPolicy<kSize == 4 ? 128 : 256, kSize == 4 ? 64 : 16, true, 2400, 1200> {};
 template <int kArch, int kSize>
-struct CompactIndexTuning : SinglePassPolicy<256, 16, true, 1200, 600> {};  // also 8-byte values without indices
+struct CompactIndexTuning : SinglePassPolicy<256, 16, true, 2400, 1200> {};  // also 8-byte values without indices
 
 // Fused segmented scan (segmented_impl.cuh): the single-pass scan's layout and delays over
 // (head, value) pairs, which take twice a value's registers; kSize is the value's.
@@ -142,8 +156,10 @@ struct CompactIndexTuning : SinglePassPolicy<256, 16, true, 1200, 600> {};  // a
 // With the full-tile paths (segmented_impl.cuh), 128 x 32: 2^28 1139 us, 94.2% of copy, 1.054x.
 // sm_90, 8-byte: 128 x 8 (the same 8 KiB of values per tile as 128 x 16 4-byte ones); not timed
 // against a peer (the CUB by-key peer is int32 only).
+// 2026-11-25: the plain scan's new delays (2400/600) taken here too, timed by the kernel suite's
+// segmented_scan row against CUB (bench/NOTES.md, "Longer look-back delays").
 template <int kArch, int kSize>
-struct SegmentedTuning : SinglePassPolicy<128, kSize == 4 ? 32 : 8, true, 1200, 600> {};
+struct SegmentedTuning : SinglePassPolicy<128, kSize == 4 ? 32 : 8, true, 2400, 600> {};
 
 // Fused reduce by key (reduce_by_key_impl.cuh): 4-byte values only. sm_90: 128 x 16. H100, int32
 // SUM over runs of 1000 int32 keys against cub::DeviceReduce::ReduceByKey, same run
