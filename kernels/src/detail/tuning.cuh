@@ -156,8 +156,9 @@ struct CompactIndexTuning : SinglePassPolicy<256, 16, true, 2400, 1200> {};  // 
 // With the full-tile paths (segmented_impl.cuh), 128 x 32: 2^28 1139 us, 94.2% of copy, 1.054x.
 // sm_90, 8-byte: 128 x 8 (the same 8 KiB of values per tile as 128 x 16 4-byte ones); not timed
 // against a peer (the CUB by-key peer is int32 only).
-// 2026-11-25: the plain scan's new delays (2400/600) taken here too, timed by the kernel suite's
-// segmented_scan row against CUB (bench/NOTES.md, "Longer look-back delays").
+// 2026-11-25: the plain scan's new delays (2400/600) taken here too: 2^28 1118 us, 96.5% of copy,
+// 1.076x CUB (was 1.054x); 2^30 1.072x; 2^24 1.11x; 2^20 1.33x (bench/results/
+// lookback-delays-h100-2026-11-25/ks_final.txt).
 template <int kArch, int kSize>
 struct SegmentedTuning : SinglePassPolicy<128, kSize == 4 ? 32 : 8, true, 2400, 600> {};
 
