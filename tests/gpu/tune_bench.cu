@@ -290,15 +290,14 @@ template <class T, int kThreads, int kItems, int kFirst, int kPoll, bool kSlim>
 cudaError_t PolicyCompactGather(void* tmp, std::size_t& bytes, const T* in, const uint8_t* flags, uint64_t n,
                                 T* out, uint64_t* count, cudaStream_t s) {
   using P = kd::SinglePassPolicy<kThreads, kItems, true, kFirst, kPoll>;
-  const uint64_t tiles = std::min<uint64_t>(std::max<uint64_t>(kd::DivUp(n, P::kTile), 1), kd::MaxTilesPerLaunch());
-  const std::size_t body = tiles * sizeof(kd::TileWord);
+  const std::size_t body = kd::SinglePassBody<P>(n);
   if (tmp == nullptr) {
     bytes = kd::TempBytesFor(body);
     return cudaSuccess;
   }
   kd::TempView view;
   if (const cudaError_t e = kd::ViewTemp(tmp, bytes, body, view); e != cudaSuccess) return e;
-  return kd::LaunchCompact<P, kSlim>(view, in, flags, kernels::Predicate<T>{}, n, 0, out, nullptr, count, tiles, s);
+  return kd::LaunchCompact<P, kSlim>(view, in, flags, kernels::Predicate<T>{}, n, 0, out, nullptr, count, s);
 }
 
 template <class T>

@@ -7,8 +7,8 @@
 // (coalesced), values and indices in turn.
 //
 // kSlimGather: the gather buffer holds T (a call that asks for no indices) instead of 8-byte
-// words (room for an index), which halves a 4-byte tile's shared memory and so doubles the blocks
-// an SM holds.
+// words (room for an index): half a 4-byte tile's shared memory, which is what lets 4-byte
+// values take long tiles (tuning.cuh, CompactTuning).
 #pragma once
 
 #include "gpuscan/kernels/compact.h"

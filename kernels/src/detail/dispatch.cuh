@@ -137,13 +137,13 @@ cudaError_t OwnReduce(void* d_temp, std::size_t& temp_bytes, const T* in, uint64
 // ---------------------------------------------------------------------------------------------
 // Compaction (one pass, look-back over kept counts). A call without indices on 4-byte values
 // runs the slim-gather kernel under `Policy`; every other call the 8-byte gather under
-// `IndexPolicy`.
+// `IndexPolicy`. `view` holds at least SinglePassBody<Policy>(n).
 template <class Policy, bool kSlim, class T>
 cudaError_t LaunchCompact(const TempView& view, const T* in, const uint8_t* flags, Predicate<T> pred, uint64_t n,
-                   int64_t index_base, T* out_values, int64_t* out_indices, uint64_t* num_kept,
-                   uint64_t launch_tiles, cudaStream_t stream) {
+                          int64_t index_base, T* out_values, int64_t* out_indices, uint64_t* num_kept,
+                          cudaStream_t stream) {
   auto* tiles = reinterpret_cast<TileWord*>(view.body);
-  const uint64_t launch_items = launch_tiles * Policy::kTile;
+  const uint64_t launch_items = uint64_t(SinglePassBody<Policy>(n) / sizeof(TileWord)) * Policy::kTile;
   using Count = unsigned long long;
   const Count* cin = nullptr;
   int k = 0;
@@ -164,12 +164,8 @@ template <class T, class Policy, class IndexPolicy = Policy>
 cudaError_t OwnCompact(void* d_temp, std::size_t& temp_bytes, const T* in, const uint8_t* flags,
                        Predicate<T> pred, uint64_t n, int64_t index_base, T* out_values,
                        int64_t* out_indices, uint64_t* num_kept, cudaStream_t stream) {
-  constexpr bool kSlimFits = sizeof(T) < sizeof(unsigned long long);
-  const bool slim = kSlimFits && out_indices == nullptr;
-  // Temp storage for either kernel: the tile words of the policy with the smaller tile.
-  constexpr uint64_t kMinTile = std::min<uint64_t>(Policy::kTile, IndexPolicy::kTile);
-  const uint64_t launch_tiles_max = std::min<uint64_t>(std::max<uint64_t>(DivUp(n, kMinTile), 1), MaxTilesPerLaunch());
-  const std::size_t body = launch_tiles_max * sizeof(TileWord);
+  // Temp storage for either kernel.
+  const std::size_t body = std::max(SinglePassBody<Policy>(n), SinglePassBody<IndexPolicy>(n));
   if (d_temp == nullptr) {
     temp_bytes = TempBytesFor(body);
     return cudaSuccess;
@@ -179,17 +175,14 @@ cudaError_t OwnCompact(void* d_temp, std::size_t& temp_bytes, const T* in, const
   if (n == 0) return cudaMemsetAsync(num_kept, 0, sizeof(uint64_t), stream);
   TempView view;
   GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
-  auto tiles_of = [&](uint64_t tile) {
-    return std::min<uint64_t>(std::max<uint64_t>(DivUp(n, tile), 1), MaxTilesPerLaunch());
-  };
-  if constexpr (kSlimFits) {
-    if (slim) {
+  if constexpr (sizeof(T) < sizeof(unsigned long long)) {  // a slim gather is smaller only here
+    if (out_indices == nullptr) {
       return LaunchCompact<Policy, true>(view, in, flags, pred, n, index_base, out_values, out_indices, num_kept,
-                                         tiles_of(Policy::kTile), stream);
+                                         stream);
     }
   }
   return LaunchCompact<IndexPolicy, false>(view, in, flags, pred, n, index_base, out_values, out_indices,
-                                           num_kept, tiles_of(IndexPolicy::kTile), stream);
+                                           num_kept, stream);
 }
 
 }  // namespace gpuscan::kernels::detail

@@ -50,14 +50,15 @@ struct ReducePolicy : TilePolicy<kThreads_, kItems_> {
 constexpr int kTunedArch = 900;
 
 // Single-pass scan (decoupled look-back and chained).
-// sm_90, 4-byte: 128 threads x 32 items, striped, look-back delays (2026-11-22) 1200 ns first / 600 ns
-// between polls. kernel_bench on an H100 80GB HBM3, int32 sum, 2026-11-22 (xCUB = CUB's time /
+// sm_90, 4-byte: 128 threads x 32 items, striped, look-back delays (2026-11-22) 1200 ns first /
+// 600 ns between polls. kernel_bench on an H100 80GB HBM3, int32 sum, 2026-11-22 (xCUB = CUB's time /
 // ours; tests/gpu/results/kernel_bench-h100-2026-11-22.txt):
 //   2^28: 790 us, 90.7% of a device copy, 1.12x cub::DeviceScan::InclusiveSum (884 us). Same
 //         delays at 256x32: 796 us, 256x16: 822 us; 128x32 without delays: 848 us; the blocked
 //         layout (thread-contiguous 16-byte loads), 256x16: 1064 us.
 //   2^24: 60.2 us (1.17x CUB); 2^20: 12.5 us (1.52x); 2^16: 9.1 us (1.68x: one launch, CUB two).
-// sm_90, 8-byte (2026-11-22; since 2026-11-25 128 x 32, below): 128 x 16 (the same 16 KiB tile), same delays. f64 sum 2^27: 807 us, 1.03x CUB;
+// sm_90, 8-byte (2026-11-22; since 2026-11-25 128 x 32, below): 128 x 16 (the same 16 KiB
+// tile), same delays. f64 sum 2^27: 807 us, 1.03x CUB;
 //   128x12 804, 256x16 802 (within noise), 256x8 898, 128x16 without delays 888.
 // Sweep 2^16..2^30 (tune_bench, every power of two, int32 and float32, H100, 2026-11-22, two
 //   runs, tests/gpu/results/tune_bench-h100-2026-11-22-run{1,2}.txt): at least 1.11x CUB at every
@@ -114,9 +115,10 @@ template <int kArch, int kSize>
 struct ReduceTuning : ReducePolicy<256, 64 / kSize, 1024, true, 1, LoadHint::kDefault> {};
 
 // Compaction: striped loads of values and flags, kept values staged in shared memory and written
-// out contiguously; look-back delays as the scan's (1200 ns first / 600 ns between polls, from
-// 500 tiles). Values only (CompactTuning): 128 x 64 (4-byte, slim gather) / 256 x 16 (8-byte).
-// With indices (CompactIndexTuning, 8-byte gather words): 256 x 16.
+// out contiguously; look-back delays 2400 ns first / 1200 ns between polls, from 500 tiles (until
+// 2026-11-25 the scan's 1200 / 600: the figures below ran under those unless they name others).
+// Values only (CompactTuning): 128 x 64 (4-byte, slim gather) / 256 x 16 (8-byte). With indices
+// (CompactIndexTuning, 8-byte gather words): 256 x 16.
 // Before (blocked loads, no delays, 256 x 16): f32 by flags (half kept) 2^28: 851 us, 1.03x
 // cub::DeviceSelect::Flagged (876 us).
 // tune_bench, H100, f32 flags half kept, same run: 2^28 726 us = 1.21x CUB (876 us), 86% of a
