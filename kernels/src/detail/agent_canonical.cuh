@@ -11,11 +11,14 @@
 // reads the input once too and computes the same operations.
 #pragma once
 
+#include <cuda_pipeline.h>
+
 #include <algorithm>
 
 #include "common.cuh"
 #include "gpuscan/kernels/canonical_scan.h"
 #include "tile_state.cuh"
+#include "tuning.cuh"
 
 namespace gpuscan::kernels::detail::canonical {
 
@@ -44,18 +47,6 @@ __device__ __forceinline__ void LoadSegment(const T* in, T (&x)[kItems], TileSme
   for (int i = 0; i < kItems; ++i) x[i] = sm.items[Pad(tid * kItems + i)];
 }
 
-// The inverse: each thread's 16 results, stored striped. sm.items must be free (a barrier
-// since the last LoadSegment read).
-template <class T>
-__device__ __forceinline__ void StoreSegment(T* out, const T (&y)[kItems], TileSmem<T>& sm) {
-  const int tid = threadIdx.x;
-#pragma unroll
-  for (int i = 0; i < kItems; ++i) sm.items[Pad(tid * kItems + i)] = y[i];
-  __syncthreads();
-#pragma unroll
-  for (int r = 0; r < kItems; ++r) out[r * kThreads + tid] = sm.items[Pad(r * kThreads + tid)];
-}
-
 template <class T, class Op>
 __device__ __forceinline__ T SegmentFold(const T (&x)[kItems]) {
   const Op op;
@@ -70,26 +61,26 @@ __device__ __forceinline__ T SegmentFold(const T (&x)[kItems]) {
 // level suffices, since a buffer is rewritten two levels later, after a barrier every reader
 // of it has passed. Leaves `buf` = the next free buffer parity (8 levels: 0).
 template <class T, class Op>
-__device__ __forceinline__ T BlockHillisSteele(T v, TileSmem<T>& sm) {
+__device__ __forceinline__ T BlockHillisSteele(T v, T (&hs)[2][kThreads]) {
   const Op op;
   const int tid = threadIdx.x;
   int buf = 0;
 #pragma unroll
   for (int d = 1; d < kThreads; d <<= 1, buf ^= 1) {
-    sm.hs[buf][tid] = v;
+    hs[buf][tid] = v;
     __syncthreads();
-    if (tid >= d) v = op(sm.hs[buf][tid - d], v);
+    if (tid >= d) v = op(hs[buf][tid - d], v);
   }
   return v;
 }
 
 // The value of thread tid - 1 (undefined for thread 0), through buffer 0 (free after 8 levels).
 template <class T>
-__device__ __forceinline__ T FromPrevious(T v, TileSmem<T>& sm) {
+__device__ __forceinline__ T FromPrevious(T v, T (&hs)[2][kThreads]) {
   const int tid = threadIdx.x;
-  sm.hs[0][tid] = v;
+  hs[0][tid] = v;
   __syncthreads();
-  return tid > 0 ? sm.hs[0][tid - 1] : v;
+  return tid > 0 ? hs[0][tid - 1] : v;
 }
 
 template <class T, class Op>
@@ -97,7 +88,7 @@ __global__ void __launch_bounds__(kThreads) TileAggKernel(const T* in, T* aggs) 
   __shared__ TileSmem<T> sm;
   T x[kItems];
   LoadSegment(in + static_cast<uint64_t>(blockIdx.x) * kTile, x, sm);
-  const T q = BlockHillisSteele<T, Op>(SegmentFold<T, Op>(x), sm);
+  const T q = BlockHillisSteele<T, Op>(SegmentFold<T, Op>(x), sm.hs);
   if (threadIdx.x == kThreads - 1) aggs[blockIdx.x] = q;
 }
 
@@ -115,7 +106,7 @@ __global__ void __launch_bounds__(kThreads)
   } else if (p < end) {
     a = aggs[p - j0];
   }
-  const T pv = BlockHillisSteele<T, Op>(a, sm);
+  const T pv = BlockHillisSteele<T, Op>(a, sm.hs);
   if (tid == kThreads - 1 && p < end) totals[blockIdx.x] = pv;
 }
 
@@ -148,25 +139,118 @@ __global__ void __launch_bounds__(kThreads)
 // One pass (scans): each tile is read once. The tree's cross-tile parts are taken from other
 // tiles as they publish them, always at the same positions, so the bits are the two-pass
 // bits; only the waiting changes.
-//   - A tile publishes its aggregate A as soon as it has it.
+//   - A tile publishes its aggregate A as soon as it has it (phase 1).
 //   - Tile j of a super waits for the aggregates of tiles 0..j-1 of its super and computes
-//     P[j-1] itself (Hillis-Steele over them: y[j-1] depends on y[0..j-1] only).
-//   - The carry into super b (b > 0) is published by tile 255 of super b-1, which waits for the
-//     carry into its own super: a chain with one hop per 2^20 elements.
-// Tiles are numbered by a ticket drawn at the start, so a tile waits only for tiles that have
-// started: no deadlock whatever order the hardware schedules blocks in.
+//     P[j-1] itself (Hillis-Steele over them: y[j-1] depends on y[0..j-1] only) (phase 2).
+//   - The super's last tile also waits, in phase 1, for all the super's aggregates and
+//     publishes the super's total T_b = P[255].
+//   - The carry C_{b+1} = C_b op T_b (C_0: the state's). Whoever needs C_b computes it from the
+//     nearest published C_k and T_k..T_{b-1}, in that order, and publishes it: the same
+//     sequential fold whoever computes it, and no hop waits for a block to reach a tile.
+// Blocks are persistent and keep three tiles: the next-but-one loading (cp.async), the next in
+// phase 1, the current in phase 2. So a tile's aggregate is out a whole tile before its
+// successors need it, and a block waiting for its predecessors still has bytes in flight (the
+// wait was ~20 points of copy, bench/NOTES.md).
+// Tiles are numbered by tickets drawn in order, and a tile waits only for lower tickets, each
+// held by a block whose earlier tiles wait only for lower tickets still: the lowest unfinished
+// ticket can always proceed, so no deadlock whatever order blocks are scheduled in.
 
-// Aggregates and carries travel as tile words (tile_state.cuh), published inclusive and read
-// with WaitInclusive: {status, value} written and read whole, tagged with the launch's epoch,
-// so the temp storage may hold any earlier single-pass launch's words (the temp contract) and
-// nothing needs clearing.
+// Aggregates, totals and carries travel as tile words (tile_state.cuh), published inclusive and
+// read with WaitInclusive: {status, value} written and read whole, tagged with the launch's
+// epoch, so the temp storage may hold any earlier single-pass launch's words (the temp
+// contract) and nothing needs clearing.
 
-template <class T, class Op>
+// Every block draws until a ticket is past the launch's tiles, one such draw each: tiles +
+// gridDim.x draws in all, and the very last starts the next epoch.
+__device__ __forceinline__ void DrawPersistentTicket(TempHeader* header, uint32_t num_tiles, uint32_t& tile,
+                                                     unsigned long long& epoch) {
+  const unsigned long long old = atomicAdd(&header->epoch_ticket, 1ull);
+  tile = static_cast<uint32_t>(old & kTicketMask);
+  epoch = old >> kTicketBits;
+  if (tile == num_tiles + gridDim.x - 1) {
+    atomicExch(&header->epoch_ticket, ((epoch + 1) & kEpochMask) << kTicketBits);
+  }
+}
+
+template <class T, int kStages>
+struct OnePassSmem {
+  T items[kStages][kPadded];
+  T hs[2][kThreads];
+};
+
+// Starts the copy of tile t's elements into items (striped, padded as LoadSegment's).
+template <class T>
+__device__ __forceinline__ void IssueTileLoad(const T* in, uint32_t t, T* items) {
+  const int tid = threadIdx.x;
+  const T* src = in + static_cast<uint64_t>(t) * kTile;
+#pragma unroll
+  for (int r = 0; r < kItems; ++r) {
+    __pipeline_memcpy_async(&items[Pad(r * kThreads + tid)], &src[r * kThreads + tid], sizeof(T));
+  }
+}
+
+// Where a launch's tile words live.
+template <class T>
+struct OnePassWords {
+  TileWord* aggs;     // A of each tile of the launch
+  TileWord* totals;   // T_b of each super b the launch completes
+  TileWord* carries;  // C_b, b >= 1
+  unsigned long long epoch;
+  uint32_t tiles;
+  int j0;
+  CanonicalState<T>* state;
+
+  __device__ T Aggregate(uint32_t b, int p) const {  // A at position p of super b
+    return b == 0 && p < j0 ? state->aggs[p] : WaitInclusive<T>(aggs, b * kThreads + p - j0, epoch);
+  }
+
+  // C_b and whether it exists (b == 0: the state's), by one thread; publishes what it computes.
+  template <class Op>
+  __device__ T Carry(uint32_t b, int& has) const {
+    const Op op;
+    if (b == 0) {
+      has = state->has_carry;
+      return state->carry;
+    }
+    // The nearest C_k already out, k <= b (C_0 is always there: the state).
+    uint32_t k = b;
+    T c{};
+    has = 1;
+    int spins = 0;
+    while (true) {
+      unsigned long long status, bits;
+      LoadTileWord(carries + k, status, bits);
+      if ((status >> TileCodec<T>::kShift) == epoch && (status & 3u) == kFlagInclusive) {
+        c = TileCodec<T>::Decode(bits, status);
+        break;
+      }
+      if (k == b && ++spins <= 8) {  // the usual case: C_b is about to appear
+        __nanosleep(64);
+        continue;
+      }
+      if (--k == 0) {
+        c = state->carry;
+        has = state->has_carry;
+        break;
+      }
+    }
+    for (; k < b; ++k) {
+      const T total = WaitInclusive<T>(totals, k, epoch);
+      c = has ? op(c, total) : total;
+      has = 1;
+      PublishTile(carries, k + 1, epoch, kFlagInclusive, c);
+    }
+    return c;
+  }
+};
+
+template <class T, class Op, int kStages, bool kPrefetch>
 __global__ void __launch_bounds__(kThreads)
-    OnePassKernel(const T* in, T* out, uint32_t tiles, int j0, bool exclusive, CanonicalState<T>* state,
-                  TempHeader* header, TileWord* aggs, TileWord* carries) {
+    OnePassKernel(const T* in, T* out, bool exclusive, TempHeader* header, OnePassWords<T> w) {
   static_assert(sizeof(T) <= 8, "a tile word carries up to 8 value bytes");
-  __shared__ TileSmem<T> sm;
+  static_assert(kStages == 2 || kStages == 3, "two or three tiles a block");
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  auto& ps = *reinterpret_cast<OnePassSmem<T, kStages>*>(smem_raw);
   __shared__ uint32_t s_tile;
   __shared__ unsigned long long s_epoch;
   __shared__ int s_flag;
@@ -175,108 +259,166 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ int s_last;
   const Op op;
   const int tid = threadIdx.x;
-  if (tid == 0) DrawTicket(header, tiles, s_tile, s_epoch);
-  __syncthreads();
-  const uint32_t t = s_tile;
-  const unsigned long long epoch = s_epoch;
-  const uint64_t offset = static_cast<uint64_t>(t) * kTile;
-  T x[kItems];
-  LoadSegment(in + offset, x, sm);
-  const T q = BlockHillisSteele<T, Op>(SegmentFold<T, Op>(x), sm);  // Q[tid]
-  if (tid == kThreads - 1) PublishTile(aggs, t, epoch, kFlagInclusive, q);  // A = Q[255]
-  const T q_prev = FromPrevious(q, sm);
-  const uint64_t pos = static_cast<uint64_t>(j0) + t;
-  const uint32_t b = static_cast<uint32_t>(pos / kThreads);
-  const int j = static_cast<int>(pos % kThreads);
-  // P[j-1] (and, for the super's last tile, P[255]): Hillis-Steele over A of tiles 0..j of the
-  // super, thread i waiting for tile i's. Positions before j0 in the call's first super are
-  // the state's.
-  T pv{};
-  if (j > 0) {
-    T a = Op::identity();  // past j: never read by position j-1 or j
-    if (tid < j) {
-      a = b == 0 && tid < j0 ? state->aggs[tid]
-                             : WaitInclusive<T>(aggs, b * kThreads + tid - j0, epoch);
-    } else if (tid == j) {
-      a = q;  // only thread 255 holds A, and only tile j = 255 reads position j
+  const uint32_t tiles = w.tiles;
+  // Draws the next ticket into s_tile (and the epoch), unless this block is done drawing.
+  uint32_t drawn = 0;
+  auto draw = [&]() {
+    __syncthreads();  // s_tile's last value is read
+    if (tid == 0) DrawPersistentTicket(header, tiles, s_tile, s_epoch);
+    __syncthreads();
+    drawn = s_tile;
+    return drawn;
+  };
+  uint32_t t0 = draw();
+  w.epoch = s_epoch;
+  if (t0 < tiles) IssueTileLoad(in, t0, ps.items[0]);
+  __pipeline_commit();
+  uint32_t t1 = t0 < tiles ? draw() : tiles;
+  if (t1 < tiles) IssueTileLoad(in, t1, ps.items[1]);
+  __pipeline_commit();
+
+  // Phase 1 of tile u (its elements in items): Q, A out, Q[tid-1]; the super's last tile also
+  // puts out T_b.
+  auto phase1 = [&](uint32_t u, const T* items, T& q, T& q_prev) {
+    T x[kItems];
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) x[i] = items[Pad(tid * kItems + i)];
+    q = BlockHillisSteele<T, Op>(SegmentFold<T, Op>(x), ps.hs);
+    if (tid == kThreads - 1) PublishTile(w.aggs, u, w.epoch, kFlagInclusive, q);  // A = Q[255]
+    q_prev = FromPrevious(q, ps.hs);
+    const uint64_t pos = static_cast<uint64_t>(w.j0) + u;
+    if (pos % kThreads == kThreads - 1) {
+      const auto b = static_cast<uint32_t>(pos / kThreads);
+      const T a = tid < kThreads - 1 ? w.Aggregate(b, tid) : q;
+      __syncthreads();  // FromPrevious's readers are done with hs[0]
+      const T total = BlockHillisSteele<T, Op>(a, ps.hs);
+      if (tid == kThreads - 1) PublishTile(w.totals, b, w.epoch, kFlagInclusive, total);
     }
-    __syncthreads();  // FromPrevious's readers are done with sm.hs[0]
-    pv = BlockHillisSteele<T, Op>(a, sm);
-    if (tid == j - 1) s_p = pv;
-  }
-  // The carry C_b; the super's last tile publishes C_{b+1} = C_b op P[255].
-  if (tid == kThreads - 1) {
-    T c{};
-    int has = 0;
-    if (b == 0) {
-      c = state->carry;
-      has = state->has_carry;
+  };
+
+  int buf = 0;  // t0's items; t1's are buf + 1, the next-but-one's buf + 2 (mod 3)
+  T q0{}, q0_prev{};
+  __pipeline_wait_prior(1);  // t0's copies (this thread's)
+  __syncthreads();           // ... everyone's
+  if (t0 < tiles) phase1(t0, ps.items[0], q0, q0_prev);
+  while (t0 < tiles) {
+    uint32_t t2 = tiles;
+    if constexpr (kStages == 3) {
+      t2 = drawn < tiles ? draw() : tiles;  // the barriers: the last tile's store is done
+      if (t2 < tiles) IssueTileLoad(in, t2, ps.items[(buf + 2) % kStages]);
+      __pipeline_commit();
+    }
+    // t0's predecessors' aggregates went out an iteration ago. kPrefetch: their words are loaded
+    // now and arrive while phase 1 of t1 runs (polled only if one is not out yet).
+    const uint64_t pos = static_cast<uint64_t>(w.j0) + t0;
+    const auto b = static_cast<uint32_t>(pos / kThreads);
+    const int j = static_cast<int>(pos % kThreads);
+    const bool from_words = kPrefetch && tid < j && !(b == 0 && tid < w.j0);
+    unsigned long long status = 0, bits = 0;
+    if (from_words) LoadTileWord(w.aggs + (b * kThreads + tid - w.j0), status, bits);
+    if constexpr (kStages == 3) {
+      __pipeline_wait_prior(1);  // t1's copies
     } else {
-      c = WaitInclusive<T>(carries, b, epoch);
-      has = 1;
+      __pipeline_wait_prior(0);
     }
-    if (j == kThreads - 1) PublishTile(carries, b + 1, epoch, kFlagInclusive, has ? op(c, pv) : pv);
-    s_carry = c;
-    s_flag = has;
-  }
-  __syncthreads();
-  // TP = C ⊕ P[j-1], then the segment's SP = TP ⊕ Q[k-1], exactly as canon::ScanTileQ.
-  bool has = s_flag != 0;
-  T sp = s_carry;
-  if (j > 0) {
-    sp = has ? op(sp, s_p) : s_p;
-    has = true;
-  }
-  if (tid > 0) {
-    sp = has ? op(sp, q_prev) : q_prev;
-    has = true;
-  }
-  T y[kItems];
-  if (exclusive) {
-    T v = has ? sp : Op::identity();
-    y[0] = v;
+    __syncthreads();
+    T q1{}, q1_prev{};
+    if (t1 < tiles) phase1(t1, ps.items[(buf + 1) % kStages], q1, q1_prev);
+
+    // Phase 2 of t0.
+    const T* items = ps.items[buf];
+    if (j > 0) {  // P[j-1]: Hillis-Steele over A of positions 0..j-1 of the super
+      T a = Op::identity();  // past j-1: never read by j-1
+      if (from_words && (status >> TileCodec<T>::kShift) == w.epoch && (status & 3u) == kFlagInclusive) {
+        a = TileCodec<T>::Decode(bits, status);
+      } else if (tid < j) {
+        a = w.Aggregate(b, tid);
+      }
+      __syncthreads();  // hs is free
+      const T pv = BlockHillisSteele<T, Op>(a, ps.hs);
+      if (tid == j - 1) s_p = pv;
+    }
+    if (tid == kThreads - 1) {
+      int has = 0;
+      s_carry = w.template Carry<Op>(b, has);
+      s_flag = has;
+    }
+    __syncthreads();
+    // TP = C ⊕ P[j-1], then the segment's SP = TP ⊕ Q[k-1], exactly as canon::ScanTileQ.
+    bool has = s_flag != 0;
+    T sp = s_carry;
+    if (j > 0) {
+      sp = has ? op(sp, s_p) : s_p;
+      has = true;
+    }
+    if (tid > 0) {
+      sp = has ? op(sp, q0_prev) : q0_prev;
+      has = true;
+    }
+    T x[kItems];
 #pragma unroll
-    for (int i = 1; i < kItems; ++i) {
-      v = (has || i > 1) ? op(v, x[i - 1]) : x[i - 1];
-      y[i] = v;
-    }
-  } else {
-    T v = has ? op(sp, x[0]) : x[0];
-    y[0] = v;
+    for (int i = 0; i < kItems; ++i) x[i] = items[Pad(tid * kItems + i)];
+    T y[kItems];
+    if (exclusive) {
+      T v = has ? sp : Op::identity();
+      y[0] = v;
 #pragma unroll
-    for (int i = 1; i < kItems; ++i) {
-      v = op(v, x[i]);
-      y[i] = v;
+      for (int i = 1; i < kItems; ++i) {
+        v = (has || i > 1) ? op(v, x[i - 1]) : x[i - 1];
+        y[i] = v;
+      }
+    } else {
+      T v = has ? op(sp, x[0]) : x[0];
+      y[0] = v;
+#pragma unroll
+      for (int i = 1; i < kItems; ++i) {
+        v = op(v, x[i]);
+        y[i] = v;
+      }
     }
-  }
-  StoreSegment(out + offset, y, sm);  // sm.items: LoadSegment's reads were barriers ago
-  // The last tile to finish leaves the state as the two-pass CarryKernel does: every tile has
-  // read the state by then (before the barrier above).
-  if (tid == 0) {
-    __threadfence();
-    s_last = atomicAdd(&header->done, 1u) == tiles - 1;
-    if (s_last) header->done = 0;  // as the reductions leave it
-  }
-  __syncthreads();
-  if (!s_last) return;
-  __threadfence();
-  const uint64_t end = static_cast<uint64_t>(j0) + tiles;
-  const uint32_t last_super = static_cast<uint32_t>((end - 1) / kThreads);
-  const bool last_complete = end % kThreads == 0;
-  if (tid == 0) {
-    if (last_complete) {
-      state->carry = WaitInclusive<T>(carries, last_super + 1, epoch);
-      state->has_carry = 1;
-    } else if (last_super > 0) {
-      state->carry = WaitInclusive<T>(carries, last_super, epoch);
-      state->has_carry = 1;
-    }  // else: the call's first super, whose carry is the state's already
-  }
-  if (!last_complete) {  // keep the raw aggregates of the super the call ends in
-    const uint64_t p = static_cast<uint64_t>(last_super) * kThreads + tid;
-    if (p >= static_cast<uint64_t>(j0) && p < end) {
-      state->aggs[tid] = WaitInclusive<T>(aggs, static_cast<uint32_t>(p - j0), epoch);
+    T* slots = ps.items[buf];
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) slots[Pad(tid * kItems + i)] = y[i];  // this thread's own slots
+    __syncthreads();
+    T* dst = out + static_cast<uint64_t>(t0) * kTile;
+#pragma unroll
+    for (int r = 0; r < kItems; ++r) dst[r * kThreads + tid] = slots[Pad(r * kThreads + tid)];
+    // The last tile to finish leaves the state as the two-pass CarryKernel does: every tile has
+    // read the state by then (before the barrier above).
+    if (tid == 0) {
+      __threadfence();
+      s_last = atomicAdd(&header->done, 1u) == tiles - 1;
+      if (s_last) header->done = 0;  // as the reductions leave it
     }
+    __syncthreads();
+    if (s_last) {
+      __threadfence();
+      const uint64_t end = static_cast<uint64_t>(w.j0) + tiles;
+      const auto last_super = static_cast<uint32_t>((end - 1) / kThreads);
+      const bool last_complete = end % kThreads == 0;
+      if (tid == 0 && (last_complete || last_super > 0)) {  // else the state's carry stands
+        int has_carry = 0;
+        const T c = w.template Carry<Op>(last_complete ? last_super + 1 : last_super, has_carry);
+        w.state->carry = c;
+        w.state->has_carry = has_carry;
+      }
+      if (!last_complete) {  // keep the raw aggregates of the super the call ends in
+        const uint64_t p = static_cast<uint64_t>(last_super) * kThreads + tid;
+        if (p >= static_cast<uint64_t>(w.j0) && p < end) {
+          w.state->aggs[tid] = WaitInclusive<T>(w.aggs, static_cast<uint32_t>(p - w.j0), w.epoch);
+        }
+      }
+    }
+    if constexpr (kStages == 2) {  // t0's buffer is free now (the barrier above)
+      t2 = drawn < tiles ? draw() : tiles;
+      if (t2 < tiles) IssueTileLoad(in, t2, ps.items[buf]);
+      __pipeline_commit();
+    }
+    t0 = t1;
+    t1 = t2;
+    q0 = q1;
+    q0_prev = q1_prev;
+    buf = (buf + 1) % kStages;
   }
 }
 
@@ -294,17 +436,20 @@ struct Layout {
   }
 };
 
-// Scans: OnePassKernel's tile words, per tile and per super of one launch (carries[b] for b in
-// 1..supers).
+// Scans: OnePassKernel's tile words of one launch: A per tile, T_b per super (b from 0), C_b
+// (b from 1; the last launch's state update may ask for one past the last super).
+inline uint64_t OnePassSupers(uint64_t launch_tiles) { return DivUp(launch_tiles, kThreads) + 2; }
 inline std::size_t OnePassBytes(uint64_t launch_tiles) {
-  return (launch_tiles + DivUp(launch_tiles, kThreads) + 2) * sizeof(TileWord);
+  return (launch_tiles + 2 * OnePassSupers(launch_tiles)) * sizeof(TileWord);
 }
 
 template <class T, class Op>
 cudaError_t CanonicalScanImpl(void* d_temp, std::size_t& temp_bytes, const T* in, T* out, uint64_t tiles,
                               uint64_t first_tile, bool exclusive, CanonicalState<T>* state,
                               cudaStream_t stream) {
-  const uint64_t launch_tiles = std::min<uint64_t>(std::max<uint64_t>(tiles, 1), MaxTilesPerLaunch());
+  // Persistent blocks draw one ticket past the tiles each (DrawPersistentTicket): keep room.
+  const uint64_t launch_tiles = std::min<uint64_t>(std::max<uint64_t>(tiles, 1),
+                                                   std::min<uint64_t>(MaxTilesPerLaunch(), kMaxTilesPerLaunch - 65536));
   const Layout<T> layout(tiles, DivUp(tiles, kThreads) + 1);
   const std::size_t body = std::max(layout.bytes, OnePassBytes(launch_tiles));
   if (d_temp == nullptr) {
@@ -317,14 +462,30 @@ cudaError_t CanonicalScanImpl(void* d_temp, std::size_t& temp_bytes, const T* in
   TempView view;
   GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
   if (out != nullptr) {
-    // Launches of at most MaxTilesPerLaunch() tiles (the ticket's width), each continuing the
-    // state the one before left. Tile words need no clearing.
-    auto* aggs = reinterpret_cast<TileWord*>(view.body);
+    // Launches of at most MaxTilesPerLaunch() tiles (the ticket's width, less the persistent
+    // blocks' extra draws), each continuing the state the one before left, on as many blocks
+    // as fit the device at once. Tile words need no clearing.
+    using Tuning = CanonicalTuning<kTunedArch, sizeof(T)>;
+    auto kernel = OnePassKernel<T, Op, Tuning::kStages, Tuning::kPrefetch>;
+    constexpr int smem = sizeof(OnePassSmem<T, Tuning::kStages>);
+    GPUSCAN_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int device = 0, sms = 0, per_sm = 0;
+    GPUSCAN_TRY(cudaGetDevice(&device));
+    GPUSCAN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    GPUSCAN_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+    const uint64_t resident = static_cast<uint64_t>(std::max(per_sm, 1)) * std::max(sms, 1);
+    auto* words = reinterpret_cast<TileWord*>(view.body);
     for (uint64_t done = 0; done < tiles; done += launch_tiles) {
-      const auto grid = static_cast<uint32_t>(std::min(launch_tiles, tiles - done));
-      const int j0 = static_cast<int>((first_tile + done) % kThreads);
-      OnePassKernel<T, Op><<<grid, kThreads, 0, stream>>>(in + done * kTile, out + done * kTile, grid, j0, exclusive,
-                                                          state, view.header, aggs, aggs + grid);
+      const auto launch = static_cast<uint32_t>(std::min(launch_tiles, tiles - done));
+      const auto grid = static_cast<uint32_t>(std::min<uint64_t>(launch, resident));
+      OnePassWords<T> w{};
+      w.aggs = words;
+      w.totals = words + launch;
+      w.carries = w.totals + OnePassSupers(launch);
+      w.tiles = launch;
+      w.j0 = static_cast<int>((first_tile + done) % kThreads);
+      w.state = state;
+      kernel<<<grid, kThreads, smem, stream>>>(in + done * kTile, out + done * kTile, exclusive, view.header, w);
       GPUSCAN_CHECK_LAUNCH();
     }
     return cudaSuccess;

@@ -172,4 +172,21 @@ struct SegmentedTuning : SinglePassPolicy<128, kSize == 4 ? 32 : 8, true, 2400, 
 template <int kArch, int kSize>
 struct ReduceByKeyTuning : SinglePassPolicy<128, 16, true, 1200, 600> {};
 
+// The deterministic scan's one pass (agent_canonical.cuh; its tile is the canonical tree's, 256
+// threads x 16 items): tiles a persistent block keeps (3: one loading, one in phase 1, one in
+// phase 2; 2: the next tile's load starts when the current one is stored). H100, kernel suite,
+// same run (bench/results/deterministic-persistent-h100-2026-11-25/stages): float32 3 tiles
+// 2^28 76.9% of copy / 2^30 78.3% (2 tiles 76.2 / 76.8%: more blocks a SM do not make up for
+// the exposed load); float64 2 tiles 82.1 / 83.9% (3 tiles 74.7 / 74.0%: 105 KB of shared
+// memory a block leaves 2 blocks a SM). The kernel before (a block a tile) ran 72% / 79%.
+// kPrefetch: a tile's predecessors' aggregate words are loaded before the next tile's phase 1
+// rather than after it. Same binaries, two rounds each (.../final-ab): float32 without 80.0-80.1%
+// / 80.8-80.9% (with: 77.3-77.6 / 78.2-78.5%); float64 with 82.4-82.5% / 83.5-83.6% (without:
+// 81.4-81.8 / 82.7-82.9%).
+template <int kArch, int kSize>
+struct CanonicalTuning {
+  static constexpr int kStages = kSize == 4 ? 3 : 2;
+  static constexpr bool kPrefetch = kSize == 8;
+};
+
 }  // namespace gpuscan::kernels::detail
