@@ -150,7 +150,8 @@ __global__ void __launch_bounds__(kThreads)
 // Blocks are persistent and keep three tiles: the next-but-one loading (cp.async), the next in
 // phase 1, the current in phase 2. So a tile's aggregate is out a whole tile before its
 // successors need it, and a block waiting for its predecessors still has bytes in flight (the
-// wait was ~20 points of copy, bench/NOTES.md).
+// wait was ~20 points of copy, bench/NOTES.md). 8-byte types keep two (CanonicalTuning: three
+// would leave two blocks a SM): the next tile's load then starts once the current one is stored.
 // Tiles are numbered by tickets drawn in order, and a tile waits only for lower tickets, each
 // held by a block whose earlier tiles wait only for lower tickets still: the lowest unfinished
 // ticket can always proceed, so no deadlock whatever order blocks are scheduled in.
