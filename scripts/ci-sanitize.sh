@@ -4,7 +4,8 @@
 # suites (and the fuzz corpus replay) under the sanitizers, then fuzzes for a bounded time over a
 # copy of the seed corpus. Fails on any test failure, sanitizer report or fuzzer crash.
 #   scripts/ci-sanitize.sh                      (make sanitize; .ci/run calls it after make test)
-# Environment: SANITIZE_BUILD_DIR (build-asan), FUZZ_SECONDS (60), JOBS (nproc).
+# Environment: SANITIZE_BUILD_DIR (build-asan), FUZZ_SECONDS (60), JOBS (nproc), SANITIZE_STEPS
+# (all; "build": configure and build only, as .ci/run does beside `make test`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${SANITIZE_BUILD_DIR:-build-asan}
@@ -37,6 +38,10 @@ CC=${CC_SANITIZE:-clang} CXX=${CXX_SANITIZE:-clang++} cmake -S . -B "$build" \
 # built here too: the front's proxy and worker pool run under the sanitizers as well.
 stamp "build (integration_tests, isolation_tests, gpuscan-server, request_fuzzer)"
 cmake --build "$build" -j"$jobs" --target integration_tests isolation_tests gpuscan-server request_fuzzer
+if [ "${SANITIZE_STEPS:-all}" = build ]; then
+  stamp "built (SANITIZE_STEPS=build)"
+  exit 0
+fi
 stamp "ctest -L integration under ASan+UBSan"
 ctest --test-dir "$build" -L integration -LE gpu --output-on-failure -j"$jobs" --timeout 600
 
