@@ -221,7 +221,7 @@ struct OnePassWords {
     while (true) {
       unsigned long long status, bits;
       LoadTileWord(carries + k, status, bits);
-      if ((status >> TileCodec<T>::kShift) == epoch && (status & 3u) == kFlagInclusive) {
+      if (IsInclusive<T>(status, epoch)) {
         c = TileCodec<T>::Decode(bits, status);
         break;
       }
@@ -330,7 +330,7 @@ __global__ void __launch_bounds__(kThreads)
     const T* items = ps.items[buf];
     if (j > 0) {  // P[j-1]: Hillis-Steele over A of positions 0..j-1 of the super
       T a = Op::identity();  // past j-1: never read by j-1
-      if (from_words && (status >> TileCodec<T>::kShift) == w.epoch && (status & 3u) == kFlagInclusive) {
+      if (from_words && IsInclusive<T>(status, w.epoch)) {
         a = TileCodec<T>::Decode(bits, status);
       } else if (tid < j) {
         a = w.Aggregate(b, tid);

@@ -143,6 +143,12 @@ __device__ __forceinline__ T LookBack(const TileWord* tiles, uint32_t tile, unsi
   }
 }
 
+// Whether a word read in this launch (epoch) holds an inclusive value.
+template <class T>
+__device__ __forceinline__ bool IsInclusive(unsigned long long status, unsigned long long epoch) {
+  return (status >> TileCodec<T>::kShift) == epoch && (status & 3u) == kFlagInclusive;
+}
+
 // Chained: one thread waits for its predecessor's inclusive prefix.
 template <class T>
 __device__ __forceinline__ T WaitInclusive(const TileWord* tiles, uint32_t pred, unsigned long long epoch) {
@@ -151,7 +157,7 @@ __device__ __forceinline__ T WaitInclusive(const TileWord* tiles, uint32_t pred,
   int spins = 0;
   while (true) {
     LoadTileWord(tiles + pred, status, bits);
-    if ((status >> Codec::kShift) == epoch && (status & 3u) == kFlagInclusive) return Codec::Decode(bits, status);
+    if (IsInclusive<T>(status, epoch)) return Codec::Decode(bits, status);
     if (++spins > 4) __nanosleep(32);
   }
 }
