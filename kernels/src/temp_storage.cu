@@ -28,10 +28,12 @@ const char* ScanAlgorithmName(ScanAlgorithm algo) {
 
 namespace {
 std::atomic<uint32_t> g_max_tiles_per_launch{detail::kMaxTilesPerLaunch};
+std::atomic<uint32_t> g_max_persistent_blocks{0};
 }  // namespace
 
 namespace detail {
 uint32_t MaxTilesPerLaunch() { return g_max_tiles_per_launch.load(std::memory_order_relaxed); }
+uint32_t MaxPersistentBlocks() { return g_max_persistent_blocks.load(std::memory_order_relaxed); }
 }  // namespace detail
 
 namespace testing_hooks {
@@ -39,6 +41,7 @@ void SetMaxTilesPerLaunch(uint32_t tiles) {
   g_max_tiles_per_launch.store(tiles == 0 || tiles > detail::kMaxTilesPerLaunch ? detail::kMaxTilesPerLaunch : tiles,
                                std::memory_order_relaxed);
 }
+void SetMaxPersistentBlocks(uint32_t blocks) { g_max_persistent_blocks.store(blocks, std::memory_order_relaxed); }
 }  // namespace testing_hooks
 
 }  // namespace gpuscan::kernels

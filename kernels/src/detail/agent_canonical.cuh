@@ -74,13 +74,30 @@ __device__ __forceinline__ T BlockHillisSteele(T v, T (&hs)[2][kThreads]) {
   return v;
 }
 
-// The value of thread tid - 1 (undefined for thread 0), through buffer 0 (free after 8 levels).
-template <class T>
-__device__ __forceinline__ T FromPrevious(T v, T (&hs)[2][kThreads]) {
-  const int tid = threadIdx.x;
-  hs[0][tid] = v;
-  __syncthreads();
-  return tid > 0 ? hs[0][tid - 1] : v;
+// y[p] of the last level of BlockHillisSteele over vals[0..p] (p < 256), by one warp, valid in
+// lane 0: the same operations on the same operands, only the nodes y[p] does not depend on are
+// skipped. Lane L takes positions p - 8L - 7 .. p - 8L: levels d = 1, 2, 4 in registers, then
+// d = 8 .. 128 by shuffles (lane L's node at level d reads lane L + d/8's).
+template <class T, class Op>
+__device__ __forceinline__ T WarpConeHillisSteele(const T* vals, int p) {
+  const Op op;
+  const int top = p - 8 * LaneId();
+  T v[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) v[k] = top - k >= 0 ? vals[top - k] : T{};
+  T w[4];
+#pragma unroll
+  for (int m = 0; m < 4; ++m) w[m] = top - 2 * m >= 1 ? op(v[2 * m + 1], v[2 * m]) : v[2 * m];
+  T u[2];
+#pragma unroll
+  for (int n = 0; n < 2; ++n) u[n] = top - 4 * n >= 2 ? op(w[2 * n + 1], w[2 * n]) : w[2 * n];
+  T z = top >= 4 ? op(u[1], u[0]) : u[0];
+#pragma unroll
+  for (int s = 1, d = 8; d < kThreads; s <<= 1, d <<= 1) {
+    const T y = ShflDown(z, s);
+    if (top >= d) z = op(y, z);
+  }
+  return z;
 }
 
 template <class T, class Op>
@@ -141,7 +158,8 @@ __global__ void __launch_bounds__(kThreads)
 // bits; only the waiting changes.
 //   - A tile publishes its aggregate A as soon as it has it (phase 1).
 //   - Tile j of a super waits for the aggregates of tiles 0..j-1 of its super and computes
-//     P[j-1] itself (Hillis-Steele over them: y[j-1] depends on y[0..j-1] only) (phase 2).
+//     P[j-1] itself (Hillis-Steele over them: y[j-1] depends on y[0..j-1] only; one warp
+//     computes just that node's cone, WarpConeHillisSteele) (phase 2).
 //   - The super's last tile also waits, in phase 1, for all the super's aggregates and
 //     publishes the super's total T_b = P[255].
 //   - The carry C_{b+1} = C_b op T_b (C_0: the state's). Whoever needs C_b computes it from the
@@ -152,26 +170,17 @@ __global__ void __launch_bounds__(kThreads)
 // successors need it, and a block waiting for its predecessors still has bytes in flight (the
 // wait was ~20 points of copy, bench/NOTES.md). 8-byte types keep two (CanonicalTuning: three
 // would leave two blocks a SM): the next tile's load then starts once the current one is stored.
+// No global round trip sits on a block's path a tile: tickets are drawn an iteration ahead, and
+// a block counts its finished tiles once, at its end (the two were ~6 points of copy).
 // Tiles are numbered by tickets drawn in order, and a tile waits only for lower tickets, each
 // held by a block whose earlier tiles wait only for lower tickets still: the lowest unfinished
-// ticket can always proceed, so no deadlock whatever order blocks are scheduled in.
+// ticket can always proceed, so no deadlock whatever order blocks are scheduled in (a ticket
+// drawn ahead is lower than none its block waits for).
 
 // Aggregates, totals and carries travel as tile words (tile_state.cuh), published inclusive and
 // read with WaitInclusive: {status, value} written and read whole, tagged with the launch's
 // epoch, so the temp storage may hold any earlier single-pass launch's words (the temp
 // contract) and nothing needs clearing.
-
-// Every block draws until a ticket is past the launch's tiles, one such draw each: tiles +
-// gridDim.x draws in all, and the very last starts the next epoch.
-__device__ __forceinline__ void DrawPersistentTicket(TempHeader* header, uint32_t num_tiles, uint32_t& tile,
-                                                     unsigned long long& epoch) {
-  const unsigned long long old = atomicAdd(&header->epoch_ticket, 1ull);
-  tile = static_cast<uint32_t>(old & kTicketMask);
-  epoch = old >> kTicketBits;
-  if (tile == num_tiles + gridDim.x - 1) {
-    atomicExch(&header->epoch_ticket, ((epoch + 1) & kEpochMask) << kTicketBits);
-  }
-}
 
 template <class T, int kStages>
 struct OnePassSmem {
@@ -245,7 +254,7 @@ struct OnePassWords {
   }
 };
 
-template <class T, class Op, int kStages, bool kPrefetch>
+template <class T, class Op, int kStages>
 __global__ void __launch_bounds__(kThreads)
     OnePassKernel(const T* in, T* out, bool exclusive, TempHeader* header, OnePassWords<T> w) {
   static_assert(sizeof(T) <= 8, "a tile word carries up to 8 value bytes");
@@ -261,11 +270,23 @@ __global__ void __launch_bounds__(kThreads)
   const Op op;
   const int tid = threadIdx.x;
   const uint32_t tiles = w.tiles;
-  // Draws the next ticket into s_tile (and the epoch), unless this block is done drawing.
+  // Thread 0 draws each ticket an iteration before the block needs it, so the atomic's round
+  // trip is off the block's path (waited for at the start only). Every block draws until a
+  // ticket is past the launch's tiles, one such draw each: tiles + gridDim.x draws in all, and
+  // the very last starts the next epoch.
+  unsigned long long ahead = 0;
+  if (tid == 0) ahead = atomicAdd(&header->epoch_ticket, 1ull);
   uint32_t drawn = 0;
   auto draw = [&]() {
     __syncthreads();  // s_tile's last value is read
-    if (tid == 0) DrawPersistentTicket(header, tiles, s_tile, s_epoch);
+    if (tid == 0) {
+      s_tile = static_cast<uint32_t>(ahead & kTicketMask);
+      s_epoch = ahead >> kTicketBits;
+      if (s_tile == tiles + gridDim.x - 1) {
+        atomicExch(&header->epoch_ticket, ((s_epoch + 1) & kEpochMask) << kTicketBits);
+      }
+      if (s_tile < tiles) ahead = atomicAdd(&header->epoch_ticket, 1ull);
+    }
     __syncthreads();
     drawn = s_tile;
     return drawn;
@@ -286,18 +307,28 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < kItems; ++i) x[i] = items[Pad(tid * kItems + i)];
     q = BlockHillisSteele<T, Op>(SegmentFold<T, Op>(x), ps.hs);
     if (tid == kThreads - 1) PublishTile(w.aggs, u, w.epoch, kFlagInclusive, q);  // A = Q[255]
-    q_prev = FromPrevious(q, ps.hs);
+    // Q[tid-1]: the lane before's; lane 0 computes the last level's node itself from hs[1],
+    // which still holds that level's inputs (no barrier).
+    q_prev = ShflUp(q, 1);
+    if (LaneId() == 0 && tid > 0) {
+      const int p = tid - 1;
+      q_prev = p >= kThreads / 2 ? op(ps.hs[1][p - kThreads / 2], ps.hs[1][p]) : ps.hs[1][p];
+    }
     const uint64_t pos = static_cast<uint64_t>(w.j0) + u;
     if (pos % kThreads == kThreads - 1) {
       const auto b = static_cast<uint32_t>(pos / kThreads);
-      const T a = tid < kThreads - 1 ? w.Aggregate(b, tid) : q;
-      __syncthreads();  // FromPrevious's readers are done with hs[0]
-      const T total = BlockHillisSteele<T, Op>(a, ps.hs);
-      if (tid == kThreads - 1) PublishTile(w.totals, b, w.epoch, kFlagInclusive, total);
+      ps.hs[0][tid] = tid < kThreads - 1 ? w.Aggregate(b, tid) : q;  // hs[0]'s readers passed a barrier
+      __syncthreads();
+      if (tid < kWarpThreads) {
+        const T total = WarpConeHillisSteele<T, Op>(ps.hs[0], kThreads - 1);
+        if (tid == 0) PublishTile(w.totals, b, w.epoch, kFlagInclusive, total);
+      }
+      __syncthreads();  // hs[0] is free again for phase 2
     }
   };
 
   int buf = 0;  // t0's items; t1's are buf + 1, the next-but-one's buf + 2 (mod 3)
+  uint32_t finished = 0;
   T q0{}, q0_prev{};
   __pipeline_wait_prior(1);  // t0's copies (this thread's)
   __syncthreads();           // ... everyone's
@@ -309,14 +340,6 @@ __global__ void __launch_bounds__(kThreads)
       if (t2 < tiles) IssueTileLoad(in, t2, ps.items[(buf + 2) % kStages]);
       __pipeline_commit();
     }
-    // t0's predecessors' aggregates went out an iteration ago. kPrefetch: their words are loaded
-    // now and arrive while phase 1 of t1 runs (polled only if one is not out yet).
-    const uint64_t pos = static_cast<uint64_t>(w.j0) + t0;
-    const auto b = static_cast<uint32_t>(pos / kThreads);
-    const int j = static_cast<int>(pos % kThreads);
-    const bool from_words = kPrefetch && tid < j && !(b == 0 && tid < w.j0);
-    unsigned long long status = 0, bits = 0;
-    if (from_words) LoadTileWord(w.aggs + (b * kThreads + tid - w.j0), status, bits);
     if constexpr (kStages == 3) {
       __pipeline_wait_prior(1);  // t1's copies
     } else {
@@ -326,18 +349,18 @@ __global__ void __launch_bounds__(kThreads)
     T q1{}, q1_prev{};
     if (t1 < tiles) phase1(t1, ps.items[(buf + 1) % kStages], q1, q1_prev);
 
-    // Phase 2 of t0.
+    // Phase 2 of t0. Its predecessors' aggregates went out an iteration ago.
+    const uint64_t pos = static_cast<uint64_t>(w.j0) + t0;
+    const auto b = static_cast<uint32_t>(pos / kThreads);
+    const int j = static_cast<int>(pos % kThreads);
     const T* items = ps.items[buf];
-    if (j > 0) {  // P[j-1]: Hillis-Steele over A of positions 0..j-1 of the super
-      T a = Op::identity();  // past j-1: never read by j-1
-      if (from_words && IsInclusive<T>(status, w.epoch)) {
-        a = TileCodec<T>::Decode(bits, status);
-      } else if (tid < j) {
-        a = w.Aggregate(b, tid);
+    if (j > 0) {  // P[j-1] of the Hillis-Steele over A of positions 0..j-1 of the super
+      if (tid < j) ps.hs[0][tid] = w.Aggregate(b, tid);  // hs[0]'s readers passed a barrier
+      __syncthreads();
+      if (tid < kWarpThreads) {
+        const T pv = WarpConeHillisSteele<T, Op>(ps.hs[0], j - 1);
+        if (tid == 0) s_p = pv;
       }
-      __syncthreads();  // hs is free
-      const T pv = BlockHillisSteele<T, Op>(a, ps.hs);
-      if (tid == j - 1) s_p = pv;
     }
     if (tid == kThreads - 1) {
       int has = 0;
@@ -384,33 +407,8 @@ __global__ void __launch_bounds__(kThreads)
     T* dst = out + static_cast<uint64_t>(t0) * kTile;
 #pragma unroll
     for (int r = 0; r < kItems; ++r) dst[r * kThreads + tid] = slots[Pad(r * kThreads + tid)];
-    // The last tile to finish leaves the state as the two-pass CarryKernel does: every tile has
-    // read the state by then (before the barrier above).
-    if (tid == 0) {
-      __threadfence();
-      s_last = atomicAdd(&header->done, 1u) == tiles - 1;
-      if (s_last) header->done = 0;  // as the reductions leave it
-    }
-    __syncthreads();
-    if (s_last) {
-      __threadfence();
-      const uint64_t end = static_cast<uint64_t>(w.j0) + tiles;
-      const auto last_super = static_cast<uint32_t>((end - 1) / kThreads);
-      const bool last_complete = end % kThreads == 0;
-      if (tid == 0 && (last_complete || last_super > 0)) {  // else the state's carry stands
-        int has_carry = 0;
-        const T c = w.template Carry<Op>(last_complete ? last_super + 1 : last_super, has_carry);
-        w.state->carry = c;
-        w.state->has_carry = has_carry;
-      }
-      if (!last_complete) {  // keep the raw aggregates of the super the call ends in
-        const uint64_t p = static_cast<uint64_t>(last_super) * kThreads + tid;
-        if (p >= static_cast<uint64_t>(w.j0) && p < end) {
-          w.state->aggs[tid] = WaitInclusive<T>(w.aggs, static_cast<uint32_t>(p - w.j0), w.epoch);
-        }
-      }
-    }
-    if constexpr (kStages == 2) {  // t0's buffer is free now (the barrier above)
+    ++finished;
+    if constexpr (kStages == 2) {  // t0's buffer is free once draw's first barrier is passed
       t2 = drawn < tiles ? draw() : tiles;
       if (t2 < tiles) IssueTileLoad(in, t2, ps.items[buf]);
       __pipeline_commit();
@@ -420,6 +418,35 @@ __global__ void __launch_bounds__(kThreads)
     q0 = q1;
     q0_prev = q1_prev;
     buf = (buf + 1) % kStages;
+  }
+
+  // The block's tiles are counted once, at its end (a count a tile put a global round trip on
+  // every tile's path). The last block to finish leaves the state as the two-pass CarryKernel
+  // does: every tile has read the state by then.
+  if (finished == 0) return;
+  __syncthreads();  // every thread's reads of the state and stores are done
+  if (tid == 0) {
+    __threadfence();
+    s_last = atomicAdd(&header->done, finished) + finished == tiles;
+    if (s_last) header->done = 0;  // as the reductions leave it
+  }
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  const uint64_t end = static_cast<uint64_t>(w.j0) + tiles;
+  const auto last_super = static_cast<uint32_t>((end - 1) / kThreads);
+  const bool last_complete = end % kThreads == 0;
+  if (tid == 0 && (last_complete || last_super > 0)) {  // else the state's carry stands
+    int has_carry = 0;
+    const T c = w.template Carry<Op>(last_complete ? last_super + 1 : last_super, has_carry);
+    w.state->carry = c;
+    w.state->has_carry = has_carry;
+  }
+  if (!last_complete) {  // keep the raw aggregates of the super the call ends in
+    const uint64_t p = static_cast<uint64_t>(last_super) * kThreads + tid;
+    if (p >= static_cast<uint64_t>(w.j0) && p < end) {
+      w.state->aggs[tid] = WaitInclusive<T>(w.aggs, static_cast<uint32_t>(p - w.j0), w.epoch);
+    }
   }
 }
 
@@ -448,7 +475,7 @@ template <class T, class Op>
 cudaError_t CanonicalScanImpl(void* d_temp, std::size_t& temp_bytes, const T* in, T* out, uint64_t tiles,
                               uint64_t first_tile, bool exclusive, CanonicalState<T>* state,
                               cudaStream_t stream) {
-  // Persistent blocks draw one ticket past the tiles each (DrawPersistentTicket): keep room.
+  // Persistent blocks draw one ticket past the tiles each (OnePassKernel): keep room.
   const uint64_t launch_tiles = std::min<uint64_t>(std::max<uint64_t>(tiles, 1),
                                                    std::min<uint64_t>(MaxTilesPerLaunch(), kMaxTilesPerLaunch - 65536));
   const Layout<T> layout(tiles, DivUp(tiles, kThreads) + 1);
@@ -467,14 +494,15 @@ cudaError_t CanonicalScanImpl(void* d_temp, std::size_t& temp_bytes, const T* in
     // blocks' extra draws), each continuing the state the one before left, on as many blocks
     // as fit the device at once. Tile words need no clearing.
     using Tuning = CanonicalTuning<kTunedArch, sizeof(T)>;
-    auto kernel = OnePassKernel<T, Op, Tuning::kStages, Tuning::kPrefetch>;
+    auto kernel = OnePassKernel<T, Op, Tuning::kStages>;
     constexpr int smem = sizeof(OnePassSmem<T, Tuning::kStages>);
     GPUSCAN_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     int device = 0, sms = 0, per_sm = 0;
     GPUSCAN_TRY(cudaGetDevice(&device));
     GPUSCAN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     GPUSCAN_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
-    const uint64_t resident = static_cast<uint64_t>(std::max(per_sm, 1)) * std::max(sms, 1);
+    uint64_t resident = static_cast<uint64_t>(std::max(per_sm, 1)) * std::max(sms, 1);
+    if (MaxPersistentBlocks() != 0) resident = std::min<uint64_t>(resident, MaxPersistentBlocks());
     auto* words = reinterpret_cast<TileWord*>(view.body);
     for (uint64_t done = 0; done < tiles; done += launch_tiles) {
       const auto launch = static_cast<uint32_t>(std::min(launch_tiles, tiles - done));

@@ -124,6 +124,8 @@ inline cudaError_t ViewTemp(void* d_temp, std::size_t temp_bytes, std::size_t bo
 
 // Testing hook: lowers the tiles per single-pass launch so tests can exercise segmenting.
 uint32_t MaxTilesPerLaunch();
+// Testing hook: caps a persistent launch's blocks (0: no cap).
+uint32_t MaxPersistentBlocks();
 
 // ---------------------------------------------------------------------------------------------
 // Tile loads and stores. A thread owns kItems consecutive elements (blocked arrangement);

@@ -179,14 +179,14 @@ struct ReduceByKeyTuning : SinglePassPolicy<128, 16, true, 1200, 600> {};
 // 2^28 76.9% of copy / 2^30 78.3% (2 tiles 76.2 / 76.8%: more blocks a SM do not make up for
 // the exposed load); float64 2 tiles 82.1 / 83.9% (3 tiles 74.7 / 74.0%: 105 KB of shared
 // memory a block leaves 2 blocks a SM). The kernel before (a block a tile) ran 72% / 79%.
-// kPrefetch: a tile's predecessors' aggregate words are loaded before the next tile's phase 1
-// rather than after it. Same binaries, two rounds each (.../final-ab): float32 without 80.0-80.1%
-// / 80.8-80.9% (with: 77.3-77.6 / 78.2-78.5%); float64 with 82.4-82.5% / 83.5-83.6% (without:
-// 81.4-81.8 / 82.7-82.9%).
+// Since 2026-11-25 (eleventh session: tickets drawn ahead, tiles counted once a block, P[j-1] by
+// one warp; bench/results/deterministic-tickets-h100-2026-11-25) float32 84.9% / 85.1%, float64
+// 88.3% / 89.1%. Loading a tile's predecessors' words before the next tile's phase 1 (kPrefetch,
+// float64's until then) no longer paid: float64 88.4% / 89.7% with it, and 2^22 0.96-1.00x CUB
+// against 1.04-1.07x without; removed.
 template <int kArch, int kSize>
 struct CanonicalTuning {
   static constexpr int kStages = kSize == 4 ? 3 : 2;
-  static constexpr bool kPrefetch = kSize == 8;
 };
 
 }  // namespace gpuscan::kernels::detail

@@ -11,4 +11,9 @@ namespace gpuscan::kernels::testing_hooks {
 // in flight on other host threads.
 void SetMaxTilesPerLaunch(uint32_t tiles);
 
+// Caps the blocks of a persistent launch (the deterministic scan's one pass), so a test's few
+// hundred tiles run many to a block, as a large call's do. 0 restores the default (as many as fit
+// the device at once). Not thread-safe with calls in flight on other host threads.
+void SetMaxPersistentBlocks(uint32_t blocks);
+
 }  // namespace gpuscan::kernels::testing_hooks

@@ -1,0 +1,657 @@
+// The canonical float tree on the device (see gpuscan/kernels/canonical_tree.h for the
+// definition, which the host functions there compute too). Every operation below mirrors one
+// of those host functions: same operands, same association.
+//
+//   TileAggKernel   one block per tile: segment folds (16 items per thread), Hillis-Steele
+//                   over the 256 totals, A = Q[255]
+//   SuperKernel     one block per super touched: Hillis-Steele over its tile aggregates (the
+//                   first super's earlier tiles come from the state), the super's total
+//   CarryKernel     one block: the sequential carry over the supers touched, into the state
+// Those three serve reductions (the input read once). Scans take OnePassKernel (below), which
+// reads the input once too and computes the same operations.
+#pragma once
+
+#include <cuda_pipeline.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "common.cuh"
+#include "gpuscan/kernels/canonical_scan.h"
+#include "tile_state.cuh"
+#include "tuning.cuh"
+
+namespace gpuscan::kernels::detail::canonical {
+
+constexpr int kThreads = 256;  // = segments per tile = tiles per super
+constexpr int kItems = 16;     // = items per segment
+constexpr int kTile = kThreads * kItems;
+constexpr int kPadded = kTile + kTile / 32;
+
+// One padding word per 32 keeps a thread's 16 consecutive items off each other's banks.
+__device__ __forceinline__ int Pad(int i) { return i + (i >> 5); }
+
+template <class T>
+struct TileSmem {
+  T items[kPadded];
+  T hs[2][kThreads];
+};
+
+// Striped (coalesced) loads, then each thread takes its segment's 16 consecutive items.
+template <class T>
+__device__ __forceinline__ void LoadSegment(const T* in, T (&x)[kItems], TileSmem<T>& sm) {
+  const int tid = threadIdx.x;
+#pragma unroll
+  for (int r = 0; r < kItems; ++r) sm.items[Pad(r * kThreads + tid)] = in[r * kThreads + tid];
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) x[i] = sm.items[Pad(tid * kItems + i)];
+}
+
+template <class T, class Op>
+__device__ __forceinline__ T SegmentFold(const T (&x)[kItems]) {
+  const Op op;
+  T t = x[0];
+#pragma unroll
+  for (int i = 1; i < kItems; ++i) t = op(t, x[i]);
+  return t;
+}
+
+// Inclusive Hillis-Steele over the block's 256 values, level by level as canon::HillisSteele
+// (y[i] = y[i-d] op y[i], all reads from the level before). Double-buffered: one barrier per
+// level suffices, since a buffer is rewritten two levels later, after a barrier every reader
+// of it has passed. Leaves `buf` = the next free buffer parity (8 levels: 0).
+template <class T, class Op>
+__device__ __forceinline__ T BlockHillisSteele(T v, T (&hs)[2][kThreads]) {
+  const Op op;
+  const int tid = threadIdx.x;
+  int buf = 0;
+#pragma unroll
+  for (int d = 1; d < kThreads; d <<= 1, buf ^= 1) {
+    hs[buf][tid] = v;
+    __syncthreads();
+    if (tid >= d) v = op(hs[buf][tid - d], v);
+  }
+  return v;
+}
+
+// The value of thread tid - 1 (undefined for thread 0), through buffer 0 (free after 8 levels).
+template <class T>
+__device__ __forceinline__ T FromPrevious(T v, T (&hs)[2][kThreads]) {
+  const int tid = threadIdx.x;
+  hs[0][tid] = v;
+  __syncthreads();
+  return tid > 0 ? hs[0][tid - 1] : v;
+}
+
+// y[p] of the last level of BlockHillisSteele over vals[0..p] (p < 256), by one warp, valid in
+// lane 0: the same operations on the same operands, only the nodes y[p] does not depend on are
+// skipped. Lane L takes positions p - 8L - 7 .. p - 8L: levels d = 1, 2, 4 in registers, then
+// d = 8 .. 128 by shuffles (lane L's node at level d reads lane L + d/8's).
+template <class T, class Op>
+__device__ __forceinline__ T WarpConeHillisSteele(const T* vals, int p) {
+  const Op op;
+  const int top = p - 8 * LaneId();
+  T v[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) v[k] = top - k >= 0 ? vals[top - k] : T{};
+  T w[4];
+#pragma unroll
+  for (int m = 0; m < 4; ++m) w[m] = top - 2 * m >= 1 ? op(v[2 * m + 1], v[2 * m]) : v[2 * m];
+  T u[2];
+#pragma unroll
+  for (int n = 0; n < 2; ++n) u[n] = top - 4 * n >= 2 ? op(w[2 * n + 1], w[2 * n]) : w[2 * n];
+  T z = top >= 4 ? op(u[1], u[0]) : u[0];
+#pragma unroll
+  for (int s = 1, d = 8; d < kThreads; s <<= 1, d <<= 1) {
+    const T y = ShflDown(z, s);
+    if (top >= d) z = op(y, z);
+  }
+  return z;
+}
+
+template <class T, class Op>
+__global__ void __launch_bounds__(kThreads) TileAggKernel(const T* in, T* aggs) {
+  __shared__ TileSmem<T> sm;
+  T x[kItems];
+  LoadSegment(in + static_cast<uint64_t>(blockIdx.x) * kTile, x, sm);
+  const T q = BlockHillisSteele<T, Op>(SegmentFold<T, Op>(x), sm.hs);
+  if (threadIdx.x == kThreads - 1) aggs[blockIdx.x] = q;
+}
+
+// Super-local positions p = 0, 1, ...: p < j0 are the state's tiles, then the call's tiles.
+template <class T, class Op>
+__global__ void __launch_bounds__(kThreads)
+    SuperKernel(const T* aggs, uint64_t tiles, int j0, const CanonicalState<T>* state, T* totals) {
+  __shared__ TileSmem<T> sm;
+  const int tid = threadIdx.x;
+  const uint64_t p = static_cast<uint64_t>(blockIdx.x) * kThreads + tid;
+  const uint64_t end = j0 + tiles;
+  T a = Op::identity();  // past the end: never read by a position before it
+  if (p < static_cast<uint64_t>(j0)) {
+    a = state->aggs[tid];
+  } else if (p < end) {
+    a = aggs[p - j0];
+  }
+  const T pv = BlockHillisSteele<T, Op>(a, sm.hs);
+  if (tid == kThreads - 1 && p < end) totals[blockIdx.x] = pv;
+}
+
+// supers: blocks of SuperKernel; the last one is complete iff (j0 + tiles) % 256 == 0.
+template <class T, class Op>
+__global__ void __launch_bounds__(kThreads)
+    CarryKernel(const T* aggs, uint64_t tiles, int j0, uint32_t supers, const T* totals, CanonicalState<T>* state) {
+  const Op op;
+  const uint64_t end = j0 + tiles;
+  const bool last_complete = end % kThreads == 0;
+  if (threadIdx.x == 0) {
+    T c = state->carry;
+    int32_t has = state->has_carry;
+    for (uint32_t b = 0; b < supers; ++b) {
+      if (b + 1 < supers || last_complete) {
+        c = has ? op(c, totals[b]) : totals[b];
+        has = 1;
+      }
+    }
+    state->carry = c;
+    state->has_carry = has;
+  }
+  if (!last_complete) {  // keep the raw aggregates of the super the call ends in
+    const uint64_t p = static_cast<uint64_t>(supers - 1) * kThreads + threadIdx.x;
+    if (p >= static_cast<uint64_t>(j0) && p < end) state->aggs[threadIdx.x] = aggs[p - j0];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One pass (scans): each tile is read once. The tree's cross-tile parts are taken from other
+// tiles as they publish them, always at the same positions, so the bits are the two-pass
+// bits; only the waiting changes.
+//   - A tile publishes its aggregate A as soon as it has it (phase 1).
+//   - Tile j of a super waits for the aggregates of tiles 0..j-1 of its super and computes
+//     P[j-1] itself (Hillis-Steele over them: y[j-1] depends on y[0..j-1] only) (phase 2).
+//   - The super's last tile also waits, in phase 1, for all the super's aggregates and
+//     publishes the super's total T_b = P[255].
+//   - The carry C_{b+1} = C_b op T_b (C_0: the state's). Whoever needs C_b computes it from the
+//     nearest published C_k and T_k..T_{b-1}, in that order, and publishes it: the same
+//     sequential fold whoever computes it, and no hop waits for a block to reach a tile.
+// Blocks are persistent and keep three tiles: the next-but-one loading (cp.async), the next in
+// phase 1, the current in phase 2. So a tile's aggregate is out a whole tile before its
+// successors need it, and a block waiting for its predecessors still has bytes in flight (the
+// wait was ~20 points of copy, bench/NOTES.md). 8-byte types keep two (CanonicalTuning: three
+// would leave two blocks a SM): the next tile's load then starts once the current one is stored.
+// Tiles are numbered by tickets drawn in order, and a tile waits only for lower tickets, each
+// held by a block whose earlier tiles wait only for lower tickets still: the lowest unfinished
+// ticket can always proceed, so no deadlock whatever order blocks are scheduled in.
+
+// Aggregates, totals and carries travel as tile words (tile_state.cuh), published inclusive and
+// read with WaitInclusive: {status, value} written and read whole, tagged with the launch's
+// epoch, so the temp storage may hold any earlier single-pass launch's words (the temp
+// contract) and nothing needs clearing.
+
+// Every block draws until a ticket is past the launch's tiles, one such draw each: tiles +
+// gridDim.x draws in all, and the very last starts the next epoch.
+__device__ __forceinline__ void DrawPersistentTicket(TempHeader* header, uint32_t num_tiles, uint32_t& tile,
+                                                     unsigned long long& epoch) {
+  const unsigned long long old = atomicAdd(&header->epoch_ticket, 1ull);
+  tile = static_cast<uint32_t>(old & kTicketMask);
+  epoch = old >> kTicketBits;
+  if (tile == num_tiles + gridDim.x - 1) {
+    atomicExch(&header->epoch_ticket, ((epoch + 1) & kEpochMask) << kTicketBits);
+  }
+}
+
+template <class T, int kStages>
+struct OnePassSmem {
+  T items[kStages][kPadded];
+  T hs[2][kThreads];
+};
+
+// Starts the copy of tile t's elements into items (striped, padded as LoadSegment's).
+template <class T>
+__device__ __forceinline__ void IssueTileLoad(const T* in, uint32_t t, T* items) {
+  const int tid = threadIdx.x;
+  const T* src = in + static_cast<uint64_t>(t) * kTile;
+#pragma unroll
+  for (int r = 0; r < kItems; ++r) {
+    __pipeline_memcpy_async(&items[Pad(r * kThreads + tid)], &src[r * kThreads + tid], sizeof(T));
+  }
+}
+
+// Where a launch's tile words live.
+template <class T>
+struct OnePassWords {
+  TileWord* aggs;     // A of each tile of the launch
+  TileWord* totals;   // T_b of each super b the launch completes
+  TileWord* carries;  // C_b, b >= 1
+  unsigned long long epoch;
+  uint32_t tiles;
+  int j0;
+  CanonicalState<T>* state;
+
+  __device__ T Aggregate(uint32_t b, int p) const {  // A at position p of super b
+    return b == 0 && p < j0 ? state->aggs[p] : WaitInclusive<T>(aggs, b * kThreads + p - j0, epoch);
+  }
+
+  // C_b and whether it exists (b == 0: the state's), by one thread; publishes what it computes.
+  template <class Op>
+  __device__ T Carry(uint32_t b, int& has) const {
+    const Op op;
+    if (b == 0) {
+      has = state->has_carry;
+      return state->carry;
+    }
+    // The nearest C_k already out, k <= b (C_0 is always there: the state).
+    uint32_t k = b;
+    T c{};
+    has = 1;
+    int spins = 0;
+    while (true) {
+      unsigned long long status, bits;
+      LoadTileWord(carries + k, status, bits);
+      if (IsInclusive<T>(status, epoch)) {
+        c = TileCodec<T>::Decode(bits, status);
+        break;
+      }
+      if (k == b && ++spins <= 8) {  // the usual case: C_b is about to appear
+        __nanosleep(64);
+        continue;
+      }
+      if (--k == 0) {
+        c = state->carry;
+        has = state->has_carry;
+        break;
+      }
+    }
+    for (; k < b; ++k) {
+      const T total = WaitInclusive<T>(totals, k, epoch);
+      c = has ? op(c, total) : total;
+      has = 1;
+      PublishTile(carries, k + 1, epoch, kFlagInclusive, c);
+    }
+    return c;
+  }
+};
+
+// kV (an experiment switch, 2026-11-25 eleventh session): 0 the kernel as it was; 1 each block
+// draws its next ticket an iteration ahead and counts its finished tiles once, at its end (no
+// global round trip a tile on the block's path); 2 also phase 2's P[j-1] and the super's total
+// by one warp (WarpConeHillisSteele: one barrier instead of nine) and Q[tid-1] from the last
+// level's buffer (no FromPrevious barrier); 3 also one barrier a draw instead of two.
+template <class T, class Op, int kStages, bool kPrefetch, int kV>
+__global__ void __launch_bounds__(kThreads)
+    OnePassKernel(const T* in, T* out, bool exclusive, TempHeader* header, OnePassWords<T> w) {
+  static_assert(sizeof(T) <= 8, "a tile word carries up to 8 value bytes");
+  static_assert(kStages == 2 || kStages == 3, "two or three tiles a block");
+  constexpr bool kAhead = kV >= 1;
+  constexpr bool kCone = kV >= 2;
+  constexpr bool kOneBarrier = kV >= 3;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  auto& ps = *reinterpret_cast<OnePassSmem<T, kStages>*>(smem_raw);
+  __shared__ uint32_t s_tile;
+  __shared__ unsigned long long s_epoch;
+  __shared__ int s_flag;
+  __shared__ T s_carry;  // C_b, when s_flag
+  __shared__ T s_p;      // P[j-1], when j > 0
+  __shared__ int s_last;
+  const Op op;
+  const int tid = threadIdx.x;
+  const uint32_t tiles = w.tiles;
+  // kAhead: thread 0's next ticket, its atomic issued an iteration before it is needed.
+  unsigned long long ahead = 0;
+  if (kAhead && tid == 0) ahead = atomicAdd(&header->epoch_ticket, 1ull);
+  // Draws the next ticket into s_tile (and the epoch), unless this block is done drawing.
+  // kOneBarrier: s_tiles alternate, so thread 0 may write the next before the barrier (the
+  // slot's last readers passed a barrier since).
+  __shared__ uint32_t s_tiles[2];
+  uint32_t drawn = 0, draws = 0;
+  auto draw = [&]() {
+    if constexpr (kOneBarrier) {
+      if (tid == 0) {
+        const auto t = static_cast<uint32_t>(ahead & kTicketMask);
+        s_tiles[draws & 1] = t;
+        if (draws == 0) s_epoch = ahead >> kTicketBits;  // the launch's, the same in every ticket
+        if (t == tiles + gridDim.x - 1) {
+          atomicExch(&header->epoch_ticket, (((ahead >> kTicketBits) + 1) & kEpochMask) << kTicketBits);
+        }
+        if (t < tiles) ahead = atomicAdd(&header->epoch_ticket, 1ull);  // one past the end, no more
+      }
+      __syncthreads();  // also: the buffer the caller loads into next has been stored
+      drawn = s_tiles[draws++ & 1];
+      return drawn;
+    }
+    __syncthreads();  // s_tile's last value is read
+    if (tid == 0) {
+      if constexpr (kAhead) {
+        s_tile = static_cast<uint32_t>(ahead & kTicketMask);
+        s_epoch = ahead >> kTicketBits;
+        if (s_tile == tiles + gridDim.x - 1) {
+          atomicExch(&header->epoch_ticket, ((s_epoch + 1) & kEpochMask) << kTicketBits);
+        }
+        if (s_tile < tiles) ahead = atomicAdd(&header->epoch_ticket, 1ull);  // one past the end, no more
+      } else {
+        DrawPersistentTicket(header, tiles, s_tile, s_epoch);
+      }
+    }
+    __syncthreads();
+    drawn = s_tile;
+    return drawn;
+  };
+  uint32_t t0 = draw();
+  w.epoch = s_epoch;
+  if (t0 < tiles) IssueTileLoad(in, t0, ps.items[0]);
+  __pipeline_commit();
+  uint32_t t1 = t0 < tiles ? draw() : tiles;
+  if (t1 < tiles) IssueTileLoad(in, t1, ps.items[1]);
+  __pipeline_commit();
+
+  // Phase 1 of tile u (its elements in items): Q, A out, Q[tid-1]; the super's last tile also
+  // puts out T_b.
+  auto phase1 = [&](uint32_t u, const T* items, T& q, T& q_prev) {
+    T x[kItems];
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) x[i] = items[Pad(tid * kItems + i)];
+    q = BlockHillisSteele<T, Op>(SegmentFold<T, Op>(x), ps.hs);
+    if (tid == kThreads - 1) PublishTile(w.aggs, u, w.epoch, kFlagInclusive, q);  // A = Q[255]
+    if constexpr (kCone) {
+      // Q[tid-1]: the lane before's, or for lane 0 the last level's node from hs[1] (its level
+      // d = 128 inputs, still there).
+      q_prev = ShflUp(q, 1);
+      if (LaneId() == 0 && tid > 0) {
+        const int p = tid - 1;
+        q_prev = p >= kThreads / 2 ? op(ps.hs[1][p - kThreads / 2], ps.hs[1][p]) : ps.hs[1][p];
+      }
+    } else {
+      q_prev = FromPrevious(q, ps.hs);
+    }
+    const uint64_t pos = static_cast<uint64_t>(w.j0) + u;
+    if (pos % kThreads == kThreads - 1) {
+      const auto b = static_cast<uint32_t>(pos / kThreads);
+      const T a = tid < kThreads - 1 ? w.Aggregate(b, tid) : q;
+      if constexpr (kCone) {
+        ps.hs[0][tid] = a;  // hs[0]'s last readers were before the last level's barrier
+        __syncthreads();
+        if (tid < kWarpThreads) {
+          const T total = WarpConeHillisSteele<T, Op>(ps.hs[0], kThreads - 1);
+          if (tid == 0) PublishTile(w.totals, b, w.epoch, kFlagInclusive, total);
+        }
+        __syncthreads();  // hs[0] is free again for phase 2
+      } else {
+        __syncthreads();  // FromPrevious's readers are done with hs[0]
+        const T total = BlockHillisSteele<T, Op>(a, ps.hs);
+        if (tid == kThreads - 1) PublishTile(w.totals, b, w.epoch, kFlagInclusive, total);
+      }
+    }
+  };
+
+  // The last tile to finish leaves the state as the two-pass CarryKernel does: every tile has
+  // read the state by then.
+  auto finish_state = [&]() {
+    __threadfence();
+    const uint64_t end = static_cast<uint64_t>(w.j0) + tiles;
+    const auto last_super = static_cast<uint32_t>((end - 1) / kThreads);
+    const bool last_complete = end % kThreads == 0;
+    if (tid == 0 && (last_complete || last_super > 0)) {  // else the state's carry stands
+      int has_carry = 0;
+      const T c = w.template Carry<Op>(last_complete ? last_super + 1 : last_super, has_carry);
+      w.state->carry = c;
+      w.state->has_carry = has_carry;
+    }
+    if (!last_complete) {  // keep the raw aggregates of the super the call ends in
+      const uint64_t p = static_cast<uint64_t>(last_super) * kThreads + tid;
+      if (p >= static_cast<uint64_t>(w.j0) && p < end) {
+        w.state->aggs[tid] = WaitInclusive<T>(w.aggs, static_cast<uint32_t>(p - w.j0), w.epoch);
+      }
+    }
+  };
+
+  int buf = 0;  // t0's items; t1's are buf + 1, the next-but-one's buf + 2 (mod 3)
+  uint32_t finished = 0;
+  T q0{}, q0_prev{};
+  __pipeline_wait_prior(1);  // t0's copies (this thread's)
+  __syncthreads();           // ... everyone's
+  if (t0 < tiles) phase1(t0, ps.items[0], q0, q0_prev);
+  while (t0 < tiles) {
+    uint32_t t2 = tiles;
+    if constexpr (kStages == 3) {
+      t2 = drawn < tiles ? draw() : tiles;  // the barriers: the last tile's store is done
+      if (t2 < tiles) IssueTileLoad(in, t2, ps.items[(buf + 2) % kStages]);
+      __pipeline_commit();
+    }
+    // t0's predecessors' aggregates went out an iteration ago. kPrefetch: their words are loaded
+    // now and arrive while phase 1 of t1 runs (polled only if one is not out yet).
+    const uint64_t pos = static_cast<uint64_t>(w.j0) + t0;
+    const auto b = static_cast<uint32_t>(pos / kThreads);
+    const int j = static_cast<int>(pos % kThreads);
+    const bool from_words = kPrefetch && tid < j && !(b == 0 && tid < w.j0);
+    unsigned long long status = 0, bits = 0;
+    if (from_words) LoadTileWord(w.aggs + (b * kThreads + tid - w.j0), status, bits);
+    if constexpr (kStages == 3) {
+      __pipeline_wait_prior(1);  // t1's copies
+    } else {
+      __pipeline_wait_prior(0);
+    }
+    __syncthreads();
+    T q1{}, q1_prev{};
+    if (t1 < tiles) phase1(t1, ps.items[(buf + 1) % kStages], q1, q1_prev);
+
+    // Phase 2 of t0.
+    const T* items = ps.items[buf];
+    if (j > 0) {  // P[j-1]: Hillis-Steele over A of positions 0..j-1 of the super
+      T a = Op::identity();  // past j-1: never read by j-1
+      if (from_words && IsInclusive<T>(status, w.epoch)) {
+        a = TileCodec<T>::Decode(bits, status);
+      } else if (tid < j) {
+        a = w.Aggregate(b, tid);
+      }
+      if constexpr (kCone) {
+        ps.hs[0][tid] = a;  // free: phase 1's last reads of hs[0] were before a barrier
+        __syncthreads();
+        if (tid < kWarpThreads) {
+          const T pv = WarpConeHillisSteele<T, Op>(ps.hs[0], j - 1);
+          if (tid == 0) s_p = pv;
+        }
+      } else {
+        __syncthreads();  // hs is free
+        const T pv = BlockHillisSteele<T, Op>(a, ps.hs);
+        if (tid == j - 1) s_p = pv;
+      }
+    }
+    if (tid == kThreads - 1) {
+      int has = 0;
+      s_carry = w.template Carry<Op>(b, has);
+      s_flag = has;
+    }
+    __syncthreads();
+    // TP = C ⊕ P[j-1], then the segment's SP = TP ⊕ Q[k-1], exactly as canon::ScanTileQ.
+    bool has = s_flag != 0;
+    T sp = s_carry;
+    if (j > 0) {
+      sp = has ? op(sp, s_p) : s_p;
+      has = true;
+    }
+    if (tid > 0) {
+      sp = has ? op(sp, q0_prev) : q0_prev;
+      has = true;
+    }
+    T x[kItems];
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) x[i] = items[Pad(tid * kItems + i)];
+    T y[kItems];
+    if (exclusive) {
+      T v = has ? sp : Op::identity();
+      y[0] = v;
+#pragma unroll
+      for (int i = 1; i < kItems; ++i) {
+        v = (has || i > 1) ? op(v, x[i - 1]) : x[i - 1];
+        y[i] = v;
+      }
+    } else {
+      T v = has ? op(sp, x[0]) : x[0];
+      y[0] = v;
+#pragma unroll
+      for (int i = 1; i < kItems; ++i) {
+        v = op(v, x[i]);
+        y[i] = v;
+      }
+    }
+    T* slots = ps.items[buf];
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) slots[Pad(tid * kItems + i)] = y[i];  // this thread's own slots
+    __syncthreads();
+    T* dst = out + static_cast<uint64_t>(t0) * kTile;
+#pragma unroll
+    for (int r = 0; r < kItems; ++r) dst[r * kThreads + tid] = slots[Pad(r * kThreads + tid)];
+    ++finished;
+    if constexpr (!kAhead) {
+      if (tid == 0) {
+        __threadfence();
+        s_last = atomicAdd(&header->done, 1u) == tiles - 1;
+        if (s_last) header->done = 0;  // as the reductions leave it
+      }
+      __syncthreads();
+      if (s_last) finish_state();
+    }
+    if constexpr (kStages == 2) {  // t0's buffer is free now (the barrier above)
+      t2 = drawn < tiles ? draw() : tiles;
+      if (t2 < tiles) IssueTileLoad(in, t2, ps.items[buf]);
+      __pipeline_commit();
+    }
+    t0 = t1;
+    t1 = t2;
+    q0 = q1;
+    q0_prev = q1_prev;
+    buf = (buf + 1) % kStages;
+  }
+  if constexpr (kAhead) {  // this block's tiles, counted once: the last block to finish
+    if (finished > 0) {
+      __syncthreads();  // every thread's reads of the state and stores are done
+      if (tid == 0) {
+        __threadfence();
+        s_last = atomicAdd(&header->done, finished) + finished == tiles;
+        if (s_last) header->done = 0;  // as the reductions leave it
+      }
+      __syncthreads();
+      if (s_last) finish_state();
+    }
+  }
+}
+
+inline std::size_t Round16(std::size_t b) { return (b + 15) & ~std::size_t{15}; }
+
+// Reductions (no output): the aggregates, the supers' totals and the carries, three small
+// kernels after one read of the input.
+template <class T>
+struct Layout {
+  std::size_t aggs, totals, bytes;
+  Layout(uint64_t tiles, uint64_t supers) {
+    aggs = 0;
+    totals = Round16(tiles * sizeof(T));
+    bytes = totals + Round16(supers * sizeof(T));
+  }
+};
+
+// Scans: OnePassKernel's tile words of one launch: A per tile, T_b per super (b from 0), C_b
+// (b from 1; the last launch's state update may ask for one past the last super).
+inline uint64_t OnePassSupers(uint64_t launch_tiles) { return DivUp(launch_tiles, kThreads) + 2; }
+inline std::size_t OnePassBytes(uint64_t launch_tiles) {
+  return (launch_tiles + 2 * OnePassSupers(launch_tiles)) * sizeof(TileWord);
+}
+
+template <class T, class Op>
+cudaError_t CanonicalScanImpl(void* d_temp, std::size_t& temp_bytes, const T* in, T* out, uint64_t tiles,
+                              uint64_t first_tile, bool exclusive, CanonicalState<T>* state,
+                              cudaStream_t stream) {
+  // Persistent blocks draw one ticket past the tiles each (DrawPersistentTicket): keep room.
+  const uint64_t launch_tiles = std::min<uint64_t>(std::max<uint64_t>(tiles, 1),
+                                                   std::min<uint64_t>(MaxTilesPerLaunch(), kMaxTilesPerLaunch - 65536));
+  const Layout<T> layout(tiles, DivUp(tiles, kThreads) + 1);
+  const std::size_t body = std::max(layout.bytes, OnePassBytes(launch_tiles));
+  if (d_temp == nullptr) {
+    temp_bytes = TempBytesFor(body);
+    return cudaSuccess;
+  }
+  if (tiles == 0) return cudaSuccess;
+  if (in == nullptr || state == nullptr) return cudaErrorInvalidValue;
+  if (tiles > 0x7fffffffu) return cudaErrorInvalidValue;
+  TempView view;
+  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
+  if (out != nullptr) {
+    // Launches of at most MaxTilesPerLaunch() tiles (the ticket's width, less the persistent
+    // blocks' extra draws), each continuing the state the one before left, on as many blocks
+    // as fit the device at once. Tile words need no clearing.
+    using Tuning = CanonicalTuning<kTunedArch, sizeof(T)>;
+    // Experiment switches (eleventh session; removed once chosen).
+    static const int variant = [] {
+      const char* v = std::getenv("GPUSCAN_CANON_VARIANT");
+      return v != nullptr ? std::atoi(v) : 2;
+    }();
+    static const int prefetch = [] {
+      const char* v = std::getenv("GPUSCAN_CANON_PREFETCH");
+      return v != nullptr ? std::atoi(v) : int(Tuning::kPrefetch);
+    }();
+    constexpr int kS = Tuning::kStages;
+    void (*kernel)(const T*, T*, bool, TempHeader*, OnePassWords<T>) =
+        prefetch ? (variant == 0   ? OnePassKernel<T, Op, kS, true, 0>
+                    : variant == 1 ? OnePassKernel<T, Op, kS, true, 1>
+                    : variant == 2 ? OnePassKernel<T, Op, kS, true, 2>
+                                   : OnePassKernel<T, Op, kS, true, 3>)
+                 : (variant == 0   ? OnePassKernel<T, Op, kS, false, 0>
+                    : variant == 1 ? OnePassKernel<T, Op, kS, false, 1>
+                    : variant == 2 ? OnePassKernel<T, Op, kS, false, 2>
+                                   : OnePassKernel<T, Op, kS, false, 3>);
+    constexpr int smem = sizeof(OnePassSmem<T, Tuning::kStages>);
+    GPUSCAN_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int device = 0, sms = 0, per_sm = 0;
+    GPUSCAN_TRY(cudaGetDevice(&device));
+    GPUSCAN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    GPUSCAN_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+    uint64_t resident = static_cast<uint64_t>(std::max(per_sm, 1)) * std::max(sms, 1);
+    if (MaxPersistentBlocks() != 0) resident = std::min<uint64_t>(resident, MaxPersistentBlocks());
+    auto* words = reinterpret_cast<TileWord*>(view.body);
+    for (uint64_t done = 0; done < tiles; done += launch_tiles) {
+      const auto launch = static_cast<uint32_t>(std::min(launch_tiles, tiles - done));
+      const auto grid = static_cast<uint32_t>(std::min<uint64_t>(launch, resident));
+      OnePassWords<T> w{};
+      w.aggs = words;
+      w.totals = words + launch;
+      w.carries = w.totals + OnePassSupers(launch);
+      w.tiles = launch;
+      w.j0 = static_cast<int>((first_tile + done) % kThreads);
+      w.state = state;
+      kernel<<<grid, kThreads, smem, stream>>>(in + done * kTile, out + done * kTile, exclusive, view.header, w);
+      GPUSCAN_CHECK_LAUNCH();
+    }
+    return cudaSuccess;
+  }
+  const int j0 = static_cast<int>(first_tile % kThreads);
+  const auto grid = static_cast<unsigned>(tiles);
+  T* aggs = reinterpret_cast<T*>(view.body + layout.aggs);
+  T* totals = reinterpret_cast<T*>(view.body + layout.totals);
+  const auto supers = static_cast<uint32_t>(DivUp(j0 + tiles, kThreads));
+  TileAggKernel<T, Op><<<grid, kThreads, 0, stream>>>(in, aggs);
+  GPUSCAN_CHECK_LAUNCH();
+  SuperKernel<T, Op><<<supers, kThreads, 0, stream>>>(aggs, tiles, j0, state, totals);
+  GPUSCAN_CHECK_LAUNCH();
+  CarryKernel<T, Op><<<1, kThreads, 0, stream>>>(aggs, tiles, j0, supers, totals, state);
+  GPUSCAN_CHECK_LAUNCH();
+  // The temp-storage contract: leave the body as zero as it came.
+  return cudaMemsetAsync(view.body, 0, layout.bytes, stream);
+}
+
+}  // namespace gpuscan::kernels::detail::canonical
+
+namespace gpuscan::kernels {
+
+template <class T, class Op>
+cudaError_t CanonicalScan(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out, uint64_t tiles,
+                          uint64_t first_tile, bool exclusive, CanonicalState<T>* d_state, cudaStream_t stream) {
+  return detail::canonical::CanonicalScanImpl<T, Op>(d_temp, temp_bytes, d_in, d_out, tiles, first_tile, exclusive,
+                                                     d_state, stream);
+}
+
+}  // namespace gpuscan::kernels
+
+#define GPUSCAN_INSTANTIATE_CANONICAL(T, OP)                                                     \
+  template cudaError_t gpuscan::kernels::CanonicalScan<T, gpuscan::ops::OP<T>>(                  \
+      void*, std::size_t&, const T*, T*, uint64_t, uint64_t, bool, gpuscan::kernels::CanonicalState<T>*, \
+      cudaStream_t);
