@@ -51,7 +51,7 @@ struct ArrayTileIO {
 };
 
 template <class T, class Op, class Policy, bool kChained, class IO = ArrayTileIO<T, Op, Policy::kItems>>
-__global__ void __launch_bounds__(Policy::kThreads)
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     SinglePassScanKernel(IO io, uint64_t n, uint32_t num_tiles, bool exclusive, const typename IO::Carry* carry_in,
                          typename IO::Carry* carry_out, TempHeader* header, TileWord* tiles) {
   constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems, kTile = Policy::kTile;

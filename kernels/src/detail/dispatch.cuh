@@ -90,7 +90,8 @@ cudaError_t RtsScan(void* d_temp, std::size_t& temp_bytes, const T* in, T* out, 
 template <class T, class Op>
 cudaError_t ScanImpl(ScanAlgorithm algo, void* d_temp, std::size_t& temp_bytes, const T* in, T* out,
                      uint64_t n, bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream) {
-  using P = ScanTuning<kTunedArch, sizeof(T)>;
+  using P = ScanTuningFor<kTunedArch, sizeof(T),
+                          std::is_same_v<Op, ops::Min<T>> || std::is_same_v<Op, ops::Max<T>>>;
   using R = RtsTuning<kTunedArch, sizeof(T)>;
   switch (algo) {
     case ScanAlgorithm::kDecoupledLookback:

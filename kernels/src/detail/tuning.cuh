@@ -24,13 +24,16 @@ struct TilePolicy {
 //             (fully coalesced); false: each thread loads kItems consecutive elements.
 //   kFirstDelayNs / kPollDelayNs: look-back sleeps (tile_state.cuh), for grids of >= 500 tiles.
 //   kDelayMinTiles: launches of fewer tiles poll without sleeping (latency is all that matters).
+//   kMinBlocks: blocks a SM the kernel is compiled to fit (its registers capped so they do; 1:
+//               no cap).
 template <int kThreads_, int kItems_, bool kStriped_, int kFirstDelayNs_, int kPollDelayNs_,
-          int kDelayMinTiles_ = 500>
+          int kDelayMinTiles_ = 500, int kMinBlocks_ = 1>
 struct SinglePassPolicy : TilePolicy<kThreads_, kItems_> {
   static constexpr bool kStriped = kStriped_;
   static constexpr int kFirstDelayNs = kFirstDelayNs_;
   static constexpr int kPollDelayNs = kPollDelayNs_;
   static constexpr uint32_t kDelayMinTiles = kDelayMinTiles_;
+  static constexpr int kMinBlocks = kMinBlocks_;
 };
 
 // Reduce: striped 16-byte loads (always; the unaligned case loads the same elements one by one,
@@ -77,12 +80,25 @@ constexpr int kTunedArch = 900;
 //   128x32 2400/1200 94.8 / 91.6 (2^29: 95.0 / 92.2); 128x32 3200/1600 94.9 / 91.8 (2^29 95.2 /
 //   92.3); 4800/2400 a cliff again (84.9 / 77.8). 2^24: 128x32 2400/1200 i64 88.5 vs 87.9, f64
 //   85.8 vs 86.6. Chosen: 128 x 32, 2400/1200 (clear of the cliff).
+// Registers, 2026-11-25 (eleventh session; ncu and kernel suite, bench/results/
+//   profile-h100-2026-11-25): the 8-byte look-back took 153-156 registers for SUM (3 blocks a
+//   SM, 12 warps) where int64 took 128 (4 blocks). Compiled for 4 blocks a SM (128 registers, 12
+//   bytes of spill), float64 SUM 2^28 went from 91.7-92.1% to 93.7-94.0% of copy (1.068x ->
+//   1.087-1.092x CUB), 2^30 92.2% -> 94.1-94.2%, int64 91.1-91.6% -> 91.8-92.2% (three rounds,
+//   alternating). 4-byte types capped at 8 blocks (64 registers, 32 bytes of spill; uncapped
+//   66-70: 7 blocks) lost 2 points (90.8-91.1% against 92.6-93.3%): no cap there. 8-byte MIN/MAX
+//   (178 registers) would spill ~2 KB a thread under the cap and were not timed (the suite
+//   times SUM): they keep no cap (ScanTuningFor).
 template <int kArch, int kSize>
 struct ScanTuning;
 template <int kArch>
 struct ScanTuning<kArch, 4> : SinglePassPolicy<128, 32, true, 2400, 600> {};
 template <int kArch>
-struct ScanTuning<kArch, 8> : SinglePassPolicy<128, 32, true, 2400, 1200> {};
+struct ScanTuning<kArch, 8> : SinglePassPolicy<128, 32, true, 2400, 1200, 500, 4> {};
+template <int kArch, int kSize, bool kMinMax>
+struct ScanTuningFor : ScanTuning<kArch, kSize> {};
+template <int kArch>
+struct ScanTuningFor<kArch, 8, true> : SinglePassPolicy<128, 32, true, 2400, 1200> {};
 
 // Reduce-then-scan family: 256 x 16 (4-byte) / 256 x 8 (8-byte) tiles in the blocked
 // arrangement the classic block scans need; at most kMaxBlocks blocks, each walking an even
