@@ -24,10 +24,12 @@ struct TilePolicy {
 //             (fully coalesced); false: each thread loads kItems consecutive elements.
 //   kFirstDelayNs / kPollDelayNs: look-back sleeps (tile_state.cuh), for grids of >= 500 tiles.
 //   kDelayMinTiles: launches of fewer tiles poll without sleeping (latency is all that matters).
-//   kMinBlocks: blocks a SM the kernel is compiled to fit (its registers capped so they do; 1:
-//               no cap).
+//   kMinBlocks: blocks a SM the kernel is compiled to fit (its registers capped so they do; 0:
+//               none). 0 leaves __launch_bounds__' second argument unset; 1 is not the same:
+//               with 1, ptxas gave the reduce by key kernel 77 registers instead of 62 (8 blocks a
+//               SM -> 6) and it ran 13% slower (2026-11-25).
 template <int kThreads_, int kItems_, bool kStriped_, int kFirstDelayNs_, int kPollDelayNs_,
-          int kDelayMinTiles_ = 500, int kMinBlocks_ = 1>
+          int kDelayMinTiles_ = 500, int kMinBlocks_ = 0>
 struct SinglePassPolicy : TilePolicy<kThreads_, kItems_> {
   static constexpr bool kStriped = kStriped_;
   static constexpr int kFirstDelayNs = kFirstDelayNs_;
@@ -185,8 +187,12 @@ struct SegmentedTuning : SinglePassPolicy<128, kSize == 4 ? 32 : 8, true, 2400, 
 // (bench/results/segmented-fused-h100-2026-11-24/ks_rbk.txt): 2^28 970 us 0.89x, 2^24 0.97x,
 // 2^20 1.18x. 128 x 32: 2^28 0.88x, 2^24 0.94x (ALU-bound: bench/NOTES.md). With a full tile's
 // ends taken from its heads (ks_rbk_ends_from_heads.txt): 2^28 950 us 0.91x, 2^24 0.98x.
+// Compiled for 8 blocks a SM (64 registers; uncapped 62 with 32-bit keys, 72 with 64-bit ones),
+// 2026-11-25 (bench/results/rbk-blocks-h100-2026-11-25, two rounds alternating, int32 keys):
+// 2^28 914-915 us 0.946-0.947x (uncapped 949-952 us, 0.908-0.916x), 2^30 0.940-0.942x, 2^24
+// 0.99-1.00x. 7 blocks (70 registers) in an earlier run: 0.923x.
 template <int kArch, int kSize>
-struct ReduceByKeyTuning : SinglePassPolicy<128, 16, true, 1200, 600> {};
+struct ReduceByKeyTuning : SinglePassPolicy<128, 16, true, 1200, 600, 500, 8> {};
 
 // The deterministic scan's one pass (agent_canonical.cuh; its tile is the canonical tree's, 256
 // threads x 16 items): tiles a persistent block keeps (3: one loading, one in phase 1, one in

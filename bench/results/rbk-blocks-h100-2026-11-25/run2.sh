@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# ON the GPU machine, after the fix (kMinBlocks 0 = no second __launch_bounds__ argument; run.sh
+# ran with 1, which had cost the kernel 15 registers): reduce by key uncapped against 8 blocks a
+# SM, two rounds alternating; and the look-back scan and segmented scan rows, to check the fix.
+source scripts/gpu-common.sh
+for c in 0 8; do
+  echo "kernel tests, cap $c: $(GPUSCAN_RBK_MIN_BLOCKS=$c timeout 200 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='*ReduceByKey*:*Segmented*' 2>&1 | grep -E 'PASSED|FAILED' | tail -2 | paste -sd' ')"
+done
+for round in 1 2; do
+  for c in 0 8; do
+    step "reduce by key, cap $c, round $round"
+    GPUSCAN_RBK_MIN_BLOCKS=$c timeout 200 $B/kernel_suite --ops reduce_by_key --dtypes int32 --sizes 2^20,2^24,2^28,2^30 --reps 15 \
+      --json "$out/ks2_cap${c}_$round.json" >"$out/ks2_cap${c}_$round.txt" 2>&1
+    grep -E "^reduce_by_key" "$out/ks2_cap${c}_$round.txt" | grep -v " cub " | awk '{print $2, $3, $4, $5, $7, $8, $9}' | paste -sd';'
+  done
+done
+step scan and segmented scan rows
+timeout 300 $B/kernel_suite --ops scan,segmented_scan --algorithms decoupled_lookback,fused --dtypes int32,float32,int64,float64 \
+  --sizes 2^24,2^28 --reps 15 --json "$out/ks_scan_seg.json" >"$out/ks_scan_seg.txt" 2>&1
+grep -E "decoupled|fused" "$out/ks_scan_seg.txt" | awk '{print $1, $2, $3, $4, $5, $7, $8, $9}'
