@@ -342,7 +342,10 @@ def test_async_cancel_cancels_every_lane(lane_server, rng):
         async with gpuscan.AsyncClient(lane_server.target, chunk_bytes=CHUNK_BYTES, timeout=60) as c:
             await c.info()
             task = asyncio.create_task(c.scan(x, op="bit_or", out=out, lanes=3))
-            while not out[:16].any():  # the first chunk's result has landed: all lanes are under way
+            # Chunk i travels on lane i mod 3: once chunks 0-2 have results, every lane's call is
+            # under way on the server (waiting for chunk 0 alone let a loaded host cancel before
+            # lane 2 had reached it, and the server never logged it).
+            while not all(out[16 * i:16 * (i + 1)].any() for i in range(3)):
                 assert not task.done()
                 await asyncio.sleep(0.005)
             task.cancel()
