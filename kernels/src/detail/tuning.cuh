@@ -100,7 +100,9 @@ struct ScanTuning<kArch, 8> : SinglePassPolicy<128, 32, true, 2400, 1200, 500, 4
 template <int kArch, int kSize, bool kMinMax>
 struct ScanTuningFor : ScanTuning<kArch, kSize> {};
 template <int kArch>
-struct ScanTuningFor<kArch, 8, true> : SinglePassPolicy<128, 32, true, 2400, 1200> {};
+struct ScanTuningFor<kArch, 8, true> : ScanTuning<kArch, 8> {
+  static constexpr int kMinBlocks = 0;  // the same policy, uncapped
+};
 
 // Reduce-then-scan family: 256 x 16 (4-byte) / 256 x 8 (8-byte) tiles in the blocked
 // arrangement the classic block scans need; at most kMaxBlocks blocks, each walking an even
