@@ -11,7 +11,7 @@
 // quiet moments with no leak at all: docs/RELIABILITY.md), raw RSS growth without it. Prints a
 // summary and writes it as JSON (--json).
 //
-//   gpuscan_soak --duration 60 --clients 64 --engine cpu --json soak.json     (CTest soak_60s)
+//   gpuscan_soak --duration 30 --clients 64 --engine cpu --json soak.json     (CTest soak_30s)
 //   gpuscan_soak --duration 600 --engine cuda --server-binary .gpu-bin/gpuscan-server
 //                --heap-probe $PWD/.gpu-bin/libgpuscan_soak_heap_probe.so         (scripts/gpu-soak.sh)
 //   gpuscan_soak --server 127.0.0.1:50051 --server-pid 1234 --duration 300    (a running server)
