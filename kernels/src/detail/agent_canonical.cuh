@@ -14,6 +14,7 @@
 #include <cuda_pipeline.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "common.cuh"
 #include "gpuscan/kernels/canonical_scan.h"
@@ -130,13 +131,14 @@ __global__ void __launch_bounds__(kThreads)
 // supers: blocks of SuperKernel; the last one is complete iff (j0 + tiles) % 256 == 0.
 template <class T, class Op>
 __global__ void __launch_bounds__(kThreads)
-    CarryKernel(const T* aggs, uint64_t tiles, int j0, uint32_t supers, const T* totals, CanonicalState<T>* state) {
+    CarryKernel(const T* aggs, uint64_t tiles, int j0, uint32_t supers, const T* totals, CanonicalState<T>* state,
+                bool fresh) {
   const Op op;
   const uint64_t end = j0 + tiles;
   const bool last_complete = end % kThreads == 0;
   if (threadIdx.x == 0) {
-    T c = state->carry;
-    int32_t has = state->has_carry;
+    T c = fresh ? T{} : state->carry;
+    int32_t has = fresh ? 0 : state->has_carry;
     for (uint32_t b = 0; b < supers; ++b) {
       if (b + 1 < supers || last_complete) {
         c = has ? op(c, totals[b]) : totals[b];
@@ -208,7 +210,13 @@ struct OnePassWords {
   unsigned long long epoch;
   uint32_t tiles;
   int j0;
+  int fresh;  // the array's first launch: the state is written, not read (it may hold anything)
   CanonicalState<T>* state;
+
+  __device__ T StateCarry(int& has) const {
+    has = fresh ? 0 : state->has_carry;
+    return fresh ? T{} : state->carry;
+  }
 
   __device__ T Aggregate(uint32_t b, int p) const {  // A at position p of super b
     return b == 0 && p < j0 ? state->aggs[p] : WaitInclusive<T>(aggs, b * kThreads + p - j0, epoch);
@@ -218,10 +226,7 @@ struct OnePassWords {
   template <class Op>
   __device__ T Carry(uint32_t b, int& has) const {
     const Op op;
-    if (b == 0) {
-      has = state->has_carry;
-      return state->carry;
-    }
+    if (b == 0) return StateCarry(has);
     // The nearest C_k already out, k <= b (C_0 is always there: the state).
     uint32_t k = b;
     T c{};
@@ -239,8 +244,7 @@ struct OnePassWords {
         continue;
       }
       if (--k == 0) {
-        c = state->carry;
-        has = state->has_carry;
+        c = StateCarry(has);
         break;
       }
     }
@@ -436,7 +440,7 @@ __global__ void __launch_bounds__(kThreads)
   const uint64_t end = static_cast<uint64_t>(w.j0) + tiles;
   const auto last_super = static_cast<uint32_t>((end - 1) / kThreads);
   const bool last_complete = end % kThreads == 0;
-  if (tid == 0 && (last_complete || last_super > 0)) {  // else the state's carry stands
+  if (tid == 0 && (last_complete || last_super > 0 || w.fresh)) {  // else the state's carry stands
     int has_carry = 0;
     const T c = w.template Carry<Op>(last_complete ? last_super + 1 : last_super, has_carry);
     w.state->carry = c;
@@ -451,6 +455,27 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 inline std::size_t Round16(std::size_t b) { return (b + 15) & ~std::size_t{15}; }
+
+// How many blocks of kKernel (kThreads, smem bytes of dynamic shared memory) the current device
+// holds at once; sets the kernel's shared-memory attribute on first use. Computed once per
+// kernel and device: the three queries took microseconds a call, which a small scan's launch
+// waited on.
+template <auto kKernel>
+cudaError_t ResidentBlocks(int smem, uint64_t& resident) {
+  constexpr int kDevices = 64;
+  static std::atomic<uint64_t> known[kDevices] = {};  // 0: not yet asked on that device
+  const auto kernel = kKernel;
+  int device = 0;
+  GPUSCAN_TRY(cudaGetDevice(&device));
+  if (device < kDevices && (resident = known[device].load(std::memory_order_acquire)) != 0) return cudaSuccess;
+  int sms = 0, per_sm = 0;
+  GPUSCAN_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  GPUSCAN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  GPUSCAN_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+  resident = static_cast<uint64_t>(std::max(per_sm, 1)) * std::max(sms, 1);
+  if (device < kDevices) known[device].store(resident, std::memory_order_release);
+  return cudaSuccess;
+}
 
 // Reductions (no output): the aggregates, the supers' totals and the carries, three small
 // kernels after one read of the input.
@@ -494,14 +519,10 @@ cudaError_t CanonicalScanImpl(void* d_temp, std::size_t& temp_bytes, const T* in
     // blocks' extra draws), each continuing the state the one before left, on as many blocks
     // as fit the device at once. Tile words need no clearing.
     using Tuning = CanonicalTuning<kTunedArch, sizeof(T)>;
-    auto kernel = OnePassKernel<T, Op, Tuning::kStages>;
+    constexpr auto kernel = OnePassKernel<T, Op, Tuning::kStages>;
     constexpr int smem = sizeof(OnePassSmem<T, Tuning::kStages>);
-    GPUSCAN_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    int device = 0, sms = 0, per_sm = 0;
-    GPUSCAN_TRY(cudaGetDevice(&device));
-    GPUSCAN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    GPUSCAN_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
-    uint64_t resident = static_cast<uint64_t>(std::max(per_sm, 1)) * std::max(sms, 1);
+    uint64_t resident = 0;
+    GPUSCAN_TRY(ResidentBlocks<kernel>(smem, resident));
     if (MaxPersistentBlocks() != 0) resident = std::min<uint64_t>(resident, MaxPersistentBlocks());
     auto* words = reinterpret_cast<TileWord*>(view.body);
     for (uint64_t done = 0; done < tiles; done += launch_tiles) {
@@ -513,6 +534,7 @@ cudaError_t CanonicalScanImpl(void* d_temp, std::size_t& temp_bytes, const T* in
       w.carries = w.totals + OnePassSupers(launch);
       w.tiles = launch;
       w.j0 = static_cast<int>((first_tile + done) % kThreads);
+      w.fresh = first_tile + done == 0;
       w.state = state;
       kernel<<<grid, kThreads, smem, stream>>>(in + done * kTile, out + done * kTile, exclusive, view.header, w);
       GPUSCAN_CHECK_LAUNCH();
@@ -528,7 +550,7 @@ cudaError_t CanonicalScanImpl(void* d_temp, std::size_t& temp_bytes, const T* in
   GPUSCAN_CHECK_LAUNCH();
   SuperKernel<T, Op><<<supers, kThreads, 0, stream>>>(aggs, tiles, j0, state, totals);
   GPUSCAN_CHECK_LAUNCH();
-  CarryKernel<T, Op><<<1, kThreads, 0, stream>>>(aggs, tiles, j0, supers, totals, state);
+  CarryKernel<T, Op><<<1, kThreads, 0, stream>>>(aggs, tiles, j0, supers, totals, state, first_tile == 0);
   GPUSCAN_CHECK_LAUNCH();
   // The temp-storage contract: leave the body as zero as it came.
   return cudaMemsetAsync(view.body, 0, layout.bytes, stream);

@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   if (threadIdx.x < kWarpThreads) {
     T prefix;
     if (tile == 0) {
-      prefix = carry_in != nullptr ? IO::CarryItem(*carry_in) : Op::identity();
+      prefix = carry_in != nullptr ? io.CarryItem(*carry_in) : Op::identity();
       if (threadIdx.x == 0) PublishTile(tiles, 0, epoch, kFlagInclusive, op(prefix, block_total));
     } else if constexpr (kChained) {
       if (threadIdx.x == 0) {

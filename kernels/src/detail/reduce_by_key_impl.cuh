@@ -1,6 +1,9 @@
 // The fused reduce by key (reduce_by_key.h): segmented_impl.cuh's tiles, whose pairs also count
-// the runs that close, so a closing element knows its run's output index from the scan. Included
-// by the reduce_by_key_*.cu files only.
+// the runs that open, so a closing element knows its run's output index from the scan: within a
+// call, element e closes its run exactly when element e + 1 opens one, so the runs closed before
+// element i are the heads at 1..i. The call's prefix counts 1 where its first element continues
+// the carried run (0 where it opens one), so the count at i is always 1 + the heads at 1..i.
+// Included by the reduce_by_key_*.cu files only.
 #pragma once
 
 #include "gpuscan/kernels/reduce_by_key.h"
@@ -8,8 +11,10 @@
 
 namespace gpuscan::kernels::detail {
 
-// A value with `bits`: bit 0 the head (a run opens here: the value restarts), bits 1.. how many
-// runs closed up to here. 8 bytes for 4-byte values: one look-back word.
+// A value with `bits`: how many runs open up to here (an element's own: 1 at a head). A
+// combination restarts the value when its right side opened a run. 8 bytes for 4-byte values:
+// one look-back word. (Counting heads instead of flagging them makes the count free: one add
+// where a flag and a count of closed runs took five operations, and the kernel is ALU-bound.)
 template <class T>
 struct RunItem {
   T value;
@@ -22,8 +27,7 @@ struct RunOp {
   static_assert(sizeof(T) == 4, "a run item fills the 8 value bytes of a tile word");
   __host__ __device__ __forceinline__ static Item identity() { return {Op::identity(), 0u}; }
   __host__ __device__ __forceinline__ Item operator()(const Item& a, const Item& b) const {
-    // Counts add (b's head rides in bit 0 of the sum: a's bit 0 is cleared first); heads or.
-    return {(b.bits & 1u) ? b.value : Op()(a.value, b.value), ((a.bits & ~1u) + b.bits) | (a.bits & 1u)};
+    return {b.bits != 0 ? b.value : Op()(a.value, b.value), a.bits + b.bits};
   }
 };
 
@@ -85,12 +89,12 @@ struct ReduceByKeyTileIO {
       });
     }
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) items[i] = {v[i], ((heads >> i) & 1u) | (((ends >> i) & 1u) << 1)};
+    for (int i = 0; i < kItems; ++i) items[i] = {v[i], (heads >> i) & 1u};
   }
 
-  // A closing element writes its run: the index is the runs closed up to it, less one. Runs are
-  // sparse, so a row no lane of the warp closes a run in is skipped whole (predicated writes for
-  // every element would cost more than the scan).
+  // A closing element writes its run: the index is the runs closed before it, the heads at
+  // 1..i (the count less one). Runs are sparse, so a row no lane of the warp closes a run in is skipped whole
+  // (predicated writes for every element would cost more than the scan).
   __device__ __forceinline__ void Store(uint64_t base, int /*tile_valid*/, bool /*vec*/, const Item (&items)[kItems]) const {
     constexpr int kVecElems = Layout::kVecElems;
 #pragma unroll
@@ -101,7 +105,7 @@ struct ReduceByKeyTileIO {
       for (int j = 0; j < kVecElems; ++j) {
         const int i = r * kVecElems + j;
         if ((row >> j) & 1u) {
-          const uint32_t idx = (items[i].bits >> 1) - 1;
+          const uint32_t idx = items[i].bits - 1;
           values_out[idx] = items[i].value;
           keys_out[idx] = keys[base + Keys::Offset(i)];
         }
@@ -110,14 +114,18 @@ struct ReduceByKeyTileIO {
   }
 
   __device__ __forceinline__ static Item ExclusiveOut(Item run, const Item& /*x*/) { return run; }  // never: inclusive
-  // The carried run goes on; its closed runs were the last call's (indices restart at 0).
-  __device__ __forceinline__ static Item CarryItem(const Carry& c) { return {c.value, c.state & 1u}; }
+  // The prefix of the call's first tile (read before any tile of the call publishes, so before
+  // WriteCarry may overwrite an aliased carry): the carried run, counted 1 when the first
+  // element continues it.
+  __device__ __forceinline__ Item CarryItem(const Carry& c) const {
+    return {c.value, c.started && K(c.last_key) == keys[0] ? 1u : 0u};
+  }
+  // Runs closed in the call: the heads at 1..n-1, and the last element's run if `close`.
   __device__ __forceinline__ void WriteCarry(Carry* c, Item value, uint64_t count) const {
     c->value = value.value;
-    c->state = value.bits & 1u;
     c->last_key = uint64_t(keys[count - 1]);
     c->started = 1;
-    c->runs = value.bits >> 1;
+    c->runs = value.bits - 1 + (close ? 1u : 0u);
   }
 };
 
@@ -127,7 +135,7 @@ __global__ void RunCarryPassKernel(const RunCarry<T>* in, RunCarry<T>* out) {
   if (in != nullptr) {
     *out = *in;
   } else {
-    *out = RunCarry<T>{Op::identity(), 0u, 0, 0, 0};
+    *out = RunCarry<T>{Op::identity(), 0, 0, 0};
   }
   out->runs = 0;
 }

@@ -192,7 +192,9 @@ struct SegmentedTuning : SinglePassPolicy<128, kSize == 4 ? 32 : 8, true, 2400, 
 // Compiled for 8 blocks a SM (64 registers; uncapped 62 with 32-bit keys, 72 with 64-bit ones),
 // 2026-11-25 (bench/results/rbk-blocks-h100-2026-11-25, two rounds alternating, int32 keys):
 // 2^28 914-915 us 0.946-0.947x (uncapped 949-952 us, 0.908-0.916x), 2^30 0.940-0.942x, 2^24
-// 0.99-1.00x. 7 blocks (70 registers) in an earlier run: 0.923x.
+// 0.99-1.00x. 7 blocks (70 registers) in an earlier run: 0.923x. With heads counted instead
+// of closed runs (one add a combination; bench/results/latency-rbk-h100-2026-11-25): 2^28
+// 852-855 us 1.023-1.024x, 2^30 1.011-1.018x, 2^24 1.08-1.09x.
 template <int kArch, int kSize>
 struct ReduceByKeyTuning : SinglePassPolicy<128, 16, true, 1200, 600, 500, 8> {};
 

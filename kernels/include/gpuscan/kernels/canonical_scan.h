@@ -29,7 +29,8 @@ struct CanonicalState {
 };
 
 // Scans tiles * 4096 elements of d_in into d_out, whose first element has the global index
-// first_tile * 4096, continuing *d_state (which it updates). d_out == nullptr: only the state
+// first_tile * 4096, continuing *d_state (which it updates). first_tile == 0 starts a new array:
+// *d_state is then written, not read, so it needs no clearing. d_out == nullptr: only the state
 // is advanced (a reduction's whole tiles). Exclusive as canonical_tree.h defines it. Uses the
 // temp storage contract of temp_storage.h (a scan, one pass, leaves epoch-tagged tile words as
 // the other single-pass kernels do; a state-only call leaves the bytes it used zero). Asynchronous.

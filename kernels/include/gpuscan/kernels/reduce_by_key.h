@@ -21,7 +21,6 @@ namespace gpuscan::kernels {
 template <class T>
 struct RunCarry {
   T value;            // the reduction so far of the run open at the call's end
-  uint32_t state;     // the kernel's own bits (that run's head)
   uint64_t last_key;  // the call's last key bits
   uint64_t started;   // nonzero once any element was seen
   uint64_t runs;      // runs the call wrote
