@@ -913,7 +913,7 @@ class Suite {
     const uint64_t bytes = 2 * m * sizeof(T);
     const Times copy = TimeCopy(bytes);
     if (!Emit(MakeRow("copy", "scan2d", dtype, m, bytes, copy, copy.median_us, 0, true))) return false;
-    if (Wants("band_wavefront")) {
+    if (Wants("tile_wavefront")) {
       const Times t = Time(mine);
       BENCH_CHECK(mine(0));
       T* ref = reinterpret_cast<T*>(ref_.get());
@@ -922,7 +922,7 @@ class Suite {
       ColumnFolds<T><<<unsigned((cols + 255) / 256), 256, 0, s()>>>(ref, rows, cols);
       CheckLaunch();
       const bool ok = AllSame<T>(out(0), ref, m);
-      if (!Emit(MakeRow("scan2d", "band_wavefront", dtype, m, bytes, t, copy.median_us, 0, ok))) return false;
+      if (!Emit(MakeRow("scan2d", "tile_wavefront", dtype, m, bytes, t, copy.median_us, 0, ok))) return false;
     }
     return true;
   }
@@ -959,7 +959,7 @@ std::vector<std::string> SuiteAlgorithms(const std::string& operation) {
   if (operation == "segmented_scan") return {"cub", "fused"};  // asked for by name, not in "all"
   if (operation == "reduce_by_key") return {"cub", "fused"};   // likewise
   if (operation == "sort") return {"cub", "radix"};             // likewise
-  if (operation == "scan2d") return {"band_wavefront"};         // likewise (no CUB peer)
+  if (operation == "scan2d") return {"tile_wavefront"};         // likewise (no CUB peer)
   return {};
 }
 

@@ -1080,7 +1080,7 @@ class CudaScan2D final : public Scan2DSession {
     has_carry_ = true;
     AddStepTimes(slot, times);
   }
-  std::string algorithm() const override { return "band_wavefront"; }
+  std::string algorithm() const override { return "tile_wavefront"; }
 
  private:
   std::shared_ptr<Shared> sh_;

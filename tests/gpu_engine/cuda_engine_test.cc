@@ -474,7 +474,7 @@ TEST_F(CudaEngineTest, SortMatchesTheCpuEngine) {
   ExpectGpuSorts<double>(*engine_, cpu, rng);
 }
 
-// 2-D scans: the band kernel gives Scan2DRef's bits (the fixed row-then-column association)
+// 2-D scans: the tile wavefront gives Scan2DRef's bits (the fixed row-then-column association)
 // for every dtype and operator, on shapes around its bands (128 rows) and tiles (128 or 64
 // columns), with the carry row crossing calls of random row counts.
 template <class T, class O>
@@ -528,7 +528,7 @@ TEST_F(CudaEngineTest, Scan2DMatchesTheReferenceBitForBit) {
   const std::vector<float> on_cpu = RunScan2D(cpu, spec, x, {rows});
   EXPECT_TRUE(testing::SameBits(RunScan2D(*engine_, spec, x, {rows}), on_cpu));
   EXPECT_TRUE(testing::SameBits(RunScan2D(*engine_, spec, x, {1000, 3000, 99}), on_cpu));
-  EXPECT_EQ(engine_->NewScan2D(spec)->algorithm(), "band_wavefront");
+  EXPECT_EQ(engine_->NewScan2D(spec)->algorithm(), "tile_wavefront");
 }
 
 }  // namespace

@@ -1,26 +1,35 @@
 // The 2-D scan kernel (gpuscan/kernels/scan2d.h).
 //
-// A block owns a band of kRows rows and walks it in tiles of kRows x kCols held in shared
-// memory. Its two halves work as a pipeline, one tile apart: the row half (a thread per row)
-// folds tile s left to right, continuing each row from the tile before (kept in a register),
-// while the column half (a thread per column) folds tile s-1 top to bottom from the band
-// above's last row at those columns, publishes the band's own last row for the band below, and
-// writes the tile out. Tile s+1 arrives meanwhile by cp.async (three buffers). Band ids come
-// from an atomic counter, so the band a block waits for was scheduled before it: no deadlock.
-// DRAM traffic: one read and one write of the matrix.
+// The matrix is cut into tiles of kRows x kCols; tile (b, c) is band b's c-th. Tile (b, c) needs
+// two things from other tiles: each of its rows' fold so far (the right edge of (b, c - 1)'s
+// row folds) and each of its columns' value in the row above it (the last row of (b - 1, c),
+// scanned). Tiles are taken by tickets in anti-diagonal order (b + c ascending, then b), so both
+// of a tile's sources hold lower tickets: the lowest unfinished ticket can always go on, whatever
+// order blocks run in (no deadlock), and blocks are persistent (as many as fit at once).
 //
-// The hand-off is per column and needs no fence: a column's last value travels with its band's
-// token in one 16-byte word (tile_state.cuh's relaxed 128-bit store), so each column thread of
-// the band below waits for its own word only (a flag per tile needed a fence of every column
-// thread and a barrier on both sides: 64% -> 71% of copy, bench/NOTES.md). Two rows of words
-// serve all bands: band b + 1 writes row (b + 1) % 2 at a column only after band b published
-// that column, which band b does only after reading band b - 1's word there.
+// A block keeps three tiles going in shared memory: the next one's copy in flight (cp.async),
+// this one's row folds (the row half: a thread per row), and the one before's column folds and
+// stores (the column half: a thread per column), one barrier apart. DRAM traffic: one read and
+// one write of the matrix.
+//
+// Why tiles and not bands: a block per band of rows walked left to right made band b start b
+// hand-offs after band 0 and end as late: ~180 us of 1000 at 16384 x 16384 on the H100 were
+// that ramp, and 4 of 132 SMs had no band (bench/NOTES.md). By tiles, the ramp is the first and
+// last few diagonals only.
+//
+// Hand-offs need no fence: a value travels with its token in one 16-byte word (tile_state.cuh's
+// relaxed 128-bit store), and each consumer thread waits for its own word only. Column words:
+// two rows of cols, band b writes row b % 2 with token b + 1. Row words: two columns of rows,
+// tile column c writes column c % 2 with token c + 1 (c + 1 < tiles only). A word is rewritten
+// two bands (tile columns) later, only after the tile between has read it.
 #pragma once
 
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -32,7 +41,7 @@ namespace gpuscan::kernels::scan2d_detail {
 
 using detail::TileWord;
 
-constexpr int kRows = 128;              // a band's rows: one per thread of the row half
+constexpr int kRows = 128;              // a tile's rows: one per thread of the row half
 constexpr int kThreads = 2 * kRows;     // the row half, then the column half
 constexpr int kBuffers = 3;             // row half's tile, column half's tile, the next tile in flight
 template <class T>
@@ -45,33 +54,83 @@ inline std::size_t AlignUp(std::size_t x) { return (x + 255) & ~std::size_t(255)
 
 __device__ __forceinline__ void ColumnHalfBarrier() { asm volatile("bar.sync 1, %0;" ::"n"(kRows)); }
 
+struct Grid {
+  uint32_t bands, tiles;  // tiles a band
+  uint64_t total;         // bands * tiles
+};
+
+// n(n + 1) / 2 <= r: the largest such n.
+__device__ __forceinline__ uint64_t Triangle(uint64_t r) {
+  uint64_t n = static_cast<uint64_t>((sqrt(8.0 * double(r) + 1.0) - 1.0) / 2.0);
+  while (n * (n + 1) / 2 > r) --n;
+  while ((n + 1) * (n + 2) / 2 <= r) ++n;
+  return n;
+}
+
+// Tile (b, c) of ticket t: diagonals d = b + c in order, b ascending along one. With m / M the
+// smaller / larger of bands and tiles: diagonals 0..m-2 grow by one tile, m-1..M-1 hold m, the
+// rest shrink by one (counted from the end, as the first ones).
+__device__ __forceinline__ void TileOfTicket(uint64_t t, const Grid& g, uint32_t& b, uint32_t& c) {
+  const uint64_t m = min(g.bands, g.tiles), M = max(g.bands, g.tiles);
+  const uint64_t head = m * (m - 1) / 2;
+  uint64_t d, first;
+  if (t < head) {
+    d = Triangle(t);
+    first = d * (d + 1) / 2;
+  } else if (t < head + (M - m + 1) * m) {
+    d = m - 1 + (t - head) / m;
+    first = head + (d - (m - 1)) * m;
+  } else {
+    const uint64_t r = g.total - 1 - t, dd = Triangle(r);
+    d = uint64_t(g.bands) + g.tiles - 2 - dd;
+    first = g.total - (dd + 1) * (dd + 2) / 2;
+  }
+  const uint64_t b_min = d >= g.tiles ? d - (g.tiles - 1) : 0;
+  b = static_cast<uint32_t>(b_min + (t - first));
+  c = static_cast<uint32_t>(d - b);
+}
+
 template <class T, class Op>
 __global__ void __launch_bounds__(kThreads, 1)
     Scan2DKernel(const T* __restrict__ in, T* __restrict__ out, uint64_t rows, uint64_t cols,
-                 const T* __restrict__ carry_in, TileWord* words, unsigned* counter, unsigned tiles) {
+                 const T* __restrict__ carry_in, TileWord* col_words, TileWord* row_words,
+                 unsigned long long* counter, Grid g) {
   constexpr int C = kCols<T>;
   using Row = T[C + 1];
   extern __shared__ __align__(16) unsigned char smem[];
-  auto buffer = [&](unsigned c) { return reinterpret_cast<Row*>(smem) + (c % kBuffers) * kRows; };
-  __shared__ unsigned band_s;
+  auto buffer = [&](unsigned k) { return reinterpret_cast<Row*>(smem) + (k % kBuffers) * kRows; };
+  // The block's k-th tile: (s_band, s_col)[k % 4], s_band == ~0u past the last ticket.
+  __shared__ uint32_t s_band[4], s_col[4];
   const int tid = threadIdx.x;
-  if (tid == 0) band_s = atomicAdd(counter, 1u);
-  __syncthreads();
-  const unsigned band = band_s;
-  const uint64_t row0 = uint64_t(band) * kRows;
-  const int nr = static_cast<int>(min(uint64_t(kRows), rows - row0));
   const Op op;
-  auto width = [&](unsigned c) { return static_cast<int>(min(uint64_t(C), cols - uint64_t(c) * C)); };
-  TileWord* mine = words + uint64_t(band & 1u) * cols;                 // this band's last row
-  const TileWord* above = words + uint64_t((band + 1u) & 1u) * cols;  // the band above's
+  auto width = [&](uint32_t c) { return static_cast<int>(min(uint64_t(C), cols - uint64_t(c) * C)); };
+  auto height = [&](uint32_t b) { return static_cast<int>(min(uint64_t(kRows), rows - uint64_t(b) * kRows)); };
+  // Thread 0 draws tickets two tiles ahead of the row half; the atomic's round trip overlaps a
+  // whole tile.
+  unsigned long long ahead = 0;
+  auto publish = [&](unsigned k, unsigned long long t) {
+    if (t < g.total) {
+      TileOfTicket(t, g, s_band[k % 4], s_col[k % 4]);
+    } else {
+      s_band[k % 4] = ~0u;
+    }
+  };
+  if (tid == 0) {
+    publish(0, atomicAdd(counter, 1ull));
+    publish(1, atomicAdd(counter, 1ull));
+    ahead = atomicAdd(counter, 1ull);
+  }
+  __syncthreads();
 
-  // Copies tile c into its buffer with every thread (cp.async: no registers held while the
-  // copies fly). A full tile takes the unrolled path: kThreads / C rows per step.
-  auto load = [&](unsigned c) {
-    if (c < tiles) {
-      Row* t = buffer(c);
-      const int nc = width(c);
-      const T* src = in + row0 * cols + uint64_t(c) * C;
+  // Copies the block's k-th tile into its buffer with every thread (cp.async: no registers held
+  // while the copies fly). A full tile takes the unrolled path: kThreads / C rows per step.
+  auto load = [&](unsigned k) {
+    const uint32_t b = s_band[k % 4];
+    if (b != ~0u) {
+      const uint32_t c = s_col[k % 4];
+      Row* t = buffer(k);
+      const int nr = height(b), nc = width(c);
+      const T* src = in + uint64_t(b) * kRows * cols + uint64_t(c) * C;
       if (nr == kRows && nc == C) {
         constexpr int kStep = kThreads / C;
         const int r0 = tid / C, j = tid % C;
@@ -87,30 +146,47 @@ __global__ void __launch_bounds__(kThreads, 1)
     __pipeline_commit();  // an empty group past the last tile keeps the wait below uniform
   };
 
-  T racc{};  // the row half: this thread's row (tid < nr), its fold so far
   load(0);
-  for (unsigned s = 0; s <= tiles; ++s) {
-    load(s + 1);               // into the buffer tile s-2 left
+  for (unsigned s = 0;; ++s) {
+    load(s + 1);  // into the buffer tile s - 2 left
+    if (tid == 0) {
+      publish(s + 2, ahead);
+      if (ahead < g.total) ahead = atomicAdd(counter, 1ull);
+    }
     __pipeline_wait_prior(1);  // tile s has landed (this thread's copies)
-    __syncthreads();           // ... everyone's, and tile s-1's row folds are done
+    __syncthreads();           // ... everyone's, tile s - 1's row folds are done, s + 2 is known
+    const uint32_t rb = s_band[s % 4], cb = s > 0 ? s_band[(s - 1) % 4] : ~0u;
+    if (rb == ~0u && cb == ~0u) break;
 
     if (tid < kRows) {  // the row half: tile s, rows left to right
-      if (s < tiles && tid < nr) {
+      if (rb != ~0u && tid < height(rb)) {
+        const uint32_t c = s_col[s % 4];
         T* row = buffer(s)[tid];
-        const int nc = width(s);
-        if (s > 0 && nc == C) {  // constant trip count: the loads run ahead of the fold
+        const int nc = width(c);
+        const uint64_t r = uint64_t(rb) * kRows + tid;
+        T racc;
+        int j = 0;
+        if (c == 0) {
+          racc = row[j++];
+        } else {  // the row's fold so far, from the tile to the left
+          unsigned long long status, bits;
+          do {
+            detail::LoadTileWord(row_words + uint64_t((c - 1) & 1u) * rows + r, status, bits);
+          } while (status != c);
+          racc = detail::FromBits<T>(bits);
+        }
+        if (j == 0 && nc == C) {  // constant trip count: the loads run ahead of the fold
 #pragma unroll 32
-          for (int j = 0; j < C; ++j) row[j] = racc = op(racc, row[j]);
+          for (int i = 0; i < C; ++i) row[i] = racc = op(racc, row[i]);
         } else {
-          int j = 0;
-          if (s == 0) racc = row[j++];
           for (; j < nc; ++j) row[j] = racc = op(racc, row[j]);
         }
+        if (c + 1 < g.tiles) detail::StoreTileWord(row_words + uint64_t(c & 1u) * rows + r, c + 1ull, detail::ToBits(racc));
       }
-    } else if (s > 0) {  // the column half: tile s-1, columns top to bottom, then out
-      const unsigned c = s - 1;
-      Row* t = buffer(c);
-      const int nc = width(c), k = tid - kRows;
+    } else if (cb != ~0u) {  // the column half: tile s - 1, columns top to bottom, then out
+      const uint32_t band = cb, c = s_col[(s - 1) % 4];
+      Row* t = buffer(s - 1);
+      const int nr = height(band), nc = width(c), k = tid - kRows;
       const uint64_t col0 = uint64_t(c) * C;
       if (k < nc) {
         const uint64_t col = col0 + k;
@@ -119,7 +195,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (band > 0) {  // the band above's last row at this column, once it is there
           unsigned long long status, bits;
           do {
-            detail::LoadTileWord(above + col, status, bits);
+            detail::LoadTileWord(col_words + uint64_t((band + 1u) & 1u) * cols + col, status, bits);
           } while (status != band);
           acc = detail::FromBits<T>(bits);
         } else if (carry_in) {
@@ -133,10 +209,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         } else {
           for (; r < nr; ++r) t[r][k] = acc = op(acc, t[r][k]);
         }
-        detail::StoreTileWord(mine + col, band + 1ull, detail::ToBits(acc));  // token: band + 1
+        detail::StoreTileWord(col_words + uint64_t(band & 1u) * cols + col, band + 1ull, detail::ToBits(acc));
       }
       ColumnHalfBarrier();  // every column's fold is in the buffer
-      T* dst = out + row0 * cols + col0;
+      T* dst = out + uint64_t(band) * kRows * cols + col0;
       if (nr == kRows && nc == C) {
         constexpr int kStep = kRows / C;
         const int r0 = k / C, j = k % C;
@@ -149,8 +225,31 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    __syncthreads();  // the next iteration's load refills tile s-1's buffer
+    __syncthreads();  // the next iteration's load refills tile s - 1's buffer
   }
+}
+
+// How many blocks of the kernel fit the current device at once (kept per device: the queries
+// cost microseconds a call); sets its shared-memory attribute on first use.
+template <class T, class Op>
+cudaError_t ResidentBlocks(int smem, uint64_t& resident) {
+  constexpr int kDevices = 64;
+  static std::atomic<uint64_t> known[kDevices] = {};
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  if (device < kDevices && (resident = known[device].load(std::memory_order_acquire)) != 0) return cudaSuccess;
+  const auto kernel = Scan2DKernel<T, Op>;
+  int sms = 0, per_sm = 0;
+  if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem); e != cudaSuccess) {
+    return e;
+  }
+  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem); e != cudaSuccess) {
+    return e;
+  }
+  resident = static_cast<uint64_t>(std::max(per_sm, 1)) * std::max(sms, 1);
+  if (device < kDevices) known[device].store(resident, std::memory_order_release);
+  return cudaSuccess;
 }
 
 template <class T, class Op>
@@ -158,10 +257,12 @@ cudaError_t Launch(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_ou
                    const T* d_carry, cudaStream_t stream) {
   const uint64_t bands = (rows + kRows - 1) / kRows;
   const uint64_t tiles = (cols + kCols<T> - 1) / kCols<T>;
-  if (bands >= 0xffffffffull || tiles > 0xffffffffull) return cudaErrorInvalidValue;
-  // The band counter, then two rows of hand-off words, zeroed each call (a word's token is its
-  // band + 1: a zero never reads as published).
-  const std::size_t zeroed = 256 + AlignUp(2 * cols * sizeof(TileWord));
+  if (bands >= 0xffffffffull || tiles >= 0xffffffffull || (bands > 0 && tiles > (uint64_t{1} << 52) / bands)) {
+    return cudaErrorInvalidValue;
+  }
+  // The ticket counter, two rows of column words and two columns of row words, zeroed each call
+  // (a word's token is its band or tile column + 1: a zero never reads as published).
+  const std::size_t zeroed = 256 + AlignUp(2 * cols * sizeof(TileWord)) + AlignUp(2 * rows * sizeof(TileWord));
   const std::size_t needed = zeroed + 256;
   if (!d_temp) {
     temp_bytes = needed;
@@ -170,17 +271,17 @@ cudaError_t Launch(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_ou
   if (temp_bytes < needed) return cudaErrorInvalidValue;
   if (rows == 0 || cols == 0) return cudaSuccess;
   auto* base = reinterpret_cast<unsigned char*>(AlignUp(reinterpret_cast<std::size_t>(d_temp)));
-  auto* counter = reinterpret_cast<unsigned*>(base);
-  auto* words = reinterpret_cast<TileWord*>(base + 256);
+  auto* counter = reinterpret_cast<unsigned long long*>(base);
+  auto* col_words = reinterpret_cast<TileWord*>(base + 256);
+  auto* row_words = reinterpret_cast<TileWord*>(base + 256 + AlignUp(2 * cols * sizeof(TileWord)));
   if (cudaError_t e = cudaMemsetAsync(base, 0, zeroed, stream); e != cudaSuccess) return e;
   const std::size_t smem = kBuffers * kTileElems<T> * sizeof(T);
-  auto kernel = Scan2DKernel<T, Op>;
-  if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-      e != cudaSuccess) {
-    return e;
-  }
-  kernel<<<static_cast<unsigned>(bands), kThreads, smem, stream>>>(d_in, d_out, rows, cols, d_carry, words, counter,
-                                                                   static_cast<unsigned>(tiles));
+  uint64_t resident = 0;
+  if (cudaError_t e = ResidentBlocks<T, Op>(int(smem), resident); e != cudaSuccess) return e;
+  const Grid g{static_cast<uint32_t>(bands), static_cast<uint32_t>(tiles), bands * tiles};
+  const auto grid = static_cast<unsigned>(std::min<uint64_t>(g.total, resident));
+  Scan2DKernel<T, Op><<<grid, kThreads, smem, stream>>>(d_in, d_out, rows, cols, d_carry, col_words, row_words,
+                                                        counter, g);
   return cudaGetLastError();
 }
 

@@ -18,8 +18,8 @@ namespace gpuscan::kernels {
 
 // Scans the rows x cols row-major matrix d_in into d_out (no aliasing), continuing d_carry
 // (cols elements: the last row of the table's earlier rows; null: these rows begin the table).
-// One pass: each thread block takes a band of rows, walks it in tiles left to right, and hands
-// each tile's last row to the band below. Temp storage CUB's way (d_temp null: writes the
+// One pass over tiles taken in anti-diagonal order: each tile continues its rows from the tile to
+// its left and its columns from the tile above. Temp storage CUB's way (d_temp null: writes the
 // bytes needed to temp_bytes); it needs no zeroing and is its own (not temp_storage.h's shared
 // buffer). Asynchronous in `stream`.
 template <class T, class Op>
