@@ -14,10 +14,10 @@
 #include <cuda_pipeline.h>
 
 #include <algorithm>
-#include <atomic>
 
 #include "common.cuh"
 #include "gpuscan/kernels/canonical_scan.h"
+#include "resident.cuh"
 #include "tile_state.cuh"
 #include "tuning.cuh"
 
@@ -456,27 +456,6 @@ __global__ void __launch_bounds__(kThreads)
 
 inline std::size_t Round16(std::size_t b) { return (b + 15) & ~std::size_t{15}; }
 
-// How many blocks of kKernel (kThreads, smem bytes of dynamic shared memory) the current device
-// holds at once; sets the kernel's shared-memory attribute on first use. Computed once per
-// kernel and device: the three queries took microseconds a call, which a small scan's launch
-// waited on.
-template <auto kKernel>
-cudaError_t ResidentBlocks(int smem, uint64_t& resident) {
-  constexpr int kDevices = 64;
-  static std::atomic<uint64_t> known[kDevices] = {};  // 0: not yet asked on that device
-  const auto kernel = kKernel;
-  int device = 0;
-  GPUSCAN_TRY(cudaGetDevice(&device));
-  if (device < kDevices && (resident = known[device].load(std::memory_order_acquire)) != 0) return cudaSuccess;
-  int sms = 0, per_sm = 0;
-  GPUSCAN_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  GPUSCAN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  GPUSCAN_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
-  resident = static_cast<uint64_t>(std::max(per_sm, 1)) * std::max(sms, 1);
-  if (device < kDevices) known[device].store(resident, std::memory_order_release);
-  return cudaSuccess;
-}
-
 // Reductions (no output): the aggregates, the supers' totals and the carries, three small
 // kernels after one read of the input.
 template <class T>
@@ -522,7 +501,7 @@ cudaError_t CanonicalScanImpl(void* d_temp, std::size_t& temp_bytes, const T* in
     constexpr auto kernel = OnePassKernel<T, Op, Tuning::kStages>;
     constexpr int smem = sizeof(OnePassSmem<T, Tuning::kStages>);
     uint64_t resident = 0;
-    GPUSCAN_TRY(ResidentBlocks<kernel>(smem, resident));
+    GPUSCAN_TRY(ResidentBlocks<kernel>(kThreads, smem, resident));
     if (MaxPersistentBlocks() != 0) resident = std::min<uint64_t>(resident, MaxPersistentBlocks());
     auto* words = reinterpret_cast<TileWord*>(view.body);
     for (uint64_t done = 0; done < tiles; done += launch_tiles) {

@@ -1,6 +1,7 @@
 // The 2-D scan kernel (gpuscan/kernels/scan2d.h).
 //
-// The matrix is cut into tiles of kRows x kCols; tile (b, c) is band b's c-th. Tile (b, c) needs
+// The matrix is cut into tiles (TileShape: 128 x 128 for 4-byte types, 64 x 128 for 8-byte ones);
+// tile (b, c) is band b's c-th. Tile (b, c) needs
 // two things from other tiles: each of its rows' fold so far (the right edge of (b, c - 1)'s
 // row folds) and each of its columns' value in the row above it (the last row of (b - 1, c),
 // scanned). Tiles are taken by tickets in anti-diagonal order (b + c ascending, then b), so both
@@ -22,37 +23,66 @@
 // two rows of cols, band b writes row b % 2 with token b + 1. Row words: two columns of rows,
 // tile column c writes column c % 2 with token c + 1 (c + 1 < tiles only). A word is rewritten
 // two bands (tile columns) later, only after the tile between has read it.
+//
+// A caution from the measurements (bench/NOTES.md): float32 tiles of 64 x 128 at two blocks a
+// SM hung in stress runs (one launch in a few hundred) before the polls had a bound, and no
+// cause was found; the kept shapes ran thousands of launches without one. Polls now give up
+// after ~2^23 tries (seconds) with a message and a trap, so a hang would end as an error.
 #pragma once
 
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
+#include <cstdio>
+
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "gpuscan/kernels/operators.h"
 #include "gpuscan/kernels/scan2d.h"
+#include "resident.cuh"
 #include "tile_state.cuh"
 
 namespace gpuscan::kernels::scan2d_detail {
 
 using detail::TileWord;
 
-constexpr int kRows = 128;              // a tile's rows: one per thread of the row half
-constexpr int kThreads = 2 * kRows;     // the row half, then the column half
-constexpr int kBuffers = 3;             // row half's tile, column half's tile, the next tile in flight
-template <class T>
-constexpr int kCols = sizeof(T) == 4 ? 128 : 64;  // a tile's columns: 512 bytes of a row
+constexpr int kBuffers = 3;  // row half's tile, column half's tile, the next tile in flight
 
-template <class T>
-constexpr std::size_t kTileElems = std::size_t(kRows) * (kCols<T> + 1);  // +1: rows start on other banks
+// A tile of R rows (a thread each: the row half) and C columns, folded by the first C of the
+// column half's K threads (all K store).
+template <int R, int C, int K = C>
+struct TileShape {
+  static_assert(K % C == 0 && R % (K / C) == 0, "the column half stores whole rows");
+  static constexpr int kRows = R, kCols = C, kColumnThreads = K, kThreads = R + K;
+  template <class T>
+  static constexpr std::size_t kBytes = std::size_t(R) * (C + 1) * sizeof(T);  // +1: rows start on other banks
+};
 
 inline std::size_t AlignUp(std::size_t x) { return (x + 255) & ~std::size_t(255); }
 
-__device__ __forceinline__ void ColumnHalfBarrier() { asm volatile("bar.sync 1, %0;" ::"n"(kRows)); }
+// The column half's own barrier. Its threads reach it from divergent polls: bar.sync is
+// barrier.sync.aligned, which a warp must execute converged (undefined otherwise: a 64 x 128
+// float32 tiling hung at it, bench/NOTES.md), so the warp reconverges first and the
+// barrier is the unaligned form.
+template <int kCount>
+__device__ __forceinline__ void ColumnHalfBarrier() {
+  __syncwarp();
+  asm volatile("barrier.sync 1, %0;" ::"n"(kCount) : "memory");
+}
+
+// A hand-off word that has not come after ~2^23 polls (several seconds: a hop takes
+// microseconds) will not come: the kernel stops with an error instead of hanging its stream.
+constexpr uint32_t kMaxSpins = 1u << 23;
+static __device__ __noinline__ void GiveUp(const char* what, uint32_t band, uint32_t col, unsigned long long status,
+                                    uint32_t want) {
+  printf("gpuscan scan2d: tile (%u, %u) block %u thread %u: the %s word never came (token %llu, waiting for %u)\n",
+         band, col, blockIdx.x, threadIdx.x, what, status, want);
+  __trap();
+}
 
 struct Grid {
   uint32_t bands, tiles;  // tiles a band
@@ -90,12 +120,12 @@ __device__ __forceinline__ void TileOfTicket(uint64_t t, const Grid& g, uint32_t
   c = static_cast<uint32_t>(d - b);
 }
 
-template <class T, class Op>
-__global__ void __launch_bounds__(kThreads, 1)
+template <class T, class Op, class Shape>
+__global__ void __launch_bounds__(Shape::kThreads, 1)
     Scan2DKernel(const T* __restrict__ in, T* __restrict__ out, uint64_t rows, uint64_t cols,
                  const T* __restrict__ carry_in, TileWord* col_words, TileWord* row_words,
                  unsigned long long* counter, Grid g) {
-  constexpr int C = kCols<T>;
+  constexpr int kRows = Shape::kRows, C = Shape::kCols, K = Shape::kColumnThreads, kThreads = Shape::kThreads;
   using Row = T[C + 1];
   extern __shared__ __align__(16) unsigned char smem[];
   auto buffer = [&](unsigned k) { return reinterpret_cast<Row*>(smem) + (k % kBuffers) * kRows; };
@@ -123,7 +153,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
 
   // Copies the block's k-th tile into its buffer with every thread (cp.async: no registers held
-  // while the copies fly). A full tile takes the unrolled path: kThreads / C rows per step.
+  // while the copies fly). A full tile takes the unrolled path.
   auto load = [&](unsigned k) {
     const uint32_t b = s_band[k % 4];
     if (b != ~0u) {
@@ -131,11 +161,17 @@ __global__ void __launch_bounds__(kThreads, 1)
       Row* t = buffer(k);
       const int nr = height(b), nc = width(c);
       const T* src = in + uint64_t(b) * kRows * cols + uint64_t(c) * C;
-      if (nr == kRows && nc == C) {
+      if (nr == kRows && nc == C && kThreads % C == 0) {  // kThreads / C rows a step
         constexpr int kStep = kThreads / C;
         const int r0 = tid / C, j = tid % C;
 #pragma unroll 16
         for (int r = r0; r < kRows; r += kStep) __pipeline_memcpy_async(&t[r][j], src + uint64_t(r) * cols + j, sizeof(T));
+      } else if (nr == kRows && nc == C) {
+#pragma unroll 16
+        for (int e = tid; e < kRows * C; e += kThreads) {
+          const int r = e / C, j = e % C;
+          __pipeline_memcpy_async(&t[r][j], src + uint64_t(r) * cols + j, sizeof(T));
+        }
       } else {
         for (int e = tid; e < nr * C; e += kThreads) {
           const int r = e / C, j = e % C;
@@ -170,9 +206,12 @@ __global__ void __launch_bounds__(kThreads, 1)
           racc = row[j++];
         } else {  // the row's fold so far, from the tile to the left
           unsigned long long status, bits;
-          do {
+          for (uint32_t spins = 0;; ++spins) {
             detail::LoadTileWord(row_words + uint64_t((c - 1) & 1u) * rows + r, status, bits);
-          } while (status != c);
+            if (status == c) break;
+            if (spins >= 4) __nanosleep(64);  // a late word: leave the L2 to the stores it waits for
+            if (spins == kMaxSpins) GiveUp("row", rb, c, status, c);
+          }
           racc = detail::FromBits<T>(bits);
         }
         if (j == 0 && nc == C) {  // constant trip count: the loads run ahead of the fold
@@ -194,9 +233,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         T acc;
         if (band > 0) {  // the band above's last row at this column, once it is there
           unsigned long long status, bits;
-          do {
+          for (uint32_t spins = 0;; ++spins) {
             detail::LoadTileWord(col_words + uint64_t((band + 1u) & 1u) * cols + col, status, bits);
-          } while (status != band);
+            if (status == band) break;
+            if (spins >= 4) __nanosleep(64);
+            if (spins == kMaxSpins) GiveUp("column", band, c, status, band);
+          }
           acc = detail::FromBits<T>(bits);
         } else if (carry_in) {
           acc = carry_in[col];
@@ -211,52 +253,30 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         detail::StoreTileWord(col_words + uint64_t(band & 1u) * cols + col, band + 1ull, detail::ToBits(acc));
       }
-      ColumnHalfBarrier();  // every column's fold is in the buffer
+      ColumnHalfBarrier<K>();  // every column's fold is in the buffer
       T* dst = out + uint64_t(band) * kRows * cols + col0;
       if (nr == kRows && nc == C) {
-        constexpr int kStep = kRows / C;
+        constexpr int kStep = K / C;
         const int r0 = k / C, j = k % C;
 #pragma unroll 16
         for (int r = r0; r < kRows; r += kStep) dst[uint64_t(r) * cols + j] = t[r][j];
       } else {
-        for (int e = k; e < nr * C; e += kRows) {
+        for (int e = k; e < nr * C; e += K) {
           const int r = e / C, j = e % C;
           if (j < nc) dst[uint64_t(r) * cols + j] = t[r][j];
         }
       }
     }
+    __syncwarp();     // the polls above diverge: reconverge before the block's barrier
     __syncthreads();  // the next iteration's load refills tile s - 1's buffer
   }
 }
 
-// How many blocks of the kernel fit the current device at once (kept per device: the queries
-// cost microseconds a call); sets its shared-memory attribute on first use.
-template <class T, class Op>
-cudaError_t ResidentBlocks(int smem, uint64_t& resident) {
-  constexpr int kDevices = 64;
-  static std::atomic<uint64_t> known[kDevices] = {};
-  int device = 0;
-  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  if (device < kDevices && (resident = known[device].load(std::memory_order_acquire)) != 0) return cudaSuccess;
-  const auto kernel = Scan2DKernel<T, Op>;
-  int sms = 0, per_sm = 0;
-  if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem); e != cudaSuccess) {
-    return e;
-  }
-  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) return e;
-  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem); e != cudaSuccess) {
-    return e;
-  }
-  resident = static_cast<uint64_t>(std::max(per_sm, 1)) * std::max(sms, 1);
-  if (device < kDevices) known[device].store(resident, std::memory_order_release);
-  return cudaSuccess;
-}
-
-template <class T, class Op>
+template <class T, class Op, class Shape>
 cudaError_t Launch(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out, uint64_t rows, uint64_t cols,
                    const T* d_carry, cudaStream_t stream) {
-  const uint64_t bands = (rows + kRows - 1) / kRows;
-  const uint64_t tiles = (cols + kCols<T> - 1) / kCols<T>;
+  const uint64_t bands = (rows + Shape::kRows - 1) / Shape::kRows;
+  const uint64_t tiles = (cols + Shape::kCols - 1) / Shape::kCols;
   if (bands >= 0xffffffffull || tiles >= 0xffffffffull || (bands > 0 && tiles > (uint64_t{1} << 52) / bands)) {
     return cudaErrorInvalidValue;
   }
@@ -275,20 +295,26 @@ cudaError_t Launch(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_ou
   auto* col_words = reinterpret_cast<TileWord*>(base + 256);
   auto* row_words = reinterpret_cast<TileWord*>(base + 256 + AlignUp(2 * cols * sizeof(TileWord)));
   if (cudaError_t e = cudaMemsetAsync(base, 0, zeroed, stream); e != cudaSuccess) return e;
-  const std::size_t smem = kBuffers * kTileElems<T> * sizeof(T);
+  const std::size_t smem = kBuffers * Shape::template kBytes<T>;
   uint64_t resident = 0;
-  if (cudaError_t e = ResidentBlocks<T, Op>(int(smem), resident); e != cudaSuccess) return e;
+  if (cudaError_t e = detail::ResidentBlocks<Scan2DKernel<T, Op, Shape>>(Shape::kThreads, int(smem), resident);
+      e != cudaSuccess) {
+    return e;
+  }
   const Grid g{static_cast<uint32_t>(bands), static_cast<uint32_t>(tiles), bands * tiles};
   const auto grid = static_cast<unsigned>(std::min<uint64_t>(g.total, resident));
-  Scan2DKernel<T, Op><<<grid, kThreads, smem, stream>>>(d_in, d_out, rows, cols, d_carry, col_words, row_words,
-                                                        counter, g);
+  Scan2DKernel<T, Op, Shape><<<grid, Shape::kThreads, smem, stream>>>(d_in, d_out, rows, cols, d_carry, col_words,
+                                                                       row_words, counter, g);
   return cudaGetLastError();
 }
 
 template <class T, class Op>
 cudaError_t Scan2D(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out, uint64_t rows, uint64_t cols,
                    const T* d_carry, cudaStream_t stream) {
-  return Launch<T, Op>(d_temp, temp_bytes, d_in, d_out, rows, cols, d_carry, stream);
+  // Rows of 512 bytes for 4-byte types, 1 KiB for 8-byte ones (bench/NOTES.md: float64 gained 8
+  // points from 1 KiB rows, float32 lost with every 1 KiB shape tried).
+  using Shape = std::conditional_t<sizeof(T) == 4, TileShape<128, 128>, TileShape<64, 128>>;
+  return Launch<T, Op, Shape>(d_temp, temp_bytes, d_in, d_out, rows, cols, d_carry, stream);
 }
 
 }  // namespace gpuscan::kernels::scan2d_detail
