@@ -93,8 +93,8 @@ struct ReduceByKeyTileIO {
   }
 
   // A closing element writes its run: the index is the runs closed before it, the heads at
-  // 1..i (the count less one). Runs are sparse, so a row no lane of the warp closes a run in is skipped whole
-  // (predicated writes for every element would cost more than the scan).
+  // 1..i (the count less one). Runs are sparse, so a row no lane of the warp closes a run in is
+  // skipped whole (predicated writes for every element would cost more than the scan).
   __device__ __forceinline__ void Store(uint64_t base, int /*tile_valid*/, bool /*vec*/, const Item (&items)[kItems]) const {
     constexpr int kVecElems = Layout::kVecElems;
 #pragma unroll

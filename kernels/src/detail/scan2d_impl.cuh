@@ -52,12 +52,10 @@ using detail::TileWord;
 
 constexpr int kBuffers = 3;  // row half's tile, column half's tile, the next tile in flight
 
-// A tile of R rows (a thread each: the row half) and C columns, folded by the first C of the
-// column half's K threads (all K store).
-template <int R, int C, int K = C>
+// A tile of R rows (a thread each: the row half) and C columns (a thread each: the column half).
+template <int R, int C>
 struct TileShape {
-  static_assert(K % C == 0 && R % (K / C) == 0, "the column half stores whole rows");
-  static constexpr int kRows = R, kCols = C, kColumnThreads = K, kThreads = R + K;
+  static constexpr int kRows = R, kCols = C, kThreads = R + C;
   template <class T>
   static constexpr std::size_t kBytes = std::size_t(R) * (C + 1) * sizeof(T);  // +1: rows start on other banks
 };
@@ -65,9 +63,8 @@ struct TileShape {
 inline std::size_t AlignUp(std::size_t x) { return (x + 255) & ~std::size_t(255); }
 
 // The column half's own barrier. Its threads reach it from divergent polls: bar.sync is
-// barrier.sync.aligned, which a warp must execute converged (undefined otherwise: a 64 x 128
-// float32 tiling hung at it, bench/NOTES.md), so the warp reconverges first and the
-// barrier is the unaligned form.
+// barrier.sync.aligned, which a warp must execute converged (undefined otherwise), so the warp
+// reconverges first and the barrier is the unaligned form.
 template <int kCount>
 __device__ __forceinline__ void ColumnHalfBarrier() {
   __syncwarp();
@@ -78,10 +75,22 @@ __device__ __forceinline__ void ColumnHalfBarrier() {
 // microseconds) will not come: the kernel stops with an error instead of hanging its stream.
 constexpr uint32_t kMaxSpins = 1u << 23;
 static __device__ __noinline__ void GiveUp(const char* what, uint32_t band, uint32_t col, unsigned long long status,
-                                    uint32_t want) {
+                                           uint32_t want) {
   printf("gpuscan scan2d: tile (%u, %u) block %u thread %u: the %s word never came (token %llu, waiting for %u)\n",
          band, col, blockIdx.x, threadIdx.x, what, status, want);
   __trap();
+}
+
+// Tile (band, col)'s wait for the `what` word at p to carry `token`; returns the value's bits.
+__device__ __forceinline__ unsigned long long WaitWord(const TileWord* p, uint32_t token, const char* what,
+                                                       uint32_t band, uint32_t col) {
+  unsigned long long status, bits;
+  for (uint32_t spins = 0;; ++spins) {
+    detail::LoadTileWord(p, status, bits);
+    if (status == token) return bits;
+    if (spins >= 4) __nanosleep(64);  // a late word: leave the L2 to the stores it waits for
+    if (spins == kMaxSpins) GiveUp(what, band, col, status, token);
+  }
 }
 
 struct Grid {
@@ -125,7 +134,7 @@ __global__ void __launch_bounds__(Shape::kThreads, 1)
     Scan2DKernel(const T* __restrict__ in, T* __restrict__ out, uint64_t rows, uint64_t cols,
                  const T* __restrict__ carry_in, TileWord* col_words, TileWord* row_words,
                  unsigned long long* counter, Grid g) {
-  constexpr int kRows = Shape::kRows, C = Shape::kCols, K = Shape::kColumnThreads, kThreads = Shape::kThreads;
+  constexpr int kRows = Shape::kRows, C = Shape::kCols, kThreads = Shape::kThreads;
   using Row = T[C + 1];
   extern __shared__ __align__(16) unsigned char smem[];
   auto buffer = [&](unsigned k) { return reinterpret_cast<Row*>(smem) + (k % kBuffers) * kRows; };
@@ -205,14 +214,7 @@ __global__ void __launch_bounds__(Shape::kThreads, 1)
         if (c == 0) {
           racc = row[j++];
         } else {  // the row's fold so far, from the tile to the left
-          unsigned long long status, bits;
-          for (uint32_t spins = 0;; ++spins) {
-            detail::LoadTileWord(row_words + uint64_t((c - 1) & 1u) * rows + r, status, bits);
-            if (status == c) break;
-            if (spins >= 4) __nanosleep(64);  // a late word: leave the L2 to the stores it waits for
-            if (spins == kMaxSpins) GiveUp("row", rb, c, status, c);
-          }
-          racc = detail::FromBits<T>(bits);
+          racc = detail::FromBits<T>(WaitWord(row_words + uint64_t((c - 1) & 1u) * rows + r, c, "row", rb, c));
         }
         if (j == 0 && nc == C) {  // constant trip count: the loads run ahead of the fold
 #pragma unroll 32
@@ -220,7 +222,9 @@ __global__ void __launch_bounds__(Shape::kThreads, 1)
         } else {
           for (; j < nc; ++j) row[j] = racc = op(racc, row[j]);
         }
-        if (c + 1 < g.tiles) detail::StoreTileWord(row_words + uint64_t(c & 1u) * rows + r, c + 1ull, detail::ToBits(racc));
+        if (c + 1 < g.tiles) {  // the row's fold so far, for the tile to the right
+          detail::StoreTileWord(row_words + uint64_t(c & 1u) * rows + r, c + 1ull, detail::ToBits(racc));
+        }
       }
     } else if (cb != ~0u) {  // the column half: tile s - 1, columns top to bottom, then out
       const uint32_t band = cb, c = s_col[(s - 1) % 4];
@@ -232,14 +236,8 @@ __global__ void __launch_bounds__(Shape::kThreads, 1)
         int r = 0;
         T acc;
         if (band > 0) {  // the band above's last row at this column, once it is there
-          unsigned long long status, bits;
-          for (uint32_t spins = 0;; ++spins) {
-            detail::LoadTileWord(col_words + uint64_t((band + 1u) & 1u) * cols + col, status, bits);
-            if (status == band) break;
-            if (spins >= 4) __nanosleep(64);
-            if (spins == kMaxSpins) GiveUp("column", band, c, status, band);
-          }
-          acc = detail::FromBits<T>(bits);
+          const TileWord* above = col_words + uint64_t((band + 1u) & 1u) * cols + col;
+          acc = detail::FromBits<T>(WaitWord(above, band, "column", band, c));
         } else if (carry_in) {
           acc = carry_in[col];
         } else {
@@ -253,15 +251,14 @@ __global__ void __launch_bounds__(Shape::kThreads, 1)
         }
         detail::StoreTileWord(col_words + uint64_t(band & 1u) * cols + col, band + 1ull, detail::ToBits(acc));
       }
-      ColumnHalfBarrier<K>();  // every column's fold is in the buffer
+      ColumnHalfBarrier<C>();  // every column's fold is in the buffer
       T* dst = out + uint64_t(band) * kRows * cols + col0;
       if (nr == kRows && nc == C) {
-        constexpr int kStep = K / C;
-        const int r0 = k / C, j = k % C;
+        const int r0 = k / C, j = k % C;  // 0 and k; written so, it keeps the stress-tested machine code
 #pragma unroll 16
-        for (int r = r0; r < kRows; r += kStep) dst[uint64_t(r) * cols + j] = t[r][j];
+        for (int r = r0; r < kRows; ++r) dst[uint64_t(r) * cols + j] = t[r][j];
       } else {
-        for (int e = k; e < nr * C; e += K) {
+        for (int e = k; e < nr * C; e += C) {
           const int r = e / C, j = e % C;
           if (j < nc) dst[uint64_t(r) * cols + j] = t[r][j];
         }
