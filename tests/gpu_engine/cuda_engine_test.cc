@@ -475,13 +475,14 @@ TEST_F(CudaEngineTest, SortMatchesTheCpuEngine) {
 }
 
 // 2-D scans: the tile wavefront gives Scan2DRef's bits (the fixed row-then-column association)
-// for every dtype and operator, on shapes around its bands (128 rows) and tiles (128 or 64
-// columns), with the carry row crossing calls of random row counts.
+// for every dtype and operator, on shapes around its bands (128 or 64 rows) and tiles (128
+// columns), with the carry row crossing calls of random row counts. Widths that are whole
+// 16-byte vectors (4, 128, 132, 1000) take the vector path, the others the element path.
 template <class T, class O>
 void ExpectGpuScan2D(Engine& gpu, Op op, std::mt19937_64& rng) {
   for (const std::size_t rows : {std::size_t{1}, std::size_t{127}, std::size_t{129}, std::size_t{300}}) {
-    for (const std::size_t cols : {std::size_t{1}, std::size_t{63}, std::size_t{65}, std::size_t{128},
-                                   std::size_t{129}, std::size_t{1000}}) {
+    for (const std::size_t cols : {std::size_t{1}, std::size_t{4}, std::size_t{63}, std::size_t{65}, std::size_t{128},
+                                   std::size_t{129}, std::size_t{132}, std::size_t{1000}}) {
       const std::vector<T> x = testing::RandomInput<T, O>(rows * cols, rng);
       const std::vector<T> ref = testing::Scan2DRef<T, O>(x, rows, cols);
       engine::Scan2DSpec spec;
@@ -528,6 +529,9 @@ TEST_F(CudaEngineTest, Scan2DMatchesTheReferenceBitForBit) {
   const std::vector<float> on_cpu = RunScan2D(cpu, spec, x, {rows});
   EXPECT_TRUE(testing::SameBits(RunScan2D(*engine_, spec, x, {rows}), on_cpu));
   EXPECT_TRUE(testing::SameBits(RunScan2D(*engine_, spec, x, {1000, 3000, 99}), on_cpu));
+  spec.cols = cols - 1;  // whole vectors: the 16-byte path
+  const std::vector<float> x4(x.begin(), x.begin() + rows * spec.cols);
+  EXPECT_TRUE(testing::SameBits(RunScan2D(*engine_, spec, x4, {777, 3322}), RunScan2D(cpu, spec, x4, {rows})));
   EXPECT_EQ(engine_->NewScan2D(spec)->algorithm(), "tile_wavefront");
 }
 

@@ -11,7 +11,8 @@
 // A block keeps three tiles going in shared memory: the next one's copy in flight (cp.async),
 // this one's row folds (the row half: a thread per row), and the one before's column folds and
 // stores (the column half: a thread per column), one barrier apart. DRAM traffic: one read and
-// one write of the matrix.
+// one write of the matrix. 4-byte tables of whole 16-byte rows copy in, fold rows and store out
+// four elements an access: fewer instructions a tile was worth 6 points of copy (bench/NOTES.md).
 //
 // Why tiles and not bands: a block per band of rows walked left to right made band b start b
 // hand-offs after band 0 and end as late: ~180 us of 1000 at 16384 x 16384 on the H100 were
@@ -53,11 +54,21 @@ using detail::TileWord;
 constexpr int kBuffers = 3;  // row half's tile, column half's tile, the next tile in flight
 
 // A tile of R rows (a thread each: the row half) and C columns (a thread each: the column half).
-template <int R, int C>
+// V > 1: the tile moves V elements (16 bytes) an access where it can, copies in, row folds and
+// stores out; rows are padded by V elements so the row half's 16-byte reads stay free of bank
+// conflicts (8 threads of a quarter-warp, rows C + V words apart, cover the 32 banks). V = 1:
+// element by element, rows padded by one.
+template <int R, int C, int V = 1>
 struct TileShape {
-  static constexpr int kRows = R, kCols = C, kThreads = R + C;
+  static constexpr int kRows = R, kCols = C, kThreads = R + C, kVec = V, kPad = V;
   template <class T>
-  static constexpr std::size_t kBytes = std::size_t(R) * (C + 1) * sizeof(T);  // +1: rows start on other banks
+  static constexpr std::size_t kBytes = std::size_t(R) * (C + kPad) * sizeof(T);
+  static_assert(C % V == 0, "a row is whole vectors");
+};
+
+template <class T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T e[V];
 };
 
 inline std::size_t AlignUp(std::size_t x) { return (x + 255) & ~std::size_t(255); }
@@ -135,7 +146,9 @@ __global__ void __launch_bounds__(Shape::kThreads, 1)
                  const T* __restrict__ carry_in, TileWord* col_words, TileWord* row_words,
                  unsigned long long* counter, Grid g) {
   constexpr int kRows = Shape::kRows, C = Shape::kCols, kThreads = Shape::kThreads;
-  using Row = T[C + 1];
+  constexpr int V = Shape::kVec, kVecs = C / V, kWidth = C + Shape::kPad;  // kVecs: vectors a row
+  using Row = T[kWidth];
+  using VecT = Vec<T, V>;
   extern __shared__ __align__(16) unsigned char smem[];
   auto buffer = [&](unsigned k) { return reinterpret_cast<Row*>(smem) + (k % kBuffers) * kRows; };
   // The block's k-th tile: (s_band, s_col)[k % 4], s_band == ~0u past the last ticket.
@@ -170,7 +183,22 @@ __global__ void __launch_bounds__(Shape::kThreads, 1)
       Row* t = buffer(k);
       const int nr = height(b), nc = width(c);
       const T* src = in + uint64_t(b) * kRows * cols + uint64_t(c) * C;
-      if (nr == kRows && nc == C && kThreads % C == 0) {  // kThreads / C rows a step
+      if constexpr (V > 1) {  // widths are whole vectors here (Launch checks cols and alignment)
+        if (nr == kRows && nc == C) {
+          constexpr int kStep = kThreads / kVecs;  // rows a step
+          static_assert(kThreads % kVecs == 0, "the block's threads cover whole rows");
+          const int r0 = tid / kVecs, j = tid % kVecs * V;
+#pragma unroll 16
+          for (int r = r0; r < kRows; r += kStep) {
+            __pipeline_memcpy_async(&t[r][j], src + uint64_t(r) * cols + j, sizeof(VecT));
+          }
+        } else {
+          for (int e = tid; e < nr * kVecs; e += kThreads) {
+            const int r = e / kVecs, j = e % kVecs * V;
+            if (j < nc) __pipeline_memcpy_async(&t[r][j], src + uint64_t(r) * cols + j, sizeof(VecT));
+          }
+        }
+      } else if (nr == kRows && nc == C && kThreads % C == 0) {  // kThreads / C rows a step
         constexpr int kStep = kThreads / C;
         const int r0 = tid / C, j = tid % C;
 #pragma unroll 16
@@ -210,17 +238,49 @@ __global__ void __launch_bounds__(Shape::kThreads, 1)
         const int nc = width(c);
         const uint64_t r = uint64_t(rb) * kRows + tid;
         T racc;
-        int j = 0;
-        if (c == 0) {
-          racc = row[j++];
-        } else {  // the row's fold so far, from the tile to the left
-          racc = detail::FromBits<T>(WaitWord(row_words + uint64_t((c - 1) & 1u) * rows + r, c, "row", rb, c));
-        }
-        if (j == 0 && nc == C) {  // constant trip count: the loads run ahead of the fold
-#pragma unroll 32
-          for (int i = 0; i < C; ++i) row[i] = racc = op(racc, row[i]);
+        if constexpr (V > 1) {  // four elements a 16-byte read and write
+          auto* vrow = reinterpret_cast<VecT*>(row);
+          const int nv = nc / V;
+          auto fold = [&](VecT& v, int from) {
+#pragma unroll
+            for (int x = from; x < V; ++x) v.e[x] = racc = op(racc, v.e[x]);
+          };
+          int q = 0;
+          if (c == 0) {
+            VecT v = vrow[q];
+            racc = v.e[0];
+            fold(v, 1);
+            vrow[q++] = v;
+          } else {  // the row's fold so far, from the tile to the left
+            racc = detail::FromBits<T>(WaitWord(row_words + uint64_t((c - 1) & 1u) * rows + r, c, "row", rb, c));
+          }
+          if (q == 0 && nc == C) {
+#pragma unroll 8
+            for (int i = 0; i < kVecs; ++i) {
+              VecT v = vrow[i];
+              fold(v, 0);
+              vrow[i] = v;
+            }
+          } else {
+            for (; q < nv; ++q) {
+              VecT v = vrow[q];
+              fold(v, 0);
+              vrow[q] = v;
+            }
+          }
         } else {
-          for (; j < nc; ++j) row[j] = racc = op(racc, row[j]);
+          int j = 0;
+          if (c == 0) {
+            racc = row[j++];
+          } else {  // the row's fold so far, from the tile to the left
+            racc = detail::FromBits<T>(WaitWord(row_words + uint64_t((c - 1) & 1u) * rows + r, c, "row", rb, c));
+          }
+          if (j == 0 && nc == C) {  // constant trip count: the loads run ahead of the fold
+#pragma unroll 32
+            for (int i = 0; i < C; ++i) row[i] = racc = op(racc, row[i]);
+          } else {
+            for (; j < nc; ++j) row[j] = racc = op(racc, row[j]);
+          }
         }
         if (c + 1 < g.tiles) {  // the row's fold so far, for the tile to the right
           detail::StoreTileWord(row_words + uint64_t(c & 1u) * rows + r, c + 1ull, detail::ToBits(racc));
@@ -253,7 +313,23 @@ __global__ void __launch_bounds__(Shape::kThreads, 1)
       }
       ColumnHalfBarrier<C>();  // every column's fold is in the buffer
       T* dst = out + uint64_t(band) * kRows * cols + col0;
-      if (nr == kRows && nc == C) {
+      if constexpr (V > 1) {  // 16-byte reads and stores: a warp writes 512 contiguous bytes
+        if (nr == kRows && nc == C) {
+          constexpr int kStep = C / kVecs;  // rows a step
+          const int r0 = k / kVecs, j = k % kVecs * V;
+#pragma unroll 8
+          for (int r = r0; r < kRows; r += kStep) {
+            *reinterpret_cast<VecT*>(dst + uint64_t(r) * cols + j) = *reinterpret_cast<const VecT*>(&t[r][j]);
+          }
+        } else {
+          for (int e = k; e < nr * kVecs; e += C) {
+            const int r = e / kVecs, j = e % kVecs * V;
+            if (j < nc) {
+              *reinterpret_cast<VecT*>(dst + uint64_t(r) * cols + j) = *reinterpret_cast<const VecT*>(&t[r][j]);
+            }
+          }
+        }
+      } else if (nr == kRows && nc == C) {
         const int r0 = k / C, j = k % C;  // 0 and k; written so, it keeps the stress-tested machine code
 #pragma unroll 16
         for (int r = r0; r < kRows; ++r) dst[uint64_t(r) * cols + j] = t[r][j];
@@ -309,9 +385,19 @@ template <class T, class Op>
 cudaError_t Scan2D(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_out, uint64_t rows, uint64_t cols,
                    const T* d_carry, cudaStream_t stream) {
   // Rows of 512 bytes for 4-byte types, 1 KiB for 8-byte ones (bench/NOTES.md: float64 gained 8
-  // points from 1 KiB rows, float32 lost with every 1 KiB shape tried).
-  using Shape = std::conditional_t<sizeof(T) == 4, TileShape<128, 128>, TileShape<64, 128>>;
-  return Launch<T, Op, Shape>(d_temp, temp_bytes, d_in, d_out, rows, cols, d_carry, stream);
+  // points from 1 KiB rows, float32 lost with every 1 KiB shape tried). 4-byte types move 16
+  // bytes an access where the table allows it (77% -> 83% of copy at 16384^2); 8-byte ones gained
+  // too little from it to carry a second kernel (bench/NOTES.md).
+  if constexpr (sizeof(T) == 4) {
+    const bool whole_vectors = cols % 4 == 0 && reinterpret_cast<std::uintptr_t>(d_in) % 16 == 0 &&
+                               reinterpret_cast<std::uintptr_t>(d_out) % 16 == 0;
+    if (whole_vectors) {
+      return Launch<T, Op, TileShape<128, 128, 4>>(d_temp, temp_bytes, d_in, d_out, rows, cols, d_carry, stream);
+    }
+    return Launch<T, Op, TileShape<128, 128>>(d_temp, temp_bytes, d_in, d_out, rows, cols, d_carry, stream);
+  } else {
+    return Launch<T, Op, TileShape<64, 128>>(d_temp, temp_bytes, d_in, d_out, rows, cols, d_carry, stream);
+  }
 }
 
 }  // namespace gpuscan::kernels::scan2d_detail
