@@ -20,6 +20,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "detail/dispatch.cuh"
@@ -201,6 +202,12 @@ void BenchScan(const char* dtype, Ctx& c) {
       if constexpr (sizeof(T) == 4) {
         timed("  128x32 d1200/600 (old)", PolicyScan<T, 128, 32, 1200, 600, 500>);
         timed("  128x32 d2400/1200", PolicyScan<T, 128, 32, 2400, 1200, 500>);
+        if (lg >= 28) {  // longer tiles and more threads (the H200 scans at 84% of copy, 2026-11-25)
+          timed("  128x32 d1200/300", PolicyScan<T, 128, 32, 1200, 300, 500>);
+          timed("  128x48 d2400/600", PolicyScan<T, 128, 48, 2400, 600, 500>);
+          timed("  128x64 d2400/600", PolicyScan<T, 128, 64, 2400, 600, 500>);
+          timed("  256x32 d2400/600", PolicyScan<T, 256, 32, 2400, 600, 500>);
+        }
       } else {
         timed("  128x16 d1200/600 (old)", PolicyScan<T, 128, 16, 1200, 600, 500>);
         timed("  128x32 d3200/1600", PolicyScan<T, 128, 32, 3200, 1600, 500>);
@@ -277,27 +284,24 @@ void BenchReduce(const char* dtype, Ctx& c, bool variants) {
 
 // ---------------------------------------------------------------------------------------------
 // Compact.
-template <class T, int kThreads, int kItems, int kFirst, int kPoll>
-cudaError_t PolicyCompact(void* tmp, std::size_t& bytes, const T* in, const uint8_t* flags, uint64_t n,
-                          T* out, uint64_t* count, cudaStream_t s) {
-  using P = kd::SinglePassPolicy<kThreads, kItems, true, kFirst, kPoll>;
-  return kd::OwnCompact<T, P>(tmp, bytes, in, flags, kernels::Predicate<T>{}, n, 0, out, nullptr, count, s);
-}
-
-// The compaction kernel with the gather buffer forced wide (8-byte words, as a call with indices
-// uses) or slim (T), whatever the call asks for.
-template <class T, int kThreads, int kItems, int kFirst, int kPoll, bool kSlim>
-cudaError_t PolicyCompactGather(void* tmp, std::size_t& bytes, const T* in, const uint8_t* flags, uint64_t n,
-                                T* out, uint64_t* count, cudaStream_t s) {
-  using P = kd::SinglePassPolicy<kThreads, kItems, true, kFirst, kPoll>;
-  const std::size_t body = kd::SinglePassBody<P>(n);
-  if (tmp == nullptr) {
-    bytes = kd::TempBytesFor(body);
-    return cudaSuccess;
-  }
-  kd::TempView view;
-  if (const cudaError_t e = kd::ViewTemp(tmp, bytes, body, view); e != cudaSuccess) return e;
-  return kd::LaunchCompact<P, kSlim>(view, in, flags, kernels::Predicate<T>{}, n, 0, out, nullptr, count, s);
+// The compaction kernel at a tile shape, with the gather buffer forced wide (8-byte words, as a
+// call with indices uses) or slim (T), whatever the call asks for, and the look-back's sleeps
+// given (the library chooses them per device: tuning.cuh CompactDelays).
+template <class T, int kThreads, int kItems, bool kSlim>
+auto PolicyCompact(int first_ns, int poll_ns) {
+  return [=](void* tmp, std::size_t& bytes, const T* in, const uint8_t* flags, uint64_t n, T* out, uint64_t* count,
+             cudaStream_t s) -> cudaError_t {
+    using P = kd::SinglePassPolicy<kThreads, kItems, true, 0, 0>;
+    const std::size_t body = kd::SinglePassBody<P>(n);
+    if (tmp == nullptr) {
+      bytes = kd::TempBytesFor(body);
+      return cudaSuccess;
+    }
+    kd::TempView view;
+    if (const cudaError_t e = kd::ViewTemp(tmp, bytes, body, view); e != cudaSuccess) return e;
+    return kd::LaunchCompact<P, kSlim>(view, in, flags, kernels::Predicate<T>{}, n, 0, out, nullptr, count, s,
+                                       kd::LookBackDelays{first_ns, poll_ns});
+  };
 }
 
 template <class T>
@@ -346,15 +350,19 @@ void BenchCompact(const char* dtype, Ctx& c) {
                                       uint64_t* k, cudaStream_t s) {
       return kernels::Compact<T>(false, t, b, i, f, kernels::Predicate<T>{}, m, 0, o, nullptr, k, s);
     });
-    // The policies before 2026-11-25 and the runners-up of that day's sweep (tuning.cuh).
+    // The policy before 2026-11-25, and the look-back's sleeps swept (tuning.cuh CompactDelays).
+    const std::pair<int, int> delays[] = {{800, 400}, {1200, 600}, {1600, 800}, {2000, 1000}, {2400, 1200}, {3200, 1600}};
+    auto name = [](const char* shape, std::pair<int, int> d) {
+      return std::string("  ") + shape + " d" + std::to_string(d.first) + "/" + std::to_string(d.second);
+    };
     if constexpr (sizeof(T) == 4) {
-      timed("  256x16 wide gather d1200/600 (old)", PolicyCompactGather<T, 256, 16, 1200, 600, false>);
-      timed("  128x64 slim d1200/600", PolicyCompactGather<T, 128, 64, 1200, 600, true>);
-      timed("  128x64 slim d3200/1600", PolicyCompactGather<T, 128, 64, 3200, 1600, true>);
+      timed("  256x16 wide gather d1200/600 (old)", PolicyCompact<T, 256, 16, false>(1200, 600));
+      for (const auto d : delays) timed(name("128x64 slim", d), PolicyCompact<T, 128, 64, true>(d.first, d.second));
     } else {
-      timed("  256x8 d1200/600 (old)", PolicyCompact<T, 256, 8, 1200, 600>);
-      timed("  128x24 d1200/600", PolicyCompact<T, 128, 24, 1200, 600>);
-      timed("  256x16 d3200/1600", PolicyCompact<T, 256, 16, 3200, 1600>);
+      timed("  256x8 d1200/600 (old)", PolicyCompact<T, 256, 8, false>(1200, 600));
+      for (const auto d : delays) timed(name("256x16", d), PolicyCompact<T, 256, 16, false>(d.first, d.second));
+      timed("  128x24 d1200/600", PolicyCompact<T, 128, 24, false>(1200, 600));
+      timed("  128x24 d1600/800", PolicyCompact<T, 128, 24, false>(1600, 800));
     }
   }
 }
@@ -371,8 +379,10 @@ int main(int argc, char** argv) {
   };
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s, %d SMs, L2 %d MB, CUDA runtime %d; median of %d after %d warm-up\n", prop.name,
-              prop.multiProcessorCount, prop.l2CacheSize >> 20, CUDART_VERSION, kReps, kWarmup);
+  double peak_gbs = 0;
+  CHECK(kd::PeakDramGBs(peak_gbs));
+  std::printf("device: %s, %d SMs, L2 %d MB, peak DRAM %.0f GB/s, CUDA runtime %d; median of %d after %d warm-up\n",
+              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20, peak_gbs, CUDART_VERSION, kReps, kWarmup);
   std::printf("GB/s: bytes moved / time; %%copy = a device copy's time for the same bytes / time; "
               "xCUB = CUB time / time (>1: faster)\n");
   Ctx c;

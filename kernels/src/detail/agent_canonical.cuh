@@ -17,7 +17,7 @@
 
 #include "common.cuh"
 #include "gpuscan/kernels/canonical_scan.h"
-#include "resident.cuh"
+#include "device_facts.cuh"
 #include "tile_state.cuh"
 #include "tuning.cuh"
 

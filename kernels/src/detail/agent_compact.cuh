@@ -36,12 +36,13 @@ __device__ __forceinline__ bool Keep(const Predicate<T>& p, T x) {
 
 // count_in / count_out: kept before this launch's first element (nullptr = 0) and after its
 // last, for calls split into several launches; index_base already includes the segment start.
+// delays: the look-back's sleeps, chosen per device at launch (tuning.cuh CompactDelays).
 template <class T, class Policy, bool kSlimGather>
 __global__ void __launch_bounds__(Policy::kThreads)
     CompactKernel(const T* in, const uint8_t* flags, Predicate<T> pred, uint64_t n, uint32_t num_tiles,
                   int64_t index_base, T* out_values, int64_t* out_indices,
                   const unsigned long long* count_in, unsigned long long* count_out,
-                  TempHeader* header, TileWord* tiles) {
+                  TempHeader* header, TileWord* tiles, LookBackDelays delays) {
   constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems, kTile = Policy::kTile;
   constexpr int kWarps = kThreads / kWarpThreads;
   using Layout = StripedLayout<T, kItems>;
@@ -150,8 +151,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
       if (threadIdx.x == 0) PublishTile<Count>(tiles, 0, epoch, kFlagInclusive, prefix + tile_kept);
     } else {
       if (threadIdx.x == 0) PublishTile<Count>(tiles, tile, epoch, kFlagPartial, Count(tile_kept));
-      prefix = LookBack<Count, CountOp, Policy::kFirstDelayNs, Policy::kPollDelayNs>(
-          tiles, tile, epoch, num_tiles >= Policy::kDelayMinTiles);
+      prefix = LookBackWith<Count, CountOp>(tiles, tile, epoch, num_tiles >= Policy::kDelayMinTiles, delays);
       if (threadIdx.x == 0) PublishTile<Count>(tiles, tile, epoch, kFlagInclusive, prefix + tile_kept);
     }
     if (threadIdx.x == 0) {

@@ -11,6 +11,7 @@
 #include "agent_compact.cuh"
 #include "agent_rts.cuh"
 #include "agent_single_pass.cuh"
+#include "device_facts.cuh"
 #include "tuning.cuh"
 
 namespace gpuscan::kernels::detail {
@@ -142,7 +143,7 @@ cudaError_t OwnReduce(void* d_temp, std::size_t& temp_bytes, const T* in, uint64
 template <class Policy, bool kSlim, class T>
 cudaError_t LaunchCompact(const TempView& view, const T* in, const uint8_t* flags, Predicate<T> pred, uint64_t n,
                           int64_t index_base, T* out_values, int64_t* out_indices, uint64_t* num_kept,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, LookBackDelays delays) {
   auto* tiles = reinterpret_cast<TileWord*>(view.body);
   const uint64_t launch_items = uint64_t(SinglePassBody<Policy>(n) / sizeof(TileWord)) * Policy::kTile;
   using Count = unsigned long long;
@@ -154,7 +155,7 @@ cudaError_t LaunchCompact(const TempView& view, const T* in, const uint8_t* flag
     const auto t = static_cast<uint32_t>(DivUp(m, Policy::kTile));
     CompactKernel<T, Policy, kSlim><<<t, Policy::kThreads, 0, stream>>>(
         in == nullptr ? nullptr : in + off, flags == nullptr ? nullptr : flags + off, pred, m, t,
-        index_base + static_cast<int64_t>(off), out_values, out_indices, cin, cout, view.header, tiles);
+        index_base + static_cast<int64_t>(off), out_values, out_indices, cin, cout, view.header, tiles, delays);
     GPUSCAN_CHECK_LAUNCH();
     cin = cout;
   }
@@ -176,14 +177,16 @@ cudaError_t OwnCompact(void* d_temp, std::size_t& temp_bytes, const T* in, const
   if (n == 0) return cudaMemsetAsync(num_kept, 0, sizeof(uint64_t), stream);
   TempView view;
   GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
+  double peak_gbs = 0;
+  GPUSCAN_TRY(PeakDramGBs(peak_gbs));
   if constexpr (sizeof(T) < sizeof(unsigned long long)) {  // a slim gather is smaller only here
     if (out_indices == nullptr) {
       return LaunchCompact<Policy, true>(view, in, flags, pred, n, index_base, out_values, out_indices, num_kept,
-                                         stream);
+                                         stream, CompactDelays<Policy>(peak_gbs));
     }
   }
   return LaunchCompact<IndexPolicy, false>(view, in, flags, pred, n, index_base, out_values, out_indices,
-                                           num_kept, stream);
+                                           num_kept, stream, CompactDelays<IndexPolicy>(peak_gbs));
 }
 
 }  // namespace gpuscan::kernels::detail

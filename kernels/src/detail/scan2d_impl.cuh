@@ -44,7 +44,7 @@
 
 #include "gpuscan/kernels/operators.h"
 #include "gpuscan/kernels/scan2d.h"
-#include "resident.cuh"
+#include "device_facts.cuh"
 #include "tile_state.cuh"
 
 namespace gpuscan::kernels::scan2d_detail {

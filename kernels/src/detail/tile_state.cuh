@@ -9,6 +9,7 @@
 // 2^42 launches on one buffer before an old word could be mistaken for a new one.
 #pragma once
 
+#include "tuning.cuh"
 #include "warp.cuh"
 
 namespace gpuscan::kernels::detail {
@@ -94,17 +95,19 @@ __device__ __forceinline__ void DrawTicket(TempHeader* header, uint32_t num_tile
 // sleeps kFirstDelayNs (its predecessors are still publishing) and then kPollDelayNs between
 // polls, so hundreds of polling warps do not crowd the L2 that the data streams through. With a
 // small grid (fewer than the policy's kDelayMinTiles tiles, tuning.cuh) it polls at once: there
-// latency is all that matters. The caller passes big_grid.
+// latency is all that matters. The caller passes big_grid. The delays come as template
+// constants (LookBack) or, where they are chosen per device at launch, as an argument
+// (LookBackWith, LookBackDelays: compaction, tuning.cuh).
 
-template <class T, class Op, int kFirstDelayNs = 0, int kPollDelayNs = 0>
-__device__ __forceinline__ T LookBack(const TileWord* tiles, uint32_t tile, unsigned long long epoch,
-                                      bool big_grid = false) {
+template <class T, class Op>
+__device__ __forceinline__ T LookBackWith(const TileWord* tiles, uint32_t tile, unsigned long long epoch,
+                                          bool big_grid, LookBackDelays delays) {
   const Op op;
   const int lane = LaneId();
   long long pred = static_cast<long long>(tile) - 1 - lane;
   T exclusive{};
   bool have = false;
-  if (kFirstDelayNs > 0 && big_grid) __nanosleep(kFirstDelayNs);
+  if (delays.first_ns > 0 && big_grid) __nanosleep(delays.first_ns);
   while (true) {
     unsigned flag;
     T value;
@@ -120,8 +123,8 @@ __device__ __forceinline__ T LookBack(const TileWord* tiles, uint32_t tile, unsi
         value = Op::identity();
       }
       if (__all_sync(kFullMask, flag != kFlagInvalid)) break;
-      if (kPollDelayNs > 0 && big_grid) {
-        __nanosleep(kPollDelayNs);
+      if (delays.poll_ns > 0 && big_grid) {
+        __nanosleep(delays.poll_ns);
       } else if (++spins > 4) {
         __nanosleep(32);
       }
@@ -141,6 +144,12 @@ __device__ __forceinline__ T LookBack(const TileWord* tiles, uint32_t tile, unsi
     if (inclusive != 0) return exclusive;
     pred -= kWarpThreads;
   }
+}
+
+template <class T, class Op, int kFirstDelayNs = 0, int kPollDelayNs = 0>
+__device__ __forceinline__ T LookBack(const TileWord* tiles, uint32_t tile, unsigned long long epoch,
+                                      bool big_grid = false) {
+  return LookBackWith<T, Op>(tiles, tile, epoch, big_grid, LookBackDelays{kFirstDelayNs, kPollDelayNs});
 }
 
 // Whether a word read in this launch (epoch) holds an inclusive value.

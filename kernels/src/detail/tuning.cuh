@@ -12,6 +12,11 @@ namespace gpuscan::kernels::detail {
 // (ld.global.nc, the read-only path), kStream (ld.global.cs, evict first: data read once).
 enum class LoadHint { kDefault, kNc, kStream };
 
+// A look-back's sleeps when they are chosen at launch (tile_state.cuh LookBackWith); 0: none.
+struct LookBackDelays {
+  int first_ns = 0, poll_ns = 0;
+};
+
 template <int kThreads_, int kItems_>
 struct TilePolicy {
   static constexpr int kThreads = kThreads_;
@@ -135,8 +140,9 @@ template <int kArch, int kSize>
 struct ReduceTuning : ReducePolicy<256, 64 / kSize, 1024, true, 1, LoadHint::kDefault> {};
 
 // Compaction: striped loads of values and flags, kept values staged in shared memory and written
-// out contiguously; look-back delays 2400 ns first / 1200 ns between polls, from 500 tiles (until
-// 2026-11-25 the scan's 1200 / 600: the figures below ran under those unless they name others).
+// out contiguously; look-back delays 2400 ns first / 1200 ns between polls on the H100, from 500
+// tiles (until 2026-11-25 the scan's 1200 / 600: the figures below ran under those unless they
+// name others), shorter on faster memory (CompactDelays, below).
 // Values only (CompactTuning): 128 x 64 (4-byte, slim gather) / 256 x 16 (8-byte). With indices
 // (CompactIndexTuning, 8-byte gather words): 256 x 16.
 // Before (blocked loads, no delays, 256 x 16): f32 by flags (half kept) 2^28: 851 us, 1.03x
@@ -167,6 +173,26 @@ template <int kArch, int kSize>
 struct CompactTuning : SinglePassPolicy<kSize == 4 ? 128 : 256, kSize == 4 ? 64 : 16, true, 2400, 1200> {};
 template <int kArch, int kSize>
 struct CompactIndexTuning : SinglePassPolicy<256, 16, true, 2400, 1200> {};  // also 8-byte values without indices
+
+// The compaction look-back's sleeps on a device of peak DRAM bandwidth peak_gbs (device_facts.cuh),
+// chosen at launch: the H100 and the H200 are both sm_90, so the architecture cannot tell them
+// apart. The policy's sleeps were tuned on the H100 (3352 GB/s). A tile's predecessors publish
+// sooner where memory is faster, so the sleeps shrink in proportion; slower or unknown devices
+// keep the policy's. H200 (4814 GB/s by this formula: 1670 / 835 ns), 2026-11-25, tune_bench
+// compact, two rounds, every variant checked against CUB (bench/results/
+// compact-delays-h200-2026-11-25), % of copy at 2^28, first / poll ns:
+//   f32 128x64 slim: 800/400 82.6-83.2; 1200/600 84.5-84.6; 1600/800 84.4-84.5; 2000/1000
+//     84.6-84.7; 2400/1200 (the H100's) 80.2-80.4 (a cliff); 3200/1600 80.1-80.4.
+//   f64 256x16: 800/400 82.3-82.6; 1200/600 85.2; 1600/800 85.1-85.2; 2000/1000 85.0;
+//     2400/1200 81.1-81.3; 3200/1600 81.1-81.2. 2^20 and 2^24 within a point either way.
+// On the H100 the plateau is 2400-3200 with a cliff at 4800 (above); scaled, it lands in the
+// H200's plateau (1200-2000), clear of its cliff.
+constexpr double kDelayReferenceGBs = 3352;  // the H100 SXM the policies were tuned on
+template <class Policy>
+LookBackDelays CompactDelays(double peak_gbs) {
+  const double scale = peak_gbs > kDelayReferenceGBs ? kDelayReferenceGBs / peak_gbs : 1.0;
+  return {static_cast<int>(Policy::kFirstDelayNs * scale), static_cast<int>(Policy::kPollDelayNs * scale)};
+}
 
 // Fused segmented scan (segmented_impl.cuh): the single-pass scan's layout and delays over
 // (head, value) pairs, which take twice a value's registers; kSize is the value's.
