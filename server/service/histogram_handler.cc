@@ -8,15 +8,27 @@
 #include "service/streaming_call.h"
 #include "gpuscan/kernels/histogram_bins.h"
 #include "service/validate.h"
+#include "service/wire.h"
 
 namespace gpuscan::server {
 namespace {
 
-class HistogramCall final : public StreamingCall<v1::HistogramRequest, v1::HistogramResponse,
-                                                 grpc::ServerReadReactor<v1::HistogramRequest>> {
+// Histogram is a raw RPC like Reduce (wire.h): each chunk is gathered once into a payload block,
+// which the cuda engine uploads from directly. Its one response is encoded when the call completes.
+struct HistogramWire {
+  using In = grpc::ByteBuffer;
+  using Out = v1::HistogramResponse;  // client streaming: nothing is written through the queue
+  static grpc::Status Decode(In& in, const CallContext& ctx, HistogramChunk* req) {
+    return DecodeChunk(in, *ctx.payloads, req, "the HistogramRequest");
+  }
+  static Out Encode(v1::HistogramResponse&& r) { return std::move(r); }
+};
+
+class HistogramCall final : public StreamingCall<HistogramChunk, v1::HistogramResponse,
+                                                 grpc::ServerReadReactor<grpc::ByteBuffer>, HistogramWire> {
  public:
-  HistogramCall(CallContext ctx, grpc::CallbackServerContext* rpc, v1::HistogramResponse* response)
-      : StreamingCall(std::move(ctx), rpc, "histogram"), response_(response) {}
+  HistogramCall(CallContext ctx, grpc::CallbackServerContext* rpc, grpc::ByteBuffer* response)
+      : StreamingCall(std::move(ctx), rpc, "histogram"), wire_response_(response) {}
 
  protected:
   grpc::Status OnHeader(const v1::HistogramHeader& header) override {
@@ -28,14 +40,14 @@ class HistogramCall final : public StreamingCall<v1::HistogramRequest, v1::Histo
     return grpc::Status::OK;
   }
 
-  grpc::Status CheckRequest(const v1::HistogramRequest& req, uint64_t index) override {
-    return checker_->Add(req.data().size(), "data", index);
+  grpc::Status CheckRequest(const HistogramChunk& req, uint64_t index) override {
+    return checker_->Add(req.data.size(), "data", index);
   }
 
   void Open() override { session_ = ctx_.engine->NewHistogram(spec_); }
 
-  void Process(v1::HistogramRequest& req, std::vector<v1::HistogramResponse>&) override {
-    const std::string& in = req.data();
+  void Process(HistogramChunk& req, std::vector<v1::HistogramResponse>&) override {
+    const Payload& in = req.data;
     if (in.empty()) return;
     const uint64_t n = in.size() / engine::SizeOf(spec_.dtype);
     session_->Process(in.data(), n, stages_);
@@ -49,14 +61,16 @@ class HistogramCall final : public StreamingCall<v1::HistogramRequest, v1::Histo
     const std::vector<uint64_t> slots = session_->Result();
     const size_t bins = spec_.edges.size() - 1;
     // Raw little-endian uint64 / float64: the host's layout on every platform we build for.
-    response_->set_counts(slots.data(), bins * sizeof(uint64_t));
-    response_->set_edges(spec_.edges.data(), spec_.edges.size() * sizeof(double));
-    response_->set_below(slots[bins + hist::kBelow]);
-    response_->set_above(slots[bins + hist::kAbove]);
-    response_->set_nan_count(slots[bins + hist::kNan]);
-    response_->set_element_count(processed_);
-    bytes_out_ += response_->counts().size() + response_->edges().size();
-    FillTiming(response_->mutable_timing(), session_->algorithm());
+    v1::HistogramResponse response;
+    response.set_counts(slots.data(), bins * sizeof(uint64_t));
+    response.set_edges(spec_.edges.data(), spec_.edges.size() * sizeof(double));
+    response.set_below(slots[bins + hist::kBelow]);
+    response.set_above(slots[bins + hist::kAbove]);
+    response.set_nan_count(slots[bins + hist::kNan]);
+    response.set_element_count(processed_);
+    bytes_out_ += response.counts().size() + response.edges().size();
+    FillTiming(response.mutable_timing(), session_->algorithm());
+    *wire_response_ = EncodeMessage(response);  // gRPC sends it at Finish
     return grpc::Status::OK;
   }
 
@@ -72,7 +86,7 @@ class HistogramCall final : public StreamingCall<v1::HistogramRequest, v1::Histo
   }
 
  private:
-  v1::HistogramResponse* response_;
+  grpc::ByteBuffer* wire_response_;  // gRPC's, sent at Finish
   engine::HistogramSpec spec_;
   std::optional<ChunkChecker> checker_;
   std::unique_ptr<engine::HistogramSession> session_;
@@ -81,8 +95,8 @@ class HistogramCall final : public StreamingCall<v1::HistogramRequest, v1::Histo
 
 }  // namespace
 
-grpc::ServerReadReactor<v1::HistogramRequest>* StartHistogram(CallContext ctx, grpc::CallbackServerContext* rpc,
-                                                              v1::HistogramResponse* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* StartHistogram(CallContext ctx, grpc::CallbackServerContext* rpc,
+                                                          grpc::ByteBuffer* response) {
   auto* call = new HistogramCall(std::move(ctx), rpc, response);
   call->Begin();
   return call;

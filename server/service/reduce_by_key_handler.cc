@@ -9,13 +9,25 @@
 #include "service/handlers.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
+#include "service/wire.h"
 
 namespace gpuscan::server {
 namespace {
 
+// ReduceByKey reads raw (wire.h): a request's values and keys are gathered once into payloads.
+// Its responses (one key and one value a run, usually far fewer bytes) are plain messages.
+struct ReduceByKeyWire {
+  using In = grpc::ByteBuffer;
+  using Out = grpc::ByteBuffer;
+  static grpc::Status Decode(In& in, const CallContext& ctx, ReduceByKeyChunk* req) {
+    return DecodeChunk(in, *ctx.payloads, req, "the ReduceByKeyRequest");
+  }
+  static Out Encode(v1::ReduceByKeyResponse&& r) { return EncodeMessage(r); }
+};
+
 class ReduceByKeyCall final
-    : public StreamingCall<v1::ReduceByKeyRequest, v1::ReduceByKeyResponse,
-                           grpc::ServerBidiReactor<v1::ReduceByKeyRequest, v1::ReduceByKeyResponse>> {
+    : public StreamingCall<ReduceByKeyChunk, v1::ReduceByKeyResponse,
+                           grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>, ReduceByKeyWire> {
  public:
   using StreamingCall::StreamingCall;
 
@@ -31,15 +43,15 @@ class ReduceByKeyCall final
     return grpc::Status::OK;
   }
 
-  grpc::Status CheckRequest(const v1::ReduceByKeyRequest& req, uint64_t index) override {
-    return checker_->Add(req.data().size(), req.keys().size(), index);
+  grpc::Status CheckRequest(const ReduceByKeyChunk& req, uint64_t index) override {
+    return checker_->Add(req.data.size(), req.keys.size(), index);
   }
 
   void Open() override { reducer_ = ctx_.engine->NewReduceByKey(spec_); }
 
-  void Process(v1::ReduceByKeyRequest& req, std::vector<v1::ReduceByKeyResponse>& out) override {
-    bytes_in_ += req.data().size() + req.keys().size();
-    aligner_->Add(req.data(), req.keys(), [&](const char* values, const uint8_t* keys, uint64_t n) {
+  void Process(ReduceByKeyChunk& req, std::vector<v1::ReduceByKeyResponse>& out) override {
+    bytes_in_ += req.data.size() + req.keys.size();
+    aligner_->Add(req.data, req.keys, [&](const char* values, const uint8_t* keys, uint64_t n) {
       v1::ReduceByKeyResponse resp;
       const uint64_t runs = reducer_->Process(values, keys, n, resp.mutable_keys(), resp.mutable_values(), stages_);
       processed_ += n;
@@ -91,7 +103,7 @@ class ReduceByKeyCall final
 
 }  // namespace
 
-grpc::ServerBidiReactor<v1::ReduceByKeyRequest, v1::ReduceByKeyResponse>* StartReduceByKey(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartReduceByKey(
     CallContext ctx, grpc::CallbackServerContext* rpc) {
   auto* call = new ReduceByKeyCall(std::move(ctx), rpc, "reduce_by_key");
   call->Begin();

@@ -8,13 +8,28 @@
 #include "service/handlers.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
+#include "service/wire.h"
 
 namespace gpuscan::server {
 namespace {
 
+// SegmentedScan is a raw RPC (wire.h): a request's values and keys are gathered once into
+// payloads (registered with the cuda engine, which uploads from them with no staging copy), and
+// each scanned run goes back from a payload by reference.
+struct SegmentedScanWire {
+  using In = grpc::ByteBuffer;
+  using Out = grpc::ByteBuffer;
+  static grpc::Status Decode(In& in, const CallContext& ctx, SegmentedScanChunk* req) {
+    return DecodeChunk(in, *ctx.payloads, req, "the SegmentedScanRequest");
+  }
+  static Out Encode(ScanReply&& r) {
+    return EncodeWithPayload(r.msg, v1::ScanResponse::kDataFieldNumber, std::move(r.data));
+  }
+};
+
 class SegmentedScanCall final
-    : public StreamingCall<v1::SegmentedScanRequest, v1::ScanResponse,
-                           grpc::ServerBidiReactor<v1::SegmentedScanRequest, v1::ScanResponse>> {
+    : public StreamingCall<SegmentedScanChunk, ScanReply, grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+                           SegmentedScanWire> {
  public:
   using StreamingCall::StreamingCall;
 
@@ -31,29 +46,28 @@ class SegmentedScanCall final
     return grpc::Status::OK;
   }
 
-  grpc::Status CheckRequest(const v1::SegmentedScanRequest& req, uint64_t index) override {
-    return checker_->Add(req.data().size(), req.keys().size(), index);
+  grpc::Status CheckRequest(const SegmentedScanChunk& req, uint64_t index) override {
+    return checker_->Add(req.data.size(), req.keys.size(), index);
   }
 
   void Open() override { session_ = ctx_.engine->NewSegmentedScan(spec_); }
 
-  void Process(v1::SegmentedScanRequest& req, std::vector<v1::ScanResponse>& out) override {
-    bytes_in_ += req.data().size() + req.keys().size();
-    aligner_->Add(req.data(), req.keys(), [&](const char* values, const uint8_t* keys, uint64_t n) {
-      v1::ScanResponse& resp = out.emplace_back();
-      std::string* data = resp.mutable_data();
-      data->resize(n * elem_size_);
-      session_->Process(values, keys, data->data(), n, stages_);
-      resp.set_offset(processed_);
+  void Process(SegmentedScanChunk& req, std::vector<ScanReply>& out) override {
+    bytes_in_ += req.data.size() + req.keys.size();
+    aligner_->Add(req.data, req.keys, [&](const char* values, const uint8_t* keys, uint64_t n) {
+      ScanReply& resp = out.emplace_back();
+      resp.data = ctx_.payloads->Take(n * elem_size_);
+      session_->Process(values, keys, resp.data.data(), n, stages_);
+      resp.msg.set_offset(processed_);
       processed_ += n;
-      bytes_out_ += data->size();
+      bytes_out_ += resp.data.size();
       ++chunks_;
     });
   }
 
-  grpc::Status Complete(std::vector<v1::ScanResponse>& out) override {
+  grpc::Status Complete(std::vector<ScanReply>& out) override {
     if (auto s = checker_->Finish(); !s.ok()) return s;
-    v1::ScanResponse& last = out.emplace_back();
+    v1::ScanResponse& last = out.emplace_back().msg;
     last.set_element_count(processed_);
     FillTiming(last.mutable_timing(), session_->algorithm());
     return grpc::Status::OK;
@@ -82,7 +96,7 @@ class SegmentedScanCall final
 
 }  // namespace
 
-grpc::ServerBidiReactor<v1::SegmentedScanRequest, v1::ScanResponse>* StartSegmentedScan(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartSegmentedScan(
     CallContext ctx, grpc::CallbackServerContext* rpc) {
   auto* call = new SegmentedScanCall(std::move(ctx), rpc, "segmented_scan");
   call->Begin();

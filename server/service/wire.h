@@ -35,6 +35,8 @@ struct RawChunk {
 };
 using ScanChunk = RawChunk<v1::ScanRequest>;
 using ReduceChunk = RawChunk<v1::ReduceRequest>;
+using HistogramChunk = RawChunk<v1::HistogramRequest>;
+using Scan2DChunk = RawChunk<v1::Scan2DRequest>;
 
 // Decodes a raw request (its data field, Msg::kDataFieldNumber, into a payload); clears `in`.
 template <class Msg>
@@ -56,6 +58,41 @@ struct CompactChunk {
 inline grpc::Status DecodeChunk(grpc::ByteBuffer& in, PayloadPool& pool, CompactChunk* req, const char* what) {
   grpc::Status s = DecodeWithPayload(in, v1::CompactRequest::kValuesFieldNumber, pool, &req->msg, &req->values, what,
                                      v1::CompactRequest::kFlagsFieldNumber, &req->flags);
+  in.Clear();
+  return s;
+}
+
+// SegmentedScan's and ReduceByKey's raw requests: values (data) and their keys (or head bytes),
+// each gathered into a payload.
+template <class Msg>
+struct KeyedChunk {
+  Msg msg;  // data and keys left empty
+  Payload data, keys;
+  bool has_header() const { return msg.has_header(); }
+  const auto& header() const { return msg.header(); }
+};
+using SegmentedScanChunk = KeyedChunk<v1::SegmentedScanRequest>;
+using ReduceByKeyChunk = KeyedChunk<v1::ReduceByKeyRequest>;
+
+template <class Msg>
+grpc::Status DecodeChunk(grpc::ByteBuffer& in, PayloadPool& pool, KeyedChunk<Msg>* req, const char* what) {
+  grpc::Status s = DecodeWithPayload(in, Msg::kDataFieldNumber, pool, &req->msg, &req->data, what,
+                                     Msg::kKeysFieldNumber, &req->keys);
+  in.Clear();
+  return s;
+}
+
+// Sort's raw requests: keys and (KEYS_AND_VALUES) values, each gathered into a payload.
+struct SortChunk {
+  v1::SortRequest msg;  // keys and values left empty
+  Payload keys, values;
+  bool has_header() const { return msg.has_header(); }
+  const v1::SortHeader& header() const { return msg.header(); }
+};
+
+inline grpc::Status DecodeChunk(grpc::ByteBuffer& in, PayloadPool& pool, SortChunk* req, const char* what) {
+  grpc::Status s = DecodeWithPayload(in, v1::SortRequest::kKeysFieldNumber, pool, &req->msg, &req->keys, what,
+                                     v1::SortRequest::kValuesFieldNumber, &req->values);
   in.Clear();
   return s;
 }
