@@ -1,4 +1,4 @@
-// Internal: Scan, Reduce, Compact and Transport messages as the client sends and reads them raw (gpuscan/wire), so
+// Internal: the streaming RPCs' messages as the client sends and reads them raw (gpuscan/wire), so
 // an array's bytes are not copied into a protobuf string on the way out nor out of one on the way
 // in. A request's data is a slice the Source filled (gRPC sends it by reference); a response's data
 // stays in the slices gRPC received it in, and goes to the Sink from there.
@@ -36,6 +36,32 @@ template <>
 struct RawFields<v1::CompactResponse> {
   static constexpr int kFirst = v1::CompactResponse::kValuesFieldNumber;
   static constexpr int kSecond = v1::CompactResponse::kIndicesFieldNumber;
+};
+template <>
+struct RawFields<v1::SegmentedScanRequest> {
+  static constexpr int kFirst = v1::SegmentedScanRequest::kDataFieldNumber;
+  static constexpr int kSecond = v1::SegmentedScanRequest::kKeysFieldNumber;
+};
+template <>
+struct RawFields<v1::ReduceByKeyRequest> {
+  static constexpr int kFirst = v1::ReduceByKeyRequest::kDataFieldNumber;
+  static constexpr int kSecond = v1::ReduceByKeyRequest::kKeysFieldNumber;
+};
+template <>
+struct RawFields<v1::ReduceByKeyResponse> {
+  static constexpr int kFirst = v1::ReduceByKeyResponse::kKeysFieldNumber;
+  static constexpr int kSecond = v1::ReduceByKeyResponse::kValuesFieldNumber;
+};
+template <>
+struct RawFields<v1::SortRequest> {
+  static constexpr int kFirst = v1::SortRequest::kKeysFieldNumber;
+  static constexpr int kSecond = v1::SortRequest::kValuesFieldNumber;
+};
+// Sort's responses: keys and values raw; the indices (a third field) parse into the message.
+template <>
+struct RawFields<v1::SortResponse> {
+  static constexpr int kFirst = v1::SortResponse::kKeysFieldNumber;
+  static constexpr int kSecond = v1::SortResponse::kValuesFieldNumber;
 };
 
 // A request: the message without its data, and the data as one slice (and Compact's flags).
@@ -147,6 +173,11 @@ inline constexpr const char* kScanMethod = "/gpuscan.v1.GpuScan/Scan";
 inline constexpr const char* kReduceMethod = "/gpuscan.v1.GpuScan/Reduce";
 inline constexpr const char* kCompactMethod = "/gpuscan.v1.GpuScan/Compact";
 inline constexpr const char* kTransportMethod = "/gpuscan.v1.GpuScan/Transport";
+inline constexpr const char* kHistogramMethod = "/gpuscan.v1.GpuScan/Histogram";
+inline constexpr const char* kSegmentedScanMethod = "/gpuscan.v1.GpuScan/SegmentedScan";
+inline constexpr const char* kReduceByKeyMethod = "/gpuscan.v1.GpuScan/ReduceByKey";
+inline constexpr const char* kSortMethod = "/gpuscan.v1.GpuScan/Sort";
+inline constexpr const char* kScan2DMethod = "/gpuscan.v1.GpuScan/Scan2D";
 
 }  // namespace gpuscan::detail
 

@@ -13,7 +13,6 @@
 namespace gpuscan {
 
 using detail::ProgressTracker;
-using detail::ReadFull;
 
 namespace {
 
@@ -33,56 +32,16 @@ void WriteRawChunks(Stream& stream, detail::RawOut<Msg> req, Source& in, size_t 
   }
 }
 
-// A bidirectional call with one byte stream each way (Scan2D): the header rides with the
-// first chunk, each request holds up to one chunk, responses are read as they come.
-template <class Req, class Resp, class Stream, class Header>
-Timing PlainBidi(grpc::ClientContext& ctx, Stream& stream, const Header& header, Source& in, size_t chunk, Sink& out,
-                 ProgressTracker& tracker) {
+// A bidirectional call with one byte stream each way (Scan on one stream, Scan2D), raw
+// (raw_messages.h): the Source fills a slice that is sent as it is, and results go to the Sink
+// from the slices they arrived in: one copy each way, the Source's and the Sink's.
+template <class Req, class Header>
+Timing RawDataBidi(const std::shared_ptr<grpc::Channel>& channel, const char* method, grpc::ClientContext& ctx,
+                   const Header& header, Source& in, size_t esize, size_t chunk, Sink& out, ProgressTracker& tracker) {
+  auto stream = detail::RawBidi<Req, v1::ScanResponse>(channel, method, &ctx);
   Timing timing;
   auto write_all = [&] {
-    Req req;
-    *req.mutable_header() = header;
-    std::string* data = req.mutable_data();
-    bool ended = !in;
-    for (bool first = true;; first = false) {
-      data->resize(chunk);  // the Source fills the message's own buffer: no extra copy
-      data->resize(ReadFull(in, data->data(), chunk, ended));
-      if (data->empty() && !first) return;
-      if (!stream.Write(req)) return;  // the call is over; Finish says why
-      tracker.Sent(data->size());
-      if (ended) return;
-      req.clear_header();
-    }
-  };
-  auto read_all = [&] {
-    Resp resp;
-    while (stream.Read(&resp)) {
-      if (!resp.data().empty()) {
-        if (out) out(resp.data().data(), resp.data().size());
-        tracker.Received(resp.data().size());
-      }
-      if (resp.has_timing()) timing = FromProto(resp.timing());
-    }
-  };
-  detail::RunBidi(ctx, stream, write_all, read_all);
-  return timing;
-}
-
-}  // namespace
-
-Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
-                          Progress progress, uint32_t lanes) {
-  if (LanesFor(lanes) > 1) return ScanLanes(header, std::move(in), std::move(out), std::move(progress), LanesFor(lanes));
-  // Raw messages (raw_messages.h): the Source fills a slice that is sent as it is, and results go
-  // to the Sink from the slices they arrived in: one copy each way, the Source's and the Sink's.
-  auto ctx = NewContext();
-  auto stream = detail::RawBidi<v1::ScanRequest, v1::ScanResponse>(channel_, detail::kScanMethod, ctx.get());
-  ProgressTracker tracker(std::move(progress));
-  const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
-  const size_t chunk = ChunkBytes(esize);
-  Timing timing;
-  auto write_all = [&] {
-    detail::RawOut<v1::ScanRequest> first;
+    detail::RawOut<Req> first;
     *first.msg.mutable_header() = header;
     WriteRawChunks(*stream, std::move(first), in, chunk, tracker);
   };
@@ -97,16 +56,28 @@ Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
       if (resp.has_timing()) timing = FromProto(resp.msg.timing());
     }
   };
-  detail::RunBidi(*ctx, *stream, write_all, read_all);
+  detail::RunBidi(ctx, *stream, write_all, read_all);
   return timing;
+}
+
+}  // namespace
+
+Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
+                          Progress progress, uint32_t lanes) {
+  if (LanesFor(lanes) > 1) return ScanLanes(header, std::move(in), std::move(out), std::move(progress), LanesFor(lanes));
+  auto ctx = NewContext();
+  ProgressTracker tracker(std::move(progress));
+  const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
+  return RawDataBidi<v1::ScanRequest>(channel_, detail::kScanMethod, *ctx, header, in, esize, ChunkBytes(esize), out,
+                                      tracker);
 }
 
 Timing Client::Scan2DStream(const v1::Scan2DHeader& header, Source in, Sink out, Progress progress) {
   auto ctx = NewContext();
-  auto stream = stub_->Scan2D(ctx.get());
   ProgressTracker tracker(std::move(progress));
-  return PlainBidi<v1::Scan2DRequest, v1::ScanResponse>(*ctx, *stream, header, in,
-                                                        ChunkBytes(DTypeSize(header.dtype())), out, tracker);
+  const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
+  return RawDataBidi<v1::Scan2DRequest>(channel_, detail::kScan2DMethod, *ctx, header, in, esize, ChunkBytes(esize),
+                                        out, tracker);
 }
 
 namespace {
@@ -127,32 +98,6 @@ void FinishUpload(grpc::ClientContext& ctx, Stream& stream, WriteAll&& write_all
   if (!status.ok()) throw RpcError(status);
 }
 
-// A client-streaming call (Histogram): the header rides with the first chunk, each request
-// holds up to one chunk, then one response. No reader runs during the upload.
-template <class Req, class Resp, class Header, class Start>
-Resp UnaryUpload(detail::ContextPtr ctx, Start start, const Header& header, Source& in,
-                 size_t chunk, Progress progress) {
-  Resp response;
-  auto stream = start(ctx.get(), &response);
-  ProgressTracker tracker(std::move(progress));
-  FinishUpload(*ctx, *stream, [&] {
-    Req req;
-    *req.mutable_header() = header;
-    std::string* data = req.mutable_data();
-    bool ended = !in;
-    for (bool first = true;; first = false) {
-      data->resize(chunk);
-      data->resize(ReadFull(in, data->data(), chunk, ended));
-      if (data->empty() && !first) break;
-      if (!stream->Write(req)) break;
-      tracker.Sent(data->size());
-      if (ended) break;
-      req.clear_header();
-    }
-  });
-  return response;
-}
-
 }  // namespace
 
 v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, Source in,
@@ -171,9 +116,16 @@ v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, Source i
 }
 
 v1::HistogramResponse Client::HistogramStream(const v1::HistogramHeader& header, Source in, Progress progress) {
-  return UnaryUpload<v1::HistogramRequest, v1::HistogramResponse>(
-      NewContext(), [&](grpc::ClientContext* c, v1::HistogramResponse* r) { return stub_->Histogram(c, r); },
-      header, in, ChunkBytes(DTypeSize(header.dtype())), std::move(progress));
+  // Raw requests, as ReduceStream's.
+  auto ctx = NewContext();
+  v1::HistogramResponse response;
+  auto stream = detail::RawWriter<v1::HistogramRequest>(channel_, detail::kHistogramMethod, ctx.get(), &response);
+  ProgressTracker tracker(std::move(progress));
+  detail::RawOut<v1::HistogramRequest> first;
+  *first.msg.mutable_header() = header;
+  const size_t chunk = ChunkBytes(std::max<size_t>(DTypeSize(header.dtype()), 1));
+  FinishUpload(*ctx, *stream, [&] { WriteRawChunks(*stream, std::move(first), in, chunk, tracker); });
+  return response;
 }
 
 v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Source values,
@@ -238,29 +190,28 @@ v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Sourc
 namespace {
 
 // Writes a call whose elements come with a second stream (SegmentedScan and ReduceByKey: values
-// with their keys; Sort: keys with their values): each request carries both for the same
-// elements, per_chunk elements at most. fields(req) gives the two bytes fields.
-template <class Req, class Header, class Stream, class Fields>
+// with their keys; Sort: keys with their values) as raw requests: each carries both for the same
+// elements, per_chunk elements at most, each in a slice its Source filled.
+template <class Req, class Header, class Stream>
 void WriteWithKeys(Stream& stream, const Header& header, Source& values, Source& keys, size_t esize, size_t ksize,
-                   size_t per_chunk, ProgressTracker& tracker, Fields fields) {
-  Req req;
-  *req.mutable_header() = header;
-  auto [vals, ks] = fields(req);
+                   size_t per_chunk, ProgressTracker& tracker) {
+  detail::RawOut<Req> req;
+  *req.msg.mutable_header() = header;
   bool values_ended = !values, keys_ended = !keys;
   for (bool first = true;; first = false) {
-    vals->resize(per_chunk * esize);
-    vals->resize(ReadFull(values, vals->data(), per_chunk * esize, values_ended));
+    req.data = detail::NextChunk(values, per_chunk * esize, values_ended);
+    req.second = grpc::Slice();
     if (!keys_ended) {
       // The keys of the same elements; once the values end, whatever keys remain are sent too,
       // so the server (not this client) judges the length mismatch.
-      const size_t want = (values_ended && vals->empty() ? per_chunk : (vals->size() + esize - 1) / esize) * ksize;
-      ks->resize(want);
-      ks->resize(ReadFull(keys, ks->data(), want, keys_ended));
+      const size_t n = req.data.size();
+      req.second = detail::NextChunk(keys, (values_ended && n == 0 ? per_chunk : (n + esize - 1) / esize) * ksize,
+                                     keys_ended);
     }
-    const bool empty = vals->empty() && ks->empty();
+    const bool empty = req.data.size() == 0 && req.second.size() == 0;
     if (empty && !first) return;
     if (!stream.Write(req)) return;
-    tracker.Sent(vals->size() + ks->size());
+    tracker.Sent(req.data.size() + req.second.size());
     if ((values_ended && keys_ended) || empty) return;
     req.clear_header();
   }
@@ -280,22 +231,23 @@ Timing Client::SegmentedScanStream(const v1::SegmentedScanHeader& header, Source
                            ? std::max<size_t>(DTypeSize(header.key_dtype()), 1)
                            : 1;
   auto ctx = NewContext();
-  auto stream = stub_->SegmentedScan(ctx.get());
+  auto stream = detail::RawBidi<v1::SegmentedScanRequest, v1::ScanResponse>(channel_, detail::kSegmentedScanMethod,
+                                                                            ctx.get());
   ProgressTracker tracker(std::move(progress));
   Timing timing;
   auto write_all = [&] {
-    WriteWithKeys<v1::SegmentedScanRequest>(
-        *stream, header, values, keys, esize, ksize, KeyedChunk(options_.chunk_bytes, esize, ksize), tracker,
-        [](v1::SegmentedScanRequest& r) { return std::make_pair(r.mutable_data(), r.mutable_keys()); });
+    WriteWithKeys<v1::SegmentedScanRequest>(*stream, header, values, keys, esize, ksize,
+                                            KeyedChunk(options_.chunk_bytes, esize, ksize), tracker);
   };
   auto read_all = [&] {
-    v1::ScanResponse resp;
+    detail::RawIn<v1::ScanResponse> resp;
+    detail::ElementFeeder feeder(out, esize);
     while (stream->Read(&resp)) {
-      if (!resp.data().empty()) {
-        if (out) out(resp.data().data(), resp.data().size());
-        tracker.Received(resp.data().size());
+      if (resp.data_bytes()) {
+        feeder.Feed(resp.split.field);
+        tracker.Received(resp.data_bytes());
       }
-      if (resp.has_timing()) timing = FromProto(resp.timing());
+      if (resp.has_timing()) timing = FromProto(resp.msg.timing());
     }
   };
   detail::RunBidi(*ctx, *stream, write_all, read_all);
@@ -307,23 +259,22 @@ v1::ReduceByKeyResponse Client::ReduceByKeyStream(const v1::ReduceByKeyHeader& h
   const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
   const size_t ksize = std::max<size_t>(DTypeSize(header.key_dtype()), 1);
   auto ctx = NewContext();
-  auto stream = stub_->ReduceByKey(ctx.get());
+  auto stream = detail::RawBidi<v1::ReduceByKeyRequest, v1::ReduceByKeyResponse>(
+      channel_, detail::kReduceByKeyMethod, ctx.get());
   ProgressTracker tracker(std::move(progress));
   v1::ReduceByKeyResponse final_response;
   auto write_all = [&] {
-    WriteWithKeys<v1::ReduceByKeyRequest>(
-        *stream, header, values, keys, esize, ksize, KeyedChunk(options_.chunk_bytes, esize, ksize), tracker,
-        [](v1::ReduceByKeyRequest& r) { return std::make_pair(r.mutable_data(), r.mutable_keys()); });
+    WriteWithKeys<v1::ReduceByKeyRequest>(*stream, header, values, keys, esize, ksize,
+                                          KeyedChunk(options_.chunk_bytes, esize, ksize), tracker);
   };
   auto read_all = [&] {
-    v1::ReduceByKeyResponse resp;
+    detail::RawIn<v1::ReduceByKeyResponse> resp;
+    detail::ElementFeeder run_keys(keys_out, ksize), run_values(values_out, esize);
     while (stream->Read(&resp)) {
-      const std::string& k = resp.keys();
-      const std::string& v = resp.values();
-      if (!k.empty() && keys_out) keys_out(k.data(), k.size());
-      if (!v.empty() && values_out) values_out(v.data(), v.size());
-      tracker.Received(k.size() + v.size());
-      if (resp.has_timing()) final_response = std::move(resp);
+      run_keys.Feed(resp.split.field);
+      run_values.Feed(resp.split.second);
+      tracker.Received(resp.data_bytes() + resp.second_bytes());
+      if (resp.has_timing()) final_response = std::move(resp.msg);
     }
   };
   detail::RunBidi(*ctx, *stream, write_all, read_all);
@@ -337,26 +288,24 @@ v1::SortResponse Client::SortStream(const v1::SortHeader& header, Source keys, S
   const size_t vsize = with_values ? std::max<size_t>(DTypeSize(header.values_dtype()), 1) : 1;
   if (with_values && !values) throw std::invalid_argument("gpuscan: SortStream with values needs a values Source");
   auto ctx = NewContext();
-  auto stream = stub_->Sort(ctx.get());
+  auto stream = detail::RawBidi<v1::SortRequest, v1::SortResponse>(channel_, detail::kSortMethod, ctx.get());
   ProgressTracker tracker(std::move(progress));
   v1::SortResponse final_response;
   auto write_all = [&] {
     Source none;
     WriteWithKeys<v1::SortRequest>(*stream, header, keys, with_values ? values : none, ksize, vsize,
-                                   KeyedChunk(options_.chunk_bytes, ksize, with_values ? vsize : 1), tracker,
-                                   [](v1::SortRequest& r) { return std::make_pair(r.mutable_keys(), r.mutable_values()); });
+                                   KeyedChunk(options_.chunk_bytes, ksize, with_values ? vsize : 1), tracker);
   };
   auto read_all = [&] {
-    v1::SortResponse resp;
+    detail::RawIn<v1::SortResponse> resp;
+    detail::ElementFeeder sorted_keys(keys_out, ksize), sorted_values(values_out, vsize);
     while (stream->Read(&resp)) {
-      const std::string& k = resp.keys();
-      const std::string& v = resp.values();
-      const std::string& i = resp.indices();
-      if (!k.empty() && keys_out) keys_out(k.data(), k.size());
-      if (!v.empty() && values_out) values_out(v.data(), v.size());
+      sorted_keys.Feed(resp.split.field);
+      sorted_values.Feed(resp.split.second);
+      const std::string& i = resp.msg.indices();
       if (!i.empty() && indices_out) indices_out(i.data(), i.size());
-      tracker.Received(k.size() + v.size() + i.size());
-      if (resp.has_timing()) final_response = std::move(resp);
+      tracker.Received(resp.data_bytes() + resp.second_bytes() + i.size());
+      if (resp.has_timing()) final_response = std::move(resp.msg);
     }
   };
   detail::RunBidi(*ctx, *stream, write_all, read_all);
