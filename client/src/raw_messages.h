@@ -1,4 +1,5 @@
-// Internal: the streaming RPCs' messages as the client sends and reads them raw (gpuscan/wire), so
+// Internal: the raw RPCs' messages (Scan, Reduce, Histogram, Compact, SegmentedScan, ReduceByKey,
+// Transport) as the client sends and reads them (gpuscan/wire), so
 // an array's bytes are not copied into a protobuf string on the way out nor out of one on the way
 // in. A request's data is a slice the Source filled (gRPC sends it by reference); a response's data
 // stays in the slices gRPC received it in, and goes to the Sink from there.
@@ -52,17 +53,6 @@ struct RawFields<v1::ReduceByKeyResponse> {
   static constexpr int kFirst = v1::ReduceByKeyResponse::kKeysFieldNumber;
   static constexpr int kSecond = v1::ReduceByKeyResponse::kValuesFieldNumber;
 };
-template <>
-struct RawFields<v1::SortRequest> {
-  static constexpr int kFirst = v1::SortRequest::kKeysFieldNumber;
-  static constexpr int kSecond = v1::SortRequest::kValuesFieldNumber;
-};
-// Sort's responses: keys and values raw; the indices (a third field) parse into the message.
-template <>
-struct RawFields<v1::SortResponse> {
-  static constexpr int kFirst = v1::SortResponse::kKeysFieldNumber;
-  static constexpr int kSecond = v1::SortResponse::kValuesFieldNumber;
-};
 
 // A request: the message without its data, and the data as one slice (and Compact's flags).
 template <class Msg>
@@ -111,13 +101,32 @@ inline void WritePieces(const SinkAt& out, uint64_t offset, const std::vector<wi
 }
 
 // Gives a response's data pieces to a Sink in whole elements: gRPC cuts slices anywhere, so an
-// element split between two pieces is joined in a small buffer first.
+// element split between two pieces is joined in a small buffer first. With `gather`, a response
+// cut into several pieces is first copied whole into one buffer and given to the Sink at once:
+// a file's Sink makes a system call a piece, and gRPC's pieces are frames of ~16 KiB.
 class ElementFeeder {
  public:
-  ElementFeeder(const Sink& out, size_t element_size) : out_(out), esize_(element_size) {}
+  ElementFeeder(const Sink& out, size_t element_size, bool gather = false)
+      : out_(out), esize_(element_size), gather_(gather) {}
 
   void Feed(const std::vector<wire::Piece>& pieces) {
     if (!out_) return;
+    if (gather_ && pieces.size() > 1) {
+      size_t total = 0;
+      for (const wire::Piece& p : pieces) total += p.size;
+      if (whole_bytes_ < total) {
+        whole_.reset(new char[total]);
+        whole_bytes_ = total;
+      }
+      wire::Gather(pieces, whole_.get());
+      FeedPieces({wire::Piece{whole_.get(), total}});
+      return;
+    }
+    FeedPieces(pieces);
+  }
+
+ private:
+  void FeedPieces(const std::vector<wire::Piece>& pieces) {
     for (const wire::Piece& p : pieces) {
       const char* at = p.data;
       size_t left = p.size;
@@ -139,9 +148,11 @@ class ElementFeeder {
     if (held_ != 0) throw std::runtime_error("gpuscan: a response's data is not whole elements");
   }
 
- private:
   const Sink& out_;
   size_t esize_;
+  bool gather_;
+  std::unique_ptr<char[]> whole_;  // gather: one response's bytes
+  size_t whole_bytes_ = 0;
   char partial_[16];
   size_t held_ = 0;
 };
@@ -176,8 +187,7 @@ inline constexpr const char* kTransportMethod = "/gpuscan.v1.GpuScan/Transport";
 inline constexpr const char* kHistogramMethod = "/gpuscan.v1.GpuScan/Histogram";
 inline constexpr const char* kSegmentedScanMethod = "/gpuscan.v1.GpuScan/SegmentedScan";
 inline constexpr const char* kReduceByKeyMethod = "/gpuscan.v1.GpuScan/ReduceByKey";
-inline constexpr const char* kSortMethod = "/gpuscan.v1.GpuScan/Sort";
-inline constexpr const char* kScan2DMethod = "/gpuscan.v1.GpuScan/Scan2D";
+
 
 }  // namespace gpuscan::detail
 

@@ -13,6 +13,7 @@
 namespace gpuscan {
 
 using detail::ProgressTracker;
+using detail::ReadFull;
 
 namespace {
 
@@ -32,16 +33,56 @@ void WriteRawChunks(Stream& stream, detail::RawOut<Msg> req, Source& in, size_t 
   }
 }
 
-// A bidirectional call with one byte stream each way (Scan on one stream, Scan2D), raw
-// (raw_messages.h): the Source fills a slice that is sent as it is, and results go to the Sink
-// from the slices they arrived in: one copy each way, the Source's and the Sink's.
-template <class Req, class Header>
-Timing RawDataBidi(const std::shared_ptr<grpc::Channel>& channel, const char* method, grpc::ClientContext& ctx,
-                   const Header& header, Source& in, size_t esize, size_t chunk, Sink& out, ProgressTracker& tracker) {
-  auto stream = detail::RawBidi<Req, v1::ScanResponse>(channel, method, &ctx);
+// A bidirectional call with one byte stream each way (Scan2D): the header rides with the
+// first chunk, each request holds up to one chunk, responses are read as they come.
+template <class Req, class Resp, class Stream, class Header>
+Timing PlainBidi(grpc::ClientContext& ctx, Stream& stream, const Header& header, Source& in, size_t chunk, Sink& out,
+                 ProgressTracker& tracker) {
   Timing timing;
   auto write_all = [&] {
-    detail::RawOut<Req> first;
+    Req req;
+    *req.mutable_header() = header;
+    std::string* data = req.mutable_data();
+    bool ended = !in;
+    for (bool first = true;; first = false) {
+      data->resize(chunk);  // the Source fills the message's own buffer: no extra copy
+      data->resize(ReadFull(in, data->data(), chunk, ended));
+      if (data->empty() && !first) return;
+      if (!stream.Write(req)) return;  // the call is over; Finish says why
+      tracker.Sent(data->size());
+      if (ended) return;
+      req.clear_header();
+    }
+  };
+  auto read_all = [&] {
+    Resp resp;
+    while (stream.Read(&resp)) {
+      if (!resp.data().empty()) {
+        if (out) out(resp.data().data(), resp.data().size());
+        tracker.Received(resp.data().size());
+      }
+      if (resp.has_timing()) timing = FromProto(resp.timing());
+    }
+  };
+  detail::RunBidi(ctx, stream, write_all, read_all);
+  return timing;
+}
+
+}  // namespace
+
+Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
+                          Progress progress, uint32_t lanes) {
+  if (LanesFor(lanes) > 1) return ScanLanes(header, std::move(in), std::move(out), std::move(progress), LanesFor(lanes));
+  // Raw messages (raw_messages.h): the Source fills a slice that is sent as it is, and results go
+  // to the Sink from the slices they arrived in: one copy each way, the Source's and the Sink's.
+  auto ctx = NewContext();
+  auto stream = detail::RawBidi<v1::ScanRequest, v1::ScanResponse>(channel_, detail::kScanMethod, ctx.get());
+  ProgressTracker tracker(std::move(progress));
+  const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
+  const size_t chunk = ChunkBytes(esize);
+  Timing timing;
+  auto write_all = [&] {
+    detail::RawOut<v1::ScanRequest> first;
     *first.msg.mutable_header() = header;
     WriteRawChunks(*stream, std::move(first), in, chunk, tracker);
   };
@@ -56,28 +97,16 @@ Timing RawDataBidi(const std::shared_ptr<grpc::Channel>& channel, const char* me
       if (resp.has_timing()) timing = FromProto(resp.msg.timing());
     }
   };
-  detail::RunBidi(ctx, *stream, write_all, read_all);
+  detail::RunBidi(*ctx, *stream, write_all, read_all);
   return timing;
-}
-
-}  // namespace
-
-Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
-                          Progress progress, uint32_t lanes) {
-  if (LanesFor(lanes) > 1) return ScanLanes(header, std::move(in), std::move(out), std::move(progress), LanesFor(lanes));
-  auto ctx = NewContext();
-  ProgressTracker tracker(std::move(progress));
-  const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
-  return RawDataBidi<v1::ScanRequest>(channel_, detail::kScanMethod, *ctx, header, in, esize, ChunkBytes(esize), out,
-                                      tracker);
 }
 
 Timing Client::Scan2DStream(const v1::Scan2DHeader& header, Source in, Sink out, Progress progress) {
   auto ctx = NewContext();
+  auto stream = stub_->Scan2D(ctx.get());
   ProgressTracker tracker(std::move(progress));
-  const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
-  return RawDataBidi<v1::Scan2DRequest>(channel_, detail::kScan2DMethod, *ctx, header, in, esize, ChunkBytes(esize),
-                                        out, tracker);
+  return PlainBidi<v1::Scan2DRequest, v1::ScanResponse>(*ctx, *stream, header, in,
+                                                        ChunkBytes(DTypeSize(header.dtype())), out, tracker);
 }
 
 namespace {
@@ -189,11 +218,39 @@ v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Sourc
 
 namespace {
 
-// Writes a call whose elements come with a second stream (SegmentedScan and ReduceByKey: values
-// with their keys; Sort: keys with their values) as raw requests: each carries both for the same
-// elements, per_chunk elements at most, each in a slice its Source filled.
-template <class Req, class Header, class Stream>
+// Writes a call whose elements come with a second stream (Sort: keys with their values; raw for
+// SegmentedScan and ReduceByKey below): each request carries both for the same elements,
+// per_chunk elements at most. fields(req) gives the two bytes fields.
+template <class Req, class Header, class Stream, class Fields>
 void WriteWithKeys(Stream& stream, const Header& header, Source& values, Source& keys, size_t esize, size_t ksize,
+                   size_t per_chunk, ProgressTracker& tracker, Fields fields) {
+  Req req;
+  *req.mutable_header() = header;
+  auto [vals, ks] = fields(req);
+  bool values_ended = !values, keys_ended = !keys;
+  for (bool first = true;; first = false) {
+    vals->resize(per_chunk * esize);
+    vals->resize(ReadFull(values, vals->data(), per_chunk * esize, values_ended));
+    if (!keys_ended) {
+      // The keys of the same elements; once the values end, whatever keys remain are sent too,
+      // so the server (not this client) judges the length mismatch.
+      const size_t want = (values_ended && vals->empty() ? per_chunk : (vals->size() + esize - 1) / esize) * ksize;
+      ks->resize(want);
+      ks->resize(ReadFull(keys, ks->data(), want, keys_ended));
+    }
+    const bool empty = vals->empty() && ks->empty();
+    if (empty && !first) return;
+    if (!stream.Write(req)) return;
+    tracker.Sent(vals->size() + ks->size());
+    if ((values_ended && keys_ended) || empty) return;
+    req.clear_header();
+  }
+}
+
+// WriteWithKeys as raw requests (SegmentedScan, ReduceByKey): each carries both streams' bytes for
+// the same elements in slices their Sources filled.
+template <class Req, class Header, class Stream>
+void WriteRawWithKeys(Stream& stream, const Header& header, Source& values, Source& keys, size_t esize, size_t ksize,
                    size_t per_chunk, ProgressTracker& tracker) {
   detail::RawOut<Req> req;
   *req.msg.mutable_header() = header;
@@ -236,12 +293,12 @@ Timing Client::SegmentedScanStream(const v1::SegmentedScanHeader& header, Source
   ProgressTracker tracker(std::move(progress));
   Timing timing;
   auto write_all = [&] {
-    WriteWithKeys<v1::SegmentedScanRequest>(*stream, header, values, keys, esize, ksize,
+    WriteRawWithKeys<v1::SegmentedScanRequest>(*stream, header, values, keys, esize, ksize,
                                             KeyedChunk(options_.chunk_bytes, esize, ksize), tracker);
   };
   auto read_all = [&] {
     detail::RawIn<v1::ScanResponse> resp;
-    detail::ElementFeeder feeder(out, esize);
+    detail::ElementFeeder feeder(out, esize, /*gather=*/true);
     while (stream->Read(&resp)) {
       if (resp.data_bytes()) {
         feeder.Feed(resp.split.field);
@@ -264,12 +321,12 @@ v1::ReduceByKeyResponse Client::ReduceByKeyStream(const v1::ReduceByKeyHeader& h
   ProgressTracker tracker(std::move(progress));
   v1::ReduceByKeyResponse final_response;
   auto write_all = [&] {
-    WriteWithKeys<v1::ReduceByKeyRequest>(*stream, header, values, keys, esize, ksize,
+    WriteRawWithKeys<v1::ReduceByKeyRequest>(*stream, header, values, keys, esize, ksize,
                                           KeyedChunk(options_.chunk_bytes, esize, ksize), tracker);
   };
   auto read_all = [&] {
     detail::RawIn<v1::ReduceByKeyResponse> resp;
-    detail::ElementFeeder run_keys(keys_out, ksize), run_values(values_out, esize);
+    detail::ElementFeeder run_keys(keys_out, ksize, /*gather=*/true), run_values(values_out, esize, /*gather=*/true);
     while (stream->Read(&resp)) {
       run_keys.Feed(resp.split.field);
       run_values.Feed(resp.split.second);
@@ -288,24 +345,26 @@ v1::SortResponse Client::SortStream(const v1::SortHeader& header, Source keys, S
   const size_t vsize = with_values ? std::max<size_t>(DTypeSize(header.values_dtype()), 1) : 1;
   if (with_values && !values) throw std::invalid_argument("gpuscan: SortStream with values needs a values Source");
   auto ctx = NewContext();
-  auto stream = detail::RawBidi<v1::SortRequest, v1::SortResponse>(channel_, detail::kSortMethod, ctx.get());
+  auto stream = stub_->Sort(ctx.get());
   ProgressTracker tracker(std::move(progress));
   v1::SortResponse final_response;
   auto write_all = [&] {
     Source none;
     WriteWithKeys<v1::SortRequest>(*stream, header, keys, with_values ? values : none, ksize, vsize,
-                                   KeyedChunk(options_.chunk_bytes, ksize, with_values ? vsize : 1), tracker);
+                                   KeyedChunk(options_.chunk_bytes, ksize, with_values ? vsize : 1), tracker,
+                                   [](v1::SortRequest& r) { return std::make_pair(r.mutable_keys(), r.mutable_values()); });
   };
   auto read_all = [&] {
-    detail::RawIn<v1::SortResponse> resp;
-    detail::ElementFeeder sorted_keys(keys_out, ksize), sorted_values(values_out, vsize);
+    v1::SortResponse resp;
     while (stream->Read(&resp)) {
-      sorted_keys.Feed(resp.split.field);
-      sorted_values.Feed(resp.split.second);
-      const std::string& i = resp.msg.indices();
+      const std::string& k = resp.keys();
+      const std::string& v = resp.values();
+      const std::string& i = resp.indices();
+      if (!k.empty() && keys_out) keys_out(k.data(), k.size());
+      if (!v.empty() && values_out) values_out(v.data(), v.size());
       if (!i.empty() && indices_out) indices_out(i.data(), i.size());
-      tracker.Received(resp.data_bytes() + resp.second_bytes() + i.size());
-      if (resp.has_timing()) final_response = std::move(resp.msg);
+      tracker.Received(k.size() + v.size() + i.size());
+      if (resp.has_timing()) final_response = std::move(resp);
     }
   };
   detail::RunBidi(*ctx, *stream, write_all, read_all);

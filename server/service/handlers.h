@@ -25,15 +25,14 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartCompact(CallCo
 // SegmentedScan is raw in and out (values and keys in, the scanned values out, in payloads).
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartSegmentedScan(CallContext ctx,
                                                                                 grpc::CallbackServerContext* rpc);
-// ReduceByKey and Sort read raw (their inputs gathered into payloads); their responses are plain
-// messages, encoded.
+// ReduceByKey reads raw (its inputs gathered into payloads); its responses are plain messages,
+// encoded.
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartReduceByKey(CallContext ctx,
                                                                               grpc::CallbackServerContext* rpc);
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartSort(CallContext ctx,
-                                                                       grpc::CallbackServerContext* rpc);
-// Scan2D is raw in and out, like Scan.
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartScan2D(CallContext ctx,
-                                                                         grpc::CallbackServerContext* rpc);
+grpc::ServerBidiReactor<v1::SortRequest, v1::SortResponse>* StartSort(CallContext ctx,
+                                                                      grpc::CallbackServerContext* rpc);
+grpc::ServerBidiReactor<v1::Scan2DRequest, v1::ScanResponse>* StartScan2D(CallContext ctx,
+                                                                          grpc::CallbackServerContext* rpc);
 // Benchmark: the kernel suite on the server's device, rows streamed as measured.
 grpc::ServerWriteReactor<v1::BenchmarkRow>* StartBenchmark(CallContext ctx, const v1::BenchmarkRequest* request);
 // Transport: the diagnostic transport ceiling (bytes in and, with echo, straight back out). Raw,

@@ -88,18 +88,18 @@ inline uint64_t RequestElements(const HistogramChunk& r, size_t esize) { return 
 inline uint64_t RequestBytes(const HistogramChunk& r) { return r.data.size(); }
 inline uint64_t RequestFlags(const HistogramChunk&) { return 0; }
 // Nor have SegmentedScan, ReduceByKey, Sort and Scan2D.
-inline uint64_t RequestElements(const Scan2DChunk& r, size_t esize) { return r.data.size() / esize; }
-inline uint64_t RequestBytes(const Scan2DChunk& r) { return r.data.size(); }
-inline uint64_t RequestFlags(const Scan2DChunk&) { return 0; }
+inline uint64_t RequestElements(const v1::Scan2DRequest& r, size_t esize) { return r.data().size() / esize; }
+inline uint64_t RequestBytes(const v1::Scan2DRequest& r) { return r.data().size(); }
+inline uint64_t RequestFlags(const v1::Scan2DRequest&) { return 0; }
 template <class Msg>
 uint64_t RequestElements(const KeyedChunk<Msg>& r, size_t esize) { return r.data.size() / esize; }
 template <class Msg>
 uint64_t RequestBytes(const KeyedChunk<Msg>& r) { return r.data.size() + r.keys.size(); }
 template <class Msg>
 uint64_t RequestFlags(const KeyedChunk<Msg>&) { return 0; }
-inline uint64_t RequestElements(const SortChunk& r, size_t esize) { return r.keys.size() / esize; }
-inline uint64_t RequestBytes(const SortChunk& r) { return r.keys.size() + r.values.size(); }
-inline uint64_t RequestFlags(const SortChunk&) { return 0; }
+inline uint64_t RequestElements(const v1::SortRequest& r, size_t esize) { return r.keys().size() / esize; }
+inline uint64_t RequestBytes(const v1::SortRequest& r) { return r.keys().size() + r.values().size(); }
+inline uint64_t RequestFlags(const v1::SortRequest&) { return 0; }
 
 // The checks of one lane request that need no other lane (gRPC thread, after the RPC's own
 // CheckRequest): one chunk per request, full except the lane's last; with flags, the chunk's

@@ -12,10 +12,9 @@ class RowCutter {
  public:
   explicit RowCutter(uint64_t row_bytes) : row_bytes_(row_bytes) {}
 
-  // Calls emit(rows_data, rows) for each run of whole rows `data` (bytes: data() and size())
-  // completes, in order.
-  template <class Bytes, class Emit>
-  void Add(const Bytes& data, const Emit& emit) {
+  // Calls emit(rows_data, rows) for each run of whole rows `data` completes, in order.
+  template <class Emit>
+  void Add(const std::string& data, const Emit& emit) {
     const char* p = data.data();
     uint64_t left = data.size();
     if (!partial_.empty()) {  // complete the row begun by earlier pieces

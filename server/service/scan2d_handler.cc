@@ -9,26 +9,12 @@
 #include "service/row_cutter.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
-#include "service/wire.h"
 
 namespace gpuscan::server {
 namespace {
 
-// Scan2D is a raw RPC like Scan (wire.h): a request's data is gathered once into a payload, and
-// each run of scanned rows goes back from a payload by reference.
-struct Scan2DWire {
-  using In = grpc::ByteBuffer;
-  using Out = grpc::ByteBuffer;
-  static grpc::Status Decode(In& in, const CallContext& ctx, Scan2DChunk* req) {
-    return DecodeChunk(in, *ctx.payloads, req, "the Scan2DRequest");
-  }
-  static Out Encode(ScanReply&& r) {
-    return EncodeWithPayload(r.msg, v1::ScanResponse::kDataFieldNumber, std::move(r.data));
-  }
-};
-
-class Scan2DCall final : public StreamingCall<Scan2DChunk, ScanReply,
-                                              grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>, Scan2DWire> {
+class Scan2DCall final : public StreamingCall<v1::Scan2DRequest, v1::ScanResponse,
+                                              grpc::ServerBidiReactor<v1::Scan2DRequest, v1::ScanResponse>> {
  public:
   using StreamingCall::StreamingCall;
 
@@ -47,29 +33,30 @@ class Scan2DCall final : public StreamingCall<Scan2DChunk, ScanReply,
   // The partial row, and a response that may hold a whole row beyond a chunk.
   uint64_t HeldBytes() const override { return 2 * spec_.cols * elem_size_; }
 
-  grpc::Status CheckRequest(const Scan2DChunk& req, uint64_t index) override {
-    return checker_->Add(req.data.size(), index);
+  grpc::Status CheckRequest(const v1::Scan2DRequest& req, uint64_t index) override {
+    return checker_->Add(req.data().size(), index);
   }
 
   void Open() override { session_ = ctx_.engine->NewScan2D(spec_); }
 
-  void Process(Scan2DChunk& req, std::vector<ScanReply>& out) override {
-    bytes_in_ += req.data.size();
-    cutter_->Add(req.data, [&](const char* rows_data, uint64_t rows) {
-      ScanReply& resp = out.emplace_back();
+  void Process(v1::Scan2DRequest& req, std::vector<v1::ScanResponse>& out) override {
+    bytes_in_ += req.data().size();
+    cutter_->Add(req.data(), [&](const char* rows_data, uint64_t rows) {
+      v1::ScanResponse& resp = out.emplace_back();
       const uint64_t n = rows * spec_.cols;
-      resp.data = ctx_.payloads->Take(n * elem_size_);
-      session_->Process(rows_data, resp.data.data(), rows, stages_);
-      resp.msg.set_offset(processed_);
+      std::string* data = resp.mutable_data();
+      data->resize(n * elem_size_);
+      session_->Process(rows_data, data->data(), rows, stages_);
+      resp.set_offset(processed_);
       processed_ += n;
-      bytes_out_ += resp.data.size();
+      bytes_out_ += data->size();
       ++chunks_;
     });
   }
 
-  grpc::Status Complete(std::vector<ScanReply>& out) override {
+  grpc::Status Complete(std::vector<v1::ScanResponse>& out) override {
     if (auto s = checker_->Finish(); !s.ok()) return s;
-    v1::ScanResponse& last = out.emplace_back().msg;
+    v1::ScanResponse& last = out.emplace_back();
     last.set_element_count(processed_);
     FillTiming(last.mutable_timing(), session_->algorithm());
     return grpc::Status::OK;
@@ -97,7 +84,7 @@ class Scan2DCall final : public StreamingCall<Scan2DChunk, ScanReply,
 
 }  // namespace
 
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartScan2D(CallContext ctx,
+grpc::ServerBidiReactor<v1::Scan2DRequest, v1::ScanResponse>* StartScan2D(CallContext ctx,
                                                                           grpc::CallbackServerContext* rpc) {
   auto* call = new Scan2DCall(std::move(ctx), rpc, "scan2d");
   call->Begin();

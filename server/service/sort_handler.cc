@@ -9,24 +9,12 @@
 #include "service/handlers.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
-#include "service/wire.h"
 
 namespace gpuscan::server {
 namespace {
 
-// Sort reads raw (wire.h): a request's keys and values are gathered once into payloads and
-// appended to the held input from there (protobuf strings cost one more copy).
-struct SortWire {
-  using In = grpc::ByteBuffer;
-  using Out = grpc::ByteBuffer;
-  static grpc::Status Decode(In& in, const CallContext& ctx, SortChunk* req) {
-    return DecodeChunk(in, *ctx.payloads, req, "the SortRequest");
-  }
-  static Out Encode(v1::SortResponse&& r) { return EncodeMessage(r); }
-};
-
-class SortCall final : public StreamingCall<SortChunk, v1::SortResponse,
-                                            grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>, SortWire> {
+class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
+                                            grpc::ServerBidiReactor<v1::SortRequest, v1::SortResponse>> {
  public:
   using StreamingCall::StreamingCall;
 
@@ -43,18 +31,18 @@ class SortCall final : public StreamingCall<SortChunk, v1::SortResponse,
     return budget_->CheckDeclared(count);
   }
 
-  grpc::Status CheckRequest(const SortChunk& req, uint64_t index) override {
-    if (auto s = checker_->Add(req.keys.size(), req.values.size(), index); !s.ok()) return s;
-    return budget_->Add(req.keys.size() + req.values.size());
+  grpc::Status CheckRequest(const v1::SortRequest& req, uint64_t index) override {
+    if (auto s = checker_->Add(req.keys().size(), req.values().size(), index); !s.ok()) return s;
+    return budget_->Add(req.keys().size() + req.values().size());
   }
 
   void Open() override {}
 
-  void Process(SortChunk& req, std::vector<v1::SortResponse>&) override {
-    keys_.append(req.keys.data(), req.keys.size());
-    values_.append(req.values.data(), req.values.size());
-    bytes_in_ += req.keys.size() + req.values.size();
-    if (!req.keys.empty()) ++chunks_;
+  void Process(v1::SortRequest& req, std::vector<v1::SortResponse>&) override {
+    keys_.append(req.keys());
+    values_.append(req.values());
+    bytes_in_ += req.keys().size() + req.values().size();
+    if (!req.keys().empty()) ++chunks_;
   }
 
   grpc::Status Complete(std::vector<v1::SortResponse>& out) override {
@@ -110,7 +98,7 @@ class SortCall final : public StreamingCall<SortChunk, v1::SortResponse,
 
 }  // namespace
 
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartSort(CallContext ctx,
+grpc::ServerBidiReactor<v1::SortRequest, v1::SortResponse>* StartSort(CallContext ctx,
                                                                       grpc::CallbackServerContext* rpc) {
   auto* call = new SortCall(std::move(ctx), rpc, "sort");
   call->Begin();

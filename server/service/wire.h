@@ -36,7 +36,6 @@ struct RawChunk {
 using ScanChunk = RawChunk<v1::ScanRequest>;
 using ReduceChunk = RawChunk<v1::ReduceRequest>;
 using HistogramChunk = RawChunk<v1::HistogramRequest>;
-using Scan2DChunk = RawChunk<v1::Scan2DRequest>;
 
 // Decodes a raw request (its data field, Msg::kDataFieldNumber, into a payload); clears `in`.
 template <class Msg>
@@ -78,21 +77,6 @@ template <class Msg>
 grpc::Status DecodeChunk(grpc::ByteBuffer& in, PayloadPool& pool, KeyedChunk<Msg>* req, const char* what) {
   grpc::Status s = DecodeWithPayload(in, Msg::kDataFieldNumber, pool, &req->msg, &req->data, what,
                                      Msg::kKeysFieldNumber, &req->keys);
-  in.Clear();
-  return s;
-}
-
-// Sort's raw requests: keys and (KEYS_AND_VALUES) values, each gathered into a payload.
-struct SortChunk {
-  v1::SortRequest msg;  // keys and values left empty
-  Payload keys, values;
-  bool has_header() const { return msg.has_header(); }
-  const v1::SortHeader& header() const { return msg.header(); }
-};
-
-inline grpc::Status DecodeChunk(grpc::ByteBuffer& in, PayloadPool& pool, SortChunk* req, const char* what) {
-  grpc::Status s = DecodeWithPayload(in, v1::SortRequest::kKeysFieldNumber, pool, &req->msg, &req->keys, what,
-                                     v1::SortRequest::kValuesFieldNumber, &req->values);
   in.Clear();
   return s;
 }

@@ -796,7 +796,7 @@ Result FuzzSort(const std::vector<Request>& requests, uint64_t chunk_bytes, uint
 bool HasSecondStream(int rpc) { return rpc == 2 || rpc == 5 || rpc == 6 || rpc == 7; }
 
 // The raw RPCs' decoder (gpuscan/wire) on the input's bytes taken as one request of each raw RPC
-// (Compact, SegmentedScan, ReduceByKey and Sort with two fields), cut into slices where the
+// (Compact, SegmentedScan and ReduceByKey with two fields), cut into slices where the
 // input's own bytes say: whatever it accepts, protobuf parses to the same message and the same
 // data. (It may refuse what protobuf would take: groups.)
 template <class Msg, int kField, int kSecond = 0>
@@ -835,13 +835,10 @@ int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
   CheckWireDecode<v1::CompactRequest, v1::CompactRequest::kValuesFieldNumber, v1::CompactRequest::kFlagsFieldNumber>(
       data, size);
   CheckWireDecode<v1::HistogramRequest, v1::HistogramRequest::kDataFieldNumber>(data, size);
-  CheckWireDecode<v1::Scan2DRequest, v1::Scan2DRequest::kDataFieldNumber>(data, size);
   CheckWireDecode<v1::SegmentedScanRequest, v1::SegmentedScanRequest::kDataFieldNumber,
                   v1::SegmentedScanRequest::kKeysFieldNumber>(data, size);
   CheckWireDecode<v1::ReduceByKeyRequest, v1::ReduceByKeyRequest::kDataFieldNumber,
                   v1::ReduceByKeyRequest::kKeysFieldNumber>(data, size);
-  CheckWireDecode<v1::SortRequest, v1::SortRequest::kKeysFieldNumber, v1::SortRequest::kValuesFieldNumber>(data,
-                                                                                                           size);
   Reader in(data, size);
   const int rpc = in.U8() % 8;
   const uint8_t limits = in.U8();
