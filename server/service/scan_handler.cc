@@ -21,9 +21,7 @@ struct ScanWire {
   static grpc::Status Decode(In& in, const CallContext& ctx, ScanChunk* req) {
     return DecodeChunk(in, *ctx.payloads, req, "the ScanRequest");
   }
-  static Out Encode(ScanReply&& r) {
-    return EncodeWithPayload(r.msg, v1::ScanResponse::kDataFieldNumber, std::move(r.data));
-  }
+  static Out Encode(ScanReply&& r) { return server::Encode(std::move(r)); }
 };
 
 class ScanCall final : public StreamingCall<ScanChunk, ScanReply,

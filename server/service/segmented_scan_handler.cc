@@ -22,9 +22,7 @@ struct SegmentedScanWire {
   static grpc::Status Decode(In& in, const CallContext& ctx, SegmentedScanChunk* req) {
     return DecodeChunk(in, *ctx.payloads, req, "the SegmentedScanRequest");
   }
-  static Out Encode(ScanReply&& r) {
-    return EncodeWithPayload(r.msg, v1::ScanResponse::kDataFieldNumber, std::move(r.data));
-  }
+  static Out Encode(ScanReply&& r) { return server::Encode(std::move(r)); }
 };
 
 class SegmentedScanCall final

@@ -109,4 +109,8 @@ struct ScanReply {
   ScanReply(const ScanReply& o) : msg(o.msg), data(o.data.Copy()) {}
 };
 
+inline grpc::ByteBuffer Encode(ScanReply&& r) {
+  return EncodeWithPayload(r.msg, v1::ScanResponse::kDataFieldNumber, std::move(r.data));
+}
+
 }  // namespace gpuscan::server
