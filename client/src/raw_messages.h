@@ -188,7 +188,6 @@ inline constexpr const char* kHistogramMethod = "/gpuscan.v1.GpuScan/Histogram";
 inline constexpr const char* kSegmentedScanMethod = "/gpuscan.v1.GpuScan/SegmentedScan";
 inline constexpr const char* kReduceByKeyMethod = "/gpuscan.v1.GpuScan/ReduceByKey";
 
-
 }  // namespace gpuscan::detail
 
 namespace grpc {

@@ -250,8 +250,8 @@ void WriteWithKeys(Stream& stream, const Header& header, Source& values, Source&
 // WriteWithKeys as raw requests (SegmentedScan, ReduceByKey): each carries both streams' bytes for
 // the same elements in slices their Sources filled.
 template <class Req, class Header, class Stream>
-void WriteRawWithKeys(Stream& stream, const Header& header, Source& values, Source& keys, size_t esize, size_t ksize,
-                   size_t per_chunk, ProgressTracker& tracker) {
+void WriteRawWithKeys(Stream& stream, const Header& header, Source& values, Source& keys, size_t esize,
+                      size_t ksize, size_t per_chunk, ProgressTracker& tracker) {
   detail::RawOut<Req> req;
   *req.msg.mutable_header() = header;
   bool values_ended = !values, keys_ended = !keys;
@@ -294,7 +294,7 @@ Timing Client::SegmentedScanStream(const v1::SegmentedScanHeader& header, Source
   Timing timing;
   auto write_all = [&] {
     WriteRawWithKeys<v1::SegmentedScanRequest>(*stream, header, values, keys, esize, ksize,
-                                            KeyedChunk(options_.chunk_bytes, esize, ksize), tracker);
+                                               KeyedChunk(options_.chunk_bytes, esize, ksize), tracker);
   };
   auto read_all = [&] {
     detail::RawIn<v1::ScanResponse> resp;
@@ -322,7 +322,7 @@ v1::ReduceByKeyResponse Client::ReduceByKeyStream(const v1::ReduceByKeyHeader& h
   v1::ReduceByKeyResponse final_response;
   auto write_all = [&] {
     WriteRawWithKeys<v1::ReduceByKeyRequest>(*stream, header, values, keys, esize, ksize,
-                                          KeyedChunk(options_.chunk_bytes, esize, ksize), tracker);
+                                             KeyedChunk(options_.chunk_bytes, esize, ksize), tracker);
   };
   auto read_all = [&] {
     detail::RawIn<v1::ReduceByKeyResponse> resp;

@@ -28,8 +28,8 @@ grpc::ByteBuffer EncodeWithPayload(const google::protobuf::MessageLite& message,
   return wire::Join(message, field, std::move(payload).ToSlice(), second, std::move(second_payload).ToSlice());
 }
 
-// Serialized straight into the slice gRPC sends: one copy of the message's bytes (Sort's responses
-// carry a chunk of sorted keys and values), as gRPC's own protobuf codec makes.
+// Serialized straight into the slice gRPC sends: one copy of the message's bytes (ReduceByKey's
+// responses carry a chunk of runs' keys and values), as gRPC's own protobuf codec makes.
 grpc::ByteBuffer EncodeMessage(const google::protobuf::MessageLite& message) {
   const size_t bytes = message.ByteSizeLong();
   grpc::Slice slice(bytes);
