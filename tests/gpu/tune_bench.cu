@@ -9,7 +9,8 @@
 //            candidate policies.
 // Every timed output is checked against CUB's (integers and compaction: exact).
 //
-// Usage: tune_bench [scan|scan8|reduce|compact ...] (default: all; scan8: int64 and float64 scans)
+// Usage: tune_bench [scan|scan8|det|reduce|compact ...] (default: all; scan8: int64 and float64
+// scans; det: the deterministic scan's tiles a block and persistent blocks)
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
@@ -23,10 +24,12 @@
 #include <utility>
 #include <vector>
 
+#include "detail/agent_canonical.cuh"
 #include "detail/dispatch.cuh"
 #include "gpuscan/kernels/compact.h"
 #include "gpuscan/kernels/reduce.h"
 #include "gpuscan/kernels/scan.h"
+#include "gpuscan/kernels/testing.h"
 
 namespace {
 
@@ -214,6 +217,69 @@ void BenchScan(const char* dtype, Ctx& c) {
       }
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The deterministic scan (agent_canonical.cuh): tiles a persistent block keeps, and how many
+// persistent blocks run, against CUB and a copy. The bits must not move: every variant is
+// compared bit for bit with the default's output.
+template <class T, int kStages>
+cudaError_t StagesScan(void* tmp, std::size_t& bytes, const T* in, T* out, uint64_t n, kernels::CanonicalState<T>* st,
+                       cudaStream_t s) {
+  return kd::canonical::CanonicalScanImpl<T, ops::Sum<T>, kStages>(tmp, bytes, in, out, n / 4096, 0, false, st, s);
+}
+
+template <class T>
+void BenchDeterministic(const char* dtype, Ctx& c) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  Header((std::string("deterministic scan ") + dtype + " sum (inclusive)").c_str());
+  T* in = reinterpret_cast<T*>(c.in);
+  T* out = reinterpret_cast<T*>(c.out);
+  T* ref = reinterpret_cast<T*>(c.ref);
+  const uint64_t pe = kPoolBytes / sizeof(T);
+  FillKernel<T><<<4096, 256, 0, c.s>>>(in, pe, sizeof(T) == 4 ? 1 : 3);
+  CHECK(cudaGetLastError());
+  kernels::CanonicalState<T>* st = nullptr;
+  CHECK(cudaMalloc(&st, sizeof(*st)));
+  for (int lg : {22, 24, 26, 28, sizeof(T) == 4 ? 30 : 29}) {
+    const uint64_t n = 1ull << lg;
+    const double bytes = 2.0 * double(n) * sizeof(T);
+    const double copy_us = CopyUs(c, n * sizeof(T));
+    std::size_t cb = 0;
+    CHECK(cub::DeviceScan::InclusiveSum(nullptr, cb, in, out, static_cast<int64_t>(n), c.s));
+    const double cub_us = MedianUs([&](int r) {
+      CHECK(cub::DeviceScan::InclusiveSum(c.tmp, cb, in + Rotate(n, pe, r), out + Rotate(n, pe, r), static_cast<int64_t>(n), c.s));
+    }, c.s);
+    CHECK(kernels::ClearTempStorage(c.tmp, c.tmp_bytes, c.s));  // CUB scribbled on it
+    Row(std::string("copy d2d ") + dtype, n, copy_us, bytes, copy_us, copy_us, "");
+    Row(std::string("cub::DeviceScan::InclusiveSum ") + dtype, n, cub_us, bytes, copy_us, cub_us, "");
+    auto timed = [&](const std::string& name, uint32_t blocks, auto fn, bool is_ref) {
+      kernels::testing_hooks::SetMaxPersistentBlocks(blocks);
+      std::size_t b = 0;
+      CHECK(fn(nullptr, b, in, out, n, st, c.s));
+      if (b > c.tmp_bytes) { std::fprintf(stderr, "temp too small\n"); std::exit(1); }
+      const double us = MedianUs([&](int r) { CHECK(fn(c.tmp, b, in + Rotate(n, pe, r), out + Rotate(n, pe, r), n, st, c.s)); }, c.s);
+      T* dst = is_ref ? ref : out;
+      CHECK(cudaMemsetAsync(dst, 0xFF, n * sizeof(T), c.s));
+      CHECK(fn(c.tmp, b, in, dst, n, st, c.s));
+      kernels::testing_hooks::SetMaxPersistentBlocks(0);
+      Row(name + " " + dtype, n, us, bytes, copy_us, cub_us,
+          is_ref ? "(reference bits)"
+                 : Verdict(Mismatches(reinterpret_cast<const Bits*>(out), reinterpret_cast<const Bits*>(ref), n, c)));
+    };
+    constexpr int kDefault = kd::CanonicalTuning<kd::kTunedArch, sizeof(T)>::kStages;
+    timed("deterministic (default: " + std::to_string(kDefault) + " tiles a block)", 0, StagesScan<T, kDefault>, true);
+    timed("  2 tiles a block", 0, StagesScan<T, 2>, false);
+    timed("  3 tiles a block", 0, StagesScan<T, 3>, false);
+    int sms = 0;
+    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    for (int per_sm : {2, 3}) {
+      timed("  " + std::to_string(kDefault) + " tiles, " + std::to_string(per_sm) + " blocks a SM", per_sm * sms,
+            StagesScan<T, kDefault>, false);
+    }
+    timed("  default again", 0, StagesScan<T, kDefault>, false);
+  }
+  CHECK(cudaFree(st));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -406,6 +472,10 @@ int main(int argc, char** argv) {
   if (want("scan")) {
     BenchScan<int32_t>("i32", c);
     BenchScan<float>("f32", c);
+  }
+  if (want("det")) {
+    BenchDeterministic<float>("f32", c);
+    BenchDeterministic<double>("f64", c);
   }
   if (want("scan8")) {
     BenchScan<int64_t>("i64", c);

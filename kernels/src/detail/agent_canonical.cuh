@@ -26,14 +26,20 @@ namespace gpuscan::kernels::detail::canonical {
 constexpr int kThreads = 256;  // = segments per tile = tiles per super
 constexpr int kItems = 16;     // = items per segment
 constexpr int kTile = kThreads * kItems;
-constexpr int kPadded = kTile + kTile / 32;
 
-// One padding word per 32 keeps a thread's 16 consecutive items off each other's banks.
-__device__ __forceinline__ int Pad(int i) { return i + (i >> 5); }
+// One padding element per 128 bytes keeps a thread's 16 consecutive items off each other's banks:
+// 32 4-byte banks, and 8-byte accesses go a half-warp at a time, so doubles take one per 16
+// (one per 32 left them two-way conflicted: bench/NOTES.md, 2026-11-26).
+template <class T>
+constexpr int kPadEvery = 128 / sizeof(T);
+template <class T>
+constexpr int kPadded = kTile + kTile / kPadEvery<T>;
+template <class T>
+__device__ __forceinline__ int Pad(int i) { return i + static_cast<int>(static_cast<unsigned>(i) / kPadEvery<T>); }
 
 template <class T>
 struct TileSmem {
-  T items[kPadded];
+  T items[kPadded<T>];
   T hs[2][kThreads];
 };
 
@@ -42,10 +48,10 @@ template <class T>
 __device__ __forceinline__ void LoadSegment(const T* in, T (&x)[kItems], TileSmem<T>& sm) {
   const int tid = threadIdx.x;
 #pragma unroll
-  for (int r = 0; r < kItems; ++r) sm.items[Pad(r * kThreads + tid)] = in[r * kThreads + tid];
+  for (int r = 0; r < kItems; ++r) sm.items[Pad<T>(r * kThreads + tid)] = in[r * kThreads + tid];
   __syncthreads();
 #pragma unroll
-  for (int i = 0; i < kItems; ++i) x[i] = sm.items[Pad(tid * kItems + i)];
+  for (int i = 0; i < kItems; ++i) x[i] = sm.items[Pad<T>(tid * kItems + i)];
 }
 
 template <class T, class Op>
@@ -186,7 +192,7 @@ __global__ void __launch_bounds__(kThreads)
 
 template <class T, int kStages>
 struct OnePassSmem {
-  T items[kStages][kPadded];
+  T items[kStages][kPadded<T>];
   T hs[2][kThreads];
 };
 
@@ -197,7 +203,7 @@ __device__ __forceinline__ void IssueTileLoad(const T* in, uint32_t t, T* items)
   const T* src = in + static_cast<uint64_t>(t) * kTile;
 #pragma unroll
   for (int r = 0; r < kItems; ++r) {
-    __pipeline_memcpy_async(&items[Pad(r * kThreads + tid)], &src[r * kThreads + tid], sizeof(T));
+    __pipeline_memcpy_async(&items[Pad<T>(r * kThreads + tid)], &src[r * kThreads + tid], sizeof(T));
   }
 }
 
@@ -308,7 +314,7 @@ __global__ void __launch_bounds__(kThreads)
   auto phase1 = [&](uint32_t u, const T* items, T& q, T& q_prev) {
     T x[kItems];
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) x[i] = items[Pad(tid * kItems + i)];
+    for (int i = 0; i < kItems; ++i) x[i] = items[Pad<T>(tid * kItems + i)];
     q = BlockHillisSteele<T, Op>(SegmentFold<T, Op>(x), ps.hs);
     if (tid == kThreads - 1) PublishTile(w.aggs, u, w.epoch, kFlagInclusive, q);  // A = Q[255]
     // Q[tid-1]: the lane before's; lane 0 computes the last level's node itself from hs[1],
@@ -353,11 +359,18 @@ __global__ void __launch_bounds__(kThreads)
     T q1{}, q1_prev{};
     if (t1 < tiles) phase1(t1, ps.items[(buf + 1) % kStages], q1, q1_prev);
 
-    // Phase 2 of t0. Its predecessors' aggregates went out an iteration ago.
+    // Phase 2 of t0. Its predecessors' aggregates went out an iteration ago. The last thread
+    // fetches the carry C_b while the first j fetch the aggregates, so the block waits for one
+    // round trip, not two in a row (s_carry's last readers passed this iteration's barriers).
     const uint64_t pos = static_cast<uint64_t>(w.j0) + t0;
     const auto b = static_cast<uint32_t>(pos / kThreads);
     const int j = static_cast<int>(pos % kThreads);
     const T* items = ps.items[buf];
+    if (tid == kThreads - 1) {  // never one of the j < 256 below
+      int has = 0;
+      s_carry = w.template Carry<Op>(b, has);
+      s_flag = has;
+    }
     if (j > 0) {  // P[j-1] of the Hillis-Steele over A of positions 0..j-1 of the super
       if (tid < j) ps.hs[0][tid] = w.Aggregate(b, tid);  // hs[0]'s readers passed a barrier
       __syncthreads();
@@ -365,11 +378,6 @@ __global__ void __launch_bounds__(kThreads)
         const T pv = WarpConeHillisSteele<T, Op>(ps.hs[0], j - 1);
         if (tid == 0) s_p = pv;
       }
-    }
-    if (tid == kThreads - 1) {
-      int has = 0;
-      s_carry = w.template Carry<Op>(b, has);
-      s_flag = has;
     }
     __syncthreads();
     // TP = C ⊕ P[j-1], then the segment's SP = TP ⊕ Q[k-1], exactly as canon::ScanTileQ.
@@ -385,7 +393,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     T x[kItems];
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) x[i] = items[Pad(tid * kItems + i)];
+    for (int i = 0; i < kItems; ++i) x[i] = items[Pad<T>(tid * kItems + i)];
     T y[kItems];
     if (exclusive) {
       T v = has ? sp : Op::identity();
@@ -406,11 +414,11 @@ __global__ void __launch_bounds__(kThreads)
     }
     T* slots = ps.items[buf];
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) slots[Pad(tid * kItems + i)] = y[i];  // this thread's own slots
+    for (int i = 0; i < kItems; ++i) slots[Pad<T>(tid * kItems + i)] = y[i];  // this thread's own slots
     __syncthreads();
     T* dst = out + static_cast<uint64_t>(t0) * kTile;
 #pragma unroll
-    for (int r = 0; r < kItems; ++r) dst[r * kThreads + tid] = slots[Pad(r * kThreads + tid)];
+    for (int r = 0; r < kItems; ++r) dst[r * kThreads + tid] = slots[Pad<T>(r * kThreads + tid)];
     ++finished;
     if constexpr (kStages == 2) {  // t0's buffer is free once draw's first barrier is passed
       t2 = drawn < tiles ? draw() : tiles;
@@ -475,7 +483,8 @@ inline std::size_t OnePassBytes(uint64_t launch_tiles) {
   return (launch_tiles + 2 * OnePassSupers(launch_tiles)) * sizeof(TileWord);
 }
 
-template <class T, class Op>
+// kStages: tiles a persistent block keeps (tuning.cuh's choice unless a tuning run asks for another).
+template <class T, class Op, int kStages = CanonicalTuning<kTunedArch, sizeof(T)>::kStages>
 cudaError_t CanonicalScanImpl(void* d_temp, std::size_t& temp_bytes, const T* in, T* out, uint64_t tiles,
                               uint64_t first_tile, bool exclusive, CanonicalState<T>* state,
                               cudaStream_t stream) {
@@ -497,9 +506,8 @@ cudaError_t CanonicalScanImpl(void* d_temp, std::size_t& temp_bytes, const T* in
     // Launches of at most MaxTilesPerLaunch() tiles (the ticket's width, less the persistent
     // blocks' extra draws), each continuing the state the one before left, on as many blocks
     // as fit the device at once. Tile words need no clearing.
-    using Tuning = CanonicalTuning<kTunedArch, sizeof(T)>;
-    constexpr auto kernel = OnePassKernel<T, Op, Tuning::kStages>;
-    constexpr int smem = sizeof(OnePassSmem<T, Tuning::kStages>);
+    constexpr auto kernel = OnePassKernel<T, Op, kStages>;
+    constexpr int smem = sizeof(OnePassSmem<T, kStages>);
     uint64_t resident = 0;
     GPUSCAN_TRY(ResidentBlocks<kernel>(kThreads, smem, resident));
     if (MaxPersistentBlocks() != 0) resident = std::min<uint64_t>(resident, MaxPersistentBlocks());

@@ -235,7 +235,12 @@ struct ReduceByKeyTuning : SinglePassPolicy<128, 16, true, 1200, 600, 500, 8> {}
 // one warp; bench/results/deterministic-tickets-h100-2026-11-25) float32 84.9% / 85.1%, float64
 // 88.3% / 89.1%. Loading a tile's predecessors' words before the next tile's phase 1 (kPrefetch,
 // float64's until then) no longer paid: float64 88.4% / 89.7% with it, and 2^22 0.96-1.00x CUB
-// against 1.04-1.07x without; removed.
+// against 1.04-1.07x without; removed. 2026-11-26 (bench/results/deterministic-phase2-2026-11-26,
+// tune_bench det, CUB in the same run): with the carry fetched beside the aggregates and 8-byte
+// tiles padded one element per 16, H100 float32 88.4-89.2% of copy (1.08-1.09x CUB), float64
+// 91.7-92.2% (1.065-1.07x); H200 float32 75-76% (1.01-1.03x), float64 78.4-79.0% (1.015-1.02x).
+// Same runs: float32 with 2 tiles (6 blocks a SM) 86-87% on the H100, 71% on the H200; float64
+// with 3 tiles (2 blocks a SM) 85% / 70%; fewer persistent blocks than fit lose on both.
 template <int kArch, int kSize>
 struct CanonicalTuning {
   static constexpr int kStages = kSize == 4 ? 3 : 2;
