@@ -218,60 +218,45 @@ v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Sourc
 
 namespace {
 
-// Writes a call whose elements come with a second stream (Sort: keys with their values; raw for
-// SegmentedScan and ReduceByKey below): each request carries both for the same elements,
-// per_chunk elements at most. fields(req) gives the two bytes fields.
-template <class Req, class Header, class Stream, class Fields>
-void WriteWithKeys(Stream& stream, const Header& header, Source& values, Source& keys, size_t esize, size_t ksize,
-                   size_t per_chunk, ProgressTracker& tracker, Fields fields) {
-  Req req;
-  *req.mutable_header() = header;
-  auto [vals, ks] = fields(req);
+// Writes a call whose elements come with a second stream (Sort: keys with their values;
+// SegmentedScan and ReduceByKey: values with their keys): each request carries both for the same
+// elements, per_chunk elements at most. fill(req, second, source, bytes, ended) replaces the first
+// (second = false) or second field of req with up to `bytes` read from source and returns how
+// many it read; a field with nothing to read this time goes out empty, never with the last
+// request's bytes again.
+template <class Req, class Stream, class Fill>
+void WriteKeyedRequests(Stream& stream, Req& req, Source& values, Source& keys, size_t esize, size_t ksize,
+                        size_t per_chunk, ProgressTracker& tracker, Fill fill) {
   bool values_ended = !values, keys_ended = !keys;
   for (bool first = true;; first = false) {
-    vals->resize(per_chunk * esize);
-    vals->resize(ReadFull(values, vals->data(), per_chunk * esize, values_ended));
-    if (!keys_ended) {
-      // The keys of the same elements; once the values end, whatever keys remain are sent too,
-      // so the server (not this client) judges the length mismatch.
-      const size_t want = (values_ended && vals->empty() ? per_chunk : (vals->size() + esize - 1) / esize) * ksize;
-      ks->resize(want);
-      ks->resize(ReadFull(keys, ks->data(), want, keys_ended));
-    }
-    const bool empty = vals->empty() && ks->empty();
+    const size_t vbytes = fill(req, false, values, per_chunk * esize, values_ended);
+    // The keys of the same elements; once the values end, whatever keys remain are sent too,
+    // so the server (not this client) judges the length mismatch.
+    const size_t kwant =
+        keys_ended ? 0 : (values_ended && vbytes == 0 ? per_chunk : (vbytes + esize - 1) / esize) * ksize;
+    const size_t kbytes = fill(req, true, keys, kwant, keys_ended);
+    const bool empty = vbytes == 0 && kbytes == 0;
     if (empty && !first) return;
     if (!stream.Write(req)) return;
-    tracker.Sent(vals->size() + ks->size());
+    tracker.Sent(vbytes + kbytes);
     if ((values_ended && keys_ended) || empty) return;
     req.clear_header();
   }
 }
 
-// WriteWithKeys as raw requests (SegmentedScan, ReduceByKey): each carries both streams' bytes for
-// the same elements in slices their Sources filled.
+// WriteKeyedRequests as raw requests (SegmentedScan, ReduceByKey): both fields in slices their
+// Sources filled.
 template <class Req, class Header, class Stream>
 void WriteRawWithKeys(Stream& stream, const Header& header, Source& values, Source& keys, size_t esize,
                       size_t ksize, size_t per_chunk, ProgressTracker& tracker) {
   detail::RawOut<Req> req;
   *req.msg.mutable_header() = header;
-  bool values_ended = !values, keys_ended = !keys;
-  for (bool first = true;; first = false) {
-    req.data = detail::NextChunk(values, per_chunk * esize, values_ended);
-    req.second = grpc::Slice();
-    if (!keys_ended) {
-      // The keys of the same elements; once the values end, whatever keys remain are sent too,
-      // so the server (not this client) judges the length mismatch.
-      const size_t n = req.data.size();
-      req.second = detail::NextChunk(keys, (values_ended && n == 0 ? per_chunk : (n + esize - 1) / esize) * ksize,
-                                     keys_ended);
-    }
-    const bool empty = req.data.size() == 0 && req.second.size() == 0;
-    if (empty && !first) return;
-    if (!stream.Write(req)) return;
-    tracker.Sent(req.data.size() + req.second.size());
-    if ((values_ended && keys_ended) || empty) return;
-    req.clear_header();
-  }
+  WriteKeyedRequests(stream, req, values, keys, esize, ksize, per_chunk, tracker,
+                     [](detail::RawOut<Req>& r, bool second, Source& in, size_t bytes, bool& ended) {
+                       grpc::Slice& field = second ? r.second : r.data;
+                       field = detail::NextChunk(in, bytes, ended);
+                       return field.size();
+                     });
 }
 
 // Elements per request: neither the values nor the keys may exceed the chunk limit.
@@ -350,9 +335,16 @@ v1::SortResponse Client::SortStream(const v1::SortHeader& header, Source keys, S
   v1::SortResponse final_response;
   auto write_all = [&] {
     Source none;
-    WriteWithKeys<v1::SortRequest>(*stream, header, keys, with_values ? values : none, ksize, vsize,
-                                   KeyedChunk(options_.chunk_bytes, ksize, with_values ? vsize : 1), tracker,
-                                   [](v1::SortRequest& r) { return std::make_pair(r.mutable_keys(), r.mutable_values()); });
+    v1::SortRequest req;
+    *req.mutable_header() = header;
+    WriteKeyedRequests(*stream, req, keys, with_values ? values : none, ksize, vsize,
+                       KeyedChunk(options_.chunk_bytes, ksize, with_values ? vsize : 1), tracker,
+                       [](v1::SortRequest& r, bool second, Source& in, size_t bytes, bool& ended) {
+                         std::string* field = second ? r.mutable_values() : r.mutable_keys();
+                         field->resize(bytes);
+                         field->resize(ReadFull(in, field->data(), bytes, ended));
+                         return field->size();
+                       });
   };
   auto read_all = [&] {
     v1::SortResponse resp;

@@ -299,6 +299,52 @@ TYPED_TEST(TypedRpcTest, SortKeysArgsortAndPairs) {
   }
 }
 
+// A second stream shorter than the first reaches the server as the caller sent it, and is refused
+// with both lengths. The client once sent a Sort request's values field again, unchanged, in the
+// request after the values had ended: 12 keys with 10 values, 4 a request, went out as 12 and 12
+// and were sorted with two made-up values (found 2026-11-26).
+TEST_F(RpcTest, KeyedStreamsOfUnequalLengthAreRefusedWithTheirLengths) {
+  Client small(server_->client_options(16));  // 4 four-byte elements a request
+  auto source = [](const std::vector<int32_t>& v) {
+    return Source([&v, at = size_t{0}](void* buf, size_t max) mutable {
+      const size_t n = std::min(max, (v.size() - at / sizeof(int32_t)) * sizeof(int32_t));
+      std::memcpy(buf, reinterpret_cast<const char*>(v.data()) + at, n);
+      at += n;
+      return n;
+    });
+  };
+  std::vector<int32_t> twelve(12), ten(10);
+  for (size_t i = 0; i < twelve.size(); ++i) twelve[i] = static_cast<int32_t>(997 * i % 13) - 6;
+  for (size_t i = 0; i < ten.size(); ++i) ten[i] = static_cast<int32_t>(i * 7 + 1);
+  auto expect_refused = [](auto&& call, const std::string& message) {
+    try {
+      call();
+      ADD_FAILURE() << "accepted; expected INVALID_ARGUMENT with " << message;
+    } catch (const RpcError& e) {
+      EXPECT_EQ(e.code(), grpc::StatusCode::INVALID_ARGUMENT) << e.what();
+      EXPECT_NE(e.message().find(message), std::string::npos) << e.message();
+    }
+  };
+  v1::SortHeader sort;
+  sort.set_dtype(v1::DTYPE_INT32);
+  sort.set_output(v1::SORT_OUTPUT_KEYS_AND_VALUES);
+  sort.set_values_dtype(v1::DTYPE_INT32);
+  expect_refused([&] { small.SortStream(sort, source(twelve), source(ten), {}, {}, {}); },
+                 "values length 10 differs from keys length 12");
+  v1::SegmentedScanHeader seg;
+  seg.set_dtype(v1::DTYPE_INT32);
+  seg.set_op(v1::OPERATOR_SUM);
+  seg.set_key_dtype(v1::DTYPE_INT32);
+  expect_refused([&] { small.SegmentedScanStream(seg, source(twelve), source(ten), {}); },
+                 "keys length 10 differs from data length 12");
+  v1::ReduceByKeyHeader rbk;
+  rbk.set_dtype(v1::DTYPE_INT32);
+  rbk.set_op(v1::OPERATOR_SUM);
+  rbk.set_key_dtype(v1::DTYPE_INT32);
+  expect_refused([&] { small.ReduceByKeyStream(rbk, source(twelve), source(ten), {}, {}); },
+                 "keys length 10 differs from data length 12");
+}
+
 TYPED_TEST(TypedRpcTest, HistogramEvenAndExplicitEdges) {
   using T = TypeParam;
   GPUSCAN_SEEDED_RNG(rng);
