@@ -157,6 +157,56 @@ v1::HistogramResponse Client::HistogramStream(const v1::HistogramHeader& header,
   return response;
 }
 
+namespace {
+
+// Writes a call whose elements come with a second stream (Sort: keys with their values;
+// SegmentedScan and ReduceByKey: values with their keys; Compact: values with their flags): each
+// request carries both for the same elements, per_chunk elements at most. fill(req, second,
+// source, bytes, ended) replaces the first (second = false) or second field of req with up to
+// `bytes` read from source and returns how many it read; a field with nothing to read this time
+// goes out empty, never with the last request's bytes again.
+template <class Req, class Stream, class Fill>
+void WriteKeyedRequests(Stream& stream, Req& req, Source& values, Source& keys, size_t esize, size_t ksize,
+                        size_t per_chunk, ProgressTracker& tracker, Fill fill) {
+  bool values_ended = !values, keys_ended = !keys;
+  for (bool first = true;; first = false) {
+    const size_t vbytes = fill(req, false, values, per_chunk * esize, values_ended);
+    // The keys of the same elements; once the values end, whatever keys remain are sent too,
+    // so the server (not this client) judges the length mismatch.
+    const size_t kwant =
+        keys_ended ? 0 : (values_ended && vbytes == 0 ? per_chunk : (vbytes + esize - 1) / esize) * ksize;
+    const size_t kbytes = fill(req, true, keys, kwant, keys_ended);
+    const bool empty = vbytes == 0 && kbytes == 0;
+    if (empty && !first) return;
+    if (!stream.Write(req)) return;
+    tracker.Sent(vbytes + kbytes);
+    if ((values_ended && keys_ended) || empty) return;
+    req.clear_header();
+  }
+}
+
+// WriteKeyedRequests as raw requests (SegmentedScan, ReduceByKey, Compact): both fields in slices
+// their Sources filled.
+template <class Req, class Header, class Stream>
+void WriteRawWithKeys(Stream& stream, const Header& header, Source& values, Source& keys, size_t esize,
+                      size_t ksize, size_t per_chunk, ProgressTracker& tracker) {
+  detail::RawOut<Req> req;
+  *req.msg.mutable_header() = header;
+  WriteKeyedRequests(stream, req, values, keys, esize, ksize, per_chunk, tracker,
+                     [](detail::RawOut<Req>& r, bool second, Source& in, size_t bytes, bool& ended) {
+                       grpc::Slice& field = second ? r.second : r.data;
+                       field = detail::NextChunk(in, bytes, ended);
+                       return field.size();
+                     });
+}
+
+// Elements per request: neither the values nor the keys may exceed the chunk limit.
+size_t KeyedChunk(size_t chunk_bytes, size_t esize, size_t ksize) {
+  return std::max<size_t>(chunk_bytes / std::max(esize, ksize), 1);
+}
+
+}  // namespace
+
 v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Source values,
                                           Source flags, Sink values_out, Sink indices_out,
                                           Progress progress, uint32_t lanes) {
@@ -179,28 +229,10 @@ v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Sourc
   ProgressTracker tracker(std::move(progress));
   v1::CompactResponse final_response;
 
-  auto write_all = [&] {
-    detail::RawOut<v1::CompactRequest> req;
-    *req.msg.mutable_header() = header;
-    bool values_ended = !values, flags_ended = !use_flags || !flags;
-    for (bool first = true;; first = false) {
-      req.data = detail::NextChunk(values, chunk, values_ended);
-      req.second = grpc::Slice();
-      if (!flags_ended) {
-        // The flags of the same elements; once the values end, whatever flags remain are sent
-        // too, so the server (not this client) judges the length mismatch.
-        const size_t n = req.data.size();
-        const size_t want = values_ended && n == 0 ? chunk / esize : (n + esize - 1) / esize;
-        req.second = detail::NextChunk(flags, want, flags_ended);
-      }
-      const bool empty = req.data.size() == 0 && req.second.size() == 0;
-      if (empty && !first) return;
-      if (!stream->Write(req)) return;
-      tracker.Sent(req.data.size() + req.second.size());
-      if (values_ended && flags_ended) return;
-      if (empty) return;
-      req.clear_header();
-    }
+  auto write_all = [&] {  // the flags (a byte an element) beside the values
+    Source none;
+    WriteRawWithKeys<v1::CompactRequest>(*stream, header, values, use_flags ? flags : none, esize, 1, chunk / esize,
+                                         tracker);
   };
   auto read_all = [&] {
     detail::RawIn<v1::CompactResponse> resp;
@@ -215,56 +247,6 @@ v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Sourc
   detail::RunBidi(*ctx, *stream, write_all, read_all);
   return final_response;
 }
-
-namespace {
-
-// Writes a call whose elements come with a second stream (Sort: keys with their values;
-// SegmentedScan and ReduceByKey: values with their keys): each request carries both for the same
-// elements, per_chunk elements at most. fill(req, second, source, bytes, ended) replaces the first
-// (second = false) or second field of req with up to `bytes` read from source and returns how
-// many it read; a field with nothing to read this time goes out empty, never with the last
-// request's bytes again.
-template <class Req, class Stream, class Fill>
-void WriteKeyedRequests(Stream& stream, Req& req, Source& values, Source& keys, size_t esize, size_t ksize,
-                        size_t per_chunk, ProgressTracker& tracker, Fill fill) {
-  bool values_ended = !values, keys_ended = !keys;
-  for (bool first = true;; first = false) {
-    const size_t vbytes = fill(req, false, values, per_chunk * esize, values_ended);
-    // The keys of the same elements; once the values end, whatever keys remain are sent too,
-    // so the server (not this client) judges the length mismatch.
-    const size_t kwant =
-        keys_ended ? 0 : (values_ended && vbytes == 0 ? per_chunk : (vbytes + esize - 1) / esize) * ksize;
-    const size_t kbytes = fill(req, true, keys, kwant, keys_ended);
-    const bool empty = vbytes == 0 && kbytes == 0;
-    if (empty && !first) return;
-    if (!stream.Write(req)) return;
-    tracker.Sent(vbytes + kbytes);
-    if ((values_ended && keys_ended) || empty) return;
-    req.clear_header();
-  }
-}
-
-// WriteKeyedRequests as raw requests (SegmentedScan, ReduceByKey): both fields in slices their
-// Sources filled.
-template <class Req, class Header, class Stream>
-void WriteRawWithKeys(Stream& stream, const Header& header, Source& values, Source& keys, size_t esize,
-                      size_t ksize, size_t per_chunk, ProgressTracker& tracker) {
-  detail::RawOut<Req> req;
-  *req.msg.mutable_header() = header;
-  WriteKeyedRequests(stream, req, values, keys, esize, ksize, per_chunk, tracker,
-                     [](detail::RawOut<Req>& r, bool second, Source& in, size_t bytes, bool& ended) {
-                       grpc::Slice& field = second ? r.second : r.data;
-                       field = detail::NextChunk(in, bytes, ended);
-                       return field.size();
-                     });
-}
-
-// Elements per request: neither the values nor the keys may exceed the chunk limit.
-size_t KeyedChunk(size_t chunk_bytes, size_t esize, size_t ksize) {
-  return std::max<size_t>(chunk_bytes / std::max(esize, ksize), 1);
-}
-
-}  // namespace
 
 Timing Client::SegmentedScanStream(const v1::SegmentedScanHeader& header, Source values, Source keys, Sink out,
                                    Progress progress) {

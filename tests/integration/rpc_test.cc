@@ -343,6 +343,21 @@ TEST_F(RpcTest, KeyedStreamsOfUnequalLengthAreRefusedWithTheirLengths) {
   rbk.set_key_dtype(v1::DTYPE_INT32);
   expect_refused([&] { small.ReduceByKeyStream(rbk, source(twelve), source(ten), {}, {}); },
                  "keys length 10 differs from data length 12");
+  const std::vector<char> ten_flags = {1, 0, 1, 1, 0, 0, 1, 0, 1, 1};
+  v1::CompactHeader compact;
+  compact.set_dtype(v1::DTYPE_INT32);
+  compact.set_use_flags(true);
+  expect_refused(
+      [&] {
+        Source flags([&, at = size_t{0}](void* buf, size_t max) mutable {
+          const size_t n = std::min(max, ten_flags.size() - at);
+          std::memcpy(buf, ten_flags.data() + at, n);
+          at += n;
+          return n;
+        });
+        small.CompactStream(compact, source(twelve), flags, {}, {});
+      },
+      "flags length 10 differs from values length 12");
 }
 
 TYPED_TEST(TypedRpcTest, HistogramEvenAndExplicitEdges) {
