@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ON the GPU machine (carry .gpu-lanes): where one stream's CPU goes. The image has no perf or
 # nsys, so this reads /proc: each thread's CPU time (utime + stime) in the server and the client
-# over a 1 GiB int32 scan at concurrency 1 (three requests, then the Transport echo ceiling),
+# over 2 s in the middle of 1 GiB int32 scans at concurrency 1 (one stream, and 8 lanes checked),
 # printed as the busiest threads' share of one core.
 GPU_PACK=.gpu-lanes/lanes.tar.xz GPU_LOGS_TGZ=threads-logs.tgz source "$(dirname "$0")/../../../scripts/gpu-common.sh"
 export LD_LIBRARY_PATH=$R
