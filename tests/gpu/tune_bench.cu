@@ -160,29 +160,50 @@ cudaError_t PolicyScan(void* tmp, std::size_t& bytes, const T* in, T* out, uint6
   return kd::SinglePassScan<T, ops::Sum<T>, P, false>(tmp, bytes, in, out, n, false, nullptr, nullptr, s);
 }
 
+// The scan tables' shared parts: the input pool filled with T, and at each size the rows of a
+// device copy and of cub::DeviceScan::InclusiveSum (its result left in cub_out when given).
+template <class T>
+T* FillScanInput(Ctx& c) {
+  T* in = reinterpret_cast<T*>(c.in);
+  FillKernel<T><<<4096, 256, 0, c.s>>>(in, kPoolBytes / sizeof(T), sizeof(T) == 4 ? 1 : 3);
+  CHECK(cudaGetLastError());
+  return in;
+}
+
+struct PeerTimes {
+  double copy_us, cub_us;
+};
+
+template <class T>
+PeerTimes CopyAndCubRows(const char* dtype, uint64_t n, const T* in, T* out, T* cub_out, Ctx& c) {
+  const uint64_t pe = kPoolBytes / sizeof(T);
+  const double bytes = 2.0 * double(n) * sizeof(T);
+  const double copy_us = CopyUs(c, n * sizeof(T));
+  std::size_t cb = 0;
+  CHECK(cub::DeviceScan::InclusiveSum(nullptr, cb, in, out, static_cast<int64_t>(n), c.s));
+  if (cb > c.tmp_bytes) { std::fprintf(stderr, "temp too small for CUB\n"); std::exit(1); }
+  const double cub_us = MedianUs([&](int r) {
+    CHECK(cub::DeviceScan::InclusiveSum(c.tmp, cb, in + Rotate(n, pe, r), out + Rotate(n, pe, r), static_cast<int64_t>(n), c.s));
+  }, c.s);
+  if (cub_out != nullptr) CHECK(cub::DeviceScan::InclusiveSum(c.tmp, cb, in, cub_out, static_cast<int64_t>(n), c.s));
+  CHECK(kernels::ClearTempStorage(c.tmp, c.tmp_bytes, c.s));  // CUB scribbled on it
+  Row(std::string("copy d2d ") + dtype, n, copy_us, bytes, copy_us, copy_us, "");
+  Row(std::string("cub::DeviceScan::InclusiveSum ") + dtype, n, cub_us, bytes, copy_us, cub_us, "");
+  return {copy_us, cub_us};
+}
+
 template <class T>
 void BenchScan(const char* dtype, Ctx& c) {
   Header((std::string("scan ") + dtype + " sum (inclusive)").c_str());
-  T* in = reinterpret_cast<T*>(c.in);
+  T* in = FillScanInput<T>(c);
   T* out = reinterpret_cast<T*>(c.out);
   T* ref = reinterpret_cast<T*>(c.ref);
   const uint64_t pe = kPoolBytes / sizeof(T);
-  FillKernel<T><<<4096, 256, 0, c.s>>>(in, pe, sizeof(T) == 4 ? 1 : 3);
-  CHECK(cudaGetLastError());
   for (int lg = 16; lg <= (sizeof(T) == 4 ? 30 : 29); ++lg) {  // 8-byte 2^30 is past the pool
     const uint64_t n = 1ull << lg;
     const double bytes = 2.0 * double(n) * sizeof(T);
-    const double copy_us = CopyUs(c, n * sizeof(T));
-    std::size_t cb = 0;
-    CHECK(cub::DeviceScan::InclusiveSum(nullptr, cb, in, out, static_cast<int64_t>(n), c.s));
-    if (cb > c.tmp_bytes) { std::fprintf(stderr, "temp too small for CUB\n"); std::exit(1); }
-    const double cub_us = MedianUs([&](int r) {
-      CHECK(cub::DeviceScan::InclusiveSum(c.tmp, cb, in + Rotate(n, pe, r), out + Rotate(n, pe, r), static_cast<int64_t>(n), c.s));
-    }, c.s);
-    CHECK(cub::DeviceScan::InclusiveSum(c.tmp, cb, in, ref, static_cast<int64_t>(n), c.s));
-    CHECK(kernels::ClearTempStorage(c.tmp, c.tmp_bytes, c.s));  // CUB scribbled on it
-    Row(std::string("copy d2d ") + dtype, n, copy_us, bytes, copy_us, copy_us, "");
-    Row(std::string("cub::DeviceScan::InclusiveSum ") + dtype, n, cub_us, bytes, copy_us, cub_us, "");
+    const PeerTimes peers = CopyAndCubRows(dtype, n, in, out, ref, c);
+    const double copy_us = peers.copy_us, cub_us = peers.cub_us;
     auto timed = [&](const std::string& name, auto fn) {
       std::size_t b = 0;
       CHECK(fn(nullptr, b, in, out, n, c.s));
@@ -233,26 +254,19 @@ template <class T>
 void BenchDeterministic(const char* dtype, Ctx& c) {
   using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
   Header((std::string("deterministic scan ") + dtype + " sum (inclusive)").c_str());
-  T* in = reinterpret_cast<T*>(c.in);
+  T* in = FillScanInput<T>(c);
   T* out = reinterpret_cast<T*>(c.out);
   T* ref = reinterpret_cast<T*>(c.ref);
   const uint64_t pe = kPoolBytes / sizeof(T);
-  FillKernel<T><<<4096, 256, 0, c.s>>>(in, pe, sizeof(T) == 4 ? 1 : 3);
-  CHECK(cudaGetLastError());
   kernels::CanonicalState<T>* st = nullptr;
   CHECK(cudaMalloc(&st, sizeof(*st)));
+  int sms = 0;
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   for (int lg : {22, 24, 26, 28, sizeof(T) == 4 ? 30 : 29}) {
     const uint64_t n = 1ull << lg;
     const double bytes = 2.0 * double(n) * sizeof(T);
-    const double copy_us = CopyUs(c, n * sizeof(T));
-    std::size_t cb = 0;
-    CHECK(cub::DeviceScan::InclusiveSum(nullptr, cb, in, out, static_cast<int64_t>(n), c.s));
-    const double cub_us = MedianUs([&](int r) {
-      CHECK(cub::DeviceScan::InclusiveSum(c.tmp, cb, in + Rotate(n, pe, r), out + Rotate(n, pe, r), static_cast<int64_t>(n), c.s));
-    }, c.s);
-    CHECK(kernels::ClearTempStorage(c.tmp, c.tmp_bytes, c.s));  // CUB scribbled on it
-    Row(std::string("copy d2d ") + dtype, n, copy_us, bytes, copy_us, copy_us, "");
-    Row(std::string("cub::DeviceScan::InclusiveSum ") + dtype, n, cub_us, bytes, copy_us, cub_us, "");
+    const PeerTimes peers = CopyAndCubRows<T>(dtype, n, in, out, nullptr, c);
+    const double copy_us = peers.copy_us, cub_us = peers.cub_us;
     auto timed = [&](const std::string& name, uint32_t blocks, auto fn, bool is_ref) {
       kernels::testing_hooks::SetMaxPersistentBlocks(blocks);
       std::size_t b = 0;
@@ -271,8 +285,6 @@ void BenchDeterministic(const char* dtype, Ctx& c) {
     timed("deterministic (default: " + std::to_string(kDefault) + " tiles a block)", 0, StagesScan<T, kDefault>, true);
     timed("  2 tiles a block", 0, StagesScan<T, 2>, false);
     timed("  3 tiles a block", 0, StagesScan<T, 3>, false);
-    int sms = 0;
-    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     for (int per_sm : {2, 3}) {
       timed("  " + std::to_string(kDefault) + " tiles, " + std::to_string(per_sm) + " blocks a SM", per_sm * sms,
             StagesScan<T, kDefault>, false);
