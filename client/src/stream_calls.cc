@@ -17,6 +17,14 @@ using detail::ReadFull;
 
 namespace {
 
+// Replaces a typed message's bytes field with up to `bytes` read from the Source, read straight
+// into the field's own buffer (no extra copy); returns how many it read.
+size_t ReadInto(std::string* field, Source& in, size_t bytes, bool& ended) {
+  field->resize(bytes);
+  field->resize(ReadFull(in, field->data(), bytes, ended));
+  return field->size();
+}
+
 // Writes the Source's chunks as raw requests, each filling a fresh slice that gRPC sends as it
 // is. The header rides in `req` with the first (sent alone when the input is empty). Stops early
 // when the call is over (its Finish says why).
@@ -45,9 +53,7 @@ Timing PlainBidi(grpc::ClientContext& ctx, Stream& stream, const Header& header,
     std::string* data = req.mutable_data();
     bool ended = !in;
     for (bool first = true;; first = false) {
-      data->resize(chunk);  // the Source fills the message's own buffer: no extra copy
-      data->resize(ReadFull(in, data->data(), chunk, ended));
-      if (data->empty() && !first) return;
+      if (ReadInto(data, in, chunk, ended) == 0 && !first) return;
       if (!stream.Write(req)) return;  // the call is over; Finish says why
       tracker.Sent(data->size());
       if (ended) return;
@@ -322,10 +328,7 @@ v1::SortResponse Client::SortStream(const v1::SortHeader& header, Source keys, S
     WriteKeyedRequests(*stream, req, keys, with_values ? values : none, ksize, vsize,
                        KeyedChunk(options_.chunk_bytes, ksize, with_values ? vsize : 1), tracker,
                        [](v1::SortRequest& r, bool second, Source& in, size_t bytes, bool& ended) {
-                         std::string* field = second ? r.mutable_values() : r.mutable_keys();
-                         field->resize(bytes);
-                         field->resize(ReadFull(in, field->data(), bytes, ended));
-                         return field->size();
+                         return ReadInto(second ? r.mutable_values() : r.mutable_keys(), in, bytes, ended);
                        });
   };
   auto read_all = [&] {
