@@ -24,17 +24,28 @@ constexpr ScanAlgorithm kAllAlgorithms[] = {
     ScanAlgorithm::kKoggeStone,        ScanAlgorithm::kBrentKung, ScanAlgorithm::kBlelloch,
     ScanAlgorithm::kHillisSteele,      ScanAlgorithm::kCub};
 
+// The look-back scan's tiles (in shared memory, BulkScanTuning: Small below kLargeFrom
+// elements, Large from there), and the register kernel's that the chained scan runs
+// (ScanTuning).
+template <class T>
+using BulkTuning = kernels::detail::BulkScanTuning<kernels::detail::kTunedArch, sizeof(T)>;
 template <class T>
 constexpr uint64_t Tile() {
+  return BulkTuning<T>::Small::kTile;
+}
+template <class T>
+constexpr uint64_t RegisterTile() {
   return kernels::detail::ScanTuning<kernels::detail::kTunedArch, sizeof(T)>::kTile;
 }
 
-// The sizes where tiling goes wrong: empty, tiny, around a warp, around one tile, a few tiles,
-// and more than 32 tiles (the look-back's window moves on).
+// The sizes where tiling goes wrong: empty, tiny, around a warp, around one tile (of either
+// kernel), a few tiles, and more than 32 tiles (the look-back's window moves on).
 template <class T>
 std::vector<uint64_t> EdgeSizes() {
-  const uint64_t t = Tile<T>();
-  return {0, 1, 31, 32, 33, t - 1, t, t + 1, 3 * t - 1, 3 * t + 1, 33 * t + 7};
+  const uint64_t t = Tile<T>(), r = RegisterTile<T>();
+  std::vector<uint64_t> sizes = {0, 1, 31, 32, 33, t - 1, t, t + 1, 3 * t - 1, 3 * t + 1, 33 * t + 7};
+  if (r != t) sizes.insert(sizes.end(), {r - 1, r + 1, 33 * r + 7});
+  return sizes;
 }
 
 // What a scan of x with carry c must give: v = [c] + x scanned inclusively; an inclusive
@@ -229,6 +240,42 @@ TEST_P(ScanTest, Large) {
   // > kMaxBlocks tiles: every reduce-then-scan block walks 2 or more tiles.
   CheckScan<int32_t, ops::Sum<int32_t>>(algo, 2500 * Tile<int32_t>() + 3, true, true, rng, temp);
   CheckScan<double, ops::Min<double>>(algo, 2100 * Tile<double>() + 1, false, true, rng, temp);
+}
+
+// The look-back scan changes tile size at BulkScanTuning::kLargeFrom elements (4-byte types):
+// both sides of it, from one temp buffer asked for the largest call (the engine asks once per
+// lane), and a call whose last tile is partial.
+TEST_P(ScanTest, LookBackAcrossItsTileSizeThreshold) {
+  if (GetParam() != ScanAlgorithm::kDecoupledLookback) GTEST_SKIP() << "the look-back scan's tiles";
+  using Tn = BulkTuning<int32_t>;
+  static_assert(Tn::kLargeFrom < (1ull << 28), "the test allocates kLargeFrom elements");
+  GPUSCAN_SEEDED_RNG(rng);
+  using Op = ops::Sum<int32_t>;
+  const uint64_t big = Tn::kLargeFrom + 2 * Tn::Large::kTile + 3;
+  const std::vector<int32_t> x = RandomInput<int32_t, Op>(big, rng);
+  DeviceBuffer<int32_t> d_in(big), d_out(big), d_carry(1), d_carry_out(1);
+  ASSERT_TRUE(d_in.ok() && d_out.ok() && d_carry.ok() && d_carry_out.ok());
+  d_in.Upload(x);
+  const int32_t carry = RandomInput<int32_t, Op>(1, rng)[0];
+  d_carry.Upload({carry});
+  std::size_t bytes = 0;
+  CUDA_OK((kernels::Scan<int32_t, Op>(GetParam(), nullptr, bytes, d_in.get(), d_out.get(), big, false, nullptr,
+                                      nullptr, nullptr)));
+  TempBuffer temp;
+  void* tmp = temp.Reserve(bytes);
+  ASSERT_NE(tmp, nullptr);
+  for (const uint64_t n : {big, Tn::kLargeFrom, Tn::kLargeFrom - 1, Tn::kLargeFrom - Tn::Small::kTile + 5}) {
+    for (bool exclusive : {false, true}) {
+      SCOPED_TRACE((Label<int32_t, Op>(GetParam(), n, exclusive, true)));
+      const std::vector<int32_t> xn(x.begin(), x.begin() + n);
+      CUDA_OK((kernels::Scan<int32_t, Op>(GetParam(), tmp, bytes, d_in.get(), d_out.get(), n, exclusive,
+                                          d_carry.get(), d_carry_out.get(), nullptr)));
+      CUDA_OK(cudaDeviceSynchronize());
+      CheckAgainst<int32_t, Op>(Expect<int32_t, Op>(xn, carry), d_out.Download(n), d_carry_out.DownloadOne(),
+                                exclusive);
+      if (HasFatalFailure()) return;
+    }
+  }
 }
 
 // The single-pass kernels split a call into launches of at most N tiles (N is 2^22 normally);

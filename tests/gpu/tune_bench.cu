@@ -160,6 +160,19 @@ cudaError_t PolicyScan(void* tmp, std::size_t& bytes, const T* in, T* out, uint6
   return kd::SinglePassScan<T, ops::Sum<T>, P, false>(tmp, bytes, in, out, n, false, nullptr, nullptr, s);
 }
 
+// The register kernel as the look-back scan ran it before 2026-11-26 (ScanTuning), and the
+// kernel with its tile in shared memory (agent_single_pass_bulk.cuh), the default since.
+template <class T>
+cudaError_t RegisterScan(void* tmp, std::size_t& bytes, const T* in, T* out, uint64_t n, cudaStream_t s) {
+  using P = kd::ScanTuning<kd::kTunedArch, sizeof(T)>;
+  return kd::SinglePassScan<T, ops::Sum<T>, P, false>(tmp, bytes, in, out, n, false, nullptr, nullptr, s);
+}
+template <class T, int kThreads, int kItems, int kFirst, int kPoll>
+cudaError_t BulkScan(void* tmp, std::size_t& bytes, const T* in, T* out, uint64_t n, cudaStream_t s) {
+  using P = kd::SinglePassPolicy<kThreads, kItems, true, kFirst, kPoll, 500>;
+  return kd::SinglePassScan<T, ops::Sum<T>, P, false, true>(tmp, bytes, in, out, n, false, nullptr, nullptr, s);
+}
+
 // The scan tables' shared parts: the input pool filled with T, and at each size the rows of a
 // device copy and of cub::DeviceScan::InclusiveSum (its result left in cub_out when given).
 template <class T>
@@ -216,6 +229,18 @@ void BenchScan(const char* dtype, Ctx& c) {
     timed("decoupled_lookback (default)", [](void* t, std::size_t& b, const T* i, T* o, uint64_t m, cudaStream_t s) {
       return kernels::Scan<T, ops::Sum<T>>(ScanAlgorithm::kDecoupledLookback, t, b, i, o, m, false, nullptr, nullptr, s);
     });
+    timed("  register kernel (default before 2026-11-26)", RegisterScan<T>);
+    if (lg == 16 || lg == 20 || lg == 24 || lg >= 28) {  // the bulk kernel's runners-up
+      if constexpr (sizeof(T) == 4) {
+        timed("  bulk 128x32 d2400/600 (below 2^26)", BulkScan<T, 128, 32, 2400, 600>);
+        timed("  bulk 256x32 d2400/600 (from 2^26)", BulkScan<T, 256, 32, 2400, 600>);
+        timed("  bulk 128x64 d2400/600", BulkScan<T, 128, 64, 2400, 600>);
+        if (lg >= 28) timed("  bulk 256x32 d1600/400", BulkScan<T, 256, 32, 1600, 400>);  // the H200's bandwidth
+      } else {
+        timed("  bulk 128x16 d2400/1200", BulkScan<T, 128, 16, 2400, 1200>);
+        if (lg >= 28) timed("  bulk 128x32 d1600/800", BulkScan<T, 128, 32, 1600, 800>);
+      }
+    }
     if (sizeof(T) == 4 && lg >= 17 && lg <= 23) {
       timed("  128x32 d1200/600 delays from 0 tiles", PolicyScan<T, 128, 32, 1200, 600, 0>);
       timed("  128x32 d1200/600 never delay", PolicyScan<T, 128, 32, 1200, 600, 1 << 30>);

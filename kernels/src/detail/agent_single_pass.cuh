@@ -15,6 +15,7 @@
 
 #include <algorithm>
 
+#include "agent_single_pass_bulk.cuh"
 #include "block_scan.cuh"
 #include "striped.cuh"
 #include "tile_state.cuh"
@@ -193,10 +194,11 @@ C* CarrySlot(TempHeader* h, int k) {
   return reinterpret_cast<C*>(&h->slot[(k & 1) * kWords]);
 }
 
-// Launches SinglePassScanKernel over n > 0 elements in as many launches as the tile tickets
-// allow (kMaxTilesPerLaunch), each continuing the one before through a carry slot. io_at(off,
-// carry_in) is the IO of the launch that starts at element `off`.
-template <class Item, class Op, class Policy, bool kChained, class IO, class IOAt>
+// Launches SinglePassScanKernel (kBulk: SinglePassScanBulkKernel, arrays only) over n > 0
+// elements in as many launches as the tile tickets allow (kMaxTilesPerLaunch), each continuing
+// the one before through a carry slot. io_at(off, carry_in) is the IO of the launch that starts
+// at element `off`.
+template <class Item, class Op, class Policy, bool kChained, class IO, bool kBulk = false, class IOAt>
 cudaError_t LaunchSinglePass(const TempView& view, uint64_t n, bool exclusive, const typename IO::Carry* carry_in,
                              typename IO::Carry* carry_out, cudaStream_t stream, IOAt io_at) {
   using Carry = typename IO::Carry;
@@ -208,8 +210,15 @@ cudaError_t LaunchSinglePass(const TempView& view, uint64_t n, bool exclusive, c
     const uint64_t m = std::min(launch_items, n - off);
     Carry* cout = off + m == n ? carry_out : CarrySlot<Carry>(view.header, k);
     const auto t = static_cast<uint32_t>(DivUp(m, Policy::kTile));
-    SinglePassScanKernel<Item, Op, Policy, kChained, IO>
-        <<<t, Policy::kThreads, 0, stream>>>(io_at(off, cin), m, t, exclusive, cin, cout, view.header, tiles);
+    if constexpr (kBulk) {
+      static_assert(!kChained, "the bulk kernel looks back");
+      const IO io = io_at(off, cin);
+      SinglePassScanBulkKernel<Item, Op, Policy>
+          <<<t, Policy::kThreads, 0, stream>>>(io.in, io.out, m, t, exclusive, cin, cout, view.header, tiles);
+    } else {
+      SinglePassScanKernel<Item, Op, Policy, kChained, IO>
+          <<<t, Policy::kThreads, 0, stream>>>(io_at(off, cin), m, t, exclusive, cin, cout, view.header, tiles);
+    }
     GPUSCAN_CHECK_LAUNCH();
     cin = cout;
   }

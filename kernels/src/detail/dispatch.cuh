@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <type_traits>
 
 #include "common.cuh"
 #include "gpuscan/kernels/compact.h"
@@ -43,8 +44,9 @@ cudaError_t PassCarry(const T* carry_in, T* carry_out, cudaStream_t stream) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Single-pass scan (decoupled look-back / chained).
-template <class T, class Op, class Policy, bool kChained>
+// Single-pass scan (decoupled look-back / chained); kBulk: the look-back kernel that keeps its
+// tile in shared memory (agent_single_pass_bulk.cuh).
+template <class T, class Op, class Policy, bool kChained, bool kBulk = false>
 cudaError_t SinglePassScan(void* d_temp, std::size_t& temp_bytes, const T* in, T* out, uint64_t n,
                            bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream) {
   const std::size_t body = SinglePassBody<Policy>(n);
@@ -57,7 +59,7 @@ cudaError_t SinglePassScan(void* d_temp, std::size_t& temp_bytes, const T* in, T
   TempView view;
   GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
   using IO = ArrayTileIO<T, Op, Policy::kItems>;
-  return LaunchSinglePass<T, Op, Policy, kChained, IO>(view, n, exclusive, carry_in, carry_out, stream,
+  return LaunchSinglePass<T, Op, Policy, kChained, IO, kBulk>(view, n, exclusive, carry_in, carry_out, stream,
                                                        [&](uint64_t off, const T*) { return IO{in + off, out + off}; });
 }
 
@@ -93,10 +95,19 @@ cudaError_t ScanImpl(ScanAlgorithm algo, void* d_temp, std::size_t& temp_bytes, 
                      uint64_t n, bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream) {
   using P = ScanTuningFor<kTunedArch, sizeof(T),
                           std::is_same_v<Op, ops::Min<T>> || std::is_same_v<Op, ops::Max<T>>>;
+  using B = BulkScanTuning<kTunedArch, sizeof(T)>;
   using R = RtsTuning<kTunedArch, sizeof(T)>;
   switch (algo) {
     case ScanAlgorithm::kDecoupledLookback:
-      return SinglePassScan<T, Op, P, false>(d_temp, temp_bytes, in, out, n, exclusive, carry_in, carry_out, stream);
+      // The size asked for is Small's (BulkScanTuning): it serves every call up to n.
+      if constexpr (!std::is_same_v<typename B::Small, typename B::Large>) {
+        if (d_temp != nullptr && n >= B::kLargeFrom) {
+          return SinglePassScan<T, Op, typename B::Large, false, true>(d_temp, temp_bytes, in, out, n, exclusive,
+                                                                       carry_in, carry_out, stream);
+        }
+      }
+      return SinglePassScan<T, Op, typename B::Small, false, true>(d_temp, temp_bytes, in, out, n, exclusive, carry_in,
+                                                                   carry_out, stream);
     case ScanAlgorithm::kChained:
       return SinglePassScan<T, Op, P, true>(d_temp, temp_bytes, in, out, n, exclusive, carry_in, carry_out, stream);
     case ScanAlgorithm::kReduceThenScan:

@@ -109,6 +109,45 @@ struct ScanTuningFor<kArch, 8, true> : ScanTuning<kArch, 8> {
   static constexpr int kMinBlocks = 0;  // the same policy, uncapped
 };
 
+// The look-back scan of arrays (ScanAlgorithm::kDecoupledLookback) since 2026-11-26: the tile in
+// shared memory, moved by bulk copies (agent_single_pass_bulk.cuh); ScanTuning above still
+// shapes the register kernel, which the chained scan runs. tune_bench on an H100 80GB HBM3
+// (bench/results/lookback-bulk-2026-11-26), % of copy at 2^28 / 2^29 / 2^30, every output checked
+// against CUB's; the register kernel (ScanTuning) in the same run first:
+//   int32:   register 92.8 / 93.3 / 93.3; bulk 128x32 93.7 / 94.2 / 94.2; 128x64 94.9 / 95.2 /
+//            95.4; 256x32 94.9 / 95.3 / 95.5; 64x64 93.8-94.4; 128x32 with 1200/600 or 1600/400
+//            sleeps 92.4-92.9 (more blocks a SM do not want shorter sleeps).
+//   float32: register 92.9 / 93.3 / 93.2; bulk 256x32 95.6 / 95.9 / 96.0; 128x64 95.2-95.5.
+//   int64:   register 92.0 / 92.3; bulk 128x32 95.5 / 96.0; 128x16 94.1 / 94.3; 256x16 93.9 / 94.5.
+//   float64: register 93.9 / 94.1; bulk 128x32 95.8 / 95.9; 128x16 94.2 / 94.3.
+//   At 2^24 int32 256x32 is 83.3% against the register kernel's 85.8% (both 1.13-1.16x CUB);
+//   int64 128x32 89.3% against 85.0% (0.998x CUB before, 1.048x now).
+//   Small calls want small tiles (more blocks): 2^16 float32 256x32 9.06 us, 128x32 7.5-8.3,
+//   the register kernel 7.9; 2^22-2^25 128x32 is as good as 256x32 or better; from 2^26 on
+//   256x32 wins (2^27: 381.9 against 386.5 us).
+//   H200, same binaries (2^28 / 2^30): int32 256x32 85.4 / 85.6, 128x32 87.2 / 87.0; float32
+//   256x32 88.7 / 88.8, 128x32 87.2 / 86.9; int64 128x32 89.1, float64 87.2; the register kernel
+//   83.8-84.1; 1600/400 and 1600/800 sleeps lose 1-2 points there too.
+// Chosen: 4-byte 128 x 32 below 2^26 elements and 256 x 32 from there; 8-byte 128 x 32 (32 KiB);
+// the register kernel's sleeps. ptxas (SUM): 4-byte 60 registers at 256 threads, 46 at 128;
+// 8-byte 88; no spills.
+// Temp storage is asked for with Small (more, smaller tiles: more tile words), so a size asked
+// for n serves every call of up to n elements, whichever policy each takes.
+template <int kArch, int kSize>
+struct BulkScanTuning;
+template <int kArch>
+struct BulkScanTuning<kArch, 4> {
+  using Small = SinglePassPolicy<128, 32, true, 2400, 600>;
+  using Large = SinglePassPolicy<256, 32, true, 2400, 600>;
+  static constexpr uint64_t kLargeFrom = 1ull << 26;
+};
+template <int kArch>
+struct BulkScanTuning<kArch, 8> {
+  using Small = SinglePassPolicy<128, 32, true, 2400, 1200>;
+  using Large = Small;
+  static constexpr uint64_t kLargeFrom = ~0ull;
+};
+
 // Reduce-then-scan family: 256 x 16 (4-byte) / 256 x 8 (8-byte) tiles in the blocked
 // arrangement the classic block scans need; at most kMaxBlocks blocks, each walking an even
 // share of the tiles (a fixed count, so the association order depends on n alone).
