@@ -66,7 +66,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   __shared__ unsigned long long s_epoch;
   __shared__ T s_prefix;
   const Op op;
-  const int lane = LaneId(), warp = WarpId();
 
   if (threadIdx.x == 0) {
     uint32_t t;
@@ -83,39 +82,18 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   const bool vec = io.Vector(tile_valid, kTile);
 
   T items[kItems];
-  T row_excl[kVecs];  // striped: combination of this warp's elements before each of my vectors
+  T row_excl[kVecs];  // striped: combination of the tile's elements before each of my vectors
   T thread_excl{};    // blocked: combination of the block's elements before mine
   T block_total;
   if constexpr (Policy::kStriped) {
     io.Load(base, tile_valid, vec, items);
-    // Scan each row across the warp; rows chain in order.
-    T row_incl[kVecs];
-#pragma unroll
-    for (int v = 0; v < kVecs; ++v) {
+    auto row_sum = [&](int v) {
       T s = items[v * kVecElems];
 #pragma unroll
       for (int j = 1; j < kVecElems; ++j) s = op(s, items[v * kVecElems + j]);
-      row_incl[v] = WarpInclusiveScan(s, op);
-    }
-    T warp_run = Op::identity();  // this warp's rows before row v
-#pragma unroll
-    for (int v = 0; v < kVecs; ++v) {
-      const T lane_excl = ShflUp(row_incl[v], 1);
-      row_excl[v] = lane == 0 ? warp_run : op(warp_run, lane_excl);
-      warp_run = op(warp_run, ShflIdx(row_incl[v], kWarpThreads - 1));
-    }
-    if (lane == 0) s_warp_total[warp] = warp_run;
-    __syncthreads();
-    T before = Op::identity();
-    block_total = s_warp_total[0];
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const T t = s_warp_total[w];
-      if (w < warp) before = op(before, t);
-      if (w > 0) block_total = op(block_total, t);
-    }
-#pragma unroll
-    for (int v = 0; v < kVecs; ++v) row_excl[v] = op(before, row_excl[v]);
+      return s;
+    };
+    block_total = StripedRowPrefixes<T, Op>(row_sum, row_excl, s_warp_total);
   } else {
     const int valid = ThreadValid(tile_valid, kItems);
     LoadItems<T, kItems>(io.in + base + uint64_t(threadIdx.x) * kItems, valid, vec, Op::identity(), items);

@@ -39,7 +39,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   __shared__ bool s_bulk;
   __shared__ T s_prefix;
   const Op op;
-  const int lane = LaneId(), warp = WarpId();
 
   if (threadIdx.x == 0) {
     uint32_t t;
@@ -91,39 +90,17 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     for (int j = 0; j < kVecElems; ++j) x[j] = w.item[j];
   };
 
-  T row_excl[kVecs];  // combination of this warp's elements before each of my vectors
-  T block_total;
-  {
-    T row_incl[kVecs];
+  T row_excl[kVecs];  // combination of the tile's elements before each of my vectors
+  const T block_total = StripedRowPrefixes<T, Op>(
+      [&](int v) {
+        T x[kVecElems];
+        unpack(*vec_at(v), x);
+        T s = x[0];
 #pragma unroll
-    for (int v = 0; v < kVecs; ++v) {
-      T x[kVecElems];
-      unpack(*vec_at(v), x);
-      T s = x[0];
-#pragma unroll
-      for (int j = 1; j < kVecElems; ++j) s = op(s, x[j]);
-      row_incl[v] = WarpInclusiveScan(s, op);
-    }
-    T warp_run = Op::identity();
-#pragma unroll
-    for (int v = 0; v < kVecs; ++v) {
-      const T lane_excl = ShflUp(row_incl[v], 1);
-      row_excl[v] = lane == 0 ? warp_run : op(warp_run, lane_excl);
-      warp_run = op(warp_run, ShflIdx(row_incl[v], kWarpThreads - 1));
-    }
-    if (lane == 0) s_warp_total[warp] = warp_run;
-    __syncthreads();
-    T before = Op::identity();
-    block_total = s_warp_total[0];
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const T t = s_warp_total[w];
-      if (w < warp) before = op(before, t);
-      if (w > 0) block_total = op(block_total, t);
-    }
-#pragma unroll
-    for (int v = 0; v < kVecs; ++v) row_excl[v] = op(before, row_excl[v]);
-  }
+        for (int j = 1; j < kVecElems; ++j) s = op(s, x[j]);
+        return s;
+      },
+      row_excl, s_warp_total);
 
   if (threadIdx.x < kWarpThreads) {
     T prefix;

@@ -78,4 +78,38 @@ struct StripedLayout {
   }
 };
 
+// The block-level step of a striped tile's scan. row_sum(v): the combination of this thread's
+// elements of row v. Returns the tile's combination (in every thread) and sets row_excl[v] to the
+// combination of the tile's elements before this thread's row v: each row is scanned across the
+// warp, the warp's rows chain in order, then the warps (their totals through s_warp_total, one
+// per warp; one barrier).
+template <class T, class Op, int kVecs, int kWarps, class RowSum>
+__device__ __forceinline__ T StripedRowPrefixes(RowSum row_sum, T (&row_excl)[kVecs], T (&s_warp_total)[kWarps]) {
+  const Op op;
+  const int lane = LaneId(), warp = WarpId();
+  T row_incl[kVecs];
+#pragma unroll
+  for (int v = 0; v < kVecs; ++v) row_incl[v] = WarpInclusiveScan(row_sum(v), op);
+  T warp_run = Op::identity();  // this warp's rows before row v
+#pragma unroll
+  for (int v = 0; v < kVecs; ++v) {
+    const T lane_excl = ShflUp(row_incl[v], 1);
+    row_excl[v] = lane == 0 ? warp_run : op(warp_run, lane_excl);
+    warp_run = op(warp_run, ShflIdx(row_incl[v], kWarpThreads - 1));
+  }
+  if (lane == 0) s_warp_total[warp] = warp_run;
+  __syncthreads();
+  T before = Op::identity();
+  T total = s_warp_total[0];
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const T t = s_warp_total[w];
+    if (w < warp) before = op(before, t);
+    if (w > 0) total = op(total, t);
+  }
+#pragma unroll
+  for (int v = 0; v < kVecs; ++v) row_excl[v] = op(before, row_excl[v]);
+  return total;
+}
+
 }  // namespace gpuscan::kernels::detail
