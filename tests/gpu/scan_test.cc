@@ -242,40 +242,47 @@ TEST_P(ScanTest, Large) {
   CheckScan<double, ops::Min<double>>(algo, 2100 * Tile<double>() + 1, false, true, rng, temp);
 }
 
-// The look-back scan changes tile size at BulkScanTuning::kLargeFrom elements (4-byte types):
-// both sides of it, from one temp buffer asked for the largest call (the engine asks once per
-// lane), and a call whose last tile is partial.
-TEST_P(ScanTest, LookBackAcrossItsTileSizeThreshold) {
-  if (GetParam() != ScanAlgorithm::kDecoupledLookback) GTEST_SKIP() << "the look-back scan's tiles";
-  using Tn = BulkTuning<int32_t>;
+// The look-back scan changes tile size at BulkScanTuning::kLargeFrom elements: both sides of it,
+// from one temp buffer asked for the largest call (the engine asks once per lane), and a call
+// whose last tile is partial.
+template <class T>
+void CheckAcrossTileSizeThreshold(ScanAlgorithm algo, std::vector<uint64_t> below) {
+  using Tn = BulkTuning<T>;
   static_assert(Tn::kLargeFrom < (1ull << 28), "the test allocates kLargeFrom elements");
   GPUSCAN_SEEDED_RNG(rng);
-  using Op = ops::Sum<int32_t>;
+  using Op = ops::Sum<T>;
   const uint64_t big = Tn::kLargeFrom + 2 * Tn::Large::kTile + 3;
-  const std::vector<int32_t> x = RandomInput<int32_t, Op>(big, rng);
-  DeviceBuffer<int32_t> d_in(big), d_out(big), d_carry(1), d_carry_out(1);
+  const std::vector<T> x = RandomInput<T, Op>(big, rng);
+  DeviceBuffer<T> d_in(big), d_out(big), d_carry(1), d_carry_out(1);
   ASSERT_TRUE(d_in.ok() && d_out.ok() && d_carry.ok() && d_carry_out.ok());
   d_in.Upload(x);
-  const int32_t carry = RandomInput<int32_t, Op>(1, rng)[0];
+  const T carry = RandomInput<T, Op>(1, rng)[0];
   d_carry.Upload({carry});
   std::size_t bytes = 0;
-  CUDA_OK((kernels::Scan<int32_t, Op>(GetParam(), nullptr, bytes, d_in.get(), d_out.get(), big, false, nullptr,
-                                      nullptr, nullptr)));
+  CUDA_OK((kernels::Scan<T, Op>(algo, nullptr, bytes, d_in.get(), d_out.get(), big, false, nullptr, nullptr, nullptr)));
   TempBuffer temp;
   void* tmp = temp.Reserve(bytes);
   ASSERT_NE(tmp, nullptr);
-  for (const uint64_t n : {big, Tn::kLargeFrom, Tn::kLargeFrom - 1, Tn::kLargeFrom - Tn::Small::kTile + 5}) {
+  below.insert(below.begin(), big);
+  for (const uint64_t n : below) {
     for (bool exclusive : {false, true}) {
-      SCOPED_TRACE((Label<int32_t, Op>(GetParam(), n, exclusive, true)));
-      const std::vector<int32_t> xn(x.begin(), x.begin() + n);
-      CUDA_OK((kernels::Scan<int32_t, Op>(GetParam(), tmp, bytes, d_in.get(), d_out.get(), n, exclusive,
-                                          d_carry.get(), d_carry_out.get(), nullptr)));
+      SCOPED_TRACE((Label<T, Op>(algo, n, exclusive, true)));
+      const std::vector<T> xn(x.begin(), x.begin() + n);
+      CUDA_OK((kernels::Scan<T, Op>(algo, tmp, bytes, d_in.get(), d_out.get(), n, exclusive, d_carry.get(),
+                                    d_carry_out.get(), nullptr)));
       CUDA_OK(cudaDeviceSynchronize());
-      CheckAgainst<int32_t, Op>(Expect<int32_t, Op>(xn, carry), d_out.Download(n), d_carry_out.DownloadOne(),
-                                exclusive);
-      if (HasFatalFailure()) return;
+      CheckAgainst<T, Op>(Expect<T, Op>(xn, carry), d_out.Download(n), d_carry_out.DownloadOne(), exclusive);
+      if (::testing::Test::HasFatalFailure()) return;
     }
   }
+}
+
+TEST_P(ScanTest, LookBackAcrossItsTileSizeThreshold) {
+  if (GetParam() != ScanAlgorithm::kDecoupledLookback) GTEST_SKIP() << "the look-back scan's tiles";
+  const uint64_t at = BulkTuning<int32_t>::kLargeFrom, small = BulkTuning<int32_t>::Small::kTile;
+  CheckAcrossTileSizeThreshold<int32_t>(GetParam(), {at, at - 1, at - small + 5});
+  if (HasFatalFailure()) return;
+  CheckAcrossTileSizeThreshold<double>(GetParam(), {BulkTuning<double>::kLargeFrom - 1});
 }
 
 // The single-pass kernels split a call into launches of at most N tiles (N is 2^22 normally);

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# ON the GPU machine (carry .gpu-pack: gpu_kernel_tests, gpu_engine_tests, integration_tests,
+# kernel_suite): the committed build (prefetch from kBulkPrefetchMinTiles tiles, no switch):
+# every kernel test, memcheck on the look-back's scan tests, the engine tests and the RPC suites on
+# the cuda engine (CHECKS=0: skip them), then ROUNDS (default 2) kernel-suite rounds of the scans.
+source scripts/gpu-common.sh >/dev/null
+export LD_LIBRARY_PATH=$R
+san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ "${CHECKS:-1}" = 1 ]; then
+  step kernel tests
+  timeout 240 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tee "$out/kernel_tests.log" | tail -3
+  step memcheck, scan kernel tests "(look-back algorithm)"
+  timeout 240 $san --tool memcheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
+    --gtest_filter='Algorithms/ScanTest.*/decoupled_lookback' >"$out/memcheck.log" 2>&1
+  echo "rc $?"; tail -2 "$out/memcheck.log"
+  if [ -x $B/gpu_engine_tests ]; then  # packs under the 64 MiB limit may leave the service suites out
+  step engine tests
+  timeout 240 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='-StickyFault*:DeviceDrain*' 2>&1 | grep -v '\[info\]' \
+    | tee "$out/engine.log" | tail -2
+  step integration on cuda
+  GPUSCAN_TEST_ENGINE=cuda timeout 200 $B/integration_tests --gtest_brief=1 2>&1 \
+    | grep -v '\[info\]' | grep -v ' -> ' | tee "$out/integration.log" | tail -3
+  fi
+fi
+for r in $(seq ${ROUNDS:-2}); do
+  step kernel suite scans round $r
+  timeout 200 $B/kernel_suite --ops scan --algorithms decoupled_lookback,cub --dtypes int32,float32,int64,float64 \
+    --sizes 2^10,2^12,2^16,2^20,2^22,2^23,2^24,2^26,2^28,2^30 --json "$out/ks_$r.json" >"$out/ks_$r.txt" 2>&1
+  echo "rc $?"; grep -E "^scan +decoupled" "$out/ks_$r.txt" | awk '{printf "%s %s %s %s %s %s | ", $3, $4, $5, $7, $8, $9} NR%10==0 {print ""}'
+done
