@@ -28,6 +28,7 @@ namespace gpuscan::kernels::detail {
 //   Layout             the striped layout the tile moves in (its rows shape the block scan)
 //   Vector(valid)      whether a tile of `valid` elements moves as 16-byte vectors
 //   Load / Store       a tile's items, in the layout
+//   PrefetchL2(base, count)  asks L2 for a full tile's bytes before the ticket (a hint)
 //   ExclusiveOut(r, x) what an exclusive scan writes for item x, r being the items before it
 //   CarryItem / WriteCarry   the carry in and out of the call
 template <class T, class Op, int kItems>
@@ -39,6 +40,9 @@ struct ArrayTileIO {
 
   __device__ __forceinline__ bool Vector(int tile_valid, int tile) const {
     return tile_valid == tile && Aligned16(in) && Aligned16(out);
+  }
+  __device__ __forceinline__ void PrefetchL2(uint64_t base, int count) const {
+    if (Aligned16(in + base)) detail::PrefetchL2(in + base, uint32_t(count) * sizeof(T));
   }
   __device__ __forceinline__ void Load(uint64_t base, int tile_valid, bool vec, T (&items)[kItems]) const {
     Layout::Load(in + base, tile_valid, vec, Op::identity(), items);
@@ -70,6 +74,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   if (threadIdx.x == 0) {
     uint32_t t;
     unsigned long long e;
+    if (!kChained && num_tiles >= kPrefetchMinTiles) {  // tile blockIdx.x (likely this block's) into L2
+      const uint64_t g = uint64_t(blockIdx.x) * kTile;
+      if (n - g >= uint64_t(kTile)) io.PrefetchL2(g, kTile);
+    }
     DrawTicket(header, num_tiles, t, e);
     s_tile = t;
     s_epoch = e;

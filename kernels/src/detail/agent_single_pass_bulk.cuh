@@ -10,10 +10,8 @@
 // with a bulk store. A block needs ~40 registers and kTile * sizeof(T) bytes of shared memory,
 // so ~12 blocks of 16 KiB tiles fit a SM.
 //
-// The ticket's atomic is a round trip to L2 before the tile's address is known. Blocks draw tickets
-// about in launch order, so in a long launch thread 0 first asks L2 to prefetch tile blockIdx.x
-// (cp.async.bulk.prefetch.L2), and the tile's DRAM latency overlaps the atomic's; when the
-// ticket differs, the prefetched tile is some other block's, read a little early.
+// Before the ticket, thread 0 asks L2 for tile blockIdx.x (PrefetchL2, tile_state.cuh): the
+// ticket's atomic is a round trip to L2 before the tile's address is known.
 //
 // Partial or unaligned tiles (and builds for GPUs before sm_90) move element by element through
 // the same shared tile, so the association, and the bits, are the same as a full tile's.
@@ -48,14 +46,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   if (threadIdx.x == 0) {
     uint32_t t;
     unsigned long long e;
-#if __CUDA_ARCH__ >= 900
-    if (num_tiles >= kBulkPrefetchMinTiles) {  // tile blockIdx.x (likely this block's) into L2
+    if (num_tiles >= kPrefetchMinTiles) {  // tile blockIdx.x (likely this block's) into L2
       const uint64_t g = uint64_t(blockIdx.x) * kTile;
-      if (n - g >= uint64_t(kTile) && Aligned16(in + g)) {
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(in + g), "r"(kTileBytes) : "memory");
-      }
+      if (n - g >= uint64_t(kTile) && Aligned16(in + g)) PrefetchL2(in + g, kTileBytes);
     }
-#endif
     DrawTicket(header, num_tiles, t, e);
     const uint64_t b = static_cast<uint64_t>(t) * kTile;
 #if __CUDA_ARCH__ >= 900

@@ -51,6 +51,11 @@ struct ReduceByKeyTileIO {
     return tile_valid == tile && Aligned16(values) && Aligned16(keys);
   }
 
+  __device__ __forceinline__ void PrefetchL2(uint64_t base, int count) const {
+    if (Aligned16(values + base)) detail::PrefetchL2(values + base, uint32_t(count) * sizeof(T));
+    if (Aligned16(keys + base)) detail::PrefetchL2(keys + base, uint32_t(count) * sizeof(K));
+  }
+
   __device__ __forceinline__ void Load(uint64_t base, int tile_valid, bool vec, Item (&items)[kItems]) {
     // The keys before lane 0's first element and after lane 31's last are read with the tile
     // (segmented_impl.cuh says why).

@@ -204,6 +204,11 @@ struct SegmentedTileIO {
     return false;
   }
 
+  __device__ __forceinline__ void PrefetchL2(uint64_t base, int count) const {
+    if (Aligned16(values + base)) detail::PrefetchL2(values + base, uint32_t(count) * sizeof(T));
+    if (Aligned16(keys + base)) detail::PrefetchL2(keys + base, uint32_t(count) * sizeof(K));
+  }
+
   __device__ __forceinline__ void Load(uint64_t base, int tile_valid, bool vec, Item (&items)[kItems]) const {
     // Lane 0's key before its first element is read with the tile, not after it: a load issued
     // once the tile's keys are in would add a second memory latency to every tile.

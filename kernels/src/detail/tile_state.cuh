@@ -85,6 +85,17 @@ __device__ __forceinline__ void DrawTicket(TempHeader* header, uint32_t num_tile
   }
 }
 
+// Asks L2 to fetch `bytes` at p ahead of their loads (sm_90 bulk prefetch; a hint, no effect on
+// results). p and bytes must be multiples of 16; earlier GPUs skip it. The single-pass kernels
+// prefetch tile blockIdx.x before drawing their ticket (tickets come about in launch order), so
+// the tile's DRAM latency overlaps the ticket's atomic, in launches of kPrefetchMinTiles tiles or
+// more (tuning.cuh).
+__device__ __forceinline__ void PrefetchL2(const void* p, uint32_t bytes) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#endif
+}
+
 // Decoupled look-back, run by one whole warp for tile > 0: returns the combination of every
 // element before this tile. Lane l watches tile - 1 - l; the warp waits until all 32 have a
 // state, then combines from the nearest tile back to the first inclusive one it saw; if none was

@@ -140,7 +140,7 @@ template <int kArch, int kSize>
 struct BulkScanTuning;
 
 // Launches of at least this many tiles prefetch each block's likely tile into L2 before drawing
-// the ticket (agent_single_pass_bulk.cuh). Kernel suite, bench/results/lookback-prefetch-
+// the ticket (tile_state.cuh PrefetchL2; the look-back scans, bulk and register kernels). Kernel suite, bench/results/lookback-prefetch-
 // 2026-11-26, prefetch off -> on, % of copy at 2^28 (2^30), two rounds each:
 //   H100: int32 94.6-95.1 -> 97.6-98.0 (95.1-95.3 -> 98.5-98.6), float32 95.5-95.9 -> 98.4-98.6
 //         (96.2-96.3 -> 99.1-99.4), int64 95.6-96.0 -> 98.4-98.5 (96.1-96.3 -> 98.8-99.0),
@@ -151,7 +151,7 @@ struct BulkScanTuning;
 //   one burst ahead of the loads the look-back waits on: H200 int64 1.04x -> 0.97x CUB, float64
 //   1.11 -> 1.04-1.07x, int32 1.41-1.45 -> 1.33-1.35x; the H100 within its noise there. From 4096
 //   tiles (2^24 elements of 4-byte or 8-byte types) both GPUs gained or held.
-constexpr uint32_t kBulkPrefetchMinTiles = 4096;
+constexpr uint32_t kPrefetchMinTiles = 4096;
 template <int kArch>
 struct BulkScanTuning<kArch, 4> {
   using Small = SinglePassPolicy<128, 32, true, 2400, 600>;
