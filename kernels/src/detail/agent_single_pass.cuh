@@ -42,7 +42,7 @@ struct ArrayTileIO {
     return tile_valid == tile && Aligned16(in) && Aligned16(out);
   }
   __device__ __forceinline__ void PrefetchL2(uint64_t base, int count) const {
-    if (Aligned16(in + base)) detail::PrefetchL2(in + base, uint32_t(count) * sizeof(T));
+    detail::PrefetchL2(in + base, uint32_t(count) * sizeof(T));
   }
   __device__ __forceinline__ void Load(uint64_t base, int tile_valid, bool vec, T (&items)[kItems]) const {
     Layout::Load(in + base, tile_valid, vec, Op::identity(), items);
@@ -74,10 +74,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   if (threadIdx.x == 0) {
     uint32_t t;
     unsigned long long e;
-    if (!kChained && num_tiles >= kPrefetchMinTiles) {  // tile blockIdx.x (likely this block's) into L2
-      const uint64_t g = uint64_t(blockIdx.x) * kTile;
-      if (n - g >= uint64_t(kTile)) io.PrefetchL2(g, kTile);
-    }
+    // The IO captured by value: by reference, reduce by key's machine code changed (its Load
+    // writes to its IO); by value every kernel's is as it was without the helper.
+    if constexpr (!kChained) PrefetchLikelyTile<kTile>(num_tiles, n, [io](uint64_t g) { io.PrefetchL2(g, kTile); });
     DrawTicket(header, num_tiles, t, e);
     s_tile = t;
     s_epoch = e;

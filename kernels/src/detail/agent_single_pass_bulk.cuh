@@ -10,8 +10,8 @@
 // with a bulk store. A block needs ~40 registers and kTile * sizeof(T) bytes of shared memory,
 // so ~12 blocks of 16 KiB tiles fit a SM.
 //
-// Before the ticket, thread 0 asks L2 for tile blockIdx.x (PrefetchL2, tile_state.cuh): the
-// ticket's atomic is a round trip to L2 before the tile's address is known.
+// Before the ticket, thread 0 asks L2 for tile blockIdx.x (PrefetchLikelyTile, tile_state.cuh):
+// the ticket's atomic is a round trip to L2 before the tile's address is known.
 //
 // Partial or unaligned tiles (and builds for GPUs before sm_90) move element by element through
 // the same shared tile, so the association, and the bits, are the same as a full tile's.
@@ -46,10 +46,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   if (threadIdx.x == 0) {
     uint32_t t;
     unsigned long long e;
-    if (num_tiles >= kPrefetchMinTiles) {  // tile blockIdx.x (likely this block's) into L2
-      const uint64_t g = uint64_t(blockIdx.x) * kTile;
-      if (n - g >= uint64_t(kTile) && Aligned16(in + g)) PrefetchL2(in + g, kTileBytes);
-    }
+    PrefetchLikelyTile<kTile>(num_tiles, n, [&](uint64_t g) { PrefetchL2(in + g, kTileBytes); });
     DrawTicket(header, num_tiles, t, e);
     const uint64_t b = static_cast<uint64_t>(t) * kTile;
 #if __CUDA_ARCH__ >= 900

@@ -52,8 +52,8 @@ struct ReduceByKeyTileIO {
   }
 
   __device__ __forceinline__ void PrefetchL2(uint64_t base, int count) const {
-    if (Aligned16(values + base)) detail::PrefetchL2(values + base, uint32_t(count) * sizeof(T));
-    if (Aligned16(keys + base)) detail::PrefetchL2(keys + base, uint32_t(count) * sizeof(K));
+    detail::PrefetchL2(values + base, uint32_t(count) * sizeof(T));
+    detail::PrefetchL2(keys + base, uint32_t(count) * sizeof(K));
   }
 
   __device__ __forceinline__ void Load(uint64_t base, int tile_valid, bool vec, Item (&items)[kItems]) {

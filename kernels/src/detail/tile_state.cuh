@@ -86,14 +86,23 @@ __device__ __forceinline__ void DrawTicket(TempHeader* header, uint32_t num_tile
 }
 
 // Asks L2 to fetch `bytes` at p ahead of their loads (sm_90 bulk prefetch; a hint, no effect on
-// results). p and bytes must be multiples of 16; earlier GPUs skip it. The single-pass kernels
-// prefetch tile blockIdx.x before drawing their ticket (tickets come about in launch order), so
-// the tile's DRAM latency overlaps the ticket's atomic, in launches of kPrefetchMinTiles tiles or
-// more (tuning.cuh).
+// results). bytes must be a multiple of 16; an address that is not 16-byte aligned, and GPUs
+// before sm_90, skip it.
 __device__ __forceinline__ void PrefetchL2(const void* p, uint32_t bytes) {
 #if __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+  if (Aligned16(p)) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 #endif
+}
+
+// Run by thread 0 before it draws the ticket: in launches of kPrefetchMinTiles tiles or more
+// (tuning.cuh), prefetch(first element) for tile blockIdx.x when it is full. Tickets come about
+// in launch order, so that is likely this block's tile, and its DRAM latency overlaps the
+// ticket's atomic.
+template <int kTile, class Prefetch>
+__device__ __forceinline__ void PrefetchLikelyTile(uint32_t num_tiles, uint64_t n, Prefetch prefetch) {
+  if (num_tiles < kPrefetchMinTiles) return;
+  const uint64_t first = uint64_t(blockIdx.x) * kTile;
+  if (n - first >= uint64_t(kTile)) prefetch(first);
 }
 
 // Decoupled look-back, run by one whole warp for tile > 0: returns the combination of every

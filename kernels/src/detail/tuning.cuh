@@ -132,26 +132,13 @@ struct ScanTuningFor<kArch, 8, true> : ScanTuning<kArch, 8> {
 //   35.84 / 59.65 us against 22.66 / 38.82 / 60.13, float64 21.73 / 36.29 / 59.23 against 22.66 /
 //   37.41 / 61.28; 2^24 alike; from 2^28 128x32 (95.5-96.0% against 94.1-94.6%).
 // Chosen: 16 KiB tiles below 2^26 elements and 32 KiB from there: 4-byte 128 x 32 / 256 x 32,
-// 8-byte 128 x 16 / 128 x 32; the register kernel's sleeps. ptxas (SUM): 4-byte 60 registers at 256 threads, 46 at 128;
-// 8-byte 88; no spills.
+// 8-byte 128 x 16 / 128 x 32; the register kernel's sleeps. ptxas (SUM): 4-byte 60 registers at
+// 256 threads, 46 at 128; 8-byte 88; no spills.
 // Temp storage is asked for with Small (more, smaller tiles: more tile words), so a size asked
 // for n serves every call of up to n elements, whichever policy each takes.
 template <int kArch, int kSize>
 struct BulkScanTuning;
 
-// Launches of at least this many tiles prefetch each block's likely tile into L2 before drawing
-// the ticket (tile_state.cuh PrefetchL2; the look-back scans, bulk and register kernels). Kernel suite, bench/results/lookback-prefetch-
-// 2026-11-26, prefetch off -> on, % of copy at 2^28 (2^30), two rounds each:
-//   H100: int32 94.6-95.1 -> 97.6-98.0 (95.1-95.3 -> 98.5-98.6), float32 95.5-95.9 -> 98.4-98.6
-//         (96.2-96.3 -> 99.1-99.4), int64 95.6-96.0 -> 98.4-98.5 (96.1-96.3 -> 98.8-99.0),
-//         float64 95.7-95.9 -> 98.2-98.7 (96.2 -> 99.0).
-//   H200: int32 85.1-85.4 -> 85.6-85.8, float32 88.4-89.1 -> 88.6-90.6, int64 88.3-88.7 ->
-//         89.2-89.7, float64 87.7-87.9 -> 88.4.
-//   With 1024 tiles (2^22 elements) every block is resident at once and the prefetches come as
-//   one burst ahead of the loads the look-back waits on: H200 int64 1.04x -> 0.97x CUB, float64
-//   1.11 -> 1.04-1.07x, int32 1.41-1.45 -> 1.33-1.35x; the H100 within its noise there. From 4096
-//   tiles (2^24 elements of 4-byte or 8-byte types) both GPUs gained or held.
-constexpr uint32_t kPrefetchMinTiles = 4096;
 template <int kArch>
 struct BulkScanTuning<kArch, 4> {
   using Small = SinglePassPolicy<128, 32, true, 2400, 600>;
@@ -164,6 +151,21 @@ struct BulkScanTuning<kArch, 8> {
   using Large = SinglePassPolicy<128, 32, true, 2400, 1200>;
   static constexpr uint64_t kLargeFrom = 1ull << 26;
 };
+
+// Launches of at least this many tiles prefetch each block's likely tile into L2 before drawing
+// the ticket (tile_state.cuh PrefetchLikelyTile; the look-back scans, bulk and register kernels).
+// Kernel suite, bench/results/lookback-prefetch-2026-11-26, prefetch off -> on, % of copy at 2^28
+// (2^30), two rounds each:
+//   H100: int32 94.6-95.1 -> 97.6-98.0 (95.1-95.3 -> 98.5-98.6), float32 95.5-95.9 -> 98.4-98.6
+//         (96.2-96.3 -> 99.1-99.4), int64 95.6-96.0 -> 98.4-98.5 (96.1-96.3 -> 98.8-99.0),
+//         float64 95.7-95.9 -> 98.2-98.7 (96.2 -> 99.0).
+//   H200: int32 85.1-85.4 -> 85.6-85.8, float32 88.4-89.1 -> 88.6-90.6, int64 88.3-88.7 ->
+//         89.2-89.7, float64 87.7-87.9 -> 88.4.
+//   With 1024 tiles (2^22 elements) every block is resident at once and the prefetches come as
+//   one burst ahead of the loads the look-back waits on: H200 int64 1.04x -> 0.97x CUB, float64
+//   1.11 -> 1.04-1.07x, int32 1.41-1.45 -> 1.33-1.35x; the H100 within its noise there. From 4096
+//   tiles (2^24 elements of 4-byte or 8-byte types) both GPUs gained or held.
+constexpr uint32_t kPrefetchMinTiles = 4096;
 
 // Reduce-then-scan family: 256 x 16 (4-byte) / 256 x 8 (8-byte) tiles in the blocked
 // arrangement the classic block scans need; at most kMaxBlocks blocks, each walking an even
