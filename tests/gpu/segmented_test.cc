@@ -17,9 +17,9 @@
 namespace gpuscan::gputest {
 namespace {
 
-template <class T>
+template <class T, class K>
 constexpr uint64_t Tile() {
-  return kernels::detail::SegmentedTuning<kernels::detail::kTunedArch, sizeof(T)>::kTile;
+  return kernels::detail::SegmentedTuning<kernels::detail::kTunedArch, sizeof(T), sizeof(K)>::kTile;
 }
 
 enum class Keys { kRandom, kOneSegment, kAllHeads };
@@ -93,7 +93,7 @@ void CheckSegmented(const std::vector<T>& x, const std::vector<K>& keys, const s
 
 template <class T, class Op, class K>
 void SweepSizes(std::mt19937_64& rng) {
-  const uint64_t t = Tile<T>();
+  const uint64_t t = Tile<T, K>();
   for (const uint64_t n : {uint64_t{1}, uint64_t{31}, uint64_t{33}, t - 1, t, t + 1, 3 * t + 1, 33 * t + 7}) {
     const auto x = testing::RandomInput<T, Op>(n, rng);
     for (const Keys kind : {Keys::kRandom, Keys::kOneSegment, Keys::kAllHeads}) {
@@ -139,11 +139,11 @@ TEST_F(SegmentedScanTest, CallsSplitOverSeveralLaunchesChainTheirCarries) {
   for (uint32_t cap : {1u, 3u}) {
     kernels::testing_hooks::SetMaxTilesPerLaunch(cap);
     for (const bool exclusive : {false, true}) {
-      const std::size_t n = 20 * Tile<int32_t>() + 5;
+      const std::size_t n = 20 * Tile<int32_t, uint32_t>() + 5;
       const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(n, rng);
       CheckSegmented<int32_t, ops::Sum<int32_t>, uint32_t>(x, MakeKeys<uint32_t>(n, Keys::kRandom, 900, rng), {n},
                                                             exclusive, 0, "int32 keys, cap " + std::to_string(cap));
-      const std::size_t m = 9 * Tile<double>() + 1;
+      const std::size_t m = 9 * Tile<double, uint8_t>() + 1;
       const auto y = testing::RandomInput<double, ops::Max<double>>(m, rng);
       CheckSegmented<double, ops::Max<double>, uint8_t>(y, MakeKeys<uint8_t>(m, Keys::kRandom, 300, rng), {m / 2, m - m / 2},
                                                         exclusive, 0, "double heads, cap " + std::to_string(cap));

@@ -23,8 +23,8 @@
 namespace gpuscan::kernels::detail {
 
 // What a single-pass scan reads and writes (the kernel's IO parameter): here arrays of T, `in`
-// may alias `out`, and the carry is a T. A segmented scan reads values and keys and writes values
-// (agent_segmented.cuh), through the same hooks:
+// may alias `out`, and the carry is a T. Reduce by key reads values and keys and writes runs
+// (reduce_by_key_impl.cuh), through the same hooks:
 //   Layout             the striped layout the tile moves in (its rows shape the block scan)
 //   Vector(valid)      whether a tile of `valid` elements moves as 16-byte vectors
 //   Load / Store       a tile's items, in the layout
@@ -179,7 +179,7 @@ C* CarrySlot(TempHeader* h, int k) {
   return reinterpret_cast<C*>(&h->slot[(k & 1) * kWords]);
 }
 
-// Launches SinglePassScanKernel (kBulk: SinglePassScanBulkKernel, arrays only) over n > 0
+// Launches SinglePassScanKernel (kBulk: SinglePassScanBulkKernel, with a bulk IO) over n > 0
 // elements in as many launches as the tile tickets allow (kMaxTilesPerLaunch), each continuing
 // the one before through a carry slot. io_at(off, carry_in) is the IO of the launch that starts
 // at element `off`.
@@ -197,9 +197,8 @@ cudaError_t LaunchSinglePass(const TempView& view, uint64_t n, bool exclusive, c
     const auto t = static_cast<uint32_t>(DivUp(m, Policy::kTile));
     if constexpr (kBulk) {
       static_assert(!kChained, "the bulk kernel looks back");
-      const IO io = io_at(off, cin);
-      SinglePassScanBulkKernel<Item, Op, Policy>
-          <<<t, Policy::kThreads, 0, stream>>>(io.in, io.out, m, t, exclusive, cin, cout, view.header, tiles);
+      SinglePassScanBulkKernel<Item, Op, Policy, IO>
+          <<<t, Policy::kThreads, 0, stream>>>(io_at(off, cin), m, t, exclusive, cin, cout, view.header, tiles);
     } else {
       SinglePassScanKernel<Item, Op, Policy, kChained, IO>
           <<<t, Policy::kThreads, 0, stream>>>(io_at(off, cin), m, t, exclusive, cin, cout, view.header, tiles);

@@ -7,15 +7,16 @@
 // as soon as it has drawn the ticket; the threads fold their striped vectors out of shared
 // memory into the rows' exclusive prefixes only; the look-back runs with the tile parked in
 // shared memory; then the threads scan their vectors in place and one thread hands the tile back
-// with a bulk store. A block needs ~40 registers and kTile * sizeof(T) bytes of shared memory,
-// so ~12 blocks of 16 KiB tiles fit a SM.
+// with a bulk store. A block needs ~40 registers and its tile's bytes of shared memory, so ~12
+// blocks of 16 KiB tiles fit a SM.
 //
 // Before the ticket, thread 0 asks L2 for tile blockIdx.x (PrefetchLikelyTile, tile_state.cuh):
 // the ticket's atomic is a round trip to L2 before the tile's address is known.
 //
 // Partial or unaligned tiles (and builds for GPUs before sm_90) move element by element through
 // the same shared tile, so the association, and the bits, are the same as a full tile's.
-// Launched by LaunchSinglePass (agent_single_pass.cuh) for the look-back scan of arrays.
+// Launched by LaunchSinglePass (agent_single_pass.cuh): the look-back scan of arrays
+// (ArrayBulkIO below) and the segmented scan (segmented_impl.cuh).
 #pragma once
 
 #include <cuda/ptx>
@@ -25,32 +26,97 @@
 
 namespace gpuscan::kernels::detail {
 
-template <class T, class Op, class Policy>
-__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
-    SinglePassScanBulkKernel(const T* in, T* out, uint64_t n, uint32_t num_tiles, bool exclusive, const T* carry_in,
-                             T* carry_out, TempHeader* header, TileWord* tiles) {
-  constexpr int kThreads = Policy::kThreads, kItems = Policy::kItems, kTile = Policy::kTile;
-  constexpr int kWarps = kThreads / kWarpThreads;
+// What the bulk kernel reads and writes (its IO parameter), beside the register kernel's hooks
+// (PrefetchL2, ExclusiveOut, CarryItem, WriteCarry; agent_single_pass.cuh):
+//   Shared                     the tile's shared storage; kLoadBytes: what a full tile's bulk
+//                              copies bring
+//   Bulk(base)                 whether the full tile at base may move by bulk copies (aligned)
+//   LoadBulk(s, base, bar)     thread 0: the bulk copies of a full tile, completing on bar
+//   Before(s, base)            thread 0, before the block's first barrier: what the tile needs
+//                              from before it
+//   LoadElements(s, base, valid)   every thread: the tile element by element (identity past valid)
+//   Read(s, v, valid, x)       this thread's items of its striped vector v
+//   Write(s, v, x)             what the scan writes for them
+//   StoreBulk(s, base) / StoreElements(s, base, valid)   the tile out
+// Here: arrays of T, `in` may alias `out`, the carry is a T.
+template <class T, class Op, int kItems, int kTile>
+struct ArrayBulkIO {
   using Layout = StripedLayout<T, kItems>;
-  constexpr int kVecs = Layout::kVecs, kVecElems = Layout::kVecElems;
-  constexpr uint32_t kTileBytes = uint32_t(kTile) * sizeof(T);
-  __shared__ alignas(128) T s_items[kTile];
+  using Carry = T;
+  static constexpr int kVecElems = Layout::kVecElems, kThreads = kTile / kItems;
+  static constexpr uint32_t kLoadBytes = uint32_t(kTile) * sizeof(T);
+  struct Shared {
+    alignas(128) T items[kTile];
+  };
+  const T* in;
+  T* out;
+
+  __device__ __forceinline__ bool Bulk(uint64_t base) const { return Aligned16(in + base) && Aligned16(out + base); }
+  __device__ __forceinline__ void PrefetchL2(uint64_t base, int count) const {
+    detail::PrefetchL2(in + base, uint32_t(count) * sizeof(T));
+  }
+  __device__ __forceinline__ void LoadBulk(Shared& s, uint64_t base, uint64_t* bar) const {
+#if __CUDA_ARCH__ >= 900
+    cuda::ptx::cp_async_bulk(cuda::ptx::space_shared, cuda::ptx::space_global, s.items, in + base, uint32_t{kLoadBytes}, bar);
+#endif
+  }
+  __device__ __forceinline__ void Before(Shared&, uint64_t) const {}
+  __device__ __forceinline__ void LoadElements(Shared& s, uint64_t base, int valid) const {
+    for (int i = threadIdx.x; i < kTile; i += kThreads) s.items[i] = i < valid ? in[base + i] : Op::identity();
+  }
+  __device__ __forceinline__ static uint4* Vec(Shared& s, int v) {
+    return reinterpret_cast<uint4*>(s.items + Layout::First() + v * Layout::kRowStride);
+  }
+  __device__ __forceinline__ void Read(Shared& s, int v, int /*valid*/, T (&x)[kVecElems]) const {
+    ItemVec<T, kVecElems> w;
+    w.vec[0] = *Vec(s, v);
+#pragma unroll
+    for (int j = 0; j < kVecElems; ++j) x[j] = w.item[j];
+  }
+  __device__ __forceinline__ void Write(Shared& s, int v, const T (&x)[kVecElems]) const {
+    ItemVec<T, kVecElems> w;
+#pragma unroll
+    for (int j = 0; j < kVecElems; ++j) w.item[j] = x[j];
+    *Vec(s, v) = w.vec[0];
+  }
+  __device__ __forceinline__ void StoreBulk(Shared& s, uint64_t base) const {
+#if __CUDA_ARCH__ >= 900
+    cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, out + base, s.items, uint32_t{kLoadBytes});
+#endif
+  }
+  __device__ __forceinline__ void StoreElements(Shared& s, uint64_t base, int valid) const {
+    for (int i = threadIdx.x; i < valid; i += kThreads) out[base + i] = s.items[i];
+  }
+  __device__ __forceinline__ static T ExclusiveOut(T run, const T& /*x*/) { return run; }
+  __device__ __forceinline__ static T CarryItem(const Carry& c) { return c; }
+  __device__ __forceinline__ void WriteCarry(Carry* c, T value, uint64_t /*n*/) const { *c = value; }
+};
+
+// Item: what the scan combines with Op (T for arrays, a (head, value) pair for segmented scans).
+template <class Item, class Op, class Policy, class IO>
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
+    SinglePassScanBulkKernel(IO io, uint64_t n, uint32_t num_tiles, bool exclusive, const typename IO::Carry* carry_in,
+                             typename IO::Carry* carry_out, TempHeader* header, TileWord* tiles) {
+  constexpr int kThreads = Policy::kThreads, kTile = Policy::kTile;
+  constexpr int kWarps = kThreads / kWarpThreads;
+  constexpr int kVecs = IO::Layout::kVecs, kVecElems = IO::Layout::kVecElems;
+  __shared__ typename IO::Shared s_data;
   __shared__ alignas(8) uint64_t s_full;  // mbarrier: the bulk load has landed
-  __shared__ T s_warp_total[kWarps];
+  __shared__ Item s_warp_total[kWarps];
   __shared__ uint32_t s_tile;
   __shared__ unsigned long long s_epoch;
   __shared__ bool s_bulk;
-  __shared__ T s_prefix;
+  __shared__ Item s_prefix;
   const Op op;
 
   if (threadIdx.x == 0) {
     uint32_t t;
     unsigned long long e;
-    PrefetchLikelyTile<kTile>(num_tiles, n, [&](uint64_t g) { PrefetchL2(in + g, kTileBytes); });
+    PrefetchLikelyTile<kTile>(num_tiles, n, [io](uint64_t g) { io.PrefetchL2(g, kTile); });
     DrawTicket(header, num_tiles, t, e);
     const uint64_t b = static_cast<uint64_t>(t) * kTile;
 #if __CUDA_ARCH__ >= 900
-    const bool bulk = n - b >= uint64_t(kTile) && Aligned16(in + b) && Aligned16(out + b);
+    const bool bulk = n - b >= uint64_t(kTile) && io.Bulk(b);
 #else
     constexpr bool bulk = false;
 #endif
@@ -59,11 +125,11 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
       cuda::ptx::mbarrier_init(&s_full, 1);
       cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
       cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                           &s_full, kTileBytes);
-      cuda::ptx::cp_async_bulk(cuda::ptx::space_shared, cuda::ptx::space_global, s_items, in + b, kTileBytes,
-                               &s_full);
+                                           &s_full, uint32_t{IO::kLoadBytes});
+      io.LoadBulk(s_data, b, &s_full);
 #endif
     }
+    io.Before(s_data, b);
     s_tile = t;
     s_epoch = e;
     s_bulk = bulk;
@@ -80,26 +146,16 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     }
 #endif
   } else {
-    for (int i = threadIdx.x; i < kTile; i += kThreads) s_items[i] = i < tile_valid ? in[base + i] : Op::identity();
+    io.LoadElements(s_data, base, tile_valid);
     __syncthreads();
   }
 
-  // This thread's vector v: 16 bytes at tile offset First() + v * kRowStride.
-  const int first = Layout::First();
-  auto vec_at = [&](int v) -> uint4* { return reinterpret_cast<uint4*>(s_items + first + v * Layout::kRowStride); };
-  auto unpack = [](uint4 u, T (&x)[kVecElems]) {
-    ItemVec<T, kVecElems> w;
-    w.vec[0] = u;
-#pragma unroll
-    for (int j = 0; j < kVecElems; ++j) x[j] = w.item[j];
-  };
-
-  T row_excl[kVecs];  // combination of the tile's elements before each of my vectors
-  const T block_total = StripedRowPrefixes<T, Op>(
+  Item row_excl[kVecs];  // combination of the tile's elements before each of my vectors
+  const Item block_total = StripedRowPrefixes<Item, Op>(
       [&](int v) {
-        T x[kVecElems];
-        unpack(*vec_at(v), x);
-        T s = x[0];
+        Item x[kVecElems];
+        io.Read(s_data, v, tile_valid, x);
+        Item s = x[0];
 #pragma unroll
         for (int j = 1; j < kVecElems; ++j) s = op(s, x[j]);
         return s;
@@ -107,41 +163,41 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
       row_excl, s_warp_total);
 
   if (threadIdx.x < kWarpThreads) {
-    T prefix;
+    Item prefix;
     if (tile == 0) {
-      prefix = carry_in != nullptr ? *carry_in : Op::identity();
+      prefix = carry_in != nullptr ? IO::CarryItem(*carry_in) : Op::identity();
       if (threadIdx.x == 0) PublishTile(tiles, 0, epoch, kFlagInclusive, op(prefix, block_total));
     } else {
       if (threadIdx.x == 0) PublishTile(tiles, tile, epoch, kFlagPartial, block_total);
-      prefix = LookBack<T, Op, Policy::kFirstDelayNs, Policy::kPollDelayNs>(tiles, tile, epoch,
-                                                                            num_tiles >= Policy::kDelayMinTiles);
+      prefix = LookBack<Item, Op, Policy::kFirstDelayNs, Policy::kPollDelayNs>(tiles, tile, epoch,
+                                                                               num_tiles >= Policy::kDelayMinTiles);
       if (threadIdx.x == 0) PublishTile(tiles, tile, epoch, kFlagInclusive, op(prefix, block_total));
     }
     if (threadIdx.x == 0) {
       s_prefix = prefix;
-      if (carry_out != nullptr && tile == num_tiles - 1) *carry_out = op(prefix, block_total);
+      if (carry_out != nullptr && tile == num_tiles - 1) io.WriteCarry(carry_out, op(prefix, block_total), n);
     }
   }
   __syncthreads();
-  const T prefix = s_prefix;
+  const Item prefix = s_prefix;
 
 #pragma unroll
   for (int v = 0; v < kVecs; ++v) {
-    T x[kVecElems];
-    unpack(*vec_at(v), x);
-    T run = op(prefix, row_excl[v]);
-    ItemVec<T, kVecElems> w;
+    Item x[kVecElems];
+    io.Read(s_data, v, tile_valid, x);
+    Item run = op(prefix, row_excl[v]);
 #pragma unroll
     for (int j = 0; j < kVecElems; ++j) {
       if (exclusive) {
-        w.item[j] = run;
+        const Item e = IO::ExclusiveOut(run, x[j]);
         run = op(run, x[j]);
+        x[j] = e;
       } else {
         run = op(run, x[j]);
-        w.item[j] = run;
+        x[j] = run;
       }
     }
-    *vec_at(v) = w.vec[0];
+    io.Write(s_data, v, x);
   }
   if (bulk) {
 #if __CUDA_ARCH__ >= 900
@@ -150,14 +206,14 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
     __syncthreads();
     if (threadIdx.x == 0) {
-      cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, out + base, s_items, kTileBytes);
+      io.StoreBulk(s_data, base);
       cuda::ptx::cp_async_bulk_commit_group();
       cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
     }
 #endif
   } else {
     __syncthreads();
-    for (int i = threadIdx.x; i < tile_valid; i += kThreads) out[base + i] = s_items[i];
+    io.StoreElements(s_data, base, tile_valid);
   }
 }
 

@@ -58,7 +58,7 @@ cudaError_t SinglePassScan(void* d_temp, std::size_t& temp_bytes, const T* in, T
   if (n == 0) return PassCarry<T, Op>(carry_in, carry_out, stream);
   TempView view;
   GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
-  using IO = ArrayTileIO<T, Op, Policy::kItems>;
+  using IO = std::conditional_t<kBulk, ArrayBulkIO<T, Op, Policy::kItems, Policy::kTile>, ArrayTileIO<T, Op, Policy::kItems>>;
   return LaunchSinglePass<T, Op, Policy, kChained, IO, kBulk>(view, n, exclusive, carry_in, carry_out, stream,
                                                        [&](uint64_t off, const T*) { return IO{in + off, out + off}; });
 }

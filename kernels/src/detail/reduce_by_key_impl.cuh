@@ -1,7 +1,8 @@
-// The fused reduce by key (reduce_by_key.h): segmented_impl.cuh's tiles, whose pairs also count
-// the runs that open, so a closing element knows its run's output index from the scan: within a
-// call, element e closes its run exactly when element e + 1 opens one, so the runs closed before
-// element i are the heads at 1..i. The call's prefix counts 1 where its first element continues
+// The fused reduce by key (reduce_by_key.h): segmented_impl.cuh's keys (TileKeys) on the register
+// look-back kernel (agent_single_pass.cuh), whose pairs also count the runs that open, so a
+// closing element knows its run's output index from the scan: within a call, element e closes
+// its run exactly when element e + 1 opens one, so the runs closed before element i are the
+// heads at 1..i. The call's prefix counts 1 where its first element continues
 // the carried run (0 where it opens one), so the count at i is always 1 + the heads at 1..i.
 // Included by the reduce_by_key_*.cu files only.
 #pragma once

@@ -1,8 +1,10 @@
 // The fused segmented scan (segmented_scan.h): the single-pass look-back scan of (head, value)
 // pairs with seg::SegOp, whose tiles read values and keys (or head bytes) and write values only.
-// A segment head is formed in registers: an element whose key differs from the element before
-// it. So a tile moves what CUB's by-key scan moves (keys and values in, values out) and the
-// pairs never touch memory. Included by the segmented_*.cu files only.
+// A segment head is formed as the pairs are read: an element whose key differs from the element
+// before it. So a tile moves what CUB's by-key scan moves (keys and values in, values out) and
+// the pairs never touch memory. The tiles run on the bulk look-back kernel
+// (agent_single_pass_bulk.cuh, SegmentedTileIO below); TileKeys serves reduce by key's register
+// tiles (reduce_by_key_impl.cuh). Included by the segmented_*.cu and reduce_by_key_*.cu files.
 #pragma once
 
 #include <algorithm>
@@ -172,14 +174,27 @@ struct TileKeys {
   }
 };
 
-// Tiles of a segmented scan: values of T, keys of K (uint32_t / uint64_t: a key's bits; uint8_t:
-// head flags), out of T (may alias values).
-template <class T, class Op, class K, int kItems>
+// Tiles of a segmented scan (SinglePassScanBulkKernel's IO, agent_single_pass_bulk.cuh): values
+// of T and keys of K (uint32_t / uint64_t: a key's bits; uint8_t: head flags) land in shared
+// memory side by side, by bulk copies; values go out (out may alias values). An element opens a
+// segment when its key differs from the one before it, read next to it in shared memory (a
+// lane's first from the lane before, lane 0's from shared memory, the tile's first from Before).
+template <class T, class Op, class K, int kItems, int kTile>
 struct SegmentedTileIO {
   using Item = seg::SegItem<T>;
   using Layout = StripedLayout<T, kItems>;
   using Carry = SegmentCarry<T>;
   static constexpr bool kHeads = std::is_same_v<K, uint8_t>;
+  static constexpr int kVecElems = Layout::kVecElems, kThreads = kTile / kItems;
+  static constexpr uint32_t kValueBytes = uint32_t(kTile) * sizeof(T);
+  static constexpr uint32_t kLoadBytes = kValueBytes + uint32_t(kTile) * sizeof(K);
+  static_assert(kTile * sizeof(K) % 16 == 0, "a tile's keys are whole bulk-copy units");
+  struct Shared {
+    alignas(128) T values[kTile];
+    alignas(128) K keys[kTile];
+    K key_before;     // the key before the tile's first element (keys mode)
+    bool has_before;  // false: nothing before the tile, its first element opens a segment
+  };
 
   const T* values;
   const K* keys;
@@ -187,51 +202,78 @@ struct SegmentedTileIO {
   bool key_before;        // keys[-1] belongs to the call (a later launch of a long call)
   const Carry* carry_in;  // what came before the call (null: nothing)
 
-  __device__ __forceinline__ bool Vector(int tile_valid, int tile) const {
-    return tile_valid == tile && Aligned16(values) && Aligned16(out) && Aligned16(keys);
+  __device__ __forceinline__ bool Bulk(uint64_t base) const {
+    return Aligned16(values + base) && Aligned16(out + base) && Aligned16(keys + base);
   }
-
-  // Whether element i (of the launch) has an element before it in the array, and its key.
-  __device__ __forceinline__ bool KeyBefore(uint64_t i, K& key) const {
-    if (i > 0 || key_before) {
-      if constexpr (!kHeads) key = keys[int64_t(i) - 1];
-      return true;
-    }
-    if (carry_in != nullptr && carry_in->started) {
-      key = K(carry_in->last_key);
-      return true;
-    }
-    return false;
-  }
-
   __device__ __forceinline__ void PrefetchL2(uint64_t base, int count) const {
     detail::PrefetchL2(values + base, uint32_t(count) * sizeof(T));
     detail::PrefetchL2(keys + base, uint32_t(count) * sizeof(K));
   }
-
-  __device__ __forceinline__ void Load(uint64_t base, int tile_valid, bool vec, Item (&items)[kItems]) const {
-    // Lane 0's key before its first element is read with the tile, not after it: a load issued
-    // once the tile's keys are in would add a second memory latency to every tile.
-    K before{};
-    bool has_before = true;
-    if (LaneId() == 0 && Layout::First() < tile_valid) has_before = KeyBefore(base + Layout::First(), before);
-    T v[kItems];
-    Layout::Load(values + base, tile_valid, vec, Op::identity(), v);
-    TileKeys<T, K, kItems> tk;
-    tk.Load(keys + base, tile_valid, vec);
-    const uint32_t heads = tk.Heads(tile_valid, [&](K& b) {
-      b = before;
-      return has_before;
-    });
-#pragma unroll
-    for (int i = 0; i < kItems; ++i) items[i] = seg::MakeItem<T>(v[i], (heads >> i) & 1u);
+  __device__ __forceinline__ void LoadBulk(Shared& s, uint64_t base, uint64_t* bar) const {
+#if __CUDA_ARCH__ >= 900
+    cuda::ptx::cp_async_bulk(cuda::ptx::space_shared, cuda::ptx::space_global, s.values, values + base, uint32_t{kValueBytes},
+                             bar);
+    cuda::ptx::cp_async_bulk(cuda::ptx::space_shared, cuda::ptx::space_global, s.keys, keys + base,
+                             uint32_t(kTile) * uint32_t(sizeof(K)), bar);
+#endif
   }
-
-  __device__ __forceinline__ void Store(uint64_t base, int tile_valid, bool vec, const Item (&items)[kItems]) const {
-    T v[kItems];
+  // Whether element i (of the launch) has an element before it in the array, and its key.
+  __device__ __forceinline__ void Before(Shared& s, uint64_t i) const {
+    K key{};
+    bool has = true;
+    if (i > 0 || key_before) {
+      if constexpr (!kHeads) key = keys[int64_t(i) - 1];
+    } else if (carry_in != nullptr && carry_in->started) {
+      key = K(carry_in->last_key);
+    } else {
+      has = false;
+    }
+    s.key_before = key;
+    s.has_before = has;
+  }
+  __device__ __forceinline__ void LoadElements(Shared& s, uint64_t base, int valid) const {
+    for (int i = threadIdx.x; i < kTile; i += kThreads) {
+      s.values[i] = i < valid ? values[base + i] : Op::identity();
+      s.keys[i] = i < valid ? keys[base + i] : K{};
+    }
+  }
+  __device__ __forceinline__ void Read(const Shared& s, int v, int valid, Item (&x)[kVecElems]) const {
+    const int o = Layout::First() + v * Layout::kRowStride;
+    ItemVec<T, kVecElems> w;
+    w.vec[0] = *reinterpret_cast<const uint4*>(s.values + o);
+    K k[kVecElems];
+    LoadRun<K, kVecElems>(s.keys + o, k);
+    bool head[kVecElems];
+    if constexpr (kHeads) {
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) v[i] = items[i].value;
-    Layout::Store(out + base, tile_valid, vec, v);
+      for (int j = 0; j < kVecElems; ++j) head[j] = k[j] != 0;
+    } else {
+      K before = ShflUp(k[kVecElems - 1], 1);
+      if (LaneId() == 0) before = o == 0 ? s.key_before : s.keys[o - 1];
+      head[0] = k[0] != before;
+#pragma unroll
+      for (int j = 1; j < kVecElems; ++j) head[j] = k[j] != k[j - 1];
+    }
+    if (o == 0 && !s.has_before) head[0] = true;  // the array's first element
+#pragma unroll
+    for (int j = 0; j < kVecElems; ++j) {
+      if (valid < kTile && o + j >= valid) head[j] = false;  // padding: the identity, no restart
+      x[j] = seg::MakeItem<T>(w.item[j], head[j]);
+    }
+  }
+  __device__ __forceinline__ void Write(Shared& s, int v, const Item (&x)[kVecElems]) const {
+    ItemVec<T, kVecElems> w;
+#pragma unroll
+    for (int j = 0; j < kVecElems; ++j) w.item[j] = x[j].value;
+    *reinterpret_cast<uint4*>(s.values + Layout::First() + v * Layout::kRowStride) = w.vec[0];
+  }
+  __device__ __forceinline__ void StoreBulk(Shared& s, uint64_t base) const {
+#if __CUDA_ARCH__ >= 900
+    cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, out + base, s.values, uint32_t{kValueBytes});
+#endif
+  }
+  __device__ __forceinline__ void StoreElements(Shared& s, uint64_t base, int valid) const {
+    for (int i = threadIdx.x; i < valid; i += kThreads) out[base + i] = s.values[i];
   }
 
   // Exclusive: the identity at a segment's first element, else the inclusive value before.
@@ -262,7 +304,7 @@ template <class T, class Op, class K, class Policy>
 cudaError_t SegmentedScanImpl(void* d_temp, std::size_t& temp_bytes, const T* values, const K* keys, T* out,
                               uint64_t n, bool exclusive, const SegmentCarry<T>* carry_in,
                               SegmentCarry<T>* carry_out, cudaStream_t stream) {
-  using IO = SegmentedTileIO<T, Op, K, Policy::kItems>;
+  using IO = SegmentedTileIO<T, Op, K, Policy::kItems, Policy::kTile>;
   const std::size_t body = SinglePassBody<Policy>(n);
   if (d_temp == nullptr) {
     temp_bytes = TempBytesFor(body);
@@ -277,7 +319,7 @@ cudaError_t SegmentedScanImpl(void* d_temp, std::size_t& temp_bytes, const T* va
   }
   TempView view;
   GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
-  return LaunchSinglePass<seg::SegItem<T>, seg::SegOp<T, Op>, Policy, false, IO>(
+  return LaunchSinglePass<seg::SegItem<T>, seg::SegOp<T, Op>, Policy, false, IO, true>(
       view, n, exclusive, carry_in, carry_out, stream, [&](uint64_t off, const SegmentCarry<T>* cin) {
         return IO{values + off, keys + off, out + off, off > 0, cin};
       });
@@ -291,7 +333,7 @@ template <class T, class Op, class K>
 cudaError_t SegmentedScan(void* d_temp, std::size_t& temp_bytes, const T* d_values, const K* d_keys, T* d_out,
                           uint64_t n, bool exclusive, const SegmentCarry<T>* d_carry_in,
                           SegmentCarry<T>* d_carry_out, cudaStream_t stream) {
-  using Policy = detail::SegmentedTuning<detail::kTunedArch, sizeof(T)>;
+  using Policy = detail::SegmentedTuning<detail::kTunedArch, sizeof(T), sizeof(K)>;
   return detail::SegmentedScanImpl<T, Op, K, Policy>(d_temp, temp_bytes, d_values, d_keys, d_out, n, exclusive,
                                                      d_carry_in, d_carry_out, stream);
 }

@@ -55,7 +55,7 @@ __device__ __forceinline__ T FromBits(unsigned long long b) {
 
 // How a tile's value travels in its word: a value of up to 8 bytes in `bits`, and the status
 // epoch << kShift | flag. A type with one bit more (a segmented pair of 8-byte values: its
-// head) specialises this with kShift = 3 and the bit at status bit 2 (agent_segmented.cuh).
+// head) specialises this with kShift = 3 and the bit at status bit 2 (segmented_impl.cuh).
 template <class T>
 struct TileCodec {
   static constexpr int kShift = 2;

@@ -253,7 +253,7 @@ LookBackDelays CompactDelays(double peak_gbs) {
 }
 
 // Fused segmented scan (segmented_impl.cuh): the single-pass scan's layout and delays over
-// (head, value) pairs, which take twice a value's registers; kSize is the value's.
+// (head, value) pairs, by the sizes of a value and a key.
 // sm_90, 4-byte: 128 x 32 (111-126 registers, no spills). kernel_suite on an H100 80GB HBM3,
 // int32 SUM under int32 keys in runs of 1000 against cub::DeviceScan::InclusiveScanByKey, same
 // run (bench/results/segmented-fused-h100-2026-11-24/): 2^28 1180-1185 us, 90.6-91.0% of a copy
@@ -265,8 +265,19 @@ LookBackDelays CompactDelays(double peak_gbs) {
 // 2026-11-25: the plain scan's new delays (2400/600) taken here too: 2^28 1118 us, 96.5% of copy,
 // 1.076x CUB (was 1.054x); 2^30 1.072x; 2^24 1.11x; 2^20 1.33x (bench/results/
 // lookback-delays-h100-2026-11-25/ks_final.txt).
-template <int kArch, int kSize>
-struct SegmentedTuning : SinglePassPolicy<128, kSize == 4 ? 32 : 8, true, 2400, 600> {};
+// Since 2026-11-26 the tiles run on the bulk kernel (values and keys in shared memory by bulk
+// copies; register kernel 111-126 registers, 4 blocks a SM; bulk 65 registers and 33 KB, 6
+// blocks). kernel_suite, H100, int32 under uint32 keys, three rounds alternating
+// (bench/results/segmented-bulk-2026-11-26/policies.sh), x CUB at 2^20 / 2^24 / 2^26 / 2^28 / 2^30:
+//   128x32 2400/600  1.15-1.20 / 1.09-1.11 / 1.100-1.104 / 1.097-1.100 / 1.102-1.103
+//   128x16           1.07-1.12 / 1.13-1.14 / 1.107-1.112 / 1.100-1.101 / 1.098-1.100
+//   128x32 3200/800  1.16-1.18 / 1.10-1.11 / 1.101-1.107 / 1.098-1.099 / 1.102
+//   64x32            1.03-1.08 / 1.07-1.12 / 1.099-1.106 / 1.093-1.096 / 1.094-1.096
+// (the register kernel: 2^28 1.092-1.096x, 2^30 1.095-1.097x). Chosen: 128 x 32 where a tile's
+// keys take 4 bytes or less (16 KiB of values), else 128 x 16 (8-byte keys or values: a tile's
+// shared memory stays within 32 KiB; static shared memory stops at 48 KiB).
+template <int kArch, int kValueSize, int kKeySize>
+struct SegmentedTuning : SinglePassPolicy<128, kValueSize == 4 && kKeySize <= 4 ? 32 : 16, true, 2400, 600> {};
 
 // Fused reduce by key (reduce_by_key_impl.cuh): 4-byte values only. sm_90: 128 x 16. H100, int32
 // SUM over runs of 1000 int32 keys against cub::DeviceReduce::ReduceByKey, same run
