@@ -273,11 +273,20 @@ LookBackDelays CompactDelays(double peak_gbs) {
 //   128x16           1.07-1.12 / 1.13-1.14 / 1.107-1.112 / 1.100-1.101 / 1.098-1.100
 //   128x32 3200/800  1.16-1.18 / 1.10-1.11 / 1.101-1.107 / 1.098-1.099 / 1.102
 //   64x32            1.03-1.08 / 1.07-1.12 / 1.099-1.106 / 1.093-1.096 / 1.094-1.096
-// (the register kernel: 2^28 1.092-1.096x, 2^30 1.095-1.097x). Chosen: 128 x 32 where a tile's
-// keys take 4 bytes or less (16 KiB of values), else 128 x 16 (8-byte keys or values: a tile's
-// shared memory stays within 32 KiB; static shared memory stops at 48 KiB).
+// (the register kernel: 2^28 1.092-1.096x, 2^30 1.095-1.097x). Then by blocks a SM (shared
+// memory, registers; occupancy.sh and occupancy2.sh, three rounds each, 128x32 in both):
+//   128x32  6 blocks  2^28 1.095-1.099 / 2^30 1.100-1.103
+//   128x28  7         1.090-1.092 / 1.092-1.095
+//   96x32   9         1.101-1.104 / 1.106-1.107
+//   128x24  9         1.106-1.115 / 1.110-1.111 (2^26 1.108-1.114, 2^24 1.104-1.126, 2^20 1.13-1.24)
+//   128x20  10        1.099-1.101 / 1.101-1.102
+//   96x24   12        1.096-1.097 / 1.099
+//   192x16  9         1.098-1.102 / 1.101-1.102
+// Chosen: 128 x 24 (3072 elements, 51 registers, 24 KB) where a key takes 4 bytes or less, else
+// 128 x 16 (8-byte keys or values, 24-32 KB a tile; not timed against a peer: CUB's by-key peer
+// here is int32 only). Static shared memory stops at 48 KiB.
 template <int kArch, int kValueSize, int kKeySize>
-struct SegmentedTuning : SinglePassPolicy<128, kValueSize == 4 && kKeySize <= 4 ? 32 : 16, true, 2400, 600> {};
+struct SegmentedTuning : SinglePassPolicy<128, kValueSize == 4 && kKeySize <= 4 ? 24 : 16, true, 2400, 600> {};
 
 // Fused reduce by key (reduce_by_key_impl.cuh): 4-byte values only. sm_90: 128 x 16. H100, int32
 // SUM over runs of 1000 int32 keys against cub::DeviceReduce::ReduceByKey, same run

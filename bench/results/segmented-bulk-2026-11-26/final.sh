@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# ON the GPU machine (carry .gpu-pack: gpu_kernel_tests, kernel_suite, gpu_engine_tests): the
+# committed policy (128 x 24 for 4-byte values under keys of 4 bytes or less): kernel tests,
+# memcheck on the segmented tests, the CUDA engine's tests, then the kernel suite's segmented
+# rows (three rounds) and reduce by key (which keeps the register kernel; one round).
+source scripts/gpu-common.sh >/dev/null
+export LD_LIBRARY_PATH=$R
+step kernel tests
+timeout 300 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tail -4
+step memcheck, segmented tests
+timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
+  --gtest_filter='*Segmented*' 2>&1 | tail -3
+step engine tests
+timeout 300 $B/gpu_engine_tests --gtest_brief=1 2>&1 | tail -4
+for r in 1 2 3; do
+  step segmented round $r
+  timeout 120 $B/kernel_suite --ops segmented_scan --dtypes int32 --sizes 2^16,2^20,2^24,2^26,2^28,2^30 >"$out/ks_final_$r.txt" 2>&1
+  echo "rc $?"; grep -E "^segmented_scan fused" "$out/ks_final_$r.txt" | awk '{printf "%s %s %s %s | ", $4, $5, $7, $8} END {print ""}'
+done
+step reduce by key
+timeout 120 $B/kernel_suite --ops reduce_by_key --dtypes int32 --sizes 2^24,2^28,2^30 >"$out/ks_rbk.txt" 2>&1
+echo "rc $?"; grep -E "^reduce_by_key fused" "$out/ks_rbk.txt" | awk '{printf "%s %s %s %s | ", $4, $5, $7, $8} END {print ""}'
