@@ -25,7 +25,7 @@ constexpr ScanAlgorithm kAllAlgorithms[] = {
     ScanAlgorithm::kHillisSteele,      ScanAlgorithm::kCub};
 
 // The look-back scan's tiles (in shared memory, BulkScanTuning: Small below kLargeFrom
-// elements, Large from there), and the register kernel's that the chained scan runs
+// elements, Large from there, or Wide on a GPU of more bandwidth than an H100's), and the register kernel's that the chained scan runs
 // (ScanTuning).
 template <class T>
 using BulkTuning = kernels::detail::BulkScanTuning<kernels::detail::kTunedArch, sizeof(T)>;

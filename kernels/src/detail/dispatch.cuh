@@ -100,8 +100,16 @@ cudaError_t ScanImpl(ScanAlgorithm algo, void* d_temp, std::size_t& temp_bytes, 
   switch (algo) {
     case ScanAlgorithm::kDecoupledLookback:
       // The size asked for is Small's (BulkScanTuning): it serves every call up to n.
+      static_assert(B::Large::kTile >= B::Small::kTile && B::Wide::kTile >= B::Small::kTile,
+                    "no more tile words than Small's for the same n");
       if constexpr (!std::is_same_v<typename B::Small, typename B::Large>) {
         if (d_temp != nullptr && n >= B::kLargeFrom) {
+          double peak_gbs = 0;
+          GPUSCAN_TRY(PeakDramGBs(peak_gbs));
+          if (peak_gbs > kWideAboveGBs) {
+            return SinglePassScan<T, Op, typename B::Wide, false, true>(d_temp, temp_bytes, in, out, n, exclusive,
+                                                                        carry_in, carry_out, stream);
+          }
           return SinglePassScan<T, Op, typename B::Large, false, true>(d_temp, temp_bytes, in, out, n, exclusive,
                                                                        carry_in, carry_out, stream);
         }

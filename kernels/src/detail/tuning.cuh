@@ -135,7 +135,27 @@ struct ScanTuningFor<kArch, 8, true> : ScanTuning<kArch, 8> {
 // 8-byte 128 x 16 / 128 x 32; the register kernel's sleeps. ptxas (SUM): 4-byte 60 registers at
 // 256 threads, 46 at 128; 8-byte 88; no spills.
 // Temp storage is asked for with Small (more, smaller tiles: more tile words), so a size asked
-// for n serves every call of up to n elements, whichever policy each takes.
+// for n serves every call of up to n elements, whichever policy each takes (Wide's tiles are
+// larger than Small's too).
+//
+// Wide: Large's place on devices of more than kWideAboveGBs peak DRAM bandwidth (the H200's
+// 4814 GB/s against the H100's 3352: more bytes must be in flight, so more, smaller blocks).
+// Kernel suite, both GPUs, the same binaries, two rounds each (bench/results/
+// lookback-shapes-2026-11-26), % of copy at 2^28 (2^30):
+//   4-byte   H200 int32 / float32           H100 int32 / float32
+//   256x32   85.5-86.1 (86.2-86.6) / 89.3-89.9 (89.9-90.5)   97.8-98.2 (98.5-98.6) / 98.1-98.5 (98.9-99.0)
+//   128x36   89.8-89.9 (89.7-90.3) / 89.5-89.9 (90.1-90.2)   97.9-98.0 (98.1) / 97.7-97.8 (98.1)
+//   128x32   88.6-89.3 (89.7-89.8) / 89.3-89.6 (89.8-89.9)   97.8 (97.9-98.0) / 97.5 (98.0-98.1)
+//   128x40   89.1-89.3 (90.1-90.2); 64x64 89.0-89.5; 128x48 87.1-87.4; 192x32 87.3-87.4;
+//   256x24 84.8-85.0; 128x32 capped for 12 blocks a SM 85.3-85.4 (40 registers, spills).
+//   8-byte   H200 int64 / float64                            H100 int64 / float64
+//   128x32   89.7-90.0 (90.0-90.6) / 88.4-89.2 (88.9-89.6)   98.3-98.5 (99.0-99.1) / 98.5-98.6 (99.1-99.4)
+//   128x24 for 9 blocks a SM (56 registers)
+//            92.0-92.3 (92.5-93.1) / 91.8-92.4 (92.5-93.0)   97.9 (98.2-98.3) / 98.0-98.1 (98.3)
+//   128x24 uncapped (64 registers, 8 blocks) 92.0-92.2 / 90.7-91.0; 96x32 91.7-91.8 / 86.3-86.7;
+//   128x20 88.4-88.5 / 90.2-90.5; 160x16 86.9-87.1 / 86.8-87.3; 128x16 87.4-87.5 / 87.2.
+// The H100 keeps Large (0.3-0.8 points better there); the H200 takes Wide (+4 points int32, +3.5
+// float64, +2.3 int64, float32 level).
 template <int kArch, int kSize>
 struct BulkScanTuning;
 
@@ -143,14 +163,17 @@ template <int kArch>
 struct BulkScanTuning<kArch, 4> {
   using Small = SinglePassPolicy<128, 32, true, 2400, 600>;
   using Large = SinglePassPolicy<256, 32, true, 2400, 600>;
+  using Wide = SinglePassPolicy<128, 36, true, 2400, 600>;
   static constexpr uint64_t kLargeFrom = 1ull << 26;
 };
 template <int kArch>
 struct BulkScanTuning<kArch, 8> {
   using Small = SinglePassPolicy<128, 16, true, 2400, 1200>;
   using Large = SinglePassPolicy<128, 32, true, 2400, 1200>;
+  using Wide = SinglePassPolicy<128, 24, true, 2400, 1200, 500, 9>;
   static constexpr uint64_t kLargeFrom = 1ull << 26;
 };
+constexpr double kWideAboveGBs = 4000;
 
 // Launches of at least this many tiles prefetch each block's likely tile into L2 before drawing
 // the ticket (tile_state.cuh PrefetchLikelyTile; the look-back scans, bulk and register kernels).
