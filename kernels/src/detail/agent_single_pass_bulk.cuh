@@ -26,6 +26,25 @@
 
 namespace gpuscan::kernels::detail {
 
+// A striped tile of T in shared memory, `tile` its first element: this thread's 16-byte vector of
+// row v, and the tile's first `valid` elements out to dst, by one bulk store (thread 0; a full
+// tile) or element by element (every thread).
+template <class Layout, class T>
+__device__ __forceinline__ uint4* SharedVec(T* tile, int v) {
+  return reinterpret_cast<uint4*>(tile + Layout::First() + v * Layout::kRowStride);
+}
+template <int kTile, class T>
+__device__ __forceinline__ void StoreTileBulk(T* dst, T* tile) {
+#if __CUDA_ARCH__ >= 900
+  cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, dst, tile,
+                           uint32_t{uint32_t(kTile) * uint32_t(sizeof(T))});
+#endif
+}
+template <int kThreads, class T>
+__device__ __forceinline__ void StoreTileElements(T* dst, const T* tile, int valid) {
+  for (int i = threadIdx.x; i < valid; i += kThreads) dst[i] = tile[i];
+}
+
 // What the bulk kernel reads and writes (its IO parameter), beside the register kernel's hooks
 // (PrefetchL2, ExclusiveOut, CarryItem, WriteCarry; agent_single_pass.cuh):
 //   Shared                     the tile's shared storage; kLoadBytes: what a full tile's bulk
@@ -64,12 +83,9 @@ struct ArrayBulkIO {
   __device__ __forceinline__ void LoadElements(Shared& s, uint64_t base, int valid) const {
     for (int i = threadIdx.x; i < kTile; i += kThreads) s.items[i] = i < valid ? in[base + i] : Op::identity();
   }
-  __device__ __forceinline__ static uint4* Vec(Shared& s, int v) {
-    return reinterpret_cast<uint4*>(s.items + Layout::First() + v * Layout::kRowStride);
-  }
   __device__ __forceinline__ void Read(Shared& s, int v, int /*valid*/, T (&x)[kVecElems]) const {
     ItemVec<T, kVecElems> w;
-    w.vec[0] = *Vec(s, v);
+    w.vec[0] = *SharedVec<Layout>(s.items, v);
 #pragma unroll
     for (int j = 0; j < kVecElems; ++j) x[j] = w.item[j];
   }
@@ -77,15 +93,11 @@ struct ArrayBulkIO {
     ItemVec<T, kVecElems> w;
 #pragma unroll
     for (int j = 0; j < kVecElems; ++j) w.item[j] = x[j];
-    *Vec(s, v) = w.vec[0];
+    *SharedVec<Layout>(s.items, v) = w.vec[0];
   }
-  __device__ __forceinline__ void StoreBulk(Shared& s, uint64_t base) const {
-#if __CUDA_ARCH__ >= 900
-    cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, out + base, s.items, uint32_t{kLoadBytes});
-#endif
-  }
+  __device__ __forceinline__ void StoreBulk(Shared& s, uint64_t base) const { StoreTileBulk<kTile>(out + base, s.items); }
   __device__ __forceinline__ void StoreElements(Shared& s, uint64_t base, int valid) const {
-    for (int i = threadIdx.x; i < valid; i += kThreads) out[base + i] = s.items[i];
+    StoreTileElements<kThreads>(out + base, s.items, valid);
   }
   __device__ __forceinline__ static T ExclusiveOut(T run, const T& /*x*/) { return run; }
   __device__ __forceinline__ static T CarryItem(const Carry& c) { return c; }

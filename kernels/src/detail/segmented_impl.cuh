@@ -265,15 +265,11 @@ struct SegmentedTileIO {
     ItemVec<T, kVecElems> w;
 #pragma unroll
     for (int j = 0; j < kVecElems; ++j) w.item[j] = x[j].value;
-    *reinterpret_cast<uint4*>(s.values + Layout::First() + v * Layout::kRowStride) = w.vec[0];
+    *SharedVec<Layout>(s.values, v) = w.vec[0];
   }
-  __device__ __forceinline__ void StoreBulk(Shared& s, uint64_t base) const {
-#if __CUDA_ARCH__ >= 900
-    cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, out + base, s.values, uint32_t{kValueBytes});
-#endif
-  }
+  __device__ __forceinline__ void StoreBulk(Shared& s, uint64_t base) const { StoreTileBulk<kTile>(out + base, s.values); }
   __device__ __forceinline__ void StoreElements(Shared& s, uint64_t base, int valid) const {
-    for (int i = threadIdx.x; i < valid; i += kThreads) out[base + i] = s.values[i];
+    StoreTileElements<kThreads>(out + base, s.values, valid);
   }
 
   // Exclusive: the identity at a segment's first element, else the inclusive value before.

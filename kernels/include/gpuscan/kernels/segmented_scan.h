@@ -1,6 +1,6 @@
 // Segmented scans on the device (issue 13): one pass that reads values and keys (or head flags)
-// and writes values, scanning (head, value) pairs with seg::SegOp in registers (see
-// segmented.h for why that is a segmented scan). Plain CUDA.
+// and writes values, scanning (head, value) pairs with seg::SegOp, formed as each tile is read
+// (see segmented.h for why that is a segmented scan). Plain CUDA.
 //
 // Instantiated for T in {int32_t, int64_t, uint32_t, uint64_t, float, double} with every
 // operator of T (ops::Sum ... ops::BitXor) except float SUM/PRODUCT, whose reproducible scans
