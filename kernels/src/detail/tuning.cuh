@@ -156,6 +156,19 @@ struct ScanTuningFor<kArch, 8, true> : ScanTuning<kArch, 8> {
 //   128x20 88.4-88.5 / 90.2-90.5; 160x16 86.9-87.1 / 86.8-87.3; 128x16 87.4-87.5 / 87.2.
 // The H100 keeps Large (0.3-0.8 points better there); the H200 takes Wide (+4 points int32, +3.5
 // float64, +2.3 int64, float32 level).
+// 4-byte Wide, second sweep on the H200 (bench/results/lookback-tiles-2026-11-26; seven rounds
+// of 128x44 against 128x36, two of the others), % of copy at 2^28 (2^30):
+//   128x36 (49 registers, 9 blocks)       int32 88.8-89.8, median 89.6 (89.9-90.1)
+//                                         float32 89.3-90.1, median 89.5 (89.9-90.4)
+//   128x44 for 9 blocks (56 registers, 8 bytes of spill)
+//                                         int32 88.8-89.8, median 89.6 (90.2-90.6)
+//                                         float32 89.9-90.5, median 90.2 (90.9-91.1)
+//   128x36 for 10 blocks (48 registers) int32 89.1-89.7, float32 89.2-89.4; 128x40 for 10 (24
+//   bytes of spill) int32 84.7-84.8; 96x48 87.6-87.8; 160x28 87.2-87.5. At 2^26 128x44 is level
+//   for float32 (medians 85.6 / 85.4) and 1.4 points down for int32 (84.4 / 85.8, 1.20x CUB).
+//   L2 evict-first hints on the bulk copies (createpolicy): on the store level, on the load
+//   -1 to -2 points.
+// Chosen: 128 x 44 compiled for 9 blocks a SM.
 template <int kArch, int kSize>
 struct BulkScanTuning;
 
@@ -163,7 +176,7 @@ template <int kArch>
 struct BulkScanTuning<kArch, 4> {
   using Small = SinglePassPolicy<128, 32, true, 2400, 600>;
   using Large = SinglePassPolicy<256, 32, true, 2400, 600>;
-  using Wide = SinglePassPolicy<128, 36, true, 2400, 600>;
+  using Wide = SinglePassPolicy<128, 44, true, 2400, 600, 500, 9>;
   static constexpr uint64_t kLargeFrom = 1ull << 26;
 };
 template <int kArch>
