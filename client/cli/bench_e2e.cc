@@ -446,8 +446,13 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
     return FromProto(
         client.CompactStream(h, MemorySource(input, a.plain_io), {}, [](const void*, size_t) {}, {}, {}, lanes).timing());
   };
+  // The ceiling sends what the calls send, as they send it: the input itself, from where it lies,
+  // when the calls do (an array in memory: SourceAt::Memory); a pattern copied into each message
+  // when they copy (--plain-io's Source, shards' checked SourceAt).
+  const void* ceiling_data = a.plain_io || shards > 1 ? nullptr : input.data();
   auto ceiling_call = [&]() -> Timing {
-    TransportResult t = streams > 1 ? client.TransportLanes(bytes, echo, streams) : client.Transport(bytes, echo);
+    TransportResult t = streams > 1 ? client.TransportLanes(bytes, echo, streams, 0, ceiling_data)
+                                    : client.Transport(bytes, echo, 0, ceiling_data);
     if (t.bytes_in != bytes || (echo && t.bytes_received != bytes)) {
       throw std::runtime_error("Transport moved " + std::to_string(t.bytes_in) + " bytes in, " +
                                std::to_string(t.bytes_received) + " back; expected " + std::to_string(bytes));
@@ -464,8 +469,9 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
               : lanes > 1 ? (std::to_string(lanes) + " lanes per call, each on its own connection").c_str()
               : a.shm     ? "arrays in shared-memory regions, headers on one channel"
                           : "one shared channel");
-  std::printf("server %s: %s engine%s%s; ceiling: Transport %s%s%s\n", g.server.c_str(), info.engine().c_str(),
+  std::printf("server %s: %s engine%s%s; ceiling: Transport %s of %s%s%s\n", g.server.c_str(), info.engine().c_str(),
               device.empty() ? "" : ", ", device.c_str(), echo ? "with echo" : "without echo",
+              ceiling_data ? "the input in place" : "a pattern copied into each message",
               streams > 1 ? (", " + std::to_string(streams) + " plain calls at once on connections of their own").c_str()
                           : "",
               expected.empty() ? "" : "; results checked");
@@ -502,7 +508,8 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
                        ",\"checked\":" + (expected.empty() ? "false" : "true") + ",\"plain_io\":" + (a.plain_io ? "true" : "false") + ",\"server\":{\"target\":" + JsonQuote(g.server) +
                        ",\"engine\":" + JsonQuote(info.engine()) + ",\"device\":" + JsonQuote(device) +
                        ",\"version\":" + JsonQuote(info.version()) + "},\"ceiling_rpc\":{\"name\":\"Transport\",\"echo\":" +
-                       (echo ? "true" : "false") + "},\"levels\":[" + levels_json + "]}\n";
+                       (echo ? "true" : "false") + ",\"payload\":" + (ceiling_data ? "\"input\"" : "\"pattern\"") +
+                       "},\"levels\":[" + levels_json + "]}\n";
     std::ofstream f(a.json_path, std::ios::binary);
     if (!f || !(f << json)) throw std::runtime_error("cannot write " + a.json_path);
   }

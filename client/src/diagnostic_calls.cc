@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 #include "gpuscan/client.h"
@@ -35,11 +36,15 @@ void Client::Benchmark(const v1::BenchmarkRequest& request,
 namespace detail {
 
 TransportResult RunTransport(const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext& ctx,
-                             uint64_t total_bytes, bool echo, size_t chunk_bytes) {
-  // One chunk of a fixed pattern, copied into each message's slice: the same one copy per chunk
-  // that ScanStream's Source makes (and both read responses in place), so the ceiling compares
-  // like with like.
-  std::string pattern(static_cast<size_t>(std::min<uint64_t>(chunk_bytes, std::max<uint64_t>(total_bytes, 1))), '\0');
+                             uint64_t total_bytes, bool echo, size_t chunk_bytes, const TransportInput& input,
+                             BorrowedSlices* borrowed) {
+  // Without an array: one chunk of a fixed pattern, copied into each message's slice, the one
+  // copy a chunk of a Source that is not an array in memory takes (both read responses in place).
+  // With one: its chunks borrowed in place, as the calls send a SourceAt::Memory.
+  if (input.data != nullptr && borrowed == nullptr) throw std::logic_error("RunTransport: an array needs borrowed");
+  std::string pattern(input.data != nullptr ? 0
+                                            : static_cast<size_t>(std::min<uint64_t>(chunk_bytes, std::max<uint64_t>(total_bytes, 1))),
+                      '\0');
   for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<char>(i * 131 + 7);
   auto stream = RawBidi<v1::TransportRequest, v1::TransportResponse>(channel, kTransportMethod, &ctx);
   TransportResult result;
@@ -47,9 +52,17 @@ TransportResult RunTransport(const std::shared_ptr<grpc::Channel>& channel, grpc
     RawOut<v1::TransportRequest> req;
     req.msg.set_echo(echo);
     uint64_t left = total_bytes;
-    for (bool first = true; first || left > 0; first = false) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, pattern.size()));
-      req.data = grpc::Slice(pattern.data(), n);  // a copy, like the Source's
+    for (uint64_t i = 0; i == 0 || left > 0; ++i) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, chunk_bytes));
+      if (input.data == nullptr) {
+        req.data = grpc::Slice(pattern.data(), n);  // a copy, like a Source's
+      } else if (n > 0) {
+        const uint64_t offset = (input.first_chunk + i * input.stride) * chunk_bytes;
+        if (offset + n > input.array_bytes) throw std::logic_error("RunTransport: chunk past the array");
+        req.data = borrowed->Borrow(input.data + offset, n);
+      } else {
+        req.data = grpc::Slice();  // an empty call: the request alone
+      }
       if (!stream->Write(req)) return;
       left -= n;
     }
@@ -72,12 +85,14 @@ TransportResult RunTransport(const std::shared_ptr<grpc::Channel>& channel, grpc
 
 }  // namespace detail
 
-TransportResult Client::Transport(uint64_t total_bytes, bool echo, size_t chunk_bytes) {
+TransportResult Client::Transport(uint64_t total_bytes, bool echo, size_t chunk_bytes, const void* data) {
   if (chunk_bytes == 0) chunk_bytes = options_.chunk_bytes;
   if (chunk_bytes == 0) chunk_bytes = 1 << 20;
   const auto start = std::chrono::steady_clock::now();
+  detail::BorrowedSlices borrowed;  // before the call: it outlives the slices gRPC still holds
   auto ctx = NewContext();
-  TransportResult result = detail::RunTransport(channel_, *ctx, total_bytes, echo, chunk_bytes);
+  const detail::TransportInput input{static_cast<const char*>(data), total_bytes};
+  TransportResult result = detail::RunTransport(channel_, *ctx, total_bytes, echo, chunk_bytes, input, &borrowed);
   result.wall_us = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
   return result;

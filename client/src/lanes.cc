@@ -405,14 +405,15 @@ Resp RunBidiLanes(const std::vector<v1::GpuScan::Stub*>& stubs, const std::funct
 }  // namespace
 
 Timing Client::ScanLanes(const v1::ScanHeader& header, Source in, Sink out, Progress progress, uint32_t lanes) {
+  detail::BorrowedSlices borrowed;  // before the lanes' calls: it outlives the slices gRPC still holds
   lanes = UsableLanes(lanes);
   const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
   const size_t chunk = ChunkBytes(esize);
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   const auto stubs = lane_pool_->Stubs(lanes, &channels);
   const std::string id = NewArrayId();
-  // Raw messages (raw_messages.h): the Source fills a slice that is sent as it is; results go to
-  // the Sink from the slices they arrived in.
+  // Raw messages (raw_messages.h): each chunk leaves as one slice, sent as it is (ChunkAt: an
+  // array in memory's own bytes, borrowed); results go to the Sink from the slices they arrived in.
   using Out = detail::RawOut<v1::ScanRequest>;
   using In = detail::RawIn<v1::ScanResponse>;
   std::vector<Out> firsts(lanes);
@@ -430,7 +431,7 @@ Timing Client::ScanLanes(const v1::ScanHeader& header, Source in, Sink out, Prog
   auto upload = [&](LaneRun& run, uint32_t l, auto& stream, Out first) {
     if (!in_at) return WriteLane(run, l, stream, std::move(first), tracker, fill);
     WriteLaneAt(run, l, lanes, stream, std::move(first), tracker, [&](Out& req, uint64_t g) {
-      req.data = detail::ChunkAt(*in_at, g, chunk);
+      req.data = detail::ChunkAt(*in_at, g, chunk, &borrowed);
       return req.data.size();
     });
   };
@@ -457,6 +458,7 @@ Timing Client::ScanLanes(const v1::ScanHeader& header, Source in, Sink out, Prog
 
 v1::CompactResponse Client::CompactLanes(const v1::CompactHeader& header, Source values, Source flags,
                                          Sink values_out, Sink indices_out, Progress progress, uint32_t lanes) {
+  detail::BorrowedSlices borrowed;  // before the lanes' calls: it outlives the slices gRPC still holds
   lanes = UsableLanes(lanes);
   const bool use_flags = header.selector_case() == v1::CompactHeader::kUseFlags && header.use_flags();
   if (use_flags && !flags) {
@@ -467,7 +469,7 @@ v1::CompactResponse Client::CompactLanes(const v1::CompactHeader& header, Source
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   const auto stubs = lane_pool_->Stubs(lanes, &channels);
   const std::string id = NewArrayId();
-  // Raw messages, as ScanLanes: values and flags leave in the slices the Sources filled; kept
+  // Raw messages, as ScanLanes: values and flags leave as slices (ChunkAt, NextChunk); kept
   // values and indices go to the Sinks from the slices they arrived in.
   using Out = detail::RawOut<v1::CompactRequest>;
   using In = detail::RawIn<v1::CompactResponse>;
@@ -496,8 +498,8 @@ v1::CompactResponse Client::CompactLanes(const v1::CompactHeader& header, Source
   auto upload = [&](LaneRun& run, uint32_t l, auto& stream, Out first) {
     if (!read_at) return WriteLane(run, l, stream, std::move(first), tracker, fill);
     WriteLaneAt(run, l, lanes, stream, std::move(first), tracker, [&](Out& req, uint64_t g) {
-      req.data = detail::ChunkAt(*values_at, g, chunk);
-      req.second = use_flags && req.data.size() > 0 ? detail::ChunkAt(*flags_at, g, chunk / esize) : grpc::Slice();
+      req.data = detail::ChunkAt(*values_at, g, chunk, &borrowed);
+      req.second = use_flags && req.data.size() > 0 ? detail::ChunkAt(*flags_at, g, chunk / esize, &borrowed) : grpc::Slice();
       return req.data.size() + req.second.size();
     });
   };
@@ -530,6 +532,7 @@ v1::CompactResponse Client::CompactLanes(const v1::CompactHeader& header, Source
 }
 
 v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in, Progress progress, uint32_t lanes) {
+  detail::BorrowedSlices borrowed;  // before the lanes' calls: it outlives the slices gRPC still holds
   lanes = UsableLanes(lanes);
   const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
   const size_t chunk = ChunkBytes(esize);
@@ -557,7 +560,7 @@ v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in
       *first.msg.mutable_header() = LaneHeader(header, id, l, lanes, chunk / esize);
       if (in_at) {
         WriteLaneAt(run, l, lanes, *writer, std::move(first), tracker, [&](detail::RawOut<v1::ReduceRequest>& req, uint64_t g) {
-          req.data = detail::ChunkAt(*in_at, g, chunk);
+          req.data = detail::ChunkAt(*in_at, g, chunk, &borrowed);
           return req.data.size();
         });
       } else {
@@ -572,9 +575,11 @@ v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in
   return responses[0];
 }
 
-TransportResult Client::TransportLanes(uint64_t total_bytes, bool echo, uint32_t lanes, size_t chunk_bytes) {
+TransportResult Client::TransportLanes(uint64_t total_bytes, bool echo, uint32_t lanes, size_t chunk_bytes,
+                                      const void* data) {
   if (lanes < 1) lanes = 1;
   if (chunk_bytes == 0) chunk_bytes = options_.chunk_bytes ? options_.chunk_bytes : 1 << 20;
+  detail::BorrowedSlices borrowed;  // before the lanes' calls: it outlives the slices gRPC still holds
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   lane_pool_->Stubs(lanes, &channels);
   const auto start = std::chrono::steady_clock::now();
@@ -592,7 +597,8 @@ TransportResult Client::TransportLanes(uint64_t total_bytes, bool echo, uint32_t
         // A Client over the lane's channel would open a new connection; use the channel directly.
         grpc::ClientContext ctx;
         if (options_.timeout.count() > 0) ctx.set_deadline(std::chrono::system_clock::now() + options_.timeout);
-        results[l] = detail::RunTransport(channels[l], ctx, bytes, echo, chunk_bytes);
+        const detail::TransportInput input{static_cast<const char*>(data), total_bytes, l, lanes};
+        results[l] = detail::RunTransport(channels[l], ctx, bytes, echo, chunk_bytes, input, &borrowed);
       } catch (...) {
         errors[l] = std::current_exception();
       }

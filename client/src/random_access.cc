@@ -8,9 +8,11 @@ namespace gpuscan {
 
 SourceAt SourceAt::Memory(const void* data, uint64_t bytes) {
   const char* p = static_cast<const char*>(data);
-  return SourceAt(bytes, [p](uint64_t offset, void* buf, size_t n) {
+  SourceAt at(bytes, [p](uint64_t offset, void* buf, size_t n) {
     if (n > 0) std::memcpy(buf, p + offset, n);
   });
+  at.memory_ = p;
+  return at;
 }
 
 size_t SourceAt::operator()(void* buf, size_t max_bytes) {

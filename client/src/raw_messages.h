@@ -6,8 +6,10 @@
 #pragma once
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -74,19 +76,78 @@ struct RawIn {
   bool has_timing() const { return msg.has_timing(); }
 };
 
-// The Source's next chunk (up to `chunk` bytes) in a fresh slice; empty once it has ended.
-inline grpc::Slice NextChunk(const Source& in, size_t chunk, bool& ended) {
+// Slices that point into the caller's array (SourceAt::Memory) instead of holding a copy of it.
+// A request's slices stay referenced until gRPC has written their bytes to the socket, which can
+// be after the call's stream is gone, so a call makes one of these before its streams (it is
+// destroyed after them) and its destructor waits until every borrowed slice is released: the
+// caller's array outlives them all. One copy of every input byte fewer on the client, and no
+// second pass over a large array through the CPU's caches.
+class BorrowedSlices {
+ public:
+  BorrowedSlices() = default;
+  BorrowedSlices(const BorrowedSlices&) = delete;
+  BorrowedSlices& operator=(const BorrowedSlices&) = delete;
+  ~BorrowedSlices() {
+    std::unique_lock<std::mutex> lock(mu_);
+    released_.wait(lock, [this] { return live_ == 0; });
+  }
+  grpc::Slice Borrow(const char* data, size_t n) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++live_;
+    }
+    return grpc::Slice(const_cast<char*>(data), n, &Release, this);  // gRPC only reads it
+  }
+
+ private:
+  static void Release(void* self) {
+    auto* b = static_cast<BorrowedSlices*>(self);
+    std::lock_guard<std::mutex> lock(b->mu_);
+    if (--b->live_ == 0) b->released_.notify_all();
+  }
+  std::mutex mu_;
+  std::condition_variable released_;
+  uint64_t live_ = 0;
+};
+
+// The calls' view of a SourceAt::Memory array (nullptr for any other SourceAt), and its bytes
+// handed out in place as a Source would copy them.
+struct SourceAtAccess {
+  static const char* Memory(const SourceAt& at) { return at.memory_; }
+  static size_t Take(SourceAt& at, size_t max_bytes, const char** where) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(max_bytes, at.bytes_ - at.pos_));
+    *where = at.memory_ + at.pos_;
+    at.pos_ += n;
+    return n;
+  }
+};
+
+// The Source's next chunk (up to `chunk` bytes): borrowed from the caller's array when the
+// Source is a SourceAt::Memory and the call keeps `borrowed`, else read into a fresh slice;
+// empty once it has ended.
+inline grpc::Slice NextChunk(Source& in, size_t chunk, bool& ended, BorrowedSlices* borrowed = nullptr) {
   if (ended) return grpc::Slice();
+  SourceAt* at = borrowed != nullptr ? in.target<SourceAt>() : nullptr;
+  if (at != nullptr && SourceAtAccess::Memory(*at) != nullptr) {
+    const char* where = nullptr;
+    const size_t n = SourceAtAccess::Take(*at, chunk, &where);
+    if (n < chunk) ended = true;  // as ReadFull: the Source had no more
+    return n > 0 ? borrowed->Borrow(where, n) : grpc::Slice();
+  }
   grpc::Slice slice(chunk);
   const size_t n = ReadFull(in, reinterpret_cast<char*>(const_cast<uint8_t*>(slice.begin())), chunk, ended);
   return n == chunk ? slice : slice.sub(0, n);
 }
 
-// Chunk g (of `chunk` bytes each) of an input read by position, in a fresh slice; empty past its end.
-inline grpc::Slice ChunkAt(const SourceAt& in, uint64_t g, size_t chunk) {
+// Chunk g (of `chunk` bytes each) of an input read by position: borrowed as NextChunk's, else
+// in a fresh slice; empty past its end.
+inline grpc::Slice ChunkAt(const SourceAt& in, uint64_t g, size_t chunk, BorrowedSlices* borrowed = nullptr) {
   const uint64_t offset = g * chunk;
   if (offset >= in.bytes()) return grpc::Slice();
   const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, in.bytes() - offset));
+  if (borrowed != nullptr && SourceAtAccess::Memory(in) != nullptr) {
+    return borrowed->Borrow(SourceAtAccess::Memory(in) + offset, n);
+  }
   grpc::Slice slice(n);
   in.ReadAt(offset, const_cast<uint8_t*>(slice.begin()), n);
   return slice;
@@ -176,9 +237,21 @@ std::unique_ptr<grpc::ClientWriter<RawOut<ReqMsg>>> RawWriter(const std::shared_
       grpc::internal::ClientWriterFactory<RawOut<ReqMsg>>::Create(channel.get(), method, ctx, response));
 }
 
+// Where a Transport call's bytes come from: a fixed pattern copied into each message (`data`
+// null), or chunks first_chunk, first_chunk + stride, ... of an array of array_bytes in memory,
+// borrowed as the calls send a SourceAt::Memory (the ceiling of the same bytes sent the same way).
+struct TransportInput {
+  const char* data = nullptr;
+  uint64_t array_bytes = 0;
+  uint64_t first_chunk = 0;
+  uint64_t stride = 1;
+};
+
 // One raw Transport call of `total_bytes` on `channel` (diagnostic_calls.cc); wall_us left 0.
+// `borrowed` must outlive ctx when input.data is set.
 TransportResult RunTransport(const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext& ctx,
-                             uint64_t total_bytes, bool echo, size_t chunk_bytes);
+                             uint64_t total_bytes, bool echo, size_t chunk_bytes, const TransportInput& input = {},
+                             BorrowedSlices* borrowed = nullptr);
 
 inline constexpr const char* kScanMethod = "/gpuscan.v1.GpuScan/Scan";
 inline constexpr const char* kReduceMethod = "/gpuscan.v1.GpuScan/Reduce";

@@ -25,14 +25,15 @@ size_t ReadInto(std::string* field, Source& in, size_t bytes, bool& ended) {
   return field->size();
 }
 
-// Writes the Source's chunks as raw requests, each filling a fresh slice that gRPC sends as it
-// is. The header rides in `req` with the first (sent alone when the input is empty). Stops early
+// Writes the Source's chunks as raw requests, each a slice that gRPC sends as it is (borrowed
+// from the caller's array, or filled from the Source: NextChunk). The header rides in `req` with the first (sent alone when the input is empty). Stops early
 // when the call is over (its Finish says why).
 template <class Msg, class Stream>
-void WriteRawChunks(Stream& stream, detail::RawOut<Msg> req, Source& in, size_t chunk, ProgressTracker& tracker) {
+void WriteRawChunks(Stream& stream, detail::RawOut<Msg> req, Source& in, size_t chunk, ProgressTracker& tracker,
+                    detail::BorrowedSlices& borrowed) {
   bool ended = !in;
   for (bool first = true;; first = false) {
-    req.data = detail::NextChunk(in, chunk, ended);
+    req.data = detail::NextChunk(in, chunk, ended, &borrowed);
     if (req.data.size() == 0 && !first) return;
     if (!stream.Write(req)) return;
     tracker.Sent(req.data.size());
@@ -79,8 +80,10 @@ Timing PlainBidi(grpc::ClientContext& ctx, Stream& stream, const Header& header,
 Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
                           Progress progress, uint32_t lanes) {
   if (LanesFor(lanes) > 1) return ScanLanes(header, std::move(in), std::move(out), std::move(progress), LanesFor(lanes));
-  // Raw messages (raw_messages.h): the Source fills a slice that is sent as it is, and results go
-  // to the Sink from the slices they arrived in: one copy each way, the Source's and the Sink's.
+  // Raw messages (raw_messages.h): each chunk leaves as one slice, sent as it is (an array in
+  // memory's own bytes, borrowed; any other Source's copied into it), and results go to the Sink
+  // from the slices they arrived in: at most one copy each way.
+  detail::BorrowedSlices borrowed;  // before the call: it outlives the slices gRPC still holds
   auto ctx = NewContext();
   auto stream = detail::RawBidi<v1::ScanRequest, v1::ScanResponse>(channel_, detail::kScanMethod, ctx.get());
   ProgressTracker tracker(std::move(progress));
@@ -90,7 +93,7 @@ Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
   auto write_all = [&] {
     detail::RawOut<v1::ScanRequest> first;
     *first.msg.mutable_header() = header;
-    WriteRawChunks(*stream, std::move(first), in, chunk, tracker);
+    WriteRawChunks(*stream, std::move(first), in, chunk, tracker, borrowed);
   };
   auto read_all = [&] {
     detail::RawIn<v1::ScanResponse> resp;
@@ -139,6 +142,7 @@ v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, Source i
                                         Progress progress, uint32_t lanes) {
   if (LanesFor(lanes) > 1) return ReduceLanes(header, std::move(in), std::move(progress), LanesFor(lanes));
   // Raw requests, as ScanStream's: the Source's slice is what gRPC sends.
+  detail::BorrowedSlices borrowed;  // before the call: it outlives the slices gRPC still holds
   auto ctx = NewContext();
   v1::ReduceResponse response;
   auto stream = detail::RawWriter<v1::ReduceRequest>(channel_, detail::kReduceMethod, ctx.get(), &response);
@@ -146,12 +150,13 @@ v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, Source i
   detail::RawOut<v1::ReduceRequest> first;
   *first.msg.mutable_header() = header;
   const size_t chunk = ChunkBytes(std::max<size_t>(DTypeSize(header.dtype()), 1));
-  FinishUpload(*ctx, *stream, [&] { WriteRawChunks(*stream, std::move(first), in, chunk, tracker); });
+  FinishUpload(*ctx, *stream, [&] { WriteRawChunks(*stream, std::move(first), in, chunk, tracker, borrowed); });
   return response;
 }
 
 v1::HistogramResponse Client::HistogramStream(const v1::HistogramHeader& header, Source in, Progress progress) {
   // Raw requests, as ReduceStream's.
+  detail::BorrowedSlices borrowed;  // before the call: it outlives the slices gRPC still holds
   auto ctx = NewContext();
   v1::HistogramResponse response;
   auto stream = detail::RawWriter<v1::HistogramRequest>(channel_, detail::kHistogramMethod, ctx.get(), &response);
@@ -159,7 +164,7 @@ v1::HistogramResponse Client::HistogramStream(const v1::HistogramHeader& header,
   detail::RawOut<v1::HistogramRequest> first;
   *first.msg.mutable_header() = header;
   const size_t chunk = ChunkBytes(std::max<size_t>(DTypeSize(header.dtype()), 1));
-  FinishUpload(*ctx, *stream, [&] { WriteRawChunks(*stream, std::move(first), in, chunk, tracker); });
+  FinishUpload(*ctx, *stream, [&] { WriteRawChunks(*stream, std::move(first), in, chunk, tracker, borrowed); });
   return response;
 }
 
@@ -192,16 +197,16 @@ void WriteKeyedRequests(Stream& stream, Req& req, Source& values, Source& keys, 
 }
 
 // WriteKeyedRequests as raw requests (SegmentedScan, ReduceByKey, Compact): both fields in slices
-// their Sources filled.
+// (NextChunk).
 template <class Req, class Header, class Stream>
 void WriteRawWithKeys(Stream& stream, const Header& header, Source& values, Source& keys, size_t esize,
-                      size_t ksize, size_t per_chunk, ProgressTracker& tracker) {
+                      size_t ksize, size_t per_chunk, ProgressTracker& tracker, detail::BorrowedSlices& borrowed) {
   detail::RawOut<Req> req;
   *req.msg.mutable_header() = header;
   WriteKeyedRequests(stream, req, values, keys, esize, ksize, per_chunk, tracker,
-                     [](detail::RawOut<Req>& r, bool second, Source& in, size_t bytes, bool& ended) {
+                     [&borrowed](detail::RawOut<Req>& r, bool second, Source& in, size_t bytes, bool& ended) {
                        grpc::Slice& field = second ? r.second : r.data;
-                       field = detail::NextChunk(in, bytes, ended);
+                       field = detail::NextChunk(in, bytes, ended, &borrowed);
                        return field.size();
                      });
 }
@@ -225,8 +230,9 @@ v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Sourc
   if (use_flags && !flags && !header.has_shared_memory()) {  // a region holds the flags
     throw std::invalid_argument("gpuscan: CompactStream with use_flags needs a flags Source");
   }
-  // Raw messages, as ScanStream: values and flags leave in the slices the Sources filled; kept
+  // Raw messages, as ScanStream: values and flags leave as slices (NextChunk); kept
   // values and indices go to the Sinks (whole elements) from the slices they arrived in.
+  detail::BorrowedSlices borrowed;  // before the call: it outlives the slices gRPC still holds
   auto ctx = NewContext();
   auto stream =
       detail::RawBidi<v1::CompactRequest, v1::CompactResponse>(channel_, detail::kCompactMethod, ctx.get());
@@ -238,7 +244,7 @@ v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Sourc
   auto write_all = [&] {  // the flags (a byte an element) beside the values
     Source none;
     WriteRawWithKeys<v1::CompactRequest>(*stream, header, values, use_flags ? flags : none, esize, 1, chunk / esize,
-                                         tracker);
+                                         tracker, borrowed);
   };
   auto read_all = [&] {
     detail::RawIn<v1::CompactResponse> resp;
@@ -260,6 +266,7 @@ Timing Client::SegmentedScanStream(const v1::SegmentedScanHeader& header, Source
   const size_t ksize = header.segments_case() == v1::SegmentedScanHeader::kKeyDtype
                            ? std::max<size_t>(DTypeSize(header.key_dtype()), 1)
                            : 1;
+  detail::BorrowedSlices borrowed;  // before the call: it outlives the slices gRPC still holds
   auto ctx = NewContext();
   auto stream = detail::RawBidi<v1::SegmentedScanRequest, v1::ScanResponse>(channel_, detail::kSegmentedScanMethod,
                                                                             ctx.get());
@@ -267,7 +274,7 @@ Timing Client::SegmentedScanStream(const v1::SegmentedScanHeader& header, Source
   Timing timing;
   auto write_all = [&] {
     WriteRawWithKeys<v1::SegmentedScanRequest>(*stream, header, values, keys, esize, ksize,
-                                               KeyedChunk(options_.chunk_bytes, esize, ksize), tracker);
+                                               KeyedChunk(options_.chunk_bytes, esize, ksize), tracker, borrowed);
   };
   auto read_all = [&] {
     detail::RawIn<v1::ScanResponse> resp;
@@ -288,6 +295,7 @@ v1::ReduceByKeyResponse Client::ReduceByKeyStream(const v1::ReduceByKeyHeader& h
                                                   Sink keys_out, Sink values_out, Progress progress) {
   const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
   const size_t ksize = std::max<size_t>(DTypeSize(header.key_dtype()), 1);
+  detail::BorrowedSlices borrowed;  // before the call: it outlives the slices gRPC still holds
   auto ctx = NewContext();
   auto stream = detail::RawBidi<v1::ReduceByKeyRequest, v1::ReduceByKeyResponse>(
       channel_, detail::kReduceByKeyMethod, ctx.get());
@@ -295,7 +303,7 @@ v1::ReduceByKeyResponse Client::ReduceByKeyStream(const v1::ReduceByKeyHeader& h
   v1::ReduceByKeyResponse final_response;
   auto write_all = [&] {
     WriteRawWithKeys<v1::ReduceByKeyRequest>(*stream, header, values, keys, esize, ksize,
-                                             KeyedChunk(options_.chunk_bytes, esize, ksize), tracker);
+                                             KeyedChunk(options_.chunk_bytes, esize, ksize), tracker, borrowed);
   };
   auto read_all = [&] {
     detail::RawIn<v1::ReduceByKeyResponse> resp;

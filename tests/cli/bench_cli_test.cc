@@ -72,6 +72,9 @@ TEST_F(BenchCli, E2EScanReportsLevelsAndTheTransportCeiling) {
   EXPECT_EQ(Number(doc, "bytes_per_request"), 400000);
   EXPECT_EQ(Object(doc, "server").fields().at("engine").string_value(), "cpu");
   EXPECT_TRUE(Object(doc, "ceiling_rpc").fields().at("echo").bool_value());
+  // The calls send the input from where it lies, so the ceiling sends the same bytes the same way.
+  EXPECT_EQ(Object(doc, "ceiling_rpc").fields().at("payload").string_value(), "input");
+  EXPECT_NE(out_.find("ceiling: Transport with echo of the input in place"), std::string::npos) << out_;
 
   const auto& levels = doc.fields().at("levels").list_value().values();
   ASSERT_EQ(levels.size(), 2);
@@ -121,7 +124,7 @@ TEST_F(BenchCli, E2EScanOverLanesChecked) {
 
 TEST_F(BenchCli, E2EReduceByRequestCount) {
   const std::string json_path = dir_ / "reduce.json";
-  ASSERT_EQ(Run("bench --e2e --op reduce --dtype float64 --bytes 80000 --concurrency 2 --requests 6 --json " +
+  ASSERT_EQ(Run("bench --e2e --op reduce --dtype float64 --bytes 80000 --concurrency 2 --requests 6 --plain-io --json " +
                 json_path),
             0)
       << out_ << err_;
@@ -129,6 +132,8 @@ TEST_F(BenchCli, E2EReduceByRequestCount) {
   ASSERT_TRUE(pb::util::JsonStringToMessage(ReadFile(json_path), &doc).ok());
   EXPECT_EQ(Number(doc, "elements"), 10000);
   EXPECT_FALSE(Object(doc, "ceiling_rpc").fields().at("echo").bool_value());
+  // --plain-io's Source is copied into each message, and so is the ceiling's pattern.
+  EXPECT_EQ(Object(doc, "ceiling_rpc").fields().at("payload").string_value(), "pattern");
   const pb::Struct& level = doc.fields().at("levels").list_value().values(0).struct_value();
   EXPECT_EQ(Number(level, "requests"), 6);
   EXPECT_EQ(Number(Object(level, "ceiling"), "requests"), 6);

@@ -70,6 +70,27 @@ TEST_F(DiagnosticRpcTest, TransportEchoReturnsTheSameBytesInOrder) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+// The ceiling of the same bytes sent the same way as a call's array in memory: every byte of the
+// caller's array, each chunk borrowed in place, on one call and striped over lanes.
+TEST_F(DiagnosticRpcTest, TransportOfACallersArrayCountsEveryByteBothWays) {
+  const uint64_t total = 7 * 64 * 1024 + 33;  // several chunks, the last one short
+  std::string array(total, '\0');
+  for (size_t i = 0; i < array.size(); ++i) array[i] = static_cast<char>(i * 2654435761u >> 13);
+  const TransportResult one = client_.Transport(total, true, 0, array.data());
+  EXPECT_EQ(one.bytes_in, total);
+  EXPECT_EQ(one.bytes_out, total);
+  EXPECT_EQ(one.bytes_received, total);
+  EXPECT_EQ(one.requests, 8u);
+  for (uint32_t lanes : {2u, 3u, 9u}) {  // 9: more lanes than chunks
+    const TransportResult striped = client_.TransportLanes(total, true, lanes, 0, array.data());
+    EXPECT_EQ(striped.bytes_in, total) << lanes << " lanes";
+    EXPECT_EQ(striped.bytes_received, total) << lanes << " lanes";
+  }
+  const TransportResult counted = client_.Transport(total, false, 0, array.data());
+  EXPECT_EQ(counted.bytes_in, total);
+  EXPECT_EQ(counted.bytes_received, 0u);
+}
+
 TEST_F(DiagnosticRpcTest, TransportWithoutEchoAnswersOnceWithTheCount) {
   const uint64_t total = 5 * 64 * 1024;
   TransportResult r = client_.Transport(total, false);

@@ -33,6 +33,7 @@ namespace gpuscan {
 namespace detail {
 class ShardPool;  // src/shards.h
 class CallRegistry;  // src/call_registry.h
+struct SourceAtAccess;  // src/raw_messages.h
 // A call's context, deleted through the registry of its Client's calls in flight.
 struct ContextRelease {
   CallRegistry* calls = nullptr;
@@ -128,7 +129,8 @@ class SourceAt {
  public:
   using Read = std::function<void(uint64_t offset, void* buf, size_t n)>;
   SourceAt(uint64_t bytes, Read read) : bytes_(bytes), read_(std::move(read)) {}
-  // An array in memory, which must outlive the call.
+  // An array in memory, which must outlive the call. The calls send its bytes from where they
+  // lie, without copying them first; the array must not change until the call returns.
   static SourceAt Memory(const void* data, uint64_t bytes);
   uint64_t bytes() const { return bytes_; }
   void ReadAt(uint64_t offset, void* buf, size_t n) const { read_(offset, buf, n); }
@@ -136,9 +138,11 @@ class SourceAt {
   size_t operator()(void* buf, size_t max_bytes);
 
  private:
+  friend struct detail::SourceAtAccess;  // the calls' view of Memory()'s array (raw_messages.h)
   uint64_t bytes_;
   Read read_;
   uint64_t pos_ = 0;
+  const char* memory_ = nullptr;  // Memory()'s array
 };
 
 // A result written by position: write(offset, data, n) receives the result's bytes
@@ -439,12 +443,15 @@ class Client {
   // The diagnostic transport ceiling: streams total_bytes of payload in chunk_bytes messages
   // (0 = options().chunk_bytes) through the server's Transport RPC, which does no compute. With
   // echo the server sends every chunk back (read concurrently, as ScanStream does: the byte
-  // pattern of a Scan); without it, one final response (the pattern of a Reduce).
-  TransportResult Transport(uint64_t total_bytes, bool echo, size_t chunk_bytes = 0);
+  // pattern of a Scan); without it, one final response (the pattern of a Reduce). The payload
+  // is `data` when given (total_bytes of an array that outlives the call, sent from where it
+  // lies, as the calls send a SourceAt::Memory), else a fixed pattern copied into each message.
+  TransportResult Transport(uint64_t total_bytes, bool echo, size_t chunk_bytes = 0, const void* data = nullptr);
   // The same over `lanes` concurrent Transport calls on the lanes' own connections (the
   // plain parallel-stream ceiling a striped call of that many lanes compares with); totals are
-  // summed, wall_us is the whole run's.
-  TransportResult TransportLanes(uint64_t total_bytes, bool echo, uint32_t lanes, size_t chunk_bytes = 0);
+  // summed, wall_us is the whole run's. With `data`, lane l sends chunks l, l + lanes, ... of it.
+  TransportResult TransportLanes(uint64_t total_bytes, bool echo, uint32_t lanes, size_t chunk_bytes = 0,
+                                 const void* data = nullptr);
 
   v1::ServerInfo Info();
   // grpc.health.v1 status of `service` ("" = the whole server): "SERVING", "NOT_SERVING",
