@@ -13,7 +13,7 @@ using cli::ArrayInput;
 using cli::Format;
 using cli::InputSpec;
 
-std::string OpenError(const InputSpec& spec) {
+std::string OpenSpecError(const InputSpec& spec) {
   try {
     auto in = ArrayInput::Open(spec);
     ReadAllBytes(*in);
@@ -29,11 +29,11 @@ TEST(RawInput, LengthNotWholeElementsIsAnError) {
   InputSpec spec;
   spec.path = dir / "x.bin";
   spec.dtype = v1::DTYPE_INT32;
-  std::string err = OpenError(spec);
+  std::string err = OpenSpecError(spec);
   EXPECT_NE(err.find("10 bytes, not a multiple of the int32 element size (4)"), std::string::npos)
       << err;
   spec.dtype = v1::DTYPE_FLOAT64;
-  EXPECT_NE(OpenError(spec).find("float64 element size (8)"), std::string::npos);
+  EXPECT_NE(OpenSpecError(spec).find("float64 element size (8)"), std::string::npos);
 }
 
 TEST(RawInput, NeedsADtype) {
@@ -41,7 +41,7 @@ TEST(RawInput, NeedsADtype) {
   WriteFile(dir / "x.raw", std::string(8, '\0'));
   InputSpec spec;
   spec.path = dir / "x.raw";
-  EXPECT_NE(OpenError(spec).find("needs --dtype"), std::string::npos);
+  EXPECT_NE(OpenSpecError(spec).find("needs --dtype"), std::string::npos);
 }
 
 TEST(RawInput, RoundTripsAndKnowsItsCount) {
@@ -88,7 +88,7 @@ TEST(Detection, ByFirstBytesWhenTheExtensionSaysNothing) {
   spec.path = dir / "text_data";
   EXPECT_EQ(ArrayInput::Open(spec)->format(), Format::kText);
   spec.path = dir / "binary_data";
-  EXPECT_NE(OpenError(spec).find("cannot tell the input's format"), std::string::npos);
+  EXPECT_NE(OpenSpecError(spec).find("cannot tell the input's format"), std::string::npos);
   spec.dtype = v1::DTYPE_INT32;
   EXPECT_EQ(ArrayInput::Open(spec)->format(), Format::kRaw);
 
@@ -104,13 +104,13 @@ TEST(Detection, DtypeThatContradictsTheNpyHeaderIsAnError) {
   InputSpec spec;
   spec.path = dir / "a.npy";
   spec.dtype = v1::DTYPE_INT64;
-  EXPECT_NE(OpenError(spec).find("--dtype int64 conflicts"), std::string::npos);
+  EXPECT_NE(OpenSpecError(spec).find("--dtype int64 conflicts"), std::string::npos);
 }
 
 TEST(Input, MissingFileNamesIt) {
   InputSpec spec;
   spec.path = "/nonexistent/dir/x.npy";
-  EXPECT_NE(OpenError(spec).find("cannot open /nonexistent/dir/x.npy"), std::string::npos);
+  EXPECT_NE(OpenSpecError(spec).find("cannot open /nonexistent/dir/x.npy"), std::string::npos);
 }
 
 TEST(Output, UnfinishedFileIsRemoved) {

@@ -33,7 +33,7 @@ uint64_t ResidentBytes() {
   return 0;
 }
 
-std::string Bytes(const std::vector<int32_t>& x) {
+std::string Int32Bytes(const std::vector<int32_t>& x) {
   return std::string(reinterpret_cast<const char*>(x.data()), x.size() * sizeof(int32_t));
 }
 
@@ -95,7 +95,7 @@ int CallsToRun() {
 }
 
 // The server's own view, from its metrics endpoint.
-testing::PromText Scrape(const TestServer& server) {
+testing::PromText ScrapeServer(const TestServer& server) {
   return testing::PromText(testing::HttpGet(server.metrics_port(), "/metrics").body);
 }
 
@@ -111,7 +111,7 @@ TEST(CancellationTest, ThousandEarlyEndingsReturnMemoryAndSlotsToBaseline) {
   TestServer server(options, eo);
   auto stub = server.stub();
   GPUSCAN_SEEDED_RNG(rng);
-  const std::string chunk = Bytes(testing::RandomInput<int32_t, ops::Sum<int32_t>>(256 * 1024, rng));
+  const std::string chunk = Int32Bytes(testing::RandomInput<int32_t, ops::Sum<int32_t>>(256 * 1024, rng));
 
   auto run = [&](int calls) {
     int unexpected = 0;
@@ -132,7 +132,7 @@ TEST(CancellationTest, ThousandEarlyEndingsReturnMemoryAndSlotsToBaseline) {
   // the end) and returns its metrics then.
   auto settled = [&] {
     for (int i = 0;; ++i) {
-      testing::PromText m = Scrape(server);
+      testing::PromText m = ScrapeServer(server);
       const bool idle = m.Sum("gpuscan_requests_in_flight") == 0 && m.Sum("gpuscan_admission_running") == 0 &&
                         m.Sum("gpuscan_admission_queued") == 0;
       if (idle || i == 100) return m;

@@ -23,7 +23,7 @@ v1::ScanRequest Header(v1::DType dtype = v1::DTYPE_INT32) {
   return r;
 }
 
-v1::ScanRequest Data(const std::vector<int32_t>& x) {
+v1::ScanRequest DataChunk(const std::vector<int32_t>& x) {
   v1::ScanRequest r;
   r.set_data(std::string(reinterpret_cast<const char*>(x.data()), x.size() * sizeof(int32_t)));
   return r;
@@ -69,7 +69,7 @@ TEST(ConcurrencyTest, CancelledCallsLeaveTheServerServing) {
     grpc::ClientContext ctx;
     auto stream = stub->Scan(&ctx);
     ASSERT_TRUE(stream->Write(Header()));
-    ASSERT_TRUE(stream->Write(Data(chunk)));
+    ASSERT_TRUE(stream->Write(DataChunk(chunk)));
     if (i % 2 == 0) {  // mid-download: a result arrived, more to come
       v1::ScanResponse resp;
       ASSERT_TRUE(stream->Read(&resp));
@@ -90,7 +90,7 @@ TEST(ConcurrencyTest, DeadlineExpiresMidStream) {
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
   auto stream = stub->Scan(&ctx);
   stream->Write(Header());
-  stream->Write(Data({1, 2, 3}));
+  stream->Write(DataChunk({1, 2, 3}));
   std::this_thread::sleep_for(std::chrono::milliseconds(600));  // never half-closes in time
   EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   Client client(server.client_options());
@@ -108,7 +108,7 @@ TEST(ConcurrencyTest, AdmissionQueuesThenRejects) {
   grpc::ClientContext ctx_a;
   auto a = stub->Scan(&ctx_a);
   ASSERT_TRUE(a->Write(Header()));
-  ASSERT_TRUE(a->Write(Data({1, 2, 3})));
+  ASSERT_TRUE(a->Write(DataChunk({1, 2, 3})));
   v1::ScanResponse resp;
   ASSERT_TRUE(a->Read(&resp));
 
@@ -132,7 +132,7 @@ TEST(ConcurrencyTest, AdmissionQueuesThenRejects) {
   while (a->Read(&resp)) {
   }
   EXPECT_TRUE(a->Finish().ok());
-  ASSERT_TRUE(b->Write(Data({4, 5, 6})));
+  ASSERT_TRUE(b->Write(DataChunk({4, 5, 6})));
   b->WritesDone();
   std::vector<int32_t> got;
   v1::Timing timing;
@@ -152,12 +152,12 @@ TEST(ConcurrencyTest, ShutdownLetsInFlightCallsFinish) {
   grpc::ClientContext ctx;
   auto stream = stub->Scan(&ctx);
   ASSERT_TRUE(stream->Write(Header()));
-  ASSERT_TRUE(stream->Write(Data({1, 1})));
+  ASSERT_TRUE(stream->Write(DataChunk({1, 1})));
   v1::ScanResponse resp;
   ASSERT_TRUE(stream->Read(&resp));
   auto shutdown = std::async(std::launch::async, [&] { server.server().Shutdown(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  ASSERT_TRUE(stream->Write(Data({1, 1})));
+  ASSERT_TRUE(stream->Write(DataChunk({1, 1})));
   stream->WritesDone();
   std::vector<int32_t> got;
   while (stream->Read(&resp)) {
@@ -190,7 +190,7 @@ TEST(ConcurrencyTest, AdmissionBoundsBytesInFlight) {
   grpc::ClientContext ctx_a;
   auto a = stub->Scan(&ctx_a);  // no element_count: reserves the worst case
   ASSERT_TRUE(a->Write(Header()));
-  ASSERT_TRUE(a->Write(Data({1, 2, 3})));
+  ASSERT_TRUE(a->Write(DataChunk({1, 2, 3})));
   v1::ScanResponse resp;
   ASSERT_TRUE(a->Read(&resp));
 
@@ -216,7 +216,7 @@ TEST(ConcurrencyTest, AdmissionBoundsBytesInFlight) {
     grpc::ClientContext ctx_c;
     auto c = stub->Scan(&ctx_c);
     c->Write(Header());
-    c->Write(Data({7}));
+    c->Write(DataChunk({7}));
     c->WritesDone();
     while (c->Read(&resp)) {
     }
@@ -247,7 +247,7 @@ TEST(ConcurrencyTest, ConnectionAgeRecyclesConnectionsWithoutCuttingCalls) {
   for (int i = 0; i < 6; ++i) {  // ~600 ms: four times the age
     const std::vector<int32_t> part = {i, 2 * i + 1};
     all.insert(all.end(), part.begin(), part.end());
-    ASSERT_TRUE(s->Write(Data(part)));
+    ASSERT_TRUE(s->Write(DataChunk(part)));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   s->WritesDone();

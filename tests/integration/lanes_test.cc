@@ -22,7 +22,7 @@ namespace {
 using ::testing::HasSubstr;
 using testing::TestServer;
 
-constexpr size_t kChunkBytes = 256;
+constexpr size_t kLaneChunkBytes = 256;
 
 server::ServerOptions LaneServerOptions() {
   server::ServerOptions o;
@@ -47,7 +47,7 @@ using testing::SameBits;
 template <class T, template <class> class Op>
 void CheckScanLanes(Client& client, v1::Operator op, bool exclusive) {
   GPUSCAN_SEEDED_RNG(rng);
-  for (size_t n : testing::ChunkBoundaryLengths(kChunkBytes / sizeof(T))) {
+  for (size_t n : testing::ChunkBoundaryLengths(kLaneChunkBytes / sizeof(T))) {
     const std::vector<T> x = testing::RandomInput<T, Op<T>>(n, rng);
     ScanOptions one;
     one.op = op;
@@ -68,7 +68,7 @@ void CheckScanLanes(Client& client, v1::Operator op, bool exclusive) {
 }
 
 TEST_F(LanesTest, ScanEqualsSingleCall) {
-  Client client(server_->client_options(kChunkBytes));
+  Client client(server_->client_options(kLaneChunkBytes));
   CheckScanLanes<int32_t, ops::Sum>(client, v1::OPERATOR_SUM, false);
   CheckScanLanes<int64_t, ops::Max>(client, v1::OPERATOR_MAX, true);
   CheckScanLanes<uint32_t, ops::BitXor>(client, v1::OPERATOR_BIT_XOR, false);
@@ -80,7 +80,7 @@ TEST_F(LanesTest, ScanEqualsSingleCall) {
 template <class T, template <class> class Op>
 void CheckReduceLanes(Client& client, v1::Operator op) {
   GPUSCAN_SEEDED_RNG(rng);
-  for (size_t n : testing::ChunkBoundaryLengths(kChunkBytes / sizeof(T))) {
+  for (size_t n : testing::ChunkBoundaryLengths(kLaneChunkBytes / sizeof(T))) {
     const std::vector<T> x = testing::RandomInput<T, Op<T>>(n, rng);
     const auto single = client.Reduce(x, op, 1);
     for (uint32_t k : {2u, 3u, 8u}) {
@@ -93,7 +93,7 @@ void CheckReduceLanes(Client& client, v1::Operator op) {
 }
 
 TEST_F(LanesTest, ReduceEqualsSingleCall) {
-  Client client(server_->client_options(kChunkBytes));
+  Client client(server_->client_options(kLaneChunkBytes));
   CheckReduceLanes<int32_t, ops::Sum>(client, v1::OPERATOR_SUM);
   CheckReduceLanes<int64_t, ops::BitAnd>(client, v1::OPERATOR_BIT_AND);
   CheckReduceLanes<uint32_t, ops::Max>(client, v1::OPERATOR_MAX);
@@ -105,7 +105,7 @@ TEST_F(LanesTest, ReduceEqualsSingleCall) {
 template <class T>
 void CheckCompactLanes(Client& client) {
   GPUSCAN_SEEDED_RNG(rng);
-  for (size_t n : testing::ChunkBoundaryLengths(kChunkBytes / sizeof(T))) {
+  for (size_t n : testing::ChunkBoundaryLengths(kLaneChunkBytes / sizeof(T))) {
     const std::vector<T> x = testing::RandomCompactInput<T>(n, rng);
     for (int mode = 0; mode < 2; ++mode) {
       CompactOptions one;
@@ -134,7 +134,7 @@ void CheckCompactLanes(Client& client) {
 }
 
 TEST_F(LanesTest, CompactEqualsSingleCall) {
-  Client client(server_->client_options(kChunkBytes));
+  Client client(server_->client_options(kLaneChunkBytes));
   CheckCompactLanes<int32_t>(client);
   CheckCompactLanes<uint64_t>(client);
   CheckCompactLanes<float>(client);
@@ -143,7 +143,7 @@ TEST_F(LanesTest, CompactEqualsSingleCall) {
 
 // The client's lanes default (ClientOptions::lanes) and the byte-level streaming call.
 TEST_F(LanesTest, ClientDefaultAndStreamingCall) {
-  ClientOptions co = server_->client_options(kChunkBytes);
+  ClientOptions co = server_->client_options(kLaneChunkBytes);
   co.lanes = 4;
   Client client(co);
   GPUSCAN_SEEDED_RNG(rng);
@@ -163,7 +163,7 @@ TEST_F(LanesTest, ClientDefaultAndStreamingCall) {
 // them (here both name the same server, so a lane that strayed would still meet its siblings;
 // what this checks is that a pinned target works end to end, TLS names aside).
 TEST_F(LanesTest, MultiAddressTargetIsPinned) {
-  ClientOptions co = server_->client_options(kChunkBytes);
+  ClientOptions co = server_->client_options(kLaneChunkBytes);
   const std::string addr = server_->target();
   co.target = "ipv4:" + addr + "," + addr;
   co.load_balancing_policy = "round_robin";
@@ -179,9 +179,9 @@ TEST_F(LanesTest, MultiAddressTargetIsPinned) {
 // copy at once; plain Sources and Sinks take turns. Every mix gives the reference, around chunk
 // boundaries, on one stream and on lanes.
 TEST_F(LanesTest, SourceAtAndSinkAtMixWithPlainOnes) {
-  Client client(server_->client_options(kChunkBytes));
+  Client client(server_->client_options(kLaneChunkBytes));
   GPUSCAN_SEEDED_RNG(rng);
-  for (size_t n : testing::ChunkBoundaryLengths(kChunkBytes / sizeof(int64_t))) {
+  for (size_t n : testing::ChunkBoundaryLengths(kLaneChunkBytes / sizeof(int64_t))) {
     const auto x = testing::RandomInput<int64_t, ops::Sum<int64_t>>(n, rng);
     const auto ref = testing::ScanRef<int64_t, ops::Sum<int64_t>>(x, true);
     v1::ScanHeader h;
@@ -215,9 +215,9 @@ TEST_F(LanesTest, SourceAtAndSinkAtMixWithPlainOnes) {
 // Compaction's kept values and indices written by position at their kept offsets, from lanes
 // reading values and flags by position: the typed call's (ordered) result.
 TEST_F(LanesTest, CompactIntoSinkAtsByKeptOffset) {
-  Client client(server_->client_options(kChunkBytes));
+  Client client(server_->client_options(kLaneChunkBytes));
   GPUSCAN_SEEDED_RNG(rng);
-  for (size_t n : testing::ChunkBoundaryLengths(kChunkBytes / sizeof(float))) {
+  for (size_t n : testing::ChunkBoundaryLengths(kLaneChunkBytes / sizeof(float))) {
     const auto x = testing::RandomCompactInput<float>(n, rng);
     CompactOptions o;
     o.use_flags = true;
@@ -248,20 +248,20 @@ TEST_F(LanesTest, CompactIntoSinkAtsByKeptOffset) {
 // A SinkAt or SourceAt that throws on a lane's thread fails the call with its exception, and
 // the client stays usable; a result that does not fit a SinkAt::Memory is DATA_LOSS.
 TEST_F(LanesTest, ThrowingSourceAtOrSinkAtFailsTheCall) {
-  Client client(server_->client_options(kChunkBytes));
+  Client client(server_->client_options(kLaneChunkBytes));
   GPUSCAN_SEEDED_RNG(rng);
-  const size_t n = 40 * kChunkBytes / sizeof(int32_t);
+  const size_t n = 40 * kLaneChunkBytes / sizeof(int32_t);
   const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(n, rng);
   v1::ScanHeader h;
   h.set_dtype(v1::DTYPE_INT32);
   h.set_op(v1::OPERATOR_SUM);
   const SourceAt good = SourceAt::Memory(x.data(), n * sizeof(int32_t));
   SourceAt bad_in(n * sizeof(int32_t), [&](uint64_t offset, void* buf, size_t m) {
-    if (offset >= 17 * kChunkBytes) throw std::runtime_error("source broke at " + std::to_string(offset));
+    if (offset >= 17 * kLaneChunkBytes) throw std::runtime_error("source broke at " + std::to_string(offset));
     good.ReadAt(offset, buf, m);
   });
   SinkAt bad_out([](uint64_t offset, const void*, size_t) {
-    if (offset >= 9 * kChunkBytes) throw std::runtime_error("sink broke");
+    if (offset >= 9 * kLaneChunkBytes) throw std::runtime_error("sink broke");
   });
   for (uint32_t k : {1u, 4u}) {
     SCOPED_TRACE("lanes=" + std::to_string(k));
@@ -517,7 +517,7 @@ TEST(LanesAdmission, AnArrayCountsOnce) {
   o.max_concurrent = 1;
   o.max_queued = 0;
   TestServer server(o);
-  Client client(server.client_options(kChunkBytes));
+  Client client(server.client_options(kLaneChunkBytes));
   GPUSCAN_SEEDED_RNG(rng);
   const auto x = testing::RandomInput<int64_t, ops::Sum<int64_t>>(3000, rng);
   ScanOptions so;

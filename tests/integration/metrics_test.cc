@@ -26,7 +26,7 @@ using testing::PromLabels;
 using testing::PromText;
 using testing::TestServer;
 
-constexpr size_t kChunkBytes = 64 * 1024;
+constexpr size_t kMetricsChunkBytes = 64 * 1024;
 
 PromText Scrape(int port) {
   const testing::HttpResponse r = HttpGet(port, "/metrics");
@@ -73,7 +73,7 @@ class MetricsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     server::ServerOptions o;
-    o.chunk_bytes = kChunkBytes;
+    o.chunk_bytes = kMetricsChunkBytes;
     o.metrics_address = "127.0.0.1:0";
     server_ = new TestServer(o);
   }
@@ -84,7 +84,7 @@ class MetricsTest : public ::testing::Test {
   static int port() { return server_->metrics_port(); }
   bool cuda() const { return server_->server().engine().name() == "cuda"; }
 
-  Client client_{server_->client_options(kChunkBytes)};
+  Client client_{server_->client_options(kMetricsChunkBytes)};
   static TestServer* server_;
 };
 TestServer* MetricsTest::server_ = nullptr;
@@ -103,7 +103,7 @@ TEST_F(MetricsTest, EndpointIsBoundAndServesTextFormat) {
 
 TEST_F(MetricsTest, CallsAndPayloadBytesCountExactly) {
   GPUSCAN_SEEDED_RNG(rng);
-  const auto random_n = [&](size_t elem) { return 1 + rng() % (3 * kChunkBytes / elem); };  // up to 3 chunks
+  const auto random_n = [&](size_t elem) { return 1 + rng() % (3 * kMetricsChunkBytes / elem); };  // up to 3 chunks
   const PromText before = ScrapeWhenIdle(port());
 
   // Scans of int32, plus one empty scan (counted, but the engine sees no data).
@@ -239,7 +239,7 @@ TEST_F(MetricsTest, RefusedCallsCountUnderTheirStatusAndNothingElse) {
   }
   // After it: the header's dtype (the algorithm depends on whether the engine started first).
   v1::ScanRequest too_big;
-  too_big.set_data(std::string(2 * kChunkBytes, '\x01'));
+  too_big.set_data(std::string(2 * kMetricsChunkBytes, '\x01'));
   EXPECT_EQ(run_scan({header, too_big}).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   // Failing at the end, after the engine ran: dtype and the algorithm that ran.
   {
@@ -287,8 +287,8 @@ TEST_F(MetricsTest, RefusedCallsCountUnderTheirStatusAndNothingElse) {
 TEST_F(MetricsTest, TransportAndBenchmarkCallsCount) {
   GPUSCAN_SEEDED_RNG(rng);
   const PromText before = ScrapeWhenIdle(port());
-  const uint64_t echoed = 1 + rng() % (3 * kChunkBytes);
-  const uint64_t uploaded = 1 + rng() % (3 * kChunkBytes);
+  const uint64_t echoed = 1 + rng() % (3 * kMetricsChunkBytes);
+  const uint64_t uploaded = 1 + rng() % (3 * kMetricsChunkBytes);
   EXPECT_EQ(client_.Transport(echoed, true).bytes_out, echoed);
   EXPECT_EQ(client_.Transport(uploaded, false).bytes_in, uploaded);
   v1::BenchmarkRequest bad;

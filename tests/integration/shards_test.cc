@@ -19,7 +19,7 @@ namespace {
 using ::testing::HasSubstr;
 using testing::TestServer;
 
-constexpr size_t kChunkBytes = 256;
+constexpr size_t kShardChunkBytes = 256;
 
 class ShardsTest : public ::testing::Test {
  protected:
@@ -34,7 +34,7 @@ class ShardsTest : public ::testing::Test {
   }
   // The three servers as one target.
   static ClientOptions Options() {
-    ClientOptions o = servers_[0]->client_options(kChunkBytes);
+    ClientOptions o = servers_[0]->client_options(kShardChunkBytes);
     o.target = "ipv4:" + servers_[0]->target() + "," + servers_[1]->target() + "," + servers_[2]->target();
     return o;
   }
@@ -47,7 +47,7 @@ using testing::SameBits;
 template <class T, template <class> class Op>
 void CheckScanShards(Client& client, v1::Operator op, bool exclusive) {
   GPUSCAN_SEEDED_RNG(rng);
-  for (size_t n : testing::ChunkBoundaryLengths(kChunkBytes / sizeof(T))) {
+  for (size_t n : testing::ChunkBoundaryLengths(kShardChunkBytes / sizeof(T))) {
     const std::vector<T> x = testing::RandomInput<T, Op<T>>(n, rng);
     ScanOptions one;
     one.op = op;
@@ -96,7 +96,7 @@ TEST_F(ShardsTest, ScanEqualsSingleCall) {
 template <class T, template <class> class Op>
 void CheckReduceShards(Client& client, v1::Operator op) {
   GPUSCAN_SEEDED_RNG(rng);
-  for (size_t n : testing::ChunkBoundaryLengths(kChunkBytes / sizeof(T))) {
+  for (size_t n : testing::ChunkBoundaryLengths(kShardChunkBytes / sizeof(T))) {
     const std::vector<T> x = testing::RandomInput<T, Op<T>>(n, rng);
     const auto single = client.Reduce(x, op, 1, 1);
     for (uint32_t k : {2u, 3u, 16u}) {
@@ -122,7 +122,7 @@ TEST_F(ShardsTest, ReduceEqualsSingleCall) {
 template <class T>
 void CheckCompactShards(Client& client) {
   GPUSCAN_SEEDED_RNG(rng);
-  for (size_t n : testing::ChunkBoundaryLengths(kChunkBytes / sizeof(T))) {
+  for (size_t n : testing::ChunkBoundaryLengths(kShardChunkBytes / sizeof(T))) {
     const std::vector<T> x = testing::RandomCompactInput<T>(n, rng);
     for (int mode = 0; mode < 3; ++mode) {
       CompactOptions one;
@@ -177,7 +177,7 @@ TEST_F(ShardsTest, ShardOnDeadServerFailsNamingIt) {
     TestServer gone;
     dead = gone.target();
   }
-  ClientOptions co = servers_[0]->client_options(kChunkBytes);
+  ClientOptions co = servers_[0]->client_options(kShardChunkBytes);
   co.target = "ipv4:" + servers_[0]->target() + "," + dead;
   co.timeout = std::chrono::seconds(10);
   Client client(co);
@@ -194,7 +194,7 @@ TEST_F(ShardsTest, ShardOnDeadServerFailsNamingIt) {
       EXPECT_THAT(e.message(), HasSubstr("of 2 (server ipv4:" + dead + ")"));
     }
   }
-  ClientOptions live = servers_[0]->client_options(kChunkBytes);
+  ClientOptions live = servers_[0]->client_options(kShardChunkBytes);
   Client one(live);
   ScanOptions o;
   o.shards = 2;  // one address: two connections to the same server

@@ -37,7 +37,7 @@ void CheckScan2D(Op op, std::size_t rows, std::size_t cols) {
 }
 
 template <class T>
-void CheckEveryOperator(std::size_t rows, std::size_t cols) {
+void CheckEveryOperator2D(std::size_t rows, std::size_t cols) {
   CheckScan2D<T, ops::Sum<T>>(Op::kSum, rows, cols);
   CheckScan2D<T, ops::Product<T>>(Op::kProduct, rows, cols);
   CheckScan2D<T, ops::Min<T>>(Op::kMin, rows, cols);
@@ -52,12 +52,12 @@ void CheckEveryOperator(std::size_t rows, std::size_t cols) {
 TEST(CpuScan2D, EveryDTypeAndOperator) {
   // 70 x 1111: past the parallel threshold; 3 x 16385: a column strip (16 Ki) and one more.
   for (const auto& [rows, cols] : {std::pair<std::size_t, std::size_t>{70, 1111}, {3, 16385}}) {
-    CheckEveryOperator<int32_t>(rows, cols);
-    CheckEveryOperator<int64_t>(rows, cols);
-    CheckEveryOperator<uint32_t>(rows, cols);
-    CheckEveryOperator<uint64_t>(rows, cols);
-    CheckEveryOperator<float>(rows, cols);
-    CheckEveryOperator<double>(rows, cols);
+    CheckEveryOperator2D<int32_t>(rows, cols);
+    CheckEveryOperator2D<int64_t>(rows, cols);
+    CheckEveryOperator2D<uint32_t>(rows, cols);
+    CheckEveryOperator2D<uint64_t>(rows, cols);
+    CheckEveryOperator2D<float>(rows, cols);
+    CheckEveryOperator2D<double>(rows, cols);
   }
 }
 

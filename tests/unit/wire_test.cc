@@ -127,7 +127,7 @@ TEST(WireTest, MalformedBytesAreInvalidArgumentNamingTheMessage) {
     grpc::Status s =
         DecodeWithPayload(Cut(wire, rng), v1::ScanRequest::kDataFieldNumber, *pool, &chunk.msg, &chunk.data,
                           "the ScanRequest");
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << testing::PrintToString(wire);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << ::testing::PrintToString(wire);
     EXPECT_NE(s.error_message().find("the ScanRequest is not a valid message"), std::string::npos) << s.error_message();
   }
 }
@@ -146,7 +146,7 @@ TEST(WireTest, RandomBytesNeverCrashAndAcceptedOnesAgreeWithProtobuf) {
     }
     ++accepted;
     v1::ScanRequest parsed;
-    ASSERT_TRUE(parsed.ParseFromString(wire)) << testing::PrintToString(wire);
+    ASSERT_TRUE(parsed.ParseFromString(wire)) << ::testing::PrintToString(wire);
     EXPECT_EQ(std::string(chunk.data.data(), chunk.data.size()), parsed.data());
   }
   EXPECT_GT(accepted, 40);  // the loop did check something (65 with this seed)
