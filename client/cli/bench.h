@@ -29,6 +29,9 @@ struct E2EArgs {
   std::vector<unsigned> concurrency = {1, 4, 16, 64};
   double duration_s = 5;  // per level and per ceiling run
   uint64_t requests = 0;  // per level instead of duration when set
+  // Untimed calls before each level and before its ceiling: a fresh server's first call also
+  // grows its payload pool and registers it for DMA, once, which the ceiling after it never pays.
+  uint32_t warmup_calls = 1;
   // Striped lanes per call (1 = one call); the ceiling then runs as many plain Transport calls
   // at once, each on its lane's connection.
   uint32_t lanes = 1;

@@ -208,6 +208,19 @@ LevelResult RunLevel(unsigned concurrency, const E2EArgs& a, uint64_t bytes, Cal
   return r;
 }
 
+// `calls` untimed calls, one after the other; a failing one fails its level the same way, so
+// its error is left for the timed calls to report.
+template <class Call>
+void WarmUp(uint32_t calls, Call&& call) {
+  for (uint32_t i = 0; i < calls; ++i) {
+    try {
+      call();
+    } catch (const std::exception&) {
+      return;
+    }
+  }
+}
+
 std::string LatencyJson(const LevelResult& r) {
   return "{\"p50\":" + JsonNumber(r.p50) + ",\"p90\":" + JsonNumber(r.p90) + ",\"p99\":" + JsonNumber(r.p99) + "}";
 }
@@ -321,22 +334,53 @@ class RegionPool {
   std::vector<Pair*> free_;
 };
 
-// memcmp on 8 threads: the check is the bench's, and one thread would take longer than the call.
-bool SameBytes(const void* a, const void* b, size_t bytes) {
-  constexpr unsigned kThreads = 8;
-  std::atomic<bool> same{true};
+// Host passes over shared-memory regions on kHostThreads threads: the check's memcmp, and the
+// --shm ceiling (the host's own copy, or read, of the same bytes); one thread would take longer
+// than the call.
+constexpr unsigned kHostThreads = 8;
+template <class Part>
+void OnHostThreads(size_t bytes, Part&& part) {  // part(from, to) on disjoint ranges
   std::vector<std::thread> threads;
-  const size_t per = (bytes + kThreads - 1) / kThreads;
-  for (unsigned t = 0; t < kThreads; ++t) {
+  const size_t per = (bytes + kHostThreads - 1) / kHostThreads;
+  for (unsigned t = 0; t < kHostThreads; ++t) {
     threads.emplace_back([&, t] {
       const size_t from = std::min(bytes, t * per), to = std::min(bytes, from + per);
-      if (std::memcmp(static_cast<const char*>(a) + from, static_cast<const char*>(b) + from, to - from) != 0) {
-        same = false;
-      }
+      part(from, to);
     });
   }
   for (auto& th : threads) th.join();
+}
+
+bool SameBytes(const void* a, const void* b, size_t bytes) {
+  std::atomic<bool> same{true};
+  OnHostThreads(bytes, [&](size_t from, size_t to) {
+    if (std::memcmp(static_cast<const char*>(a) + from, static_cast<const char*>(b) + from, to - from) != 0) {
+      same = false;
+    }
+  });
   return same;
+}
+
+// The --shm ceiling: what moving the same bytes through host memory costs here. A call that
+// writes results (scan, compact) against copying the input region into the output region; one
+// that only reads (reduce) against reading the input once (an XOR of its 8-byte words).
+void HostPass(const void* in, void* out, size_t bytes, bool copy) {
+  std::atomic<uint64_t> fold{0};
+  OnHostThreads(bytes, [&](size_t from, size_t to) {
+    if (copy) {
+      std::memcpy(static_cast<char*>(out) + from, static_cast<const char*>(in) + from, to - from);
+      return;
+    }
+    uint64_t x = 0;
+    for (size_t i = from; i + 8 <= to; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, static_cast<const char*>(in) + i, 8);
+      x ^= w;
+    }
+    fold ^= x;
+  });
+  volatile uint64_t sink = fold.load();  // the reads must happen
+  (void)sink;
 }
 
 // One call on shared memory (a scan writes into the output region, a compaction its kept
@@ -451,6 +495,12 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
   // when they copy (--plain-io's Source, shards' checked SourceAt).
   const void* ceiling_data = a.plain_io || shards > 1 ? nullptr : input.data();
   auto ceiling_call = [&]() -> Timing {
+    if (pool) {
+      RegionPool::Pair* r = pool->Take();
+      HostPass(r->in.data(), r->out.data(), bytes, echo);
+      pool->Give(r);
+      return {};
+    }
     TransportResult t = streams > 1 ? client.TransportLanes(bytes, echo, streams, 0, ceiling_data)
                                     : client.Transport(bytes, echo, 0, ceiling_data);
     if (t.bytes_in != bytes || (echo && t.bytes_received != bytes)) {
@@ -469,9 +519,13 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
               : lanes > 1 ? (std::to_string(lanes) + " lanes per call, each on its own connection").c_str()
               : a.shm     ? "arrays in shared-memory regions, headers on one channel"
                           : "one shared channel");
-  std::printf("server %s: %s engine%s%s; ceiling: Transport %s of %s%s%s\n", g.server.c_str(), info.engine().c_str(),
-              device.empty() ? "" : ", ", device.c_str(), echo ? "with echo" : "without echo",
-              ceiling_data ? "the input in place" : "a pattern copied into each message",
+  const std::string ceiling_name =
+      pool ? std::string(echo ? "the host copying" : "the host reading") + " the same bytes on " +
+                 std::to_string(kHostThreads) + " threads"
+           : std::string("Transport ") + (echo ? "with echo" : "without echo") + " of " +
+                 (ceiling_data ? "the input in place" : "a pattern copied into each message");
+  std::printf("server %s: %s engine%s%s; ceiling: %s%s%s\n", g.server.c_str(), info.engine().c_str(),
+              device.empty() ? "" : ", ", device.c_str(), ceiling_name.c_str(),
               streams > 1 ? (", " + std::to_string(streams) + " plain calls at once on connections of their own").c_str()
                           : "",
               expected.empty() ? "" : "; results checked");
@@ -486,7 +540,9 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
     if (pool) {
       pool->Fill(c, [&](RegionPool::Pair& r) { SharedCall(client, a, dtype, r, bytes, expected, predicate); });
     }
+    WarmUp(a.warmup_calls, service_call);
     const LevelResult s = RunLevel(c, a, bytes, service_call);
+    WarmUp(a.warmup_calls, ceiling_call);
     const LevelResult t = RunLevel(c, a, bytes, ceiling_call);
     const double pct = t.gbps > 0 ? 100.0 * s.gbps / t.gbps : 0;
     std::printf("%5u %9.1f %8.3f %9.3f %9.3f %9.3f | %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f | %9.3f %7.1f%%\n", c,
@@ -504,11 +560,15 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
                        ",\"elements\":" + std::to_string(n) + ",\"bytes_per_request\":" + std::to_string(bytes) +
                        ",\"duration_s\":" + (a.requests ? "null" : JsonNumber(a.duration_s)) +
                        ",\"requests_per_level\":" + (a.requests ? std::to_string(a.requests) : "null") +
+                       ",\"warmup_calls\":" + std::to_string(a.warmup_calls) +
                        ",\"channel\":\"shared\",\"shm\":" + (a.shm ? "true" : "false") + ",\"lanes\":" + std::to_string(lanes) + ",\"shards\":" + std::to_string(shards) +
                        ",\"checked\":" + (expected.empty() ? "false" : "true") + ",\"plain_io\":" + (a.plain_io ? "true" : "false") + ",\"server\":{\"target\":" + JsonQuote(g.server) +
                        ",\"engine\":" + JsonQuote(info.engine()) + ",\"device\":" + JsonQuote(device) +
-                       ",\"version\":" + JsonQuote(info.version()) + "},\"ceiling_rpc\":{\"name\":\"Transport\",\"echo\":" +
-                       (echo ? "true" : "false") + ",\"payload\":" + (ceiling_data ? "\"input\"" : "\"pattern\"") +
+                       ",\"version\":" + JsonQuote(info.version()) + "},\"ceiling_rpc\":{\"name\":" + (pool ? "\"host\"" : "\"Transport\"") + ",\"echo\":" +
+                       (echo ? "true" : "false") +
+                       (pool ? ",\"host\":" + std::string(echo ? "\"memcpy\"" : "\"read\"") +
+                                   ",\"threads\":" + std::to_string(kHostThreads)
+                             : ",\"payload\":" + std::string(ceiling_data ? "\"input\"" : "\"pattern\"")) +
                        "},\"levels\":[" + levels_json + "]}\n";
     std::ofstream f(a.json_path, std::ios::binary);
     if (!f || !(f << json)) throw std::runtime_error("cannot write " + a.json_path);

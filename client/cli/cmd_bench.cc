@@ -77,6 +77,10 @@ Command AddBenchCommand(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--requests", a->e.requests, "e2e: requests per level instead of a duration")
       ->check(CLI::PositiveNumber)
       ->excludes(duration);
+  cmd->add_option("--warmup-calls", a->e.warmup_calls,
+                  "e2e: untimed calls before each level and before its ceiling (a fresh server's first call "
+                  "also grows and registers its buffers)")
+      ->capture_default_str();
   cmd->add_option("--lanes", a->e.lanes,
                   "e2e: striped lanes per call (one array over K calls on K connections); the ceiling "
                   "then runs K plain Transport calls at once on the same K connections")

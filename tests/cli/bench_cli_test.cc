@@ -70,6 +70,7 @@ TEST_F(BenchCli, E2EScanReportsLevelsAndTheTransportCeiling) {
   EXPECT_EQ(doc.fields().at("dtype").string_value(), "int32");
   EXPECT_EQ(Number(doc, "elements"), 100000);
   EXPECT_EQ(Number(doc, "bytes_per_request"), 400000);
+  EXPECT_EQ(Number(doc, "warmup_calls"), 1);  // the default: one untimed call before each level and ceiling
   EXPECT_EQ(Object(doc, "server").fields().at("engine").string_value(), "cpu");
   EXPECT_TRUE(Object(doc, "ceiling_rpc").fields().at("echo").bool_value());
   // The calls send the input from where it lies, so the ceiling sends the same bytes the same way.
@@ -122,15 +123,49 @@ TEST_F(BenchCli, E2EScanOverLanesChecked) {
   EXPECT_EQ(Number(Object(level, "ceiling"), "errors"), 0);
 }
 
+// --shm: arrays in regions under the server's --shm-dir, and the ceiling is the host's own pass
+// over the same bytes (a copy for a scan, a read for a reduce), measured in the same run.
+TEST_F(BenchCli, E2ESharedMemoryMeasuresTheHostsOwnCopyAsItsCeiling) {
+  TempDir regions;
+  std::unique_ptr<server::Server> shm_server = StartCpuServer("127.0.0.1:0", regions.str());
+  for (const char* op : {"scan", "reduce"}) {
+    const std::string json_path = dir_ / (std::string(op) + "_shm.json");
+    const std::string cmd = std::string(GPUSCAN_CLI_PATH) + " --no-progress -s " + shm_server->address() +
+                            " bench --e2e --op " + op + " --bytes 400000 --shm --check --concurrency 1 --requests 3 --json " +
+                            json_path + " > " + dir_ / "stdout" + " 2> " + dir_ / "stderr";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadFile(dir_ / "stdout") << ReadFile(dir_ / "stderr");
+    const bool scan = std::string(op) == "scan";
+    EXPECT_NE(ReadFile(dir_ / "stdout").find(scan ? "ceiling: the host copying the same bytes on 8 threads"
+                                                  : "ceiling: the host reading the same bytes on 8 threads"),
+              std::string::npos)
+        << ReadFile(dir_ / "stdout");
+    pb::Struct doc;
+    ASSERT_TRUE(pb::util::JsonStringToMessage(ReadFile(json_path), &doc).ok());
+    EXPECT_TRUE(doc.fields().at("shm").bool_value());
+    const pb::Struct& ceiling_rpc = Object(doc, "ceiling_rpc");
+    EXPECT_EQ(ceiling_rpc.fields().at("name").string_value(), "host");
+    EXPECT_EQ(ceiling_rpc.fields().at("host").string_value(), scan ? "memcpy" : "read");
+    EXPECT_EQ(Number(ceiling_rpc, "threads"), 8);
+    const pb::Struct& level = doc.fields().at("levels").list_value().values(0).struct_value();
+    EXPECT_EQ(Number(level, "requests"), 3);
+    EXPECT_EQ(Number(level, "errors"), 0);
+    EXPECT_EQ(Number(Object(level, "ceiling"), "requests"), 3);
+    EXPECT_GT(Number(Object(level, "ceiling"), "gbps"), 0);
+    EXPECT_GT(Number(level, "pct_of_ceiling"), 0);
+  }
+  shm_server->Shutdown();
+}
+
 TEST_F(BenchCli, E2EReduceByRequestCount) {
   const std::string json_path = dir_ / "reduce.json";
-  ASSERT_EQ(Run("bench --e2e --op reduce --dtype float64 --bytes 80000 --concurrency 2 --requests 6 --plain-io --json " +
+  ASSERT_EQ(Run("bench --e2e --op reduce --dtype float64 --bytes 80000 --concurrency 2 --requests 6 --plain-io --warmup-calls 0 --json " +
                 json_path),
             0)
       << out_ << err_;
   pb::Struct doc;
   ASSERT_TRUE(pb::util::JsonStringToMessage(ReadFile(json_path), &doc).ok());
   EXPECT_EQ(Number(doc, "elements"), 10000);
+  EXPECT_EQ(Number(doc, "warmup_calls"), 0);
   EXPECT_FALSE(Object(doc, "ceiling_rpc").fields().at("echo").bool_value());
   // --plain-io's Source is copied into each message, and so is the ceiling's pattern.
   EXPECT_EQ(Object(doc, "ceiling_rpc").fields().at("payload").string_value(), "pattern");

@@ -1,4 +1,5 @@
-// The real gpuscan server (CPU engine) started in this process on a free loopback port (or `address`).
+// The real gpuscan server (CPU engine) started in this process on a free loopback port (or
+// `address`); with shm_dir, shared-memory calls open regions there (--shm-dir).
 #pragma once
 
 #include <memory>
@@ -9,9 +10,11 @@
 
 namespace gpuscan::cli_test {
 
-inline std::unique_ptr<server::Server> StartCpuServer(const std::string& address = "127.0.0.1:0") {
+inline std::unique_ptr<server::Server> StartCpuServer(const std::string& address = "127.0.0.1:0",
+                                                      const std::string& shm_dir = "") {
   server::ServerOptions options;
   options.address = address;
+  options.shm_dir = shm_dir;
   engine::EngineOptions eo;
   eo.kind = engine::EngineKind::kCpu;
   std::string why;

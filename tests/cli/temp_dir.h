@@ -21,6 +21,7 @@ class TempDir {
     std::filesystem::remove_all(path_, ec);
   }
   std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+  std::string str() const { return path_.string(); }
 
  private:
   std::filesystem::path path_;
