@@ -41,8 +41,8 @@ TransportResult RunTransport(const std::shared_ptr<grpc::Channel>& channel, grpc
   // Without an array: one chunk of a fixed pattern, copied into each message's slice, the one
   // copy a chunk of a Source that is not an array in memory takes (both read responses in place).
   // With one: its chunks borrowed in place, as the calls send a SourceAt::Memory.
-  if (input.data != nullptr && borrowed == nullptr) throw std::logic_error("RunTransport: an array needs borrowed");
-  std::string pattern(input.data != nullptr ? 0
+  if (input.array != nullptr && borrowed == nullptr) throw std::logic_error("RunTransport: an array needs borrowed");
+  std::string pattern(input.array != nullptr ? 0
                                             : static_cast<size_t>(std::min<uint64_t>(chunk_bytes, std::max<uint64_t>(total_bytes, 1))),
                       '\0');
   for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<char>(i * 131 + 7);
@@ -54,14 +54,12 @@ TransportResult RunTransport(const std::shared_ptr<grpc::Channel>& channel, grpc
     uint64_t left = total_bytes;
     for (uint64_t i = 0; i == 0 || left > 0; ++i) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(left, chunk_bytes));
-      if (input.data == nullptr) {
+      if (input.array == nullptr) {
         req.data = grpc::Slice(pattern.data(), n);  // a copy, like a Source's
-      } else if (n > 0) {
-        const uint64_t offset = (input.first_chunk + i * input.stride) * chunk_bytes;
-        if (offset + n > input.array_bytes) throw std::logic_error("RunTransport: chunk past the array");
-        req.data = borrowed->Borrow(input.data + offset, n);
       } else {
-        req.data = grpc::Slice();  // an empty call: the request alone
+        // Empty past the array's end: an empty call (or lane) sends the request alone.
+        req.data = ChunkAt(*input.array, input.first_chunk + i * input.stride, chunk_bytes, borrowed);
+        if (req.data.size() != n) throw std::logic_error("RunTransport: chunk past the array");
       }
       if (!stream->Write(req)) return;
       left -= n;
@@ -91,7 +89,8 @@ TransportResult Client::Transport(uint64_t total_bytes, bool echo, size_t chunk_
   const auto start = std::chrono::steady_clock::now();
   detail::BorrowedSlices borrowed;  // before the call: it outlives the slices gRPC still holds
   auto ctx = NewContext();
-  const detail::TransportInput input{static_cast<const char*>(data), total_bytes};
+  const SourceAt array = SourceAt::Memory(data, data != nullptr ? total_bytes : 0);
+  const detail::TransportInput input{data != nullptr ? &array : nullptr};
   TransportResult result = detail::RunTransport(channel_, *ctx, total_bytes, echo, chunk_bytes, input, &borrowed);
   result.wall_us = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());

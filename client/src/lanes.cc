@@ -580,6 +580,7 @@ TransportResult Client::TransportLanes(uint64_t total_bytes, bool echo, uint32_t
   if (lanes < 1) lanes = 1;
   if (chunk_bytes == 0) chunk_bytes = options_.chunk_bytes ? options_.chunk_bytes : 1 << 20;
   detail::BorrowedSlices borrowed;  // before the lanes' calls: it outlives the slices gRPC still holds
+  const SourceAt array = SourceAt::Memory(data, data != nullptr ? total_bytes : 0);
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   lane_pool_->Stubs(lanes, &channels);
   const auto start = std::chrono::steady_clock::now();
@@ -597,7 +598,7 @@ TransportResult Client::TransportLanes(uint64_t total_bytes, bool echo, uint32_t
         // A Client over the lane's channel would open a new connection; use the channel directly.
         grpc::ClientContext ctx;
         if (options_.timeout.count() > 0) ctx.set_deadline(std::chrono::system_clock::now() + options_.timeout);
-        const detail::TransportInput input{static_cast<const char*>(data), total_bytes, l, lanes};
+        const detail::TransportInput input{data != nullptr ? &array : nullptr, l, lanes};
         results[l] = detail::RunTransport(channels[l], ctx, bytes, echo, chunk_bytes, input, &borrowed);
       } catch (...) {
         errors[l] = std::current_exception();

@@ -237,18 +237,17 @@ std::unique_ptr<grpc::ClientWriter<RawOut<ReqMsg>>> RawWriter(const std::shared_
       grpc::internal::ClientWriterFactory<RawOut<ReqMsg>>::Create(channel.get(), method, ctx, response));
 }
 
-// Where a Transport call's bytes come from: a fixed pattern copied into each message (`data`
-// null), or chunks first_chunk, first_chunk + stride, ... of an array of array_bytes in memory,
-// borrowed as the calls send a SourceAt::Memory (the ceiling of the same bytes sent the same way).
+// Where a Transport call's bytes come from: a fixed pattern copied into each message (`array`
+// null), or chunks first_chunk, first_chunk + stride, ... of a SourceAt::Memory array, borrowed
+// by ChunkAt as the calls send one (the ceiling of the same bytes sent the same way).
 struct TransportInput {
-  const char* data = nullptr;
-  uint64_t array_bytes = 0;
+  const SourceAt* array = nullptr;
   uint64_t first_chunk = 0;
   uint64_t stride = 1;
 };
 
 // One raw Transport call of `total_bytes` on `channel` (diagnostic_calls.cc); wall_us left 0.
-// `borrowed` must outlive ctx when input.data is set.
+// `borrowed` must outlive ctx when input.array is set.
 TransportResult RunTransport(const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext& ctx,
                              uint64_t total_bytes, bool echo, size_t chunk_bytes, const TransportInput& input = {},
                              BorrowedSlices* borrowed = nullptr);

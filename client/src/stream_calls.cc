@@ -26,8 +26,9 @@ size_t ReadInto(std::string* field, Source& in, size_t bytes, bool& ended) {
 }
 
 // Writes the Source's chunks as raw requests, each a slice that gRPC sends as it is (borrowed
-// from the caller's array, or filled from the Source: NextChunk). The header rides in `req` with the first (sent alone when the input is empty). Stops early
-// when the call is over (its Finish says why).
+// from the caller's array, or filled from the Source: NextChunk). The header rides in `req` with
+// the first (sent alone when the input is empty). Stops early when the call is over (its Finish
+// says why).
 template <class Msg, class Stream>
 void WriteRawChunks(Stream& stream, detail::RawOut<Msg> req, Source& in, size_t chunk, ProgressTracker& tracker,
                     detail::BorrowedSlices& borrowed) {
