@@ -544,6 +544,15 @@ class Suite {
       BENCH_CHECK((kernels::Reduce<T, Op>(use_cub, nullptr, b, nullptr, n, nullptr, nullptr, s())));
       temp = std::max(temp, b);
     }
+    // The reproducible float reduction (the engine's default): the canonical tree's state after
+    // whole supers of 2^20 elements holds the total as its carry.
+    const bool deterministic = std::is_floating_point_v<T> && Wants("deterministic") && n % (1u << 20) == 0;
+    if constexpr (std::is_floating_point_v<T>) {
+      std::size_t b = 0;
+      BENCH_CHECK((kernels::CanonicalScan<T, Op>(nullptr, b, nullptr, nullptr, n / 4096, 0, false, nullptr, s())));
+      temp = std::max(temp, b);
+      if (!state_.get() && !state_.Allocate(sizeof(kernels::CanonicalState<double>))) return true;
+    }
     if (!Prepare(What("reduce", dtype, n), n * sizeof(T), 0, 0, temp)) return true;
     FillPools<T>(n + 1, false);
     const uint64_t bytes = n * sizeof(T);
@@ -572,6 +581,25 @@ class Suite {
       BENCH_CHECK(call(false, in(0), result));
       const bool ok = SameHost(FetchValue<T>(4), ref_value);
       if (!Emit(MakeRow("reduce", "one_pass", dtype, n, bytes, t, copy.median_us, cub.median_us, ok))) return false;
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+      if (deterministic) {
+        auto* state = reinterpret_cast<kernels::CanonicalState<T>*>(state_.get());
+        auto det = [&](const T* x) {  // no output: the state only
+          std::size_t b = temp_.bytes();
+          return kernels::CanonicalScan<T, Op>(temp_.get(), b, x, nullptr, n / 4096, 0, false, state, s());
+        };
+        const Times t = Time([&](int r) { return det(in(r)); });
+        BENCH_CHECK(det(in(0)));
+        T total{};
+        BENCH_CHECK(cudaMemcpyAsync(&total, &state->carry, sizeof(T), cudaMemcpyDeviceToHost, s()));
+        BENCH_CHECK(cudaStreamSynchronize(s()));
+        const bool ok = SameHost(total, ref_value);  // the suite's data sums exactly
+        if (!Emit(MakeRow("reduce", "deterministic", dtype, n, bytes, t, copy.median_us, cub.median_us, ok))) return false;
+      } else if (Wants("deterministic") && !reduce_deterministic_noted_) {
+        Note("reduce deterministic: kernel rows only for n a multiple of 2^20 (whole supers)");
+        reduce_deterministic_noted_ = true;
+      }
     }
     return true;
   }
@@ -938,6 +966,7 @@ class Suite {
   uint64_t slots_ = 1;
   bool chained_noted_ = false;
   bool deterministic_noted_ = false;
+  bool reduce_deterministic_noted_ = false;
   bool histogram_noted_ = false;
   bool segmented_noted_ = false;
   bool rbk_noted_ = false;

@@ -27,31 +27,119 @@ constexpr int kThreads = 256;  // = segments per tile = tiles per super
 constexpr int kItems = 16;     // = items per segment
 constexpr int kTile = kThreads * kItems;
 
-// One padding element per 128 bytes keeps a thread's 16 consecutive items off each other's banks:
-// 32 4-byte banks, and 8-byte accesses go a half-warp at a time, so doubles take one per 16
-// (one per 32 left them two-way conflicted: bench/NOTES.md, 2026-11-26).
+// How a tile sits in shared memory. Thread t folds its segment (items 16t..16t+15); loads and
+// stores to global memory are striped (item r * kThreads + t is thread t's r-th).
+//  - 4-byte types: 16-byte vectors, eight to a 128-byte row (all 32 banks), each row's vectors
+//    XOR-swizzled by its row number (its low two bits). A segment is read and written as 4
+//    vectors, and the 8 threads of one 128-bit access phase (a quarter-warp) touch 8 different
+//    bank groups; so do the striped 16-byte copies to and from global memory. The padded layout
+//    before took 16 scalar accesses a segment (float32 +2.6 points of copy on the H200).
+//  - 8-byte types: one padding item per 16 (a half-warp's 64-bit accesses then fall on 16
+//    different bank pairs), items one at a time: the vector layout ran float64 4 points slower
+//    on the H200 (bench/NOTES.md, 2026-11-26).
 template <class T>
-constexpr int kPadEvery = 128 / sizeof(T);
+constexpr bool kVectorTile = sizeof(T) == 4;
 template <class T>
-constexpr int kPadded = kTile + kTile / kPadEvery<T>;
+constexpr int kVec = 16 / static_cast<int>(sizeof(T));  // items a vector
+constexpr int kPadEvery = 16;                              // 8-byte types: a padding item per 16
 template <class T>
-__device__ __forceinline__ int Pad(int i) { return i + static_cast<int>(static_cast<unsigned>(i) / kPadEvery<T>); }
+constexpr int kSmemItems = kVectorTile<T> ? kTile : kTile + kTile / kPadEvery;
 
 template <class T>
-struct TileSmem {
-  T items[kPadded<T>];
+struct alignas(16) Vec {
+  T v[kVec<T>];
+};
+
+// Where vector k of a 4-byte tile sits (in vectors).
+__device__ __forceinline__ int VecSlot(int k) { return k ^ ((k >> 3) & 3); }
+// Where item i of a tile sits (in items).
+template <class T>
+__device__ __forceinline__ int ItemSlot(int i) {
+  if constexpr (kVectorTile<T>) {
+    return VecSlot(i / kVec<T>) * kVec<T> + i % kVec<T>;
+  } else {
+    return i + static_cast<int>(static_cast<unsigned>(i) / kPadEvery);
+  }
+}
+// Where thread tid's r-th striped item (r * kThreads + tid) sits. The swizzle repeats every
+// 8 * 16 items, so there it is r * kThreads after the first (one address to keep, not 16).
+template <class T>
+__device__ __forceinline__ int StripeSlot(int tid, int r) {
+  static_assert(kThreads % (8 * kItems) == 0, "a stripe of kThreads items is whole swizzle periods");
+  if constexpr (kVectorTile<T>) {
+    return ItemSlot<T>(tid) + r * kThreads;
+  } else {
+    return ItemSlot<T>(r * kThreads + tid);
+  }
+}
+template <class T>
+__device__ __forceinline__ Vec<T>& VecAt(T* items, int k) {
+  return *reinterpret_cast<Vec<T>*>(items + VecSlot(k) * kVec<T>);
+}
+template <class T>
+__device__ __forceinline__ const Vec<T>& VecAt(const T* items, int k) {
+  return *reinterpret_cast<const Vec<T>*>(items + VecSlot(k) * kVec<T>);
+}
+
+// 16-byte aligned for vector tiles only (an alignment that other types' code could exploit
+// would change their machine code for nothing).
+template <class T>
+constexpr std::size_t kSmemAlign = kVectorTile<T> ? 16 : alignof(T);
+
+template <class T>
+struct alignas(kSmemAlign<T>) TileSmem {
+  T items[kSmemItems<T>];
   T hs[2][kThreads];
 };
 
-// Striped (coalesced) loads, then each thread takes its segment's 16 consecutive items.
+// This thread's segment out of a tile in shared memory, and back.
+template <class T>
+__device__ __forceinline__ void ReadSegment(const T* items, T (&x)[kItems]) {
+  if constexpr (kVectorTile<T>) {
+#pragma unroll
+    for (int v = 0; v < kItems / kVec<T>; ++v) {
+      const Vec<T> q = VecAt(items, threadIdx.x * (kItems / kVec<T>) + v);
+#pragma unroll
+      for (int k = 0; k < kVec<T>; ++k) x[v * kVec<T> + k] = q.v[k];
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) x[i] = items[ItemSlot<T>(threadIdx.x * kItems + i)];
+  }
+}
+template <class T>
+__device__ __forceinline__ void WriteSegment(T* items, const T (&y)[kItems]) {
+  if constexpr (kVectorTile<T>) {
+#pragma unroll
+    for (int v = 0; v < kItems / kVec<T>; ++v) {
+      Vec<T> q;
+#pragma unroll
+      for (int k = 0; k < kVec<T>; ++k) q.v[k] = y[v * kVec<T> + k];
+      VecAt(items, threadIdx.x * (kItems / kVec<T>) + v) = q;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) items[ItemSlot<T>(threadIdx.x * kItems + i)] = y[i];
+  }
+}
+
+// Striped (coalesced) loads, 16 bytes each for 4-byte types where `in` allows, then each thread
+// takes its segment's 16 consecutive items.
 template <class T>
 __device__ __forceinline__ void LoadSegment(const T* in, T (&x)[kItems], TileSmem<T>& sm) {
   const int tid = threadIdx.x;
+  if (kVectorTile<T> && Aligned16(in)) {
 #pragma unroll
-  for (int r = 0; r < kItems; ++r) sm.items[Pad<T>(r * kThreads + tid)] = in[r * kThreads + tid];
+    for (int r = 0; r < kTile / kVec<T> / kThreads; ++r) {
+      const int k = r * kThreads + tid;
+      VecAt(sm.items, k) = reinterpret_cast<const Vec<T>*>(in)[k];
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < kItems; ++r) sm.items[StripeSlot<T>(tid, r)] = in[r * kThreads + tid];
+  }
   __syncthreads();
-#pragma unroll
-  for (int i = 0; i < kItems; ++i) x[i] = sm.items[Pad<T>(tid * kItems + i)];
+  ReadSegment(sm.items, x);
 }
 
 template <class T, class Op>
@@ -191,19 +279,44 @@ __global__ void __launch_bounds__(kThreads)
 // contract) and nothing needs clearing.
 
 template <class T, int kStages>
-struct OnePassSmem {
-  T items[kStages][kPadded<T>];
+struct alignas(kSmemAlign<T>) OnePassSmem {
+  T items[kStages][kSmemItems<T>];
   T hs[2][kThreads];
 };
 
-// Starts the copy of tile t's elements into items (striped, padded as LoadSegment's).
+// Starts the copy of tile t's elements into items (striped: 16 bytes a copy when `vec`, the
+// input being 16-byte aligned, for 4-byte types; else an item a copy).
 template <class T>
-__device__ __forceinline__ void IssueTileLoad(const T* in, uint32_t t, T* items) {
+__device__ __forceinline__ void IssueTileLoad(const T* in, uint32_t t, T* items, bool vec) {
   const int tid = threadIdx.x;
   const T* src = in + static_cast<uint64_t>(t) * kTile;
+  if (kVectorTile<T> && vec) {
 #pragma unroll
-  for (int r = 0; r < kItems; ++r) {
-    __pipeline_memcpy_async(&items[Pad<T>(r * kThreads + tid)], &src[r * kThreads + tid], sizeof(T));
+    for (int r = 0; r < kTile / kVec<T> / kThreads; ++r) {
+      const int k = r * kThreads + tid;
+      __pipeline_memcpy_async(&VecAt(items, k), src + k * kVec<T>, sizeof(Vec<T>));
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < kItems; ++r) {
+      __pipeline_memcpy_async(&items[StripeSlot<T>(tid, r)], &src[r * kThreads + tid], sizeof(T));
+    }
+  }
+}
+
+// Stores a scanned tile from shared memory (striped, as IssueTileLoad).
+template <class T>
+__device__ __forceinline__ void StoreTile(const T* items, T* dst, bool vec) {
+  const int tid = threadIdx.x;
+  if (kVectorTile<T> && vec) {
+#pragma unroll
+    for (int r = 0; r < kTile / kVec<T> / kThreads; ++r) {
+      const int k = r * kThreads + tid;
+      reinterpret_cast<Vec<T>*>(dst)[k] = VecAt(items, k);
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < kItems; ++r) dst[r * kThreads + tid] = items[StripeSlot<T>(tid, r)];
   }
 }
 
@@ -280,6 +393,7 @@ __global__ void __launch_bounds__(kThreads)
   const Op op;
   const int tid = threadIdx.x;
   const uint32_t tiles = w.tiles;
+  const bool vec = Aligned16(in) && Aligned16(out);  // tiles move 16 bytes a copy
   // Thread 0 draws each ticket an iteration before the block needs it, so the atomic's round
   // trip is off the block's path (waited for at the start only). Every block draws until a
   // ticket is past the launch's tiles, one such draw each: tiles + gridDim.x draws in all, and
@@ -303,18 +417,17 @@ __global__ void __launch_bounds__(kThreads)
   };
   uint32_t t0 = draw();
   w.epoch = s_epoch;
-  if (t0 < tiles) IssueTileLoad(in, t0, ps.items[0]);
+  if (t0 < tiles) IssueTileLoad(in, t0, ps.items[0], vec);
   __pipeline_commit();
   uint32_t t1 = t0 < tiles ? draw() : tiles;
-  if (t1 < tiles) IssueTileLoad(in, t1, ps.items[1]);
+  if (t1 < tiles) IssueTileLoad(in, t1, ps.items[1], vec);
   __pipeline_commit();
 
   // Phase 1 of tile u (its elements in items): Q, A out, Q[tid-1]; the super's last tile also
   // puts out T_b.
   auto phase1 = [&](uint32_t u, const T* items, T& q, T& q_prev) {
     T x[kItems];
-#pragma unroll
-    for (int i = 0; i < kItems; ++i) x[i] = items[Pad<T>(tid * kItems + i)];
+    ReadSegment(items, x);
     q = BlockHillisSteele<T, Op>(SegmentFold<T, Op>(x), ps.hs);
     if (tid == kThreads - 1) PublishTile(w.aggs, u, w.epoch, kFlagInclusive, q);  // A = Q[255]
     // Q[tid-1]: the lane before's; lane 0 computes the last level's node itself from hs[1],
@@ -347,7 +460,7 @@ __global__ void __launch_bounds__(kThreads)
     uint32_t t2 = tiles;
     if constexpr (kStages == 3) {
       t2 = drawn < tiles ? draw() : tiles;  // the barriers: the last tile's store is done
-      if (t2 < tiles) IssueTileLoad(in, t2, ps.items[(buf + 2) % kStages]);
+      if (t2 < tiles) IssueTileLoad(in, t2, ps.items[(buf + 2) % kStages], vec);
       __pipeline_commit();
     }
     if constexpr (kStages == 3) {
@@ -392,8 +505,7 @@ __global__ void __launch_bounds__(kThreads)
       has = true;
     }
     T x[kItems];
-#pragma unroll
-    for (int i = 0; i < kItems; ++i) x[i] = items[Pad<T>(tid * kItems + i)];
+    ReadSegment(items, x);
     T y[kItems];
     if (exclusive) {
       T v = has ? sp : Op::identity();
@@ -413,16 +525,13 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     T* slots = ps.items[buf];
-#pragma unroll
-    for (int i = 0; i < kItems; ++i) slots[Pad<T>(tid * kItems + i)] = y[i];  // this thread's own slots
+    WriteSegment(slots, y);  // this thread's own slots
     __syncthreads();
-    T* dst = out + static_cast<uint64_t>(t0) * kTile;
-#pragma unroll
-    for (int r = 0; r < kItems; ++r) dst[r * kThreads + tid] = slots[Pad<T>(r * kThreads + tid)];
+    StoreTile(slots, out + static_cast<uint64_t>(t0) * kTile, vec);
     ++finished;
     if constexpr (kStages == 2) {  // t0's buffer is free once draw's first barrier is passed
       t2 = drawn < tiles ? draw() : tiles;
-      if (t2 < tiles) IssueTileLoad(in, t2, ps.items[buf]);
+      if (t2 < tiles) IssueTileLoad(in, t2, ps.items[buf], vec);
       __pipeline_commit();
     }
     t0 = t1;
