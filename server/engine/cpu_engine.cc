@@ -175,6 +175,7 @@ class CpuScan final : public ScanSession {
   }
 
   std::string algorithm() const override { return "cpu_blocked"; }
+  bool on_host(uint64_t n) const override { return n * sizeof(T) <= kSmallChunkBytes; }
   // Begin runs the whole chunk and End has nothing left to do, so any thread may call it.
   uint64_t overlap_elements() const override { return UINT64_MAX; }
 
@@ -217,6 +218,7 @@ class CpuTreeScan final : public ScanSession {
   }
 
   std::string algorithm() const override { return "deterministic"; }
+  bool on_host(uint64_t n) const override { return n * sizeof(T) <= kSmallChunkBytes; }
   // Begin runs the whole chunk and End has nothing left to do, so any thread may call it.
   uint64_t overlap_elements() const override { return UINT64_MAX; }
 

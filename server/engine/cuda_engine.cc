@@ -505,6 +505,7 @@ class CudaScan final : public ScanSession {
   }
 
   uint64_t overlap_elements() const override { return kSubChunkBytes / sizeof(T); }
+  bool on_host(uint64_t n) const override { return n == 0 || (n * sizeof(T) <= kSmallChunkBytes && OnHost(n)); }
 
   std::string algorithm() const override { return kernels::ScanAlgorithmName(algo_); }
   // Staged through pinned memory: a range of `out` is written only after the same range of
@@ -687,6 +688,12 @@ class CudaTreeScan final : public ScanSession {
   }
 
   std::string algorithm() const override { return "deterministic"; }
+  // Small and within the partial tile: ScanChunk runs no whole tile on the device.
+  bool on_host(uint64_t n) const override {
+    if (n * sizeof(T) > kSmallChunkBytes) return false;
+    const uint64_t fill = cur_.left_n > 0 ? std::min<uint64_t>(n, canon::kTileItems - cur_.left_n) : 0;
+    return (n - fill) < canon::kTileItems;
+  }
 
  private:
   std::shared_ptr<Shared> sh_;

@@ -28,6 +28,7 @@ class SetScan final : public ScanSession {
   uint64_t Begin(const void* in, void* out, uint64_t n, StageTimes& t) override { return s_->Begin(in, out, n, t); }
   void End(uint64_t ticket, StageTimes& t) override { s_->End(ticket, t); }
   uint64_t overlap_elements() const override { return s_->overlap_elements(); }
+  bool on_host(uint64_t n) const override { return s_->on_host(n); }
   std::string device() const override { return device_; }
 
  private:

@@ -16,6 +16,10 @@
 
 namespace gpuscan::engine {
 
+// Chunks of at most this many bytes that a session computes on the host take microseconds (a
+// sequential pass, no device work, no waits): see ScanSession::on_host.
+inline constexpr uint64_t kSmallChunkBytes = 16 << 10;
+
 // Per-stage time a session spent on one chunk, in microseconds; sessions add to these.
 struct StageTimes {
   uint64_t h2d_us = 0;
@@ -45,6 +49,10 @@ class ScanSession {
   }
   virtual void End(uint64_t /*ticket*/, StageTimes& /*times*/) {}
   virtual uint64_t overlap_elements() const { return 0; }
+  // Whether the next chunk, of n elements, would be computed on the host in microseconds (at
+  // most kSmallChunkBytes, no device work, no waits). The service then runs it on gRPC's own
+  // thread rather than handing it to a worker and back. Asked between chunks. Default: never.
+  virtual bool on_host(uint64_t /*n*/) const { return false; }
   // The device this session runs on, for Timing.device and the metrics; empty: the engine's
   // device_name(). Set by a DeviceSet, whose sessions run on one device of several.
   virtual std::string device() const { return {}; }

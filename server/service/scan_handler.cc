@@ -81,6 +81,16 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
   void EndChunk(uint64_t ticket) override { session_->End(ticket, stages_); }
   uint64_t OverlapElements() const override { return session_ ? session_->overlap_elements() : 0; }
 
+  // A small chunk the session scans on the host, and the end (a count check and the Timing),
+  // run on gRPC's thread; never with shared memory, whose Complete scans the whole region.
+  bool RunsInline(const ScanChunk* req, bool session_open) const override {
+    if (shared_) return false;
+    if (req == nullptr) return true;
+    const size_t bytes = req->data.size();
+    if (!session_open) return bytes <= engine::kSmallChunkBytes;
+    return session_->on_host(bytes / engine::SizeOf(spec_.dtype));
+  }
+
   grpc::Status Complete(std::vector<ScanReply>& out) override {
     if (shared_) {
       if (auto s = ScanShared(); !s.ok()) return s;

@@ -111,6 +111,10 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
       read_closed_ = true;
       last_read_ = Clock::now();
       if (requests_ == 0) return FailAndMaybeFinish(lock, EmptyStreamStatus());
+      if (WorkInlineLocked()) {
+        lock.unlock();
+        return Work(true);
+      }
       MaybeWorkLocked();
       return;
     }
@@ -135,6 +139,11 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     if (status.ok() && join_) status = CheckLaneChunk(req, index, lane_spec_, &lane_short_seen_);
     if (!status.ok()) return FailAndMaybeFinish(lock, status);
     pending_.push_back(std::move(req));
+    if (WorkInlineLocked()) {
+      MaybeReadLocked();  // the next read is under way while this thread works
+      lock.unlock();
+      return Work(true);
+    }
     MaybeWorkLocked();
     MaybeReadLocked();
   }
@@ -200,6 +209,12 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   virtual uint64_t OverlapElements() const { return 0; }
   // Worker: after the last request; final checks, the final response (bidi: append to `out`).
   virtual grpc::Status Complete(std::vector<Resp>& out) = 0;
+  // Whether the work for request *req (nullptr: Complete) is microseconds on the host, so that
+  // gRPC's thread may do it itself instead of handing it to a worker and back (the hand-offs
+  // were most of a 1024-element call's time on the server). Asked under the lock with no worker
+  // running; session_open false asks whether it might be (before Open), true whether it is.
+  // Default: never.
+  virtual bool RunsInline(const Req* /*req*/, bool /*session_open*/) const { return false; }
   // For the log line: "dtype=int32 n=... algorithm=..."
   virtual std::string LogFields() const = 0;
   // For the metrics, asked only once OnHeader has accepted the header (before that all are
@@ -471,6 +486,28 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     this->StartRead(&incoming_);
   }
 
+  // Takes the worker's part for gRPC's thread when what is pending runs inline (RunsInline),
+  // opening the session here if need be (cheap; an Open that throws is left to a worker, which
+  // reports it). True: the caller must unlock and call Work(true).
+  bool WorkInlineLocked() {
+    if (join_ || !admitted_ || worker_running_ || finish_requested_ || completed_) return false;
+    if (pending_.empty() && !read_closed_) return false;
+    const Req* next = pending_.empty() ? nullptr : &pending_.front();
+    if (!RunsInline(next, opened_)) return false;
+    if (!opened_) {
+      try {
+        Open();
+      } catch (...) {
+        return false;
+      }
+      opened_ = true;
+      if (!RunsInline(next, true)) return false;
+    }
+    worker_running_ = true;
+    ++refs_;
+    return true;
+  }
+
   void MaybeWorkLocked() {
     if (!admitted_ || worker_running_ || finish_requested_ || completed_ || lane_closed_) return;
     if (pending_.empty() && !read_closed_) return;
@@ -482,11 +519,12 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   // Starts the next write. StartWrite serializes the response (with ProtoWire a copy of its MiB
   // of data; a raw RPC's payload is only referenced) and often writes the socket inline: as
   // long as computing the chunk. A worker or a lane join's driver therefore hands it to another
-  // executor thread and goes on computing; OnWriteDone, already on a gRPC thread, starts the
-  // next one itself.
+  // executor thread and goes on computing (also a small one: started by the worker itself, a
+  // 1024-element compaction's server time grew by ~55 us, bench/NOTES.md 2026-11-26);
+  // OnWriteDone and inline work, already on a gRPC thread, start the next one themselves.
   void MaybeWriteLocked(bool on_grpc_thread = false) {
     if constexpr (kBidi) {
-      if (writing_ || outgoing_.empty()) return;
+      if (writing_ || outgoing_.empty() || LastWithStatusLocked()) return;
       writing_ = true;
       write_start_ = Clock::now();
       WireOut* next = &outgoing_.front();  // stays put: only OnWriteDone pops it
@@ -501,8 +539,10 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     }
   }
 
-  // Worker task: processes pending requests in order until none is left.
-  void Work() {
+  // Worker task: processes pending requests in order until none is left. on_grpc_thread: run
+  // inline by gRPC's thread (WorkInlineLocked), which hands over to a worker as soon as what
+  // comes next does not run inline.
+  void Work(bool on_grpc_thread = false) {
     std::unique_lock<std::mutex> lock(mu_);
     if (join_) return WorkLane(lock);
     while (!finish_requested_) {
@@ -510,6 +550,10 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
       const bool have_request = !pending_.empty();
       const bool at_end = !have_request && read_closed_;
       if (!have_request && !at_end) break;
+      if (on_grpc_thread && !RunsInline(have_request ? &pending_.front() : nullptr, !open_needed)) {
+        ctx_.executor->Post([this] { Work(); });  // worker_running_ and the reference go with it
+        return;
+      }
       Req req;
       if (have_request) {
         req = std::move(pending_.front());
@@ -539,7 +583,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
       if (finish_requested_) break;
       for (auto& r : out) outgoing_.push_back(Wire::Encode(std::move(r)));
       if (at_end) completed_ = true;
-      MaybeWriteLocked();
+      MaybeWriteLocked(on_grpc_thread);
       MaybeReadLocked();
       if (completed_) break;
     }
@@ -611,15 +655,31 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   // Finishes the call once everything before it is done. Releases the lock; `this` may be
   // gone when it returns.
   void MaybeFinish(std::unique_lock<std::mutex>& lock) {
-    if (finish_requested_ && !finished_ && !writing_ && outgoing_.empty() && !worker_running_ && join_released_) {
-      finished_ = true;
-      grpc::Status status = status_;
-      lock.unlock();
-      this->Finish(status);
-      return;
+    if (finish_requested_ && !finished_ && !writing_ && !worker_running_ && join_released_) {
+      if (outgoing_.empty()) {
+        finished_ = true;
+        grpc::Status status = status_;
+        lock.unlock();
+        this->Finish(status);
+        return;
+      }
+      if constexpr (kBidi) {
+        if (LastWithStatusLocked()) {
+          finished_ = writing_ = true;
+          WireOut* last = &outgoing_.front();  // stays put until OnDone
+          lock.unlock();
+          this->StartWriteAndFinish(last, grpc::WriteOptions(), grpc::Status::OK);
+          return;
+        }
+      }
     }
     ReleaseIfUnused(lock);
   }
+
+  // A successful call's final response, the only message left: MaybeFinish sends it together
+  // with the status (StartWriteAndFinish: one operation, no OnWriteDone to wait for before a
+  // separate Finish), so MaybeWriteLocked leaves it.
+  bool LastWithStatusLocked() const { return completed_ && status_.ok() && outgoing_.size() == 1; }
 
   void ReleaseIfUnused(std::unique_lock<std::mutex>& lock) {
     if (refs_ != 0) {

@@ -1,6 +1,7 @@
 // Every RPC driven by gpuscan::Client against an in-process server: multi-chunk arrays of
 // every dtype, results checked against the sequential reference, Timing filled in.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "canonical_reference.h"
+#include "engine/engine.h"
 #include "gpuscan/kernels/histogram_bins.h"
 #include "reference.h"
 #include "test_server.h"
@@ -502,6 +504,70 @@ TEST_F(RpcTest, TimingCountsChunks) {
   const ScanResult<int32_t> r = client_.Scan(x);
   EXPECT_EQ(r.timing.chunks, 5u);
   EXPECT_EQ(r.values.back(), (testing::ReduceRef<int32_t, ops::Sum<int32_t>>(x)));
+}
+
+// Small chunks run on gRPC's own thread and larger ones on a worker (StreamingCall::RunsInline):
+// one call whose chunks cross kSmallChunkBytes both ways, in every order, keeps its prefix,
+// its order and its counts; int32 (exact) and float32 (the deterministic tree, bit for bit
+// against the same array sent in 1 MiB chunks).
+TEST_F(RpcTest, ScanChunksCrossingTheInlineSizeBothWays) {
+  GPUSCAN_SEEDED_RNG(rng);
+  const size_t small = engine::kSmallChunkBytes / 4;  // elements of 4 bytes
+  const std::vector<size_t> chunks = {1000, small, small + 1, 3, 5 * small, 1, small - 1, 2 * small + 7, 17, 4096};
+  size_t n = 0;
+  for (size_t c : chunks) n += c;
+  auto stub = server_->stub();
+  auto run = [&](v1::DType dtype, const void* data) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    auto stream = stub->Scan(&ctx);
+    size_t at = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      v1::ScanRequest req;
+      if (i == 0) {
+        req.mutable_header()->set_dtype(dtype);
+        req.mutable_header()->set_op(v1::OPERATOR_SUM);
+        req.mutable_header()->set_element_count(n);
+      }
+      req.set_data(static_cast<const char*>(data) + 4 * at, 4 * chunks[i]);
+      at += chunks[i];
+      EXPECT_TRUE(stream->Write(req));
+    }
+    stream->WritesDone();
+    std::string out;
+    v1::ScanResponse resp;
+    uint64_t offset = 0, responses = 0, count = 0, timing_chunks = 0;
+    while (stream->Read(&resp)) {
+      if (resp.has_timing()) {
+        count = resp.element_count();
+        timing_chunks = resp.timing().chunks();
+        continue;
+      }
+      EXPECT_EQ(resp.offset(), offset) << "response " << responses;
+      EXPECT_EQ(resp.data().size(), 4 * chunks[responses]) << "response " << responses;
+      offset += resp.data().size() / 4;
+      out += resp.data();
+      ++responses;
+    }
+    const grpc::Status s = stream->Finish();
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(responses, chunks.size());
+    EXPECT_EQ(count, n);
+    EXPECT_EQ(timing_chunks, chunks.size());
+    return out;
+  };
+  const std::vector<int32_t> xi = testing::RandomInput<int32_t, ops::Sum<int32_t>>(n, rng);
+  const std::string gi = run(v1::DTYPE_INT32, xi.data());
+  const std::vector<int32_t> want = testing::ScanRef<int32_t, ops::Sum<int32_t>>(xi, false);
+  ASSERT_EQ(gi.size(), 4 * n);
+  EXPECT_EQ(std::memcmp(gi.data(), want.data(), gi.size()), 0);
+
+  const std::vector<float> xf = testing::RandomInput<float, ops::Sum<float>>(n, rng);
+  const std::string gf = run(v1::DTYPE_FLOAT32, xf.data());
+  Client whole(server_->client_options(1 << 20));
+  const std::vector<float> wf = whole.Scan(xf).values;
+  ASSERT_EQ(gf.size(), 4 * n);
+  EXPECT_EQ(std::memcmp(gf.data(), wf.data(), gf.size()), 0) << "float32 bits differ from the 1 MiB chunking";
 }
 
 }  // namespace

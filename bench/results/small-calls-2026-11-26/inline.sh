@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# ON the GPU machine (carry .gpu-pack: gpuscan, gpuscan-server = the build under test,
+# gpuscan-server-old = the commit before (HEAD of the session, 73c8bd7), integration_tests): the
+# integration suites on the cuda engine, then issue 11's small-call cell (1024 elements,
+# concurrency 1, p50 against the Transport ceiling's p50 in the same run) on both servers
+# alternating, ROUNDS rounds. Builds under test: inline-and-writes-h100 = small scan chunks and
+# a scan's end on gRPC's thread + small responses written by the worker itself; inline2-h100 =
+# the first without the second; final-h100 = inline2 + the final response sent with the status.
+source scripts/gpu-common.sh >/dev/null
+export LD_LIBRARY_PATH=$R
+step integration tests, cuda engine
+GPUSCAN_TEST_ENGINE=cuda timeout 400 $B/integration_tests --gtest_brief=1 >"$out/integration_cuda.txt" 2>&1
+echo "rc $?"; grep -E "PASSED|FAILED|SKIPPED" "$out/integration_cuda.txt" | head -20
+$B/gpuscan-server-old --address 127.0.0.1:50571 --engine cuda --log-level warn >"$out/server_old.log" 2>&1 &
+$B/gpuscan-server --address 127.0.0.1:50572 --engine cuda --log-level warn >"$out/server_new.log" 2>&1 &
+sleep 3
+for r in $(seq 1 ${ROUNDS:-3}); do
+  for v in old:50571 new:50572; do
+    for c in "scan int32" "scan float32" "reduce int32" "compact int32"; do
+      set -- $c
+      f="$out/${v%%:*}_$1_$2_r$r.json"
+      timeout 60 $B/gpuscan -s 127.0.0.1:${v##*:} bench --e2e --op $1 --dtype $2 --elements 1024 --concurrency 1 \
+        --duration 3 --json "$f" >/dev/null 2>&1
+      python3 -c "
+import json; d=json.load(open('$f')); l=d['levels'][0]; s=l['stages_us']
+print('r$r ${v%%:*} $1 $2 p50 %.3f ceil %.3f ratio %.2f | receive %.0f total %.0f kernel %.0f' % (l['latency_ms']['p50'], l['ceiling']['latency_ms']['p50'], l['latency_ms']['p50']/l['ceiling']['latency_ms']['p50'], s['receive'], s['total'], s['kernel']))"
+    done
+  done
+done
+kill %1 %2
