@@ -62,7 +62,8 @@ __device__ __forceinline__ int ItemSlot(int i) {
   }
 }
 // Where thread tid's r-th striped item (r * kThreads + tid) sits. The swizzle repeats every
-// 8 * 16 items, so there it is r * kThreads after the first (one address to keep, not 16).
+// 8 * 16 items, so for vector tiles it is r * kThreads after the first (one address to keep,
+// not 16); padded tiles keep the addressing their timed code had.
 template <class T>
 __device__ __forceinline__ int StripeSlot(int tid, int r) {
   static_assert(kThreads % (8 * kItems) == 0, "a stripe of kThreads items is whole swizzle periods");
