@@ -369,6 +369,16 @@ class Suite {
     }
   }
 
+  // The deterministic (canonical-tree) kernels of n elements: their temp storage joins `temp`,
+  // and their state buffer is made (shared by every float row). False: no room for the state.
+  template <class T, class Op>
+  bool CanonicalNeeds(uint64_t n, std::size_t& temp) {
+    std::size_t b = 0;
+    BENCH_CHECK((kernels::CanonicalScan<T, Op>(nullptr, b, nullptr, nullptr, n / 4096, 0, false, nullptr, s())));
+    temp = std::max(temp, b);
+    return state_.get() || state_.Allocate(sizeof(kernels::CanonicalState<double>));
+  }
+
   template <class F>
   Times Time(F&& call) {
     return TimeWithSetup([](int) {}, call);
@@ -481,10 +491,7 @@ class Suite {
     // edge tiles on the host), float SUM; its own state buffer.
     const bool deterministic = std::is_floating_point_v<T> && Wants("deterministic") && n % 4096 == 0;
     if constexpr (std::is_floating_point_v<T>) {
-      std::size_t b = 0;
-      BENCH_CHECK((kernels::CanonicalScan<T, Op>(nullptr, b, nullptr, nullptr, n / 4096, 0, false, nullptr, s())));
-      temp = std::max(temp, b);
-      if (!state_.get() && !state_.Allocate(sizeof(kernels::CanonicalState<double>))) return true;
+      if (!CanonicalNeeds<T, Op>(n, temp)) return true;
     }
     if (!Prepare(What("scan", dtype, n), n * sizeof(T), 0, n * sizeof(T), temp)) return true;
     FillPools<T>(n, false);
@@ -548,10 +555,7 @@ class Suite {
     // whole supers of 2^20 elements holds the total as its carry.
     const bool deterministic = std::is_floating_point_v<T> && Wants("deterministic") && n % (1u << 20) == 0;
     if constexpr (std::is_floating_point_v<T>) {
-      std::size_t b = 0;
-      BENCH_CHECK((kernels::CanonicalScan<T, Op>(nullptr, b, nullptr, nullptr, n / 4096, 0, false, nullptr, s())));
-      temp = std::max(temp, b);
-      if (!state_.get() && !state_.Allocate(sizeof(kernels::CanonicalState<double>))) return true;
+      if (!CanonicalNeeds<T, Op>(n, temp)) return true;
     }
     if (!Prepare(What("reduce", dtype, n), n * sizeof(T), 0, 0, temp)) return true;
     FillPools<T>(n + 1, false);

@@ -490,8 +490,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   // opening the session here if need be (cheap; an Open that throws is left to a worker, which
   // reports it). True: the caller must unlock and call Work(true).
   bool WorkInlineLocked() {
-    if (join_ || !admitted_ || worker_running_ || finish_requested_ || completed_) return false;
-    if (pending_.empty() && !read_closed_) return false;
+    if (join_ || !WorkWaitingLocked()) return false;
     const Req* next = pending_.empty() ? nullptr : &pending_.front();
     if (!RunsInline(next, opened_)) return false;
     if (!opened_) {
@@ -508,9 +507,15 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     return true;
   }
 
+  // Whether there is work for a worker to take up: a request, or the end to complete, and no
+  // worker on it yet.
+  bool WorkWaitingLocked() const {
+    if (!admitted_ || worker_running_ || finish_requested_ || completed_ || lane_closed_) return false;
+    return !pending_.empty() || read_closed_;
+  }
+
   void MaybeWorkLocked() {
-    if (!admitted_ || worker_running_ || finish_requested_ || completed_ || lane_closed_) return;
-    if (pending_.empty() && !read_closed_) return;
+    if (!WorkWaitingLocked()) return;
     worker_running_ = true;
     ++refs_;
     ctx_.executor->Post([this] { Work(); });
