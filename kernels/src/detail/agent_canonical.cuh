@@ -259,9 +259,13 @@ __global__ void __launch_bounds__(kThreads)
 //     computes just that node's cone, WarpConeHillisSteele) (phase 2).
 //   - The super's last tile also waits, in phase 1, for all the super's aggregates and
 //     publishes the super's total T_b = P[255].
-//   - The carry C_{b+1} = C_b op T_b (C_0: the state's). Whoever needs C_b computes it from the
-//     nearest published C_k and T_k..T_{b-1}, in that order, and publishes it: the same
-//     sequential fold whoever computes it, and no hop waits for a block to reach a tile.
+//   - The carry C_{b+1} = C_b op T_b (C_0: the state's). Whoever needs C_b polls C_b, C_{b-1} and
+//     T_{b-1} together and takes C_b, or folds it from the other two as soon as they are out;
+//     only the super's first tile publishes what it folded (every tile of the super publishing
+//     its copy cost 19 points of copy for float32: stores to the words all of them poll). If
+//     C_{b-1} is not out either, it folds from the nearest published C_k and T_k..T_{b-1}, in that
+//     order, publishing each. The same sequential fold whoever computes it, and no hop waits for
+//     a block to reach a tile.
 // Blocks are persistent and keep three tiles: the next-but-one loading (cp.async), the next in
 // phase 1, the current in phase 2. So a tile's aggregate is out a whole tile before its
 // successors need it, and a block waiting for its predecessors still has bytes in flight (the
@@ -342,26 +346,41 @@ struct OnePassWords {
     return b == 0 && p < j0 ? state->aggs[p] : WaitInclusive<T>(aggs, b * kThreads + p - j0, epoch);
   }
 
-  // C_b and whether it exists (b == 0: the state's), by one thread; publishes what it computes.
+  // C_b and whether it exists (b == 0: the state's), by one thread. C_b = C_{b-1} op T_{b-1} is
+  // published if `publish`; the walk further back publishes every C it folds.
   template <class Op>
-  __device__ T Carry(uint32_t b, int& has) const {
+  __device__ T Carry(uint32_t b, int& has, bool publish) const {
     const Op op;
     if (b == 0) return StateCarry(has);
-    // The nearest C_k already out, k <= b (C_0 is always there: the state).
-    uint32_t k = b;
-    T c{};
     has = 1;
-    int spins = 0;
+    // The usual case: C_b is out, or C_{b-1} is and T_{b-1} is about to be. One round trip a poll.
+    for (int polls = 0;; ++polls) {
+      unsigned long long c_st, c_bits, p_st = 0, p_bits = 0, t_st, t_bits;
+      LoadTileWord(carries + b, c_st, c_bits);
+      if (b > 1) LoadTileWord(carries + b - 1, p_st, p_bits);
+      LoadTileWord(totals + b - 1, t_st, t_bits);
+      if (IsInclusive<T>(c_st, epoch)) return TileCodec<T>::Decode(c_bits, c_st);
+      const bool have_prev = b == 1 || IsInclusive<T>(p_st, epoch);  // C_0 is always there
+      if (have_prev && IsInclusive<T>(t_st, epoch)) {
+        int prev_has = 1;
+        const T prev = b == 1 ? StateCarry(prev_has) : TileCodec<T>::Decode(p_bits, p_st);
+        const T total = TileCodec<T>::Decode(t_bits, t_st);
+        const T c = prev_has ? op(prev, total) : total;
+        if (publish) PublishTile(carries, b, epoch, kFlagInclusive, c);
+        return c;
+      }
+      if (!have_prev && polls >= 8) break;
+      __nanosleep(64);
+    }
+    // C_{b-1} is not out either: the nearest C_k that is, k < b (C_0 is always there: the state).
+    uint32_t k = b - 1;
+    T c{};
     while (true) {
       unsigned long long status, bits;
       LoadTileWord(carries + k, status, bits);
       if (IsInclusive<T>(status, epoch)) {
         c = TileCodec<T>::Decode(bits, status);
         break;
-      }
-      if (k == b && ++spins <= 8) {  // the usual case: C_b is about to appear
-        __nanosleep(64);
-        continue;
       }
       if (--k == 0) {
         c = StateCarry(has);
@@ -482,7 +501,7 @@ __global__ void __launch_bounds__(kThreads)
     const T* items = ps.items[buf];
     if (tid == kThreads - 1) {  // never one of the j < 256 below
       int has = 0;
-      s_carry = w.template Carry<Op>(b, has);
+      s_carry = w.template Carry<Op>(b, has, j == 0);
       s_flag = has;
     }
     if (j > 0) {  // P[j-1] of the Hillis-Steele over A of positions 0..j-1 of the super
@@ -560,7 +579,7 @@ __global__ void __launch_bounds__(kThreads)
   const bool last_complete = end % kThreads == 0;
   if (tid == 0 && (last_complete || last_super > 0 || w.fresh)) {  // else the state's carry stands
     int has_carry = 0;
-    const T c = w.template Carry<Op>(last_complete ? last_super + 1 : last_super, has_carry);
+    const T c = w.template Carry<Op>(last_complete ? last_super + 1 : last_super, has_carry, true);
     w.state->carry = c;
     w.state->has_carry = has_carry;
   }
