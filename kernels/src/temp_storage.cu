@@ -29,11 +29,13 @@ const char* ScanAlgorithmName(ScanAlgorithm algo) {
 namespace {
 std::atomic<uint32_t> g_max_tiles_per_launch{detail::kMaxTilesPerLaunch};
 std::atomic<uint32_t> g_max_persistent_blocks{0};
+std::atomic<bool> g_canonical_carry_walk{false};
 }  // namespace
 
 namespace detail {
 uint32_t MaxTilesPerLaunch() { return g_max_tiles_per_launch.load(std::memory_order_relaxed); }
 uint32_t MaxPersistentBlocks() { return g_max_persistent_blocks.load(std::memory_order_relaxed); }
+bool CanonicalCarryWalk() { return g_canonical_carry_walk.load(std::memory_order_relaxed); }
 }  // namespace detail
 
 namespace testing_hooks {
@@ -42,6 +44,7 @@ void SetMaxTilesPerLaunch(uint32_t tiles) {
                                std::memory_order_relaxed);
 }
 void SetMaxPersistentBlocks(uint32_t blocks) { g_max_persistent_blocks.store(blocks, std::memory_order_relaxed); }
+void SetCanonicalCarryWalk(bool on) { g_canonical_carry_walk.store(on, std::memory_order_relaxed); }
 }  // namespace testing_hooks
 
 }  // namespace gpuscan::kernels

@@ -116,10 +116,17 @@ class CanonicalKernelTest : public GpuTest {
     const std::vector<std::vector<uint64_t>> splits = {
         {1}, {2}, {255}, {256}, {257}, {1, 1, 1}, {100, 200, 300}, {256, 256}, {3, 509, 7}, {600}};
     SharedTemp<T, Op> temp(600);
-    // 7 tiles a launch: a scan of 600 tiles takes 86 launches; 3 blocks: up to 200 tiles a block.
-    for (const auto& [cap, blocks] : {std::pair{0u, 0u}, std::pair{7u, 0u}, std::pair{0u, 3u}}) {
+    // 7 tiles a launch: a scan of 600 tiles takes 86 launches; 3 blocks: up to 200 tiles a block;
+    // walk: every carry folded by the walk back from the nearest published one.
+    struct Config {
+      uint32_t cap, blocks;
+      bool walk;
+    };
+    for (const auto& [cap, blocks, walk] : {Config{0, 0, false}, Config{7, 0, false}, Config{0, 3, false},
+                                             Config{0, 3, true}}) {
     kernels::testing_hooks::SetMaxTilesPerLaunch(cap);
     kernels::testing_hooks::SetMaxPersistentBlocks(blocks);
+    kernels::testing_hooks::SetCanonicalCarryWalk(walk);
     for (const auto& calls : splits) {
       const uint64_t tiles = std::accumulate(calls.begin(), calls.end(), uint64_t{0});
       const std::vector<T> x = Input<T, Op>(rng, tiles * kTile);
@@ -127,7 +134,8 @@ class CanonicalKernelTest : public GpuTest {
         const std::vector<T> want = testing::CanonicalScanRef<T, Op>(x, exclusive);
         std::string what = std::string(DtypeName<T>()) + " " + Op::kName + (exclusive ? " exclusive" : " inclusive") +
                            ", launches of at most " + (cap ? std::to_string(cap) : "any") + " tiles on " +
-                           (blocks ? std::to_string(blocks) : "all") + " blocks, calls of";
+                           (blocks ? std::to_string(blocks) : "all") + " blocks" + (walk ? ", carries by the walk" : "") +
+                           ", calls of";
         for (uint64_t t : calls) what += " " + std::to_string(t);
         const std::vector<T> got = RunCalls<T, Op>(temp, x, calls, exclusive);
         EXPECT_EQ(FirstDifference(got, want), "") << what;
@@ -138,6 +146,7 @@ class CanonicalKernelTest : public GpuTest {
     }
     kernels::testing_hooks::SetMaxTilesPerLaunch(0);
     kernels::testing_hooks::SetMaxPersistentBlocks(0);
+    kernels::testing_hooks::SetCanonicalCarryWalk(false);
   }
 };
 

@@ -21,6 +21,10 @@
 #include "tile_state.cuh"
 #include "tuning.cuh"
 
+namespace gpuscan::kernels::detail {
+bool CanonicalCarryWalk();  // testing_hooks::SetCanonicalCarryWalk (temp_storage.cu)
+}  // namespace gpuscan::kernels::detail
+
 namespace gpuscan::kernels::detail::canonical {
 
 constexpr int kThreads = 256;  // = segments per tile = tiles per super
@@ -335,6 +339,7 @@ struct OnePassWords {
   uint32_t tiles;
   int j0;
   int fresh;  // the array's first launch: the state is written, not read (it may hold anything)
+  int walk_only;  // tests: every C_b by the walk back (testing_hooks::SetCanonicalCarryWalk)
   CanonicalState<T>* state;
 
   __device__ T StateCarry(int& has) const {
@@ -354,7 +359,7 @@ struct OnePassWords {
     if (b == 0) return StateCarry(has);
     has = 1;
     // The usual case: C_b is out, or C_{b-1} is and T_{b-1} is about to be. One round trip a poll.
-    for (int polls = 0;; ++polls) {
+    for (int polls = 0; !(walk_only && b > 1); ++polls) {
       unsigned long long c_st, c_bits, p_st = 0, p_bits = 0, t_st, t_bits;
       LoadTileWord(carries + b, c_st, c_bits);
       if (b > 1) LoadTileWord(carries + b - 1, p_st, p_bits);
@@ -651,6 +656,7 @@ cudaError_t CanonicalScanImpl(void* d_temp, std::size_t& temp_bytes, const T* in
       w.tiles = launch;
       w.j0 = static_cast<int>((first_tile + done) % kThreads);
       w.fresh = first_tile + done == 0;
+      w.walk_only = CanonicalCarryWalk();
       w.state = state;
       kernel<<<grid, kThreads, smem, stream>>>(in + done * kTile, out + done * kTile, exclusive, view.header, w);
       GPUSCAN_CHECK_LAUNCH();

@@ -16,4 +16,10 @@ void SetMaxTilesPerLaunch(uint32_t tiles);
 // the device at once). Not thread-safe with calls in flight on other host threads.
 void SetMaxPersistentBlocks(uint32_t blocks);
 
+// Makes the deterministic scan fold every carry by walking back from the nearest published one
+// (the path a tile takes when the previous super's carry is not out yet, which otherwise depends
+// on timing), so a test covers it. false restores the default. Not thread-safe with calls in
+// flight on other host threads.
+void SetCanonicalCarryWalk(bool on);
+
 }  // namespace gpuscan::kernels::testing_hooks
