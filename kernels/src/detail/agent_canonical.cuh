@@ -21,10 +21,6 @@
 #include "tile_state.cuh"
 #include "tuning.cuh"
 
-namespace gpuscan::kernels::detail {
-bool CanonicalCarryWalk();  // testing_hooks::SetCanonicalCarryWalk (temp_storage.cu)
-}  // namespace gpuscan::kernels::detail
-
 namespace gpuscan::kernels::detail::canonical {
 
 constexpr int kThreads = 256;  // = segments per tile = tiles per super

@@ -126,6 +126,8 @@ inline cudaError_t ViewTemp(void* d_temp, std::size_t temp_bytes, std::size_t bo
 uint32_t MaxTilesPerLaunch();
 // Testing hook: caps a persistent launch's blocks (0: no cap).
 uint32_t MaxPersistentBlocks();
+// Testing hook: the deterministic scan folds every carry by the walk back.
+bool CanonicalCarryWalk();
 
 // ---------------------------------------------------------------------------------------------
 // Tile loads and stores. A thread owns kItems consecutive elements (blocked arrangement);
