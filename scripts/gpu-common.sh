@@ -1,6 +1,6 @@
 # Sourced by the scripts/gpu-*.sh suites that run ON the GPU machine (device `run`, repo root):
-# unpacks the pack (again whenever it changed), and sets out (the logs' folder), B (binaries), R (their shared libraries)
-# and step (a section heading). Prints the device to $out/device.txt.
+# unpacks the pack (again whenever it changed), and sets out (the logs' folder), B (binaries),
+# R (their shared libraries) and step (a section heading). Prints the device to $out/device.txt.
 #   GPU_PACK      the pack (default .gpu-pack/gpu.tar.xz)
 #   GPU_LOGS_TGZ  when set, logs go to a temporary folder that comes back as $OUT/$GPU_LOGS_TGZ
 #                 (many files travel as one); else out is $OUT itself
