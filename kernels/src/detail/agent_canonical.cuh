@@ -257,8 +257,11 @@ __global__ void __launch_bounds__(kThreads)
 //   - Tile j of a super waits for the aggregates of tiles 0..j-1 of its super and computes
 //     P[j-1] itself (Hillis-Steele over them: y[j-1] depends on y[0..j-1] only; one warp
 //     computes just that node's cone, WarpConeHillisSteele) (phase 2).
-//   - The super's last tile also waits, in phase 1, for all the super's aggregates and
-//     publishes the super's total T_b = P[255].
+//   - The super's total T_b = P[255] is computed from all the super's aggregates once its last
+//     tile is through phase 1: by the block that holds that tile, during the phase 2 of its tile
+//     before (the block's first tile: in its own phase 2). Waiting for them in the last tile's
+//     phase 1, after which the block still waited for the other tile's carry, was 1-1.5 points
+//     of copy for float32 (bench/NOTES.md, "the total beside the carry").
 //   - The carry C_{b+1} = C_b op T_b (C_0: the state's). Whoever needs C_b polls C_b, C_{b-1} and
 //     T_{b-1} together and takes C_b, or folds it from the other two as soon as they are out;
 //     only the super's first tile publishes what it folded (every tile of the super publishing
@@ -287,6 +290,7 @@ template <class T, int kStages>
 struct alignas(kSmemAlign<T>) OnePassSmem {
   T items[kStages][kSmemItems<T>];
   T hs[2][kThreads];
+  T totals_in[kThreads];  // the aggregates of the super that the block's next tile ends
 };
 
 // Starts the copy of tile t's elements into items (striped: 16 bytes a copy when `vec`, the
@@ -444,8 +448,7 @@ __global__ void __launch_bounds__(kThreads)
   if (t1 < tiles) IssueTileLoad(in, t1, ps.items[1], vec);
   __pipeline_commit();
 
-  // Phase 1 of tile u (its elements in items): Q, A out, Q[tid-1]; the super's last tile also
-  // puts out T_b.
+  // Phase 1 of tile u (its elements in items): Q, A out, Q[tid-1].
   auto phase1 = [&](uint32_t u, const T* items, T& q, T& q_prev) {
     T x[kItems];
     ReadSegment(items, x);
@@ -458,22 +461,12 @@ __global__ void __launch_bounds__(kThreads)
       const int p = tid - 1;
       q_prev = p >= kThreads / 2 ? op(ps.hs[1][p - kThreads / 2], ps.hs[1][p]) : ps.hs[1][p];
     }
-    const uint64_t pos = static_cast<uint64_t>(w.j0) + u;
-    if (pos % kThreads == kThreads - 1) {
-      const auto b = static_cast<uint32_t>(pos / kThreads);
-      ps.hs[0][tid] = tid < kThreads - 1 ? w.Aggregate(b, tid) : q;  // hs[0]'s readers passed a barrier
-      __syncthreads();
-      if (tid < kWarpThreads) {
-        const T total = WarpConeHillisSteele<T, Op>(ps.hs[0], kThreads - 1);
-        if (tid == 0) PublishTile(w.totals, b, w.epoch, kFlagInclusive, total);
-      }
-      __syncthreads();  // hs[0] is free again for phase 2
-    }
   };
 
   int buf = 0;  // t0's items; t1's are buf + 1, the next-but-one's buf + 2 (mod 3)
   uint32_t finished = 0;
   T q0{}, q0_prev{};
+  bool total_out0 = false;  // t0 ends a super whose T_b is out (it was t1 an iteration ago)
   __pipeline_wait_prior(1);  // t0's copies (this thread's)
   __syncthreads();           // ... everyone's
   if (t0 < tiles) phase1(t0, ps.items[0], q0, q0_prev);
@@ -500,17 +493,38 @@ __global__ void __launch_bounds__(kThreads)
     const auto b = static_cast<uint32_t>(pos / kThreads);
     const int j = static_cast<int>(pos % kThreads);
     const T* items = ps.items[buf];
+    // T_b of the super that t1 ends is computed here, an iteration before t1's phase 2, while
+    // the block waits for t0's carry anyway: the two waits overlap. The block's first tile, when
+    // it ends a super, has its T_b here too.
+    const uint64_t pos1 = static_cast<uint64_t>(w.j0) + t1;
+    const bool total1 = t1 < tiles && pos1 % kThreads == kThreads - 1;
+    const bool total0 = !total_out0 && j == kThreads - 1;
     if (tid == kThreads - 1) {  // never one of the j < 256 below
+      if (total1) ps.totals_in[kThreads - 1] = q1;  // t1's A = Q[255] (its readers passed a barrier)
+      if (total0) ps.hs[0][kThreads - 1] = q0;
       int has = 0;
       s_carry = w.template Carry<Op>(b, has, j == 0);
       s_flag = has;
+    } else {
+      // P[j-1] of the Hillis-Steele over A of positions 0..j-1 of the super (out an iteration
+      // ago), then the aggregates of t1's super (hs[0]'s readers passed a barrier)
+      if (tid < j) ps.hs[0][tid] = w.Aggregate(b, tid);
+      if (total1) ps.totals_in[tid] = w.Aggregate(static_cast<uint32_t>(pos1 / kThreads), tid);
     }
-    if (j > 0) {  // P[j-1] of the Hillis-Steele over A of positions 0..j-1 of the super
-      if (tid < j) ps.hs[0][tid] = w.Aggregate(b, tid);  // hs[0]'s readers passed a barrier
+    if (j > 0 || total1) {
       __syncthreads();
-      if (tid < kWarpThreads) {
+      if (j > 0 && WarpId() == 0) {
         const T pv = WarpConeHillisSteele<T, Op>(ps.hs[0], j - 1);
         if (tid == 0) s_p = pv;
+      }
+      if (total1 && WarpId() == 1) {
+        const T total = WarpConeHillisSteele<T, Op>(ps.totals_in, kThreads - 1);
+        const auto b1 = static_cast<uint32_t>(pos1 / kThreads);
+        if (LaneId() == 0) PublishTile(w.totals, b1, w.epoch, kFlagInclusive, total);
+      }
+      if (total0 && WarpId() == 2) {
+        const T total = WarpConeHillisSteele<T, Op>(ps.hs[0], kThreads - 1);
+        if (LaneId() == 0) PublishTile(w.totals, b, w.epoch, kFlagInclusive, total);
       }
     }
     __syncthreads();
@@ -559,6 +573,7 @@ __global__ void __launch_bounds__(kThreads)
     t1 = t2;
     q0 = q1;
     q0_prev = q1_prev;
+    total_out0 = true;
     buf = (buf + 1) % kStages;
   }
 
