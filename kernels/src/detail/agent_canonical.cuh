@@ -258,10 +258,11 @@ __global__ void __launch_bounds__(kThreads)
 //     P[j-1] itself (Hillis-Steele over them: y[j-1] depends on y[0..j-1] only; one warp
 //     computes just that node's cone, WarpConeHillisSteele) (phase 2).
 //   - The super's total T_b = P[255] is computed from all the super's aggregates once its last
-//     tile is through phase 1: by the block that holds that tile, during the phase 2 of its tile
-//     before (the block's first tile: in its own phase 2). Waiting for them in the last tile's
-//     phase 1, after which the block still waited for the other tile's carry, was 1-1.5 points
-//     of copy for float32 (bench/NOTES.md, "the total beside the carry").
+//     tile is through phase 1, by the block that holds that tile: with three tiles a block,
+//     during the phase 2 of its tile before, so that the block waits once for the longer of that
+//     tile's carry and the aggregates, not for one after the other (float32 +1.5-2 points of
+//     copy on the H100, +5 on the H200); with two, and for a block's first tile, right after
+//     the tile's phase 1.
 //   - The carry C_{b+1} = C_b op T_b (C_0: the state's). Whoever needs C_b polls C_b, C_{b-1} and
 //     T_{b-1} together and takes C_b, or folds it from the other two as soon as they are out;
 //     only the super's first tile publishes what it folded (every tile of the super publishing
@@ -286,11 +287,17 @@ __global__ void __launch_bounds__(kThreads)
 // epoch, so the temp storage may hold any earlier single-pass launch's words (the temp
 // contract) and nothing needs clearing.
 
+// Where a block computes a super's total T_b (see OnePassKernel): beside its carry wait with
+// three tiles a block; with two (8-byte types), in the super's last tile's phase 1, as the
+// overlap cost float64 0.5-1.5 points on the H200 (bench/NOTES.md, "the total beside the carry").
+template <int kStages>
+constexpr bool kTotalBesideCarry = kStages == 3;
+
 template <class T, int kStages>
 struct alignas(kSmemAlign<T>) OnePassSmem {
   T items[kStages][kSmemItems<T>];
   T hs[2][kThreads];
-  T totals_in[kThreads];  // the aggregates of the super that the block's next tile ends
+  T totals_in[kTotalBesideCarry<kStages> ? kThreads : 1];  // the aggregates of the super t1 ends
 };
 
 // Starts the copy of tile t's elements into items (striped: 16 bytes a copy when `vec`, the
@@ -349,6 +356,15 @@ struct OnePassWords {
 
   __device__ T Aggregate(uint32_t b, int p) const {  // A at position p of super b
     return b == 0 && p < j0 ? state->aggs[p] : WaitInclusive<T>(aggs, b * kThreads + p - j0, epoch);
+  }
+
+  // The word of A at position p of super b; null when the state holds it (then in value).
+  __device__ const TileWord* AggregateWord(uint32_t b, int p, T& value) const {
+    if (b == 0 && p < j0) {
+      value = state->aggs[p];
+      return nullptr;
+    }
+    return aggs + (b * kThreads + p - j0);
   }
 
   // C_b and whether it exists (b == 0: the state's), by one thread. C_b = C_{b-1} op T_{b-1} is
@@ -462,14 +478,32 @@ __global__ void __launch_bounds__(kThreads)
       q_prev = p >= kThreads / 2 ? op(ps.hs[1][p - kThreads / 2], ps.hs[1][p]) : ps.hs[1][p];
     }
   };
+  // T_b now, when tile u (A = q in thread 255) ends super b: the block waits for the super's
+  // other aggregates.
+  auto total_now = [&](uint32_t u, T q) {
+    const uint64_t pos = static_cast<uint64_t>(w.j0) + u;
+    if (pos % kThreads != kThreads - 1) return;
+    const auto b = static_cast<uint32_t>(pos / kThreads);
+    ps.hs[0][tid] = tid < kThreads - 1 ? w.Aggregate(b, tid) : q;  // hs[0]'s readers passed a barrier
+    __syncthreads();
+    if (tid < kWarpThreads) {
+      const T total = WarpConeHillisSteele<T, Op>(ps.hs[0], kThreads - 1);
+      if (tid == 0) PublishTile(w.totals, b, w.epoch, kFlagInclusive, total);
+    }
+    __syncthreads();  // hs[0] is free again
+  };
 
   int buf = 0;  // t0's items; t1's are buf + 1, the next-but-one's buf + 2 (mod 3)
   uint32_t finished = 0;
   T q0{}, q0_prev{};
-  bool total_out0 = false;  // t0 ends a super whose T_b is out (it was t1 an iteration ago)
   __pipeline_wait_prior(1);  // t0's copies (this thread's)
   __syncthreads();           // ... everyone's
-  if (t0 < tiles) phase1(t0, ps.items[0], q0, q0_prev);
+  if (t0 < tiles) {
+    phase1(t0, ps.items[0], q0, q0_prev);
+    // The block's first tile has no carry wait yet to share the total's wait with (and in its
+    // phase 2 the total would come an iteration late for the next super's tiles).
+    total_now(t0, q0);
+  }
   while (t0 < tiles) {
     uint32_t t2 = tiles;
     if constexpr (kStages == 3) {
@@ -484,7 +518,10 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();
     T q1{}, q1_prev{};
-    if (t1 < tiles) phase1(t1, ps.items[(buf + 1) % kStages], q1, q1_prev);
+    if (t1 < tiles) {
+      phase1(t1, ps.items[(buf + 1) % kStages], q1, q1_prev);
+      if constexpr (!kTotalBesideCarry<kStages>) total_now(t1, q1);
+    }
 
     // Phase 2 of t0. Its predecessors' aggregates went out an iteration ago. The last thread
     // fetches the carry C_b while the first j fetch the aggregates, so the block waits for one
@@ -493,23 +530,43 @@ __global__ void __launch_bounds__(kThreads)
     const auto b = static_cast<uint32_t>(pos / kThreads);
     const int j = static_cast<int>(pos % kThreads);
     const T* items = ps.items[buf];
-    // T_b of the super that t1 ends is computed here, an iteration before t1's phase 2, while
-    // the block waits for t0's carry anyway: the two waits overlap. The block's first tile, when
-    // it ends a super, has its T_b here too.
+    // T_b of the super that t1 ends is computed here (three tiles a block), an iteration before
+    // t1's phase 2, while the block waits for t0's carry anyway: the two waits overlap.
     const uint64_t pos1 = static_cast<uint64_t>(w.j0) + t1;
-    const bool total1 = t1 < tiles && pos1 % kThreads == kThreads - 1;
-    const bool total0 = !total_out0 && j == kThreads - 1;
+    const auto b1 = static_cast<uint32_t>(pos1 / kThreads);
+    const bool total1 = kTotalBesideCarry<kStages> && t1 < tiles && pos1 % kThreads == kThreads - 1;
     if (tid == kThreads - 1) {  // never one of the j < 256 below
       if (total1) ps.totals_in[kThreads - 1] = q1;  // t1's A = Q[255] (its readers passed a barrier)
-      if (total0) ps.hs[0][kThreads - 1] = q0;
       int has = 0;
       s_carry = w.template Carry<Op>(b, has, j == 0);
       s_flag = has;
-    } else {
-      // P[j-1] of the Hillis-Steele over A of positions 0..j-1 of the super (out an iteration
-      // ago), then the aggregates of t1's super (hs[0]'s readers passed a barrier)
+    } else if constexpr (!kTotalBesideCarry<kStages>) {
+      // P[j-1] of the Hillis-Steele over A of positions 0..j-1 of the super (hs[0]'s readers
+      // passed a barrier)
       if (tid < j) ps.hs[0][tid] = w.Aggregate(b, tid);
-      if (total1) ps.totals_in[tid] = w.Aggregate(static_cast<uint32_t>(pos1 / kThreads), tid);
+    } else {
+      // The aggregates for P[j-1] (positions 0..j-1 of the super) and those of t1's super,
+      // polled together so that neither waits behind the other (hs[0]'s and totals_in's readers
+      // passed a barrier).
+      T ap{}, at{};
+      const TileWord* wp = tid < j ? w.AggregateWord(b, tid, ap) : nullptr;
+      const TileWord* wt = total1 ? w.AggregateWord(b1, tid, at) : nullptr;
+      for (int spins = 0; wp != nullptr || wt != nullptr; ++spins) {
+        unsigned long long p_st = 0, p_bits = 0, t_st = 0, t_bits = 0;
+        if (wp != nullptr) LoadTileWord(wp, p_st, p_bits);
+        if (wt != nullptr) LoadTileWord(wt, t_st, t_bits);
+        if (wp != nullptr && IsInclusive<T>(p_st, w.epoch)) {
+          ap = TileCodec<T>::Decode(p_bits, p_st);
+          wp = nullptr;
+        }
+        if (wt != nullptr && IsInclusive<T>(t_st, w.epoch)) {
+          at = TileCodec<T>::Decode(t_bits, t_st);
+          wt = nullptr;
+        }
+        if (spins > 4 && (wp != nullptr || wt != nullptr)) __nanosleep(32);
+      }
+      if (tid < j) ps.hs[0][tid] = ap;
+      if (total1) ps.totals_in[tid] = at;
     }
     if (j > 0 || total1) {
       __syncthreads();
@@ -519,12 +576,7 @@ __global__ void __launch_bounds__(kThreads)
       }
       if (total1 && WarpId() == 1) {
         const T total = WarpConeHillisSteele<T, Op>(ps.totals_in, kThreads - 1);
-        const auto b1 = static_cast<uint32_t>(pos1 / kThreads);
         if (LaneId() == 0) PublishTile(w.totals, b1, w.epoch, kFlagInclusive, total);
-      }
-      if (total0 && WarpId() == 2) {
-        const T total = WarpConeHillisSteele<T, Op>(ps.hs[0], kThreads - 1);
-        if (LaneId() == 0) PublishTile(w.totals, b, w.epoch, kFlagInclusive, total);
       }
     }
     __syncthreads();
@@ -573,7 +625,6 @@ __global__ void __launch_bounds__(kThreads)
     t1 = t2;
     q0 = q1;
     q0_prev = q1_prev;
-    total_out0 = true;
     buf = (buf + 1) % kStages;
   }
 
