@@ -354,10 +354,6 @@ struct OnePassWords {
     return fresh ? T{} : state->carry;
   }
 
-  __device__ T Aggregate(uint32_t b, int p) const {  // A at position p of super b
-    return b == 0 && p < j0 ? state->aggs[p] : WaitInclusive<T>(aggs, b * kThreads + p - j0, epoch);
-  }
-
   // The word of A at position p of super b; null when the state holds it (then in value).
   __device__ const TileWord* AggregateWord(uint32_t b, int p, T& value) const {
     if (b == 0 && p < j0) {
@@ -365,6 +361,12 @@ struct OnePassWords {
       return nullptr;
     }
     return aggs + (b * kThreads + p - j0);
+  }
+
+  __device__ T Aggregate(uint32_t b, int p) const {  // A at position p of super b
+    T value{};
+    const TileWord* word = AggregateWord(b, p, value);
+    return word != nullptr ? WaitInclusive<T>(word, 0, epoch) : value;
   }
 
   // C_b and whether it exists (b == 0: the state's), by one thread. C_b = C_{b-1} op T_{b-1} is
@@ -551,20 +553,7 @@ __global__ void __launch_bounds__(kThreads)
       T ap{}, at{};
       const TileWord* wp = tid < j ? w.AggregateWord(b, tid, ap) : nullptr;
       const TileWord* wt = total1 ? w.AggregateWord(b1, tid, at) : nullptr;
-      for (int spins = 0; wp != nullptr || wt != nullptr; ++spins) {
-        unsigned long long p_st = 0, p_bits = 0, t_st = 0, t_bits = 0;
-        if (wp != nullptr) LoadTileWord(wp, p_st, p_bits);
-        if (wt != nullptr) LoadTileWord(wt, t_st, t_bits);
-        if (wp != nullptr && IsInclusive<T>(p_st, w.epoch)) {
-          ap = TileCodec<T>::Decode(p_bits, p_st);
-          wp = nullptr;
-        }
-        if (wt != nullptr && IsInclusive<T>(t_st, w.epoch)) {
-          at = TileCodec<T>::Decode(t_bits, t_st);
-          wt = nullptr;
-        }
-        if (spins > 4 && (wp != nullptr || wt != nullptr)) __nanosleep(32);
-      }
+      WaitInclusivePair(wp, ap, wt, at, w.epoch);
       if (tid < j) ps.hs[0][tid] = ap;
       if (total1) ps.totals_in[tid] = at;
     }

@@ -191,4 +191,26 @@ __device__ __forceinline__ T WaitInclusive(const TileWord* tiles, uint32_t pred,
   }
 }
 
+// WaitInclusive for two words at once (either may be null: nothing to wait for), each load
+// issued before either is checked, so neither waits behind the other. Fills a and b.
+template <class T>
+__device__ __forceinline__ void WaitInclusivePair(const TileWord* pa, T& a, const TileWord* pb, T& b,
+                                                  unsigned long long epoch) {
+  using Codec = TileCodec<T>;
+  for (int spins = 0; pa != nullptr || pb != nullptr; ++spins) {
+    unsigned long long a_st = 0, a_bits = 0, b_st = 0, b_bits = 0;
+    if (pa != nullptr) LoadTileWord(pa, a_st, a_bits);
+    if (pb != nullptr) LoadTileWord(pb, b_st, b_bits);
+    if (pa != nullptr && IsInclusive<T>(a_st, epoch)) {
+      a = Codec::Decode(a_bits, a_st);
+      pa = nullptr;
+    }
+    if (pb != nullptr && IsInclusive<T>(b_st, epoch)) {
+      b = Codec::Decode(b_bits, b_st);
+      pb = nullptr;
+    }
+    if (spins > 4 && (pa != nullptr || pb != nullptr)) __nanosleep(32);
+  }
+}
+
 }  // namespace gpuscan::kernels::detail
