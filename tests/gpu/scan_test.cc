@@ -39,11 +39,12 @@ constexpr uint64_t RegisterTile() {
 }
 
 // The sizes where tiling goes wrong: empty, tiny, around a warp, around one tile (of either
-// kernel), a few tiles, and more than 32 tiles (the look-back's window moves on).
+// kernel), a few tiles, more than 32 tiles (the look-back's window moves on), and either side of
+// the look-back scan's last launch that takes tiles by block index (kIndexedTilesMax).
 template <class T>
 std::vector<uint64_t> EdgeSizes() {
-  const uint64_t t = Tile<T>(), r = RegisterTile<T>();
-  std::vector<uint64_t> sizes = {0, 1, 31, 32, 33, t - 1, t, t + 1, 3 * t - 1, 3 * t + 1, 33 * t + 7};
+  const uint64_t t = Tile<T>(), r = RegisterTile<T>(), x = kernels::detail::kIndexedTilesMax;
+  std::vector<uint64_t> sizes = {0, 1, 31, 32, 33, t - 1, t, t + 1, 3 * t - 1, 3 * t + 1, 33 * t + 7, x * t, x * t + 1};
   if (r != t) sizes.insert(sizes.end(), {r - 1, r + 1, 33 * r + 7});
   return sizes;
 }

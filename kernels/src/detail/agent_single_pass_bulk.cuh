@@ -11,7 +11,8 @@
 // blocks of 16 KiB tiles fit a SM.
 //
 // Before the ticket, thread 0 asks L2 for tile blockIdx.x (PrefetchLikelyTile, tile_state.cuh):
-// the ticket's atomic is a round trip to L2 before the tile's address is known.
+// the ticket's atomic is a round trip to L2 before the tile's address is known. Small launches
+// take tile blockIdx.x itself and draw the ticket after the load has started.
 //
 // Partial or unaligned tiles (and builds for GPUs before sm_90) move element by element through
 // the same shared tile, so the association, and the bits, are the same as a full tile's.
@@ -122,10 +123,16 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
   const Op op;
 
   if (threadIdx.x == 0) {
-    uint32_t t;
-    unsigned long long e;
-    PrefetchLikelyTile<kTile>(num_tiles, n, [io](uint64_t g) { io.PrefetchL2(g, kTile); });
-    DrawTicket(header, num_tiles, t, e);
+    // A small launch takes its tiles by block index and draws the ticket (for the epoch, and so
+    // that the last draw starts the next) after asking for the tile: the atomic's round trip
+    // then overlaps the load instead of coming before it (kIndexedTilesMax, tuning.cuh).
+    const bool indexed = num_tiles <= kIndexedTilesMax;
+    uint32_t t = blockIdx.x;
+    unsigned long long e = 0;
+    if (!indexed) {
+      PrefetchLikelyTile<kTile>(num_tiles, n, [io](uint64_t g) { io.PrefetchL2(g, kTile); });
+      DrawTicket(header, num_tiles, t, e);
+    }
     const uint64_t b = static_cast<uint64_t>(t) * kTile;
 #if __CUDA_ARCH__ >= 900
     const bool bulk = n - b >= uint64_t(kTile) && io.Bulk(b);
@@ -142,6 +149,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocks)
 #endif
     }
     io.Before(s_data, b);
+    if (indexed) {
+      uint32_t ticket = 0;
+      DrawTicket(header, num_tiles, ticket, e);
+    }
     s_tile = t;
     s_epoch = e;
     s_bulk = bulk;

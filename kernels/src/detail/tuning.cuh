@@ -203,6 +203,13 @@ constexpr double kWideAboveGBs = 4000;
 //   tiles (2^24 elements of 4-byte or 8-byte types) both GPUs gained or held.
 constexpr uint32_t kPrefetchMinTiles = 4096;
 
+// Look-back launches of at most this many tiles take tile blockIdx.x rather than the ticket's, and
+// draw the ticket after the tile's load has started (agent_single_pass_bulk.cuh): a small call
+// then waits for the atomic and the load together, not one after the other. Safe whatever order
+// blocks start in: fewer blocks than an sm_90 GPU has SMs cannot hold every place where a
+// lower tile they wait for could run.
+constexpr uint32_t kIndexedTilesMax = 64;
+
 // Reduce-then-scan family: 256 x 16 (4-byte) / 256 x 8 (8-byte) tiles in the blocked
 // arrangement the classic block scans need; at most kMaxBlocks blocks, each walking an even
 // share of the tiles (a fixed count, so the association order depends on n alone).
