@@ -24,9 +24,9 @@ constexpr ScanAlgorithm kAllAlgorithms[] = {
     ScanAlgorithm::kKoggeStone,        ScanAlgorithm::kBrentKung, ScanAlgorithm::kBlelloch,
     ScanAlgorithm::kHillisSteele,      ScanAlgorithm::kCub};
 
-// The look-back scan's tiles (in shared memory, BulkScanTuning: Small below kLargeFrom
-// elements, Large from there, or Wide on a GPU of more bandwidth than an H100's), and the register kernel's that the chained scan runs
-// (ScanTuning).
+// The look-back scan's tiles (in shared memory, BulkScanTuning: Tiny up to kTinyUpTo elements,
+// Small below kLargeFrom, Large from there, or Wide on a GPU of more bandwidth than an H100's),
+// and the register kernel's that the chained scan runs (ScanTuning).
 template <class T>
 using BulkTuning = kernels::detail::BulkScanTuning<kernels::detail::kTunedArch, sizeof(T)>;
 template <class T>
@@ -39,12 +39,15 @@ constexpr uint64_t RegisterTile() {
 }
 
 // The sizes where tiling goes wrong: empty, tiny, around a warp, around one tile (of either
-// kernel), a few tiles, more than 32 tiles (the look-back's window moves on), and either side of
-// the look-back scan's last launch that takes tiles by block index (kIndexedTilesMax).
+// kernel, and of the look-back scan's small calls), a few tiles, more than 32 tiles (the
+// look-back's window moves on), either side of the small calls' policy (kTinyUpTo) and of the
+// look-back scan's last launch that takes tiles by block index (kIndexedTilesMax).
 template <class T>
 std::vector<uint64_t> EdgeSizes() {
   const uint64_t t = Tile<T>(), r = RegisterTile<T>(), x = kernels::detail::kIndexedTilesMax;
+  const uint64_t u = BulkTuning<T>::Tiny::kTile, tiny = BulkTuning<T>::kTinyUpTo;
   std::vector<uint64_t> sizes = {0, 1, 31, 32, 33, t - 1, t, t + 1, 3 * t - 1, 3 * t + 1, 33 * t + 7, x * t, x * t + 1};
+  if (u != t) sizes.insert(sizes.end(), {u - 1, u + 1, 3 * u + 1, tiny, tiny + 1});
   if (r != t) sizes.insert(sizes.end(), {r - 1, r + 1, 33 * r + 7});
   return sizes;
 }

@@ -99,9 +99,27 @@ cudaError_t ScanImpl(ScanAlgorithm algo, void* d_temp, std::size_t& temp_bytes, 
   using R = RtsTuning<kTunedArch, sizeof(T)>;
   switch (algo) {
     case ScanAlgorithm::kDecoupledLookback:
-      // The size asked for is Small's (BulkScanTuning): it serves every call up to n.
+      // The size asked for serves every call up to n (BulkScanTuning): Small's tiles for n, and
+      // Tiny's (shorter) for the calls of at most kTinyUpTo.
       static_assert(B::Large::kTile >= B::Small::kTile && B::Wide::kTile >= B::Small::kTile,
                     "no more tile words than Small's for the same n");
+      static_assert(B::kTinyUpTo <= uint64_t(kIndexedTilesMax) * B::Tiny::kTile,
+                    "tiny calls take their tiles by block index (their gain, bench/NOTES.md)");
+      if constexpr (!std::is_same_v<typename B::Tiny, typename B::Small>) {
+        if (d_temp == nullptr) {
+          std::size_t tiny = 0;
+          GPUSCAN_TRY((SinglePassScan<T, Op, typename B::Tiny, false, true>(
+              nullptr, tiny, in, out, std::min<uint64_t>(n, B::kTinyUpTo), exclusive, carry_in, carry_out, stream)));
+          GPUSCAN_TRY((SinglePassScan<T, Op, typename B::Small, false, true>(d_temp, temp_bytes, in, out, n, exclusive,
+                                                                             carry_in, carry_out, stream)));
+          temp_bytes = std::max(temp_bytes, tiny);
+          return cudaSuccess;
+        }
+        if (n <= B::kTinyUpTo) {
+          return SinglePassScan<T, Op, typename B::Tiny, false, true>(d_temp, temp_bytes, in, out, n, exclusive,
+                                                                      carry_in, carry_out, stream);
+        }
+      }
       if constexpr (!std::is_same_v<typename B::Small, typename B::Large>) {
         if (d_temp != nullptr && n >= B::kLargeFrom) {
           double peak_gbs = 0;

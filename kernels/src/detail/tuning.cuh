@@ -169,11 +169,22 @@ struct ScanTuningFor<kArch, 8, true> : ScanTuning<kArch, 8> {
 //   L2 evict-first hints on the bulk copies (createpolicy): on the store level, on the load
 //   -1 to -2 points.
 // Chosen: 128 x 44 compiled for 9 blocks a SM.
+//
+// Tiny: small calls, up to kTinyUpTo elements, at most kIndexedTilesMax tiles (below). More,
+// shorter tiles spread a small call's bytes over more SMs. tune_bench's small table, H100, three
+// rounds (bench/results/small-tiles-2026-11-27), our time / CUB's, medians:
+//   4-byte   2^12    2^13    2^14    2^15    2^16    2^17    2^18
+//   128x32   0.597   0.649   0.656   0.672   0.657   0.649   0.641   int32 (float32 alike)
+//   128x16   0.605   0.621   0.608   0.608   0.600   0.616   0.666
+//   64x32, 64x16, 128x8, 256x8: between the two.
+//   8-byte 128x8 and 64x16 against 128x16: level at 2^16, worse at 2^17: 8-byte keeps Small.
 template <int kArch, int kSize>
 struct BulkScanTuning;
 
 template <int kArch>
 struct BulkScanTuning<kArch, 4> {
+  using Tiny = SinglePassPolicy<128, 16, true, 2400, 600>;
+  static constexpr uint64_t kTinyUpTo = 1ull << 17;
   using Small = SinglePassPolicy<128, 32, true, 2400, 600>;
   using Large = SinglePassPolicy<256, 32, true, 2400, 600>;
   using Wide = SinglePassPolicy<128, 44, true, 2400, 600, 500, 9>;
@@ -182,6 +193,8 @@ struct BulkScanTuning<kArch, 4> {
 template <int kArch>
 struct BulkScanTuning<kArch, 8> {
   using Small = SinglePassPolicy<128, 16, true, 2400, 1200>;
+  using Tiny = Small;
+  static constexpr uint64_t kTinyUpTo = 0;
   using Large = SinglePassPolicy<128, 32, true, 2400, 1200>;
   using Wide = SinglePassPolicy<128, 24, true, 2400, 1200, 500, 9>;
   static constexpr uint64_t kLargeFrom = 1ull << 26;
