@@ -114,7 +114,8 @@ class CanonicalKernelTest : public GpuTest {
   void Sweep() {
     GPUSCAN_SEEDED_RNG(rng);
     const std::vector<std::vector<uint64_t>> splits = {
-        {1}, {2}, {255}, {256}, {257}, {1, 1, 1}, {100, 200, 300}, {256, 256}, {3, 509, 7}, {600}};
+        {1}, {2}, {255}, {256}, {257}, {1, 1, 1}, {100, 200, 300}, {256, 256}, {3, 509, 7}, {600},
+        {64, 65}};  // either side of the launches that take tiles by block index (kIndexedTilesMax)
     SharedTemp<T, Op> temp(600);
     // 7 tiles a launch: a scan of 600 tiles takes 86 launches; 3 blocks: up to 200 tiles a block;
     // walk: every carry folded by the walk back from the nearest published one.

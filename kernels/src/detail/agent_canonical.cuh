@@ -280,7 +280,9 @@ __global__ void __launch_bounds__(kThreads)
 // Tiles are numbered by tickets drawn in order, and a tile waits only for lower tickets, each
 // held by a block whose earlier tiles wait only for lower tickets still: the lowest unfinished
 // ticket can always proceed, so no deadlock whatever order blocks are scheduled in (a ticket
-// drawn ahead is lower than none its block waits for).
+// drawn ahead is lower than none its block waits for). Launches of at most kIndexedTilesMax
+// tiles take tile blockIdx.x instead: so few blocks cannot hold every place where a lower tile
+// they wait for could run.
 
 // Aggregates, totals and carries travel as tile words (tile_state.cuh), published inclusive and
 // read with WaitInclusive: {status, value} written and read whole, tagged with the launch's
@@ -441,8 +443,12 @@ __global__ void __launch_bounds__(kThreads)
   // trip is off the block's path (waited for at the start only). Every block draws until a
   // ticket is past the launch's tiles, one such draw each: tiles + gridDim.x draws in all, and
   // the very last starts the next epoch.
+  // A launch of at most kIndexedTilesMax tiles (a small call: one tile a block) takes tile
+  // blockIdx.x and asks for it at once; the one draw each block makes then only reads the epoch
+  // (the last draw starts the next), its round trip beside the load's (tuning.cuh).
+  const bool indexed = tiles <= kIndexedTilesMax && tiles <= gridDim.x;
   unsigned long long ahead = 0;
-  if (tid == 0) ahead = atomicAdd(&header->epoch_ticket, 1ull);
+  if (tid == 0 && !indexed) ahead = atomicAdd(&header->epoch_ticket, 1ull);
   uint32_t drawn = 0;
   auto draw = [&]() {
     __syncthreads();  // s_tile's last value is read
@@ -458,11 +464,27 @@ __global__ void __launch_bounds__(kThreads)
     drawn = s_tile;
     return drawn;
   };
-  uint32_t t0 = draw();
+  uint32_t t0 = tiles, t1 = tiles;
+  if (indexed) {
+    t0 = blockIdx.x < tiles ? blockIdx.x : tiles;
+    if (t0 < tiles) IssueTileLoad(in, t0, ps.items[0], vec);
+    __pipeline_commit();
+    if (tid == 0) {
+      const unsigned long long old = atomicAdd(&header->epoch_ticket, 1ull);
+      s_epoch = old >> kTicketBits;
+      if ((old & kTicketMask) == gridDim.x - 1) {
+        atomicExch(&header->epoch_ticket, ((s_epoch + 1) & kEpochMask) << kTicketBits);
+      }
+    }
+    __syncthreads();
+    drawn = tiles;  // no more draws
+  } else {
+    t0 = draw();
+    if (t0 < tiles) IssueTileLoad(in, t0, ps.items[0], vec);
+    __pipeline_commit();
+  }
   w.epoch = s_epoch;
-  if (t0 < tiles) IssueTileLoad(in, t0, ps.items[0], vec);
-  __pipeline_commit();
-  uint32_t t1 = t0 < tiles ? draw() : tiles;
+  if (!indexed) t1 = t0 < tiles ? draw() : tiles;
   if (t1 < tiles) IssueTileLoad(in, t1, ps.items[1], vec);
   __pipeline_commit();
 
