@@ -470,11 +470,10 @@ __global__ void __launch_bounds__(kThreads)
     if (t0 < tiles) IssueTileLoad(in, t0, ps.items[0], vec);
     __pipeline_commit();
     if (tid == 0) {
-      const unsigned long long old = atomicAdd(&header->epoch_ticket, 1ull);
-      s_epoch = old >> kTicketBits;
-      if ((old & kTicketMask) == gridDim.x - 1) {
-        atomicExch(&header->epoch_ticket, ((s_epoch + 1) & kEpochMask) << kTicketBits);
-      }
+      uint32_t ticket = 0;
+      unsigned long long epoch = 0;
+      DrawTicket(header, gridDim.x, ticket, epoch);  // the grid's last draw starts the next epoch
+      s_epoch = epoch;
     }
     __syncthreads();
     drawn = tiles;  // no more draws
