@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Summarises an A/B of kernel-suite builds (scripts/gpu-ab.sh): for each row (op, algorithm,
-dtype, n) and build, the range of its time over the rounds, the median and range of its time /
-CUB's, and the median % of copy.
+"""Reads kernel-suite logs of an A/B of builds (scripts/gpu-ab.sh).
 
-    ab_summary.py LOG_DIR [BUILD ...]     logs LOG_DIR/<build>_<round>.txt (default builds: main new)
+    ab_summary.py LOG_DIR [BUILD ...]     for each row (op, algorithm, dtype, n) and build over the
+                                          logs LOG_DIR/<build>_<round>.txt (default builds: main
+                                          new): the range of its time, the median and range of its
+                                          time / CUB's, and the median % of copy
+    ab_summary.py --rows LOG              one log's rows: copy / CUB / ours (us), ours / CUB's
+                                          time, % of copy
 """
 import collections
 import glob
@@ -13,23 +16,40 @@ import sys
 
 
 def rows(path):
-    """(op, algorithm, dtype, n) -> (us, us / CUB's us, % of copy) for one kernel-suite log."""
+    """(op, algorithm, dtype, n) -> (us, us / CUB's us, % of copy, copy us, CUB us) for one log."""
+    copy = {}
     cub = {}
     out = {}
     for line in open(path):
         p = line.split()
-        if len(p) < 8 or p[0] in ("#", "op", "copy"):
+        if len(p) < 8 or p[0].startswith("#") or p[0] == "op":
+            continue
+        try:  # a row's time; anything else (an error a failed run printed) is not a row
+            float(p[4])
+        except ValueError:
+            continue
+        if p[0] == "copy":
+            copy[(p[1], p[2], p[3])] = float(p[4])
             continue
         key = (p[0], p[2], p[3])
         if p[1] == "cub":
             cub[key] = float(p[4])
             continue
         us = float(p[4])
-        out[(p[0], p[1], p[2], p[3])] = (us, us / cub[key] if cub.get(key) else float("nan"), p[6])
+        out[(p[0], p[1], p[2], p[3])] = (us, us / cub[key] if cub.get(key) else float("nan"), p[6],
+                                         copy.get(key, float("nan")), cub.get(key, float("nan")))
     return out
 
 
+def print_rows(path):
+    for key, (us, ratio, copy_pct, copy_us, cub_us) in rows(path).items():
+        print(" ".join(key), f"{copy_us:.2f}/{cub_us:.2f}/{us:.2f} us {ratio:.3f}x {copy_pct}")  # the suite prints 2 decimals
+
+
 def main():
+    if sys.argv[1] == "--rows":
+        print_rows(sys.argv[2])
+        return
     log_dir = sys.argv[1]
     builds = sys.argv[2:] or ["main", "new"]
     table = collections.defaultdict(lambda: collections.defaultdict(list))

@@ -7,8 +7,8 @@
 #   VARIANTS  builds, in order (default "main new"): .gpu-bin/kernel_suite_<v>, and "new" is
 #             .gpu-bin/kernel_suite (the working tree's)
 #   ROUNDS    rounds (default 3)
-# Logs: $out/<v>_<round>.txt. Printed: per row dtype, n, copy / CUB / ours (us), ours / CUB's
-# time, % of copy; then bench/ab_summary.py's medians over the rounds ($out/summary.txt).
+# Logs: $out/<v>_<round>.txt. Printed (bench/ab_summary.py): each round's rows, copy / CUB / ours
+# (us), ours / CUB's time, % of copy; then the medians over the rounds ($out/summary.txt).
 source scripts/gpu-common.sh >/dev/null
 export LD_LIBRARY_PATH=$R
 for r in $(seq 1 "${ROUNDS:-3}"); do
@@ -18,10 +18,7 @@ for r in $(seq 1 "${ROUNDS:-3}"); do
     step "$v round $r"
     timeout 300 "$bin" "$@" >"$out/${v}_$r.txt" 2>&1
     echo "rc $?"
-    awk '$1 == "copy" {c = $5} $2 == "cub" {u = $5}
-         NF >= 8 && $1 != "copy" && $2 != "cub" && $1 !~ /^#/ && $1 != "op" {
-           printf "%s %s %s %s %s/%s/%s us %.3fx %s\n", $1, $2, $3, $4, c, u, $5, (u > 0 ? $5 / u : 0), $7 }' \
-      "$out/${v}_$r.txt"
+    python3 bench/ab_summary.py --rows "$out/${v}_$r.txt"
   done
 done
 step summary
