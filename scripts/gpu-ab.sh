@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ON the GPU machine (device `run`, repo root, carry .gpu-pack): builds of the kernel suite side by
 # side, alternating within each round so that every build sees the same machine state (machines
-# differ by about a point; bench/NOTES.md). A bench/results folder's run script calls this after
+# differ by about a point; bench/notes/suite.md). A bench/results folder's run script calls this after
 # its own tests rather than writing the loop again.
 #   scripts/gpu-ab.sh [kernel_suite options...]     e.g. --ops scan --algorithms deterministic
 #   VARIANTS  builds, in order (default "main new"): .gpu-bin/kernel_suite_<v>, and "new" is

@@ -4,7 +4,7 @@
 # in place, sent back by reference; the client sends the Source's slice and feeds the Sink from
 # the received slices), measured A/B against the binaries before it in the same run.
 #   carry: .gpu-wire (wire.tar.xz: .gpu-bin/{integration_tests,gpuscan-server,gpuscan}, .gpu-rt,
-#   .gpu-old/{gpuscan-server,gpuscan} built from the commit before; see bench/NOTES.md) and,
+#   .gpu-old/{gpuscan-server,gpuscan} built from the commit before; see bench/notes/wire.md) and,
 #   optionally, .gpu-small/pkg (the Python package without its C API .so: the Python tests).
 #   run(command="bash scripts/gpu-wire.sh", carry=[".gpu-wire", ".gpu-small"], timeout_s=590)
 # WIRE_STEPS picks steps (default all): tests,python,ab,reduce,compact,cli. Logs in $OUT/wire-logs.tgz.

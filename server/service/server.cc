@@ -44,7 +44,7 @@ namespace {
 
 // The generated callback service with Scan, Reduce, Histogram, Compact, SegmentedScan, ReduceByKey and Transport
 // registered raw (grpc::ByteBuffer in and out, wire.h) and every other method typed (Sort and Scan2D measured
-// slower raw: bench/NOTES.md). A method missing here answers UNIMPLEMENTED: the
+// slower raw: bench/notes/wire.md). A method missing here answers UNIMPLEMENTED: the
 // integration tests call every one.
 using ServiceMethods = v1::GpuScan::WithRawCallbackMethod_Scan<v1::GpuScan::WithRawCallbackMethod_Reduce<v1::GpuScan::WithRawCallbackMethod_Compact<
     v1::GpuScan::WithRawCallbackMethod_Histogram<v1::GpuScan::WithRawCallbackMethod_SegmentedScan<

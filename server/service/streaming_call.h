@@ -525,7 +525,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   // of data; a raw RPC's payload is only referenced) and often writes the socket inline: as
   // long as computing the chunk. A worker or a lane join's driver therefore hands it to another
   // executor thread and goes on computing (also a small one: started by the worker itself, a
-  // 1024-element compaction's server time grew by ~55 us, bench/NOTES.md 2026-11-26);
+  // 1024-element compaction's server time grew by ~55 us, bench/notes/small-calls.md 2026-11-26);
   // OnWriteDone and inline work, already on a gRPC thread, start the next one themselves.
   void MaybeWriteLocked(bool on_grpc_thread = false) {
     if constexpr (kBidi) {

@@ -157,7 +157,7 @@ TEST_F(ConfigTest, ServerReadsEnvironmentAndWarnsWithoutTlsOnReachableAddress) {
   EXPECT_EQ(ReadFile(log2).find("NOT using TLS"), std::string::npos) << "no warning on loopback";
 }
 
-// gRPC core channel arguments as tuning knobs: NAME=INT on both ends (bench/NOTES.md, "HTTP/2
+// gRPC core channel arguments as tuning knobs: NAME=INT on both ends (bench/notes/wire.md, "HTTP/2
 // frame size"); a value that is not an int is refused naming it.
 TEST_F(ConfigTest, GrpcChannelArgumentsAreTakenAsNameEqualsInt) {
   const std::string log = dir_ / "server.log";
