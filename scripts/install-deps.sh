@@ -2,21 +2,24 @@
 # Installs the Debian 12 / Ubuntu 24.04 packages gpuscan needs to build, test and run, skipping
 # what is already there (one dpkg query, so a repeated call costs a fraction of a second).
 # Uses sudo when not root. clang/libclang-rt-dev: sanitizer and fuzzing builds; python3-yaml: the
-# deploy checks; python3-grpcio..setuptools: python/ and its tests (same names on Ubuntu 24.04).
+# deploy checks; python3-grpcio..setuptools: python/ and its tests (same names on Ubuntu 24.04);
+# haproxy: the load-balancer tests (deploy/haproxy); iproute2: the network-namespace tests.
 # CUDA (nvcc) is not installed here: without it the build is CPU-only.
 #
-#   install-deps.sh            build, test and run (the default; `make`, the Dockerfile's builder)
-#   install-deps.sh --runtime  only the shared libraries the binaries load (the Dockerfile's runtime)
-#   --print                    print the resolved package list, one a line; install nothing
+#   install-deps.sh              build, test and run (the default; `make`, the Dockerfile's builder)
+#   install-deps.sh --runtime    only the shared libraries the binaries load (the Dockerfile's runtime)
+#   install-deps.sh --container  the image tools `make image` may use (podman, buildah, debootstrap)
+#   --print                      print the resolved package list, one a line; install nothing
 set -euo pipefail
 
-usage() { sed -n '2,10s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,13s/^# \{0,1\}//p' "$0"; }
 
 mode=build
 print_only=0
 for arg in "$@"; do
   case "$arg" in
     --runtime) mode=runtime ;;
+    --container) mode=container ;;
     --print) print_only=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "install-deps: unknown argument '$arg'" >&2; usage >&2; exit 2 ;;
@@ -32,6 +35,13 @@ build_packages=(
   clang libclang-rt-dev
   python3-grpcio python3-protobuf python3-numpy python3-pytest python3-hypothesis
   python3-venv python3-setuptools
+  haproxy iproute2
+)
+
+# `make image` uses docker, else podman, else buildah; debootstrap makes stand-in base images
+# where no registry answers (scripts/image.sh). Docker itself is not a Debian package of ours.
+container_packages=(
+  podman buildah debootstrap
 )
 
 # What gpuscan-server and gpuscan load (tests/deploy checks this against ldd). "a|b": the first
@@ -53,6 +63,8 @@ runtime_packages=(
 
 if [ "$mode" = runtime ]; then
   entries=("${runtime_packages[@]}")
+elif [ "$mode" = container ]; then
+  entries=("${container_packages[@]}")
 else
   entries=("${build_packages[@]}")
 fi

@@ -38,6 +38,18 @@ std::mt19937_64& Rng() {
   return rng;
 }
 
+// The id as the metadata value: lowercase hex (an ASCII header: no "-bin" suffix needed).
+std::string ArrayIdText(const std::string& id) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string text;
+  text.reserve(2 * id.size());
+  for (const unsigned char c : id) {
+    text.push_back(kHex[c >> 4]);
+    text.push_back(kHex[c & 15]);
+  }
+  return text;
+}
+
 std::string NewArrayId() {
   std::string id(16, '\0');
   for (int i = 0; i < 2; ++i) {
@@ -121,9 +133,14 @@ namespace {
 // The shared state of one striped call's lanes.
 class LaneRun {
  public:
-  // new_context: the Client's NewContext (its deadline, registered for CancelCalls).
-  LaneRun(uint32_t lanes, const std::function<detail::ContextPtr()>& new_context) : lanes_(lanes), queued_(lanes) {
-    for (uint32_t i = 0; i < lanes; ++i) contexts_.push_back(new_context());
+  // new_context: the Client's NewContext (its deadline, registered for CancelCalls). Every lane
+  // carries the array's id as metadata too, so an L7 balancer can hash the lanes to one replica.
+  LaneRun(uint32_t lanes, const std::function<detail::ContextPtr()>& new_context, const std::string& array_id)
+      : lanes_(lanes), queued_(lanes) {
+    for (uint32_t i = 0; i < lanes; ++i) {
+      contexts_.push_back(new_context());
+      contexts_.back()->AddMetadata(kArrayIdMetadata, ArrayIdText(array_id));
+    }
   }
   grpc::ClientContext* context(uint32_t lane) { return contexts_[lane].get(); }
 
@@ -346,10 +363,10 @@ void WriteLaneAt(LaneRun& run, uint32_t lane, uint32_t lanes, Stream& stream, Re
 // first final response (has_timing) is kept.
 template <class Req, class Resp, class Start, class Upload, class Place, class Emit>
 Resp RunBidiLanes(const std::vector<v1::GpuScan::Stub*>& stubs, const std::function<detail::ContextPtr()>& new_context,
-                  const std::vector<Req>& firsts, Start start, Upload upload, Place place, Emit emit,
+                  const std::string& array_id, const std::vector<Req>& firsts, Start start, Upload upload, Place place, Emit emit,
                   bool emit_on_reader) {
   const uint32_t lanes = static_cast<uint32_t>(stubs.size());
-  LaneRun run(lanes, new_context);
+  LaneRun run(lanes, new_context, array_id);
   Resp final_response;
   std::mutex final_mu;
   bool have_final = false;
@@ -451,7 +468,7 @@ Timing Client::ScanLanes(const v1::ScanHeader& header, Source in, Sink out, Prog
     }
     tracker.Received(r.data_bytes());
   };
-  In last = RunBidiLanes<Out, In>(stubs, [this] { return NewContext(); }, firsts, start, upload, place, emit,
+  In last = RunBidiLanes<Out, In>(stubs, [this] { return NewContext(); }, id, firsts, start, upload, place, emit,
                                   out_at != nullptr);
   return FromProto(last.msg.timing());
 }
@@ -527,7 +544,7 @@ v1::CompactResponse Client::CompactLanes(const v1::CompactHeader& header, Source
     }
     tracker.Received(r.data_bytes() + r.second_bytes());
   };
-  return RunBidiLanes<Out, In>(stubs, [this] { return NewContext(); }, firsts, start, upload, place, emit, write_at)
+  return RunBidiLanes<Out, In>(stubs, [this] { return NewContext(); }, id, firsts, start, upload, place, emit, write_at)
       .msg;
 }
 
@@ -540,7 +557,7 @@ v1::ReduceResponse Client::ReduceLanes(const v1::ReduceHeader& header, Source in
   lane_pool_->Stubs(lanes, &channels);
   const std::string id = NewArrayId();
   ProgressTracker tracker(std::move(progress));
-  LaneRun run(lanes, [this] { return NewContext(); });
+  LaneRun run(lanes, [this] { return NewContext(); }, id);
   bool no_source = !in;
   auto fill = [&](detail::RawOut<v1::ReduceRequest>& req, bool& ended) -> size_t {
     if (no_source) ended = true;
@@ -583,6 +600,7 @@ TransportResult Client::TransportLanes(uint64_t total_bytes, bool echo, uint32_t
   const SourceAt array = SourceAt::Memory(data, data != nullptr ? total_bytes : 0);
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   lane_pool_->Stubs(lanes, &channels);
+  const std::string id = NewArrayId();
   const auto start = std::chrono::steady_clock::now();
   std::vector<TransportResult> results(lanes);
   std::vector<std::exception_ptr> errors(lanes);
@@ -598,6 +616,7 @@ TransportResult Client::TransportLanes(uint64_t total_bytes, bool echo, uint32_t
         // A Client over the lane's channel would open a new connection; use the channel directly.
         grpc::ClientContext ctx;
         if (options_.timeout.count() > 0) ctx.set_deadline(std::chrono::system_clock::now() + options_.timeout);
+        ctx.AddMetadata(kArrayIdMetadata, ArrayIdText(id));  // one replica behind a balancer, as a striped array's
         const detail::TransportInput input{data != nullptr ? &array : nullptr, l, lanes};
         results[l] = detail::RunTransport(channels[l], ctx, bytes, echo, chunk_bytes, input, &borrowed);
       } catch (...) {

@@ -223,7 +223,8 @@ def cmd_manifests(a):
     chk.check(ssel and all(labels.get(k) == v for k, v in ssel.items()),
               "Service selector matches the pod labels", f"selector {ssel}, labels {labels}")
 
-    # Compose: an nvidia GPU reserved, both ports published, built from the repository.
+    # Compose: server replicas (an nvidia GPU reserved each, both ports offered, built from the
+    # repository) behind a balancer service running deploy/haproxy/haproxy.cfg.
     compose_path = os.path.join(a.source_dir, "deploy", "docker-compose.yml")
     try:
         compose = load_yaml(compose_path)[0]
@@ -232,15 +233,18 @@ def cmd_manifests(a):
         chk.check(False, "docker-compose.yml parses", e)
         return chk.done()
     services = compose.get("services") or {}
-    chk.check(len(services) >= 1, "compose defines a service", list(services))
-    for name, s in services.items():
+    balancers = {n: s for n, s in services.items() if "haproxy" in str(s.get("image", ""))}
+    servers = {n: s for n, s in services.items() if n not in balancers}
+    chk.check(len(servers) >= 1, "compose defines a server service", list(services))
+    check_balancer(chk, a, balancers, servers)
+    for name, s in servers.items():
         devices = dig(s, "deploy", "resources", "reservations", "devices", default=[])
         chk.check(any(d.get("driver") == "nvidia" and ("gpu" in (d.get("capabilities") or [])) for d in devices),
                   f"compose service {name} reserves an nvidia GPU (deploy.resources.reservations.devices)", devices)
-        published = [str(p) for p in s.get("ports") or []]
+        offered = [str(p) for p in (s.get("ports") or []) + (s.get("expose") or [])]
         for port in (GRPC_PORT, METRICS_PORT):
-            chk.check(any(p.endswith(f":{port}") or p == str(port) for p in published),
-                      f"compose service {name} publishes container port {port}", published)
+            chk.check(any(p.endswith(f":{port}") or p == str(port) for p in offered),
+                      f"compose service {name} publishes or exposes container port {port}", offered)
         ctx = dig(s, "build", "context")
         if ctx is not None:
             df = os.path.join(os.path.dirname(compose_path), ctx, dig(s, "build", "dockerfile", default="Dockerfile"))
@@ -250,6 +254,31 @@ def cmd_manifests(a):
         check_env_keys(chk, f"compose {name} environment", {k for k in keys if k.startswith("GPUSCAN_")}, a.server)
     check_shared_memory_examples(chk, a)
     return chk.done()
+
+
+def check_balancer(chk, a, balancers, servers):
+    """The compose balancer: HAProxy with deploy/haproxy/haproxy.cfg mounted, publishing the gRPC
+    port, in front of the server service; the config hashes lanes on their array-id header and
+    health-checks over gRPC (tests/lb runs it for real)."""
+    chk.check(len(balancers) == 1, "compose defines one haproxy balancer service", list(balancers))
+    if len(balancers) != 1:
+        return
+    name, b = next(iter(balancers.items()))
+    chk.check(any(str(p).endswith(f":{GRPC_PORT}") for p in b.get("ports") or []),
+              f"balancer {name} publishes the gRPC port {GRPC_PORT}", b.get("ports"))
+    chk.check(any("haproxy/haproxy.cfg:" in str(v) for v in b.get("volumes") or []),
+              f"balancer {name} mounts deploy/haproxy/haproxy.cfg", b.get("volumes"))
+    deps = b.get("depends_on") or []
+    chk.check(any(n in deps for n in servers), f"balancer {name} depends on the server service", deps)
+    cfg = open(os.path.join(a.source_dir, "deploy", "haproxy", "haproxy.cfg")).read()
+    lines = [ln.split("#", 1)[0].strip() for ln in cfg.splitlines()]
+    chk.check("balance hdr(gpuscan-array-id)" in lines, "haproxy.cfg hashes on the gpuscan-array-id header", "")
+    chk.check("hash-type consistent" in lines, "haproxy.cfg hashes consistently", "")
+    chk.check(any(ln.startswith("bind :50051 proto h2") for ln in lines), "haproxy.cfg serves HTTP/2 on 50051", "")
+    chk.check(any(ln.startswith("tcp-check expect binary 00000000020801") for ln in lines),
+              "haproxy.cfg health-checks for a SERVING grpc.health.v1 answer", "")
+    chk.check(any(ln.startswith("server-template ") and any(f"{n}:{GRPC_PORT}" in ln for n in servers)
+                  for ln in lines), "haproxy.cfg's servers are the compose server service's replicas", "")
 
 
 def check_shared_memory_examples(chk, a):
@@ -343,8 +372,21 @@ def cmd_dockerfile(a):
     chk = Checker()
     path = os.path.join(a.source_dir, "Dockerfile")
     instrs = parse_dockerfile(path)
-    froms = [args for i, args, _ in instrs if i == "FROM"]
+    # The bases are build args (scripts/image.sh passes stand-ins where nvidia/cuda cannot be
+    # pulled): the checks below hold for their defaults, the ARGs before the first FROM.
+    global_args = {}
+    for i, arg, s in instrs:
+        if i == "ARG" and s == -1 and "=" in arg:
+            k, v = arg.split("=", 1)
+            global_args[k.strip()] = shlex.split(v)[0] if v.strip() else ""
+    raw_froms = [args for i, args, _ in instrs if i == "FROM"]
+    froms = [re.sub(r"\$\{?(\w+)\}?", lambda m: global_args.get(m.group(1), m.group(0)), f) for f in raw_froms]
     chk.check(len(froms) >= 2, "Dockerfile has at least two FROM stages", froms)
+    for raw, resolved in zip(raw_froms, froms):
+        if "$" in raw.split()[0]:
+            chk.check("$" not in resolved.split()[0],
+                      f"FROM {raw.split()[0]} is an ARG with a default declared before the first FROM",
+                      global_args)
     image = r"nvidia/cuda:(\d+\.\d+\.\d+)-(\w+)-(ubuntu24\.04)"
     first = re.match(image, froms[0]) if froms else None
     last = re.match(image, froms[-1]) if froms else None

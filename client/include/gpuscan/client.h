@@ -69,6 +69,10 @@ struct RetryOptions {
   std::function<void(const RpcError& error, uint32_t next_attempt, std::chrono::milliseconds wait)> on_retry;
 };
 
+// Request metadata every lane of a striped array carries: the array id as 32 lowercase hex
+// digits, for an L7 balancer to hash an array's lanes to one replica (Lanes in gpuscan.proto).
+inline constexpr char kArrayIdMetadata[] = "gpuscan-array-id";
+
 struct ClientOptions {
   // Any gRPC target: host:port, dns:///host:port (every address the name resolves to),
   // unix:/path, ...
@@ -83,7 +87,8 @@ struct ClientOptions {
   // Custom channel credentials; when set they replace `tls`.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   // Striped lanes: calls that do not say otherwise send each array over this many concurrent
-  // calls, each on its own connection, all to one server (one resolved address of `target`).
+  // calls, each on its own connection, all to one server (one resolved address of `target`;
+  // behind a balancer, the one its hash of kArrayIdMetadata picks).
   // 1 = one ordinary call. See Lanes in gpuscan.proto. Before its first striped call a Client
   // asks the server (GetServerInfo) for its Limits.max_lanes and uses at most that many; a
   // server that does not join lanes fails the call with FAILED_PRECONDITION.
