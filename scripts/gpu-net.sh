@@ -30,7 +30,8 @@ export LD_LIBRARY_PATH=$R
 want() { [[ ",${NET_STEPS:-lb,tls}," == *",$1,"* ]]; }
 rounds=${NET_ROUNDS:-3}
 pids=()
-trap 'kill ${pids[@]} 2>/dev/null; wait 2>/dev/null' EXIT
+# Stop the servers before gpu-common's EXIT trap packs the logs.
+trap 'kill ${pids[@]} 2>/dev/null; wait 2>/dev/null; tar -czf "$final/net-logs.tgz" -C "$out" .' EXIT
 
 # start NAME PORT [flags...]: a cuda server on 127.0.0.1:PORT, waited for.
 start() {
@@ -50,7 +51,7 @@ bench() {
   local name=$1 lanes=$2 f
   shift 2
   f="$out/${name}_k${lanes}_r$round"
-  timeout 120 $B/gpuscan "$@" bench --e2e --op scan --dtype int32 --bytes $((1 << 30)) --lanes "$lanes" \
+  timeout "${NET_BENCH_TIMEOUT:-60}" $B/gpuscan "$@" bench --e2e --op scan --dtype int32 --bytes $((1 << 30)) --lanes "$lanes" \
     --concurrency 1 --requests 3 --json "$f.json" >"$f.txt" 2>&1
   printf "round %s %-12s lanes %-2s " "$round" "$name" "$lanes"
   grep -E "^ +1 " "$f.txt" | awk '{print "GB/s", $3, "ceiling", $(NF-1), "share", $NF}'
@@ -60,12 +61,16 @@ bench() {
 if want lb; then
   step "lanes through HAProxy against lanes direct (one CUDA replica behind the balancer)"
   start direct 50701
-  PYTHONPATH=tests/lb python3 -c "
+  # balancer.py needs gpuscan.testing alone (stdlib only): a package of that one module.
+  mkdir -p "$out/py/gpuscan" && touch "$out/py/gpuscan/__init__.py" && cp python/gpuscan/testing.py "$out/py/gpuscan/"
+  PYTHONPATH=tests/lb:$out/py python3 -c "
 import balancer, pathlib
 pathlib.Path('$out/haproxy.cfg').write_text(balancer.render_config(balancer.CONFIG.read_text(), 50700, ['127.0.0.1:50701']))"
+  $B/haproxy -v | head -1
   $B/haproxy -db -f "$out/haproxy.cfg" >"$out/haproxy.log" 2>&1 &
   pids+=($!)
   sleep 3
+  timeout 10 $B/gpuscan -s 127.0.0.1:50700 health || { echo "no health through the balancer"; cat "$out/haproxy.log"; }
   for round in $(seq "$rounds"); do
     for k in 8 1; do
       bench direct "$k" -s 127.0.0.1:50701

@@ -20,7 +20,8 @@ from .errors import (Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceed
                      FailedPrecondition, Internal, InvalidArgument, NotFound, OutOfRange,
                      PermissionDenied, ResourceExhausted, Unauthenticated, Unavailable, Unimplemented,
                      Unknown)
-from ._types import DTYPE_NAMES, OPERATORS, PREDICATES, HistogramResult, Table, Timing, TransportResult
+from ._types import (DTYPE_NAMES, OPERATORS, PREDICATES, DataPath, HistogramResult, Table, Timing,
+                     TransportResult)
 from .client import Client, Tls
 from .shared import SharedArray
 from .shared import create as shared_array
@@ -37,7 +38,7 @@ def __getattr__(name):
 
 
 __all__ = [
-    "Client", "AsyncClient", "Tls", "SharedArray", "shared_array", "Timing", "TransportResult", "Table",
+    "Client", "AsyncClient", "Tls", "SharedArray", "shared_array", "Timing", "TransportResult", "Table", "DataPath",
     "HistogramResult", "DTYPE_NAMES", "OPERATORS", "PREDICATES", "Error", "Aborted", "AlreadyExists", "Cancelled",
     "DataLoss", "DeadlineExceeded", "FailedPrecondition", "Internal", "InvalidArgument", "NotFound", "OutOfRange",
     "PermissionDenied", "ResourceExhausted", "Unauthenticated", "Unavailable", "Unimplemented", "Unknown",

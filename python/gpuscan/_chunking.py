@@ -150,10 +150,22 @@ def first_failure(errors: List[BaseException]) -> BaseException:
     return first
 
 
-def fan_out(streams, feed: Callable[[int, bytes], None], timeout: Optional[float], unary: bool = False) -> None:
+# Request metadata on every lane of a striped array: its id as hex, for an L7 balancer to hash the
+# lanes to one replica (Lanes in gpuscan.proto; the C++ client's kArrayIdMetadata).
+ARRAY_ID_METADATA = "gpuscan-array-id"
+
+
+def array_id_metadata(array_id: bytes) -> tuple:
+    """The lanes' call metadata for an array id."""
+    return ((ARRAY_ID_METADATA, array_id.hex()),)
+
+
+def fan_out(streams, feed: Callable[[int, bytes], None], timeout: Optional[float], unary: bool = False,
+            metadata=None) -> None:
     """Runs several calls at once, one per lane, each on its own channel: streams is a list of
-    (method, request iterator), stream-stream methods, or stream-unary ones with unary=True. Every
-    response goes to feed(lane, raw) under one lock. The first failure cancels every lane and is
+    (method, request iterator), stream-stream methods, or stream-unary ones with unary=True; every
+    call carries `metadata` (the array id's: array_id_metadata). Every response goes to feed(lane,
+    raw) under one lock. The first failure cancels every lane and is
     raised (the data source's own exception first, else see first_failure); Ctrl-C on the
     calling thread cancels them all."""
     uploads = [Upload(reqs) for _, reqs in streams]
@@ -172,13 +184,13 @@ def fan_out(streams, feed: Callable[[int, bytes], None], timeout: Optional[float
         method, u = streams[lane][0], uploads[lane]
         try:
             if unary:
-                call = slots[lane].set(method.future(iter(u), timeout=timeout))
+                call = slots[lane].set(method.future(iter(u), timeout=timeout, metadata=metadata))
                 u.attach(call)
                 raw = call.result()
                 with lock:
                     feed(lane, raw)
             else:
-                call = slots[lane].set(method(iter(u), timeout=timeout))
+                call = slots[lane].set(method(iter(u), timeout=timeout, metadata=metadata))
                 u.attach(call)
                 for raw in call:
                     with lock:

@@ -1,10 +1,13 @@
 """The native data path (a Client's default where this library loads; see Client's `native`): the
 C++ client's scan, reduce and compact through its C API (libgpuscan_capi.so, client/capi),
 called with ctypes. ctypes lets go of the GIL for the whole call, so the array's bytes move, and striped
-lanes run, at the C++ client's speed instead of grpcio's in one Python thread. Found beside this
-module (the build copies it there) or at $GPUSCAN_NATIVE_LIB. Only plain arrays in memory take
-it: shared memory, scan_iter, in-place scans and clients with TLS or custom credentials stay
-on the grpcio path.
+lanes run, at the C++ client's speed instead of grpcio's in one Python thread. Where the library
+is looked for: see candidates() ($GPUSCAN_NATIVE_LIB, else beside this module, a checkout's build
+tree, the install prefixes' lib). Only plain arrays in memory take it: shared memory, scan_iter,
+in-place scans and clients with TLS or custom credentials stay on the grpcio path.
+
+The C API has no per-call deadline: a handle's calls all have the timeout it was made with (the
+Client's), so a call with its own timeout= takes the grpcio path.
 
 A call runs on a helper thread while the calling thread waits on it, so that Ctrl-C reaches the
 caller at once (a signal only runs Python's handler between bytecodes, never inside a C call):
@@ -15,8 +18,9 @@ from __future__ import annotations
 import ctypes
 import os
 import queue
+import sys
 import threading
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import grpc
 import numpy as np
@@ -28,6 +32,7 @@ from .errors import error_for
 _LIB_NAME = "libgpuscan_capi.so"
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
+_path = ""  # the file _lib was loaded from
 _why = ""
 
 
@@ -51,32 +56,77 @@ class _Timing(ctypes.Structure):  # gpuscan_timing
         return Timing(**counts, **names)
 
 
+def candidates() -> List[str]:
+    """The files library() tries, in order: $GPUSCAN_NATIVE_LIB alone when it is set; else
+    libgpuscan_capi.so beside this module (CMake's copy in build/python/pkg/gpuscan, or the one
+    `pip install ./python` shipped after `make`), in the build tree of the checkout this module
+    lives in (python/gpuscan -> build/python/pkg/gpuscan), then in the lib directory of this
+    Python's prefix and of /usr/local (where `cmake --install` puts it)."""
+    env = os.environ.get("GPUSCAN_NATIVE_LIB")
+    if env:
+        return [env]
+    here = os.path.dirname(os.path.abspath(__file__))
+    dirs = [here]
+    if os.path.isfile(os.path.join(here, "..", "setup.py")):  # python/gpuscan of a checkout
+        dirs.append(os.path.join(here, "..", "..", "build", "python", "pkg", "gpuscan"))
+    dirs += [os.path.join(sys.prefix, "lib"), "/usr/local/lib"]
+    seen, out = set(), []
+    for d in dirs:
+        path = os.path.normpath(os.path.join(d, _LIB_NAME))
+        if path not in seen:
+            seen.add(path)
+            out.append(path)
+    return out
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    """The C API's signatures (AttributeError: a library without one of its functions)."""
+    lib.gpuscan_client_new.restype = ctypes.c_void_p
+    lib.gpuscan_client_new.argtypes = [ctypes.POINTER(_Options), ctypes.c_char_p, ctypes.c_size_t]
+    lib.gpuscan_client_free.argtypes = [ctypes.c_void_p]
+    lib.gpuscan_cancel_calls.argtypes = [ctypes.c_void_p]
+    lib.gpuscan_scan.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                 ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
+                                 ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
+    lib.gpuscan_reduce.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                                   ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p,
+                                   ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
+    lib.gpuscan_compact.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p,
+                                    ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p,
+                                    ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
+                                    ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
+
+
+def find(paths: List[str]) -> Tuple[Optional[ctypes.CDLL], str, str]:
+    """(the library, its path, "") from the first of `paths` that loads, else (None, "", why not:
+    each path that exists and failed, or that none exists)."""
+    failed = []
+    for path in paths:
+        if not os.path.exists(path):
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+            _declare(lib)
+            return lib, os.path.realpath(path), ""
+        except (OSError, AttributeError) as e:
+            failed.append(f"{path}: {e}")
+    if failed:
+        return None, "", "; ".join(failed)
+    return None, "", f"{_LIB_NAME} not found (looked at {', '.join(paths)}; GPUSCAN_NATIVE_LIB names the file to use)"
+
+
 def library() -> Tuple[Optional[ctypes.CDLL], str]:
-    """The loaded C API, or None and why not."""
-    global _lib, _why
+    """The loaded C API, or None and why not (looked for once: see candidates())."""
+    global _lib, _path, _why
     with _lock:
         if _lib is None and not _why:
-            path = os.environ.get("GPUSCAN_NATIVE_LIB") or os.path.join(os.path.dirname(__file__), _LIB_NAME)
-            try:
-                lib = ctypes.CDLL(path)
-                lib.gpuscan_client_new.restype = ctypes.c_void_p
-                lib.gpuscan_client_new.argtypes = [ctypes.POINTER(_Options), ctypes.c_char_p, ctypes.c_size_t]
-                lib.gpuscan_client_free.argtypes = [ctypes.c_void_p]
-                lib.gpuscan_cancel_calls.argtypes = [ctypes.c_void_p]
-                lib.gpuscan_scan.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
-                                             ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
-                lib.gpuscan_reduce.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
-                                               ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p,
-                                               ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
-                lib.gpuscan_compact.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p,
-                                                ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p,
-                                                ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
-                                                ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
-                _lib = lib
-            except (OSError, AttributeError) as e:
-                _why = f"{path}: {e}"
+            _lib, _path, _why = find(candidates())
         return _lib, _why
+
+
+def library_path() -> Optional[str]:
+    """The file the C API was loaded from (None: not loaded)."""
+    return _path if library()[0] is not None else None
 
 
 class NativeClient:

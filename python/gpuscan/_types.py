@@ -238,6 +238,20 @@ def predicate(spec, dtype: np.dtype) -> "pb.Predicate":
 
 
 @dataclasses.dataclass(frozen=True)
+class DataPath:
+    """The path a client's scan, reduce and compact of plain arrays in memory take (Client.data_path,
+    info()["data_path"]): "native" (the C++ client's C API, loaded from `library`) or "grpcio"
+    (grpcio in Python; `reason` says why not native). Single calls may still take grpcio on a
+    native client: shared memory, in-place scans, scan_iter, a call's own retries= or timeout=."""
+    name: str                       # "native" or "grpcio"
+    library: Optional[str] = None   # native: the libgpuscan_capi.so in use
+    reason: str = ""                # grpcio: why not native
+
+    def as_dict(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
 class Timing:
     """The server's measurements of one call (microseconds and bytes; see proto Timing)."""
     receive_us: int = 0

@@ -6,20 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import time
+import inspect
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Optional, Tuple, Union
 
 import grpc
 import grpc.aio
 import numpy as np
 
-from . import _chunking, _retry, _types, _wire, shared
+from . import _chunking, _retry, _types, shared
 from ._types import HistogramResult, Timing, TransportResult
-from .client import (DEFAULT_CHUNK_BYTES, Tls, _Calls, channel_args, channel_credentials, check_lanes,
-                     decode_health_response, encode_health_request, lane_channel_args, method_path)
+from .client import (DEFAULT_CHUNK_BYTES, Client, Tls, _Calls, _Prepared, channel_args, channel_credentials,
+                     decode_health_response, encode_health_request, lane_channel_args)
 from .errors import Internal, from_rpc_error, raised
 from .v1 import gpuscan_pb2 as pb
-from .v1 import gpuscan_pb2_grpc as pb_grpc
 
 
 def _lost_status(error, upload: "_AsyncUpload"):
@@ -85,10 +84,21 @@ async def _feed_async(feeder: _chunking.ScanIterFeeder, chunks) -> AsyncIterator
         yield r
 
 
+def _client_doc(note: str = ""):
+    """Decorator: the coroutine takes the docstring of the Client method of its name (one text for
+    both clients), after a line saying so and `note` (what differs)."""
+    def take(fn):
+        sync = getattr(Client, fn.__name__)
+        head = f"As Client.{fn.__name__}, awaited" + (f"; {note}" if note else ".")
+        fn.__doc__ = head + "\n\n" + inspect.cleandoc(sync.__doc__ or "")
+        return fn
+    return take
+
+
 class AsyncClient(_Calls):
     """Asynchronous gpuscan client on grpc.aio; `async with AsyncClient(target) as c: await c.scan(x)`.
-    Arguments as Client's, retries included (the waits are asyncio.sleep; on_retry is called on the
-    event loop)."""
+    Arguments as Client's, retries and timeout= included (the waits are asyncio.sleep; on_retry is
+    called on the event loop). No native path: data_path is always "grpcio"."""
 
     def __init__(self, target: str = "127.0.0.1:50051", *, tls: Union[None, bool, Tls] = None,
                  timeout: Optional[float] = None, lanes: int = 1, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
@@ -98,19 +108,8 @@ class AsyncClient(_Calls):
         self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry)
         args = channel_args(self.chunk_bytes, load_balancing_policy, options, tls)
         creds = channel_credentials(tls, credentials)
-        self._channel = (grpc.aio.secure_channel(target, creds, options=args) if creds is not None
-                         else grpc.aio.insecure_channel(target, options=args))
-        self._stub = pb_grpc.GpuScanStub(self._channel)
-        self._scan = self._channel.stream_stream(method_path("Scan"))
-        self._reduce = self._channel.stream_unary(method_path("Reduce"))
-        self._compact = self._channel.stream_stream(method_path("Compact"))
-        self._histogram = self._channel.stream_unary(method_path("Histogram"))
-        self._segmented = self._channel.stream_stream(method_path("SegmentedScan"))
-        self._reduce_by_key = self._channel.stream_stream(method_path("ReduceByKey"))
-        self._sort = self._channel.stream_stream(method_path("Sort"))
-        self._scan2d = self._channel.stream_stream(method_path("Scan2D"))
-        self._transport = self._channel.stream_stream(method_path("Transport"))
-        self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
+        self._bind(grpc.aio.secure_channel(target, creds, options=args) if creds is not None
+                   else grpc.aio.insecure_channel(target, options=args))
         # Per task, as the sync client's is per thread: concurrent tasks each see their own.
         self._timing_var: contextvars.ContextVar = contextvars.ContextVar(f"gpuscan_timing_{id(self)}", default=None)
         # Lanes: one channel (connection) each, made on first use, reused, closed with the client.
@@ -120,6 +119,7 @@ class AsyncClient(_Calls):
         self._closed = False
 
     async def close(self) -> None:
+        """Closes the channel and the lanes' channels (calls in flight are cancelled)."""
         self._closed = True
         channels, self._lane_channels, self._lane_methods = self._lane_channels, [], []
         await self._channel.close()
@@ -137,11 +137,7 @@ class AsyncClient(_Calls):
             ch = grpc.aio.secure_channel(target, creds, options=a) if creds is not None \
                 else grpc.aio.insecure_channel(target, options=a)
             self._lane_channels.append(ch)
-            self._lane_methods.append({
-                "Scan": ch.stream_stream(method_path("Scan")),
-                "Reduce": ch.stream_unary(method_path("Reduce")),
-                "Compact": ch.stream_stream(method_path("Compact")),
-                "Transport": ch.stream_stream(method_path("Transport"))})
+            self._lane_methods.append(self._lane_methods_of(ch))
         return [m[method] for m in self._lane_methods[:k]]
 
     async def _usable_lanes(self, lanes, n: int, per: int, timeout: Optional[float]) -> int:
@@ -155,11 +151,11 @@ class AsyncClient(_Calls):
         return _chunking.lane_count(chunks, wanted, self._max_lanes)
 
     async def _fan_out(self, streams, feed: Callable[[int, bytes], None], timeout: Optional[float],
-                       unary: bool = False) -> None:
+                       unary: bool = False, metadata=None) -> None:
         """Runs one call per lane at once, as tasks: streams is a list of (method, request
         iterator). Every response goes to feed(lane, raw). The first failure cancels every lane and
         is raised (see _chunking.first_failure); cancelling the awaiting task cancels them all."""
-        calls = [method(reqs, timeout=timeout) for method, reqs in streams]
+        calls = [method(reqs, timeout=timeout, metadata=metadata) for method, reqs in streams]
         failures: List[BaseException] = []
         aborted = False
 
@@ -219,133 +215,105 @@ class AsyncClient(_Calls):
         if upload.error is not None:
             raise upload.error
 
-    async def _retrying(self, retries: int, attempt: Callable[[Optional[float]], Awaitable[Any]]) -> Any:
+    async def _retrying(self, p: _Prepared, attempt: Callable[[Optional[float]], Awaitable[Any]]) -> Any:
         """As Client._retrying, for a coroutine function attempt(timeout)."""
-        return await _retry.run_async(self._tries(retries), attempt)
+        return await _retry.run_async(self._tries(p.retries, p.timeout), attempt)
 
+    @_client_doc("no native path")
     async def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
                    out: Optional[np.ndarray] = None, *, copy: bool = False, lanes: Optional[int] = None,
-                   retries: Optional[int] = None) -> np.ndarray:
-        x, header, out = self._scan_args(x, op, exclusive, algorithm, out, copy)
-        retries = self._wanted_retries(retries)
-        call = self._scan_shared(x, header, out)
-        if call is not None:  # never retried: an in-place scan may have written over its input
-            with call:
-                async for raw in self._stream(self._scan, call.serialized(), self.timeout):
+                   retries: Optional[int] = None, timeout: Optional[float] = None) -> np.ndarray:
+        p = self._prepare_scan(x, op, exclusive, algorithm, out, copy, retries, timeout)
+        if p.shared is not None:  # never retried: an in-place scan may have written over its input
+            with p.shared as call:
+                async for raw in self._stream(self._scan, call.serialized(), p.timeout):
                     call.feed_scan(raw)
                 self._timing_var.set(call.finish())
             return call.result
-        out = self._scan_out(x, out)
-        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
 
         async def attempt(timeout: Optional[float]) -> Timing:
-            k = await self._usable_lanes(lanes, len(x), per, timeout)
+            k = await self._usable_lanes(lanes, len(p.x), p.per, timeout)
             if k > 1:
-                asm = _chunking.ScanAssembler(out, (per, k))
-                reqs = self._lane_requests(header, _wire.SCAN_DATA, x, per, k)
+                asm = _chunking.ScanAssembler(p.out, (p.per, k))
+                reqs, md = p.lane_requests(k)
                 await self._fan_out(list(zip(self._lanes(k, "Scan"), reqs)), lambda lane, raw: asm.feed(raw, lane),
-                                    timeout)
+                                    timeout, metadata=md)
             else:
-                asm = _chunking.ScanAssembler(out)
-                async for raw in self._stream(self._scan, _chunking.data_requests(header, _wire.SCAN_DATA, x, per),
-                                              timeout):
+                asm = _chunking.ScanAssembler(p.out)
+                async for raw in self._stream(self._scan, p.requests(), timeout):
                     asm.feed(raw)
             return asm.finish()
-        self._timing_var.set(await self._retrying(self._scan_retries(x, out, retries), attempt))
-        return out
+        self._timing_var.set(await self._retrying(p, attempt))
+        return p.out
 
+    async def _scanned(self, p: _Prepared, method) -> np.ndarray:
+        """As Client._scanned."""
+        async def attempt(timeout: Optional[float]) -> Timing:
+            asm = _chunking.ScanAssembler(p.out)
+            async for raw in self._stream(method, p.requests(), timeout):
+                asm.feed(raw)
+            return asm.finish()
+        self._timing_var.set(await self._retrying(p, attempt))
+        return p.out if p.result is None else p.result
+
+    @_client_doc()
     async def segmented_scan(self, x, keys=None, *, heads=None, op: str = "sum", exclusive: bool = False,
                              out: Optional[np.ndarray] = None, copy: bool = False, timeout: Optional[float] = None,
                              retries: Optional[int] = None) -> np.ndarray:
-        """As Client.segmented_scan: exactly one of keys= (runs of equal consecutive keys) or heads=
-        (nonzero begins a segment); every check before the call."""
-        x, side, header, out = self._segmented_args(x, keys, heads, op, exclusive, out, copy)
-        retries, timeout = self._wanted_retries(retries), self._call_timeout(timeout)
-        out = self._scan_out(x, out)
-        per = _chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, side.itemsize))
+        return await self._scanned(
+            self._prepare_segmented(x, keys, heads, op, exclusive, out, copy, retries, timeout), self._segmented)
 
-        async def attempt(t: Optional[float]) -> Timing:
-            asm = _chunking.ScanAssembler(out)
-            async for raw in self._stream(self._segmented, _chunking.data_requests(
-                    header, _wire.SEGMENTED_DATA, x, per, side, flags_field=_wire.SEGMENTED_KEYS), t):
-                asm.feed(raw)
-            return asm.finish()
-        tries = _retry.Tries(self._segmented_retries(x, side, out, retries), self.backoff, self.on_retry, timeout)
-        self._timing_var.set(await _retry.run_async(tries, attempt))
-        return out
-
+    @_client_doc()
     async def scan2d(self, x, op: str = "sum", *, out: Optional[np.ndarray] = None, copy: bool = False,
                      timeout: Optional[float] = None, retries: Optional[int] = None) -> np.ndarray:
-        """As Client.scan2d: the summed-area table of a 2-D array; every check before the call."""
-        flat, out, out_flat, header = self._scan2d_args(x, op, out, copy)
-        retries, timeout = self._wanted_retries(retries), self._call_timeout(timeout)
-        per = _chunking.chunk_elements(self.chunk_bytes, flat.itemsize)
+        return await self._scanned(self._prepare_scan2d(x, op, out, copy, retries, timeout), self._scan2d)
 
-        async def attempt(t: Optional[float]) -> Timing:
-            asm = _chunking.ScanAssembler(out_flat)
-            async for raw in self._stream(self._scan2d, _chunking.data_requests(header, _wire.SCAN2D_DATA, flat, per),
-                                          t):
-                asm.feed(raw)
-            return asm.finish()
-        tries = _retry.Tries(self._scan_retries(flat, out_flat, retries), self.backoff, self.on_retry, timeout)
-        self._timing_var.set(await _retry.run_async(tries, attempt))
-        return out
-
+    @_client_doc()
     async def reduce_by_key(self, x, keys, *, op: str = "sum", copy: bool = False, timeout: Optional[float] = None,
                             retries: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
-        """As Client.reduce_by_key: (unique_keys, values), one per run of equal consecutive keys;
-        every check before the call."""
-        x, side, header = self._reduce_by_key_args(x, keys, op, copy)
-        retries, timeout = self._wanted_retries(retries), self._call_timeout(timeout)
-        per = _chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, side.itemsize))
+        p = self._prepare_reduce_by_key(x, keys, op, copy, retries, timeout)
 
-        async def attempt(t: Optional[float]):
-            asm = _chunking.ReduceByKeyAssembler(side.dtype, x.dtype, len(x))
-            async for raw in self._stream(self._reduce_by_key, _chunking.data_requests(
-                    header, _wire.REDUCE_BY_KEY_DATA, x, per, side, flags_field=_wire.REDUCE_BY_KEY_KEYS), t):
+        async def attempt(timeout: Optional[float]):
+            asm = _chunking.ReduceByKeyAssembler(p.side.dtype, p.x.dtype, len(p.x))
+            async for raw in self._stream(self._reduce_by_key, p.requests(), timeout):
                 asm.feed(raw)
             return asm.result(), asm.timing or Timing()
-        result, timing = await _retry.run_async(_retry.Tries(retries, self.backoff, self.on_retry, timeout), attempt)
+        result, timing = await self._retrying(p, attempt)
         self._timing_var.set(timing)
         return result
 
+    @_client_doc()
     async def sort(self, x, *, values=None, descending: bool = False, copy: bool = False,
                    timeout: Optional[float] = None, retries: Optional[int] = None):
-        """As Client.sort: the sorted keys, or (sorted keys, values moved with them) with values=;
-        every check before the call."""
-        x, side, request = self._sort_args(x, values, descending, pb.SORT_OUTPUT_KEYS, copy)
-        keys, vals, _ = await self._sorted(x, side, request, retries, timeout)
-        return keys if side is None else (keys, vals)
+        p = self._prepare_sort(x, values, descending, pb.SORT_OUTPUT_KEYS, copy, retries, timeout)
+        keys, vals, _ = await self._sorted(p)
+        return keys if p.side is None else (keys, vals)
 
+    @_client_doc()
     async def argsort(self, x, *, descending: bool = False, return_keys: bool = False, copy: bool = False,
                       timeout: Optional[float] = None, retries: Optional[int] = None):
-        """As Client.argsort: int64 indices, or (sorted keys, indices) with return_keys=True."""
         output = pb.SORT_OUTPUT_KEYS_AND_INDICES if return_keys else pb.SORT_OUTPUT_INDICES
-        x, side, request = self._sort_args(x, None, descending, output, copy)
-        keys, _, indices = await self._sorted(x, side, request, retries, timeout)
+        keys, _, indices = await self._sorted(self._prepare_sort(x, None, descending, output, copy, retries, timeout))
         return (keys, indices) if return_keys else indices
 
-    async def _sorted(self, x, side, request, retries, timeout):
-        retries, timeout = self._wanted_retries(retries), self._call_timeout(timeout)
-        per = self._sort_per(x, side)
-
-        async def attempt(t: Optional[float]):
-            asm = self._sort_assembler(x, side, request)
-            async for raw in self._stream(self._sort, _chunking.data_requests(
-                    request, _wire.SORT_KEYS, x, per, side, flags_field=_wire.SORT_VALUES), t):
+    async def _sorted(self, p: _Prepared):
+        """As Client._sorted."""
+        async def attempt(timeout: Optional[float]):
+            asm = self._sort_assembler(p.x, p.side, p.request)
+            async for raw in self._stream(self._sort, p.requests(), timeout):
                 asm.feed(raw)
             return asm.result(), asm.timing or Timing()
-        result, timing = await _retry.run_async(_retry.Tries(retries, self.backoff, self.on_retry, timeout), attempt)
+        result, timing = await self._retrying(p, attempt)
         self._timing_var.set(timing)
         return result
 
+    @_client_doc("an async generator (`async for y in c.scan_iter(chunks)`); chunks may be a sync or an "
+                 "async iterable, read on the event loop")
     async def scan_iter(self, chunks, op: str = "sum", exclusive: bool = False,
-                        algorithm: Optional[str] = None) -> AsyncIterator[np.ndarray]:
-        feeder = _chunking.ScanIterFeeder(
-            (), lambda wire: pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm)),
-            self.chunk_bytes)
-        asm = _chunking.ScanIterAssembler(feeder)
-        stream = self._stream(self._scan, _feed_async(feeder, chunks), self.timeout)  # never retried
+                        algorithm: Optional[str] = None, *, timeout: Optional[float] = None
+                        ) -> AsyncIterator[np.ndarray]:
+        feeder, asm, timeout = self._scan_iter_parts((), op, exclusive, algorithm, timeout)
+        stream = self._stream(self._scan, _feed_async(feeder, chunks), timeout)  # never retried
         try:
             async for raw in stream:
                 for arr in asm.feed(raw):
@@ -356,28 +324,26 @@ class AsyncClient(_Calls):
             raise Internal("server returned fewer scan results than elements sent")
         self._timing_var.set(asm.timing or Timing())
 
+    @_client_doc("no native path")
     async def reduce(self, x, op: str = "sum", *, copy: bool = False, lanes: Optional[int] = None,
-                     retries: Optional[int] = None):
-        x, header = self._reduce_args(x, op, copy)
-        retries = self._wanted_retries(retries)
-        call = self._reduce_shared(x, header)
-        if call is not None:
-            with call:
-                value = call.reduce_value(await self._unary(self._reduce, call.serialized(), self.timeout))
+                     retries: Optional[int] = None, timeout: Optional[float] = None):
+        p = self._prepare_reduce(x, op, copy, retries, timeout)
+        if p.shared is not None:
+            with p.shared as call:
+                value = call.reduce_value(await self._unary(self._reduce, call.serialized(), p.timeout))
             self._timing_var.set(call.timing)
             return value
-        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
 
         async def attempt(timeout: Optional[float]):
-            k = await self._usable_lanes(lanes, len(x), per, timeout)
+            k = await self._usable_lanes(lanes, len(p.x), p.per, timeout)
             if k > 1:
                 raws: List[bytes] = [b""] * k
-                reqs = self._lane_requests(header, _wire.REDUCE_DATA, x, per, k)
-                await self._fan_out(list(zip(self._lanes(k, "Reduce"), reqs)), raws.__setitem__, timeout, unary=True)
-                return self._reduce_lanes_result(raws, x.dtype, len(x))
-            raw = await self._unary(self._reduce, _chunking.data_requests(header, _wire.REDUCE_DATA, x, per), timeout)
-            return _chunking.reduce_value(raw, x.dtype)
-        value, _, timing = await self._retrying(retries, attempt)
+                reqs, md = p.lane_requests(k)
+                await self._fan_out(list(zip(self._lanes(k, "Reduce"), reqs)), raws.__setitem__, timeout, unary=True,
+                                    metadata=md)
+                return self._reduce_lanes_result(raws, p.x.dtype, len(p.x))
+            return _chunking.reduce_value(await self._unary(self._reduce, p.requests(), timeout), p.x.dtype)
+        value, _, timing = await self._retrying(p, attempt)
         self._timing_var.set(timing)
         return value
 
@@ -391,112 +357,95 @@ class AsyncClient(_Calls):
             call.cancel()
             raise
 
+    @_client_doc()
     async def histogram(self, x, bins=10, range=None, *, copy: bool = False,
-                        retries: Optional[int] = None) -> HistogramResult:
-        """As Client.histogram: numpy.histogram's bins and range; no lanes, shared memory or native path."""
-        x, header = self._histogram_args(x, bins, range, copy)
-        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
+                        retries: Optional[int] = None, timeout: Optional[float] = None) -> HistogramResult:
+        p = self._prepare_histogram(x, bins, range, copy, retries, timeout)
 
         async def attempt(timeout: Optional[float]):
-            return _chunking.histogram_result(await self._unary(
-                self._histogram, _chunking.data_requests(header, _wire.HISTOGRAM_DATA, x, per), timeout))
-        result, timing = await self._retrying(self._wanted_retries(retries), attempt)
+            return _chunking.histogram_result(await self._unary(self._histogram, p.requests(), timeout))
+        result, timing = await self._retrying(p, attempt)
         self._timing_var.set(timing)
         return result
 
+    @_client_doc("no native path")
     async def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
-                      copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None):
-        x, flags, header = self._compact_args(x, where, predicate, indices, values, copy)
-        retries = self._wanted_retries(retries)
-        call = self._compact_shared(x, where, flags, header, values, indices)
-        if call is not None:
-            with call:
-                async for raw in self._stream(self._compact, call.serialized(), self.timeout):
+                      copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None,
+                      timeout: Optional[float] = None):
+        p = self._prepare_compact(x, where, predicate, indices, values, copy, retries, timeout)
+        if p.shared is not None:
+            with p.shared as call:
+                async for raw in self._stream(self._compact, call.serialized(), p.timeout):
                     call.feed_compact(raw)
                 self._timing_var.set(call.finish())
             return self._compact_shared_result(call, values, indices)
-        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
 
         async def attempt(timeout: Optional[float]) -> _chunking.CompactAssembler:
-            asm = _chunking.CompactAssembler(x.dtype)  # per try: a failed try's pieces are dropped
-            k = await self._usable_lanes(lanes, len(x), per, timeout)
+            asm = _chunking.CompactAssembler(p.x.dtype)  # per try: a failed try's pieces are dropped
+            k = await self._usable_lanes(lanes, len(p.x), p.per, timeout)
             if k > 1:
-                reqs = self._lane_requests(header, _wire.COMPACT_VALUES, x, per, k, flags)
+                reqs, md = p.lane_requests(k)
                 await self._fan_out(list(zip(self._lanes(k, "Compact"), reqs)), lambda lane, raw: asm.feed(raw, lane),
-                                    timeout)
+                                    timeout, metadata=md)
             else:
-                async for raw in self._stream(self._compact,
-                                              _chunking.data_requests(header, _wire.COMPACT_VALUES, x, per, flags),
-                                              timeout):
+                async for raw in self._stream(self._compact, p.requests(), timeout):
                     asm.feed(raw)
             return asm
-        asm = await self._retrying(retries, attempt)
+        asm = await self._retrying(p, attempt)
         self._timing_var.set(asm.timing or Timing())
         return self._compact_result(asm, values, indices)
 
-    async def info(self) -> Dict[str, Any]:
-        return await self._info(self.timeout)
+    @_client_doc("data_path is always grpcio's")
+    async def info(self, *, timeout: Optional[float] = None) -> Dict[str, Any]:
+        return self._with_data_path(await self._info(self._call_timeout(timeout)))
 
     async def _info(self, timeout: Optional[float]) -> Dict[str, Any]:
         with raised():
             return _types.server_info(await self._stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=timeout))
 
-    async def health(self, service: str = "") -> str:
+    @_client_doc()
+    async def health(self, service: str = "", *, timeout: Optional[float] = None) -> str:
+        timeout = self._call_timeout(timeout)
         try:
-            raw = await self._health(encode_health_request(service), timeout=self.timeout)
+            raw = await self._health(encode_health_request(service), timeout=timeout)
         except grpc.RpcError as e:
-            if e.code() == grpc.StatusCode.NOT_FOUND:  # the health service's answer for an unknown name
-                return "SERVICE_UNKNOWN"
-            raise from_rpc_error(e) from None
+            return self._health_failed(e)
         return decode_health_response(raw)
 
+    @_client_doc("on_row is called on the event loop")
     async def benchmark(self, operations=None, algorithms=None, dtypes=None, sizes=None, repetitions=0,
-                        warmup=0, on_row: Optional[Callable[[dict], None]] = None, devices=None) -> _types.Table:
+                        warmup=0, on_row: Optional[Callable[[dict], None]] = None, devices=None, *,
+                        timeout: Optional[float] = None) -> _types.Table:
         req = _types.bench_request(operations, algorithms, dtypes, sizes, repetitions, warmup, devices)
-        table = _types.Table()
-        call = self._stub.Benchmark(req, timeout=self.timeout)
+        timeout = self._call_timeout(timeout)
+        table, add = self._bench_table(on_row)
+        call = self._stub.Benchmark(req, timeout=timeout)
         try:
             with raised():
                 async for row in call:
-                    d = _types.bench_row(row)
-                    table.append(d)
-                    if on_row:
-                        on_row(d)
+                    add(row)
         except BaseException:
             call.cancel()
             raise
         return table
 
+    @_client_doc()
     async def transport(self, total_bytes: int, echo: bool = True, chunk_bytes: Optional[int] = None,
-                        lanes: int = 1) -> TransportResult:
-        cb = int(chunk_bytes or self.chunk_bytes)
-        total = int(total_bytes)
-        lanes = check_lanes(lanes)  # Transport is not joined: not capped by max_lanes
-        received = [0] * lanes
-        finals: List[Dict[int, Any]] = [{} for _ in range(lanes)]
-
-        def feed(lane: int, raw: bytes) -> None:
-            f = _wire.parse(raw)
-            if 1 in f:
-                received[lane] += f[1][1] - f[1][0]
-            if f.get(6):
-                finals[lane] = f
-        t0 = time.perf_counter()
-        if lanes == 1:
-            async for raw in self._stream(self._transport, _chunking.transport_requests(total, cb, echo), self.timeout):
-                feed(0, raw)
+                        lanes: int = 1, *, timeout: Optional[float] = None) -> TransportResult:
+        timeout = self._call_timeout(timeout)
+        tally = self._transport_tally(total_bytes, echo, chunk_bytes, lanes)
+        if tally.lanes == 1:
+            async for raw in self._stream(self._transport, tally.requests(), timeout):
+                tally.feed(0, raw)
         else:
-            await self._fan_out([(m, _chunking.transport_requests(total, cb, echo, lane, lanes))
-                                 for lane, m in enumerate(self._lanes(lanes, "Transport"))], feed, self.timeout)
-        wall = time.perf_counter() - t0
-        return TransportResult(bytes_in=sum(f.get(2, 0) for f in finals), bytes_out=sum(f.get(3, 0) for f in finals),
-                               bytes_received=sum(received), requests=sum(f.get(5, 0) for f in finals),
-                               wall_s=wall, server_total_us=max(f.get(4, 0) for f in finals))
+            streams = [(m, tally.requests(lane)) for lane, m in enumerate(self._lanes(tally.lanes, "Transport"))]
+            await self._fan_out(streams, tally.feed, timeout, metadata=tally.metadata())
+        return tally.result()
 
+    @_client_doc("a coroutine (it may ask the server for its --shm-dir): "
+                 "`with await c.shared_array(n, \"int32\") as a: ...; y = await c.scan(a)`")
     async def shared_array(self, n: int, dtype="int32", *, dir: Optional[str] = None,
-                           mode: int = shared.DEFAULT_MODE) -> shared.SharedArray:
-        """As Client.shared_array (a coroutine: it may ask the server for its --shm-dir):
-        `with await c.shared_array(n, "int32") as a: ...; y = await c.scan(a)`."""
+                           mode: int = shared.DEFAULT_MODE, timeout: Optional[float] = None) -> shared.SharedArray:
         if dir is None:
-            dir = shared.default_dir((await self.info())["limits"])
+            dir = shared.default_dir((await self.info(timeout=timeout))["limits"])
         return shared.create(n, dtype, dir, mode)

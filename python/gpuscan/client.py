@@ -16,7 +16,7 @@ import grpc
 import numpy as np
 
 from . import _chunking, _native, _pump, _retry, _types, _wire, shared
-from ._types import HistogramResult, Timing, TransportResult, check_array
+from ._types import DataPath, HistogramResult, Timing, TransportResult, check_array
 from .errors import Internal, from_rpc_error, raised
 from .v1 import gpuscan_pb2 as pb
 from .v1 import gpuscan_pb2_grpc as pb_grpc
@@ -96,6 +96,69 @@ def decode_health_response(raw: bytes) -> str:
     return _HEALTH_STATUS.get(_wire.parse(raw).get(1, 0), "UNKNOWN")
 
 
+@dataclasses.dataclass
+class _Prepared:
+    """One data call's checked arguments (from a _Calls._prepare_* method): what both clients' drivers
+    of that call need, so that the checks, the headers and the request framing live once."""
+    x: np.ndarray                       # the input, 1-D (scan2d: the matrix flattened)
+    request: Any                        # the first request (its header)
+    retries: int                        # retries of the grpcio path (0 where a retry could not replay)
+    timeout: Optional[float]            # this call's deadline in seconds (None: none)
+    data_field: int                     # the requests' data field (_wire)
+    per: int = 0                        # elements per request
+    side: Optional[np.ndarray] = None   # compact's flags, the keys or heads, the values: beside x's chunks
+    side_field: int = _wire.COMPACT_FLAGS
+    out: Optional[np.ndarray] = None    # a scan's output (1-D)
+    result: Any = None                  # what the call returns when not `out` (scan2d: the 2-D out)
+    shared: Optional[shared.Call] = None  # x lies in shared memory: this call, nothing streamed
+
+    def requests(self) -> Iterator[bytes]:
+        """The whole array's serialized requests, for one call."""
+        return _chunking.data_requests(self.request, self.data_field, self.x, self.per, self.side,
+                                       flags_field=self.side_field)
+
+    def lane_requests(self, k: int) -> tuple:
+        """(k lanes' request iterators, their metadata): see _Calls._lane_requests."""
+        return _Calls._lane_requests(self.request, self.data_field, self.x, self.per, k, self.side)
+
+
+class _TransportTally:
+    """transport()'s bookkeeping, for both clients: each lane's requests, the responses fed in
+    (any lane), and the TransportResult."""
+
+    def __init__(self, total_bytes: int, echo: bool, chunk_bytes: int, lanes: int):
+        self.total, self.echo, self.chunk_bytes = int(total_bytes), echo, chunk_bytes
+        self.lanes = check_lanes(lanes)  # Transport is not joined: not capped by max_lanes
+        self.received = [0] * self.lanes
+        self.finals: List[Dict[int, Any]] = [{} for _ in range(self.lanes)]
+        self.t0 = time.perf_counter()
+
+    @staticmethod
+    def metadata() -> tuple:
+        """The lanes' call metadata: a fresh array id, so a balancer sends them to one replica, as
+        a striped array's lanes."""
+        return _chunking.array_id_metadata(os.urandom(16))
+
+    def requests(self, lane: int = 0):
+        if self.lanes == 1:
+            return _chunking.transport_requests(self.total, self.chunk_bytes, self.echo)
+        return _chunking.transport_requests(self.total, self.chunk_bytes, self.echo, lane, self.lanes)
+
+    def feed(self, lane: int, raw: bytes) -> None:
+        f = _wire.parse(raw)
+        if 1 in f:
+            self.received[lane] += f[1][1] - f[1][0]
+        if f.get(6):
+            self.finals[lane] = f
+
+    def result(self) -> TransportResult:
+        wall = time.perf_counter() - self.t0
+        finals = self.finals
+        return TransportResult(bytes_in=sum(f.get(2, 0) for f in finals), bytes_out=sum(f.get(3, 0) for f in finals),
+                               bytes_received=sum(self.received), requests=sum(f.get(5, 0) for f in finals),
+                               wall_s=wall, server_total_us=max(f.get(4, 0) for f in finals))
+
+
 class _Calls:
     """Argument checking and header building shared by Client and AsyncClient."""
 
@@ -110,6 +173,40 @@ class _Calls:
         self.backoff = _retry.check_backoff(backoff)
         self.on_retry = _retry.check_on_retry(on_retry)
         self._max_lanes: Optional[int] = None  # the server's Limits.max_lanes, asked once
+        self._data_path = DataPath("grpcio", reason="grpc.aio: AsyncClient has no native path")
+
+    @property
+    def data_path(self) -> DataPath:
+        """The path this client's scan, reduce and compact of plain arrays take: DataPath("native",
+        library=its file) or DataPath("grpcio", reason=why not native); also info()["data_path"]."""
+        return self._data_path
+
+    def _with_data_path(self, info: Dict[str, Any]) -> Dict[str, Any]:
+        info["data_path"] = self._data_path.as_dict()
+        return info
+
+    def _bind(self, channel) -> None:
+        """The main channel's stub and multi-callables (a grpc or a grpc.aio channel: the same calls).
+        The data path sends and receives serialized bytes (see _wire); the rest uses the stub."""
+        self._channel = channel
+        self._stub = pb_grpc.GpuScanStub(channel)
+        self._scan = channel.stream_stream(method_path("Scan"))
+        self._reduce = channel.stream_unary(method_path("Reduce"))
+        self._compact = channel.stream_stream(method_path("Compact"))
+        self._histogram = channel.stream_unary(method_path("Histogram"))
+        self._segmented = channel.stream_stream(method_path("SegmentedScan"))
+        self._reduce_by_key = channel.stream_stream(method_path("ReduceByKey"))
+        self._sort = channel.stream_stream(method_path("Sort"))
+        self._scan2d = channel.stream_stream(method_path("Scan2D"))
+        self._transport = channel.stream_stream(method_path("Transport"))
+        self._health = channel.unary_unary("/grpc.health.v1.Health/Check")
+
+    @staticmethod
+    def _lane_methods_of(ch) -> Dict[str, Any]:
+        """A lane channel's multi-callables (Scan, Compact, Transport: stream-stream; Reduce: stream-unary)."""
+        return {"Scan": ch.stream_stream(method_path("Scan")), "Reduce": ch.stream_unary(method_path("Reduce")),
+                "Compact": ch.stream_stream(method_path("Compact")),
+                "Transport": ch.stream_stream(method_path("Transport"))}
 
     def _wanted_lanes(self, lanes) -> int:
         return self.lanes if lanes is None else check_lanes(lanes)
@@ -117,18 +214,116 @@ class _Calls:
     def _wanted_retries(self, retries) -> int:
         return self.retries if retries is None else _retry.check_retries(retries)
 
-    def _tries(self, retries: int) -> _retry.Tries:
-        """The bookkeeping of one call's tries; its deadline (the client's timeout) starts now."""
-        return _retry.Tries(retries, self.backoff, self.on_retry, self.timeout)
+    def _call_options(self, retries, timeout) -> Tuple[int, Optional[float]]:
+        """A call's retries= and timeout=, checked (ValueError), None meaning the client's."""
+        return self._wanted_retries(retries), self._call_timeout(timeout)
+
+    def _tries(self, retries: int, timeout: Optional[float]) -> _retry.Tries:
+        """The bookkeeping of one call's tries; its deadline (`timeout` seconds, the call's: every
+        try and wait) starts now."""
+        return _retry.Tries(retries, self.backoff, self.on_retry, timeout)
+
+    # -- each data call's arguments, checked before any call (ValueError; a bitwise operator on
+    # floats: InvalidArgument): see _Prepared
+    def _prepare_scan(self, x, op, exclusive, algorithm, out, copy, retries, timeout) -> _Prepared:
+        """x in shared memory: .shared, the call (its result where out is None); else .out (new
+        where out is None)."""
+        x, request, out = self._scan_args(x, op, exclusive, algorithm, out, copy)
+        retries, timeout = self._call_options(retries, timeout)
+        p = _Prepared(x, request, retries, timeout, _wire.SCAN_DATA, shared=self._scan_shared(x, request, out))
+        if p.shared is None:
+            p.out = self._scan_out(x, out)
+            p.per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
+            p.retries = self._scan_retries(x, p.out, retries)  # in place: not retried
+        return p
+
+    def _prepare_reduce(self, x, op, copy, retries, timeout) -> _Prepared:
+        x, request = self._reduce_args(x, op, copy)
+        retries, timeout = self._call_options(retries, timeout)
+        return _Prepared(x, request, retries, timeout, _wire.REDUCE_DATA, shared=self._reduce_shared(x, request),
+                         per=_chunking.chunk_elements(self.chunk_bytes, x.itemsize))
+
+    def _prepare_compact(self, x, where, predicate, indices, values, copy, retries, timeout) -> _Prepared:
+        x, flags, request = self._compact_args(x, where, predicate, indices, values, copy)
+        retries, timeout = self._call_options(retries, timeout)
+        return _Prepared(x, request, retries, timeout, _wire.COMPACT_VALUES, side=flags,
+                         per=_chunking.chunk_elements(self.chunk_bytes, x.itemsize),
+                         shared=self._compact_shared(x, where, flags, request, values, indices))
+
+    def _prepare_histogram(self, x, bins, range_, copy, retries, timeout) -> _Prepared:
+        x, request = self._histogram_args(x, bins, range_, copy)
+        retries, timeout = self._call_options(retries, timeout)
+        return _Prepared(x, request, retries, timeout, _wire.HISTOGRAM_DATA,
+                         per=_chunking.chunk_elements(self.chunk_bytes, x.itemsize))
+
+    def _prepare_segmented(self, x, keys, heads, op, exclusive, out, copy, retries, timeout) -> _Prepared:
+        x, side, request, out = self._segmented_args(x, keys, heads, op, exclusive, out, copy)
+        retries, timeout = self._call_options(retries, timeout)
+        out = self._scan_out(x, out)
+        return _Prepared(x, request, self._segmented_retries(x, side, out, retries), timeout, _wire.SEGMENTED_DATA,
+                         per=_chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, side.itemsize)),
+                         side=side, side_field=_wire.SEGMENTED_KEYS, out=out)
+
+    def _prepare_scan2d(self, x, op, out, copy, retries, timeout) -> _Prepared:
+        """.out: the flat view of .result, the 2-D out."""
+        flat, out, out_flat, request = self._scan2d_args(x, op, out, copy)
+        retries, timeout = self._call_options(retries, timeout)
+        return _Prepared(flat, request, self._scan_retries(flat, out_flat, retries), timeout, _wire.SCAN2D_DATA,
+                         per=_chunking.chunk_elements(self.chunk_bytes, flat.itemsize), out=out_flat, result=out)
+
+    def _prepare_reduce_by_key(self, x, keys, op, copy, retries, timeout) -> _Prepared:
+        x, side, request = self._reduce_by_key_args(x, keys, op, copy)
+        retries, timeout = self._call_options(retries, timeout)
+        return _Prepared(x, request, retries, timeout, _wire.REDUCE_BY_KEY_DATA,
+                         per=_chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, side.itemsize)),
+                         side=side, side_field=_wire.REDUCE_BY_KEY_KEYS)
+
+    def _prepare_sort(self, x, values, descending, output: int, copy, retries, timeout) -> _Prepared:
+        x, side, request = self._sort_args(x, values, descending, output, copy)
+        retries, timeout = self._call_options(retries, timeout)
+        return _Prepared(x, request, retries, timeout, _wire.SORT_KEYS, per=self._sort_per(x, side), side=side,
+                         side_field=_wire.SORT_VALUES)
+
+    def _scan_iter_parts(self, chunks, op, exclusive, algorithm, timeout):
+        """scan_iter's (feeder of the requests, assembler of the results, timeout)."""
+        timeout = self._call_timeout(timeout)
+        feeder = _chunking.ScanIterFeeder(
+            chunks, lambda wire: pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm)),
+            self.chunk_bytes)
+        return feeder, _chunking.ScanIterAssembler(feeder), timeout
+
+    def _transport_tally(self, total_bytes, echo, chunk_bytes, lanes) -> _TransportTally:
+        return _TransportTally(total_bytes, echo, int(chunk_bytes or self.chunk_bytes), lanes)
 
     @staticmethod
-    def _lane_requests(first, data_field: int, x: np.ndarray, per: int, k: int, flags=None) -> list:
-        """Each lane's request iterator for one array striped over k lanes: the first request with
-        the lanes header (a fresh random array id), then chunks lane, lane + k, ..."""
+    def _health_failed(e: grpc.RpcError) -> str:
+        """health()'s answer to a failed Check: the health service's NOT_FOUND for an unknown
+        name is SERVICE_UNKNOWN; anything else is raised as a gpuscan.Error."""
+        if e.code() == grpc.StatusCode.NOT_FOUND:
+            return "SERVICE_UNKNOWN"
+        raise from_rpc_error(e) from None
+
+    @staticmethod
+    def _bench_table(on_row) -> Tuple[_types.Table, Callable[[Any], None]]:
+        """benchmark()'s table and the function that adds a BenchmarkRow to it (and to on_row)."""
+        table = _types.Table()
+
+        def add(row) -> None:
+            d = _types.bench_row(row)
+            table.append(d)
+            if on_row:
+                on_row(d)
+        return table, add
+
+    @staticmethod
+    def _lane_requests(first, data_field: int, x: np.ndarray, per: int, k: int, flags=None) -> tuple:
+        """(each lane's request iterator, the lanes' call metadata) for one array striped over k
+        lanes: the first request with the lanes header (a fresh random array id), then chunks lane,
+        lane + k, ...; the metadata carries the same id for a balancer to hash on."""
         array_id = os.urandom(16)
         return [_chunking.data_requests(_chunking.lane_header(first, array_id, lane, k, per), data_field, x,
                                         per, flags, ranges=_chunking.lane_chunks(len(x), per, lane, k))
-                for lane in range(k)]
+                for lane in range(k)], _chunking.array_id_metadata(array_id)
 
     @staticmethod
     def _reduce_lanes_result(raws, dtype: np.dtype, n: int):
@@ -415,8 +610,14 @@ class Client(_Calls):
     retries=, stays on grpcio); Ctrl-C cancels the client's native calls in flight. None (the
     default): on where the library loads and the client speaks plaintext with no `credentials`
     or `options`, else off (the environment's GPUSCAN_NATIVE=0 or 1 overrides it); True: required
-    (ValueError where it cannot be); False: off.
-    Histograms, scan_iter, shared memory and in-place scans always use grpcio.
+    (ValueError where it cannot be); False: off. `data_path` (and info()["data_path"]) says which
+    path the client took: "native" and the library's file, or "grpcio" and why (see
+    gpuscan._native.candidates for where the library is looked for).
+    Histograms, scan_iter, shared memory and in-place scans always use grpcio, and so does a call
+    with its own timeout= other than the client's (the C API's deadline is the client's).
+
+    timeout= on every call (None: the client's timeout; 0: none): that call's seconds, every try
+    and wait included; past it, gpuscan.DeadlineExceeded.
     """
 
     def __init__(self, target: str = "127.0.0.1:50051", *, tls: Union[None, bool, Tls] = None,
@@ -429,34 +630,31 @@ class Client(_Calls):
         args = channel_args(self.chunk_bytes, load_balancing_policy, options, tls)
         creds = channel_credentials(tls, credentials)
         self._native: Optional[_native.NativeClient] = None
-        if native is None and os.environ.get("GPUSCAN_NATIVE", "") in ("0", "1"):
-            native = os.environ["GPUSCAN_NATIVE"] == "1"
+        why_not = "native=False"
+        env = os.environ.get("GPUSCAN_NATIVE", "")
+        if native is None and env in ("0", "1"):
+            native, why_not = env == "1", f"GPUSCAN_NATIVE={env} in the environment"
         auto = native is None  # wherever it can serve this client as configured
         if auto:
-            native = creds is None and not options and _native.library()[0] is not None
+            lib, why_lib = _native.library()
+            why_not = ("tls/credentials: the native path speaks plaintext gRPC" if creds is not None else
+                       "options=: grpc channel options apply to grpcio's channel only" if options else
+                       f"no C API: {why_lib}" if lib is None else "")
+            native = not why_not
         if native:
             if creds is not None:
                 raise ValueError("gpuscan: native=True speaks plaintext gRPC: it takes no tls or credentials")
             try:
                 self._native = _native.NativeClient(target, self.chunk_bytes, self.timeout, self.lanes, self.retries,
                                                     self.backoff, load_balancing_policy)
-            except ValueError:
+            except ValueError as e:
                 if not auto:
                     raise  # (auto: a target the C++ client refuses is left to grpcio, which says why)
-        self._channel = (grpc.secure_channel(target, creds, options=args) if creds is not None
-                         else grpc.insecure_channel(target, options=args))
-        self._stub = pb_grpc.GpuScanStub(self._channel)
-        # The data path sends and receives serialized bytes (see _wire); the rest uses the stub.
-        self._scan = self._channel.stream_stream(method_path("Scan"))
-        self._reduce = self._channel.stream_unary(method_path("Reduce"))
-        self._compact = self._channel.stream_stream(method_path("Compact"))
-        self._histogram = self._channel.stream_unary(method_path("Histogram"))
-        self._segmented = self._channel.stream_stream(method_path("SegmentedScan"))
-        self._reduce_by_key = self._channel.stream_stream(method_path("ReduceByKey"))
-        self._sort = self._channel.stream_stream(method_path("Sort"))
-        self._scan2d = self._channel.stream_stream(method_path("Scan2D"))
-        self._transport = self._channel.stream_stream(method_path("Transport"))
-        self._health = self._channel.unary_unary("/grpc.health.v1.Health/Check")
+                why_not = f"the C++ client refused the target: {e}"
+        self._data_path = (DataPath("native", library=_native.library_path()) if self._native is not None
+                           else DataPath("grpcio", reason=why_not))
+        self._bind(grpc.secure_channel(target, creds, options=args) if creds is not None
+                   else grpc.insecure_channel(target, options=args))
         self._local = threading.local()
         # Lanes: one channel (connection) each, made on first use, reused, closed with the client.
         self._lane_args = (target, creds, options, tls)
@@ -477,11 +675,7 @@ class Client(_Calls):
                 ch = grpc.secure_channel(target, creds, options=a) if creds is not None \
                     else grpc.insecure_channel(target, options=a)
                 self._lane_channels.append(ch)
-                self._lane_methods.append({
-                    "Scan": ch.stream_stream(method_path("Scan")),
-                    "Reduce": ch.stream_unary(method_path("Reduce")),
-                    "Compact": ch.stream_stream(method_path("Compact")),
-                    "Transport": ch.stream_stream(method_path("Transport"))})
+                self._lane_methods.append(self._lane_methods_of(ch))
             return [m[method] for m in self._lane_methods[:k]]
 
     def _usable_lanes(self, lanes, n: int, per: int, timeout: Optional[float]) -> int:
@@ -512,6 +706,7 @@ class Client(_Calls):
 
     # -- lifecycle
     def close(self) -> None:
+        """Closes the channels (the lanes' too) and the native handle; calls in flight are cancelled."""
         if self._native is not None:
             self._native.close()
         self._channel.close()
@@ -557,16 +752,17 @@ class Client(_Calls):
         if upload.error is not None:
             raise upload.error
 
-    def _takes_native(self, x: np.ndarray, out: Optional[np.ndarray], retries: int) -> bool:
+    def _takes_native(self, p: _Prepared) -> bool:
         """The native path serves this call: it is on, the call keeps the client's retries with no
-        on_retry to call back, and the scan is not in place."""
-        return (self._native is not None and retries == self.retries and self.on_retry is None and
-                (out is None or not np.may_share_memory(x, out)))
+        on_retry to call back and the client's timeout (the C API has no per-call deadline), and
+        a scan is not in place."""
+        return (self._native is not None and p.retries == self.retries and self.on_retry is None and
+                p.timeout == self.timeout and (p.out is None or not np.may_share_memory(p.x, p.out)))
 
-    def _retrying(self, retries: int, attempt: Callable[[Optional[float]], Any]) -> Any:
-        """attempt(timeout) with up to `retries` retries after UNAVAILABLE, each try given the time
-        left of the client's timeout (see _retry)."""
-        return _retry.run(self._tries(retries), attempt, self._pause)
+    def _retrying(self, p: _Prepared, attempt: Callable[[Optional[float]], Any]) -> Any:
+        """attempt(timeout) with up to p.retries retries after UNAVAILABLE, each try given the time
+        left of the call's timeout (see _retry)."""
+        return _retry.run(self._tries(p.retries, p.timeout), attempt, self._pause)
 
     def _pause(self, seconds: float) -> None:
         """The wait before a retry, watching the channels meanwhile. A sync grpc channel advances a
@@ -588,53 +784,62 @@ class Client(_Calls):
             for ch in channels:
                 ch.unsubscribe(ignore)
 
-    # -- typed API
+    # -- typed API. Each method's arguments are checked, and its requests built, in _Calls (see
+    # _Prepared); the methods drive the calls. AsyncClient's methods share these docstrings.
     def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
              out: Optional[np.ndarray] = None, *, copy: bool = False, lanes: Optional[int] = None,
-             retries: Optional[int] = None) -> np.ndarray:
+             retries: Optional[int] = None, timeout: Optional[float] = None) -> np.ndarray:
         """Prefix scan of a 1-D array (inclusive unless exclusive=True); returns `out` (new if None).
         op: sum, product, min, max, bit_and, bit_or, bit_xor; algorithm: a name from info()
         ["scan_algorithms"] (None: the server's default). copy=True copies a non-contiguous or
         big-endian array instead of raising ValueError. lanes, retries: this call's (None: the
         client's). A retry writes the whole result into `out` again; in place (out=x) is not
-        retried.
+        retried. timeout: this call's seconds, every try and wait included (None: the client's;
+        0: none; past it gpuscan.DeadlineExceeded); on a native client one other than the
+        client's takes the grpcio path for this call.
 
         x in shared memory (see shared_array): nothing is streamed and lanes do not apply; the
         result is `out` when out is shared too (out=x: in place), else a new SharedArray next to
         x's region (out None), or, for a plain out, written into a temporary region and copied
         into out."""
-        x, header, out = self._scan_args(x, op, exclusive, algorithm, out, copy)
-        retries = self._wanted_retries(retries)
-        call = self._scan_shared(x, header, out)
-        if call is not None:  # never retried: an in-place scan may have written over its input
-            with call:
-                for raw in self._stream(self._scan, call.serialized(), self.timeout):
+        p = self._prepare_scan(x, op, exclusive, algorithm, out, copy, retries, timeout)
+        if p.shared is not None:  # never retried: an in-place scan may have written over its input
+            with p.shared as call:
+                for raw in self._stream(self._scan, call.serialized(), p.timeout):
                     call.feed_scan(raw)
                 self._set_timing(call.finish())
             return call.result
-        out = self._scan_out(x, out)
-        if self._takes_native(x, out, retries):
-            h = header.header
-            self._set_timing(self._native.scan(x, out, h.dtype, h.op, h.kind == pb.SCAN_KIND_EXCLUSIVE, h.algorithm,
-                                               self._native_lanes(lanes, x)))
-            return out
-        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
+        if self._takes_native(p):
+            h = p.request.header
+            self._set_timing(self._native.scan(p.x, p.out, h.dtype, h.op, h.kind == pb.SCAN_KIND_EXCLUSIVE,
+                                               h.algorithm, self._native_lanes(lanes, p.x)))
+            return p.out
 
         def attempt(timeout: Optional[float]) -> Timing:
-            k = self._usable_lanes(lanes, len(x), per, timeout)
+            k = self._usable_lanes(lanes, len(p.x), p.per, timeout)
             if k > 1:
                 # Chunk i on lane i mod k; results land in `out` by offset, whichever lane brings them.
-                asm = _chunking.ScanAssembler(out, (per, k))
-                reqs = self._lane_requests(header, _wire.SCAN_DATA, x, per, k)
+                asm = _chunking.ScanAssembler(p.out, (p.per, k))
+                reqs, md = p.lane_requests(k)
                 _chunking.fan_out(list(zip(self._lanes(k, "Scan"), reqs)), lambda lane, raw: asm.feed(raw, lane),
-                                  timeout)
+                                  timeout, metadata=md)
             else:
-                asm = _chunking.ScanAssembler(out)
-                for raw in self._stream(self._scan, _chunking.data_requests(header, _wire.SCAN_DATA, x, per), timeout):
+                asm = _chunking.ScanAssembler(p.out)
+                for raw in self._stream(self._scan, p.requests(), timeout):
                     asm.feed(raw)
             return asm.finish()
-        self._set_timing(self._retrying(self._scan_retries(x, out, retries), attempt))
-        return out
+        self._set_timing(self._retrying(p, attempt))
+        return p.out
+
+    def _scanned(self, p: _Prepared, method) -> np.ndarray:
+        """One streamed scan-like call (SegmentedScan, Scan2D) into p.out, retried: p.result or p.out."""
+        def attempt(timeout: Optional[float]) -> Timing:
+            asm = _chunking.ScanAssembler(p.out)
+            for raw in self._stream(method, p.requests(), timeout):
+                asm.feed(raw)
+            return asm.finish()
+        self._set_timing(self._retrying(p, attempt))
+        return p.out if p.result is None else p.result
 
     def segmented_scan(self, x, keys=None, *, heads=None, op: str = "sum", exclusive: bool = False,
                        out: Optional[np.ndarray] = None, copy: bool = False, timeout: Optional[float] = None,
@@ -654,24 +859,11 @@ class Client(_Calls):
         chunk's elements travel in the same request as its values: a chunk holds chunk_bytes //
         max(x.itemsize, key size) elements. Results are reproducible bit for bit (float sum and
         product associate in the server's deterministic tree, not a sequential loop). timeout:
-        this call's seconds (None: the client's; 0: none). retries as scan's (in place, with out
-        overlapping x or the keys, not retried). No lanes, shared memory or native path: a
-        SharedArray is streamed."""
-        x, side, header, out = self._segmented_args(x, keys, heads, op, exclusive, out, copy)
-        retries, timeout = self._wanted_retries(retries), self._call_timeout(timeout)
-        out = self._scan_out(x, out)
-        per = _chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, side.itemsize))
-
-        def attempt(t: Optional[float]) -> Timing:
-            asm = _chunking.ScanAssembler(out)
-            for raw in self._stream(self._segmented, _chunking.data_requests(
-                    header, _wire.SEGMENTED_DATA, x, per, side, flags_field=_wire.SEGMENTED_KEYS), t):
-                asm.feed(raw)
-            return asm.finish()
-        # Its own deadline (timeout=), for every try and wait together, as the client's is for scan.
-        tries = _retry.Tries(self._segmented_retries(x, side, out, retries), self.backoff, self.on_retry, timeout)
-        self._set_timing(_retry.run(tries, attempt, self._pause))
-        return out
+        this call's seconds (None: the client's; 0: none), every try and wait included. retries
+        as scan's (in place, with out overlapping x or the keys, not retried). No lanes, shared
+        memory or native path: a SharedArray is streamed."""
+        return self._scanned(self._prepare_segmented(x, keys, heads, op, exclusive, out, copy, retries, timeout),
+                             self._segmented)
 
     def scan2d(self, x, op: str = "sum", *, out: Optional[np.ndarray] = None, copy: bool = False,
                timeout: Optional[float] = None, retries: Optional[int] = None) -> np.ndarray:
@@ -688,18 +880,7 @@ class Client(_Calls):
         answers whole rows. out= as scan's (same shape). timeout: this call's seconds (None: the
         client's; 0: none). retries as scan's (with out overlapping x, not retried). No lanes,
         shared memory or native path."""
-        flat, out, out_flat, header = self._scan2d_args(x, op, out, copy)
-        retries, timeout = self._wanted_retries(retries), self._call_timeout(timeout)
-        per = _chunking.chunk_elements(self.chunk_bytes, flat.itemsize)
-
-        def attempt(t: Optional[float]) -> Timing:
-            asm = _chunking.ScanAssembler(out_flat)
-            for raw in self._stream(self._scan2d, _chunking.data_requests(header, _wire.SCAN2D_DATA, flat, per), t):
-                asm.feed(raw)
-            return asm.finish()
-        tries = _retry.Tries(self._scan_retries(flat, out_flat, retries), self.backoff, self.on_retry, timeout)
-        self._set_timing(_retry.run(tries, attempt, self._pause))
-        return out
+        return self._scanned(self._prepare_scan2d(x, op, out, copy, retries, timeout), self._scan2d)
 
     def reduce_by_key(self, x, keys, *, op: str = "sum", copy: bool = False, timeout: Optional[float] = None,
                       retries: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
@@ -718,18 +899,14 @@ class Client(_Calls):
         associate in the server's deterministic tree), whatever the chunking. timeout: this
         call's seconds (None: the client's; 0: none). retries as reduce's: the runs are returned
         only at the end, so a retry starts over. No lanes, shared memory or native path."""
-        x, side, header = self._reduce_by_key_args(x, keys, op, copy)
-        retries, timeout = self._wanted_retries(retries), self._call_timeout(timeout)
-        per = _chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, side.itemsize))
+        p = self._prepare_reduce_by_key(x, keys, op, copy, retries, timeout)
 
-        def attempt(t: Optional[float]):
-            asm = _chunking.ReduceByKeyAssembler(side.dtype, x.dtype, len(x))  # per try: a failed one is dropped
-            for raw in self._stream(self._reduce_by_key, _chunking.data_requests(
-                    header, _wire.REDUCE_BY_KEY_DATA, x, per, side, flags_field=_wire.REDUCE_BY_KEY_KEYS), t):
+        def attempt(timeout: Optional[float]):
+            asm = _chunking.ReduceByKeyAssembler(p.side.dtype, p.x.dtype, len(p.x))  # per try: a failed one is dropped
+            for raw in self._stream(self._reduce_by_key, p.requests(), timeout):
                 asm.feed(raw)
             return asm.result(), asm.timing or Timing()
-        # Its own deadline (timeout=), for every try and wait together, as segmented_scan's.
-        result, timing = _retry.run(_retry.Tries(retries, self.backoff, self.on_retry, timeout), attempt, self._pause)
+        result, timing = self._retrying(p, attempt)
         self._set_timing(timing)
         return result
 
@@ -749,46 +926,40 @@ class Client(_Calls):
         order: gpuscan.Internal otherwise). timeout: this call's seconds (None: the client's; 0:
         none). retries as reduce_by_key's (a retry starts over). No
         lanes, shared memory or native path."""
-        x, side, request = self._sort_args(x, values, descending, pb.SORT_OUTPUT_KEYS, copy)
-        keys, vals, _ = self._sorted(x, side, request, retries, timeout)
-        return keys if side is None else (keys, vals)
+        p = self._prepare_sort(x, values, descending, pb.SORT_OUTPUT_KEYS, copy, retries, timeout)
+        keys, vals, _ = self._sorted(p)
+        return keys if p.side is None else (keys, vals)
 
     def argsort(self, x, *, descending: bool = False, return_keys: bool = False, copy: bool = False,
                 timeout: Optional[float] = None, retries: Optional[int] = None):
         """The stable sort's permutation: int64 indices with x[indices] sorted as sort(x) is
         (numpy's np.argsort(x, kind="stable") for integers and for floats without NaN or signed
         zeros; equal keys in input order, descending=True too). return_keys=True: `(sorted_x,
-        indices)` from the one call. Arguments, checks and errors as sort's."""
+        indices)` from the one call. Arguments, checks, timeout and errors as sort's."""
         output = pb.SORT_OUTPUT_KEYS_AND_INDICES if return_keys else pb.SORT_OUTPUT_INDICES
-        x, side, request = self._sort_args(x, None, descending, output, copy)
-        keys, _, indices = self._sorted(x, side, request, retries, timeout)
+        keys, _, indices = self._sorted(self._prepare_sort(x, None, descending, output, copy, retries, timeout))
         return (keys, indices) if return_keys else indices
 
-    def _sorted(self, x, side, request, retries, timeout):
+    def _sorted(self, p: _Prepared):
         """One Sort call (retried as reduce_by_key's): (keys, values, indices), None where not asked."""
-        retries, timeout = self._wanted_retries(retries), self._call_timeout(timeout)
-        per = self._sort_per(x, side)
-
-        def attempt(t: Optional[float]):
-            asm = self._sort_assembler(x, side, request)  # per try: a failed one is dropped
-            for raw in self._stream(self._sort, _chunking.data_requests(
-                    request, _wire.SORT_KEYS, x, per, side, flags_field=_wire.SORT_VALUES), t):
+        def attempt(timeout: Optional[float]):
+            asm = self._sort_assembler(p.x, p.side, p.request)  # per try: a failed one is dropped
+            for raw in self._stream(self._sort, p.requests(), timeout):
                 asm.feed(raw)
             return asm.result(), asm.timing or Timing()
-        result, timing = _retry.run(_retry.Tries(retries, self.backoff, self.on_retry, timeout), attempt, self._pause)
+        result, timing = self._retrying(p, attempt)
         self._set_timing(timing)
         return result
 
     def scan_iter(self, chunks: Iterable, op: str = "sum", exclusive: bool = False,
-                  algorithm: Optional[str] = None) -> Iterator[np.ndarray]:
+                  algorithm: Optional[str] = None, *, timeout: Optional[float] = None) -> Iterator[np.ndarray]:
         """One scan over a stream of arrays (the concatenation), yielding each array's scanned
         counterpart as it returns; for arrays that do not fit in memory. `chunks` is consumed on a
-        grpc thread while results are read. Stopping the iteration early cancels the call."""
-        feeder = _chunking.ScanIterFeeder(
-            chunks, lambda wire: pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm)),
-            self.chunk_bytes)
-        asm = _chunking.ScanIterAssembler(feeder)
-        stream = self._stream(self._scan, feeder, self.timeout)  # never retried: chunks is read once
+        grpc thread while results are read. Stopping the iteration early cancels the call. Never
+        retried (chunks is read once); timeout: the whole stream's seconds (None: the client's;
+        0: none)."""
+        feeder, asm, timeout = self._scan_iter_parts(chunks, op, exclusive, algorithm, timeout)
+        stream = self._stream(self._scan, feeder, timeout)
         try:
             for raw in stream:
                 yield from asm.feed(raw)
@@ -799,34 +970,32 @@ class Client(_Calls):
         self._set_timing(asm.timing or Timing())
 
     def reduce(self, x, op: str = "sum", *, copy: bool = False, lanes: Optional[int] = None,
-               retries: Optional[int] = None):
+               retries: Optional[int] = None, timeout: Optional[float] = None):
         """Reduction of a 1-D array: a numpy scalar of x's dtype (the identity for an empty array).
-        x in shared memory: read there by the server, lanes and retries do not apply."""
-        x, header = self._reduce_args(x, op, copy)
-        retries = self._wanted_retries(retries)
-        call = self._reduce_shared(x, header)
-        if call is not None:
-            with call:
-                value = call.reduce_value(self._unary(self._reduce, call.serialized(), self.timeout))
+        op, copy=, lanes, retries and timeout as scan's. x in shared memory: read there by the
+        server, lanes and retries do not apply."""
+        p = self._prepare_reduce(x, op, copy, retries, timeout)
+        if p.shared is not None:
+            with p.shared as call:
+                value = call.reduce_value(self._unary(self._reduce, call.serialized(), p.timeout))
             self._set_timing(call.timing)
             return value
-        if self._takes_native(x, None, retries):
-            h = header.header
-            value, timing = self._native.reduce(x, h.dtype, h.op, self._native_lanes(lanes, x))
+        if self._takes_native(p):
+            h = p.request.header
+            value, timing = self._native.reduce(p.x, h.dtype, h.op, self._native_lanes(lanes, p.x))
             self._set_timing(timing)
             return value
-        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
 
         def attempt(timeout: Optional[float]):
-            k = self._usable_lanes(lanes, len(x), per, timeout)
+            k = self._usable_lanes(lanes, len(p.x), p.per, timeout)
             if k > 1:
                 raws: List[bytes] = [b""] * k
-                reqs = self._lane_requests(header, _wire.REDUCE_DATA, x, per, k)
-                _chunking.fan_out(list(zip(self._lanes(k, "Reduce"), reqs)), raws.__setitem__, timeout, unary=True)
-                return self._reduce_lanes_result(raws, x.dtype, len(x))
-            raw = self._unary(self._reduce, _chunking.data_requests(header, _wire.REDUCE_DATA, x, per), timeout)
-            return _chunking.reduce_value(raw, x.dtype)
-        value, _, timing = self._retrying(retries, attempt)
+                reqs, md = p.lane_requests(k)
+                _chunking.fan_out(list(zip(self._lanes(k, "Reduce"), reqs)), raws.__setitem__, timeout, unary=True,
+                                  metadata=md)
+                return self._reduce_lanes_result(raws, p.x.dtype, len(p.x))
+            return _chunking.reduce_value(self._unary(self._reduce, p.requests(), timeout), p.x.dtype)
+        value, _, timing = self._retrying(p, attempt)
         self._set_timing(timing)
         return value
 
@@ -843,7 +1012,7 @@ class Client(_Calls):
             return _pump.result_of(start)  # created and waited for off this thread (see _pump)
 
     def histogram(self, x, bins=10, range=None, *, copy: bool = False,
-                  retries: Optional[int] = None) -> HistogramResult:
+                  retries: Optional[int] = None, timeout: Optional[float] = None) -> HistogramResult:
         """Histogram of a 1-D array with numpy.histogram's bins: `counts, edges =
         client.histogram(x, 256, range=(0, 1))`. bins: an int, even bins over range=(lo, hi) (None:
         x.min()..x.max(), a pass over x here, as numpy makes; NaN or inf there is a ValueError), or
@@ -854,129 +1023,113 @@ class Client(_Calls):
         nan_count, element_count. The client refuses bins < 1 and a non-finite range (ValueError);
         the server refuses lo > hi, more bins than info()["limits"]["max_histogram_bins"], NaN or
         decreasing edges (gpuscan.InvalidArgument naming the field). Streamed and retried as
-        reduce is; no lanes, shared memory or native path (the server offers none for histograms:
-        a SharedArray is streamed)."""
-        x, header = self._histogram_args(x, bins, range, copy)
-        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
+        reduce is, timeout as scan's; no lanes, shared memory or native path (the server offers
+        none for histograms: a SharedArray is streamed)."""
+        p = self._prepare_histogram(x, bins, range, copy, retries, timeout)
 
         def attempt(timeout: Optional[float]):
-            return _chunking.histogram_result(
-                self._unary(self._histogram, _chunking.data_requests(header, _wire.HISTOGRAM_DATA, x, per), timeout))
-        result, timing = self._retrying(self._wanted_retries(retries), attempt)
+            return _chunking.histogram_result(self._unary(self._histogram, p.requests(), timeout))
+        result, timing = self._retrying(p, attempt)
         self._set_timing(timing)
         return result
 
     def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
-                copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None):
+                copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None,
+                timeout: Optional[float] = None):
         """Stable stream compaction: keeps x[i] where the mask `where` is true, or where the predicate
         holds (("gt", 0), ("in_range", lo, hi), "nonzero", "not_nan", "eq"/"ne"/"lt"/"le"/"ge").
         Returns the kept values; with indices=True (values, indices); values=False, indices=True:
         the indices (int64) alone. Indices count in the whole array, with or without lanes.
+        copy=, lanes, retries and timeout as scan's.
 
         x in shared memory: nothing is streamed and lanes do not apply; the kept values and
         indices are SharedArray views [:kept] of new regions of len(x) elements next to x's; a
         where= mask is read in place when it is a shared bool/int8/uint8 array, else copied into a
         temporary region; retries do not apply."""
-        x, flags, header = self._compact_args(x, where, predicate, indices, values, copy)
-        retries = self._wanted_retries(retries)
-        call = self._compact_shared(x, where, flags, header, values, indices)
-        if call is not None:
-            with call:
-                for raw in self._stream(self._compact, call.serialized(), self.timeout):
+        p = self._prepare_compact(x, where, predicate, indices, values, copy, retries, timeout)
+        if p.shared is not None:
+            with p.shared as call:
+                for raw in self._stream(self._compact, call.serialized(), p.timeout):
                     call.feed_compact(raw)
                 self._set_timing(call.finish())
             return self._compact_shared_result(call, values, indices)
         # Natively the kept values and indices are written at their kept offsets, so a retried
         # try writes every position again.
-        if self._takes_native(x, None, retries):
-            v, i, timing = self._native.compact(x, header.header.SerializeToString(), flags, values, indices,
-                                                self._native_lanes(lanes, x))
+        if self._takes_native(p):
+            v, i, timing = self._native.compact(p.x, p.request.header.SerializeToString(), p.side, values, indices,
+                                                self._native_lanes(lanes, p.x))
             self._set_timing(timing)
             return self._compact_outputs(v, i, values, indices)
-        per = _chunking.chunk_elements(self.chunk_bytes, x.itemsize)
 
         def attempt(timeout: Optional[float]) -> _chunking.CompactAssembler:
-            asm = _chunking.CompactAssembler(x.dtype)  # per try: a failed try's pieces are dropped
-            k = self._usable_lanes(lanes, len(x), per, timeout)
+            asm = _chunking.CompactAssembler(p.x.dtype)  # per try: a failed try's pieces are dropped
+            k = self._usable_lanes(lanes, len(p.x), p.per, timeout)
             if k > 1:  # each lane's kept pieces are placed by their kept_offset
-                reqs = self._lane_requests(header, _wire.COMPACT_VALUES, x, per, k, flags)
+                reqs, md = p.lane_requests(k)
                 _chunking.fan_out(list(zip(self._lanes(k, "Compact"), reqs)), lambda lane, raw: asm.feed(raw, lane),
-                                  timeout)
+                                  timeout, metadata=md)
             else:
-                for raw in self._stream(self._compact, _chunking.data_requests(header, _wire.COMPACT_VALUES, x, per,
-                                                                               flags), timeout):
+                for raw in self._stream(self._compact, p.requests(), timeout):
                     asm.feed(raw)
             return asm
-        asm = self._retrying(retries, attempt)
+        asm = self._retrying(p, attempt)
         self._set_timing(asm.timing or Timing())
         return self._compact_result(asm, values, indices)
 
     # -- diagnostics
-    def info(self) -> Dict[str, Any]:
-        """What the server runs on and accepts (ServerInfo as a dict)."""
-        return self._info(self.timeout)
+    def info(self, *, timeout: Optional[float] = None) -> Dict[str, Any]:
+        """What the server runs on and accepts (ServerInfo as a dict), and "data_path": this
+        client's (see data_path: {"name": "native" or "grpcio", "library": the C API's file or
+        None, "reason": why grpcio}). timeout as scan's."""
+        return self._with_data_path(self._info(self._call_timeout(timeout)))
 
     def _info(self, timeout: Optional[float]) -> Dict[str, Any]:
         with raised():
             return _types.server_info(_pump.unary(self._stub.GetServerInfo, pb.GetServerInfoRequest(), timeout))
 
-    def health(self, service: str = "") -> str:
-        """grpc.health.v1 status: "SERVING", "NOT_SERVING", "UNKNOWN" or "SERVICE_UNKNOWN"."""
+    def health(self, service: str = "", *, timeout: Optional[float] = None) -> str:
+        """grpc.health.v1 status: "SERVING", "NOT_SERVING", "UNKNOWN" or "SERVICE_UNKNOWN" (of the
+        whole server, or of `service`). timeout as scan's."""
+        timeout = self._call_timeout(timeout)
         try:
-            raw = _pump.unary(self._health, encode_health_request(service), self.timeout)
+            raw = _pump.unary(self._health, encode_health_request(service), timeout)
         except grpc.RpcError as e:
-            if e.code() == grpc.StatusCode.NOT_FOUND:  # the health service's answer for an unknown name
-                return "SERVICE_UNKNOWN"
-            raise from_rpc_error(e) from None
+            return self._health_failed(e)
         return decode_health_response(raw)
 
     def benchmark(self, operations=None, algorithms=None, dtypes=None, sizes=None, repetitions=0,
-                  warmup=0, on_row: Optional[Callable[[dict], None]] = None, devices=None) -> _types.Table:
-        """Runs the server's kernel suite (cuda servers only): a Table of row dicts. devices:
-        ordinals to measure one after the other (default: the server's first)."""
+                  warmup=0, on_row: Optional[Callable[[dict], None]] = None, devices=None, *,
+                  timeout: Optional[float] = None) -> _types.Table:
+        """Runs the server's kernel suite (cuda servers only): a Table of row dicts, each also
+        passed to on_row as it comes. devices: ordinals to measure one after the other (default:
+        the server's first). timeout: the whole run's seconds (None: the client's; 0: none)."""
         req = _types.bench_request(operations, algorithms, dtypes, sizes, repetitions, warmup, devices)
-        table = _types.Table()
+        timeout = self._call_timeout(timeout)
+        table, add = self._bench_table(on_row)
         with raised():
-            for row in _pump.ResponsePump(lambda: self._stub.Benchmark(req, timeout=self.timeout)):
-                d = _types.bench_row(row)
-                table.append(d)
-                if on_row:
-                    on_row(d)
+            for row in _pump.ResponsePump(lambda: self._stub.Benchmark(req, timeout=timeout)):
+                add(row)
         return table
 
     def transport(self, total_bytes: int, echo: bool = True, chunk_bytes: Optional[int] = None,
-                  lanes: int = 1) -> TransportResult:
+                  lanes: int = 1, *, timeout: Optional[float] = None) -> TransportResult:
         """The transport ceiling: total_bytes through the server's Transport RPC (no compute), in
         messages framed as a scan's are. With echo each chunk comes back (a Scan's byte pattern).
         lanes=K: K concurrent calls on K connections, chunk k on call k mod K (the ceiling of a
-        K-lane scan); the totals are summed and server_total_us is the slowest call's."""
-        cb = int(chunk_bytes or self.chunk_bytes)
-        total = int(total_bytes)
-        lanes = check_lanes(lanes)  # Transport is not joined: not capped by max_lanes
-        received = [0] * lanes
-        finals: List[Dict[int, Any]] = [{} for _ in range(lanes)]
-
-        def feed(lane: int, raw: bytes) -> None:
-            f = _wire.parse(raw)
-            if 1 in f:
-                received[lane] += f[1][1] - f[1][0]
-            if f.get(6):
-                finals[lane] = f
-        t0 = time.perf_counter()
-        if lanes == 1:
-            for raw in self._stream(self._transport, _chunking.transport_requests(total, cb, echo), self.timeout):
-                feed(0, raw)
+        K-lane scan); the totals are summed and server_total_us is the slowest call's. timeout
+        as scan's (not retried)."""
+        timeout = self._call_timeout(timeout)
+        tally = self._transport_tally(total_bytes, echo, chunk_bytes, lanes)
+        if tally.lanes == 1:
+            for raw in self._stream(self._transport, tally.requests(), timeout):
+                tally.feed(0, raw)
         else:
-            streams = [(m, _chunking.transport_requests(total, cb, echo, lane, lanes))
-                       for lane, m in enumerate(self._lanes(lanes, "Transport"))]
-            _chunking.fan_out(streams, feed, self.timeout)
-        wall = time.perf_counter() - t0
-        return TransportResult(bytes_in=sum(f.get(2, 0) for f in finals), bytes_out=sum(f.get(3, 0) for f in finals),
-                               bytes_received=sum(received), requests=sum(f.get(5, 0) for f in finals),
-                               wall_s=wall, server_total_us=max(f.get(4, 0) for f in finals))
+            streams = [(m, tally.requests(lane)) for lane, m in enumerate(self._lanes(tally.lanes, "Transport"))]
+            _chunking.fan_out(streams, tally.feed, timeout, metadata=tally.metadata())
+        return tally.result()
 
     def shared_array(self, n: int, dtype="int32", *, dir: Optional[str] = None,
-                     mode: int = shared.DEFAULT_MODE) -> shared.SharedArray:
+                     mode: int = shared.DEFAULT_MODE, timeout: Optional[float] = None) -> shared.SharedArray:
         """A numpy array of n zeros in a shared-memory region that the server reads and writes
         itself, for a client on the server's host: scan/reduce/compact of it (or of a contiguous
         slice) send no data. `with client.shared_array(n, "int32") as a: a[:] = ...; y =
@@ -986,8 +1139,7 @@ class Client(_Calls):
         dir: where the region file is made, a directory the server sees as its --shm-dir (default:
         that directory, from info(), when the server serves shared memory; else /dev/shm). mode:
         the file's permissions (0600: only this user; 0o660 when the server runs as another user
-        of the directory's group). See gpuscan.shared."""
+        of the directory's group). timeout: that info() call's (as scan's). See gpuscan.shared."""
         if dir is None:
-            dir = shared.default_dir(self.info()["limits"])
+            dir = shared.default_dir(self.info(timeout=timeout)["limits"])
         return shared.create(n, dtype, dir, mode)
-

@@ -117,6 +117,17 @@ def test_lanes_through_the_balancer_reach_one_replica(farm):
     assert sum(served) > 0 and arrays >= 6
 
 
+def test_megabyte_chunks_through_the_balancer(farm):
+    """Default 1 MiB chunks, results streaming back during the upload: the balancer's HTTP/2
+    window and buffers must not stall a bidi stream (an 8 MiB window over 256 KiB buffers did)."""
+    lb, _ = farm
+    x = np.random.default_rng().integers(-2**31, 2**31 - 1, 6 << 20, dtype=np.int32)  # 24 MiB
+    ref = np.cumsum(x, dtype=np.int32)
+    with gpuscan.Client(lb.target, timeout=60, native=False) as c:
+        for lanes in (1, 3):
+            assert c.scan(x, lanes=lanes).tobytes() == ref.tobytes()
+
+
 def test_cli_lanes_through_the_balancer(farm, tmp_path):
     lb, _ = farm
     cli = _cli()

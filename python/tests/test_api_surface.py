@@ -1,0 +1,256 @@
+"""The public surface both clients share: timeout= on every call (None: the client's; 0: none;
+checked), docstrings on every public method, the data path each client reports (native with its
+library, or grpcio and why), and where gpuscan._native looks for the library."""
+import asyncio
+import inspect
+import os
+import time
+from concurrent import futures
+
+import grpc
+
+import numpy as np
+import pytest
+
+import gpuscan
+from gpuscan import _native
+from gpuscan.aio import AsyncClient
+
+SLOW_CHUNK = 256  # bytes: 64 int32 per message
+SLOW_N = 1 << 17  # 512 KiB in 2048 messages: each call takes 0.2 s or more, 20x TINY
+TINY = 0.01
+
+# name -> (positional args, keyword args) of a call that streams SLOW_N elements
+_x = np.ones(SLOW_N, np.int32)
+_keys = (np.arange(SLOW_N) // 1000).astype(np.int32)
+SLOW_CALLS = {
+    "scan": ((_x,), {}),
+    "reduce": ((_x,), {}),
+    "compact": ((_x,), {"predicate": ("gt", 0)}),
+    "histogram": ((_x, 16), {"range": (0, 2)}),
+    "segmented_scan": ((_x, _keys), {}),
+    "scan2d": ((_x.reshape(1024, -1),), {}),
+    "reduce_by_key": ((_x, _keys), {}),
+    "sort": ((_x,), {}),
+    "argsort": ((_x,), {}),
+    "transport": ((SLOW_N * 4,), {"chunk_bytes": SLOW_CHUNK}),
+}
+QUICK_CALLS = {"info": ((), {}), "health": ((), {}), "benchmark": ((), {})}  # one request each
+PUBLIC_CALLS = set(SLOW_CALLS) | set(QUICK_CALLS) | {"scan_iter", "shared_array"}
+
+
+def public_methods(cls):
+    return {n: f for n, f in vars(cls).items() if not n.startswith("_") and inspect.isfunction(f)}
+
+
+@pytest.mark.parametrize("cls", [gpuscan.Client, AsyncClient], ids=lambda c: c.__name__)
+def test_every_call_takes_timeout_and_has_a_docstring(cls):
+    methods = public_methods(cls)
+    assert PUBLIC_CALLS <= set(methods), PUBLIC_CALLS - set(methods)
+    for name, f in methods.items():
+        assert inspect.getdoc(f), f"{cls.__name__}.{name} has no docstring"
+        if name in PUBLIC_CALLS:
+            p = inspect.signature(f).parameters.get("timeout")
+            assert p is not None and p.default is None and p.kind == p.KEYWORD_ONLY, (name, p)
+    for prop in ("last_timing", "data_path"):
+        assert inspect.getdoc(getattr(cls, prop)), prop
+
+
+def test_async_docstrings_are_the_sync_ones():
+    for name in PUBLIC_CALLS:
+        sync, coro = inspect.getdoc(getattr(gpuscan.Client, name)), inspect.getdoc(getattr(AsyncClient, name))
+        assert coro.startswith(f"As Client.{name}, awaited") and coro.endswith(sync), name
+
+
+def _sync(client, name, args, kw):
+    return getattr(client, name)(*args, **kw)
+
+
+def _async(target, client_kw, name, args, kw):
+    async def main():
+        async with AsyncClient(target, **client_kw) as c:
+            return await getattr(c, name)(*args, **kw)
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("bad", [-1, "1", True, float("nan"), float("inf")], ids=repr)
+def test_timeout_is_checked_before_any_call(bad):
+    with gpuscan.Client("127.0.0.1:1", native=False) as c:  # nothing listens: a call would fail otherwise
+        for name, (args, kw) in {**SLOW_CALLS, **QUICK_CALLS}.items():
+            with pytest.raises(ValueError, match="timeout"):
+                _sync(c, name, args, dict(kw, timeout=bad))
+        with pytest.raises(ValueError, match="timeout"):
+            list(c.scan_iter([_x[:10]], timeout=bad))
+    for name, (args, kw) in SLOW_CALLS.items():
+        with pytest.raises(ValueError, match="timeout"):
+            _async("127.0.0.1:1", {}, name, args, dict(kw, timeout=bad))
+
+
+@pytest.mark.parametrize("name", sorted(SLOW_CALLS))
+def test_call_timeout_overrides_the_clients(target, name):
+    """A tiny timeout= fails a slow call with DeadlineExceeded on a client without one; a generous
+    one (and 0: none) lets it through on a client whose own timeout is tiny."""
+    args, kw = SLOW_CALLS[name]
+    with gpuscan.Client(target, chunk_bytes=SLOW_CHUNK) as c:
+        with pytest.raises(gpuscan.DeadlineExceeded):
+            _sync(c, name, args, dict(kw, timeout=TINY))
+    with gpuscan.Client(target, chunk_bytes=SLOW_CHUNK, timeout=TINY) as c:
+        assert _sync(c, name, args, dict(kw, timeout=120)) is not None
+        with pytest.raises(gpuscan.DeadlineExceeded):  # None: the client's
+            _sync(c, name, args, kw)
+        if name in ("scan", "reduce"):
+            assert _sync(c, name, args, dict(kw, timeout=0)) is not None  # 0: no deadline
+
+
+@pytest.mark.parametrize("name", sorted(SLOW_CALLS))
+def test_async_call_timeout_overrides_the_clients(target, name):
+    args, kw = SLOW_CALLS[name]
+    with pytest.raises(gpuscan.DeadlineExceeded):
+        _async(target, {"chunk_bytes": SLOW_CHUNK}, name, args, dict(kw, timeout=TINY))
+    assert _async(target, {"chunk_bytes": SLOW_CHUNK, "timeout": TINY}, name, args, dict(kw, timeout=120)) is not None
+
+
+@pytest.fixture()
+def stalling_target():
+    """A stand-in server whose GetServerInfo, Benchmark and health Check answer after STALL
+    seconds (a real server answers them faster than a deadline timer fires)."""
+    from gpuscan.v1 import gpuscan_pb2 as pb
+    from gpuscan.v1 import gpuscan_pb2_grpc as pb_grpc
+
+    class Stalls(pb_grpc.GpuScanServicer):
+        def GetServerInfo(self, request, context):
+            time.sleep(STALL)
+            return pb.ServerInfo(engine="stand-in")
+
+        def Benchmark(self, request, context):
+            time.sleep(STALL)
+            return iter(())
+
+    def check(request, context):
+        time.sleep(STALL)
+        return b"\x08\x01"  # HealthCheckResponse{status: SERVING}
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    pb_grpc.add_GpuScanServicer_to_server(Stalls(), server)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+        "grpc.health.v1.Health", {"Check": grpc.unary_unary_rpc_method_handler(check)}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield f"127.0.0.1:{port}"
+    server.stop(grace=None)
+
+
+STALL = 0.5
+
+
+def test_quick_calls_take_timeout(stalling_target):
+    with gpuscan.Client(stalling_target, timeout=60) as c:
+        for name, (args, kw) in QUICK_CALLS.items():
+            with pytest.raises(gpuscan.DeadlineExceeded):
+                _sync(c, name, args, dict(kw, timeout=0.05))
+        with pytest.raises(gpuscan.DeadlineExceeded):
+            c.shared_array(16, timeout=0.05)  # asks info() for the server's --shm-dir
+    with gpuscan.Client(stalling_target, timeout=0.05) as c:
+        assert c.health(timeout=30) == "SERVING" and c.info(timeout=30)["engine"] == "stand-in"
+        assert c.benchmark(timeout=0) == []
+        with pytest.raises(gpuscan.DeadlineExceeded):
+            c.health()
+
+    async def main():
+        async with AsyncClient(stalling_target, timeout=60) as c:
+            for name, (args, kw) in QUICK_CALLS.items():
+                with pytest.raises(gpuscan.DeadlineExceeded):
+                    await getattr(c, name)(*args, **kw, timeout=0.05)
+            with pytest.raises(gpuscan.DeadlineExceeded):
+                await c.shared_array(16, timeout=0.05)
+        async with AsyncClient(stalling_target, timeout=0.05) as c:
+            assert await c.health(timeout=30) == "SERVING" and (await c.info(timeout=0))["engine"] == "stand-in"
+    asyncio.run(main())
+
+
+def test_scan_iter_timeout(target):
+    chunks = [_x[i:i + 4096] for i in range(0, SLOW_N, 4096)]
+    with gpuscan.Client(target, chunk_bytes=SLOW_CHUNK) as c:
+        with pytest.raises(gpuscan.DeadlineExceeded):
+            for _ in c.scan_iter(chunks, timeout=TINY):
+                pass
+    with gpuscan.Client(target, chunk_bytes=SLOW_CHUNK, timeout=TINY) as c:
+        assert sum(len(y) for y in c.scan_iter(chunks, timeout=120)) == SLOW_N
+
+    async def main():
+        async with AsyncClient(target, chunk_bytes=SLOW_CHUNK) as c:
+            with pytest.raises(gpuscan.DeadlineExceeded):
+                async for _ in c.scan_iter(chunks, timeout=TINY):
+                    pass
+        async with AsyncClient(target, chunk_bytes=SLOW_CHUNK, timeout=TINY) as c:
+            assert sum([len(y) async for y in c.scan_iter(chunks, timeout=120)]) == SLOW_N
+    asyncio.run(main())
+
+
+@pytest.mark.skipif(_native.library()[0] is None, reason=f"no C API here: {_native.library()[1]}")
+def test_native_client_takes_grpcio_for_a_call_with_its_own_timeout(target, monkeypatch):
+    monkeypatch.delenv("GPUSCAN_NATIVE", raising=False)
+    x = np.arange(1, 5001, dtype=np.int64)
+    with gpuscan.Client(target, timeout=60) as c:
+        assert c.data_path.name == "native"
+        took = []
+        for op in ("scan", "reduce", "compact"):
+            real = getattr(c._native, op)
+            monkeypatch.setattr(c._native, op, lambda *a, _op=op, _real=real: took.append(_op) or _real(*a))
+        for t in (None, 60):  # the client's: native
+            np.testing.assert_array_equal(c.scan(x, timeout=t), np.cumsum(x))
+            assert c.reduce(x, timeout=t) == x.sum()
+            np.testing.assert_array_equal(c.compact(x, predicate=("gt", 2500), timeout=t), x[x > 2500])
+        assert took == ["scan", "reduce", "compact"] * 2
+        took.clear()
+        for t in (30, 0):  # its own: grpcio, with that deadline
+            np.testing.assert_array_equal(c.scan(x, timeout=t), np.cumsum(x))
+            assert c.reduce(x, timeout=t) == x.sum()
+            np.testing.assert_array_equal(c.compact(x, predicate=("gt", 2500), timeout=t), x[x > 2500])
+        assert took == []
+    with gpuscan.Client(target, chunk_bytes=SLOW_CHUNK, timeout=60) as c:  # and the grpcio call keeps it
+        with pytest.raises(gpuscan.DeadlineExceeded):
+            c.scan(_x, timeout=TINY)
+
+
+def test_data_path_reported(target, monkeypatch):
+    monkeypatch.delenv("GPUSCAN_NATIVE", raising=False)
+    with gpuscan.Client(target, native=False) as c:
+        assert c.data_path == gpuscan.DataPath("grpcio", None, "native=False")
+        assert c.info()["data_path"] == {"name": "grpcio", "library": None, "reason": "native=False"}
+    with gpuscan.Client(target, options=[("grpc.max_receive_message_length", -1)]) as c:
+        assert c.data_path.name == "grpcio" and "options" in c.data_path.reason
+    with gpuscan.Client(target) as c:
+        lib, why = _native.library()
+        if lib is None:
+            assert c.data_path.name == "grpcio" and why in c.data_path.reason
+        else:
+            assert c.data_path.name == "native" and c.data_path.reason == ""
+            assert c.data_path.library == _native.library_path() and os.path.isfile(c.data_path.library)
+            assert c.info()["data_path"]["library"] == c.data_path.library
+    monkeypatch.setenv("GPUSCAN_NATIVE", "0")
+    with gpuscan.Client(target) as c:
+        assert c.data_path.name == "grpcio" and "GPUSCAN_NATIVE=0" in c.data_path.reason
+
+    async def main():
+        async with AsyncClient(target) as c:
+            assert c.data_path.name == "grpcio" and c.data_path.reason
+            assert (await c.info())["data_path"] == c.data_path.as_dict()
+    asyncio.run(main())
+
+
+def test_library_candidates(monkeypatch, tmp_path):
+    monkeypatch.delenv("GPUSCAN_NATIVE_LIB", raising=False)
+    paths = _native.candidates()
+    here = os.path.dirname(os.path.abspath(_native.__file__))
+    assert paths[0] == os.path.join(here, "libgpuscan_capi.so")
+    assert "/usr/local/lib/libgpuscan_capi.so" in paths and len(paths) == len(set(paths))
+    monkeypatch.setenv("GPUSCAN_NATIVE_LIB", str(tmp_path / "mine.so"))
+    assert _native.candidates() == [str(tmp_path / "mine.so")]  # that file alone
+    lib, path, why = _native.find([str(tmp_path / "none.so")])
+    assert lib is None and path == "" and "not found" in why and "none.so" in why
+    (tmp_path / "bad.so").write_bytes(b"not a library")
+    lib, path, why = _native.find([str(tmp_path / "none.so"), str(tmp_path / "bad.so")])
+    assert lib is None and "bad.so" in why  # one that exists and fails: said why
+    if _native.library()[0] is not None:  # the first that loads wins
+        lib, path, why = _native.find([str(tmp_path / "bad.so"), _native.library_path()])
+        assert lib is not None and path == _native.library_path() and why == ""
