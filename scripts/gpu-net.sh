@@ -37,7 +37,7 @@ trap 'kill ${pids[@]} 2>/dev/null; wait 2>/dev/null; tar -czf "$final/net-logs.t
 start() {
   local name=$1 port=$2
   shift 2
-  $B/gpuscan-server --address 127.0.0.1:$port --engine cuda "$@" >"$out/server_$name.log" 2>&1 &
+  $B/gpuscan-server --address 127.0.0.1:$port --engine "${NET_ENGINE:-cuda}" "$@" >"$out/server_$name.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 150); do
     grep -q "listening on" "$out/server_$name.log" && return
@@ -51,7 +51,7 @@ bench() {
   local name=$1 lanes=$2 f
   shift 2
   f="$out/${name}_k${lanes}_r$round"
-  timeout "${NET_BENCH_TIMEOUT:-60}" $B/gpuscan "$@" bench --e2e --op scan --dtype int32 --bytes $((1 << 30)) --lanes "$lanes" \
+  timeout "${NET_BENCH_TIMEOUT:-60}" $B/gpuscan "$@" bench --e2e --op scan --dtype int32 --bytes "${NET_BYTES:-$((1 << 30))}" --lanes "$lanes" \
     --concurrency 1 --requests 3 --json "$f.json" >"$f.txt" 2>&1
   printf "round %s %-12s lanes %-2s " "$round" "$name" "$lanes"
   grep -E "^ +1 " "$f.txt" | awk '{print "GB/s", $3, "ceiling", $(NF-1), "share", $NF}'
@@ -63,21 +63,31 @@ if want lb; then
   start direct 50701
   # balancer.py needs gpuscan.testing alone (stdlib only): a package of that one module.
   mkdir -p "$out/py/gpuscan" && touch "$out/py/gpuscan/__init__.py" && cp python/gpuscan/testing.py "$out/py/gpuscan/"
-  PYTHONPATH=tests/lb:$out/py python3 -c "
-import balancer, pathlib
-pathlib.Path('$out/haproxy.cfg').write_text(balancer.render_config(balancer.CONFIG.read_text(), 50700, ['127.0.0.1:50701']))"
   $B/haproxy -v | head -1
-  $B/haproxy -db -f "$out/haproxy.cfg" >"$out/haproxy.log" 2>&1 &
-  pids+=($!)
+  # NET_LB_TUNES: "bufsize:window ..." to compare (default: the shipped config's own, "shipped").
+  tunes=(${NET_LB_TUNES:-shipped})
+  for i in "${!tunes[@]}"; do
+    PYTHONPATH=tests/lb:$out/py python3 -c "
+import balancer, pathlib, re, sys
+t = balancer.render_config(balancer.CONFIG.read_text(), 50710 + $i, ['127.0.0.1:50701'])
+if '${tunes[$i]}' != 'shipped':
+    b, w = '${tunes[$i]}'.split(':')
+    t = re.sub(r'tune.bufsize \\d+', 'tune.bufsize ' + b, t)
+    t = re.sub(r'tune.h2.initial-window-size \\d+', 'tune.h2.initial-window-size ' + w, t)
+pathlib.Path('$out/haproxy_$i.cfg').write_text(t)"
+    grep -E "tune\.(bufsize|h2.initial)" "$out/haproxy_$i.cfg" | tr '\n' ' '; echo "(balancer $i)"
+    $B/haproxy -db -f "$out/haproxy_$i.cfg" >"$out/haproxy_$i.log" 2>&1 &
+    pids+=($!)
+  done
   sleep 3
-  timeout 10 $B/gpuscan -s 127.0.0.1:50700 health || { echo "no health through the balancer"; cat "$out/haproxy.log"; }
+  timeout 10 $B/gpuscan -s 127.0.0.1:50710 health || { echo "no health through the balancer"; cat "$out/haproxy_0.log"; }
   for round in $(seq "$rounds"); do
     for k in 8 1; do
       bench direct "$k" -s 127.0.0.1:50701
-      bench balancer "$k" -s 127.0.0.1:50700
+      for i in "${!tunes[@]}"; do bench "balancer$i" "$k" -s 127.0.0.1:$((50710 + i)); done
     done
   done
-  grep -c "is DOWN" "$out/haproxy.log" | awk '{print "haproxy DOWN events:", $1}'
+  cat "$out"/haproxy_*.log | grep -c "is DOWN" | awk '{print "haproxy DOWN events:", $1}'
 fi
 
 if want tls; then
