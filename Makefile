@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build test sanitize demo clean
+.PHONY: all deps configure build test sanitize demo clean image test-container
 
 all: build
 
@@ -28,6 +28,18 @@ sanitize: deps
 
 demo: build
 	bash scripts/demo.sh $(BUILD_DIR)
+
+# The container image (scripts/image.sh: docker, podman or buildah; Debian stand-in bases, CPU
+# engine only, where nvidia/cuda cannot be pulled). IMAGE names it (default gpuscan:latest).
+IMAGE ?= gpuscan:latest
+image:
+	IMAGE=$(IMAGE) bash scripts/image.sh
+
+# Builds the image, then runs it and checks it from the host (tests/container, label container).
+# `build` too: the checks drive the container with the host's gpuscan CLI and Python package, and
+# a build tree configured before tests/container existed would find no test (--no-tests=error).
+test-container: build image
+	GPUSCAN_CONTAINER_IMAGE=$(IMAGE) ctest --test-dir $(BUILD_DIR) -L container --output-on-failure --no-tests=error
 
 clean:
 	rm -rf $(BUILD_DIR)
