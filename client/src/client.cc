@@ -31,6 +31,7 @@ Client::Client(ClientOptions options)
   args.SetMaxReceiveMessageSize(-1);
   if (!options_.load_balancing_policy.empty()) args.SetLoadBalancingPolicyName(options_.load_balancing_policy);
   if (!options_.tls.server_name.empty()) args.SetSslTargetNameOverride(options_.tls.server_name);
+  detail::SetKeepaliveDefaults(options_.channel_int_args, args);
   for (const auto& [name, value] : options_.channel_int_args) args.SetInt(name, value);
   auto creds = options_.credentials ? options_.credentials : MakeChannelCredentials(options_.tls);
   channel_ = grpc::CreateCustomChannel(options_.target, creds, args);

@@ -14,11 +14,32 @@
 #include <string>
 #include <vector>
 
+#include <grpc/grpc.h>
 #include <grpcpp/channel.h>
+#include <grpcpp/support/channel_arguments.h>
 
 #include "gpuscan/client.h"
 
 namespace gpuscan {
+
+namespace detail {
+
+// Keepalive while calls are active, unless the caller set the argument (ClientOptions::
+// channel_int_args, the CLI's --channel-arg). Why: a Write blocked on a silent connection (link
+// cut mid-upload) outlives the call's deadline -- neither the deadline nor TryCancel completes it
+// in gRPC 1.51, only closing the transport does -- and RunBidi joins that writer, so without this
+// the call returned only when the link came back (or TCP gave up, ~15 min). An unanswered ping
+// closes the connection within kKeepaliveTimeMs + kKeepaliveTimeoutMs of the cut (docs/
+// configuration.md, "Keepalive"). The server accepts pings this often (its
+// min_recv_ping_interval_without_data default is below kKeepaliveTimeMs).
+inline constexpr int kKeepaliveTimeMs = 2000;
+inline constexpr int kKeepaliveTimeoutMs = 2000;
+inline void SetKeepaliveDefaults(const std::map<std::string, int>& user, grpc::ChannelArguments& args) {
+  if (!user.count(GRPC_ARG_KEEPALIVE_TIME_MS)) args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+  if (!user.count(GRPC_ARG_KEEPALIVE_TIMEOUT_MS)) args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+}
+
+}  // namespace detail
 
 class Client::LanePool {
  public:

@@ -75,6 +75,7 @@ std::vector<v1::GpuScan::Stub*> Client::LanePool::Stubs(uint32_t lanes,
   while (pool.size() < lanes) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
+    detail::SetKeepaliveDefaults(options_.channel_int_args, args);
     for (const auto& [name, value] : options_.channel_int_args) args.SetInt(name, value);
     // A distinct argument per lane and a channel-local subchannel pool: one connection per lane.
     args.SetInt("gpuscan.lane", static_cast<int>(pool.size()));

@@ -68,15 +68,22 @@ def lane_channel_args(chunk_bytes: int, options, tls, lane: int) -> list:
         ("gpuscan.lane", lane), ("grpc.use_local_subchannel_pool", 1)]
 
 
+# Keepalive while calls are active, as the C++ client sets it (docs/configuration.md, "Keepalive"):
+# an unanswered ping closes a connection whose link went silent within time + timeout, failing its
+# calls with UNAVAILABLE instead of leaving them to TCP (~15 min). The server accepts pings this
+# often. The caller's options= win: a default whose key they name is left out.
+KEEPALIVE_ARGS = [("grpc.keepalive_time_ms", 2000), ("grpc.keepalive_timeout_ms", 2000)]
+
+
 def channel_args(chunk_bytes: int, load_balancing_policy: Optional[str], options, tls=None) -> list:
     args = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+    user = list(options.items()) if isinstance(options, dict) else list(options or ())
+    args += [kv for kv in KEEPALIVE_ARGS if kv[0] not in {k for k, _ in user}]
     if isinstance(tls, Tls) and tls.server_name:
         args.append(("grpc.ssl_target_name_override", tls.server_name))
     if load_balancing_policy:
         args.append(("grpc.lb_policy_name", load_balancing_policy))
-    if options:
-        args += list(options.items()) if isinstance(options, dict) else list(options)
-    return args
+    return args + user
 
 
 def channel_credentials(tls, credentials):

@@ -37,6 +37,22 @@ void ConfigureListener(const ServerOptions& o, grpc::ServerBuilder& builder, int
     // No age grace: a GOAWAY lets the connection's open calls finish however long they take.
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, static_cast<int>(o.max_connection_age.count()));
   }
+  // Keepalive defaults, each unless --grpc-arg names it (the flag wins). Why: a client whose link
+  // goes silent mid-call holds its call (and admission slot) until TCP gives up (~15 min) or the
+  // link returns, deadline or not; an unanswered ping closes the connection within time + timeout
+  // of the cut (docs/configuration.md, "Keepalive"). Pings go out only while calls are active.
+  // Clients (ours ping every 2 s while calls are active) are accepted down to one ping a second
+  // without data from us (gRPC's default is 5 min: a client pinging during a long silent call,
+  // e.g. a Sort's upload, would collect strikes and get GOAWAY too_many_pings).
+  const std::pair<const char*, int> keepalive[] = {
+      {GRPC_ARG_KEEPALIVE_TIME_MS, 2000},
+      {GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000},
+      {GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000},
+      {GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2},
+  };
+  for (const auto& [name, value] : keepalive) {
+    if (!o.grpc_int_args.count(name)) builder.AddChannelArgument(name, value);
+  }
   for (const auto& [name, value] : o.grpc_int_args) builder.AddChannelArgument(name, value);
 }
 
