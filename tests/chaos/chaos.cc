@@ -1,8 +1,9 @@
 // gpuscan_chaos: servers dying under load, on loopback (docs/RELIABILITY.md, "Chaos").
 //
 // --mode kill (CTest chaos_kill): --servers CPU servers behind one round_robin target, --clients
-//   threads running the soak workload (every operation, dtype and operator; results checked
-//   against the sequential reference) with retries on, while one server at a time is SIGKILLed
+//   threads running the soak workload (every operation, dtype and operator, over one stream or
+//   striped lanes; no shared memory: these servers have no --shm-dir; results checked against
+//   the sequential reference) with retries on, while one server at a time is SIGKILLed
 //   every --kill-every seconds and restarted at its address after --down seconds. Fails on a
 //   wrong result, a call that outlives its deadline, an error other than UNAVAILABLE,
 //   CANCELLED or DEADLINE_EXCEEDED (the ends of a call whose retries ran out), fewer than 90% of

@@ -92,8 +92,15 @@ pid_t WorkerPid(pid_t front, int device) {
 
 ServerProcess::ServerProcess(const std::string& binary, const std::string& engine,
                              const std::vector<std::string>& extra, const std::vector<std::string>& env,
-                             const std::string& log_path, std::chrono::seconds ready, int port)
+                             const std::string& log_path, std::chrono::seconds ready, int port, bool shm)
     : binary_(binary), log_path_(log_path) {
+  if (shm) {
+    char pattern[] = "/dev/shm/gpuscan-soak-XXXXXX";  // mode 0700: this user's only
+    if (mkdtemp(pattern) == nullptr) {
+      throw std::runtime_error("cannot make a --shm-dir under /dev/shm: " + std::string(std::strerror(errno)));
+    }
+    shm_dir_ = pattern;
+  }
   std::vector<std::string> env_strings = env;
   for (char** e = environ; *e; ++e) {
     const std::string entry = *e;
@@ -110,6 +117,7 @@ ServerProcess::ServerProcess(const std::string& binary, const std::string& engin
   for (int attempt = 0; attempt < 3; ++attempt) {
     target_ = "127.0.0.1:" + std::to_string(port ? port : FreePort());
     std::vector<std::string> args = {binary_, "--address", target_, "--engine", engine, "--log-level", "warn"};
+    if (!shm_dir_.empty()) args.insert(args.end(), {"--shm-dir", shm_dir_});
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -120,7 +128,10 @@ ServerProcess::ServerProcess(const std::string& binary, const std::string& engin
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
     const int rc = posix_spawn(&pid_, binary_.c_str(), &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) throw std::runtime_error("cannot start " + binary_ + ": " + std::strerror(rc));
+    if (rc != 0) {
+      RemoveShmDir();
+      throw std::runtime_error("cannot start " + binary_ + ": " + std::strerror(rc));
+    }
     exited_ = false;
 
     ClientOptions o;
@@ -147,6 +158,7 @@ ServerProcess::ServerProcess(const std::string& binary, const std::string& engin
       last_error = "not SERVING within " + std::to_string(ready.count()) + " s (" + last_error + ")";
     }
   }
+  RemoveShmDir();
   throw std::runtime_error("gpuscan-server did not come up: " + last_error + "\n--- server log:\n" + LogTail());
 }
 
@@ -155,6 +167,21 @@ ServerProcess::~ServerProcess() {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
   }
+  RemoveShmDir();
+}
+
+// The regions are the clients' to delete; whatever a failed run left behind goes with the directory.
+void ServerProcess::RemoveShmDir() {
+  if (shm_dir_.empty()) return;
+  if (DIR* d = opendir(shm_dir_.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name != "." && name != "..") unlink((shm_dir_ + "/" + name).c_str());
+    }
+    closedir(d);
+  }
+  rmdir(shm_dir_.c_str());
+  shm_dir_.clear();
 }
 
 void ServerProcess::Kill() {

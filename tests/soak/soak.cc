@@ -1,15 +1,22 @@
 // gpuscan_soak: a bounded load test on loopback. It starts gpuscan-server as a child process
 // (or targets a running one with --server), runs --clients client threads for --duration
-// seconds mixing Scan, Reduce and Compact over every dtype, operator and output kind with sizes
-// from one element to --max-bytes, and checks every result against the sequential reference.
+// seconds mixing every operation (Scan, Reduce, Compact, SegmentedScan by keys and by heads,
+// ReduceByKey, Sort, SortPairs, Argsort, Histogram, Scan2D: workload.h has the weights) over
+// every dtype, operator and output kind with sizes from one element to --max-bytes, Scan, Reduce
+// and Compact over every transport (one stream; striped lanes, 2 to --lanes per call, and a
+// quarter of the clients with ClientOptions::lanes set; shared memory, the child server started
+// with --shm-dir a private directory under /dev/shm, --no-shm to leave it out), and checks every
+// result against an independent sequential reference.
 // The server's memory is read with the load paused (no call in flight, no client connected)
 // after the warm-up (half the run) and again at the end: RSS, and with the heap probe preloaded
 // (heap_probe.cc) RSS after malloc_trim and the live heap. Fails on any wrong result, any error
 // status, a server crash or unclean exit, more threads or open files at the end than at the
 // baseline, or memory growth of --rss-growth-limit percent (5) or more: what the live heap
 // gained as a share of the RSS with the probe (RSS itself moves by tens of percent between
-// quiet moments with no leak at all: docs/RELIABILITY.md), raw RSS growth without it. Prints a
-// summary and writes it as JSON (--json).
+// quiet moments with no leak at all: docs/RELIABILITY.md), raw RSS growth without it; also on
+// an operation, or a transport of Scan, Reduce or Compact, without one correct call. Prints a
+// summary (calls and bytes by operation, by transport, and by operation x transport) and writes
+// it as JSON (--json).
 //
 //   gpuscan_soak --duration 30 --clients 64 --engine cpu --json soak.json     (CTest soak_30s)
 //   gpuscan_soak --duration 600 --engine cuda --server-binary .gpu-bin/gpuscan-server
@@ -17,6 +24,7 @@
 //   gpuscan_soak --server 127.0.0.1:50051 --server-pid 1234 --duration 300    (a running server)
 //   gpuscan_soak ... -- --workers 8 --max-concurrent 32                       (extra server flags)
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
@@ -24,6 +32,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -63,6 +72,9 @@ struct Options {
   uint64_t max_bytes = uint64_t{64} << 20;
   uint64_t inflight_bytes = uint64_t{1} << 30;
   uint64_t ramp_bytes = uint64_t{16} << 20;  // each client's first call: a streaming scan this big
+  uint32_t lanes = 4;    // striped calls: 2 to this many lanes (below 2: none)
+  bool no_shm = false;   // no shared-memory calls (and no --shm-dir for the child server)
+  uint64_t shm_keep_bytes = uint64_t{8} << 20;  // idle shared-memory regions each client keeps for reuse
   double rss_growth_limit_pct = 5.0;
   // Preloaded into the child server to read its live heap (heap_probe.cc says why); empty: none,
   // and the growth limit applies to the raw RSS.
@@ -105,12 +117,21 @@ class ByteBudget {
 
 struct OpStats {
   uint64_t calls = 0, elements = 0, bytes_in = 0, bytes_out = 0, largest_bytes = 0;
+  void Add(const Plan& plan, const Outcome& out) {
+    calls++;
+    elements += plan.elements;
+    bytes_in += out.bytes_in;
+    bytes_out += out.bytes_out;
+    largest_bytes = std::max(largest_bytes, out.bytes_in);
+  }
 };
 
 // Everything the client threads report, under one lock.
 struct Stats {
   std::mutex mu;
   std::map<std::string, OpStats> by_op;
+  std::map<std::string, OpStats> by_transport;
+  std::map<std::string, std::map<std::string, uint64_t>> by_op_transport;  // correct calls
   std::map<std::string, uint64_t> by_dtype;
   uint64_t errors = 0, wrong = 0;
   std::vector<std::string> failures;  // the first few, described
@@ -124,12 +145,9 @@ struct Stats {
       }
       return;
     }
-    OpStats& s = by_op[Name(plan.operation)];
-    s.calls++;
-    s.elements += plan.elements;
-    s.bytes_in += out.bytes_in;
-    s.bytes_out += out.bytes_out;
-    s.largest_bytes = std::max(s.largest_bytes, out.bytes_in);
+    by_op[Name(plan.operation)].Add(plan, out);
+    by_transport[Name(plan.transport)].Add(plan, out);
+    by_op_transport[Name(plan.operation)][Name(plan.transport)]++;
     by_dtype[v1::DType_Name(plan.dtype)]++;
   }
   uint64_t Calls() {
@@ -240,6 +258,30 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
+// Before a quiet reading: the server keeps the files of shared-memory regions open and mapped
+// between calls and lets those the clients deleted go only at its next shared-memory call; one
+// tiny call here (its region deleted after) leaves exactly one such file at every reading, so
+// the open files and live heap compare like for like.
+std::string FlushRegionCache(const std::string& target, const std::string& dir) {
+  try {
+    ClientOptions o;
+    o.target = target;
+    o.timeout = std::chrono::seconds(30);
+    Client client(o);
+    SharedRegion region = SharedRegion::Create(dir, sizeof(int64_t));
+    const int64_t one = 1;
+    std::memcpy(region.data(), &one, sizeof(one));
+    v1::ReduceHeader h;
+    h.set_dtype(v1::DTYPE_INT64);
+    h.set_op(v1::OPERATOR_SUM);
+    const v1::ReduceResponse r = client.ReduceShared(h, region, sizeof(int64_t));
+    if (r.element_count() != 1) return "the cache flush's reduce saw " + std::to_string(r.element_count()) + " elements";
+    return "";
+  } catch (const std::exception& e) {
+    return std::string("the shared-memory cache flush failed: ") + e.what();
+  }
+}
+
 int Run(const Options& opt) {
   const double warmup_s = opt.warmup_s >= 0 ? opt.warmup_s : std::min(180.0, 0.5 * opt.duration_s);
   const uint64_t seed = opt.seed ? opt.seed : testing::NewSeed();
@@ -263,18 +305,33 @@ int Run(const Options& opt) {
       if (!opt.keep_tcache) env.push_back(join("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0", ':'));
       env.push_back("GPUSCAN_SOAK_HEAP_FILE=" + heap_file);
     }
-    child = std::make_unique<ServerProcess>(opt.server_binary, opt.engine, opt.server_args, env, opt.server_log);
+    child = std::make_unique<ServerProcess>(opt.server_binary, opt.engine, opt.server_args, env, opt.server_log,
+                                            std::chrono::seconds(60), 0, !opt.no_shm);
     target = child->target();
     pid = child->pid();
   }
   std::string engine_name = "?";
+  std::string shm_dir;  // shared-memory calls' regions go here; empty: none
+  uint32_t max_lanes = opt.lanes;
   {
     ClientOptions o;
     o.target = target;
     o.timeout = std::chrono::seconds(10);
-    engine_name = Client(o).Info().engine();
+    const v1::ServerInfo info = Client(o).Info();
+    engine_name = info.engine();
+    // An external server's --shm-dir serves here when this host sees it (loopback: the same host).
+    if (!opt.no_shm && info.limits().shared_memory()) {
+      shm_dir = child ? child->shm_dir() : info.limits().shm_dir();
+      struct stat st {};
+      if (!child && (stat(shm_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) shm_dir.clear();
+    }
+    if (info.limits().max_lanes() < 2) max_lanes = 0;  // a server that does not join lanes
+    max_lanes = std::min<uint32_t>(max_lanes, info.limits().max_lanes());
   }
   const bool probe = pid > 0 && HasHeapProbe(pid);
+  std::printf("transports: stream; %s; %s\n",
+              max_lanes >= 2 ? ("striped lanes, 2.." + std::to_string(max_lanes) + " per call").c_str() : "no striped lanes",
+              shm_dir.empty() ? "no shared memory" : ("shared memory in " + shm_dir).c_str());
   std::printf("server %s (pid %d, engine %s, log %s; %s)\n", target.c_str(), int(pid), engine_name.c_str(),
               child ? opt.server_log.c_str() : "-",
               probe ? (opt.keep_tcache ? "heap probe loaded, tcache kept: growth judged on the live heap"
@@ -299,7 +356,14 @@ int Run(const Options& opt) {
       o.target = target;
       o.chunk_bytes = kChunks[i % 3];
       o.timeout = std::chrono::seconds(300);
-      const Workload workload(opt.max_bytes, o.chunk_bytes);
+      // A quarter of the clients stripe by default (ClientOptions::lanes): their striped calls
+      // leave the count to it half the time, their other calls ask for one lane.
+      if (max_lanes >= 2 && i % 4 == 3) o.lanes = 2 + uint32_t(i / 4) % (max_lanes - 1);
+      Transports transports;
+      transports.max_lanes = max_lanes;
+      transports.client_lanes = o.lanes;
+      transports.shm_dir = shm_dir;
+      const Workload workload(opt.max_bytes, o.chunk_bytes, transports);
       std::mt19937_64 rng(seed + 7919 * uint64_t(i));
       auto report = [&](const Plan& plan, const Outcome& out, const char* how) {
         stats.Record(plan, out);
@@ -312,6 +376,9 @@ int Run(const Options& opt) {
       while (gate.Connect(stop)) {  // one channel (connection) per stretch between pauses
         {
           Client client(o);
+          // This client's regions live as long as its connection: gone while paused.
+          std::unique_ptr<RegionPool> pool;
+          if (!shm_dir.empty()) pool = std::make_unique<RegionPool>(shm_dir, opt.shm_keep_bytes);
           if (!ramped && gate.Enter(stop)) {
             Plan ramp;  // for the statistics: a streaming int64 sum scan
             ramp.dtype = v1::DTYPE_INT64;
@@ -329,7 +396,7 @@ int Run(const Options& opt) {
               budget.Release(bytes);
               break;
             }
-            const Outcome out = workload.Run(client, plan, rng);
+            const Outcome out = workload.Run(client, plan, rng, pool.get());
             gate.Leave();
             budget.Release(bytes);
             report(plan, out, "");
@@ -370,6 +437,12 @@ int Run(const Options& opt) {
   const auto deadline = start + std::chrono::duration<double>(opt.duration_s);
   const auto warm = start + std::chrono::duration<double>(warmup_s);
   std::optional<QuietMemory> rss_baseline;
+  std::vector<std::string> flush_problems;
+  auto flush = [&] {
+    if (shm_dir.empty()) return;
+    const std::string why = FlushRegionCache(target, shm_dir);
+    if (!why.empty()) flush_problems.push_back(why);
+  };
   std::vector<std::pair<double, QuietMemory>> checkpoints;  // (s since start, quiet RSS)
   auto next_checkpoint = warm;
   auto next_report = start + std::chrono::seconds(10);
@@ -377,6 +450,7 @@ int Run(const Options& opt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (Clock::now() >= next_checkpoint && pid > 0 && !stop) {
       gate.PauseAndDrain();
+      flush();
       const QuietMemory m = ReadQuietMemory(pid, probe, heap_file);
       gate.Resume();
       checkpoints.emplace_back(Seconds(Clock::now() - start), m);
@@ -408,6 +482,7 @@ int Run(const Options& opt) {
   std::string exit_why = "external server: not stopped";
   bool clean_exit = true;
   if (!crashed && pid > 0) {
+    flush();
     rss_end = ReadQuietMemory(pid, probe, heap_file);
     std::printf("[%5.1f s] end (no client connected): %s\n", Seconds(Clock::now() - start), Describe(rss_end).c_str());
     rss_hwm = ReadProcMemory(pid, "VmHWM");
@@ -427,9 +502,19 @@ int Run(const Options& opt) {
   if (stats.errors) problems.push_back(std::to_string(stats.errors) + " calls failed");
   if (crashed) problems.push_back("the server crashed: " + crash_why);
   if (child && !crashed && !clean_exit) problems.push_back("the server did not exit cleanly: " + exit_why);
-  for (int op = 0; op < kOperations; ++op) {
-    if (stats.by_op[Name(static_cast<Operation>(op))].calls == 0) {
-      problems.push_back(std::string("no successful ") + Name(static_cast<Operation>(op)) + " call");
+  problems.insert(problems.end(), flush_problems.begin(), flush_problems.end());
+  // Every operation, and every transport of the operations that have them, at least once right.
+  std::vector<Transport> transports = {Transport::kStream};
+  if (max_lanes >= 2) transports.push_back(Transport::kLanes);
+  if (!shm_dir.empty()) transports.push_back(Transport::kShm);
+  for (int i = 0; i < kOperations; ++i) {
+    const auto op = static_cast<Operation>(i);
+    if (stats.by_op[Name(op)].calls == 0) problems.push_back(std::string("no successful ") + Name(op) + " call");
+    if (!HasTransports(op)) continue;
+    for (Transport t : transports) {
+      if (stats.by_op_transport[Name(op)][Name(t)] == 0) {
+        problems.push_back(std::string("no successful ") + Name(op) + " call over " + Name(t));
+      }
     }
   }
   // Memory growth between the two quiet moments: with the heap probe, what the live heap gained as
@@ -465,12 +550,26 @@ int Run(const Options& opt) {
   const uint64_t calls = stats.Calls();
   const uint64_t bytes = stats.Bytes();
   std::printf("\n=== gpuscan soak: engine %s, %d clients, %.1f s\n", engine_name.c_str(), opt.clients, wall_s);
-  for (auto& [name, s] : stats.by_op) {
-    std::printf("  %-8s %7llu calls  %9.3f GB in  %9.3f GB out  largest %.1f MiB\n", name.c_str(),
+  auto line = [](const std::string& name, const OpStats& s) {
+    std::printf("  %-14s %7llu calls  %9.3f GB in  %9.3f GB out  largest %.1f MiB\n", name.c_str(),
                 static_cast<unsigned long long>(s.calls), double(s.bytes_in) / 1e9, double(s.bytes_out) / 1e9,
                 double(s.largest_bytes) / kMiB);
+  };
+  for (int i = 0; i < kOperations; ++i) {
+    const char* name = Name(static_cast<Operation>(i));
+    line(name, stats.by_op[name]);
   }
-  std::printf("  total    %7llu calls  %9.3f GB (in + out), %.0f MB/s, %llu errors, %llu wrong results\n",
+  std::printf("  by transport:\n");
+  for (int i = 0; i < kTransports; ++i) {
+    const char* name = Name(static_cast<Transport>(i));
+    line(name, stats.by_transport[name]);
+  }
+  for (const char* op : {"scan", "reduce", "compact"}) {
+    auto& m = stats.by_op_transport[op];
+    std::printf("  %-14s stream %llu, lanes %llu, shm %llu\n", op, static_cast<unsigned long long>(m["stream"]),
+                static_cast<unsigned long long>(m["lanes"]), static_cast<unsigned long long>(m["shm"]));
+  }
+  std::printf("  total          %7llu calls  %9.3f GB (in + out), %.0f MB/s, %llu errors, %llu wrong results\n",
               static_cast<unsigned long long>(calls), double(bytes) / 1e9,
               double(bytes) / 1e6 / std::max(1e-9, Seconds(load_end - start)),
               static_cast<unsigned long long>(stats.errors), static_cast<unsigned long long>(stats.wrong));
@@ -495,14 +594,32 @@ int Run(const Options& opt) {
       << ",\n  \"max_request_bytes\": " << opt.max_bytes << ",\n  \"seed\": " << seed << ",\n  \"calls\": " << calls
       << ",\n  \"bytes\": " << bytes << ",\n  \"errors\": " << stats.errors << ",\n  \"wrong_results\": " << stats.wrong
       << ",\n  \"by_op\": {";
+    auto table = [&](std::map<std::string, OpStats>& m) {
+      bool first = true;
+      for (auto& [name, s] : m) {
+        j << (first ? "\n" : ",\n") << "    " << JsonString(name) << ": {\"calls\": " << s.calls
+          << ", \"elements\": " << s.elements << ", \"bytes_in\": " << s.bytes_in << ", \"bytes_out\": " << s.bytes_out
+          << ", \"largest_request_bytes\": " << s.largest_bytes << "}";
+        first = false;
+      }
+    };
+    table(stats.by_op);
+    j << "\n  },\n  \"by_transport\": {";
+    table(stats.by_transport);
+    j << "\n  },\n  \"by_op_transport\": {";
     bool first = true;
-    for (auto& [name, s] : stats.by_op) {
-      j << (first ? "\n" : ",\n") << "    " << JsonString(name) << ": {\"calls\": " << s.calls
-        << ", \"elements\": " << s.elements << ", \"bytes_in\": " << s.bytes_in << ", \"bytes_out\": " << s.bytes_out
-        << ", \"largest_request_bytes\": " << s.largest_bytes << "}";
+    for (auto& [op, m] : stats.by_op_transport) {
+      j << (first ? "\n" : ",\n") << "    " << JsonString(op) << ": {";
+      bool inner = true;
+      for (auto& [t, n] : m) {
+        j << (inner ? "" : ", ") << JsonString(t) << ": " << n;
+        inner = false;
+      }
+      j << "}";
       first = false;
     }
-    j << "\n  },\n  \"by_dtype\": {";
+    j << "\n  },\n  \"transports\": {\"max_lanes\": " << max_lanes << ", \"shm_dir\": " << JsonString(shm_dir)
+      << "},\n  \"by_dtype\": {";
     first = true;
     for (auto& [name, n] : stats.by_dtype) {
       j << (first ? "" : ", ") << JsonString(name) << ": " << n;
@@ -549,6 +666,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-bytes", o.max_bytes, "largest request input in bytes")->check(CLI::Range(uint64_t{8}, uint64_t{1} << 34));
   app.add_option("--inflight-bytes", o.inflight_bytes, "client-side bytes of all calls in flight, at most");
   app.add_option("--ramp-bytes", o.ramp_bytes, "each client's first call: a streaming int64 scan of this many bytes (0: none)");
+  app.add_option("--lanes", o.lanes, "striped calls use 2 to this many lanes (below 2: no striped calls)");
+  app.add_flag("--no-shm", o.no_shm, "no shared-memory calls (the child server gets no --shm-dir)");
+  app.add_option("--shm-keep-bytes", o.shm_keep_bytes, "idle shared-memory regions each client keeps for reuse, bytes");
   app.add_option("--rss-growth-limit", o.rss_growth_limit_pct, "fail at this server RSS growth, percent");
   app.add_option("--checkpoint", o.checkpoint_s, "after the baseline, also read the quiet RSS every this many s (0: never)");
   app.add_flag("--keep-tcache", o.keep_tcache, "leave glibc's tcache on in the child server (its cached chunks count as live)");

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <numeric>
 #include <sstream>
 #include <type_traits>
 #include <vector>
@@ -67,12 +69,33 @@ void SetScalar(v1::Scalar* s, T v) {
   }
 }
 
-// ---- checks (on the fly: no reference arrays, so a 64 MiB call costs no extra memory)
+template <class F>
+decltype(auto) WithKeyType(v1::DType d, F&& f) {
+  switch (d) {
+    case v1::DTYPE_INT64: return f(Type<int64_t>{});
+    case v1::DTYPE_UINT32: return f(Type<uint32_t>{});
+    case v1::DTYPE_UINT64: return f(Type<uint64_t>{});
+    default: return f(Type<int32_t>{});
+  }
+}
+
+bool Rounds(v1::DType d, v1::Operator op) {
+  return IsFloat(d) && (op == v1::OPERATOR_SUM || op == v1::OPERATOR_PRODUCT);
+}
+
+// ---- checks (on the fly where they can be: no reference arrays, so a 64 MiB call costs no
+// extra memory)
+
+template <class T>
+std::string Mismatch(const char* what, size_t i, T got, T ref) {
+  return std::string(what) + " " + std::to_string(i) + ": got " + testing::Show(got) + ", expected " +
+         testing::Show(ref);
+}
 
 template <class T, class Op>
-bool CheckScan(const std::vector<T>& x, const std::vector<T>& got, bool exclusive, std::string* why) {
-  if (got.size() != x.size()) {
-    *why = "got " + std::to_string(got.size()) + " elements, expected " + std::to_string(x.size());
+bool CheckScan(const std::vector<T>& x, const T* got, size_t got_n, bool exclusive, std::string* why) {
+  if (got_n != x.size()) {
+    *why = "got " + std::to_string(got_n) + " elements, expected " + std::to_string(x.size());
     return false;
   }
   const Op op;
@@ -85,7 +108,7 @@ bool CheckScan(const std::vector<T>& x, const std::vector<T>& got, bool exclusiv
       ref = acc;
       count = double(i);
       if (!testing::WithinTolerance<T, Op>(got[i], ref, abs_sum, count)) {
-        *why = "element " + std::to_string(i) + ": got " + testing::Show(got[i]) + ", expected " + testing::Show(ref);
+        *why = Mismatch("element", i, got[i], ref);
         return false;
       }
       acc = op(acc, x[i]);
@@ -96,7 +119,51 @@ bool CheckScan(const std::vector<T>& x, const std::vector<T>& got, bool exclusiv
       ref = acc;
       count = double(i + 1);
       if (!testing::WithinTolerance<T, Op>(got[i], ref, abs_sum, count)) {
-        *why = "element " + std::to_string(i) + ": got " + testing::Show(got[i]) + ", expected " + testing::Show(ref);
+        *why = Mismatch("element", i, got[i], ref);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// A segmented scan: heads[i] != 0 where a segment begins (element 0 always does); each segment
+// scanned on its own as testing::SegmentedScanRef does (inclusive: no identity folded in),
+// float SUM / PRODUCT within the tolerance of the segment's own elements.
+template <class T, class Op>
+bool CheckSegmentedScan(const std::vector<T>& x, const std::vector<uint8_t>& heads, const std::vector<T>& got,
+                        bool exclusive, std::string* why) {
+  if (got.size() != x.size()) {
+    *why = "got " + std::to_string(got.size()) + " elements, expected " + std::to_string(x.size());
+    return false;
+  }
+  const Op op;
+  T acc = Op::identity();
+  double abs_sum = 0, count = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const bool head = i == 0 || heads[i] != 0;
+    T ref;
+    if (exclusive) {
+      if (head) acc = Op::identity(), abs_sum = 0, count = 0;
+      ref = acc;
+      if (!testing::WithinTolerance<T, Op>(got[i], ref, abs_sum, count)) {
+        *why = Mismatch("element", i, got[i], ref);
+        return false;
+      }
+      acc = op(acc, x[i]);
+      abs_sum += std::fabs(double(x[i]));
+      count += 1;
+    } else {
+      if (head) {
+        acc = x[i], abs_sum = 0, count = 0;
+      } else {
+        acc = op(acc, x[i]);
+      }
+      abs_sum += std::fabs(double(x[i]));
+      count += 1;
+      ref = acc;
+      if (!testing::WithinTolerance<T, Op>(got[i], ref, abs_sum, count)) {
+        *why = Mismatch("element", i, got[i], ref);
         return false;
       }
     }
@@ -140,22 +207,118 @@ bool CheckCompact(const std::vector<T>& x, const std::vector<uint8_t>& flags, co
   return true;
 }
 
+// ---- inputs
+
 template <class T, class Op>
-void RunScan(Client& client, const Plan& plan, std::mt19937_64& rng, Outcome& out) {
-  const std::vector<T> x = testing::RandomInput<T, Op>(plan.elements, rng);
+std::vector<T> ScanInput(const Plan& plan, std::mt19937_64& rng) {
+  return testing::RandomInput<T, Op>(plan.elements, rng);
+}
+
+// Segment heads: keys in runs of about plan.mean_run (equal keys apart are separate segments).
+template <class K>
+std::vector<K> SegmentKeys(const Plan& plan, std::mt19937_64& rng) {
+  return testing::RandomSegmentKeys<K>(plan.elements, rng, plan.mean_run);
+}
+
+// Sort keys with many equal keys (so stability shows): half small integers, half spread wider;
+// floats also get +-0, +-inf and NaNs of both signs.
+template <class T>
+std::vector<T> SortKeys(size_t n, std::mt19937_64& rng) {
+  std::vector<T> v = testing::RandomCompactInput<T>(n, rng, std::is_floating_point_v<T> ? 0.01 : 0.0);
+  if constexpr (std::is_floating_point_v<T>) {
+    for (T& x : v) {
+      if (std::isnan(x) && (rng() & 1)) x = std::copysign(x, T(-1));
+    }
+  }
+  return v;
+}
+
+// ---- an independent stable sort: IEEE 754 totalOrder for floats (-NaN < -inf < ... < -0 < +0
+// < ... < +inf < +NaN), input order kept among equal keys, ascending and descending alike.
+template <class T>
+auto TotalOrderKey(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    U bits;
+    std::memcpy(&bits, &v, sizeof(T));
+    constexpr U sign = U(1) << (8 * sizeof(T) - 1);
+    return (bits & sign) ? U(~bits) : U(bits | sign);
+  } else {
+    return v;
+  }
+}
+
+template <class T>
+std::vector<int64_t> StablePermutation(const std::vector<T>& keys, bool descending) {
+  using K = decltype(TotalOrderKey(T{}));
+  std::vector<K> order(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) order[i] = TotalOrderKey(keys[i]);
+  std::vector<int64_t> perm(keys.size());
+  for (size_t i = 0; i < perm.size(); ++i) perm[i] = int64_t(i);
+  if (descending) {
+    std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) { return order[a] > order[b]; });
+  } else {
+    std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) { return order[a] < order[b]; });
+  }
+  return perm;
+}
+
+// ---- the calls
+
+template <class T, class Op>
+void RunScan(Client& client, const Plan& plan, std::mt19937_64& rng, RegionPool* pool, Outcome& out) {
+  const std::vector<T> x = ScanInput<T, Op>(plan, rng);
+  out.bytes_out = x.size() * sizeof(T);
+  if (plan.transport == Transport::kShm) {
+    const uint64_t bytes = x.size() * sizeof(T);
+    SharedRegion in = pool->Take(bytes);
+    std::memcpy(in.data(), x.data(), bytes);
+    SharedRegion res;
+    if (!plan.in_place) res = pool->Take(bytes);
+    v1::ScanHeader h;
+    h.set_dtype(plan.dtype);
+    h.set_op(plan.op);
+    h.set_kind(plan.exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
+    client.ScanShared(h, in, bytes, plan.in_place ? nullptr : &res);
+    out.rpc_ok = true;
+    out.correct = CheckScan<T, Op>(x, (plan.in_place ? in : res).template as<T>(), x.size(), plan.exclusive, &out.error);
+    pool->Give(std::move(in));
+    if (!plan.in_place) pool->Give(std::move(res));
+    return;
+  }
   ScanOptions o;
   o.op = plan.op;
   o.exclusive = plan.exclusive;
+  o.lanes = plan.lanes;
   const ScanResult<T> r = client.Scan(x, o);
   out.rpc_ok = true;
   out.bytes_out = r.values.size() * sizeof(T);
-  out.correct = CheckScan<T, Op>(x, r.values, plan.exclusive, &out.error);
+  out.correct = CheckScan<T, Op>(x, r.values.data(), r.values.size(), plan.exclusive, &out.error);
 }
 
 template <class T, class Op>
-void RunReduce(Client& client, const Plan& plan, std::mt19937_64& rng, Outcome& out) {
+void RunReduce(Client& client, const Plan& plan, std::mt19937_64& rng, RegionPool* pool, Outcome& out) {
   const std::vector<T> x = testing::RandomInput<T, Op>(plan.elements, rng);
-  const ReduceResult<T> r = client.Reduce(x, plan.op);
+  ReduceResult<T> r;
+  if (plan.transport == Transport::kShm) {
+    const uint64_t bytes = x.size() * sizeof(T);
+    SharedRegion in = pool->Take(bytes);
+    std::memcpy(in.data(), x.data(), bytes);
+    v1::ReduceHeader h;
+    h.set_dtype(plan.dtype);
+    h.set_op(plan.op);
+    const v1::ReduceResponse resp = client.ReduceShared(h, in, bytes);
+    pool->Give(std::move(in));
+    if (resp.raw_value().size() != sizeof(T)) {
+      out.rpc_ok = true;
+      out.error = "raw_value of " + std::to_string(resp.raw_value().size()) + " bytes";
+      return;
+    }
+    std::memcpy(&r.value, resp.raw_value().data(), sizeof(T));
+    r.element_count = resp.element_count();
+  } else {
+    r = client.Reduce(x, plan.op, plan.lanes);
+  }
   out.rpc_ok = true;
   out.bytes_out = sizeof(T);
   const T ref = testing::ReduceRef<T, Op>(x);
@@ -171,10 +334,11 @@ void RunReduce(Client& client, const Plan& plan, std::mt19937_64& rng, Outcome& 
 }
 
 template <class T>
-void RunCompact(Client& client, const Plan& plan, std::mt19937_64& rng, Outcome& out) {
+void RunCompact(Client& client, const Plan& plan, std::mt19937_64& rng, RegionPool* pool, Outcome& out) {
   const std::vector<T> x = testing::RandomCompactInput<T>(plan.elements, rng, IsFloat(plan.dtype) ? 0.01 : 0.0);
   CompactOptions o;
   o.output = plan.output;
+  o.lanes = plan.lanes;
   T lo{}, hi{};
   if (plan.use_flags) {
     o.use_flags = true;
@@ -190,11 +354,267 @@ void RunCompact(Client& client, const Plan& plan, std::mt19937_64& rng, Outcome&
     }
     if (plan.predicate == v1::PREDICATE_OP_IN_RANGE) SetScalar(o.predicate.mutable_upper(), hi);
   }
-  const CompactResult<T> r = client.Compact(x, o);
+  CompactResult<T> r;
+  if (plan.transport == Transport::kShm) {
+    const uint64_t n = x.size(), bytes = n * sizeof(T);
+    const bool want_values = plan.output != v1::COMPACT_OUTPUT_INDICES;
+    const bool want_indices = plan.output != v1::COMPACT_OUTPUT_VALUES;
+    SharedRegion in = pool->Take(bytes), flags, values, indices;
+    std::memcpy(in.data(), x.data(), bytes);
+    if (plan.use_flags) {
+      flags = pool->Take(n);
+      std::memcpy(flags.data(), o.flags.data(), n);
+    }
+    if (want_values) values = pool->Take(bytes);  // room for every element kept
+    if (want_indices) indices = pool->Take(n * sizeof(int64_t));
+    v1::CompactHeader h;
+    h.set_dtype(plan.dtype);
+    if (plan.use_flags) {
+      h.set_use_flags(true);
+    } else {
+      *h.mutable_predicate() = o.predicate;
+    }
+    h.set_output(plan.output);
+    const v1::CompactResponse resp = client.CompactShared(h, in, bytes, plan.use_flags ? &flags : nullptr,
+                                                          want_values ? &values : nullptr,
+                                                          want_indices ? &indices : nullptr);
+    r.kept_count = resp.kept_count();
+    const uint64_t kept = std::min<uint64_t>(r.kept_count, n);
+    if (want_values) r.values.assign(values.as<T>(), values.as<T>() + kept);
+    if (want_indices) r.indices.assign(indices.as<int64_t>(), indices.as<int64_t>() + kept);
+    if (resp.element_count() != n) {
+      out.rpc_ok = true;
+      out.error = "element_count " + std::to_string(resp.element_count()) + ", expected " + std::to_string(n);
+      return;
+    }
+    for (SharedRegion* region : {&in, &flags, &values, &indices}) {
+      if (region->data()) pool->Give(std::move(*region));
+    }
+  } else {
+    r = client.Compact(x, o);
+  }
   out.rpc_ok = true;
   out.bytes_out = r.values.size() * sizeof(T) + r.indices.size() * sizeof(int64_t);
   out.correct = CheckCompact(x, o.flags, plan, lo, hi, r, &out.error);
 }
+
+template <class T, class Op, class K>
+void RunSegmentedScanKeys(Client& client, const Plan& plan, std::mt19937_64& rng, Outcome& out) {
+  const std::vector<T> x = testing::RandomInput<T, Op>(plan.elements, rng);
+  const std::vector<K> keys = SegmentKeys<K>(plan, rng);
+  SegmentedScanOptions o;
+  o.op = plan.op;
+  o.exclusive = plan.exclusive;
+  const ScanResult<T> r = client.SegmentedScan(x, keys, o);
+  out.rpc_ok = true;
+  out.bytes_out = r.values.size() * sizeof(T);
+  out.correct = CheckSegmentedScan<T, Op>(x, testing::HeadsOfKeys(keys), r.values, plan.exclusive, &out.error);
+}
+
+template <class T, class Op>
+void RunSegmentedScanHeads(Client& client, const Plan& plan, std::mt19937_64& rng, Outcome& out) {
+  const std::vector<T> x = testing::RandomInput<T, Op>(plan.elements, rng);
+  // Heads at about one element in mean_run, any nonzero byte (element 0's may be 0 or not).
+  std::vector<uint8_t> heads = testing::RandomFlags(plan.elements, rng, 1.0 / double(plan.mean_run));
+  SegmentedScanOptions o;
+  o.op = plan.op;
+  o.exclusive = plan.exclusive;
+  const ScanResult<T> r = client.SegmentedScanHeads(x.data(), x.size(), heads.data(), o);
+  out.rpc_ok = true;
+  out.bytes_out = r.values.size() * sizeof(T);
+  out.correct = CheckSegmentedScan<T, Op>(x, heads, r.values, plan.exclusive, &out.error);
+}
+
+template <class T, class Op, class K>
+void RunReduceByKey(Client& client, const Plan& plan, std::mt19937_64& rng, Outcome& out) {
+  const std::vector<T> x = testing::RandomInput<T, Op>(plan.elements, rng);
+  const std::vector<K> keys = SegmentKeys<K>(plan, rng);
+  const ReduceByKeyResult<T, K> r = client.ReduceByKey(x, keys, plan.op);
+  out.rpc_ok = true;
+  out.bytes_out = r.keys.size() * sizeof(K) + r.values.size() * sizeof(T);
+  // One (first key, op over the run in order) per run of equal consecutive keys.
+  const Op op;
+  size_t run = 0;
+  for (size_t i = 0; i < x.size();) {
+    size_t j = i + 1;
+    T acc = x[i];
+    double abs_sum = std::fabs(double(x[i]));
+    while (j < x.size() && keys[j] == keys[i]) {
+      acc = op(acc, x[j]);
+      abs_sum += std::fabs(double(x[j]));
+      ++j;
+    }
+    if (run >= r.keys.size() || run >= r.values.size()) {
+      out.error = "run " + std::to_string(run) + " (elements " + std::to_string(i) + ".." + std::to_string(j - 1) +
+                  ") missing: got " + std::to_string(r.keys.size()) + " runs";
+      return;
+    }
+    if (r.keys[run] != keys[i]) {
+      out.error = Mismatch("key of run", run, r.keys[run], keys[i]);
+      return;
+    }
+    if (!testing::WithinTolerance<T, Op>(r.values[run], acc, abs_sum, double(j - i))) {
+      out.error = Mismatch("value of run", run, r.values[run], acc);
+      return;
+    }
+    ++run;
+    i = j;
+  }
+  if (r.keys.size() != run || r.values.size() != run) {
+    out.error = "got " + std::to_string(r.keys.size()) + " runs, expected " + std::to_string(run);
+    return;
+  }
+  out.correct = true;
+}
+
+// Sort (keys), SortPairs (keys and values V) or Argsort, checked against StablePermutation.
+template <class T, class V>
+void RunSort(Client& client, const Plan& plan, std::mt19937_64& rng, Outcome& out) {
+  const std::vector<T> keys = SortKeys<T>(plan.elements, rng);
+  std::vector<V> values;
+  SortResult<T, V> r;
+  if (plan.operation == Operation::kSortPairs) {
+    values = testing::RandomInput<V, ops::Sum<V>>(plan.elements, rng);
+    r = client.SortPairs(keys.data(), values.data(), keys.size(), plan.descending);
+  } else if (plan.operation == Operation::kArgsort) {
+    SortResult<T> a = client.Argsort(keys.data(), keys.size(), plan.descending);
+    r.keys = std::move(a.keys);
+    r.indices = std::move(a.indices);
+  } else {
+    SortResult<T> s = client.Sort(keys.data(), keys.size(), plan.descending);
+    r.keys = std::move(s.keys);
+  }
+  out.rpc_ok = true;
+  out.bytes_out = r.keys.size() * sizeof(T) + r.values.size() * sizeof(V) + r.indices.size() * sizeof(int64_t);
+  const std::vector<int64_t> perm = StablePermutation(keys, plan.descending);
+  const size_t n = keys.size();
+  const bool want_keys = plan.operation != Operation::kArgsort;
+  const bool want_values = plan.operation == Operation::kSortPairs;
+  const bool want_indices = plan.operation == Operation::kArgsort;
+  if ((want_keys ? r.keys.size() != n : !r.keys.empty()) || (want_values ? r.values.size() != n : !r.values.empty()) ||
+      (want_indices ? r.indices.size() != n : !r.indices.empty())) {
+    out.error = "got " + std::to_string(r.keys.size()) + " keys, " + std::to_string(r.values.size()) + " values, " +
+                std::to_string(r.indices.size()) + " indices for " + std::to_string(n) + " elements";
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const auto p = static_cast<size_t>(perm[i]);
+    if (want_keys && !testing::SameBits(r.keys[i], keys[p])) {
+      out.error = Mismatch("sorted key", i, r.keys[i], keys[p]);
+      return;
+    }
+    if (want_values && !testing::SameBits(r.values[i], values[p])) {
+      out.error = Mismatch("value moved to", i, r.values[i], values[p]);
+      return;
+    }
+    if (want_indices && r.indices[i] != perm[i]) {
+      out.error = Mismatch("index", i, r.indices[i], perm[i]);
+      return;
+    }
+  }
+  out.correct = true;
+}
+
+// Even bins over a random [lo, hi] inside [-100, 100], or 2..1025 explicit edges (some
+// repeated) over [-110, 110]; input from testing::HistogramInput (edges themselves, values a few
+// ulps off them, values outside the range, NaN and +-inf for floats).
+template <class T>
+void RunHistogram(Client& client, const Plan& plan, std::mt19937_64& rng, Outcome& out) {
+  HistogramBins bins;
+  std::vector<double> edges;  // the edges the counts must use
+  if (plan.explicit_edges) {
+    edges.resize(plan.bins + 1);
+    for (double& e : edges) e = std::uniform_real_distribution<double>(-110, 110)(rng);
+    std::sort(edges.begin(), edges.end());
+    for (size_t i = 1; i < edges.size(); ++i) {
+      if (rng() % 8 == 0) edges[i] = edges[i - 1];
+    }
+    bins.bins = 0;
+    bins.edges = edges;
+  } else {
+    bins.bins = plan.bins;
+    bins.lo = std::uniform_real_distribution<double>(-100, 90)(rng);
+    bins.hi = std::uniform_real_distribution<double>(bins.lo + 0.5, 100)(rng);
+    // numpy.linspace's arithmetic in float64, the last edge hi itself; rounded to float32 for a
+    // float32 array (whose elements then compare in float32).
+    const double step = (bins.hi - bins.lo) / double(bins.bins);
+    edges.resize(bins.bins + 1);
+    for (uint32_t i = 0; i < bins.bins; ++i) edges[i] = double(i) * step + bins.lo;
+    edges[bins.bins] = bins.hi;
+    if (plan.dtype == v1::DTYPE_FLOAT32) {
+      for (double& e : edges) e = double(float(e));
+    }
+  }
+  const std::vector<T> x = testing::HistogramInput<T>(plan.elements, edges, rng);
+  const HistogramResult r = client.Histogram(x, bins);
+  out.rpc_ok = true;
+  out.bytes_out = r.counts.size() * sizeof(uint64_t) + r.edges.size() * sizeof(double);
+  const size_t nb = edges.size() - 1;
+  const std::vector<uint64_t> ref = testing::HistogramRef(x, edges);
+  if (!plan.explicit_edges && !testing::SameBits(r.edges, edges)) {
+    out.error = "edges differ: got " + std::to_string(r.edges.size()) + " edges, expected " +
+                std::to_string(edges.size());
+    for (size_t i = 0; i < std::min(r.edges.size(), edges.size()); ++i) {
+      if (!testing::SameBits(r.edges[i], edges[i])) {
+        out.error = Mismatch("edge", i, r.edges[i], edges[i]);
+        break;
+      }
+    }
+    return;
+  }
+  if (r.counts.size() != nb) {
+    out.error = "got " + std::to_string(r.counts.size()) + " bins, expected " + std::to_string(nb);
+    return;
+  }
+  for (size_t i = 0; i < nb; ++i) {
+    if (r.counts[i] != ref[i]) {
+      out.error = Mismatch("count of bin", i, r.counts[i], ref[i]);
+      return;
+    }
+  }
+  if (r.below != ref[nb] || r.above != ref[nb + 1] || r.nan_count != ref[nb + 2] || r.element_count != x.size()) {
+    out.error = "below/above/nan/elements " + std::to_string(r.below) + "/" + std::to_string(r.above) + "/" +
+                std::to_string(r.nan_count) + "/" + std::to_string(r.element_count) + ", expected " +
+                std::to_string(ref[nb]) + "/" + std::to_string(ref[nb + 1]) + "/" + std::to_string(ref[nb + 2]) +
+                "/" + std::to_string(x.size());
+    return;
+  }
+  out.correct = true;
+}
+
+// The summed-area table of a rows x cols matrix, checked row by row against the definition
+// (testing::Scan2DRef's loop: rows folded left to right, then columns top to bottom, no
+// identity folded in), exactly: the association is fixed, so the bits are too.
+template <class T, class Op>
+void RunScan2D(Client& client, const Plan& plan, std::mt19937_64& rng, Outcome& out) {
+  const std::vector<T> x = testing::RandomInput<T, Op>(plan.elements, rng);
+  const size_t cols = plan.cols, rows = x.size() / cols;
+  const ScanResult<T> r = client.Scan2D(x.data(), rows, cols, plan.op);
+  out.rpc_ok = true;
+  out.bytes_out = r.values.size() * sizeof(T);
+  if (r.values.size() != x.size()) {
+    out.error = "got " + std::to_string(r.values.size()) + " elements, expected " + std::to_string(x.size());
+    return;
+  }
+  const Op op;
+  std::vector<T> above(cols);
+  for (size_t i = 0; i < rows; ++i) {
+    T acc = x[i * cols];
+    for (size_t j = 0; j < cols; ++j) {
+      if (j) acc = op(acc, x[i * cols + j]);
+      const T ref = i ? op(above[j], acc) : acc;
+      if (!testing::SameValue(r.values[i * cols + j], ref)) {
+        out.error = "row " + std::to_string(i) + " col " + std::to_string(j) + ": got " +
+                    testing::Show(r.values[i * cols + j]) + ", expected " + testing::Show(ref);
+        return;
+      }
+      above[j] = ref;
+    }
+  }
+  out.correct = true;
+}
+
+std::string KeyName(v1::DType d) { return Lower(v1::DType_Name(d), 6); }
 
 }  // namespace
 
@@ -203,98 +623,317 @@ const char* Name(Operation op) {
     case Operation::kScan: return "scan";
     case Operation::kReduce: return "reduce";
     case Operation::kCompact: return "compact";
+    case Operation::kSegmentedScanKeys: return "segscan_keys";
+    case Operation::kSegmentedScanHeads: return "segscan_heads";
+    case Operation::kReduceByKey: return "reduce_by_key";
+    case Operation::kSort: return "sort";
+    case Operation::kSortPairs: return "sort_pairs";
+    case Operation::kArgsort: return "argsort";
+    case Operation::kHistogram: return "histogram";
+    case Operation::kScan2D: return "scan2d";
   }
   return "?";
+}
+
+const char* Name(Transport t) {
+  switch (t) {
+    case Transport::kStream: return "stream";
+    case Transport::kLanes: return "lanes";
+    case Transport::kShm: return "shm";
+  }
+  return "?";
+}
+
+bool HasTransports(Operation op) {
+  return op == Operation::kScan || op == Operation::kReduce || op == Operation::kCompact;
+}
+
+SharedRegion RegionPool::Take(uint64_t bytes) {
+  for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+    if (it->bytes() >= bytes && it->bytes() <= 2 * bytes + (64 << 10)) {
+      SharedRegion r = std::move(*it);
+      idle_.erase(it);
+      idle_bytes_ -= r.bytes();
+      return r;
+    }
+  }
+  return SharedRegion::Create(dir_, bytes);
+}
+
+void RegionPool::Give(SharedRegion region) {
+  if (region.bytes() == 0 || region.bytes() > keep_bytes_ / 2) return;  // deleted here
+  idle_bytes_ += region.bytes();
+  idle_.push_back(std::move(region));
+  while (idle_bytes_ > keep_bytes_ && !idle_.empty()) {
+    idle_bytes_ -= idle_.front().bytes();
+    idle_.pop_front();
+  }
 }
 
 std::string Plan::Describe() const {
   std::ostringstream s;
   s << Name(operation) << " " << Lower(v1::DType_Name(dtype), 6);
-  if (operation == Operation::kCompact) {
-    s << " " << (use_flags ? std::string("flags") : Lower(v1::PredicateOp_Name(predicate), 13)) << " "
-      << Lower(v1::CompactOutput_Name(output), 15);
-  } else {
-    s << " " << Lower(v1::Operator_Name(op), 9);
-    if (operation == Operation::kScan) s << (exclusive ? " exclusive" : " inclusive");
+  switch (operation) {
+    case Operation::kCompact:
+      s << " " << (use_flags ? std::string("flags") : Lower(v1::PredicateOp_Name(predicate), 13)) << " "
+        << Lower(v1::CompactOutput_Name(output), 15);
+      break;
+    case Operation::kScan:
+    case Operation::kReduce:
+    case Operation::kScan2D:
+    case Operation::kSegmentedScanKeys:
+    case Operation::kSegmentedScanHeads:
+    case Operation::kReduceByKey:
+      s << " " << Lower(v1::Operator_Name(op), 9);
+      if (operation == Operation::kScan || operation == Operation::kSegmentedScanKeys ||
+          operation == Operation::kSegmentedScanHeads) {
+        s << (exclusive ? " exclusive" : " inclusive");
+      }
+      if (operation == Operation::kSegmentedScanKeys || operation == Operation::kReduceByKey) {
+        s << " keys " << KeyName(key_dtype);
+      }
+      if (operation == Operation::kSegmentedScanKeys || operation == Operation::kSegmentedScanHeads ||
+          operation == Operation::kReduceByKey) {
+        s << " runs~" << mean_run;
+      }
+      if (operation == Operation::kScan2D) s << " cols=" << cols << " rows=" << elements / cols;
+      break;
+    case Operation::kSort:
+    case Operation::kSortPairs:
+    case Operation::kArgsort:
+      if (operation == Operation::kSortPairs) s << " values " << KeyName(values_dtype);
+      s << (descending ? " descending" : " ascending");
+      break;
+    case Operation::kHistogram:
+      s << " " << bins << (explicit_edges ? " explicit bins" : " even bins");
+      break;
+  }
+  if (transport == Transport::kLanes) {
+    s << " lanes=" << (lanes ? std::to_string(lanes) : std::string("client default"));
+  } else if (transport == Transport::kShm) {
+    s << " shm" << (operation == Operation::kScan && in_place ? " in place" : "");
   }
   s << " n=" << elements;
   return s.str();
 }
 
 uint64_t Plan::InputBytes() const {
-  return elements * SizeOf(dtype) + (operation == Operation::kCompact && use_flags ? elements : 0);
+  const uint64_t values = elements * SizeOf(dtype);
+  switch (operation) {
+    case Operation::kCompact: return values + (use_flags ? elements : 0);
+    case Operation::kSegmentedScanKeys:
+    case Operation::kReduceByKey: return values + elements * SizeOf(key_dtype);
+    case Operation::kSegmentedScanHeads: return values + elements;
+    case Operation::kSortPairs: return values + elements * SizeOf(values_dtype);
+    default: return values;
+  }
 }
 
 uint64_t Plan::ClientBytes() const {
   const uint64_t values = elements * SizeOf(dtype);
+  const bool shm = transport == Transport::kShm;
   switch (operation) {
-    case Operation::kScan: return 2 * values;
-    case Operation::kReduce: return values;
-    case Operation::kCompact: return 2 * values + elements * (1 + sizeof(int64_t));
+    case Operation::kScan: return (shm ? 3 : 2) * values;
+    case Operation::kReduce: return (shm ? 2 : 1) * values;
+    case Operation::kCompact: return (shm ? 3 : 2) * values + elements * (shm ? 18 : 9);
+    case Operation::kSegmentedScanKeys:
+    case Operation::kSegmentedScanHeads: return 2 * values + elements * (SizeOf(key_dtype) + 1);
+    case Operation::kReduceByKey: return 2 * values + elements * (2 * SizeOf(key_dtype) + 1);
+    case Operation::kSort: return 3 * values + 8 * elements;
+    case Operation::kSortPairs: return 3 * values + 2 * elements * SizeOf(values_dtype) + 8 * elements;
+    case Operation::kArgsort: return 2 * values + 16 * elements;
+    case Operation::kHistogram: return values;
+    case Operation::kScan2D: return 2 * values + cols * SizeOf(dtype);
   }
   return values;
 }
 
-Workload::Workload(uint64_t max_bytes, uint64_t client_chunk_bytes)
-    : max_bytes_(max_bytes), client_chunk_bytes_(client_chunk_bytes) {}
+Workload::Workload(uint64_t max_bytes, uint64_t client_chunk_bytes, Transports transports)
+    : max_bytes_(max_bytes), client_chunk_bytes_(client_chunk_bytes), transports_(std::move(transports)) {}
 
-uint64_t Workload::Size(v1::DType dtype, std::mt19937_64& rng) const {
+uint64_t Workload::Size(v1::DType dtype, uint64_t max_bytes, uint32_t lanes, std::mt19937_64& rng) const {
   const uint64_t size = SizeOf(dtype);
-  const uint64_t max_elems = std::max<uint64_t>(1, max_bytes_ / size);
+  const uint64_t max_elems = std::max<uint64_t>(1, max_bytes / size);
   if (rng() % 4 != 0) {  // log-uniform in bytes, one element to the largest request
     const double lo = std::log(double(size)), hi = std::log(double(max_elems * size));
     const double bytes = std::exp(std::uniform_real_distribution<double>(lo, hi)(rng));
     return std::clamp<uint64_t>(uint64_t(bytes) / size, 1, max_elems);
   }
-  // Boundaries, +-1: warps, the CUDA tiles (4 Ki / 2 Ki elements for 4- / 8-byte types), the CPU
-  // engine's blocks (16 Ki) and its parallel threshold (64 Ki), the CUDA engine's 2 MiB
-  // sub-chunks, the client's chunks and the server's 4 MiB chunk limit.
-  const uint64_t centres[] = {2,
-                              32,
-                              2048,
-                              4096,
-                              uint64_t{1} << 14,
-                              uint64_t{1} << 16,
-                              (uint64_t{2} << 20) / size,
-                              client_chunk_bytes_ / size,
-                              2 * client_chunk_bytes_ / size,
-                              (uint64_t{4} << 20) / size};
-  const uint64_t c = centres[rng() % std::size(centres)];
+  const uint64_t chunk = std::max<uint64_t>(1, client_chunk_bytes_ / size);
+  uint64_t c;
+  if (lanes > 1 && (rng() & 1)) {
+    // A striped call's stripes: one chunk per lane, a chunk more than the lanes hold, two
+    // rounds of every lane, and the last lane's chunk cut short.
+    const uint64_t centres[] = {lanes * chunk, (lanes + 1) * chunk, 2 * lanes * chunk, (2 * lanes - 1) * chunk + 1};
+    c = centres[rng() % std::size(centres)];
+  } else {
+    // Boundaries, +-1: warps, the CUDA tiles (4 Ki / 2 Ki elements for 4- / 8-byte types), the CPU
+    // engine's blocks (16 Ki) and its parallel threshold (64 Ki), the CUDA engine's 2 MiB
+    // sub-chunks, the client's chunks and the server's 4 MiB chunk limit.
+    const uint64_t centres[] = {2,
+                                32,
+                                2048,
+                                4096,
+                                uint64_t{1} << 14,
+                                uint64_t{1} << 16,
+                                (uint64_t{2} << 20) / size,
+                                chunk,
+                                2 * chunk,
+                                (uint64_t{4} << 20) / size};
+    c = centres[rng() % std::size(centres)];
+  }
   const uint64_t n = c - 1 + rng() % 3;
   return std::clamp<uint64_t>(n, 1, max_elems);
 }
 
+namespace {
+
+// The mix, in calls per hundred. Scan, Reduce and Compact carry the transports (about half of
+// their calls streamed, a quarter striped, a quarter over shared memory); sorts hold their
+// whole input and cost n log n on the CPU engine, so they are fewer and at most a quarter of the
+// largest request.
+struct Weight {
+  Operation op;
+  int weight;
+};
+constexpr Weight kMix[] = {
+    {Operation::kScan, 14},          {Operation::kReduce, 11},
+    {Operation::kCompact, 14},       {Operation::kSegmentedScanKeys, 8},
+    {Operation::kSegmentedScanHeads, 7}, {Operation::kReduceByKey, 8},
+    {Operation::kSort, 6},           {Operation::kSortPairs, 5},
+    {Operation::kArgsort, 5},        {Operation::kHistogram, 11},
+    {Operation::kScan2D, 11},
+};
+
+Operation DrawOperation(std::mt19937_64& rng) {
+  int total = 0;
+  for (const Weight& w : kMix) total += w.weight;
+  int r = int(rng() % uint64_t(total));
+  for (const Weight& w : kMix) {
+    if (r < w.weight) return w.op;
+    r -= w.weight;
+  }
+  return Operation::kScan;
+}
+
+uint64_t LogUniform(std::mt19937_64& rng, uint64_t lo, uint64_t hi) {
+  if (hi <= lo) return lo;
+  const double v = std::exp(std::uniform_real_distribution<double>(std::log(double(lo)), std::log(double(hi) + 1))(rng));
+  return std::clamp<uint64_t>(uint64_t(v), lo, hi);
+}
+
+}  // namespace
+
 Plan Workload::Draw(std::mt19937_64& rng) const {
   static constexpr v1::DType kDTypes[] = {v1::DTYPE_INT32, v1::DTYPE_INT64,   v1::DTYPE_UINT32,
                                           v1::DTYPE_UINT64, v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64};
+  static constexpr v1::DType kKeyTypes[] = {v1::DTYPE_INT32, v1::DTYPE_INT64, v1::DTYPE_UINT32, v1::DTYPE_UINT64};
   Plan p;
-  p.operation = static_cast<Operation>(rng() % kOperations);
+  p.operation = DrawOperation(rng);
   p.dtype = kDTypes[rng() % std::size(kDTypes)];
   const int ops = IsFloat(p.dtype) ? 4 : 7;
   p.op = static_cast<v1::Operator>(v1::OPERATOR_SUM + int(rng() % ops));
   p.exclusive = rng() & 1;
+  p.in_place = rng() & 1;
   p.use_flags = rng() & 1;
   p.predicate = static_cast<v1::PredicateOp>(v1::PREDICATE_OP_NONZERO + int(rng() % 9));
   p.output = static_cast<v1::CompactOutput>(rng() % 3);
-  p.elements = Size(p.dtype, rng);
+  p.key_dtype = kKeyTypes[rng() % std::size(kKeyTypes)];
+  p.values_dtype = kDTypes[rng() % std::size(kDTypes)];
+  p.descending = rng() & 1;
+  p.explicit_edges = rng() % 4 == 0;
+  p.bins = p.explicit_edges ? uint32_t(LogUniform(rng, 1, 1024))
+                            : uint32_t(rng() % 4 == 0 ? LogUniform(rng, 1, 1u << 16) : LogUniform(rng, 1, 256));
+
+  // The transport: lanes and shared memory where the operation has them.
+  p.transport = Transport::kStream;
+  p.lanes = 1;  // explicitly one stream, whatever the Client's default
+  if (HasTransports(p.operation)) {
+    const uint64_t r = rng() % 4;
+    if (r == 0 && transports_.max_lanes >= 2) {
+      p.transport = Transport::kLanes;
+      p.lanes = 2 + uint32_t(rng() % (transports_.max_lanes - 1));
+      if (transports_.client_lanes > 1 && (rng() & 1)) p.lanes = 0;  // ClientOptions::lanes
+    } else if (r == 1 && !transports_.shm_dir.empty()) {
+      p.transport = Transport::kShm;
+    }
+  }
+  const uint32_t lanes =
+      p.transport == Transport::kLanes ? (p.lanes ? p.lanes : transports_.client_lanes) : 1;
+
+  uint64_t max_bytes = max_bytes_;
+  switch (p.operation) {
+    case Operation::kSort:
+    case Operation::kSortPairs:
+    case Operation::kArgsort: max_bytes = std::max<uint64_t>(8, max_bytes_ / 4); break;
+    case Operation::kSegmentedScanKeys:
+    case Operation::kSegmentedScanHeads:
+    case Operation::kReduceByKey:
+    case Operation::kScan2D: max_bytes = std::max<uint64_t>(8, max_bytes_ / 2); break;
+    default: break;
+  }
+  p.elements = Size(p.dtype, max_bytes, lanes, rng);
+  p.mean_run = LogUniform(rng, 1, std::max<uint64_t>(1, std::min<uint64_t>(p.elements, 1 << 16)));
+  if (p.operation == Operation::kScan2D) {
+    // Columns log-uniform from 1 to the whole array (one row), sometimes either end.
+    const uint64_t r = rng() % 8;
+    p.cols = r == 0 ? 1 : r == 1 ? p.elements : LogUniform(rng, 1, p.elements);
+    p.elements = std::max<uint64_t>(1, p.elements / p.cols) * p.cols;
+  }
   return p;
 }
 
-Outcome Workload::Run(Client& client, const Plan& plan, std::mt19937_64& rng) const {
+Outcome Workload::Run(Client& client, const Plan& plan, std::mt19937_64& rng, RegionPool* pool) const {
   Outcome out;
   out.bytes_in = plan.InputBytes();
+  std::unique_ptr<RegionPool> own;  // regions for this call only
+  if (plan.transport == Transport::kShm && !pool) {
+    own = std::make_unique<RegionPool>(transports_.shm_dir, 0);
+    pool = own.get();
+  }
   try {
     WithType(plan.dtype, [&](auto t) {
       using T = typename decltype(t)::type;
       switch (plan.operation) {
         case Operation::kScan:
-          WithOp<T>(plan.op, [&](auto o) { RunScan<T, typename decltype(o)::type>(client, plan, rng, out); });
+          WithOp<T>(plan.op, [&](auto o) { RunScan<T, typename decltype(o)::type>(client, plan, rng, pool, out); });
           break;
         case Operation::kReduce:
-          WithOp<T>(plan.op, [&](auto o) { RunReduce<T, typename decltype(o)::type>(client, plan, rng, out); });
+          WithOp<T>(plan.op, [&](auto o) { RunReduce<T, typename decltype(o)::type>(client, plan, rng, pool, out); });
           break;
         case Operation::kCompact:
-          RunCompact<T>(client, plan, rng, out);
+          RunCompact<T>(client, plan, rng, pool, out);
+          break;
+        case Operation::kSegmentedScanKeys:
+          WithOp<T>(plan.op, [&](auto o) {
+            WithKeyType(plan.key_dtype, [&](auto k) {
+              RunSegmentedScanKeys<T, typename decltype(o)::type, typename decltype(k)::type>(client, plan, rng, out);
+            });
+          });
+          break;
+        case Operation::kSegmentedScanHeads:
+          WithOp<T>(plan.op,
+                    [&](auto o) { RunSegmentedScanHeads<T, typename decltype(o)::type>(client, plan, rng, out); });
+          break;
+        case Operation::kReduceByKey:
+          WithOp<T>(plan.op, [&](auto o) {
+            WithKeyType(plan.key_dtype, [&](auto k) {
+              RunReduceByKey<T, typename decltype(o)::type, typename decltype(k)::type>(client, plan, rng, out);
+            });
+          });
+          break;
+        case Operation::kSort:
+        case Operation::kArgsort:
+          RunSort<T, T>(client, plan, rng, out);
+          break;
+        case Operation::kSortPairs:
+          WithType(plan.values_dtype, [&](auto v) { RunSort<T, typename decltype(v)::type>(client, plan, rng, out); });
+          break;
+        case Operation::kHistogram:
+          RunHistogram<T>(client, plan, rng, out);
+          break;
+        case Operation::kScan2D:
+          WithOp<T>(plan.op, [&](auto o) { RunScan2D<T, typename decltype(o)::type>(client, plan, rng, out); });
           break;
       }
     });
