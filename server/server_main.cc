@@ -124,7 +124,7 @@ int gpuscan::server::RunServerMain(int argc, char** argv) {
   std::string worker_exe;
   app.add_option("--worker-exe", worker_exe)->group("");  // tests: the workers' program
   app.add_option("--streams", engine_options.streams,
-                 "CUDA engine: staging lanes (two streams and pinned buffers each) shared by concurrent calls")
+                 "CUDA engine: staging pairs (two streams and pinned buffers each) shared by concurrent calls")
       ->check(CLI::Range(1, 256))
       ->envname("GPUSCAN_STREAMS");
   app.add_option("--device-memory-limit", engine_options.device_memory_limit,

@@ -232,9 +232,9 @@ struct EngineOptions {
   // CUDA devices to serve, one engine each (a DeviceSet when more than one); empty: every
   // device present. The CPU engine ignores it.
   std::vector<int> devices;
-  int streams = 8;       // CUDA engine: staging lanes (each two streams) shared by concurrent calls
+  int streams = 8;       // CUDA engine: staging pairs (two streams each) shared by concurrent calls
   int cpu_threads = 0;   // 0 = all hardware threads
-  // CUDA engine: device memory it may allocate (staging lanes, kernel temporaries); beyond it a
+  // CUDA engine: device memory it may allocate (staging pairs, kernel temporaries); beyond it a
   // call gets kResourceExhausted, or waits for a lane when others exist. 0 = no cap.
   uint64_t device_memory_limit = 0;
   // Name the device "ordinal: name" (Timing.device, metrics) even when it is the only one: a

@@ -1,0 +1,153 @@
+// The per-sub-chunk steps every CUDA session shares (stage, upload, kernel, download, retire)
+// and RunPipelined, which streams a call's elements through a staging pair's two slots.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "engine/cuda/staging.h"
+#include "engine/engine.h"
+#include "gpuscan/kernels/scan.h"
+
+namespace gpuscan::engine::cuda {
+
+// The per-sub-chunk steps every session shares.
+// Pageable memory (protobuf bytes) is staged into the slot's pinned buffer first; registered
+// memory (Engine::RegisterHost) is copied from directly.
+inline const void* Staged(Shared& sh, const void* src, size_t bytes, const cuda::PinnedBuffer& staging) {
+  if (sh.Pinned(src, bytes)) return src;
+  std::memcpy(staging.get(), src, bytes);
+  return staging.get();
+}
+
+// Uploads the values to d_in and, when `side` is set, side_bytes of a second input beside them
+// (compaction's flags, a segmented scan's keys) through `side_staging` to `side_dst`.
+inline void Upload(Shared& sh, Slot& s, const void* src, size_t bytes, const void* side, size_t side_bytes,
+            const cuda::PinnedBuffer& side_staging, void* side_dst) {
+  const void* from = Staged(sh, src, bytes, s.h_in);
+  const void* side_from = side ? Staged(sh, side, side_bytes, side_staging) : nullptr;
+  sh.Call(cudaEventRecord(s.start.get(), s.s()), "cudaEventRecord");
+  sh.Call(cudaMemcpyAsync(s.d_in.get(), from, bytes, cudaMemcpyHostToDevice, s.s()), "H2D values");
+  if (side) {
+    sh.Call(cudaMemcpyAsync(side_dst, side_from, side_bytes, cudaMemcpyHostToDevice, s.s()), "H2D flags or keys");
+  }
+  sh.Call(cudaEventRecord(s.h2d_done.get(), s.s()), "cudaEventRecord");
+}
+
+inline void Upload(Shared& sh, Slot& s, const void* src, size_t bytes, const uint8_t* flags, size_t flag_bytes) {
+  Upload(sh, s, src, bytes, flags, flag_bytes, s.h_flags, s.d_flags.get());
+}
+
+inline void KernelBegin(Shared& sh, StagingPair& pair, Slot& s) {
+  if (pair.last_kernel) sh.Call(cudaStreamWaitEvent(s.s(), pair.last_kernel, 0), "cudaStreamWaitEvent");
+  sh.Call(cudaEventRecord(s.kernel_start.get(), s.s()), "cudaEventRecord");
+}
+
+inline void KernelEnd(Shared& sh, StagingPair& pair, Slot& s) {
+  sh.Call(cudaGetLastError(), "kernel launch");
+  sh.Call(cudaEventRecord(s.kernel_done.get(), s.s()), "cudaEventRecord");
+  pair.last_kernel = s.kernel_done.get();
+}
+
+inline void Download(Shared& sh, Slot& s, char* dst, size_t bytes) {
+  const bool direct = bytes && sh.Pinned(dst, bytes);  // registered: no copy out of staging
+  if (bytes) {
+    sh.Call(cudaMemcpyAsync(direct ? dst : s.h_out.get(), s.d_out.get(), bytes, cudaMemcpyDeviceToHost, s.s()),
+            "D2H");
+  }
+  sh.Call(cudaEventRecord(s.d2h_done.get(), s.s()), "cudaEventRecord");
+  s.busy = true;
+  s.downloads = true;
+  s.out_dst = dst;
+  s.out_bytes = direct ? 0 : bytes;
+}
+
+// Waits for the slot's sub-chunk, hands its result over and adds its stage times.
+inline void Retire(Shared& sh, Slot& s, StageTimes& times) {
+  if (!s.busy) return;
+  cudaEvent_t done = s.downloads ? s.d2h_done.get() : s.kernel_done.get();
+  sh.Call(cudaEventSynchronize(done), "cudaEventSynchronize");
+  if (s.out_bytes) std::memcpy(s.out_dst, s.h_out.get(), s.out_bytes);
+  times.h2d_us += ElapsedUs(s.start.get(), s.h2d_done.get());
+  times.kernel_us += ElapsedUs(s.kernel_start.get(), s.kernel_done.get());
+  if (s.downloads) times.d2h_us += ElapsedUs(s.kernel_done.get(), s.d2h_done.get());
+  s.busy = false;
+  s.ticket = 0;
+  s.downloads = false;
+  s.out_bytes = 0;
+}
+
+// Elements of T per sub-chunk, when each also brings key_size bytes of keys (0: none).
+template <class T>
+uint64_t SubChunkElements(size_t key_size = 0) {
+  const uint64_t sub = kSubChunkBytes / sizeof(T);
+  return key_size ? std::min<uint64_t>(sub, kIndexBytes / key_size) : sub;
+}
+
+// Streams n elements of T through the pair's two slots: sub-chunk k+1's upload overlaps
+// sub-chunk k's kernel and download. launch(slot, m) enqueues the kernel on slot.s() reading
+// slot.d_in and (when out is non-null) writing slot.d_out, which is copied to out. With `keys`
+// (key_size bytes per element), each sub-chunk's keys go to slot.d_idx (compaction's index
+// buffers, which nothing else uses).
+template <class T, class Launch>
+void RunPipelined(Shared& sh, StagingPair& pair, const void* in, void* out, uint64_t n, StageTimes& times,
+                  Launch launch, const void* keys = nullptr, size_t key_size = 0) {
+  const uint64_t sub = SubChunkElements<T>(keys ? key_size : 0);
+  const char* key_src = static_cast<const char*>(keys);
+  const char* src = static_cast<const char*>(in);
+  char* dst = static_cast<char*>(out);
+  unsigned k = 0;
+  for (uint64_t off = 0; off < n; off += sub, ++k) {
+    const uint64_t m = std::min(sub, n - off);
+    Slot& s = pair.slots[k & 1];
+    Retire(sh, s, times);
+    Upload(sh, s, src + off * sizeof(T), m * sizeof(T), keys ? key_src + off * key_size : nullptr, m * key_size,
+           s.h_idx, s.d_idx.get());
+    KernelBegin(sh, pair, s);
+    launch(s, m);
+    KernelEnd(sh, pair, s);
+    if (dst) {
+      Download(sh, s, dst + off * sizeof(T), m * sizeof(T));
+    } else {
+      s.busy = true;  // retired on its kernel's completion
+    }
+  }
+  Retire(sh, pair.slots[0], times);
+  Retire(sh, pair.slots[1], times);
+}
+
+// The stage times of a call run one step at a time on `s`'s stream (upload, kernels, download;
+// not RunPipelined's sub-chunks), once its events have completed: start -> h2d_done -> kernel_done
+// -> d2h_done.
+inline void AddStepTimes(Slot& s, StageTimes& times) {
+  times.h2d_us += ElapsedUs(s.start.get(), s.h2d_done.get());
+  times.kernel_us += ElapsedUs(s.h2d_done.get(), s.kernel_done.get());
+  times.d2h_us += ElapsedUs(s.kernel_done.get(), s.d2h_done.get());
+}
+
+// A session's running carry, on the device, from the pool.
+template <class T>
+class DeviceCarry {
+ public:
+  // Allocates on first use, in `stream`'s order. A few bytes per session: not counted against
+  // --device-memory-limit, which bounds the pairs and temporary storage.
+  T* get(cudaStream_t stream) {
+    if (!buffer_.get()) buffer_ = cuda::DeviceBuffer(sizeof(T), stream);
+    return ptr();
+  }
+  T* ptr() const { return static_cast<T*>(buffer_.get()); }
+  bool valid = false;  // holds the combination of everything processed so far
+
+ private:
+  cuda::DeviceBuffer buffer_;
+};
+
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(Shared& sh) { sh.Call(cudaSetDevice(sh.device), "cudaSetDevice"); }
+};
+
+}  // namespace gpuscan::engine::cuda
