@@ -22,6 +22,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "bench_suite.h"
 #include "engine/engine.h"
 #include "isolation/front.h"
 #include "service/server.h"
@@ -300,6 +301,7 @@ int gpuscan::server::RunServerMain(int argc, char** argv) {
     std::string why;
     auto eng = engine::MakeEngine(engine_options, &why);
     spdlog::info("{}", why);
+    options.kernel_suite = server::MakeBenchKernelSuite();  // the Benchmark RPC's (null without CUDA)
     srv = server::Server::Start(options, std::move(eng));
   } catch (const std::exception& e) {
     spdlog::critical("cannot start: {}", e.what());

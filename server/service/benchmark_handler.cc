@@ -1,4 +1,4 @@
-// Benchmark: runs the kernel suite (bench::RunKernelSuite) on the server's devices
+// Benchmark: runs the kernel suite the server was given (ServerOptions::kernel_suite) on its devices
 // (BenchmarkRequest.devices, one after the other; the first device by default) and streams each
 // row as it is measured.
 //
@@ -23,12 +23,10 @@
 #include <spdlog/spdlog.h>
 
 #include "service/handlers.h"
+#include "service/kernel_suite.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
 
-#if defined(GPUSCAN_HAVE_BENCH)
-#include "gpuscan/bench/suite.h"
-#endif
 
 namespace gpuscan::server {
 namespace {
@@ -128,46 +126,12 @@ grpc::Status CheckSizesFit(const v1::BenchmarkRequest& r, const engine::Engine& 
   return grpc::Status::OK;
 }
 
-#if defined(GPUSCAN_HAVE_BENCH)
-
-bench::SuiteSpec ToSuiteSpec(const v1::BenchmarkRequest& r) {
-  bench::SuiteSpec spec;
-  spec.operations.assign(r.operations().begin(), r.operations().end());
-  spec.algorithms.assign(r.algorithms().begin(), r.algorithms().end());
-  for (int t : r.dtypes()) {
-    engine::DType d;
-    if (ToEngineDType(t, &d).ok()) spec.dtypes.push_back(d);
-  }
-  spec.sizes.assign(r.sizes().begin(), r.sizes().end());
-  if (r.repetitions() > 0) spec.repetitions = static_cast<int>(r.repetitions());
-  if (r.warmup() > 0) spec.warmup = static_cast<int>(r.warmup());
-  return spec;
-}
-
-v1::BenchmarkRow RowToWire(const bench::Row& row) {
-  v1::BenchmarkRow out;
-  out.set_operation(row.operation);
-  out.set_algorithm(row.algorithm);
-  out.set_dtype(ToWire(row.dtype));
-  out.set_elements(row.elements);
-  out.set_median_us(row.median_us);
-  out.set_min_us(row.min_us);
-  out.set_max_us(row.max_us);
-  out.set_bytes_moved(row.bytes_moved);
-  out.set_gbps(row.gbps);
-  out.set_pct_of_copy(row.pct_of_copy);
-  out.set_ratio_to_cub(row.ratio_to_cub);
-  out.set_verified(row.verified);
-  out.set_device(row.device);
-  return out;
-}
-
 class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
   static constexpr size_t kMaxBuffered = 16;  // rows measured but not yet sent
 
  public:
   BenchmarkCall(CallContext ctx, const v1::BenchmarkRequest& request, std::vector<int> devices)
-      : ctx_(std::move(ctx)), spec_(ToSuiteSpec(request)), devices_(std::move(devices)),
+      : ctx_(std::move(ctx)), request_(request), devices_(std::move(devices)),
         several_(ctx_.engine->devices().size() > 1), start_(Clock::now()) {
     ctx_.metrics->CallStarted();
   }
@@ -265,9 +229,10 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
     grpc::Status status;
     try {
       for (const int device : devices_) {  // one after the other: side by side they would disturb each other
-        spec_.device = device;
         bool go_on = true;
-        bench::RunKernelSuite(spec_, [&](const bench::Row& row) { return go_on = OnRow(row, device); });
+        ctx_.options->kernel_suite->Run(request_, device, [&](v1::BenchmarkRow row) {
+          return go_on = OnRow(std::move(row), device);
+        });
         if (!go_on) break;
       }
     } catch (...) {
@@ -283,9 +248,8 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
   }
 
   // Suite thread: queues one row; false stops the suite.
-  bool OnRow(const bench::Row& row, int device) {
-    v1::BenchmarkRow wire = RowToWire(row);
-    if (several_) wire.set_device(std::to_string(device) + ": " + row.device);  // as Timing.device names it
+  bool OnRow(v1::BenchmarkRow wire, int device) {
+    if (several_) wire.set_device(std::to_string(device) + ": " + wire.device());  // as Timing.device names it
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return stop_ || outgoing_.size() < kMaxBuffered; });
     if (stop_) return false;
@@ -325,7 +289,7 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
   }
 
   CallContext ctx_;
-  bench::SuiteSpec spec_;          // its device set per device by the suite thread
+  const v1::BenchmarkRequest request_;
   const std::vector<int> devices_;  // ordinals to measure, in order
   const bool several_;              // the server serves several devices: rows say which
   const Clock::time_point start_;
@@ -341,7 +305,6 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
   int refs_ = 1;  // gRPC's, until OnDone; plus the suite thread's and the admission queue's
 };
 
-#endif  // GPUSCAN_HAVE_BENCH
 
 // A reactor that only finishes with `status` (for refusals before any work).
 grpc::ServerWriteReactor<v1::BenchmarkRow>* Refuse(Metrics* metrics, grpc::Status status) {
@@ -375,7 +338,11 @@ grpc::ServerWriteReactor<v1::BenchmarkRow>* StartBenchmark(CallContext ctx, cons
     return Refuse(ctx.metrics, {grpc::StatusCode::FAILED_PRECONDITION,
                                 "Benchmark needs the cuda engine; this server runs " + ctx.engine->name()});
   }
-#if defined(GPUSCAN_HAVE_BENCH)
+  if (!ctx.options->kernel_suite) {
+    return Refuse(ctx.metrics,
+                  {grpc::StatusCode::FAILED_PRECONDITION,
+                   "Benchmark needs the kernel suite, and this server was built without it (no gpuscan_bench)"});
+  }
   if (!ctx.engine->healthy()) return Refuse(ctx.metrics, EngineUnavailable(*ctx.engine));
   if (auto s = CheckSizesFit(*request, *ctx.engine); !s.ok()) return Refuse(ctx.metrics, s);
   if (ctx.benchmark_running->exchange(true)) {
@@ -385,13 +352,6 @@ grpc::ServerWriteReactor<v1::BenchmarkRow>* StartBenchmark(CallContext ctx, cons
   auto* call = new BenchmarkCall(std::move(ctx), *request, std::move(devices));
   call->Begin();
   return call;
-#else
-  (void)CheckSizesFit;
-  (void)devices;
-  return Refuse(ctx.metrics,
-                {grpc::StatusCode::FAILED_PRECONDITION,
-                 "Benchmark needs the kernel suite, and this server was built without it (no gpuscan_bench)"});
-#endif
 }
 
 }  // namespace gpuscan::server

@@ -16,8 +16,13 @@
 
 namespace gpuscan::server {
 
+class KernelSuite;  // service/kernel_suite.h
+
 struct ServerOptions {
   std::string address = "127.0.0.1:50051";  // host:port; port 0 picks a free one
+  // The Benchmark RPC's kernel suite (gpuscan-server's main gives bench/'s, server/bench_suite.h);
+  // null: Benchmark answers FAILED_PRECONDITION.
+  std::shared_ptr<KernelSuite> kernel_suite;
   uint32_t max_concurrent = 64;         // calls computing at once
   uint32_t max_queued = 256;            // calls waiting for a slot; beyond: RESOURCE_EXHAUSTED
   uint64_t max_request_bytes = 0;       // total input bytes of one call; 0 = unlimited

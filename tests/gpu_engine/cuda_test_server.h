@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "bench_suite.h"
 #include "engine/engine.h"
 #include "service/server.h"
 
@@ -27,6 +28,7 @@ inline std::unique_ptr<engine::Engine> CudaEngineOrNull(engine::EngineOptions eo
 inline std::unique_ptr<server::Server> StartOnLoopback(std::unique_ptr<engine::Engine> eng,
                                                        server::ServerOptions so = {}) {
   so.address = "127.0.0.1:0";
+  if (!so.kernel_suite) so.kernel_suite = server::MakeBenchKernelSuite();  // as the server's main
   return server::Server::Start(so, std::move(eng));
 }
 

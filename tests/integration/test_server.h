@@ -10,6 +10,7 @@
 #include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
 
+#include "bench_suite.h"
 #include "engine/engine.h"
 #include "gpuscan/client.h"
 #include "service/server.h"
@@ -32,6 +33,7 @@ class TestServer {
     options.address = "127.0.0.1:0";
     if (options.workers == 0) options.workers = 4;
     eo.kind = TestEngineKind();
+    if (!options.kernel_suite) options.kernel_suite = server::MakeBenchKernelSuite();  // as the server's main
     std::string why;
     server_ = server::Server::Start(options, engine::MakeEngine(eo, &why));
   }
