@@ -524,7 +524,10 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
                  std::to_string(kHostThreads) + " threads"
            : std::string("Transport ") + (echo ? "with echo" : "without echo") + " of " +
                  (ceiling_data ? "the input in place" : "a pattern copied into each message");
-  std::printf("server %s: %s engine%s%s; ceiling: %s%s%s\n", g.server.c_str(), info.engine().c_str(),
+  // TLS runs say so: their ceiling is the same Transport over the same TLS connections.
+  const bool tls = g.tls.enabled || !g.tls.ca_file.empty() || !g.tls.cert_file.empty();
+  const char* tls_name = !tls ? "plaintext" : !g.tls.cert_file.empty() ? "mutual TLS" : "TLS";
+  std::printf("server %s (%s): %s engine%s%s; ceiling: %s%s%s\n", g.server.c_str(), tls_name, info.engine().c_str(),
               device.empty() ? "" : ", ", device.c_str(), ceiling_name.c_str(),
               streams > 1 ? (", " + std::to_string(streams) + " plain calls at once on connections of their own").c_str()
                           : "",
@@ -562,7 +565,7 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
                        ",\"requests_per_level\":" + (a.requests ? std::to_string(a.requests) : "null") +
                        ",\"warmup_calls\":" + std::to_string(a.warmup_calls) +
                        ",\"channel\":\"shared\",\"shm\":" + (a.shm ? "true" : "false") + ",\"lanes\":" + std::to_string(lanes) + ",\"shards\":" + std::to_string(shards) +
-                       ",\"checked\":" + (expected.empty() ? "false" : "true") + ",\"plain_io\":" + (a.plain_io ? "true" : "false") + ",\"server\":{\"target\":" + JsonQuote(g.server) +
+                       ",\"checked\":" + (expected.empty() ? "false" : "true") + ",\"plain_io\":" + (a.plain_io ? "true" : "false") + ",\"server\":{\"target\":" + JsonQuote(g.server) + ",\"security\":" + JsonQuote(tls_name) +
                        ",\"engine\":" + JsonQuote(info.engine()) + ",\"device\":" + JsonQuote(device) +
                        ",\"version\":" + JsonQuote(info.version()) + "},\"ceiling_rpc\":{\"name\":" + (pool ? "\"host\"" : "\"Transport\"") + ",\"echo\":" +
                        (echo ? "true" : "false") +
