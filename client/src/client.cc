@@ -25,14 +25,9 @@ size_t DTypeSize(v1::DType dtype) {
 
 Client::Client(ClientOptions options)
     : options_(std::move(options)), calls_(std::make_unique<detail::CallRegistry>()) {
-  grpc::ChannelArguments args;
-  // Responses can exceed the 4 MiB default: a compaction answering values and indices sends
-  // up to 3x the request chunk, and callers may pick chunks above 1 MiB.
-  args.SetMaxReceiveMessageSize(-1);
+  grpc::ChannelArguments args = detail::BaseChannelArguments(options_);
   if (!options_.load_balancing_policy.empty()) args.SetLoadBalancingPolicyName(options_.load_balancing_policy);
   if (!options_.tls.server_name.empty()) args.SetSslTargetNameOverride(options_.tls.server_name);
-  detail::SetKeepaliveDefaults(options_.channel_int_args, args);
-  for (const auto& [name, value] : options_.channel_int_args) args.SetInt(name, value);
   auto creds = options_.credentials ? options_.credentials : MakeChannelCredentials(options_.tls);
   channel_ = grpc::CreateCustomChannel(options_.target, creds, args);
   stub_ = v1::GpuScan::NewStub(channel_);

@@ -24,19 +24,27 @@ namespace gpuscan {
 
 namespace detail {
 
-// Keepalive while calls are active, unless the caller set the argument (ClientOptions::
-// channel_int_args, the CLI's --channel-arg). Why: a Write blocked on a silent connection (link
-// cut mid-upload) outlives the call's deadline -- neither the deadline nor TryCancel completes it
-// in gRPC 1.51, only closing the transport does -- and RunBidi joins that writer, so without this
-// the call returned only when the link came back (or TCP gave up, ~15 min). An unanswered ping
-// closes the connection within kKeepaliveTimeMs + kKeepaliveTimeoutMs of the cut (docs/
-// configuration.md, "Keepalive"). The server accepts pings this often (its
+// The arguments every channel of a Client starts from (the main one and each lane's): no
+// receive limit (a compaction answering values and indices sends up to 3x the request chunk,
+// and callers may pick chunks above 1 MiB), keepalive, then the caller's channel_int_args (the
+// CLI's --channel-arg), which win.
+// Keepalive while calls are active, unless the caller set it. Why: a Write blocked on a silent
+// connection (link cut mid-upload) outlives the call's deadline -- neither the deadline nor
+// TryCancel completes it in gRPC 1.51, only closing the transport does -- and RunBidi joins that
+// writer, so without this the call returned only when the link came back (or TCP gave up, ~15
+// min). An unanswered ping closes the connection within kKeepaliveTimeMs + kKeepaliveTimeoutMs
+// of the cut (docs/configuration.md, "Keepalive"). The server accepts pings this often (its
 // min_recv_ping_interval_without_data default is below kKeepaliveTimeMs).
 inline constexpr int kKeepaliveTimeMs = 2000;
 inline constexpr int kKeepaliveTimeoutMs = 2000;
-inline void SetKeepaliveDefaults(const std::map<std::string, int>& user, grpc::ChannelArguments& args) {
+inline grpc::ChannelArguments BaseChannelArguments(const ClientOptions& options) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  const auto& user = options.channel_int_args;
   if (!user.count(GRPC_ARG_KEEPALIVE_TIME_MS)) args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
   if (!user.count(GRPC_ARG_KEEPALIVE_TIMEOUT_MS)) args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  for (const auto& [name, value] : user) args.SetInt(name, value);
+  return args;
 }
 
 }  // namespace detail

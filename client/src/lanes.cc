@@ -73,10 +73,7 @@ std::vector<v1::GpuScan::Stub*> Client::LanePool::Stubs(uint32_t lanes,
   std::unique_lock<std::mutex> lock(mu_);
   std::vector<Lane>& pool = by_target_[target];
   while (pool.size() < lanes) {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(-1);
-    detail::SetKeepaliveDefaults(options_.channel_int_args, args);
-    for (const auto& [name, value] : options_.channel_int_args) args.SetInt(name, value);
+    grpc::ChannelArguments args = detail::BaseChannelArguments(options_);
     // A distinct argument per lane and a channel-local subchannel pool: one connection per lane.
     args.SetInt("gpuscan.lane", static_cast<int>(pool.size()));
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
@@ -138,9 +135,10 @@ class LaneRun {
   // carries the array's id as metadata too, so an L7 balancer can hash the lanes to one replica.
   LaneRun(uint32_t lanes, const std::function<detail::ContextPtr()>& new_context, const std::string& array_id)
       : lanes_(lanes), queued_(lanes) {
+    const std::string id_text = ArrayIdText(array_id);
     for (uint32_t i = 0; i < lanes; ++i) {
       contexts_.push_back(new_context());
-      contexts_.back()->AddMetadata(kArrayIdMetadata, ArrayIdText(array_id));
+      contexts_.back()->AddMetadata(kArrayIdMetadata, id_text);
     }
   }
   grpc::ClientContext* context(uint32_t lane) { return contexts_[lane].get(); }
@@ -601,7 +599,7 @@ TransportResult Client::TransportLanes(uint64_t total_bytes, bool echo, uint32_t
   const SourceAt array = SourceAt::Memory(data, data != nullptr ? total_bytes : 0);
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   lane_pool_->Stubs(lanes, &channels);
-  const std::string id = NewArrayId();
+  const std::string id_text = ArrayIdText(NewArrayId());
   const auto start = std::chrono::steady_clock::now();
   std::vector<TransportResult> results(lanes);
   std::vector<std::exception_ptr> errors(lanes);
@@ -617,7 +615,7 @@ TransportResult Client::TransportLanes(uint64_t total_bytes, bool echo, uint32_t
         // A Client over the lane's channel would open a new connection; use the channel directly.
         grpc::ClientContext ctx;
         if (options_.timeout.count() > 0) ctx.set_deadline(std::chrono::system_clock::now() + options_.timeout);
-        ctx.AddMetadata(kArrayIdMetadata, ArrayIdText(id));  // one replica behind a balancer, as a striped array's
+        ctx.AddMetadata(kArrayIdMetadata, id_text);  // one replica behind a balancer, as a striped array's
         const detail::TransportInput input{data != nullptr ? &array : nullptr, l, lanes};
         results[l] = detail::RunTransport(channels[l], ctx, bytes, echo, chunk_bytes, input, &borrowed);
       } catch (...) {
