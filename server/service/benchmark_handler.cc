@@ -27,7 +27,6 @@
 #include "service/streaming_call.h"
 #include "service/validate.h"
 
-
 namespace gpuscan::server {
 namespace {
 

@@ -10,9 +10,9 @@ servers on loopback and the balancer in front of them.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -60,12 +60,8 @@ def farm():
     binary = default_server_binary()
     if not binary or not os.access(binary, os.X_OK):
         pytest.skip("no gpuscan-server binary: set GPUSCAN_SERVER or build build/bin/gpuscan-server")
-    try:
-        import shutil
-        if not (os.environ.get("GPUSCAN_HAPROXY") or shutil.which("haproxy")):
-            pytest.skip("no haproxy (scripts/install-deps.sh installs it)")
-    except ImportError:
-        pass
+    if not (os.environ.get("GPUSCAN_HAPROXY") or shutil.which("haproxy")):
+        pytest.skip("no haproxy (scripts/install-deps.sh installs it)")
     replicas = []
     lb = None
     try:
