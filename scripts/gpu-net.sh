@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The network figures of issue 43 on the GPU machine: striped lanes through HAProxy
-# (deploy/haproxy/haproxy.cfg) against lanes direct, and TLS against plaintext, 1 GiB int32
+# (deploy/haproxy/haproxy.cfg) and nginx (deploy/nginx/nginx.conf) against lanes direct, and TLS against plaintext, 1 GiB int32
 # scans with `gpuscan bench --e2e` (each row beside its own Transport ceiling), in one run.
 #   here:    scripts/gpu-net.sh pack   builds server + CLI, packs them with HAProxy and every
 #                                      library they load into .gpu-net/net.tar.xz
 #   device:  run(command="bash scripts/gpu-net.sh", carry=[".gpu-net"], timeout_s=590)
-# NET_STEPS picks steps (default lb,tls); NET_ROUNDS rounds (default 3). Logs in $OUT/net-logs.tgz.
+# NET_STEPS picks steps (default lb,nginx,tls); NET_ROUNDS rounds (default 3). Logs in $OUT/net-logs.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,9 +16,9 @@ if [ "${1:-}" = pack ]; then
   rm -rf .gpu-net && mkdir -p .gpu-net/stage/.gpu-bin
   strip -o .gpu-net/stage/.gpu-bin/gpuscan-server "$build/bin/gpuscan-server"
   strip -o .gpu-net/stage/.gpu-bin/gpuscan "$build/bin/gpuscan"
-  cp /usr/sbin/haproxy .gpu-net/stage/.gpu-bin/
+  cp /usr/sbin/haproxy /usr/sbin/nginx .gpu-net/stage/.gpu-bin/
   ../shared/device/bundle-libs.sh .gpu-net/stage/.gpu-rt .gpu-net/stage/.gpu-bin/gpuscan-server \
-    .gpu-net/stage/.gpu-bin/gpuscan .gpu-net/stage/.gpu-bin/haproxy
+    .gpu-net/stage/.gpu-bin/gpuscan .gpu-net/stage/.gpu-bin/haproxy .gpu-net/stage/.gpu-bin/nginx
   tar -C .gpu-net/stage -cf - .gpu-bin .gpu-rt | xz -T2 -6 >.gpu-net/net.tar.xz
   rm -rf .gpu-net/stage
   du -h .gpu-net/net.tar.xz
@@ -27,7 +27,7 @@ fi
 
 GPU_PACK=.gpu-net/net.tar.xz GPU_LOGS_TGZ=net-logs.tgz source "$(dirname "$0")/gpu-common.sh"
 export LD_LIBRARY_PATH=$R
-want() { [[ ",${NET_STEPS:-lb,tls}," == *",$1,"* ]]; }
+want() { [[ ",${NET_STEPS:-lb,nginx,tls}," == *",$1,"* ]]; }
 rounds=${NET_ROUNDS:-3}
 pids=()
 # Stop the servers before gpu-common's EXIT trap packs the logs.
@@ -81,10 +81,36 @@ pathlib.Path('$out/haproxy_$i.cfg').write_text(t)"
   done
   sleep 3
   timeout 10 $B/gpuscan -s 127.0.0.1:50710 health || { echo "no health through the balancer"; cat "$out/haproxy_0.log"; }
+  # nginx's grpc_pass beside it (NET_STEPS=lb,nginx), the shipped deploy/nginx/nginx.conf.
+  # NET_NGINX: variants to compare, "shipped" or "workers:http2_chunk_size:listen" edits of it
+  # (listen "plain" drops reuseport).
+  ngx=()
+  if want nginx; then
+    $B/nginx -v 2>&1
+    for v in ${NET_NGINX:-shipped}; do
+      d="$out/nginx_${v//:/_}" && mkdir -p "$d"
+      port=$((50720 + ${#ngx[@]}))
+      PYTHONPATH=tests/lb:$out/py python3 -c "
+import balancer, pathlib, re
+t = balancer.render_nginx_config(balancer.NGINX_CONFIG.read_text(), $port, ['127.0.0.1:50701'], '$d')
+if '$v' != 'shipped':
+    w, c, l = '$v'.split(':')
+    t = re.sub(r'worker_processes \\w+;', f'worker_processes {w};', t)
+    t = t.replace('http {', f'http {{\\n  http2_chunk_size {c};', 1)
+    if l == 'plain':
+        t = t.replace(' reuseport;', ';')
+pathlib.Path('$d/nginx.conf').write_text(t)"
+      $B/nginx -p "$d" -c "$d/nginx.conf" >"$d/nginx.log" 2>&1 &
+      pids+=($!)
+      ngx+=("${v//:/-}@$port")
+    done
+    sleep 2
+  fi
   for round in $(seq "$rounds"); do
     for k in 8 1; do
       bench direct "$k" -s 127.0.0.1:50701
       for i in "${!tunes[@]}"; do bench "balancer$i" "$k" -s 127.0.0.1:$((50710 + i)); done
+      for n in "${ngx[@]}"; do bench "nginx-${n%%@*}" "$k" -s "127.0.0.1:${n##*@}"; done
     done
   done
   cat "$out"/haproxy_*.log | grep -c "is DOWN" | awk '{print "haproxy DOWN events:", $1}'

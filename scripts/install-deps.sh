@@ -3,7 +3,9 @@
 # what is already there (one dpkg query, so a repeated call costs a fraction of a second).
 # Uses sudo when not root. clang/libclang-rt-dev: sanitizer and fuzzing builds; python3-yaml: the
 # deploy checks; python3-grpcio..setuptools: python/ and its tests (same names on Ubuntu 24.04);
-# haproxy: the load-balancer tests (deploy/haproxy); iproute2: the network-namespace tests.
+# haproxy, nginx-light: the load-balancer tests (deploy/haproxy, deploy/nginx; the tests start
+# their own, so the nginx service the package starts is stopped again); iproute2: the
+# network-namespace tests.
 # CUDA (nvcc) is not installed here: without it the build is CPU-only.
 #
 #   install-deps.sh              build, test and run (the default; `make`, the Dockerfile's builder)
@@ -35,7 +37,7 @@ build_packages=(
   clang libclang-rt-dev
   python3-grpcio python3-protobuf python3-numpy python3-pytest python3-hypothesis
   python3-venv python3-setuptools
-  haproxy iproute2
+  haproxy "nginx-light|nginx" iproute2
 )
 
 # `make image` uses docker, else podman, else buildah; debootstrap makes stand-in base images
@@ -146,3 +148,7 @@ if [ ${#unresolved[@]} -gt 0 ]; then
 fi
 echo "install-deps: installing ${resolved[*]}"
 $sudo apt-get install -y -qq --no-install-recommends "${resolved[@]}"
+# Debian's nginx starts its default site on :80 where systemd runs; nothing here needs it.
+if [[ " ${resolved[*]} " == *" nginx"* ]] && [ -d /run/systemd/system ]; then
+  $sudo systemctl disable --now nginx >/dev/null 2>&1 || true
+fi

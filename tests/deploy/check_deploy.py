@@ -224,7 +224,8 @@ def cmd_manifests(a):
               "Service selector matches the pod labels", f"selector {ssel}, labels {labels}")
 
     # Compose: server replicas (an nvidia GPU reserved each, both ports offered, built from the
-    # repository) behind a balancer service running deploy/haproxy/haproxy.cfg.
+    # repository) behind a balancer service running deploy/haproxy/haproxy.cfg, and the nginx
+    # one (deploy/nginx/nginx.conf) under its profile.
     compose_path = os.path.join(a.source_dir, "deploy", "docker-compose.yml")
     try:
         compose = load_yaml(compose_path)[0]
@@ -234,9 +235,11 @@ def cmd_manifests(a):
         return chk.done()
     services = compose.get("services") or {}
     balancers = {n: s for n, s in services.items() if "haproxy" in str(s.get("image", ""))}
-    servers = {n: s for n, s in services.items() if n not in balancers}
+    nginxes = {n: s for n, s in services.items() if "nginx" in str(s.get("image", ""))}
+    servers = {n: s for n, s in services.items() if n not in balancers and n not in nginxes}
     chk.check(len(servers) >= 1, "compose defines a server service", list(services))
     check_balancer(chk, a, balancers, servers)
+    check_nginx_balancer(chk, a, nginxes, servers)
     for name, s in servers.items():
         devices = dig(s, "deploy", "resources", "reservations", "devices", default=[])
         chk.check(any(d.get("driver") == "nvidia" and ("gpu" in (d.get("capabilities") or [])) for d in devices),
@@ -279,6 +282,32 @@ def check_balancer(chk, a, balancers, servers):
               "haproxy.cfg health-checks for a SERVING grpc.health.v1 answer", "")
     chk.check(any(ln.startswith("server-template ") and any(f"{n}:{GRPC_PORT}" in ln for n in servers)
                   for ln in lines), "haproxy.cfg's servers are the compose server service's replicas", "")
+
+
+def check_nginx_balancer(chk, a, nginxes, servers):
+    """The compose nginx balancer: under a profile (HAProxy is the default), deploy/nginx/nginx.conf
+    mounted and used; the config hashes lanes on their array-id header with one shared view of
+    the replicas (tests/lb runs it for real)."""
+    chk.check(len(nginxes) == 1, "compose defines one nginx balancer service", list(nginxes))
+    if len(nginxes) != 1:
+        return
+    name, b = next(iter(nginxes.items()))
+    chk.check(bool(b.get("profiles")), f"balancer {name} starts only under a profile", b.get("profiles"))
+    mounts = [str(v) for v in b.get("volumes") or []]
+    target = next((v.split(":")[1] for v in mounts if v.startswith("./nginx/nginx.conf:")), None)
+    chk.check(target is not None, f"balancer {name} mounts deploy/nginx/nginx.conf", mounts)
+    chk.check(target is not None and target in [str(c) for c in b.get("command") or []],
+              f"balancer {name} runs nginx with the mounted config", b.get("command"))
+    deps = b.get("depends_on") or []
+    chk.check(any(n in deps for n in servers), f"balancer {name} depends on the server service", deps)
+    cfg = open(os.path.join(a.source_dir, "deploy", "nginx", "nginx.conf")).read()
+    lines = [ln.split("#", 1)[0].strip() for ln in cfg.splitlines()]
+    chk.check("hash $http_gpuscan_array_id consistent;" in lines, "nginx.conf hashes on the gpuscan-array-id header", "")
+    chk.check(any(ln.startswith("zone ") for ln in lines), "nginx.conf shares the replicas' state between workers", "")
+    chk.check(any(ln.startswith("listen 50051 http2") for ln in lines), "nginx.conf serves HTTP/2 on 50051", "")
+    chk.check("grpc_pass grpc://gpuscan;" in lines, "nginx.conf passes gRPC to the upstream", "")
+    chk.check(any(ln.startswith("server ") and any(f"{n}:{GRPC_PORT}" in ln for n in servers) for ln in lines),
+              "nginx.conf's servers are the compose server service's replicas", "")
 
 
 def check_shared_memory_examples(chk, a):

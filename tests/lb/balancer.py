@@ -1,6 +1,7 @@
-"""HAProxy in front of gpuscan replicas on loopback, from the shipped deploy/haproxy/haproxy.cfg
-with only its addresses replaced: the balancer under test is the one users deploy. Used by
-tests/lb and by scripts/gpu-lb.sh (lanes through the balancer against lanes direct)."""
+"""A balancer in front of gpuscan replicas on loopback, HAProxy or nginx, from the shipped
+deploy/haproxy/haproxy.cfg or deploy/nginx/nginx.conf with only its addresses (and nginx's
+scratch paths) replaced: the balancer under test is the one users deploy. Used by tests/lb and by
+scripts/gpu-net.sh (lanes through the balancer against lanes direct)."""
 from __future__ import annotations
 
 import os
@@ -16,6 +17,7 @@ from typing import Dict, List, Sequence
 from gpuscan.testing import LoggedProcess
 
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "haproxy" / "haproxy.cfg"
+NGINX_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "nginx" / "nginx.conf"
 
 
 def free_port() -> int:
@@ -51,21 +53,52 @@ def render_config(text: str, port: int, servers: Sequence[str]) -> str:
     return rendered
 
 
-class Balancer(LoggedProcess):
-    """haproxy -db on a free loopback port in front of `servers`; ready once it listens. Its log
-    (health-check transitions) is `log_text()`."""
+def render_nginx_config(text: str, port: int, servers: Sequence[str], scratch: str) -> str:
+    """The shipped nginx config listening on 127.0.0.1:port with `servers` as its upstream in
+    place of the compose service name, its pid file and temporary folders under `scratch` (the
+    packaged defaults are root's)."""
+    out: List[str] = [f"pid {scratch}/nginx.pid;"]
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("listen 50051 "):
+            line = line.replace("listen 50051 ", f"listen 127.0.0.1:{port} ")
+        elif s.startswith("server gpuscan:50051"):
+            out.extend(line.replace("gpuscan:50051", addr) for addr in servers)
+            continue
+        out.append(line)
+        if s == "http {":
+            out.extend(f"  {kind}_temp_path {scratch}/{kind};"
+                       for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    rendered = "\n".join(out) + "\n"
+    if f"127.0.0.1:{port}" not in rendered or any(a not in rendered for a in servers):
+        raise ValueError(f"{NGINX_CONFIG}: its listen or upstream server line moved; update render_nginx_config")
+    return rendered
 
-    def __init__(self, servers: Sequence[str], binary: str = "", port: int = 0, config: Path = CONFIG):
-        binary = binary or os.environ.get("GPUSCAN_HAPROXY") or shutil.which("haproxy") or ""
+
+class Balancer(LoggedProcess):
+    """haproxy -db or nginx on a free loopback port in front of `servers`; ready once it listens.
+    Its log (HAProxy's health-check transitions, nginx's upstream errors) is `log_text()`."""
+
+    def __init__(self, servers: Sequence[str], kind: str = "haproxy", binary: str = "", port: int = 0):
+        self.kind = kind
+        env = {"haproxy": "GPUSCAN_HAPROXY", "nginx": "GPUSCAN_NGINX"}[kind]
+        binary = binary or os.environ.get(env) or shutil.which(kind) or shutil.which(f"/usr/sbin/{kind}") or ""
         if not binary:
-            raise FileNotFoundError("haproxy not found (scripts/install-deps.sh installs it)")
+            raise FileNotFoundError(f"{kind} not found (scripts/install-deps.sh installs it)")
         self.port = port or free_port()
-        self.dir = tempfile.mkdtemp(prefix="gpuscan-lb-")
-        cfg = os.path.join(self.dir, "haproxy.cfg")
+        self.dir = tempfile.mkdtemp(prefix=f"gpuscan-lb-{kind}-")
+        if kind == "haproxy":
+            cfg = os.path.join(self.dir, "haproxy.cfg")
+            text = render_config(CONFIG.read_text(), self.port, servers)
+            argv = [binary, "-db", "-f", cfg]
+        else:
+            cfg = os.path.join(self.dir, "nginx.conf")
+            text = render_nginx_config(NGINX_CONFIG.read_text(), self.port, servers, self.dir)
+            argv = [binary, "-p", self.dir, "-c", cfg]
         with open(cfg, "w") as f:
-            f.write(render_config(config.read_text(), self.port, servers))
-        # HAProxy prints nothing when all is well: ready at once, then wait for the port itself.
-        super().__init__([binary, "-db", "-f", cfg], re.compile(""), "haproxy", 30.0)
+            f.write(text)
+        # Neither prints anything when all is well: ready at once, then wait for the port itself.
+        super().__init__(argv, re.compile(""), kind, 30.0)
         deadline = time.monotonic() + 20
         while True:
             try:
@@ -75,7 +108,7 @@ class Balancer(LoggedProcess):
                 if time.monotonic() > deadline or not self.alive():
                     text = self.log_text()
                     self.stop()
-                    raise RuntimeError(f"haproxy did not listen on {self.port}:\n{text}")
+                    raise RuntimeError(f"{kind} did not listen on {self.port}:\n{text}")
                 time.sleep(0.05)
         self.target = f"127.0.0.1:{self.port}"
 

@@ -1,12 +1,14 @@
-"""Replicas behind a real gRPC load balancer (HAProxy, deploy/haproxy/haproxy.cfg): three CPU
-servers on loopback and the balancer in front of them.
+"""Replicas behind a real gRPC load balancer, each shipped one in turn (HAProxy,
+deploy/haproxy/haproxy.cfg; nginx, deploy/nginx/nginx.conf): three CPU servers on loopback and
+the balancer in front of them.
 
 - An array's striped lanes reach one replica through the balancer (every client: Python's grpcio
   and native paths, the CLI), because each lane carries the `gpuscan-array-id` header the
   balancer hashes on; stripped of the header, the same lanes are split and fail (the control).
 - Calls without lanes spread over the replicas (each replica's own metrics).
 - A replica SIGKILLed under load, clients retrying: no wrong result, failed calls counted and
-  bounded; the balancer's gRPC health check takes it out, and back in once restarted."""
+  bounded; HAProxy's gRPC health check (nginx: its failed connections) takes it out, and it is
+  back in once restarted."""
 from __future__ import annotations
 
 import os
@@ -55,19 +57,20 @@ class Replica:
         return sum(balancer.requests_by_op(balancer.scrape(self.metrics)).values())
 
 
-@pytest.fixture(scope="module")
-def farm():
+@pytest.fixture(scope="module", params=["haproxy", "nginx"])
+def farm(request):
+    kind = request.param
     binary = default_server_binary()
     if not binary or not os.access(binary, os.X_OK):
         pytest.skip("no gpuscan-server binary: set GPUSCAN_SERVER or build build/bin/gpuscan-server")
-    if not (os.environ.get("GPUSCAN_HAPROXY") or shutil.which("haproxy")):
-        pytest.skip("no haproxy (scripts/install-deps.sh installs it)")
+    if not (os.environ.get(f"GPUSCAN_{kind.upper()}") or shutil.which(kind) or shutil.which(f"/usr/sbin/{kind}")):
+        pytest.skip(f"no {kind} (scripts/install-deps.sh installs it)")
     replicas = []
     lb = None
     try:
         for _ in range(REPLICAS):
             replicas.append(Replica(binary))
-        lb = balancer.Balancer([f"127.0.0.1:{r.port}" for r in replicas])
+        lb = balancer.Balancer([f"127.0.0.1:{r.port}" for r in replicas], kind=kind)
         yield lb, replicas
     finally:
         if lb is not None:
@@ -206,15 +209,23 @@ def test_replica_killed_under_load(farm):
     mark = len(lb.log_text())
     victim.proc.kill()
     killed_at = time.monotonic()
-    # The health check (inter 1s, fall 2) takes the dead replica out.
-    assert lb.wait_log(r"Server gpuscan/r1 is DOWN", 8, after=mark), lb.log_text()[mark:]
+    if lb.kind == "haproxy":
+        # The health check (inter 1s, fall 2) takes the dead replica out.
+        assert lb.wait_log(r"Server gpuscan/r1 is DOWN", 8, after=mark), lb.log_text()[mark:]
+    else:
+        # nginx's passive check: the first refused connection (max_fails=1) takes it out for
+        # fail_timeout, and that call goes to the next replica (grpc_next_upstream error).
+        assert lb.wait_log(r"upstream server temporarily disabled", 8, after=mark), lb.log_text()[mark:]
     down_after = time.monotonic() - killed_at
     time.sleep(1.0)
     victim.proc.stop()
     mark = len(lb.log_text())
     victim.start()
-    # ... and back in once restarted (rise 2).
-    assert lb.wait_log(r"Server gpuscan/r1 is UP", 8, after=mark), lb.log_text()[mark:]
+    if lb.kind == "haproxy":
+        # ... and back in once restarted (rise 2).
+        assert lb.wait_log(r"Server gpuscan/r1 is UP", 8, after=mark), lb.log_text()[mark:]
+    else:
+        time.sleep(2.5)  # nginx tries it again after fail_timeout (2 s)
     served_before = victim.requests()
     time.sleep(2.0)
     stop.set()
