@@ -675,8 +675,10 @@ std::unique_ptr<Scan2DSession> CpuEngine::NewScan2D(const Scan2DSpec& spec) {
 
 // (code, position) pairs sorted as pairs: the position breaks ties, so the parallel sort is
 // stable and its result does not depend on the thread count.
-std::string CpuEngine::Sort(const SortSpec& spec, const void* keys, const void* values, uint64_t n, void* keys_out,
-                            void* values_out, int64_t* indices_out, StageTimes& times) {
+namespace {
+
+std::string SortOnPool(cpu_detail::Pool& pool, const SortSpec& spec, const void* keys, const void* values, uint64_t n,
+                       void* keys_out, void* values_out, int64_t* indices_out, StageTimes& times) {
   KernelTimer timer(times);
   if (n == 0) return "parallel_sort";
   CheckBuffer(keys, n, "keys");
@@ -686,17 +688,17 @@ std::string CpuEngine::Sort(const SortSpec& spec, const void* keys, const void* 
     using U = sortkey::Code<T>;
     const auto* in = static_cast<const unsigned char*>(keys);
     std::vector<std::pair<U, uint64_t>> v(n);
-    const bool parallel = RunParallel(*pool_, n);
+    const bool parallel = RunParallel(pool, n);
     const Blocks blocks(n);
-    ForBlocks(*pool_, blocks.count, parallel, [&](uint64_t b) {
+    ForBlocks(pool, blocks.count, parallel, [&](uint64_t b) {
       for (uint64_t i = blocks.begin(b); i < blocks.end(b); ++i) v[i] = {sortkey::Encode(Load<T>(in, i), spec.descending), i};
     });
-    pool_->arena.execute([&] { tbb::parallel_sort(v.begin(), v.end()); });
+    pool.arena.execute([&] { tbb::parallel_sort(v.begin(), v.end()); });
     const size_t vsize = spec.has_values ? SizeOf(spec.values_dtype) : 0;
     const auto* vin = static_cast<const unsigned char*>(values);
     auto* kout = static_cast<unsigned char*>(keys_out);
     auto* vout = static_cast<unsigned char*>(values_out);
-    ForBlocks(*pool_, blocks.count, parallel, [&](uint64_t b) {
+    ForBlocks(pool, blocks.count, parallel, [&](uint64_t b) {
       for (uint64_t i = blocks.begin(b); i < blocks.end(b); ++i) {
         if (kout) Store(kout, i, sortkey::Decode<T>(v[i].first, spec.descending));
         if (vout) std::memcpy(vout + i * vsize, vin + v[i].second * vsize, vsize);
@@ -705,6 +707,16 @@ std::string CpuEngine::Sort(const SortSpec& spec, const void* keys, const void* 
     });
   });
   return "parallel_sort";
+}
+
+}  // namespace
+
+std::unique_ptr<SortSession> CpuEngine::NewSort(const SortSpec& spec) {
+  return std::make_unique<SortSession>([pool = pool_, spec](const void* keys, const void* values, uint64_t n,
+                                                           void* keys_out, void* values_out, int64_t* indices_out,
+                                                           StageTimes& times) {
+    return SortOnPool(*pool, spec, keys, values, n, keys_out, values_out, indices_out, times);
+  });
 }
 
 std::unique_ptr<SegmentedScanSession> NewHostSegmentedScan(const SegmentedScanSpec& spec) {

@@ -41,8 +41,7 @@ class CpuEngine : public Engine {
   std::unique_ptr<HistogramSession> NewHistogram(const HistogramSpec& spec) override;
   std::unique_ptr<SegmentedScanSession> NewSegmentedScan(const SegmentedScanSpec& spec) override;
   std::unique_ptr<Scan2DSession> NewScan2D(const Scan2DSpec& spec) override;
-  std::string Sort(const SortSpec& spec, const void* keys, const void* values, uint64_t n, void* keys_out,
-                   void* values_out, int64_t* indices_out, StageTimes& times) override;
+  std::unique_ptr<SortSession> NewSort(const SortSpec& spec) override;
 
   int threads() const;  // the arena's concurrency (after capping)
 

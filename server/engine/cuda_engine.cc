@@ -131,9 +131,12 @@ class CudaEngine final : public Engine {
     if (spec.cols == 0) throw Error(ErrorCode::kInvalidArgument, "a 2-D scan needs at least one column");
     return cuda::NewScan2D(sh_, spec);
   }
-  std::string Sort(const SortSpec& spec, const void* keys, const void* values, uint64_t n, void* keys_out,
-                   void* values_out, int64_t* indices_out, StageTimes& times) override {
-    return cuda::Sort(*sh_, spec, keys, values, n, keys_out, values_out, indices_out, times);
+  std::unique_ptr<SortSession> NewSort(const SortSpec& spec) override {
+    return std::make_unique<SortSession>([sh = sh_, spec](const void* keys, const void* values, uint64_t n,
+                                                         void* keys_out, void* values_out, int64_t* indices_out,
+                                                         StageTimes& times) {
+      return cuda::Sort(*sh, spec, keys, values, n, keys_out, values_out, indices_out, times);
+    });
   }
   std::unique_ptr<HistogramSession> NewHistogram(const HistogramSpec& spec) override {
     CheckHistogramSpec(spec);

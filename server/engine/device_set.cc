@@ -4,135 +4,6 @@
 #include <stdexcept>
 
 namespace gpuscan::engine {
-namespace {
-
-// Lowers its device's open count when the session ends.
-class OpenSession {
- public:
-  explicit OpenSession(std::atomic<uint64_t>& open) : open_(open) {}
-  ~OpenSession() { open_.fetch_sub(1); }
-  OpenSession(const OpenSession&) = delete;
-  OpenSession& operator=(const OpenSession&) = delete;
-
- private:
-  std::atomic<uint64_t>& open_;
-};
-
-class SetScan final : public ScanSession {
- public:
-  SetScan(std::unique_ptr<ScanSession> s, std::string device, std::atomic<uint64_t>& open)
-      : s_(std::move(s)), device_(std::move(device)), open_(open) {}
-  void Process(const void* in, void* out, uint64_t n, StageTimes& t) override { s_->Process(in, out, n, t); }
-  std::string algorithm() const override { return s_->algorithm(); }
-  bool in_place() const override { return s_->in_place(); }
-  uint64_t Begin(const void* in, void* out, uint64_t n, StageTimes& t) override { return s_->Begin(in, out, n, t); }
-  void End(uint64_t ticket, StageTimes& t) override { s_->End(ticket, t); }
-  uint64_t overlap_elements() const override { return s_->overlap_elements(); }
-  bool on_host(uint64_t n) const override { return s_->on_host(n); }
-  std::string device() const override { return device_; }
-
- private:
-  std::unique_ptr<ScanSession> s_;
-  std::string device_;
-  OpenSession open_;
-};
-
-class SetReduce final : public ReduceSession {
- public:
-  SetReduce(std::unique_ptr<ReduceSession> s, std::string device, std::atomic<uint64_t>& open)
-      : s_(std::move(s)), device_(std::move(device)), open_(open) {}
-  void Process(const void* in, uint64_t n, StageTimes& t) override { s_->Process(in, n, t); }
-  void Result(void* value) const override { s_->Result(value); }
-  std::string algorithm() const override { return s_->algorithm(); }
-  std::string device() const override { return device_; }
-
- private:
-  std::unique_ptr<ReduceSession> s_;
-  std::string device_;
-  OpenSession open_;
-};
-
-class SetCompact final : public CompactSession {
- public:
-  SetCompact(std::unique_ptr<CompactSession> s, std::string device, std::atomic<uint64_t>& open)
-      : s_(std::move(s)), device_(std::move(device)), open_(open) {}
-  uint64_t Process(const void* values, const uint8_t* flags, uint64_t n, void* out_values, int64_t* out_indices,
-                   StageTimes& t) override {
-    return s_->Process(values, flags, n, out_values, out_indices, t);
-  }
-  std::string algorithm() const override { return s_->algorithm(); }
-  std::string device() const override { return device_; }
-
- private:
-  std::unique_ptr<CompactSession> s_;
-  std::string device_;
-  OpenSession open_;
-};
-
-class SetHistogram final : public HistogramSession {
- public:
-  SetHistogram(std::unique_ptr<HistogramSession> s, std::string device, std::atomic<uint64_t>& open)
-      : s_(std::move(s)), device_(std::move(device)), open_(open) {}
-  void Process(const void* in, uint64_t n, StageTimes& t) override { s_->Process(in, n, t); }
-  std::vector<uint64_t> Result() const override { return s_->Result(); }
-  std::string algorithm() const override { return s_->algorithm(); }
-  std::string device() const override { return device_; }
-
- private:
-  std::unique_ptr<HistogramSession> s_;
-  std::string device_;
-  OpenSession open_;
-};
-
-class SetSegmentedScan final : public SegmentedScanSession {
- public:
-  SetSegmentedScan(std::unique_ptr<SegmentedScanSession> s, std::string device, std::atomic<uint64_t>& open)
-      : s_(std::move(s)), device_(std::move(device)), open_(open) {}
-  void Process(const void* values, const void* keys, void* out, uint64_t n, StageTimes& t) override {
-    s_->Process(values, keys, out, n, t);
-  }
-  std::string algorithm() const override { return s_->algorithm(); }
-  std::string device() const override { return device_; }
-
- private:
-  std::unique_ptr<SegmentedScanSession> s_;
-  std::string device_;
-  OpenSession open_;
-};
-
-class SetScan2D final : public Scan2DSession {
- public:
-  SetScan2D(std::unique_ptr<Scan2DSession> s, std::string device, std::atomic<uint64_t>& open)
-      : s_(std::move(s)), device_(std::move(device)), open_(open) {}
-  void Process(const void* in, void* out, uint64_t rows, StageTimes& t) override { s_->Process(in, out, rows, t); }
-  std::string algorithm() const override { return s_->algorithm(); }
-  std::string device() const override { return device_; }
-
- private:
-  std::unique_ptr<Scan2DSession> s_;
-  std::string device_;
-  OpenSession open_;
-};
-
-class SetReduceByKey final : public ReduceByKeySession {
- public:
-  SetReduceByKey(std::unique_ptr<ReduceByKeySession> s, std::string device, std::atomic<uint64_t>& open)
-      : s_(std::move(s)), device_(std::move(device)), open_(open) {}
-  uint64_t Process(const void* values, const void* keys, uint64_t n, std::string* keys_out, std::string* values_out,
-                   StageTimes& t) override {
-    return s_->Process(values, keys, n, keys_out, values_out, t);
-  }
-  uint64_t Finish(std::string* keys_out, std::string* values_out) override { return s_->Finish(keys_out, values_out); }
-  std::string algorithm() const override { return s_->algorithm(); }
-  std::string device() const override { return device_; }
-
- private:
-  std::unique_ptr<ReduceByKeySession> s_;
-  std::string device_;
-  OpenSession open_;
-};
-
-}  // namespace
 
 DeviceSet::DeviceSet(std::vector<std::unique_ptr<Engine>> devices, std::vector<std::string> labels)
     : devices_(std::move(devices)), labels_(std::move(labels)),
@@ -248,64 +119,49 @@ size_t DeviceSet::Pick() {
   return best;
 }
 
-// Each New* raises the chosen device's count first and hands it to the session, which lowers
-// it; if the engine throws, the count is lowered here.
-template <class Session, class Wrapper, class Make>
-std::unique_ptr<Session> Open(std::atomic<uint64_t>& open, const std::string& label, Make&& make) {
-  std::unique_ptr<Session> s;
-  try {
-    s = make();
-  } catch (...) {
-    open.fetch_sub(1);
-    throw;
-  }
-  return std::make_unique<Wrapper>(std::move(s), label, open);
+// Every session comes from the device Pick chose, whose open count Pick raised: the session
+// names its device and holds the count until it ends (or, if the engine throws, the hold
+// lowers it at once).
+template <class Make>
+auto DeviceSet::Open(Make&& make) {
+  const size_t i = Pick();
+  std::shared_ptr<void> hold(static_cast<void*>(&open_[i]),
+                             [](void* open) { static_cast<std::atomic<uint64_t>*>(open)->fetch_sub(1); });
+  auto session = make(*devices_[i]);
+  session->Place(labels_[i], std::move(hold));
+  return session;
 }
 
 std::unique_ptr<ScanSession> DeviceSet::NewScan(const ScanSpec& spec) {
-  const size_t i = Pick();
-  return Open<ScanSession, SetScan>(open_[i], labels_[i], [&] { return devices_[i]->NewScan(spec); });
+  return Open([&](Engine& e) { return e.NewScan(spec); });
 }
 
 std::unique_ptr<ReduceSession> DeviceSet::NewReduce(const ReduceSpec& spec) {
-  const size_t i = Pick();
-  return Open<ReduceSession, SetReduce>(open_[i], labels_[i], [&] { return devices_[i]->NewReduce(spec); });
+  return Open([&](Engine& e) { return e.NewReduce(spec); });
 }
 
 std::unique_ptr<CompactSession> DeviceSet::NewCompact(const CompactSpec& spec) {
-  const size_t i = Pick();
-  return Open<CompactSession, SetCompact>(open_[i], labels_[i], [&] { return devices_[i]->NewCompact(spec); });
-}
-
-std::unique_ptr<SegmentedScanSession> DeviceSet::NewSegmentedScan(const SegmentedScanSpec& spec) {
-  const size_t i = Pick();
-  return Open<SegmentedScanSession, SetSegmentedScan>(open_[i], labels_[i],
-                                                      [&] { return devices_[i]->NewSegmentedScan(spec); });
-}
-
-std::unique_ptr<ReduceByKeySession> DeviceSet::NewReduceByKey(const SegmentedScanSpec& spec) {
-  const size_t i = Pick();
-  return Open<ReduceByKeySession, SetReduceByKey>(open_[i], labels_[i],
-                                                  [&] { return devices_[i]->NewReduceByKey(spec); });
-}
-
-std::unique_ptr<Scan2DSession> DeviceSet::NewScan2D(const Scan2DSpec& spec) {
-  const size_t i = Pick();
-  return Open<Scan2DSession, SetScan2D>(open_[i], labels_[i], [&] { return devices_[i]->NewScan2D(spec); });
-}
-
-// A sort is one call, not a session: the device's count is held for its duration.
-std::string DeviceSet::Sort(const SortSpec& spec, const void* keys, const void* values, uint64_t n, void* keys_out,
-                            void* values_out, int64_t* indices_out, StageTimes& times) {
-  const size_t i = Pick();
-  OpenSession held(open_[i]);
-  return devices_[i]->Sort(spec, keys, values, n, keys_out, values_out, indices_out, times);
+  return Open([&](Engine& e) { return e.NewCompact(spec); });
 }
 
 std::unique_ptr<HistogramSession> DeviceSet::NewHistogram(const HistogramSpec& spec) {
-  const size_t i = Pick();
-  return Open<HistogramSession, SetHistogram>(open_[i], labels_[i],
-                                              [&] { return devices_[i]->NewHistogram(spec); });
+  return Open([&](Engine& e) { return e.NewHistogram(spec); });
+}
+
+std::unique_ptr<SegmentedScanSession> DeviceSet::NewSegmentedScan(const SegmentedScanSpec& spec) {
+  return Open([&](Engine& e) { return e.NewSegmentedScan(spec); });
+}
+
+std::unique_ptr<ReduceByKeySession> DeviceSet::NewReduceByKey(const SegmentedScanSpec& spec) {
+  return Open([&](Engine& e) { return e.NewReduceByKey(spec); });
+}
+
+std::unique_ptr<Scan2DSession> DeviceSet::NewScan2D(const Scan2DSpec& spec) {
+  return Open([&](Engine& e) { return e.NewScan2D(spec); });
+}
+
+std::unique_ptr<SortSession> DeviceSet::NewSort(const SortSpec& spec) {
+  return Open([&](Engine& e) { return e.NewSort(spec); });
 }
 
 }  // namespace gpuscan::engine

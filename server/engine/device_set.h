@@ -44,8 +44,7 @@ class DeviceSet final : public Engine {
   std::unique_ptr<SegmentedScanSession> NewSegmentedScan(const SegmentedScanSpec& spec) override;
   std::unique_ptr<ReduceByKeySession> NewReduceByKey(const SegmentedScanSpec& spec) override;
   std::unique_ptr<Scan2DSession> NewScan2D(const Scan2DSpec& spec) override;
-  std::string Sort(const SortSpec& spec, const void* keys, const void* values, uint64_t n, void* keys_out,
-                   void* values_out, int64_t* indices_out, StageTimes& times) override;
+  std::unique_ptr<SortSession> NewSort(const SortSpec& spec) override;
 
   size_t size() const { return devices_.size(); }
   Engine& device(size_t i) { return *devices_[i]; }
@@ -53,6 +52,9 @@ class DeviceSet final : public Engine {
  private:
   // The device for the next session; its open count is raised (the session lowers it).
   size_t Pick();
+  // make(the picked device's engine) -> its session, placed on that device.
+  template <class Make>
+  auto Open(Make&& make);
 
   std::vector<std::unique_ptr<Engine>> devices_;
   std::vector<std::string> labels_;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,13 +28,31 @@ struct StageTimes {
   uint64_t d2h_us = 0;
 };
 
-class ScanSession {
+// What every session shares: the algorithm it runs and the device it runs on.
+class Session {
  public:
-  virtual ~ScanSession() = default;
+  virtual ~Session() = default;
+  virtual std::string algorithm() const = 0;  // the algorithm that actually runs
+  // The device this session runs on, for Timing.device and the metrics; empty: the engine's
+  // device_name(). A DeviceSet names the device of each session it opens.
+  const std::string& device() const { return device_; }
+  // Names the device, and keeps `hold` until the session ends, after the session has let go of
+  // everything else (a DeviceSet's count of the calls open on that device).
+  void Place(std::string device, std::shared_ptr<void> hold = nullptr) {
+    device_ = std::move(device);
+    hold_ = std::move(hold);
+  }
+
+ private:
+  std::string device_;
+  std::shared_ptr<void> hold_;  // declared last of the base: released after the derived members
+};
+
+class ScanSession : public Session {
+ public:
   // Scans the next n elements: `in` and `out` hold n elements of the spec's dtype (raw bytes;
   // they alias only when in_place()). The result continues the scan of all earlier chunks.
   virtual void Process(const void* in, void* out, uint64_t n, StageTimes& times) = 0;
-  virtual std::string algorithm() const = 0;  // the algorithm that actually runs
   // Whether Process may also be given one buffer as both `in` and `out` (the result replaces
   // the input): spares the caller a chunk-sized buffer to allocate and clear per chunk.
   virtual bool in_place() const { return false; }
@@ -53,58 +72,43 @@ class ScanSession {
   // most kSmallChunkBytes, no device work, no waits). The service then runs it on gRPC's own
   // thread rather than handing it to a worker and back. Asked between chunks. Default: never.
   virtual bool on_host(uint64_t /*n*/) const { return false; }
-  // The device this session runs on, for Timing.device and the metrics; empty: the engine's
-  // device_name(). Set by a DeviceSet, whose sessions run on one device of several.
-  virtual std::string device() const { return {}; }
 };
 
-class ReduceSession {
+class ReduceSession : public Session {
  public:
-  virtual ~ReduceSession() = default;
   virtual void Process(const void* in, uint64_t n, StageTimes& times) = 0;
   // The reduction of everything processed so far (identity if nothing), as one raw element.
   virtual void Result(void* value) const = 0;
-  virtual std::string algorithm() const = 0;
-  virtual std::string device() const { return {}; }  // as ScanSession::device
 };
 
-class CompactSession {
+class CompactSession : public Session {
  public:
-  virtual ~CompactSession() = default;
   // Selects from the next n elements (flags: n bytes, nonzero = keep; null when the spec uses a
   // predicate). Writes the kept values to out_values (if the spec wants values; room for n) and
   // their indices in the whole array to out_indices (if it wants indices; room for n), in order.
   // Returns how many were kept.
   virtual uint64_t Process(const void* values, const uint8_t* flags, uint64_t n,
                            void* out_values, int64_t* out_indices, StageTimes& times) = 0;
-  virtual std::string algorithm() const = 0;
-  virtual std::string device() const { return {}; }  // as ScanSession::device
 };
 
-class HistogramSession {
+class HistogramSession : public Session {
  public:
-  virtual ~HistogramSession() = default;
   virtual void Process(const void* in, uint64_t n, StageTimes& times) = 0;
-  // The counts so far: bins + hist::kExtraSlots of them (the bins, then below, above and NaN).
+  // The counts so far: bins + kHistogramExtraSlots of them (the bins, then below, above and
+  // NaN: engine/histogram.h).
   virtual std::vector<uint64_t> Result() const = 0;
-  virtual std::string algorithm() const = 0;
-  virtual std::string device() const { return {}; }  // as ScanSession::device
 };
 
-class SegmentedScanSession {
+class SegmentedScanSession : public Session {
  public:
-  virtual ~SegmentedScanSession() = default;
   // Scans the next n elements: `values` and `out` hold n elements of the spec's dtype, `keys`
   // n keys of its key_dtype or n head bytes (raw bytes, any alignment; out does not alias).
   // Segments continue across calls.
   virtual void Process(const void* values, const void* keys, void* out, uint64_t n, StageTimes& times) = 0;
-  virtual std::string algorithm() const = 0;
-  virtual std::string device() const { return {}; }  // as ScanSession::device
 };
 
-class ReduceByKeySession {
+class ReduceByKeySession : public Session {
  public:
-  virtual ~ReduceByKeySession() = default;
   // The next n values and their n keys (raw bytes, any alignment). Appends each run completed so
   // far, its key to keys_out and its reduction to values_out (raw little-endian); returns how
   // many. The run the chunk ends in stays open until a different key (or Finish) comes.
@@ -112,19 +116,35 @@ class ReduceByKeySession {
                            std::string* values_out, StageTimes& times) = 0;
   // At the end of the array: appends the last run, if any element came; returns 0 or 1.
   virtual uint64_t Finish(std::string* keys_out, std::string* values_out) = 0;
-  virtual std::string algorithm() const = 0;
-  virtual std::string device() const { return {}; }  // as ScanSession::device
 };
 
-class Scan2DSession {
+class Scan2DSession : public Session {
  public:
-  virtual ~Scan2DSession() = default;
   // Scans the next `rows` whole rows (rows x cols elements of the spec's dtype in `in` and
   // `out`, raw bytes, any alignment; they do not alias), continuing the table of all earlier
   // rows: the carry is the last row.
   virtual void Process(const void* in, void* out, uint64_t rows, StageTimes& times) = 0;
-  virtual std::string algorithm() const = 0;
-  virtual std::string device() const { return {}; }  // as ScanSession::device
+};
+
+// A sort is one step, not a stream of chunks: the whole array, held in host memory, at once.
+class SortSession final : public Session {
+ public:
+  // The engine's sort of the spec it was opened with; returns the algorithm that ran.
+  using Function = std::function<std::string(const void* keys, const void* values, uint64_t n, void* keys_out,
+                                              void* values_out, int64_t* indices_out, StageTimes& times)>;
+  explicit SortSession(Function sort) : sort_(std::move(sort)) {}
+  // Sorts n keys (and values), stable: sorted keys to keys_out, the values moved with them to
+  // values_out, the permutation to indices_out, each when the spec wants it (else null).
+  // Throws Error: kResourceExhausted when the device cannot hold the sort.
+  void Run(const void* keys, const void* values, uint64_t n, void* keys_out, void* values_out, int64_t* indices_out,
+           StageTimes& times) {
+    algorithm_ = sort_(keys, values, n, keys_out, values_out, indices_out, times);
+  }
+  std::string algorithm() const override { return algorithm_; }  // after Run
+
+ private:
+  Function sort_;
+  std::string algorithm_;
 };
 
 struct DeviceInfo {
@@ -204,13 +224,16 @@ class Engine {
   virtual std::unique_ptr<HistogramSession> NewHistogram(const HistogramSpec& /*spec*/) {
     throw Error(ErrorCode::kUnimplemented, "histogram is not available on the " + name() + " engine");
   }
-  // Sorts n keys (and values) held whole in host memory, stable: sorted keys to keys_out, the
-  // values moved with them to values_out, the permutation to indices_out, each when the spec
-  // wants it (else null). Returns the algorithm that ran. Throws Error: kResourceExhausted when
-  // the device cannot hold the sort, kUnimplemented on an engine without sorts.
-  virtual std::string Sort(const SortSpec& /*spec*/, const void* /*keys*/, const void* /*values*/, uint64_t /*n*/,
-                           void* /*keys_out*/, void* /*values_out*/, int64_t* /*indices_out*/, StageTimes& /*times*/) {
+  // The CPU and CUDA engines serve it; an engine that does not throws kUnimplemented.
+  virtual std::unique_ptr<SortSession> NewSort(const SortSpec& /*spec*/) {
     throw Error(ErrorCode::kUnimplemented, "sort is not available on the " + name() + " engine");
+  }
+  // One sort: NewSort(spec), then SortSession::Run. Returns the algorithm that ran.
+  std::string Sort(const SortSpec& spec, const void* keys, const void* values, uint64_t n, void* keys_out,
+                   void* values_out, int64_t* indices_out, StageTimes& times) {
+    auto session = NewSort(spec);
+    session->Run(keys, values, n, keys_out, values_out, indices_out, times);
+    return session->algorithm();
   }
   virtual std::unique_ptr<SegmentedScanSession> NewSegmentedScan(const SegmentedScanSpec& /*spec*/) {
     throw Error(ErrorCode::kUnimplemented, "segmented scan is not available on the " + name() + " engine");

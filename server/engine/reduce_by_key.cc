@@ -15,7 +15,9 @@ SegmentedScanSpec InclusiveByKeys(SegmentedScanSpec spec) {
 RunReducer::RunReducer(Engine& engine, SegmentedScanSpec spec)
     : scan_(engine.NewSegmentedScan(InclusiveByKeys(spec))),
       value_size_(SizeOf(spec.dtype)),
-      key_size_(SizeOf(spec.key_dtype)) {}
+      key_size_(SizeOf(spec.key_dtype)) {
+  Place(scan_->device());  // where its segmented scan runs
+}
 
 void RunReducer::Emit(const unsigned char* key, const unsigned char* value, std::string* keys_out,
                       std::string* values_out) {

@@ -27,7 +27,6 @@ class RunReducer final : public ReduceByKeySession {
   uint64_t Finish(std::string* keys_out, std::string* values_out) override;
 
   std::string algorithm() const override { return scan_->algorithm(); }
-  std::string device() const override { return scan_->device(); }
 
  private:
   void Emit(const unsigned char* key, const unsigned char* value, std::string* keys_out, std::string* values_out);

@@ -35,7 +35,9 @@ class PairSegmentedScan final : public SegmentedScanSession {
 
   // `pairs`: an inclusive scan session over Item with seg::SegOp<T, Op>.
   PairSegmentedScan(const SegmentedScanSpec& spec, std::unique_ptr<ScanSession> pairs)
-      : spec_(spec), key_size_(SegmentKeyBytes(spec)), pairs_(std::move(pairs)) {}
+      : spec_(spec), key_size_(SegmentKeyBytes(spec)), pairs_(std::move(pairs)) {
+    Place(pairs_->device());  // where its pair scan runs
+  }
 
   void Process(const void* values, const void* keys, void* out, uint64_t n, StageTimes& times) override {
     if (n == 0) return;
@@ -55,7 +57,6 @@ class PairSegmentedScan final : public SegmentedScanSession {
   }
 
   std::string algorithm() const override { return "segmented_" + pairs_->algorithm(); }
-  std::string device() const override { return pairs_->device(); }
 
  private:
   using Clock = std::chrono::steady_clock;

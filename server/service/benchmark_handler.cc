@@ -22,6 +22,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "service/call_lifetime.h"
 #include "service/handlers.h"
 #include "service/kernel_suite.h"
 #include "service/streaming_call.h"
@@ -125,12 +126,12 @@ grpc::Status CheckSizesFit(const v1::BenchmarkRequest& r, const engine::Engine& 
   return grpc::Status::OK;
 }
 
-class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
+class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow>, CallLifetime {
   static constexpr size_t kMaxBuffered = 16;  // rows measured but not yet sent
 
  public:
   BenchmarkCall(CallContext ctx, const v1::BenchmarkRequest& request, std::vector<int> devices)
-      : ctx_(std::move(ctx)), request_(request), devices_(std::move(devices)),
+      : CallLifetime(ctx.admission), ctx_(std::move(ctx)), request_(request), devices_(std::move(devices)),
         several_(ctx_.engine->devices().size() > 1), start_(Clock::now()) {
     ctx_.metrics->CallStarted();
   }
@@ -138,15 +139,10 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
   // The call already owns ctx_.benchmark_running; asks for an admission slot.
   void Begin() {
     std::unique_lock<std::mutex> lock(mu_);
-    uint64_t ticket = 0;
-    switch (ctx_.admission->TryAdmit(0, [this] { OnAdmitted(); }, &ticket)) {
+    switch (TryAdmitLocked(0, [this] { OnAdmitted(); })) {
       case Admission::Result::kAdmitted:
-        holds_slot_ = true;
         return StartSuiteLocked();
       case Admission::Result::kQueued:
-        queued_ = true;
-        ticket_ = ticket;
-        ++refs_;
         return;
       case Admission::Result::kRejected:
         break;
@@ -177,10 +173,8 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
     stop_ = true;
     if (status_.ok()) status_ = {grpc::StatusCode::CANCELLED, "the call was cancelled"};
     if (!writing_) outgoing_.clear();
-    if (queued_ && ctx_.admission->CancelQueued(ticket_)) {
+    if (CancelQueuedLocked()) {
       // Still waiting for a slot: the suite never starts, so finish now.
-      queued_ = false;
-      --refs_;
       stopped_ = true;
       ctx_.benchmark_running->store(false);
     }
@@ -194,22 +188,17 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
                  Micros(Clock::now() - start_));
     RecordBenchmarkCall(ctx_.metrics, status_, start_);
     std::unique_lock<std::mutex> lock(mu_);
-    if (queued_ && ctx_.admission->CancelQueued(ticket_)) {
+    if (CancelQueuedLocked()) {
       // Never admitted, so the suite never started: the Benchmark flag is still ours.
-      queued_ = false;
-      --refs_;
       ctx_.benchmark_running->store(false);
     }
-    --refs_;
-    ReleaseIfUnused(lock);
+    DoneLocked(lock);
   }
 
  private:
   void OnAdmitted() {
     std::unique_lock<std::mutex> lock(mu_);
-    queued_ = false;
-    --refs_;
-    holds_slot_ = true;
+    AdmittedLocked();
     if (stop_) {
       stopped_ = true;
       ctx_.benchmark_running->store(false);
@@ -276,17 +265,6 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
     ReleaseIfUnused(lock);
   }
 
-  void ReleaseIfUnused(std::unique_lock<std::mutex>& lock) {
-    if (refs_ != 0) {
-      lock.unlock();
-      return;
-    }
-    const bool release_slot = holds_slot_;
-    lock.unlock();
-    if (release_slot) ctx_.admission->Release(0);
-    delete this;
-  }
-
   CallContext ctx_;
   const v1::BenchmarkRequest request_;
   const std::vector<int> devices_;  // ordinals to measure, in order
@@ -296,12 +274,11 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow> {
   std::condition_variable cv_;
   std::deque<v1::BenchmarkRow> outgoing_;
   grpc::Status status_;
-  uint64_t rows_ = 0, ticket_ = 0;
-  bool holds_slot_ = false, queued_ = false, writing_ = false;
+  uint64_t rows_ = 0;
+  bool writing_ = false;
   bool stop_ = false;     // cancelled or a write failed: the suite must stop
   bool stopped_ = false;  // the suite is over (or never started)
   bool finished_ = false;
-  int refs_ = 1;  // gRPC's, until OnDone; plus the suite thread's and the admission queue's
 };
 
 
@@ -348,9 +325,7 @@ grpc::ServerWriteReactor<v1::BenchmarkRow>* StartBenchmark(CallContext ctx, cons
     return Refuse(ctx.metrics, ResourceExhausted("a Benchmark is already running on this server; one runs at a "
                                                  "time, retry when it has finished"));
   }
-  auto* call = new BenchmarkCall(std::move(ctx), *request, std::move(devices));
-  call->Begin();
-  return call;
+  return StartCall<BenchmarkCall>(std::move(ctx), *request, std::move(devices));
 }
 
 }  // namespace gpuscan::server

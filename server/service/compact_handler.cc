@@ -5,6 +5,7 @@
 
 #include "service/flags_aligner.h"
 #include "service/handlers.h"
+#include "service/raw_wire.h"
 #include "service/shared_memory.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
@@ -16,14 +17,8 @@ namespace {
 // Compact is a raw RPC (wire.h): a request's values and flags are gathered once into payloads
 // (registered with the cuda engine, which then uploads from them with no staging copy), and the
 // kept values and indices are made in payloads that the responses send by reference.
-struct CompactWire {
-  using In = grpc::ByteBuffer;
-  using Out = grpc::ByteBuffer;
-  static grpc::Status Decode(In& in, const CallContext& ctx, CompactChunk* req) {
-    return DecodeChunk(in, *ctx.payloads, req, "the CompactRequest");
-  }
-  static Out Encode(CompactReply&& r) { return server::Encode(std::move(r)); }
-};
+inline constexpr char kCompactRequest[] = "the CompactRequest";
+using CompactWire = RawWire<CompactChunk, CompactReply, kCompactRequest>;
 
 class CompactCall final
     : public StreamingCall<CompactChunk, CompactReply, grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
@@ -34,9 +29,7 @@ class CompactCall final
  protected:
   grpc::Status OnHeader(const v1::CompactHeader& header) override {
     if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
-    if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
-    std::optional<uint64_t> count;
-    if (header.has_element_count()) count = header.element_count();
+    const std::optional<uint64_t> count = DeclaredCount(header);
     checker_.emplace(spec_.dtype, CompactSide(spec_), count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     elem_size_ = engine::SizeOf(spec_.dtype);
     aligner_.emplace(elem_size_);
@@ -149,9 +142,7 @@ class CompactCall final
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartCompact(CallContext ctx,
                                                                           grpc::CallbackServerContext* rpc) {
-  auto* call = new CompactCall(std::move(ctx), rpc, "compact");
-  call->Begin();
-  return call;
+  return StartCall<CompactCall>(std::move(ctx), rpc, "compact");
 }
 
 }  // namespace gpuscan::server

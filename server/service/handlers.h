@@ -41,9 +41,4 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartTransport(
     CallContext ctx, grpc::CallbackServerContext* rpc);
 void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info);
 
-// The status a call gets when the engine hit an unrecoverable error earlier.
-inline grpc::Status EngineUnavailable(const engine::Engine& engine) {
-  return {grpc::StatusCode::UNAVAILABLE, "the " + engine.name() + " engine is unavailable: " + engine.unhealthy_reason()};
-}
-
 }  // namespace gpuscan::server

@@ -4,9 +4,10 @@
 #include <memory>
 #include <optional>
 
+#include "engine/histogram.h"
 #include "service/handlers.h"
+#include "service/raw_wire.h"
 #include "service/streaming_call.h"
-#include "gpuscan/kernels/histogram_bins.h"
 #include "service/validate.h"
 #include "service/wire.h"
 
@@ -15,14 +16,8 @@ namespace {
 
 // Histogram is a raw RPC like Reduce (wire.h): each chunk is gathered once into a payload block,
 // which the cuda engine uploads from directly. Its one response is encoded when the call completes.
-struct HistogramWire {
-  using In = grpc::ByteBuffer;
-  using Out = v1::HistogramResponse;  // client streaming: nothing is written through the queue
-  static grpc::Status Decode(In& in, const CallContext& ctx, HistogramChunk* req) {
-    return DecodeChunk(in, *ctx.payloads, req, "the HistogramRequest");
-  }
-  static Out Encode(v1::HistogramResponse&& r) { return std::move(r); }
-};
+inline constexpr char kHistogramRequest[] = "the HistogramRequest";
+using HistogramWire = RawWire<HistogramChunk, v1::HistogramResponse, kHistogramRequest, v1::HistogramResponse>;
 
 class HistogramCall final : public StreamingCall<HistogramChunk, v1::HistogramResponse,
                                                  grpc::ServerReadReactor<grpc::ByteBuffer>, HistogramWire> {
@@ -33,9 +28,7 @@ class HistogramCall final : public StreamingCall<HistogramChunk, v1::HistogramRe
  protected:
   grpc::Status OnHeader(const v1::HistogramHeader& header) override {
     if (auto s = ToEngine(header, engine::kMaxHistogramBins, &spec_); !s.ok()) return s;
-    if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
-    std::optional<uint64_t> count;
-    if (header.has_element_count()) count = header.element_count();
+    const std::optional<uint64_t> count = DeclaredCount(header);
     checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     return grpc::Status::OK;
   }
@@ -64,9 +57,9 @@ class HistogramCall final : public StreamingCall<HistogramChunk, v1::HistogramRe
     v1::HistogramResponse response;
     response.set_counts(slots.data(), bins * sizeof(uint64_t));
     response.set_edges(spec_.edges.data(), spec_.edges.size() * sizeof(double));
-    response.set_below(slots[bins + hist::kBelow]);
-    response.set_above(slots[bins + hist::kAbove]);
-    response.set_nan_count(slots[bins + hist::kNan]);
+    response.set_below(slots[bins + engine::kHistogramBelow]);
+    response.set_above(slots[bins + engine::kHistogramAbove]);
+    response.set_nan_count(slots[bins + engine::kHistogramNan]);
     response.set_element_count(processed_);
     bytes_out_ += response.counts().size() + response.edges().size();
     FillTiming(response.mutable_timing(), session_->algorithm());
@@ -97,9 +90,7 @@ class HistogramCall final : public StreamingCall<HistogramChunk, v1::HistogramRe
 
 grpc::ServerReadReactor<grpc::ByteBuffer>* StartHistogram(CallContext ctx, grpc::CallbackServerContext* rpc,
                                                           grpc::ByteBuffer* response) {
-  auto* call = new HistogramCall(std::move(ctx), rpc, response);
-  call->Begin();
-  return call;
+  return StartCall<HistogramCall>(std::move(ctx), rpc, response);
 }
 
 }  // namespace gpuscan::server

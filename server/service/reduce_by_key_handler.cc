@@ -7,6 +7,7 @@
 #include "engine/reduce_by_key.h"
 #include "service/flags_aligner.h"
 #include "service/handlers.h"
+#include "service/raw_wire.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
 #include "service/wire.h"
@@ -16,14 +17,8 @@ namespace {
 
 // ReduceByKey reads raw (wire.h): a request's values and keys are gathered once into payloads.
 // Its responses (one key and one value a run, usually far fewer bytes) are plain messages.
-struct ReduceByKeyWire {
-  using In = grpc::ByteBuffer;
-  using Out = grpc::ByteBuffer;
-  static grpc::Status Decode(In& in, const CallContext& ctx, ReduceByKeyChunk* req) {
-    return DecodeChunk(in, *ctx.payloads, req, "the ReduceByKeyRequest");
-  }
-  static Out Encode(v1::ReduceByKeyResponse&& r) { return EncodeMessage(r); }
-};
+inline constexpr char kReduceByKeyRequest[] = "the ReduceByKeyRequest";
+using ReduceByKeyWire = RawWire<ReduceByKeyChunk, v1::ReduceByKeyResponse, kReduceByKeyRequest>;
 
 class ReduceByKeyCall final
     : public StreamingCall<ReduceByKeyChunk, v1::ReduceByKeyResponse,
@@ -34,9 +29,7 @@ class ReduceByKeyCall final
  protected:
   grpc::Status OnHeader(const v1::ReduceByKeyHeader& header) override {
     if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
-    if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
-    std::optional<uint64_t> count;
-    if (header.has_element_count()) count = header.element_count();
+    const std::optional<uint64_t> count = DeclaredCount(header);
     const PairedChecker::Side side = SegmentedScanSide(spec_);
     checker_.emplace(spec_.dtype, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     aligner_.emplace(engine::SizeOf(spec_.dtype), side.size);
@@ -105,9 +98,7 @@ class ReduceByKeyCall final
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartReduceByKey(
     CallContext ctx, grpc::CallbackServerContext* rpc) {
-  auto* call = new ReduceByKeyCall(std::move(ctx), rpc, "reduce_by_key");
-  call->Begin();
-  return call;
+  return StartCall<ReduceByKeyCall>(std::move(ctx), rpc, "reduce_by_key");
 }
 
 }  // namespace gpuscan::server

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "service/handlers.h"
+#include "service/raw_wire.h"
 #include "service/shared_memory.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
@@ -13,14 +14,8 @@ namespace {
 
 // Reduce is a raw RPC like Scan (wire.h): each chunk is gathered once into a payload block, which
 // the cuda engine uploads from directly. Its one response is encoded when the call completes.
-struct ReduceWire {
-  using In = grpc::ByteBuffer;
-  using Out = v1::ReduceResponse;  // client streaming: nothing is written through the queue
-  static grpc::Status Decode(In& in, const CallContext& ctx, ReduceChunk* req) {
-    return DecodeChunk(in, *ctx.payloads, req, "the ReduceRequest");
-  }
-  static Out Encode(v1::ReduceResponse&& r) { return std::move(r); }
-};
+inline constexpr char kReduceRequest[] = "the ReduceRequest";
+using ReduceWire = RawWire<ReduceChunk, v1::ReduceResponse, kReduceRequest, v1::ReduceResponse>;
 
 class ReduceCall final : public StreamingCall<ReduceChunk, v1::ReduceResponse,
                                               grpc::ServerReadReactor<grpc::ByteBuffer>, ReduceWire> {
@@ -31,9 +26,7 @@ class ReduceCall final : public StreamingCall<ReduceChunk, v1::ReduceResponse,
  protected:
   grpc::Status OnHeader(const v1::ReduceHeader& header) override {
     if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
-    if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
-    std::optional<uint64_t> count;
-    if (header.has_element_count()) count = header.element_count();
+    const std::optional<uint64_t> count = DeclaredCount(header);
     checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     if (header.has_shared_memory()) {
       return OpenShared(*ctx_.regions, header.shared_memory(), engine::SizeOf(spec_.dtype), SharedNeeds{}, count,
@@ -120,9 +113,7 @@ class ReduceCall final : public StreamingCall<ReduceChunk, v1::ReduceResponse,
 
 grpc::ServerReadReactor<grpc::ByteBuffer>* StartReduce(CallContext ctx, grpc::CallbackServerContext* rpc,
                                                        grpc::ByteBuffer* response) {
-  auto* call = new ReduceCall(std::move(ctx), rpc, response);
-  call->Begin();
-  return call;
+  return StartCall<ReduceCall>(std::move(ctx), rpc, response);
 }
 
 }  // namespace gpuscan::server

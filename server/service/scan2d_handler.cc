@@ -21,7 +21,6 @@ class Scan2DCall final : public StreamingCall<v1::Scan2DRequest, v1::ScanRespons
  protected:
   grpc::Status OnHeader(const v1::Scan2DHeader& header) override {
     if (auto s = ToEngine(header, ctx_.options->max_scan2d_row_bytes, &spec_); !s.ok()) return s;
-    if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
     std::optional<uint64_t> rows;
     if (header.has_rows()) rows = header.rows();
     checker_.emplace(spec_, rows, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
@@ -86,9 +85,7 @@ class Scan2DCall final : public StreamingCall<v1::Scan2DRequest, v1::ScanRespons
 
 grpc::ServerBidiReactor<v1::Scan2DRequest, v1::ScanResponse>* StartScan2D(CallContext ctx,
                                                                           grpc::CallbackServerContext* rpc) {
-  auto* call = new Scan2DCall(std::move(ctx), rpc, "scan2d");
-  call->Begin();
-  return call;
+  return StartCall<Scan2DCall>(std::move(ctx), rpc, "scan2d");
 }
 
 }  // namespace gpuscan::server

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "service/handlers.h"
+#include "service/raw_wire.h"
 #include "service/shared_memory.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
@@ -15,14 +16,8 @@ namespace {
 // Scan is a raw RPC: each request's data is gathered from gRPC's slices into a payload, scanned
 // there in place (or into a second payload when the session cannot scan in place), and sent back
 // by reference (wire.h).
-struct ScanWire {
-  using In = grpc::ByteBuffer;
-  using Out = grpc::ByteBuffer;
-  static grpc::Status Decode(In& in, const CallContext& ctx, ScanChunk* req) {
-    return DecodeChunk(in, *ctx.payloads, req, "the ScanRequest");
-  }
-  static Out Encode(ScanReply&& r) { return server::Encode(std::move(r)); }
-};
+inline constexpr char kScanRequest[] = "the ScanRequest";
+using ScanWire = RawWire<ScanChunk, ScanReply, kScanRequest>;
 
 class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
                                             grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>, ScanWire> {
@@ -32,12 +27,10 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
  protected:
   grpc::Status OnHeader(const v1::ScanHeader& header) override {
     if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
-    if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
     if (auto s = CheckScanAlgorithm(spec_.algorithm, ctx_.engine->scan_algorithms(), ctx_.engine->name()); !s.ok()) {
       return s;
     }
-    std::optional<uint64_t> count;
-    if (header.has_element_count()) count = header.element_count();
+    const std::optional<uint64_t> count = DeclaredCount(header);
     checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     if (header.has_shared_memory()) {
       SharedNeeds needs;
@@ -149,9 +142,7 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartScan(CallContext ctx,
                                                                        grpc::CallbackServerContext* rpc) {
-  auto* call = new ScanCall(std::move(ctx), rpc, "scan");
-  call->Begin();
-  return call;
+  return StartCall<ScanCall>(std::move(ctx), rpc, "scan");
 }
 
 }  // namespace gpuscan::server

@@ -6,6 +6,7 @@
 
 #include "service/flags_aligner.h"
 #include "service/handlers.h"
+#include "service/raw_wire.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
 #include "service/wire.h"
@@ -16,14 +17,8 @@ namespace {
 // SegmentedScan is a raw RPC (wire.h): a request's values and keys are gathered once into
 // payloads (registered with the cuda engine, which uploads from them with no staging copy), and
 // each scanned run goes back from a payload by reference.
-struct SegmentedScanWire {
-  using In = grpc::ByteBuffer;
-  using Out = grpc::ByteBuffer;
-  static grpc::Status Decode(In& in, const CallContext& ctx, SegmentedScanChunk* req) {
-    return DecodeChunk(in, *ctx.payloads, req, "the SegmentedScanRequest");
-  }
-  static Out Encode(ScanReply&& r) { return server::Encode(std::move(r)); }
-};
+inline constexpr char kSegmentedScanRequest[] = "the SegmentedScanRequest";
+using SegmentedScanWire = RawWire<SegmentedScanChunk, ScanReply, kSegmentedScanRequest>;
 
 class SegmentedScanCall final
     : public StreamingCall<SegmentedScanChunk, ScanReply, grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
@@ -34,9 +29,7 @@ class SegmentedScanCall final
  protected:
   grpc::Status OnHeader(const v1::SegmentedScanHeader& header) override {
     if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
-    if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
-    std::optional<uint64_t> count;
-    if (header.has_element_count()) count = header.element_count();
+    const std::optional<uint64_t> count = DeclaredCount(header);
     const PairedChecker::Side side = SegmentedScanSide(spec_);
     checker_.emplace(spec_.dtype, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     elem_size_ = engine::SizeOf(spec_.dtype);
@@ -96,9 +89,7 @@ class SegmentedScanCall final
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartSegmentedScan(
     CallContext ctx, grpc::CallbackServerContext* rpc) {
-  auto* call = new SegmentedScanCall(std::move(ctx), rpc, "segmented_scan");
-  call->Begin();
-  return call;
+  return StartCall<SegmentedScanCall>(std::move(ctx), rpc, "segmented_scan");
 }
 
 }  // namespace gpuscan::server

@@ -21,9 +21,7 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
  protected:
   grpc::Status OnHeader(const v1::SortHeader& header) override {
     if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
-    if (!ctx_.engine->healthy()) return EngineUnavailable(*ctx_.engine);
-    std::optional<uint64_t> count;
-    if (header.has_element_count()) count = header.element_count();
+    const std::optional<uint64_t> count = DeclaredCount(header);
     checker_.emplace(spec_.dtype, SortSide(spec_), count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     key_size_ = engine::SizeOf(spec_.dtype);
     value_size_ = spec_.has_values ? engine::SizeOf(spec_.values_dtype) : 0;
@@ -100,9 +98,7 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
 
 grpc::ServerBidiReactor<v1::SortRequest, v1::SortResponse>* StartSort(CallContext ctx,
                                                                       grpc::CallbackServerContext* rpc) {
-  auto* call = new SortCall(std::move(ctx), rpc, "sort");
-  call->Begin();
-  return call;
+  return StartCall<SortCall>(std::move(ctx), rpc, "sort");
 }
 
 }  // namespace gpuscan::server

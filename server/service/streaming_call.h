@@ -10,7 +10,8 @@
 //
 // Threading: gRPC callbacks and the one worker task of a call may run concurrently; all state
 // is under mu_. Finish() is called outside the lock (gRPC may run OnDone inline from it). The
-// object deletes itself once gRPC is done with it (OnDone) and no worker task holds it.
+// object deletes itself once gRPC is done with it (OnDone) and no worker task, lane join or
+// admission queue holds it (call_lifetime.h, shared with the Transport and Benchmark reactors).
 //
 // Metrics: a call is in flight from construction to OnDone, where it is recorded once (status,
 // bytes, stage times): by then the worker is done with it, since Finish waits for the worker.
@@ -26,8 +27,10 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -36,6 +39,7 @@
 #include "engine/engine.h"
 #include "gpuscan/v1/gpuscan.pb.h"
 #include "service/call_context.h"
+#include "service/call_lifetime.h"
 #include "service/lane_join.h"
 #include "service/status.h"
 #include "service/validate.h"
@@ -46,6 +50,11 @@ using Clock = std::chrono::steady_clock;
 
 inline uint64_t Micros(Clock::duration d) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+}
+
+// The status a call gets when the engine hit an unrecoverable error earlier.
+inline grpc::Status EngineUnavailable(const engine::Engine& engine) {
+  return {grpc::StatusCode::UNAVAILABLE, "the " + engine.name() + " engine is unavailable: " + engine.unhealthy_reason()};
 }
 
 // Whether a call's header has the lanes / shared_memory fields (Histogram's has neither yet).
@@ -63,6 +72,13 @@ struct HasElementCount : std::false_type {};
 template <class H>
 struct HasElementCount<H, std::void_t<decltype(std::declval<const H&>().has_element_count())>> : std::true_type {};
 
+// The element count a header declares, if it does (checked against what arrives).
+template <class H>
+std::optional<uint64_t> DeclaredCount(const H& header) {
+  if (!header.has_element_count()) return std::nullopt;
+  return header.element_count();
+}
+
 // How a call's messages cross the wire. ProtoWire: gRPC's protobuf codec (the reactor is typed on
 // Req and Resp). A raw RPC's wire (ScanWire) reads and writes grpc::ByteBuffer and converts them
 // itself, so its data bytes stay in one Payload from request to response.
@@ -79,7 +95,7 @@ struct ProtoWire {
 };
 
 template <class Req, class Resp, class ReactorBase, class Wire = ProtoWire<Req, Resp>>
-class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
+class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp>, CallLifetime {
   using WireIn = typename Wire::In;
   using WireOut = typename Wire::Out;
   static constexpr bool kBidi = std::is_base_of_v<grpc::ServerBidiReactor<WireIn, WireOut>, ReactorBase>;
@@ -87,7 +103,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
 
  public:
   StreamingCall(CallContext ctx, grpc::CallbackServerContext* rpc, const char* op_name)
-      : ctx_(std::move(ctx)), rpc_(rpc), op_name_(op_name), start_(Clock::now()) {
+      : CallLifetime(ctx.admission), ctx_(std::move(ctx)), rpc_(rpc), op_name_(op_name), start_(Clock::now()) {
     ctx_.metrics->CallStarted();
   }
 
@@ -131,7 +147,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
       if (lane_header) status = JoinLanes(req.header());
     }
     if (!lane_header && status.ok() && index == 0) {
-      status = OnHeader(req.header());
+      status = AcceptHeader(req.header());
       header_accepted_ = status.ok();
       if (status.ok()) status = Admit(ReservationBytes(req.header()) + HeldBytes());
     }
@@ -176,19 +192,15 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
                  Micros(Clock::now() - start_));
     RecordMetrics();
     std::unique_lock<std::mutex> lock(mu_);
-    if (queued_ && ctx_.admission->CancelQueued(ticket_)) {
-      queued_ = false;
-      --refs_;  // the admission queue's reference
-    }
-    --refs_;
-    ReleaseIfUnused(lock);
+    DoneLocked(lock);
   }
 
  protected:
   virtual ~StreamingCall() = default;
 
   // --- hooks, RPC-specific ---
-  // gRPC thread: validate the header and keep what Open needs.
+  // gRPC thread: validate the header and keep what Open needs. (A valid header on an engine
+  // that is not healthy is refused after it: AcceptHeader.)
   virtual grpc::Status OnHeader(const decltype(std::declval<Req>().header())& header) = 0;
   // gRPC thread: check one request's payload sizes (request `index`, from 0).
   virtual grpc::Status CheckRequest(const Req& req, uint64_t index) = 0;
@@ -392,6 +404,15 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     }
   }
 
+  // The handler's OnHeader, then the engine's health: every RPC refuses a valid call with
+  // UNAVAILABLE while the engine cannot serve (a sticky device fault), naming why.
+  template <class Header>
+  grpc::Status AcceptHeader(const Header& header) {
+    grpc::Status status = OnHeader(header);
+    if (status.ok() && !ctx_.engine->healthy()) status = EngineUnavailable(*ctx_.engine);
+    return status;
+  }
+
   // The header of one lane: checks the lanes field, lets the RPC check the rest (the count it
   // declares is the array's, which the join checks), then joins the array.
   template <class Header>
@@ -409,14 +430,13 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
     }
     Header local = header;
     local.clear_element_count();
-    grpc::Status status = OnHeader(local);
+    grpc::Status status = AcceptHeader(local);
     header_accepted_ = status.ok();
     if (!status.ok()) {
       ctx_.lanes->Fail(spec, status);  // the siblings learn now rather than at the lane wait
       return status;
     }
-    std::optional<uint64_t> declared;
-    if (header.has_element_count()) declared = header.element_count();
+    const std::optional<uint64_t> declared = DeclaredCount(header);
     std::shared_ptr<LaneJoin<Req, Resp>> join;
     if (auto s = ctx_.lanes->Find<Req, Resp>(spec, header, declared, op_name_, &join); !s.ok()) return s;
     header_at_ = Clock::now();
@@ -440,18 +460,12 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
 
   grpc::Status Admit(uint64_t reservation) {
     header_at_ = Clock::now();
-    reservation_ = reservation;
-    uint64_t ticket = 0;
-    switch (ctx_.admission->TryAdmit(reservation, [this] { OnAdmitted(); }, &ticket)) {
+    switch (TryAdmitLocked(reservation, [this] { OnAdmitted(); })) {
       case Admission::Result::kAdmitted:
         admitted_ = true;
-        holds_slot_ = true;
         admitted_at_ = header_at_;
         return grpc::Status::OK;
       case Admission::Result::kQueued:
-        queued_ = true;
-        ticket_ = ticket;
-        ++refs_;  // the admission queue holds the call until on_admit runs or is cancelled
         return grpc::Status::OK;
       case Admission::Result::kRejected:
         break;
@@ -466,10 +480,8 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
 
   void OnAdmitted() {
     std::unique_lock<std::mutex> lock(mu_);
-    queued_ = false;
-    --refs_;
+    AdmittedLocked();
     admitted_ = true;
-    holds_slot_ = true;
     admitted_at_ = Clock::now();
     if (!finish_requested_) {
       MaybeWorkLocked();
@@ -686,17 +698,6 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   // separate Finish), so MaybeWriteLocked leaves it.
   bool LastWithStatusLocked() const { return completed_ && status_.ok() && outgoing_.size() == 1; }
 
-  void ReleaseIfUnused(std::unique_lock<std::mutex>& lock) {
-    if (refs_ != 0) {
-      lock.unlock();
-      return;
-    }
-    const bool release_slot = holds_slot_;
-    lock.unlock();
-    if (release_slot) ctx_.admission->Release(reservation_);
-    delete this;
-  }
-
   std::mutex mu_;
   const char* op_name_;
   WireIn incoming_;
@@ -705,17 +706,12 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   bool reading_ = false;
   bool read_closed_ = false;
   bool admitted_ = false;
-  bool holds_slot_ = false;
-  uint64_t reservation_ = 0;  // bytes of admission's budget this call asked for
-  bool queued_ = false;
-  uint64_t ticket_ = 0;
   bool opened_ = false;
   bool worker_running_ = false;
   bool completed_ = false;
   bool writing_ = false;
   bool finish_requested_ = false;
   bool finished_ = false;
-  int refs_ = 1;  // gRPC's, until OnDone; plus the worker's and the admission queue's
   std::deque<Req> pending_;
   std::deque<WireOut> outgoing_;  // encoded: a raw RPC's payloads are slices now
   grpc::Status status_;
@@ -730,5 +726,14 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp> {
   bool lane_short_seen_ = false;
   size_t parked_ = 0;           // chunks handed to the join whose results have not come back
 };
+
+// A call's start: made, then handed to gRPC (Begin issues its first read). gRPC's reactor
+// pointer is the call itself, which deletes itself at the end (CallLifetime).
+template <class Call, class... Args>
+Call* StartCall(Args&&... args) {
+  auto* call = new Call(std::forward<Args>(args)...);
+  call->Begin();
+  return call;
+}
 
 }  // namespace gpuscan::server

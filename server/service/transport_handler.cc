@@ -15,6 +15,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "service/call_lifetime.h"
 #include "service/handlers.h"
 #include "service/streaming_call.h"
 #include "service/wire.h"
@@ -22,12 +23,12 @@
 namespace gpuscan::server {
 namespace {
 
-class TransportCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+class TransportCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>, CallLifetime {
   static constexpr size_t kMaxBuffered = 3;  // echoes waiting to be sent, per call
 
  public:
   TransportCall(CallContext ctx, grpc::CallbackServerContext* rpc)
-      : ctx_(std::move(ctx)), rpc_(rpc), start_(Clock::now()) {
+      : CallLifetime(ctx.admission), ctx_(std::move(ctx)), rpc_(rpc), start_(Clock::now()) {
     ctx_.metrics->CallStarted();
   }
 
@@ -36,16 +37,12 @@ class TransportCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   void Begin() {
     std::unique_lock<std::mutex> lock(mu_);
-    uint64_t ticket = 0;
-    switch (ctx_.admission->TryAdmit(Reservation(), [this] { OnAdmitted(); }, &ticket)) {
+    switch (TryAdmitLocked(Reservation(), [this] { OnAdmitted(); })) {
       case Admission::Result::kAdmitted:
-        admitted_ = holds_slot_ = true;
+        admitted_ = true;
         MaybeReadLocked();
         return;
       case Admission::Result::kQueued:
-        queued_ = true;
-        ticket_ = ticket;
-        ++refs_;  // the admission queue's reference
         return;
       case Admission::Result::kRejected:
         break;
@@ -133,20 +130,14 @@ class TransportCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     record.set(Stage::kTotal, std::chrono::duration<double>(Clock::now() - start_).count());
     ctx_.metrics->CallDone(record);
     std::unique_lock<std::mutex> lock(mu_);
-    if (queued_ && ctx_.admission->CancelQueued(ticket_)) {
-      queued_ = false;
-      --refs_;
-    }
-    --refs_;
-    ReleaseIfUnused(lock);
+    DoneLocked(lock);
   }
 
  private:
   void OnAdmitted() {
     std::unique_lock<std::mutex> lock(mu_);
-    queued_ = false;
-    --refs_;
-    admitted_ = holds_slot_ = true;
+    AdmittedLocked();
+    admitted_ = true;
     if (!finish_requested_) MaybeReadLocked();
     MaybeFinish(lock);
   }
@@ -188,17 +179,6 @@ class TransportCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     ReleaseIfUnused(lock);
   }
 
-  void ReleaseIfUnused(std::unique_lock<std::mutex>& lock) {
-    if (refs_ != 0) {
-      lock.unlock();
-      return;
-    }
-    const bool release_slot = holds_slot_;
-    lock.unlock();
-    if (release_slot) ctx_.admission->Release(Reservation());
-    delete this;
-  }
-
   CallContext ctx_;
   grpc::CallbackServerContext* rpc_;
   const Clock::time_point start_;
@@ -206,19 +186,16 @@ class TransportCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   grpc::ByteBuffer incoming_;
   std::deque<grpc::ByteBuffer> outgoing_;
   grpc::Status status_;
-  uint64_t requests_ = 0, bytes_in_ = 0, bytes_out_ = 0, ticket_ = 0;
-  bool echo_ = false, admitted_ = false, holds_slot_ = false, queued_ = false, reading_ = false,
+  uint64_t requests_ = 0, bytes_in_ = 0, bytes_out_ = 0;
+  bool echo_ = false, admitted_ = false, reading_ = false,
        writing_ = false, finish_requested_ = false, finished_ = false;
-  int refs_ = 1;  // gRPC's, until OnDone; plus the admission queue's while queued
 };
 
 }  // namespace
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartTransport(
     CallContext ctx, grpc::CallbackServerContext* rpc) {
-  auto* call = new TransportCall(std::move(ctx), rpc);
-  call->Begin();
-  return call;
+  return StartCall<TransportCall>(std::move(ctx), rpc);
 }
 
 }  // namespace gpuscan::server

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "engine/dispatch.h"
-#include "gpuscan/kernels/histogram_bins.h"
+#include "engine/histogram.h"
 #include "service/status.h"
 
 namespace gpuscan::server {
@@ -243,7 +243,7 @@ grpc::Status ToEngine(const v1::HistogramHeader& h, uint32_t max_bins, engine::H
       return InvalidArgument("header.hi - header.lo (" + ShortestText(hi) + " - " + ShortestText(lo) +
                              ") overflows float64");
     }
-    spec->edges = hist::EvenEdges(lo, hi, h.bins(), spec->dtype == engine::DType::kFloat32);
+    spec->edges = engine::EvenHistogramEdges(lo, hi, h.bins(), spec->dtype);
     spec->even = true;
     // A range of a few ulps (subnormal, say) rounds the step so that the last edges decrease.
     for (size_t i = 1; i < spec->edges.size(); ++i) {

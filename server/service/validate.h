@@ -23,7 +23,7 @@ grpc::Status ToEngine(const v1::SortHeader& header, engine::SortSpec* spec);
 grpc::Status ToEngine(const v1::Scan2DHeader& header, uint64_t max_row_bytes, engine::Scan2DSpec* spec);
 // Reduce by key runs on the segmented scan: the spec of its inclusive scan by keys.
 grpc::Status ToEngine(const v1::ReduceByKeyHeader& header, engine::SegmentedScanSpec* spec);
-// Even bins become their edges (hist::EvenEdges); max_bins: the server's limit.
+// Even bins become their edges (engine::EvenHistogramEdges); max_bins: the server's limit.
 grpc::Status ToEngine(const v1::HistogramHeader& header, uint32_t max_bins, engine::HistogramSpec* spec);
 
 // Where the header may appear: in request #0, which must carry it, and nowhere else.
