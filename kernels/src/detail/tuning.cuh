@@ -1,7 +1,8 @@
 // Tuning as plain data: threads per block and items per thread, per architecture and element
 // size. Only sm_90 (H100/H200) is tuned; other architectures take the same numbers.
-// The figures that justified each choice are in the comments (tests/gpu/kernel_bench.cu on an
-// H100 80GB HBM3, CUDA 13.0; its full output is in tests/gpu/results/).
+// The figures that justified each choice are in the comments: bench/tune/tune_bench.cu and the
+// kernel suite (bench/) on H100s and H200s, CUDA 13.0, their outputs in bench/results/ (the
+// oldest, 2026-11-22, by kernel_bench, since folded into them: tuning-h100-2026-11-22/).
 #pragma once
 
 #include <cstdint>
@@ -62,7 +63,7 @@ constexpr int kTunedArch = 900;
 // Single-pass scan (decoupled look-back and chained).
 // sm_90, 4-byte: 128 threads x 32 items, striped, look-back delays (2026-11-22) 1200 ns first /
 // 600 ns between polls. kernel_bench on an H100 80GB HBM3, int32 sum, 2026-11-22 (xCUB = CUB's time /
-// ours; tests/gpu/results/kernel_bench-h100-2026-11-22.txt):
+// ours; bench/results/tuning-h100-2026-11-22/kernel_bench-h100-2026-11-22.txt):
 //   2^28: 790 us, 90.7% of a device copy, 1.12x cub::DeviceScan::InclusiveSum (884 us). Same
 //         delays at 256x32: 796 us, 256x16: 822 us; 128x32 without delays: 848 us; the blocked
 //         layout (thread-contiguous 16-byte loads), 256x16: 1064 us.
@@ -71,7 +72,7 @@ constexpr int kTunedArch = 900;
 // tile), same delays. f64 sum 2^27: 807 us, 1.03x CUB;
 //   128x12 804, 256x16 802 (within noise), 256x8 898, 128x16 without delays 888.
 // Sweep 2^16..2^30 (tune_bench, every power of two, int32 and float32, H100, 2026-11-22, two
-//   runs, tests/gpu/results/tune_bench-h100-2026-11-22-run{1,2}.txt): at least 1.11x CUB at every
+//   runs, bench/results/tuning-h100-2026-11-22/tune_bench-h100-2026-11-22-run{1,2}.txt): at least 1.11x CUB at every
 //   size in run 2 (2^30: 3142 us i32 1.12x, 3128 us f32 1.11x; 2^16..2^20: 1.49-1.69x); one
 //   outlier in run 1 (f32 2^26 1.01x; run 2 1.13x). Delay threshold (kDelayMinTiles = 500):
 //   delaying from 0 tiles costs up to 1.3 us at 2^17..2^20; never delaying loses 1-2% at
@@ -238,7 +239,7 @@ struct RtsTuning : TilePolicy<256, 64 / kSize> {
 // alone), plain loads, one tile's loads in flight per thread.
 // Before (blocked loads, even share): f32 sum 2^28: 364 us, 2950 GB/s read, 0.97x
 // cub::DeviceReduce::Sum (353 us).
-// tests/gpu/tune_bench.cu on an H100 80GB HBM3, 2026-11-22 (xCUB = CUB's time / ours; same run):
+// bench/tune/tune_bench.cu on an H100 80GB HBM3, 2026-11-22 (xCUB = CUB's time / ours; same run):
 //   striped, even share (first candidate): f32 2^28 353.7 us 1.00x, 2^26 1.03x, 2^24 1.06x,
 //     2^22 1.17x, 2^20 1.28x; f64 2^28 699-725 us 0.97-1.00x (two identical runs: the spread).
 //   striped, grid-stride (chosen): f32 2^28 349.2 us 1.01x (3075 GB/s), 2^26 93.3 us 1.04x,
