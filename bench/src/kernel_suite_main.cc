@@ -33,9 +33,9 @@ std::vector<std::string> SplitList(const std::string& s) {
   return out;
 }
 
-engine::DType ParseDType(const std::string& name) {
-  for (engine::DType t : engine::kAllDTypes) {
-    if (engine::Name(t) == name) return t;
+types::DType ParseDType(const std::string& name) {
+  for (types::DType t : types::kAllDTypes) {
+    if (types::Name(t) == name) return t;
   }
   throw std::invalid_argument("unknown dtype '" + name + "' (int32, int64, uint32, uint64, float32, float64)");
 }
@@ -133,9 +133,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "kernel_suite: cannot write %s\n", svg_path.c_str());
       return 1;
     }
-  } catch (const engine::Error& e) {
+  } catch (const types::Error& e) {
     std::fprintf(stderr, "kernel_suite: %s\n", e.what());
-    return e.code() == engine::ErrorCode::kInvalidArgument ? 2 : 1;
+    return e.code() == types::ErrorCode::kInvalidArgument ? 2 : 1;
   }
   int unverified = 0;
   for (const bench::Row& r : rows) unverified += r.operation != "copy" && !r.verified;

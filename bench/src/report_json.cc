@@ -50,7 +50,7 @@ std::string ToJson(const std::vector<Row>& rows, const std::string& header_json)
     out += i ? ",\n    {" : "\n    {";
     out += "\"operation\": " + JsonString(r.operation);
     out += ", \"algorithm\": " + JsonString(r.algorithm);
-    out += ", \"dtype\": " + JsonString(std::string(engine::Name(r.dtype)));
+    out += ", \"dtype\": " + JsonString(std::string(types::Name(r.dtype)));
     out += ", \"elements\": " + std::to_string(r.elements);
     out += ", \"median_us\": " + Number(r.median_us);
     out += ", \"min_us\": " + Number(r.min_us);

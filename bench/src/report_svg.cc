@@ -78,7 +78,7 @@ std::string ToSvg(const std::vector<Row>& rows, const std::string& title) {
     if (r.elements == 0 || !(r.gbps > 0)) continue;
     const bool is_copy = r.operation == "copy";
     const std::string op = is_copy ? r.algorithm : r.operation;
-    const std::string dtype(engine::Name(r.dtype));
+    const std::string dtype(types::Name(r.dtype));
     index_of(ops, op);
     index_of(dtypes, dtype);
     if (!is_copy) index_of(algorithms, r.algorithm);

@@ -17,7 +17,7 @@ std::string TableHeader() {
 std::string TableLine(const Row& r) {
   char ratio[32] = "-";
   if (r.ratio_to_cub > 0) std::snprintf(ratio, sizeof ratio, "%.3f", r.ratio_to_cub);
-  const std::string dtype(engine::Name(r.dtype));
+  const std::string dtype(types::Name(r.dtype));
   char line[256];
   std::snprintf(line, sizeof line, "%-8s %-19s %-8s %6s %11.2f %9.1f %6.1f%% %7s %s\n",
                 r.operation.c_str(), r.algorithm.c_str(), dtype.c_str(),

@@ -43,9 +43,9 @@
 namespace gpuscan::bench {
 namespace {
 
-using engine::DType;
-using engine::Error;
-using engine::ErrorCode;
+using types::DType;
+using types::Error;
+using types::ErrorCode;
 using kernels::ScanAlgorithm;
 
 void Check(cudaError_t e, const char* what) {
@@ -460,7 +460,7 @@ class Suite {
     return r;
   }
   std::string What(const char* op, DType dtype, uint64_t n) const {
-    return std::string(op) + " " + std::string(engine::Name(dtype)) + " n=" + std::to_string(n);
+    return std::string(op) + " " + std::string(types::Name(dtype)) + " n=" + std::to_string(n);
   }
 
   template <class T>

@@ -34,7 +34,7 @@ bench::Row FromWire(const v1::BenchmarkRow& w) {
   bench::Row r;
   r.operation = w.operation();
   r.algorithm = w.algorithm();
-  r.dtype = static_cast<engine::DType>(static_cast<int>(w.dtype()) - v1::DTYPE_INT32);
+  r.dtype = static_cast<types::DType>(static_cast<int>(w.dtype()) - v1::DTYPE_INT32);
   r.elements = w.elements();
   r.median_us = w.median_us();
   r.min_us = w.min_us();

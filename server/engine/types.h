@@ -1,63 +1,29 @@
-// The engine's vocabulary: element types, operators, algorithms, predicates and errors.
-// Plain C++ (no protobuf, no CUDA): the server translates the wire API into these.
+// The engine's specs: what each session is asked to do, in the shared vocabulary (gpuscan/types.h,
+// whose words the engine uses as its own). Plain C++ (no protobuf, no CUDA): the server
+// translates the wire API into these.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
+
+#include "gpuscan/types.h"
 
 namespace gpuscan::engine {
 
-enum class DType { kInt32, kInt64, kUInt32, kUInt64, kFloat32, kFloat64 };
-inline constexpr DType kAllDTypes[] = {DType::kInt32,  DType::kInt64,   DType::kUInt32,
-                                       DType::kUInt64, DType::kFloat32, DType::kFloat64};
-
-enum class Op { kSum, kProduct, kMin, kMax, kBitAnd, kBitOr, kBitXor };
-inline constexpr Op kAllOps[] = {Op::kSum,    Op::kProduct, Op::kMin,   Op::kMax,
-                                 Op::kBitAnd, Op::kBitOr,   Op::kBitXor};
-
-// Mirrors gpuscan.v1.ScanAlgorithm (same order, so the server maps by value).
-enum class ScanAlgorithm {
-  kDefault,
-  kDecoupledLookback,
-  kChained,
-  kReduceThenScan,
-  kKoggeStone,
-  kBrentKung,
-  kBlelloch,
-  kHillisSteele,
-  kCub,
-  kCpuBlocked,
-  // Float SUM/PRODUCT in the canonical tree (gpuscan/kernels/canonical_tree.h): the same bits
-  // for the same input on every run, chunking, thread count and engine. The default for those.
-  kDeterministic,
-};
-
-enum class PredicateOp { kNonzero, kEq, kNe, kLt, kLe, kGt, kGe, kInRange, kNotNan };
-
-std::size_t SizeOf(DType t);
-bool IsFloat(DType t);
-bool IsSigned(DType t);
-std::string_view Name(DType t);            // "int32", ...
-std::string_view Name(Op op);              // "sum", ...
-std::string_view Name(ScanAlgorithm a);    // "decoupled_lookback", ...
-std::string_view Name(PredicateOp p);      // "lt", ...
-bool IsBitwise(Op op);
-
-// Why an engine call failed; the server maps each to one gRPC status code.
-enum class ErrorCode { kInvalidArgument, kUnimplemented, kResourceExhausted, kUnavailable, kInternal };
-
-class Error : public std::runtime_error {
- public:
-  Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
-  ErrorCode code() const { return code_; }
-
- private:
-  ErrorCode code_;
-};
+using types::DType;
+using types::Error;
+using types::ErrorCode;
+using types::IsBitwise;
+using types::IsFloat;
+using types::IsSigned;
+using types::kAllDTypes;
+using types::kAllOps;
+using types::Name;
+using types::Op;
+using types::PredicateOp;
+using types::ScanAlgorithm;
+using types::SizeOf;
 
 struct ScanSpec {
   DType dtype = DType::kInt32;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/types.h"
+#include "gpuscan/types.h"
 
 namespace gpuscan::bench {
 
@@ -21,7 +21,7 @@ struct SuiteSpec {
   // "cub"), "one_pass"/"cub" for reduce, "single_pass"/"cub" for compact; empty = all.
   std::vector<std::string> algorithms;
   // Empty = int32, float32, int64, float64.
-  std::vector<engine::DType> dtypes;
+  std::vector<types::DType> dtypes;
   // Element counts; empty = every power of 4 from 2^10 to 2^30, plus 2^28.
   std::vector<uint64_t> sizes;
   int repetitions = 25;  // timed runs per row; the row reports their median
@@ -43,7 +43,7 @@ struct Row {
   // ...): cudaMemcpyAsync device to device of bytes_moved / 2 bytes, read + written.
   std::string operation;
   std::string algorithm;
-  engine::DType dtype = engine::DType::kInt32;
+  types::DType dtype = types::DType::kInt32;
   uint64_t elements = 0;
   double median_us = 0, min_us = 0, max_us = 0;
   // Bytes that must move: scan 2*n*size, reduce n*size, compact n*size + n + kept*size.
@@ -57,7 +57,7 @@ struct Row {
 
 // Runs the suite on `spec.device`; calls on_row as each row is measured (in order: for each
 // operation, dtype and size: the copy, CUB, then each algorithm). Returns false from on_row to
-// stop early. Throws engine::Error (kInvalidArgument for unknown names, kUnavailable without a
+// stop early. Throws types::Error (kInvalidArgument for unknown names, kUnavailable without a
 // device, kResourceExhausted when a size does not fit in device memory).
 void RunKernelSuite(const SuiteSpec& spec, const std::function<bool(const Row&)>& on_row);
 
@@ -79,7 +79,7 @@ struct DeviceInfo {
   uint64_t memory_bytes = 0;
 };
 
-// Throws engine::Error(kUnavailable) without a usable device.
+// Throws types::Error(kUnavailable) without a usable device.
 DeviceInfo QueryDevice(int device);
 
 }  // namespace gpuscan::bench
