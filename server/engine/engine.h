@@ -45,7 +45,7 @@ class Session {
 
  private:
   std::string device_;
-  std::shared_ptr<void> hold_;  // declared last of the base: released after the derived members
+  std::shared_ptr<void> hold_;  // a base's member: released after the derived session's
 };
 
 class ScanSession : public Session {

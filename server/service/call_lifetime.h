@@ -80,8 +80,6 @@ class CallLifetime {
     delete this;
   }
 
-  bool queued() const { return queued_; }
-
   int refs_ = 1;  // gRPC's, until OnDone; plus the queue's while queued and each user's
 
  private:

@@ -259,22 +259,37 @@ def cmd_manifests(a):
     return chk.done()
 
 
+def one_balancer(chk, kind, balancers, servers):
+    """(name, service) of the one compose balancer of this kind, checked to depend on the server
+    service; None (a failed check) unless there is exactly one."""
+    chk.check(len(balancers) == 1, f"compose defines one {kind} balancer service", list(balancers))
+    if len(balancers) != 1:
+        return None
+    name, b = next(iter(balancers.items()))
+    deps = b.get("depends_on") or []
+    chk.check(any(n in deps for n in servers), f"balancer {name} depends on the server service", deps)
+    return name, b
+
+
+def config_lines(a, *path):
+    """A deploy/ config file's lines, comments dropped and stripped."""
+    with open(os.path.join(a.source_dir, "deploy", *path)) as f:
+        return [ln.split("#", 1)[0].strip() for ln in f.read().splitlines()]
+
+
 def check_balancer(chk, a, balancers, servers):
     """The compose balancer: HAProxy with deploy/haproxy/haproxy.cfg mounted, publishing the gRPC
     port, in front of the server service; the config hashes lanes on their array-id header and
     health-checks over gRPC (tests/lb runs it for real)."""
-    chk.check(len(balancers) == 1, "compose defines one haproxy balancer service", list(balancers))
-    if len(balancers) != 1:
+    found = one_balancer(chk, "haproxy", balancers, servers)
+    if found is None:
         return
-    name, b = next(iter(balancers.items()))
+    name, b = found
     chk.check(any(str(p).endswith(f":{GRPC_PORT}") for p in b.get("ports") or []),
               f"balancer {name} publishes the gRPC port {GRPC_PORT}", b.get("ports"))
     chk.check(any("haproxy/haproxy.cfg:" in str(v) for v in b.get("volumes") or []),
               f"balancer {name} mounts deploy/haproxy/haproxy.cfg", b.get("volumes"))
-    deps = b.get("depends_on") or []
-    chk.check(any(n in deps for n in servers), f"balancer {name} depends on the server service", deps)
-    cfg = open(os.path.join(a.source_dir, "deploy", "haproxy", "haproxy.cfg")).read()
-    lines = [ln.split("#", 1)[0].strip() for ln in cfg.splitlines()]
+    lines = config_lines(a, "haproxy", "haproxy.cfg")
     chk.check("balance hdr(gpuscan-array-id)" in lines, "haproxy.cfg hashes on the gpuscan-array-id header", "")
     chk.check("hash-type consistent" in lines, "haproxy.cfg hashes consistently", "")
     chk.check(any(ln.startswith("bind :50051 proto h2") for ln in lines), "haproxy.cfg serves HTTP/2 on 50051", "")
@@ -288,20 +303,17 @@ def check_nginx_balancer(chk, a, nginxes, servers):
     """The compose nginx balancer: under a profile (HAProxy is the default), deploy/nginx/nginx.conf
     mounted and used; the config hashes lanes on their array-id header with one shared view of
     the replicas (tests/lb runs it for real)."""
-    chk.check(len(nginxes) == 1, "compose defines one nginx balancer service", list(nginxes))
-    if len(nginxes) != 1:
+    found = one_balancer(chk, "nginx", nginxes, servers)
+    if found is None:
         return
-    name, b = next(iter(nginxes.items()))
+    name, b = found
     chk.check(bool(b.get("profiles")), f"balancer {name} starts only under a profile", b.get("profiles"))
     mounts = [str(v) for v in b.get("volumes") or []]
     target = next((v.split(":")[1] for v in mounts if v.startswith("./nginx/nginx.conf:")), None)
     chk.check(target is not None, f"balancer {name} mounts deploy/nginx/nginx.conf", mounts)
     chk.check(target is not None and target in [str(c) for c in b.get("command") or []],
               f"balancer {name} runs nginx with the mounted config", b.get("command"))
-    deps = b.get("depends_on") or []
-    chk.check(any(n in deps for n in servers), f"balancer {name} depends on the server service", deps)
-    cfg = open(os.path.join(a.source_dir, "deploy", "nginx", "nginx.conf")).read()
-    lines = [ln.split("#", 1)[0].strip() for ln in cfg.splitlines()]
+    lines = config_lines(a, "nginx", "nginx.conf")
     chk.check("hash $http_gpuscan_array_id consistent;" in lines, "nginx.conf hashes on the gpuscan-array-id header", "")
     chk.check(any(ln.startswith("zone ") for ln in lines), "nginx.conf shares the replicas' state between workers", "")
     chk.check(any(ln.startswith("listen 50051 http2") for ln in lines), "nginx.conf serves HTTP/2 on 50051", "")

@@ -75,14 +75,19 @@ def render_nginx_config(text: str, port: int, servers: Sequence[str], scratch: s
     return rendered
 
 
+def find_binary(kind: str) -> str:
+    """The balancer's binary, "haproxy" or "nginx": $GPUSCAN_HAPROXY / $GPUSCAN_NGINX, else on
+    PATH, else in /usr/sbin (not on a user's PATH); "" when none is installed."""
+    return os.environ.get(f"GPUSCAN_{kind.upper()}") or shutil.which(kind) or shutil.which(f"/usr/sbin/{kind}") or ""
+
+
 class Balancer(LoggedProcess):
     """haproxy -db or nginx on a free loopback port in front of `servers`; ready once it listens.
     Its log (HAProxy's health-check transitions, nginx's upstream errors) is `log_text()`."""
 
     def __init__(self, servers: Sequence[str], kind: str = "haproxy", binary: str = "", port: int = 0):
         self.kind = kind
-        env = {"haproxy": "GPUSCAN_HAPROXY", "nginx": "GPUSCAN_NGINX"}[kind]
-        binary = binary or os.environ.get(env) or shutil.which(kind) or shutil.which(f"/usr/sbin/{kind}") or ""
+        binary = binary or find_binary(kind)
         if not binary:
             raise FileNotFoundError(f"{kind} not found (scripts/install-deps.sh installs it)")
         self.port = port or free_port()

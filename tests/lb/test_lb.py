@@ -12,7 +12,6 @@ the balancer in front of them.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -63,7 +62,7 @@ def farm(request):
     binary = default_server_binary()
     if not binary or not os.access(binary, os.X_OK):
         pytest.skip("no gpuscan-server binary: set GPUSCAN_SERVER or build build/bin/gpuscan-server")
-    if not (os.environ.get(f"GPUSCAN_{kind.upper()}") or shutil.which(kind) or shutil.which(f"/usr/sbin/{kind}")):
+    if not balancer.find_binary(kind):
         pytest.skip(f"no {kind} (scripts/install-deps.sh installs it)")
     replicas = []
     lb = None
