@@ -255,14 +255,8 @@ class BenchmarkCall final : public grpc::ServerWriteReactor<v1::BenchmarkRow>, C
 
   // Finishes once the suite has stopped and every row is out. Releases the lock.
   void MaybeFinish(std::unique_lock<std::mutex>& lock) {
-    if (stopped_ && !finished_ && !writing_ && (outgoing_.empty() || stop_)) {
-      finished_ = true;
-      grpc::Status status = status_;
-      lock.unlock();
-      Finish(status);
-      return;
-    }
-    ReleaseIfUnused(lock);
+    FinishOnceOrRelease(lock, stopped_ && !writing_ && (outgoing_.empty() || stop_), finished_,
+                        [this, status = status_] { Finish(status); });
   }
 
   CallContext ctx_;

@@ -80,6 +80,20 @@ class CallLifetime {
     delete this;
   }
 
+  // Finishes the call once, when `ready`: sets `finished` and runs `finish` (which calls the
+  // reactor's Finish) outside the lock. Otherwise releases the lock as ReleaseIfUnused does.
+  // Either way the lock is released and `this` may be gone when it returns.
+  template <class FinishFn>
+  void FinishOnceOrRelease(std::unique_lock<std::mutex>& lock, bool ready, bool& finished, FinishFn&& finish) {
+    if (ready && !finished) {
+      finished = true;
+      lock.unlock();
+      finish();
+      return;
+    }
+    ReleaseIfUnused(lock);
+  }
+
   int refs_ = 1;  // gRPC's, until OnDone; plus the queue's while queued and each user's
 
  private:

@@ -5,11 +5,10 @@
 #include <optional>
 
 #include "engine/histogram.h"
+#include "service/folding_call.h"
 #include "service/handlers.h"
 #include "service/raw_wire.h"
-#include "service/streaming_call.h"
 #include "service/validate.h"
-#include "service/wire.h"
 
 namespace gpuscan::server {
 namespace {
@@ -19,15 +18,16 @@ namespace {
 inline constexpr char kHistogramRequest[] = "the HistogramRequest";
 using HistogramWire = RawWire<HistogramChunk, v1::HistogramResponse, kHistogramRequest, v1::HistogramResponse>;
 
-class HistogramCall final : public StreamingCall<HistogramChunk, v1::HistogramResponse,
-                                                 grpc::ServerReadReactor<grpc::ByteBuffer>, HistogramWire> {
+class HistogramCall final
+    : public FoldingCall<HistogramChunk, v1::HistogramResponse, engine::HistogramSession, HistogramWire> {
  public:
   HistogramCall(CallContext ctx, grpc::CallbackServerContext* rpc, grpc::ByteBuffer* response)
-      : StreamingCall(std::move(ctx), rpc, "histogram"), wire_response_(response) {}
+      : FoldingCall(std::move(ctx), rpc, response, "histogram") {}
 
  protected:
   grpc::Status OnHeader(const v1::HistogramHeader& header) override {
     if (auto s = ToEngine(header, engine::kMaxHistogramBins, &spec_); !s.ok()) return s;
+    dtype_ = spec_.dtype;
     const std::optional<uint64_t> count = DeclaredCount(header);
     checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     return grpc::Status::OK;
@@ -38,16 +38,6 @@ class HistogramCall final : public StreamingCall<HistogramChunk, v1::HistogramRe
   }
 
   void Open() override { session_ = ctx_.engine->NewHistogram(spec_); }
-
-  void Process(HistogramChunk& req, std::vector<v1::HistogramResponse>&) override {
-    const Payload& in = req.data;
-    if (in.empty()) return;
-    const uint64_t n = in.size() / engine::SizeOf(spec_.dtype);
-    session_->Process(in.data(), n, stages_);
-    processed_ += n;
-    bytes_in_ += in.size();
-    ++chunks_;
-  }
 
   grpc::Status Complete(std::vector<v1::HistogramResponse>&) override {
     if (auto s = checker_->Finish(); !s.ok()) return s;
@@ -63,7 +53,7 @@ class HistogramCall final : public StreamingCall<HistogramChunk, v1::HistogramRe
     response.set_element_count(processed_);
     bytes_out_ += response.counts().size() + response.edges().size();
     FillTiming(response.mutable_timing(), session_->algorithm());
-    *wire_response_ = EncodeMessage(response);  // gRPC sends it at Finish
+    SetResponse(response);
     return grpc::Status::OK;
   }
 
@@ -73,17 +63,9 @@ class HistogramCall final : public StreamingCall<HistogramChunk, v1::HistogramRe
                        session_ ? session_->algorithm() : "-", ctx_.engine->name());
   }
 
-  MetricLabels Labels() const override {
-    return {std::string(engine::Name(spec_.dtype)), session_ ? session_->algorithm() : "",
-            session_ ? session_->device() : ""};
-  }
-
  private:
-  grpc::ByteBuffer* wire_response_;  // gRPC's, sent at Finish
   engine::HistogramSpec spec_;
   std::optional<ChunkChecker> checker_;
-  std::unique_ptr<engine::HistogramSession> session_;
-  uint64_t processed_ = 0;
 };
 
 }  // namespace

@@ -2,12 +2,11 @@
 #include <memory>
 #include <optional>
 
+#include "service/folding_call.h"
 #include "service/handlers.h"
 #include "service/raw_wire.h"
 #include "service/shared_memory.h"
-#include "service/streaming_call.h"
 #include "service/validate.h"
-#include "service/wire.h"
 
 namespace gpuscan::server {
 namespace {
@@ -17,15 +16,15 @@ namespace {
 inline constexpr char kReduceRequest[] = "the ReduceRequest";
 using ReduceWire = RawWire<ReduceChunk, v1::ReduceResponse, kReduceRequest, v1::ReduceResponse>;
 
-class ReduceCall final : public StreamingCall<ReduceChunk, v1::ReduceResponse,
-                                              grpc::ServerReadReactor<grpc::ByteBuffer>, ReduceWire> {
+class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, engine::ReduceSession, ReduceWire> {
  public:
   ReduceCall(CallContext ctx, grpc::CallbackServerContext* rpc, grpc::ByteBuffer* response)
-      : StreamingCall(std::move(ctx), rpc, "reduce"), wire_response_(response) {}
+      : FoldingCall(std::move(ctx), rpc, response, "reduce") {}
 
  protected:
   grpc::Status OnHeader(const v1::ReduceHeader& header) override {
     if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
+    dtype_ = spec_.dtype;
     const std::optional<uint64_t> count = DeclaredCount(header);
     checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     if (header.has_shared_memory()) {
@@ -42,16 +41,6 @@ class ReduceCall final : public StreamingCall<ReduceChunk, v1::ReduceResponse,
 
   void Open() override { session_ = ctx_.engine->NewReduce(spec_); }
 
-  void Process(ReduceChunk& req, std::vector<v1::ReduceResponse>&) override {
-    const Payload& in = req.data;
-    if (in.empty()) return;
-    const uint64_t n = in.size() / engine::SizeOf(spec_.dtype);
-    session_->Process(in.data(), n, stages_);
-    processed_ += n;
-    bytes_in_ += in.size();
-    ++chunks_;
-  }
-
   grpc::Status Complete(std::vector<v1::ReduceResponse>&) override {
     if (shared_) {
       if (auto s = ReduceShared(); !s.ok()) return s;
@@ -66,7 +55,7 @@ class ReduceCall final : public StreamingCall<ReduceChunk, v1::ReduceResponse,
     response_.set_element_count(processed_);
     bytes_out_ += size;
     FillTiming(response_.mutable_timing(), session_->algorithm());
-    *wire_response_ = EncodeMessage(response_);  // gRPC sends it at Finish
+    SetResponse(response_);
     return grpc::Status::OK;
   }
 
@@ -79,12 +68,7 @@ class ReduceCall final : public StreamingCall<ReduceChunk, v1::ReduceResponse,
   // Lanes: every lane answers with the whole array's value, which Complete wrote on the owner.
   void CopyFinalFrom(const StreamingCall& owner) override {
     response_ = static_cast<const ReduceCall&>(owner).response_;
-    *wire_response_ = EncodeMessage(response_);
-  }
-
-  MetricLabels Labels() const override {
-    return {std::string(engine::Name(spec_.dtype)), session_ ? session_->algorithm() : "",
-            session_ ? session_->device() : ""};
+    SetResponse(response_);
   }
 
  private:
@@ -101,12 +85,9 @@ class ReduceCall final : public StreamingCall<ReduceChunk, v1::ReduceResponse,
   }
 
   v1::ReduceResponse response_;
-  grpc::ByteBuffer* wire_response_;  // gRPC's, sent at Finish
   std::optional<SharedRanges> shared_;  // header.shared_memory: the mapped ranges
   engine::ReduceSpec spec_;
   std::optional<ChunkChecker> checker_;
-  std::unique_ptr<engine::ReduceSession> session_;
-  uint64_t processed_ = 0;
 };
 
 }  // namespace

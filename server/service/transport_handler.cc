@@ -169,14 +169,8 @@ class TransportCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // Finishes once no write is in flight (a pending read just completes with ok=false; gRPC runs
   // OnDone after every reaction). Releases the lock; `this` may be gone when it returns.
   void MaybeFinish(std::unique_lock<std::mutex>& lock) {
-    if (finish_requested_ && !finished_ && !writing_ && outgoing_.empty()) {
-      finished_ = true;
-      grpc::Status status = status_;
-      lock.unlock();
-      Finish(status);
-      return;
-    }
-    ReleaseIfUnused(lock);
+    FinishOnceOrRelease(lock, finish_requested_ && !writing_ && outgoing_.empty(), finished_,
+                        [this, status = status_] { Finish(status); });
   }
 
   CallContext ctx_;

@@ -1,7 +1,7 @@
 // gpuscan's shared vocabulary: element types, operators, scan algorithms, predicates and the
 // errors that name what went wrong. A leaf: plain C++ (no protobuf, no CUDA, no gRPC), used by
-// the server's engines and service, the kernel suite (bench/) and the CLI, so none of them
-// reaches into another for these words. The wire API (gpuscan.v1) maps onto them by value.
+// the kernels (predicates), the server's engines and service, the kernel suite (bench/) and the
+// CLI, so none of them reaches into another for these words. The wire API (gpuscan.v1) maps onto them by value.
 #pragma once
 
 #include <cstddef>

@@ -16,7 +16,7 @@ namespace {
 template <class T>
 kernels::Predicate<T> ToKernels(const Predicate& p) {
   kernels::Predicate<T> out;
-  out.op = static_cast<kernels::PredicateOp>(static_cast<int>(p.op));
+  out.op = p.op;  // one PredicateOp (gpuscan/types.h) for the engine and the kernels
   std::memcpy(&out.threshold, p.threshold, sizeof(T));
   std::memcpy(&out.upper, p.upper, sizeof(T));
   return out;

@@ -7,12 +7,14 @@
 #include <cstdint>
 
 #include "gpuscan/kernels/temp_storage.h"
+#include "gpuscan/types.h"
 
 namespace gpuscan::kernels {
 
-// Mirrors the wire's predicate operators. Comparisons are IEEE (false with a NaN operand,
-// except kNe, which is true). kInRange keeps threshold <= x < upper. kNonzero keeps x != 0.
-enum class PredicateOp { kNonzero, kEq, kNe, kLt, kLe, kGt, kGe, kInRange, kNotNan };
+// The shared vocabulary's predicate operators (gpuscan/types.h). Comparisons are IEEE (false with
+// a NaN operand, except kNe, which is true). kInRange keeps threshold <= x < upper. kNonzero
+// keeps x != 0.
+using types::PredicateOp;
 
 template <class T>
 struct Predicate {
