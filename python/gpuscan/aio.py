@@ -104,8 +104,9 @@ class AsyncClient(_Calls):
                  timeout: Optional[float] = None, lanes: int = 1, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  credentials: Optional[grpc.ChannelCredentials] = None,
                  load_balancing_policy: Optional[str] = None, options=None, retries: int = 0,
-                 backoff: Tuple[float, float] = (0.1, 2.0), on_retry: Optional[_retry.OnRetry] = None):
-        self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry)
+                 backoff: Tuple[float, float] = (0.1, 2.0), on_retry: Optional[_retry.OnRetry] = None,
+                 shm_arena_bytes: Optional[int] = None):
+        self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry, shm_arena_bytes)
         args = channel_args(self.chunk_bytes, load_balancing_policy, options, tls)
         creds = channel_credentials(tls, credentials)
         self._bind(grpc.aio.secure_channel(target, creds, options=args) if creds is not None
@@ -119,7 +120,9 @@ class AsyncClient(_Calls):
         self._closed = False
 
     async def close(self) -> None:
-        """Closes the channel and the lanes' channels (calls in flight are cancelled)."""
+        """Closes the channel and the lanes' channels (calls in flight are cancelled). The
+        shared-memory arena's files are unlinked: its arrays stay valid, calls stream them."""
+        self._close_arenas()
         self._closed = True
         channels, self._lane_channels, self._lane_methods = self._lane_channels, [], []
         await self._channel.close()
@@ -445,7 +448,8 @@ class AsyncClient(_Calls):
     @_client_doc("a coroutine (it may ask the server for its --shm-dir): "
                  "`with await c.shared_array(n, \"int32\") as a: ...; y = await c.scan(a)`")
     async def shared_array(self, n: int, dtype="int32", *, dir: Optional[str] = None,
-                           mode: int = shared.DEFAULT_MODE, timeout: Optional[float] = None) -> shared.SharedArray:
+                           mode: int = shared.DEFAULT_MODE, timeout: Optional[float] = None,
+                           zero: bool = True) -> shared.SharedArray:
         if dir is None:
             dir = shared.default_dir((await self.info(timeout=timeout))["limits"])
-        return shared.create(n, dtype, dir, mode)
+        return self._carve(n, dtype, dir, mode, zero)

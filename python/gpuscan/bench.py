@@ -2,8 +2,9 @@
 stream (or K striped lanes with --lanes K), beside the Transport ceiling (the same gRPC path with no
 compute) measured in the same run; and, when the server serves shared memory and its --shm-dir is
 visible here, scan (into a shared out) and reduce of the same array in shared memory (rows
-scan_shm, reduce_shm: no data on the connection); and, right after our scan, the same scan by the
-"do-it-yourself peer" (row peer_scan, issue 12): what a Python user builds without gpuscan, a plain
+scan_shm, reduce_shm: no data on the connection; scan_shm_first: a new client's first call on
+fresh arrays of its arena, scan_shm_fresh: its later calls, each on fresh arrays); and, right
+after our scan, the same scan by the "do-it-yourself peer" (row peer_scan, issue 12): what a Python user builds without gpuscan, a plain
 grpcio service of their own that takes the array in chunks of raw bytes and returns its running sum
 (CuPy when it has a GPU, else numpy; the row's peer_backend says which), run by the bench as a
 subprocess on this machine with the same chunk_bytes (gpuscan._peer).
@@ -133,6 +134,37 @@ def run(client: gpuscan.Client, nbytes: int, dtype: np.dtype, repeat: int, verif
                 (lambda y: np.asarray(y).tobytes() == scanned.tobytes()) if verify else None)
             add("reduce_shm", lambda: client.reduce(a), nbytes,
                 (lambda v: v.tobytes() == total.tobytes()) if verify else None)
+        # Fresh arrays each call, as most callers have: carved out of the client's arena (whose
+        # regions the server registered on their first call) and filled before the clock starts.
+        # scan_shm_first: a new client's first call (its arena's region made, mapped and
+        # registered); scan_shm_fresh: later calls of a warm client, each on new arrays.
+        def fresh_calls(c, count):
+            times, ok = [], True
+            for _ in range(count):
+                a2 = c.shared_array(n, dtype, dir=shm_dir, zero=False)
+                b2 = c.shared_array(n, dtype, dir=shm_dir, zero=False)
+                np.copyto(a2, x)
+                t0 = time.perf_counter()
+                c.scan(a2, out=b2)
+                times.append(time.perf_counter() - t0)
+                ok = ok and (not verify or np.asarray(b2).tobytes() == scanned.tobytes())
+                del a2, b2
+            return times, ok
+
+        def timed_row(name, times, ok, c):
+            best, median = min(times), sorted(times)[len(times) // 2]
+            row = {"operation": name, "bytes": nbytes, "best_s": best, "median_s": median, "gbps": nbytes / best / 1e9,
+                   "median_gbps": nbytes / median / 1e9, "server_total_us": c.last_timing.total_us,
+                   "server_kernel_us": c.last_timing.kernel_us, "calls": len(times)}
+            if verify:
+                row["verified"] = bool(ok)
+            rows.append(row)
+            log(f"  {name:<20} {row['gbps']:7.3f} GB/s (median {row['median_gbps']:.3f})" +
+                (f"  verified={row['verified']}" if verify else ""))
+
+        with gpuscan.Client(client.target, chunk_bytes=client.chunk_bytes, shm_arena_bytes=4 * nbytes) as cold:
+            timed_row("scan_shm_first", *fresh_calls(cold, 1), cold)
+            timed_row("scan_shm_fresh", *fresh_calls(cold, max(repeat, 3)), cold)
     del echo
     ceiling = rows[0]["gbps"]
     for r in rows:

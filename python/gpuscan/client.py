@@ -16,7 +16,7 @@ import grpc
 import numpy as np
 
 from . import _chunking, _native, _pump, _retry, _types, _wire, shared
-from ._types import DataPath, HistogramResult, Timing, TransportResult, check_array
+from ._types import DataPath, HistogramResult, Timing, TransportResult, check_array, check_int
 from .errors import Internal, from_rpc_error, raised
 from .v1 import gpuscan_pb2 as pb
 from .v1 import gpuscan_pb2_grpc as pb_grpc
@@ -169,8 +169,13 @@ class _TransportTally:
 class _Calls:
     """Argument checking and header building shared by Client and AsyncClient."""
 
-    def _init_common(self, target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry):
+    def _init_common(self, target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry,
+                     shm_arena_bytes=None):
         self.target = target
+        # shared_array's arenas, one per (directory, mode), made on first use (see shared.Arena).
+        self._arenas: Dict[Tuple[str, int], shared.Arena] = {}
+        self._arena_lock = threading.Lock()
+        self._arena_bytes = None if shm_arena_bytes is None else check_int(shm_arena_bytes, "shm_arena_bytes", 1)
         self.timeout = None if timeout is None or timeout == 0 else float(timeout)
         self.lanes = check_lanes(lanes)
         if int(chunk_bytes) < 1:
@@ -181,6 +186,20 @@ class _Calls:
         self.on_retry = _retry.check_on_retry(on_retry)
         self._max_lanes: Optional[int] = None  # the server's Limits.max_lanes, asked once
         self._data_path = DataPath("grpcio", reason="grpc.aio: AsyncClient has no native path")
+
+    def _carve(self, n, dtype, dir: str, mode: int, zero: bool) -> shared.SharedArray:
+        """n elements of dtype out of this client's arena in dir (made on first use)."""
+        with self._arena_lock:
+            arena = self._arenas.get((dir, mode))
+            if arena is None:
+                arena = self._arenas[(dir, mode)] = shared.Arena(dir, mode, self._arena_bytes)
+        return arena.carve(n, dtype, zero)
+
+    def _close_arenas(self) -> None:
+        with self._arena_lock:
+            arenas, self._arenas = list(self._arenas.values()), {}
+        for a in arenas:
+            a.close()
 
     @property
     def data_path(self) -> DataPath:
@@ -632,8 +651,8 @@ class Client(_Calls):
                  credentials: Optional[grpc.ChannelCredentials] = None,
                  load_balancing_policy: Optional[str] = None, options=None, retries: int = 0,
                  backoff: Tuple[float, float] = (0.1, 2.0), on_retry: Optional[_retry.OnRetry] = None,
-                 native: Optional[bool] = None):
-        self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry)
+                 native: Optional[bool] = None, shm_arena_bytes: Optional[int] = None):
+        self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry, shm_arena_bytes)
         args = channel_args(self.chunk_bytes, load_balancing_policy, options, tls)
         creds = channel_credentials(tls, credentials)
         self._native: Optional[_native.NativeClient] = None
@@ -713,7 +732,9 @@ class Client(_Calls):
 
     # -- lifecycle
     def close(self) -> None:
-        """Closes the channels (the lanes' too) and the native handle; calls in flight are cancelled."""
+        """Closes the channels (the lanes' too) and the native handle; calls in flight are cancelled.
+        The shared-memory arena's files are unlinked: its arrays stay valid, calls stream them."""
+        self._close_arenas()
         if self._native is not None:
             self._native.close()
         self._channel.close()
@@ -1136,17 +1157,25 @@ class Client(_Calls):
         return tally.result()
 
     def shared_array(self, n: int, dtype="int32", *, dir: Optional[str] = None,
-                     mode: int = shared.DEFAULT_MODE, timeout: Optional[float] = None) -> shared.SharedArray:
-        """A numpy array of n zeros in a shared-memory region that the server reads and writes
-        itself, for a client on the server's host: scan/reduce/compact of it (or of a contiguous
-        slice) send no data. `with client.shared_array(n, "int32") as a: a[:] = ...; y =
-        client.scan(a)`; leaving `with` (or a.close()) removes the region's file, its memory goes
-        with the last array that uses it.
+                     mode: int = shared.DEFAULT_MODE, timeout: Optional[float] = None,
+                     zero: bool = True) -> shared.SharedArray:
+        """A numpy array of n zeros in shared memory that the server reads and writes itself, for a
+        client on the server's host: scan/reduce/compact of it (or of a contiguous slice) send no
+        data. `a = client.shared_array(n, "int32"); a[:] = ...; y = client.scan(a)`.
 
-        dir: where the region file is made, a directory the server sees as its --shm-dir (default:
-        that directory, from info(), when the server serves shared memory; else /dev/shm). mode:
-        the file's permissions (0600: only this user; 0o660 when the server runs as another user
-        of the directory's group). timeout: that info() call's (as scan's). See gpuscan.shared."""
+        It is carved out of this client's arena (shared.Arena): regions made once, which the server
+        maps and registers on their first call, so a fresh array is as fast as a reused one. Its
+        piece goes back to the arena when its last view is collected (close() and `with` do
+        nothing more); the client's close() unlinks the arena's files (later calls stream its
+        arrays). Results of calls on it (scan without out=, compact) come from the arena too. The
+        arena's first region holds the client's shm_arena_bytes, or four times the first array;
+        it grows by new regions. gpuscan.shared_array(n, dtype, dir=...) makes a region of its own.
+
+        dir: where the region files are made, a directory the server sees as its --shm-dir
+        (default: that directory, from info(), when the server serves shared memory; else
+        /dev/shm). mode: the files' permissions (0600: only this user; 0o660 when the server runs
+        as another user of the directory's group). timeout: that info() call's (as scan's). zero:
+        False leaves a reused piece's old bytes (for an array about to be overwritten)."""
         if dir is None:
             dir = shared.default_dir(self.info(timeout=timeout)["limits"])
-        return shared.create(n, dtype, dir, mode)
+        return self._carve(n, dtype, dir, mode, zero)

@@ -19,12 +19,15 @@ regions: they live as long as the returned arrays.
 """
 from __future__ import annotations
 
+import collections
+import ctypes
 import dataclasses
 import errno
 import mmap
 import os
 import secrets
 import tempfile
+import threading
 import weakref
 from typing import List, Optional, Tuple
 
@@ -57,6 +60,7 @@ class _Mapping(mmap.mmap):
         self.address = view.__array_interface__["data"][0]
         del view
         self._unlink = weakref.finalize(self, _unlink, self.path, os.getpid())
+        self.arena: Optional["weakref.ref[Arena]"] = None  # set on an arena's regions
 
     @property
     def linked(self) -> bool:
@@ -100,6 +104,8 @@ def _mapping_of(x) -> Optional[_Mapping]:
             obj = obj.base
         elif isinstance(obj, memoryview):
             obj = obj.obj
+        elif isinstance(obj, ctypes.Array):  # an arena's piece (Arena.carve)
+            obj = getattr(obj, "gpuscan_mapping", None)
         else:
             return None
     return None
@@ -164,9 +170,11 @@ class SharedArray(np.ndarray):
     def close(self) -> None:
         """Closes the region this array lies in: the file is unlinked now (later calls with its
         arrays stream them), the memory is freed when the last array of the region is collected.
-        Idempotent; nothing for an array in no region."""
+        Idempotent; nothing for an array in no region. An array carved from a client's arena
+        (Client.shared_array) shares its region with others: closing it does nothing, its piece
+        goes back to the arena when its last view is collected."""
         m = _mapping_of(self)
-        if m is not None:
+        if m is not None and m.arena is None:
             m.release()
 
     def __enter__(self) -> "SharedArray":
@@ -184,10 +192,20 @@ def create(n: int, dtype="int32", dir: str = DEFAULT_DIR, mode: int = DEFAULT_MO
     written: compaction's outputs, of which only the kept part is touched). Its contents start
     zeroed."""
     n = check_int(n, "a shared array's length", 0)
+    dt = _element_type(dtype)
+    m = _new_region(n * dt.itemsize, dir, mode, reserve)
+    return np.frombuffer(m, dt, count=n).view(SharedArray)
+
+
+def _element_type(dtype) -> np.dtype:
     dt = np.dtype(dtype)
     if dt.hasobject or dt.itemsize == 0:
         raise ValueError(f"gpuscan: dtype {dt} cannot live in shared memory")
-    nbytes = n * dt.itemsize
+    return dt
+
+
+def _new_region(nbytes: int, dir: str, mode: int, reserve: bool, populate: bool = False) -> _Mapping:
+    """A new region file of nbytes in dir, mapped (populate: its pages faulted in now)."""
     name = REGION_PREFIX + secrets.token_hex(16)
     path = os.path.join(dir, name)
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -200,7 +218,8 @@ def create(n: int, dtype="int32", dir: str = DEFAULT_DIR, mode: int = DEFAULT_MO
         os.fchmod(fd, mode)
         if nbytes:
             _size(fd, nbytes, reserve, dir)
-            m = _Mapping(fd, nbytes, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+            flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
+            m = _Mapping(fd, nbytes, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
         else:
             m = _Mapping(-1, 1)
         m._setup(dir, name, nbytes, mode)
@@ -209,7 +228,130 @@ def create(n: int, dtype="int32", dir: str = DEFAULT_DIR, mode: int = DEFAULT_MO
         raise
     finally:
         os.close(fd)
-    return np.frombuffer(m, dt, count=n).view(SharedArray)
+    return m
+
+
+class Arena:
+    """A client's shared-memory arena: a few regions made once, out of which arrays are carved
+    (Client.shared_array, and the results of shared-memory calls on them) and to which each array
+    returns when its last view is collected. Calls on arena arrays say so (SharedMemory.arena):
+    the server maps and registers each region for DMA on its first call and keeps it, so a fresh
+    array costs no mapping, no registration and no page faults there, and here its pages were
+    faulted in when its region was made (MAP_POPULATE). The first region holds initial_bytes, or
+    four times the first array (an input, its result and compaction's int64 indices); each later
+    one as much as all before it, or the array if larger. Pieces start on 4 KiB pages.
+    Thread-safe. close() unlinks the regions: their arrays stay valid memory but calls stream them."""
+
+    ALIGN = 1 << 12
+
+    def __init__(self, dir: str = DEFAULT_DIR, mode: int = DEFAULT_MODE, initial_bytes: Optional[int] = None):
+        self.dir, self.mode = dir, mode
+        self.initial_bytes = None if initial_bytes is None else check_int(initial_bytes, "initial_bytes", 1)
+        self._lock = threading.Lock()
+        self._regions: List[_ArenaRegion] = []
+        # Pieces come back through finalizers, which may run inside carve (a collection there):
+        # they only append here, and carve takes them under its lock.
+        self._returned: collections.deque = collections.deque()
+        self._closed = False
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arena's regions."""
+        return sum(r.mapping.nbytes for r in self._regions)
+
+    @property
+    def regions(self) -> List[str]:
+        """The region files' names."""
+        return [r.mapping.name for r in self._regions]
+
+    def free_bytes(self) -> int:
+        """Bytes not carved out now (collected pieces counted once taken back)."""
+        with self._lock:
+            self._take_back()
+            return sum(size for r in self._regions for _, size in r.free)
+
+    def carve(self, n: int, dtype="int32", zero: bool = True) -> SharedArray:
+        """n elements of dtype out of the arena (a new region when no free piece fits). zero: the
+        contents start zeroed (a reused piece is cleared; memory never handed out is zero already);
+        False leaves a reused piece's old bytes, for arrays about to be overwritten."""
+        n = check_int(n, "a shared array's length", 0)
+        dt = _element_type(dtype)
+        nbytes = n * dt.itemsize
+        size = max(self.ALIGN, -(-nbytes // self.ALIGN) * self.ALIGN)
+        with self._lock:
+            if self._closed:
+                raise ValueError("gpuscan: the shared-memory arena is closed (its client was closed)")
+            self._take_back()
+            for region in self._regions:
+                at = region.take(size) if region.usable() else None
+                if at is not None:
+                    break
+            else:
+                want = self.initial_bytes or 4 * size
+                region = _ArenaRegion(_new_region(max(size, want, self.nbytes), self.dir, self.mode, True, True),
+                                      self)
+                self._regions.append(region)
+                at = region.take(size)
+            offset, dirty = at
+        piece = (ctypes.c_char * size).from_buffer(region.mapping, offset)
+        piece.gpuscan_mapping = region.mapping
+        weakref.finalize(piece, self._returned.append, (region, offset, size))
+        a = np.frombuffer(piece, dt, count=n).view(SharedArray)
+        if zero and dirty:
+            np.frombuffer(piece, np.uint8, count=min(nbytes, dirty))[:] = 0
+        return a
+
+    def close(self) -> None:
+        """Unlinks the regions (idempotent): arrays already carved stay valid, calls stream them."""
+        with self._lock:
+            self._closed = True
+            for r in self._regions:
+                r.mapping.release()
+
+    def _take_back(self) -> None:
+        while self._returned:
+            region, offset, size = self._returned.popleft()
+            region.give(offset, size)
+
+
+class _ArenaRegion:
+    """One region of an arena and its free pieces: [offset, size] runs, sorted and merged."""
+
+    def __init__(self, mapping: _Mapping, arena: Arena):
+        self.mapping = mapping
+        mapping.arena = weakref.ref(arena)
+        self.free: List[List[int]] = [[0, mapping.nbytes]]
+        self.touched = 0  # bytes from the start ever handed out: beyond them the file is still zero
+
+    def usable(self) -> bool:
+        """Still carved from: not unlinked, here or by anyone else (its arrays would stream)."""
+        if self.mapping.linked and not os.path.exists(self.mapping.path):
+            self.mapping.release()
+        return self.mapping.linked
+
+    def take(self, size: int) -> Optional[Tuple[int, int]]:
+        """First fit: (offset, how many of its first bytes were handed out before), or None."""
+        for i, (offset, free) in enumerate(self.free):
+            if free >= size:
+                if free == size:
+                    del self.free[i]
+                else:
+                    self.free[i] = [offset + size, free - size]
+                dirty = max(0, min(self.touched, offset + size) - offset)
+                self.touched = max(self.touched, offset + size)
+                return offset, dirty
+        return None
+
+    def give(self, offset: int, size: int) -> None:
+        runs = self.free
+        i = 0
+        while i < len(runs) and runs[i][0] < offset:
+            i += 1
+        runs.insert(i, [offset, size])
+        if i + 1 < len(runs) and runs[i][0] + runs[i][1] == runs[i + 1][0]:  # merge with the next
+            runs[i][1] += runs.pop(i + 1)[1]
+        if i > 0 and runs[i - 1][0] + runs[i - 1][1] == runs[i][0]:  # and with the previous
+            runs[i - 1][1] += runs.pop(i)[1]
 
 
 def _size(fd: int, nbytes: int, reserve: bool, dir: str) -> None:
@@ -249,6 +391,9 @@ class Call:
         self.sm.region = src.name
         self.sm.offset = src.offset
         self.sm.bytes = n * dtype.itemsize
+        arena = src.mapping.arena() if src.mapping.arena is not None else None
+        self.arena: Optional[Arena] = arena if arena is not None and not arena._closed else None
+        self.sm.arena = self.arena is not None
         self.src = src
         self.n = n
         self.dtype = dtype
@@ -262,9 +407,14 @@ class Call:
         self.copy_back: Optional[Tuple[SharedArray, np.ndarray]] = None
 
     def region(self, n: int, dtype, temporary: bool = False, reserve: bool = True) -> Tuple[SharedArray, Place]:
-        """A new region next to the input's (same directory and mode)."""
+        """A new array for the call's results: out of the input's arena when it has one (its old
+        bytes left: the server writes it), else a new region next to the input's (same directory
+        and mode)."""
         m = self.src.mapping
-        a = create(n, dtype, m.dir, m.mode, reserve=reserve)
+        if self.arena is not None:
+            a = self.arena.carve(n, dtype, zero=False)
+        else:
+            a = create(n, dtype, m.dir, m.mode, reserve=reserve)
         (self._temporaries if temporary else self._outputs).append(a)
         return a, place(a)
 

@@ -36,9 +36,13 @@ def regions(d):
     return sorted(n for n in os.listdir(d) if n.startswith(shared.REGION_PREFIX))
 
 
-def filled(client, x):
-    """x copied into a new shared array."""
-    a = client.shared_array(len(x), x.dtype)
+def filled(client, x, own=False):
+    """x copied into a new shared array: carved from the client's arena, or (own) in a region of
+    its own under the server's --shm-dir (for the tests of a region's lifetime)."""
+    if own:
+        a = gpuscan.shared_array(len(x), x.dtype, dir=client.info()["limits"]["shm_dir"])
+    else:
+        a = client.shared_array(len(x), x.dtype)
     a[:] = x
     return a
 
@@ -113,7 +117,8 @@ def test_scan(client, shm_dir, rng, dtype):
                 a = filled(client, x)
                 y = client.scan(a, op=op, exclusive=exclusive)
                 where = f"{op} exclusive={exclusive} n={n}"
-                assert isinstance(y, gpuscan.SharedArray) and y.region not in (None, a.region), where
+                assert isinstance(y, gpuscan.SharedArray) and y.region is not None, where
+                assert not np.may_share_memory(y, a), where  # carved from the arena beside a
                 assert os.path.dirname(y.path) == shm_dir and same_bits(np.asarray(a), x), where  # x unchanged
                 t = client.last_timing
                 assert t.bytes_in == n * dtype.itemsize and t.bytes_out == n * dtype.itemsize, where
@@ -140,11 +145,11 @@ def test_scan_out_in_place_and_slices(client, shm_dir, rng):
     lo, hi = 17, 2900  # slices at an offset, into another array's slice
     big = client.shared_array(4000, dtype)
     got = client.scan(a[lo:hi], op="max", exclusive=True, out=big[lo + 100:hi + 100])
-    assert got.offset == (lo + 100) * 4 and same_bits(np.asarray(got), ref.scan(x[lo:hi], "max", True))
+    assert got.offset == big.offset + (lo + 100) * 4 and same_bits(np.asarray(got), ref.scan(x[lo:hi], "max", True))
     assert not big[:lo + 100].any() and not big[hi + 100:].any()  # nothing written outside
     assert same_bits(np.asarray(client.scan(a[lo:hi])), ref.scan(x[lo:hi], "sum", False))
     assert client.scan(a, out=a) is a and same_bits(np.asarray(a), want)  # in place
-    assert client.scan(a[5:9], op="min", out=a[5:9]).offset == 20
+    assert client.scan(a[5:9], op="min", out=a[5:9]).offset == a.offset + 20
     want[5:9] = ref.scan(want[5:9], "min", False)
     assert same_bits(np.asarray(a), want)
     assert client.scan(x, op="bit_xor", out=out) is out  # a plain x: streamed, into the shared out
@@ -209,7 +214,7 @@ def test_temporary_regions_go(client, shm_dir, rng):
     gc.collect()
     before = regions(shm_dir)
     x = ref.random_array(rng, np.dtype(np.float64), 300)
-    with filled(client, x) as a:
+    with filled(client, x, own=True) as a:  # a region of its own: results get theirs too
         y = client.scan(a)
         v = client.compact(a, where=x > 0)
         assert len(regions(shm_dir)) == len(before) + 3  # a, y and v's; the mask's is gone
@@ -223,7 +228,7 @@ def test_lanes_and_closed_regions(target, shm_dir, rng):
     """Lanes do not apply to shared arrays; a closed region's arrays are streamed like any array."""
     x = ref.random_array(rng, np.dtype(np.uint64), 1000)
     with gpuscan.Client(target, lanes=4, chunk_bytes=64, timeout=60) as c:
-        a = filled(c, x)
+        a = filled(c, x, own=True)  # close() unlinks a region of its own (an arena's stays)
         assert same_bits(np.asarray(c.scan(a, op="max")), ref.scan(x, "max", False))
         assert c.reduce(a) == ref.reduce(x, "sum")
         a.close()
@@ -255,7 +260,7 @@ def test_async_client(target, shm_dir, rng):
 
 def test_errors(client, server_binary, shm_dir, rng):
     x = ref.random_array(rng, np.dtype(np.int32), 100)
-    a = filled(client, x)
+    a = filled(client, x, own=True)
     before = regions(shm_dir)
     os.unlink(a.path)  # deleted before the call
     for call in (lambda: client.scan(a), lambda: client.reduce(a), lambda: client.compact(a, predicate="nonzero")):
@@ -263,7 +268,7 @@ def test_errors(client, server_binary, shm_dir, rng):
             call()
     gc.collect()
     assert regions(shm_dir) == [r for r in before if r != a.region]  # the outputs made for them are gone
-    c1 = filled(client, x)
+    c1 = filled(client, x, own=True)
     os.truncate(c1.path, 40)  # shorter than the array (its memory past 40 bytes is not touched here)
     with pytest.raises(gpuscan.OutOfRange, match="40 bytes"):
         client.reduce(c1)

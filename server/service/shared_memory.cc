@@ -74,7 +74,8 @@ grpc::Status OpenShared(shm::RegionDir& regions, const v1::SharedMemory& h, size
     return Invalid(kPrefix + "output_offset " + std::to_string(h.output_offset()) +
                    ": set without output_region (an in-place scan writes over its input)");
   }
-  if (auto s = regions.Map(kPrefix + "region", h.region(), h.offset(), h.bytes(), element_size, out->in_place, &out->in);
+  if (auto s = regions.Map(kPrefix + "region", h.region(), h.offset(), h.bytes(), element_size, out->in_place, &out->in,
+                           h.arena());
       !s.ok()) {
     return s;
   }
@@ -82,7 +83,7 @@ grpc::Status OpenShared(shm::RegionDir& regions, const v1::SharedMemory& h, size
     out->out = out->in;
   } else if (needs.scan_output || needs.values_output) {
     if (auto s = regions.Map(kPrefix + "output_region", h.output_region(), h.output_offset(), h.bytes(), element_size,
-                             true, &out->out);
+                             true, &out->out, h.arena());
         !s.ok()) {
       return s;
     }
@@ -95,7 +96,7 @@ grpc::Status OpenShared(shm::RegionDir& regions, const v1::SharedMemory& h, size
   }
   if (needs.indices_output) {
     if (auto s = regions.Map(kPrefix + "indices_region", h.indices_region(), h.indices_offset(), n * sizeof(int64_t),
-                             sizeof(int64_t), true, &out->indices);
+                             sizeof(int64_t), true, &out->indices, h.arena());
         !s.ok()) {
       return s;
     }
@@ -103,7 +104,8 @@ grpc::Status OpenShared(shm::RegionDir& regions, const v1::SharedMemory& h, size
     if (auto s = Disjoint(out->indices, "indices_region", out->out, "output_region"); !s.ok()) return s;
   }
   if (needs.flags_input) {
-    if (auto s = regions.Map(kPrefix + "flags_region", h.flags_region(), h.flags_offset(), n, 1, false, &out->flags);
+    if (auto s = regions.Map(kPrefix + "flags_region", h.flags_region(), h.flags_offset(), n, 1, false, &out->flags,
+                             h.arena());
         !s.ok()) {
       return s;
     }

@@ -41,8 +41,10 @@ grpc::Status OpenShared(shm::RegionDir& regions, const v1::SharedMemory& header,
 grpc::Status NoInlinePayload(uint64_t bytes, const char* field, uint64_t request_index);
 
 // Runs piece(first, n) over [0, elements) in order, in pieces of about kPieceBytes, stopping
-// with CANCELLED once cancelled() turns true. Pieces bound how long a cancelled call runs on.
-inline constexpr uint64_t kSharedPieceBytes = uint64_t{64} << 20;
+// with CANCELLED once cancelled() turns true. Pieces bound how long a cancelled call runs on
+// (~6 ms at the link's rate); each also fills and drains the engine's copy pipeline once (~0.1
+// ms), so they are not smaller.
+inline constexpr uint64_t kSharedPieceBytes = uint64_t{256} << 20;
 grpc::Status ForEachPiece(uint64_t elements, size_t element_size, const std::function<bool()>& cancelled,
                           const std::function<void(uint64_t, uint64_t)>& piece);
 

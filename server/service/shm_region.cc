@@ -261,7 +261,7 @@ void RegionDir::EvictLocked() {
 }
 
 std::shared_ptr<MappedFile> RegionDir::Lookup(const std::string& name, int fd, const struct stat& st,
-                                              bool writable) {
+                                              bool writable, bool arena) {
   std::lock_guard<std::mutex> lock(mu_);
   DrainChangesLocked();
   EvictLocked();
@@ -280,15 +280,18 @@ std::shared_ptr<MappedFile> RegionDir::Lookup(const std::string& name, int fd, c
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (size > 0) {
     const int prot = PROT_READ | (writable ? PROT_WRITE : 0);
-    void* base = mmap(nullptr, size, prot, MAP_SHARED, fd, 0);
+    // An arena's pages are all faulted in now, in one pass (its arrays will touch them all).
+    void* base = mmap(nullptr, size, prot, MAP_SHARED | (arena ? MAP_POPULATE : 0), fd, 0);
     if (base == MAP_FAILED) return nullptr;
     file->base = base;
     file->length = size;
     file->slot = Register(base, size, prot);
   }
   // Registered on its second use, not its first: registering costs about 0.4 s per GiB, more
-  // than staging the copies of one call; a region used again pays it once.
+  // than staging the copies of one call; a region used again pays it once. An arena says it
+  // will be used again.
   cache_.push_back(file);
+  if (arena) Pin(*file);
   return file;
 }
 
@@ -312,7 +315,8 @@ void RegionDir::Pin(MappedFile& file) {
 }
 
 grpc::Status RegionDir::Map(const std::string& field, const std::string& name, std::uint64_t offset,
-                            std::uint64_t bytes, std::size_t element_size, bool writable, RegionView* out) {
+                            std::uint64_t bytes, std::size_t element_size, bool writable, RegionView* out,
+                            bool arena) {
   const std::string quoted = field + " \"" + name + "\"";
   if (fd_ < 0) {
     return Error(grpc::StatusCode::FAILED_PRECONDITION,
@@ -364,7 +368,7 @@ grpc::Status RegionDir::Map(const std::string& field, const std::string& name, s
                  quoted + ": region has " + std::to_string(size) + " bytes, fewer than offset " +
                      std::to_string(offset) + " + bytes " + std::to_string(bytes));
   }
-  std::shared_ptr<MappedFile> file = Lookup(name, fd, st, rw);  // owns fd from here
+  std::shared_ptr<MappedFile> file = Lookup(name, fd, st, rw, arena);  // owns fd from here
   if (!file) {
     return Error(grpc::StatusCode::RESOURCE_EXHAUSTED, quoted + ": cannot map: " + std::strerror(errno));
   }

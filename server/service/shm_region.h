@@ -91,8 +91,10 @@ class RegionDir {
   // land in the client's pages). Errors: FAILED_PRECONDITION (shared memory off), INVALID_ARGUMENT
   // (bad name, misaligned, not a regular file, a symlink), NOT_FOUND, PERMISSION_DENIED,
   // OUT_OF_RANGE (region smaller than offset + bytes), RESOURCE_EXHAUSTED (cannot map).
+  // arena: the client's long-lived arena (SharedMemory.arena): a file not yet cached is mapped
+  // populated and registered now instead of on its second use.
   grpc::Status Map(const std::string& field, const std::string& name, std::uint64_t offset, std::uint64_t bytes,
-                   std::size_t element_size, bool writable, RegionView* out);
+                   std::size_t element_size, bool writable, RegionView* out, bool arena = false);
 
   // Cache figures, for tests and logs.
   std::size_t cached_files() const;
@@ -102,7 +104,8 @@ class RegionDir {
  private:
   RegionDir(int fd, std::string path, std::uint64_t pin_limit, Registrar registrar);
   friend class RegionView;
-  std::shared_ptr<MappedFile> Lookup(const std::string& name, int fd, const struct stat& st, bool writable);
+  std::shared_ptr<MappedFile> Lookup(const std::string& name, int fd, const struct stat& st, bool writable,
+                                     bool arena);
   void Pin(MappedFile& file);
   void EvictLocked();
   void DrainChanges();

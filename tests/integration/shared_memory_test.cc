@@ -170,6 +170,41 @@ TEST_F(SharedMemoryTest, CompactWithFlagsAndPredicateIntoRegions) {
   }
 }
 
+// Regions used again are registered for DMA, and the CUDA engine then copies through its
+// ring of four 2 MiB buffers on three queues (RunDirect) instead of the two staged slots: sizes
+// around the ring's wrap, scans out of place and in place, reductions, each call on fresh data
+// in the same regions; on the cuda engine also past the service's 256 MiB pieces.
+TEST_F(SharedMemoryTest, RegisteredRegionsAtTheRingsBoundaries) {
+  Client client(server_->client_options());
+  GPUSCAN_SEEDED_RNG(rng);
+  const size_t sub = (size_t{2} << 20) / 4;  // int32 elements of one 2 MiB buffer
+  std::vector<size_t> sizes = {sub + 1, 4 * sub - 1, 4 * sub, 4 * sub + 1, 9 * sub + 3};
+  if (server_->server().engine().name() == "cuda") sizes.push_back((size_t{257} << 20) / 4 + 5);
+  const size_t most = sizes.back();
+  SharedRegion in = SharedRegion::Create(*dir_, most * 4), out = SharedRegion::Create(*dir_, most * 4);
+  v1::ReduceHeader rh;
+  rh.set_dtype(v1::DTYPE_INT32);
+  rh.set_op(v1::OPERATOR_MAX);
+  for (int round = 0; round < 2; ++round) {  // the first use of each region is staged
+    for (size_t n : sizes) {
+      for (bool exclusive : {false, true}) {
+        SCOPED_TRACE("round " + std::to_string(round) + " n=" + std::to_string(n) + (exclusive ? " exclusive" : ""));
+        const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(n, rng);
+        const auto ref = testing::ScanRef<int32_t, ops::Sum<int32_t>>(x, exclusive);
+        std::memcpy(in.data(), x.data(), n * 4);
+        client.ScanShared(ScanHeader<int32_t>(v1::OPERATOR_SUM, exclusive), in, n * 4, &out);
+        ASSERT_EQ(Read<int32_t>(out, n), ref);
+        const v1::ReduceResponse r = client.ReduceShared(rh, in, n * 4);
+        int32_t got = 0;
+        std::memcpy(&got, r.raw_value().data(), 4);
+        EXPECT_EQ(got, (testing::ReduceRef<int32_t, ops::Max<int32_t>>(x)));
+        client.ScanShared(ScanHeader<int32_t>(v1::OPERATOR_SUM, exclusive), in, n * 4);  // in place
+        ASSERT_EQ(Read<int32_t>(in, n), ref);
+      }
+    }
+  }
+}
+
 // The server keeps a region's mapping (and DMA registration) between calls: new contents, a
 // new file under the same name and a resized file must all be seen afresh.
 TEST_F(SharedMemoryTest, CachedRegionsNeverServeStalePages) {

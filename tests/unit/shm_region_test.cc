@@ -227,6 +227,27 @@ TEST_F(ShmRegionTest, CacheReusesAnUnchangedFileAndDropsChangedOnes) {
   EXPECT_EQ(b.data()[0], std::byte{0});  // the regrown half reads as zeros, as the client sees it
 }
 
+// SharedMemory.arena: a client's long-lived arena is registered on its first use, and every
+// range of it then maps registered through the one cached mapping; the pin limit still holds.
+TEST_F(ShmRegionTest, ArenaRegionsAreRegisteredOnTheirFirstUse) {
+  auto content = Create("arena", 2 * 4096);
+  RegionView a, b;
+  ASSERT_TRUE(regions_->Map(kField, "arena", 4096, 4096, 4, true, &a, /*arena=*/true).ok());
+  EXPECT_TRUE(a.registered());
+  EXPECT_EQ(registrations_, 1);
+  EXPECT_EQ(std::memcmp(a.data(), content.data() + 4096, 4096), 0);
+  ASSERT_TRUE(regions_->Map(kField, "arena", 0, 8, 4, false, &b, /*arena=*/true).ok());
+  EXPECT_TRUE(b.registered());
+  EXPECT_EQ(regions_->maps(), 1u);
+  EXPECT_EQ(registrations_, 1);  // once
+  // Over the pin limit (4 pages more would pass 3): still served, staged.
+  Create("big", 4 * 4096);
+  RegionView c;
+  ASSERT_TRUE(regions_->Map(kField, "big", 0, 4096, 4, false, &c, /*arena=*/true).ok());
+  EXPECT_FALSE(c.registered());
+  EXPECT_LE(regions_->pinned_bytes(), kPinLimit);
+}
+
 TEST_F(ShmRegionTest, DeletedRegionsLeaveTheCacheAndPinsStayUnderTheLimit) {
   Create("x", 2 * 4096);
   Create("y", 2 * 4096);

@@ -65,7 +65,16 @@ class CudaScan final : public ScanSession {
     StagingPair& pair = held_ ? **held_ : *own.emplace(sh);
     for (Slot& s : pair.slots) Retire(sh, s, times);  // a begun chunk, before temp storage may move
     PrepareTemp(pair, std::min<uint64_t>(n, kSubChunkBytes / sizeof(T)));
-    RunPipelined<T>(sh, pair, in, out, n, times, [&](Slot& s, uint64_t m) { Launch(pair, s, m); });
+    const size_t bytes = n * sizeof(T);
+    if (n > kSubChunkBytes / sizeof(T) && sh.Pinned(in, bytes) && sh.Pinned(out, bytes)) {
+      RunDirect<T>(sh, pair, in, out, n, times, [&](T* d, uint64_t m, cudaStream_t stream) {
+        Launch(pair, d, d, m, stream);
+      });
+    } else {
+      RunPipelined<T>(sh, pair, in, out, n, times, [&](Slot& s, uint64_t m) {
+        Launch(pair, static_cast<const T*>(s.d_in.get()), static_cast<T*>(s.d_out.get()), m, s.s());
+      });
+    }
     held_.reset();  // both slots retired
   }
 
@@ -103,7 +112,7 @@ class CudaScan final : public ScanSession {
     }
     Upload(sh, *s, in, n * sizeof(T), nullptr, 0);
     KernelBegin(sh, *pair, *s);
-    Launch(*pair, *s, n);
+    Launch(*pair, static_cast<const T*>(s->d_in.get()), static_cast<T*>(s->d_out.get()), n, s->s());
     KernelEnd(sh, *pair, *s);
     Download(sh, *s, static_cast<char*>(out), n * sizeof(T));
     return ticket;
@@ -148,20 +157,19 @@ class CudaScan final : public ScanSession {
     host_has_ = true;
   }
 
-  // Enqueues the scan of slot s's m elements on its stream, continuing the device carry (the
-  // host's, uploaded first, after chunks scanned on the host).
-  void Launch(StagingPair& pair, Slot& s, uint64_t m) {
+  // Enqueues the scan of m elements of d_in into d_out (may alias) on `stream`, continuing the
+  // device carry (the host's, uploaded first, after chunks scanned on the host).
+  void Launch(StagingPair& pair, const T* d_in, T* d_out, uint64_t m, cudaStream_t stream) {
     Shared& sh = *sh_;
-    T* carry = carry_.get(s.s());
+    T* carry = carry_.get(stream);
     if (host_has_ && !carry_.valid) {
       // Pageable source: staged before this returns; host_carry_ no longer changes anyway.
-      sh.Call(cudaMemcpyAsync(carry, &host_carry_, sizeof(T), cudaMemcpyHostToDevice, s.s()), "H2D scan carry");
+      sh.Call(cudaMemcpyAsync(carry, &host_carry_, sizeof(T), cudaMemcpyHostToDevice, stream), "H2D scan carry");
       carry_.valid = true;
     }
     size_t bytes = pair.temp.size();
-    sh.Call(kernels::Scan<T, Op>(algo_, pair.temp.get(), bytes, static_cast<const T*>(s.d_in.get()),
-                                    static_cast<T*>(s.d_out.get()), m, exclusive_, carry_.valid ? carry : nullptr,
-                                    carry, s.s()),
+    sh.Call(kernels::Scan<T, Op>(algo_, pair.temp.get(), bytes, d_in, d_out, m, exclusive_,
+                                 carry_.valid ? carry : nullptr, carry, stream),
             "scan kernel");
     carry_.valid = true;
   }
@@ -206,13 +214,19 @@ class CudaReduce final : public ReduceSession {
             "reduce temp size");
     pair->EnsureTemp(temp_bytes);
     T* carry = carry_.get(pair->slots[0].s());
-    RunPipelined<T>(sh, *pair, in, nullptr, n, times, [&](Slot& s, uint64_t m) {
+    auto launch = [&](const T* d_in, uint64_t m, cudaStream_t stream) {
       size_t bytes = pair->temp.size();
-      sh.Call(kernels::Reduce<T, Op>(false, pair->temp.get(), bytes, static_cast<const T*>(s.d_in.get()), m,
-                                     carry_.valid ? carry : nullptr, carry, s.s()),
+      sh.Call(kernels::Reduce<T, Op>(false, pair->temp.get(), bytes, d_in, m, carry_.valid ? carry : nullptr, carry,
+                                     stream),
               "reduce kernel");
       carry_.valid = true;
-    });
+    };
+    if (n > sub && sh.Pinned(in, n * sizeof(T))) {
+      RunDirect<T>(sh, *pair, in, nullptr, n, times, launch);
+    } else {
+      RunPipelined<T>(sh, *pair, in, nullptr, n, times,
+                      [&](Slot& s, uint64_t m) { launch(static_cast<const T*>(s.d_in.get()), m, s.s()); });
+    }
   }
 
   void Result(void* value) const override {

@@ -97,6 +97,17 @@ struct StagingPair {
   cuda::DeviceBuffer temp;
   cudaEvent_t last_kernel = nullptr;  // the most recent kernel on this pair (kernels run in order)
 
+  // For registered host memory (RunDirect, pipeline.h): a third stream, so that uploads, kernels
+  // and downloads each have a queue of their own, and the events that pass the four device
+  // buffers (each slot's d_in and d_out) from one queue to the next. Made on first use.
+  struct Ring {
+    static constexpr int kBuffers = 4;
+    cuda::Stream download;
+    cuda::Event uploaded[kBuffers], ran[kBuffers], freed[kBuffers];
+    cuda::Event h2d_start, h2d_end, kernel_start, kernel_end, d2h_start, d2h_end;
+  };
+  std::unique_ptr<Ring> ring;
+
   void EnsureTemp(size_t bytes) {
     if (bytes <= temp.size()) return;
     Quiesce();
@@ -109,6 +120,7 @@ struct StagingPair {
       cudaStreamSynchronize(s.s());
       s.busy = false;
     }
+    if (ring) cudaStreamSynchronize(ring->download.get());
     last_kernel = nullptr;
   }
 };
