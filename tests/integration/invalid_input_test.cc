@@ -333,6 +333,18 @@ void SharedMemoryRows(std::vector<Row>& rows) {
               });
   ForEveryRpc(rows, "ShmWithLanes", kInvalid, {"header.shared_memory: cannot be combined with header.lanes"},
               [](auto t) { return std::vector{WithLanes(WithShm(Head<typename decltype(t)::type>(), "in64"), 0, 2, 16)}; });
+  // SharedMemory.arena changes when a region is registered, never what is checked.
+  auto arena = [](auto r) {
+    r.mutable_header()->mutable_shared_memory()->set_arena(true);
+    return r;
+  };
+  ForEveryRpc(rows, "ShmArenaRegionIsAPath", kInvalid, {"header.shared_memory.region \"../in64\"", "plain file name"},
+              [&](auto t) { return std::vector{arena(WithShm(Head<typename decltype(t)::type>(), "../in64"))}; });
+  ForEveryRpc(rows, "ShmArenaRegionMissing", kNotFound, {"header.shared_memory.region \"nope\"", "no such region"},
+              [&](auto t) { return std::vector{arena(WithShm(Head<typename decltype(t)::type>(), "nope"))}; });
+  ForEveryRpc(rows, "ShmArenaRegionTooSmall", grpc::StatusCode::OUT_OF_RANGE,
+              {"header.shared_memory.region \"small\"", "region has 8 bytes", "bytes 64"},
+              [&](auto t) { return std::vector{arena(WithShm(Head<typename decltype(t)::type>(), "small"))}; });
   ForEveryRpc(rows, "ShmCountDiffers", kInvalid,
               {"header.element_count 5", "header.shared_memory.bytes 64", "16 elements"},
               [](auto t) { return std::vector{WithCount(WithShm(Head<typename decltype(t)::type>(), "in64"), 5)}; });
