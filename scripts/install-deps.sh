@@ -3,6 +3,7 @@
 # what is already there (one dpkg query, so a repeated call costs a fraction of a second).
 # Uses sudo when not root. clang/libclang-rt-dev: sanitizer and fuzzing builds; python3-yaml: the
 # deploy checks; python3-grpcio..setuptools: python/ and its tests (same names on Ubuntu 24.04);
+# python3-dask, python3-distributed: gpuscan.dask and its tests (label dask);
 # haproxy, nginx-light: the load-balancer tests (deploy/haproxy, deploy/nginx; the tests start
 # their own, so the nginx service the package starts is stopped again); iproute2: the
 # network-namespace tests.
@@ -36,7 +37,7 @@ build_packages=(
   openssl procps python3 python3-yaml
   clang libclang-rt-dev
   python3-grpcio python3-protobuf python3-numpy python3-pytest python3-hypothesis
-  python3-venv python3-setuptools
+  python3-venv python3-setuptools python3-dask python3-distributed
   haproxy "nginx-light|nginx" iproute2
 )
 

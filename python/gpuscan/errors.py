@@ -18,6 +18,12 @@ class Error(Exception):
         self.message = message
         super().__init__(f"{self.code.name}: {message}" if message else self.code.name)
 
+    def __reduce__(self):
+        # Rebuilt from the message and code alone: the default (the class called with args, the
+        # formatted text) would prefix the code twice. Errors cross processes (multiprocessing,
+        # dask workers: gpuscan.dask).
+        return type(self), (self.message, self.code), self.__dict__
+
 
 def _make(name: str, code: grpc.StatusCode, doc: str):
     return type(name, (Error,), {"code": code, "__doc__": doc, "__module__": __name__})

@@ -133,3 +133,13 @@ def test_error_mapping_is_total():
         err = gpuscan.errors.error_for(code, "m")
         assert isinstance(err, gpuscan.Error) and err.code == code and err.message == "m"
         assert type(err).__name__.lower() == code.name.replace("_", "").lower()
+
+
+def test_errors_pickle():
+    """An error crosses processes (multiprocessing, dask workers) as itself: class, code, message
+    and text, the code not prefixed twice."""
+    import pickle
+    for e in (gpuscan.Unavailable("server 127.0.0.1:1 down"), gpuscan.Error("odd", grpc.StatusCode.ABORTED),
+              gpuscan.Internal()):
+        e2 = pickle.loads(pickle.dumps(e))
+        assert (type(e2), e2.code, e2.message, str(e2)) == (type(e), e.code, e.message, str(e))
