@@ -256,6 +256,7 @@ def cmd_manifests(a):
         keys = env.keys() if isinstance(env, dict) else [e.split("=", 1)[0] for e in env]
         check_env_keys(chk, f"compose {name} environment", {k for k in keys if k.startswith("GPUSCAN_")}, a.server)
     check_shared_memory_examples(chk, a)
+    check_dask_example(chk, a)
     return chk.done()
 
 
@@ -355,6 +356,41 @@ def check_shared_memory_examples(chk, a):
     chk.check(bool(shm_mounts) and all(any(m.get("name") == shm_mounts[0].get("name") for m in c.get("volumeMounts") or [])
                                        for c in containers),
               "shared-memory pod: every container mounts the regions volume", [c.get("name") for c in containers])
+
+
+def check_dask_example(chk, a):
+    """deploy/dask: a scheduler, two dask workers and two gpuscan servers; each server reserves a
+    GPU of its own and serves shared memory from a volume its worker mounts at the same path; the
+    workers' image builds from deploy/dask/Dockerfile and installs the Python package."""
+    base = os.path.join(a.source_dir, "deploy", "dask")
+    try:
+        compose = load_yaml(os.path.join(base, "docker-compose.yml"))[0]
+        chk.ok("dask compose parses")
+    except Exception as e:  # noqa: BLE001
+        chk.check(False, "dask compose parses", e)
+        return
+    services = compose.get("services") or {}
+    servers = {n: s for n, s in services.items() if str(s.get("image", "")).startswith("gpuscan:")}
+    workers = {n: s for n, s in services.items() if "worker" in (s.get("command") or [])}
+    chk.check(len(servers) == 2 and len(workers) == 2, "dask compose: two gpuscan servers and two dask workers",
+              (list(servers), list(workers)))
+    chk.check(any("scheduler" in (s.get("command") or []) for s in services.values()), "dask compose: a scheduler", "")
+    mounts = lambda s: {tuple(str(v).split(":")[:2]) for v in s.get("volumes") or [] if ":" in str(v)}  # noqa: E731
+    gpus = set()
+    for name, s in servers.items():
+        env = s.get("environment") or {}
+        check_env_keys(chk, f"dask compose {name} environment", {k for k in env if k.startswith("GPUSCAN_")}, a.server)
+        devices = dig(s, "deploy", "resources", "reservations", "devices", default=[])
+        gpus |= {tuple(d.get("device_ids") or []) for d in devices if d.get("driver") == "nvidia"}
+        shm = env.get("GPUSCAN_SHM_DIR")
+        paired = [w for w, ws in workers.items() if any(m in mounts(ws) for m in mounts(s) if m[1] == shm)]
+        chk.check(bool(shm) and len(paired) == 1,
+                  f"dask compose: {name}'s GPUSCAN_SHM_DIR is a volume one worker mounts at the same path", paired)
+    chk.check(len(gpus) == 2, "dask compose: each server reserves a GPU of its own", gpus)
+    dockerfile = os.path.join(base, "Dockerfile")
+    text = open(dockerfile).read() if os.path.isfile(dockerfile) else ""
+    chk.check("python3-distributed" in text and "pip install" in text and "/src/python" in text,
+              "deploy/dask/Dockerfile installs distributed and the gpuscan package", dockerfile)
 
 
 # --------------------------------------------------------------------------- Dockerfile
