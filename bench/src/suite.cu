@@ -105,6 +105,19 @@ class Stream {
   cudaStream_t s_ = nullptr;
 };
 
+// Page-locked host memory (cudaMallocHost), for the PCIe rows.
+class PinnedHost {
+ public:
+  explicit PinnedHost(std::size_t bytes) { BENCH_CHECK(cudaMallocHost(&p_, std::max<std::size_t>(bytes, 1))); }
+  PinnedHost(const PinnedHost&) = delete;
+  PinnedHost& operator=(const PinnedHost&) = delete;
+  ~PinnedHost() { cudaFreeHost(p_); }
+  char* get() const { return static_cast<char*>(p_); }
+
+ private:
+  void* p_ = nullptr;
+};
+
 class Event {
  public:
   Event() { BENCH_CHECK(cudaEventCreate(&e_)); }
@@ -303,6 +316,7 @@ class Suite {
       else if (op == "reduce_by_key") go_on = RunsByKey<T>(dtype, n);
       else if (op == "sort") go_on = SortKeys<T>(dtype, n);
       else if (op == "scan2d") go_on = Scan2D<T>(dtype, n);
+      else if (op == "pcie") go_on = Pcie<T>(dtype, n);
       else go_on = Compact<T>(dtype, n);
     });
     return go_on;
@@ -959,6 +973,43 @@ class Suite {
     return true;
   }
 
+  // The PCIe link: the ceiling of calls whose arrays lie in host memory (shared-memory regions,
+  // registered for DMA). n elements of pinned host memory copied to the device ("h2d"), back
+  // ("d2h"), and both at once on two streams ("duplex": bytes_moved is one direction's, as a
+  // scan's input is). No kernel and no peer; verified: the bytes came back as they went.
+  template <class T>
+  bool Pcie(DType dtype, uint64_t n) {
+    const std::size_t bytes = n * sizeof(T);
+    if (!Prepare(What("pcie", dtype, n), bytes, 0, 0, 0)) return true;
+    PinnedHost sent(bytes), back(bytes);
+    for (std::size_t i = 0; i + 8 <= bytes; i += 8) {
+      const uint64_t word = i * 0x9E3779B97F4A7C15ull + 7;
+      std::memcpy(sent.get() + i, &word, 8);
+    }
+    const Times h2d = Time([&](int r) {
+      return cudaMemcpyAsync(InSlot(r), sent.get(), bytes, cudaMemcpyHostToDevice, s());
+    });
+    const Times d2h = Time([&](int r) {
+      return cudaMemcpyAsync(back.get(), InSlot(r), bytes, cudaMemcpyDeviceToHost, s());
+    });
+    BENCH_CHECK(cudaStreamSynchronize(s()));
+    const bool ok = std::memcmp(sent.get(), back.get(), bytes) == 0;
+    Stream other;
+    Event forked, joined;
+    const Times duplex = Time([&](int r) {
+      BENCH_CHECK(cudaEventRecord(forked.get(), s()));
+      BENCH_CHECK(cudaStreamWaitEvent(other.get(), forked.get(), 0));
+      BENCH_CHECK(cudaMemcpyAsync(back.get(), OutSlot(r), bytes, cudaMemcpyDeviceToHost, other.get()));
+      BENCH_CHECK(cudaEventRecord(joined.get(), other.get()));
+      const cudaError_t e = cudaMemcpyAsync(InSlot(r), sent.get(), bytes, cudaMemcpyHostToDevice, s());
+      BENCH_CHECK(cudaStreamWaitEvent(s(), joined.get(), 0));
+      return e;
+    });
+    return Emit(MakeRow("pcie", "h2d", dtype, n, bytes, h2d, 0, 0, ok)) &&
+           Emit(MakeRow("pcie", "d2h", dtype, n, bytes, d2h, 0, 0, ok)) &&
+           Emit(MakeRow("pcie", "duplex", dtype, n, bytes, duplex, 0, 0, ok));
+  }
+
   const SuiteSpec& spec_;
   const std::function<bool(const Row&)>& on_row_;
   DeviceInfo info_;
@@ -993,6 +1044,7 @@ std::vector<std::string> SuiteAlgorithms(const std::string& operation) {
   if (operation == "reduce_by_key") return {"cub", "fused"};   // likewise
   if (operation == "sort") return {"cub", "radix"};             // likewise
   if (operation == "scan2d") return {"tile_wavefront"};         // likewise (no CUB peer)
+  if (operation == "pcie") return {"h2d", "d2h", "duplex"};     // likewise (copies only)
   return {};
 }
 
@@ -1027,7 +1079,7 @@ void RunKernelSuite(const SuiteSpec& spec, const std::function<bool(const Row&)>
     if (SuiteAlgorithms(op).empty()) {
       throw Error(ErrorCode::kInvalidArgument,
                   "unknown operation '" + op +
-                                 "' (scan, reduce, compact, histogram, segmented_scan, reduce_by_key, sort, scan2d)");
+                                 "' (scan, reduce, compact, histogram, segmented_scan, reduce_by_key, sort, scan2d, pcie)");
     }
   }
   for (const std::string& a : spec.algorithms) {

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -409,6 +410,37 @@ Timing SharedCall(Client& client, const E2EArgs& a, v1::DType dtype, RegionPool:
   return FromProto(client.CompactShared(h, r.in, bytes, nullptr, &r.out, nullptr).timing());
 }
 
+// The --shm runs' second ceiling, the PCIe link of the server's device: the kernel suite's
+// "pcie" rows (Benchmark RPC) copy the same bytes between pinned host memory and the device,
+// each way and both at once. A scan or compaction moves its input in and its output out at once
+// (duplex); a reduce only in (h2d). Prints one line; returns the JSON member (",\"pcie\":{...}"),
+// or "" where the server cannot measure it (a CPU engine), said on that line.
+std::string PcieCeiling(Client& client, const E2EArgs& a, v1::DType dtype, uint64_t n, double best_gbps) {
+  v1::BenchmarkRequest req;
+  req.add_operations("pcie");
+  req.add_dtypes(dtype);
+  req.add_sizes(n);
+  req.set_repetitions(5);
+  std::map<std::string, double> gbps;
+  try {
+    client.Benchmark(req, [&](const v1::BenchmarkRow& w) {
+      if (w.operation() == "pcie") gbps[w.algorithm()] = w.gbps();
+    });
+  } catch (const std::exception& e) {
+    std::printf("PCIe ceiling: not measured (%s)\n", e.what());
+    return "";
+  }
+  const std::string applies = a.op == "reduce" ? "h2d" : "duplex";
+  const double ceiling = gbps[applies];
+  std::printf("PCIe ceiling, pinned cudaMemcpyAsync of the same bytes on the server's device: H2D %.3f, D2H %.3f, "
+              "both at once %.3f GB/s each way; best level %.3f GB/s = %.1f%% of %s\n",
+              gbps["h2d"], gbps["d2h"], gbps["duplex"], best_gbps, ceiling > 0 ? 100.0 * best_gbps / ceiling : 0.0,
+              applies == "h2d" ? "H2D" : "both at once");
+  return ",\"pcie\":{\"h2d_gbps\":" + JsonNumber(gbps["h2d"]) + ",\"d2h_gbps\":" + JsonNumber(gbps["d2h"]) +
+         ",\"duplex_gbps\":" + JsonNumber(gbps["duplex"]) + ",\"applies\":" + JsonQuote(applies) +
+         ",\"best_level_pct\":" + JsonNumber(ceiling > 0 ? 100.0 * best_gbps / ceiling : 0.0) + "}";
+}
+
 int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
   const v1::DType dtype = ParseDType(a.dtype);
   const size_t esize = DTypeSize(dtype);
@@ -537,6 +569,7 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
   std::fflush(stdout);
 
   std::string levels_json;
+  double best_gbps = 0;
   uint64_t errors = 0;
   std::string first_error;
   for (unsigned c : a.concurrency) {
@@ -555,8 +588,10 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
     errors += s.errors + t.errors;
     if (first_error.empty()) first_error = !s.first_error.empty() ? s.first_error : t.first_error;
     levels_json += (levels_json.empty() ? "" : ",") + LevelJson(s, t, echo, pct);
+    best_gbps = std::max(best_gbps, s.gbps);
   }
   std::printf("stage columns: the server's Timing, mean microseconds per request (stages overlap)\n");
+  const std::string pcie_json = pool ? PcieCeiling(client, a, dtype, n, best_gbps) : "";
 
   if (!a.json_path.empty()) {
     std::string json = "{\"op\":" + JsonQuote(a.op) + ",\"dtype\":" + JsonQuote(a.dtype) +
@@ -572,7 +607,7 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
                        (pool ? ",\"host\":" + std::string(echo ? "\"memcpy\"" : "\"read\"") +
                                    ",\"threads\":" + std::to_string(kHostThreads)
                              : ",\"payload\":" + std::string(ceiling_data ? "\"input\"" : "\"pattern\"")) +
-                       "},\"levels\":[" + levels_json + "]}\n";
+                       "}" + pcie_json + ",\"levels\":[" + levels_json + "]}\n";
     std::ofstream f(a.json_path, std::ios::binary);
     if (!f || !(f << json)) throw std::runtime_error("cannot write " + a.json_path);
   }

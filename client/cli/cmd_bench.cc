@@ -38,7 +38,7 @@ Command AddBenchCommand(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--json", a->json_path, "also write the results as JSON to this file");
 
   // --kernels
-  cmd->add_option("--ops", a->k.ops, "kernels: operations (scan, reduce, compact, histogram: the default; segmented_scan, reduce_by_key, sort, scan2d when named)")
+  cmd->add_option("--ops", a->k.ops, "kernels: operations (scan, reduce, compact, histogram: the default; segmented_scan, reduce_by_key, sort, scan2d, pcie when named)")
       ->delimiter(',')
       ->check(CLI::IsMember({"scan", "reduce", "compact", "histogram", "segmented_scan", "reduce_by_key", "sort", "scan2d"}));
   cmd->add_option("--algorithms", a->k.algorithms,

@@ -50,11 +50,12 @@ grpc::Status ValidateBenchmark(const v1::BenchmarkRequest& r) {
   for (int i = 0; i < r.operations_size(); ++i) {
     const std::string& op = r.operations(i);
     static const std::set<std::string> kKnown{"scan",           "reduce",        "compact", "histogram",
-                                              "segmented_scan", "reduce_by_key", "sort",    "scan2d"};
+                                              "segmented_scan", "reduce_by_key", "sort",    "scan2d",
+                                              "pcie"};
     if (kKnown.count(op) == 0) {
       return InvalidArgument("operations[" + std::to_string(i) + "]='" + op +
                              "' is not a known operation (scan, reduce, compact, histogram, segmented_scan, "
-                             "reduce_by_key, sort, scan2d)");
+                             "reduce_by_key, sort, scan2d, pcie)");
     }
   }
   for (int i = 0; i < r.dtypes_size(); ++i) {

@@ -216,6 +216,26 @@ TEST_F(DiagnosticRpcTest, BenchmarkOnTheCudaEngineStreamsVerifiedRows) {
   }
 }
 
+// "pcie": the link's three rows (the ceiling of shared-memory calls), each with the bytes it
+// moved, verified (what went to the device came back), at a rate a PCIe link can have.
+TEST_F(DiagnosticRpcTest, BenchmarkPcieRowsMeasureTheLinkBothWays) {
+  if (!cuda()) GTEST_SKIP() << "needs the cuda engine (GPUSCAN_TEST_ENGINE=cuda)";
+  v1::BenchmarkRequest req;
+  req.add_operations("pcie");
+  req.add_dtypes(v1::DTYPE_INT64);
+  req.add_sizes((1 << 22) + 1);
+  std::vector<std::string> algorithms;
+  client_.Benchmark(req, [&](const v1::BenchmarkRow& r) {
+    algorithms.push_back(r.algorithm());
+    EXPECT_EQ(r.operation(), "pcie");
+    EXPECT_EQ(r.bytes_moved(), ((1u << 22) + 1) * 8u);
+    EXPECT_TRUE(r.verified()) << r.algorithm();
+    EXPECT_GT(r.gbps(), 1.0) << r.algorithm();
+    EXPECT_LT(r.gbps(), 200.0) << r.algorithm();
+  });
+  EXPECT_EQ(algorithms, (std::vector<std::string>{"h2d", "d2h", "duplex"}));
+}
+
 TEST_F(DiagnosticRpcTest, BenchmarkSizeBeyondDeviceMemoryIsResourceExhausted) {
   if (!cuda()) GTEST_SKIP() << "needs the cuda engine (GPUSCAN_TEST_ENGINE=cuda)";
   v1::BenchmarkRequest req;
