@@ -57,8 +57,8 @@ from ._types import _OP_ALIASES, DTYPE_NAMES, OPERATORS, PREDICATES, scan_algori
 from .client import Client
 from .errors import Error, Unavailable
 
-__all__ = ["register", "unregister", "worker_info", "GpuscanPlugin", "scan", "cumsum", "cumprod", "cummin",
-           "cummax", "reduce", "histogram", "compact", "segmented_scan", "PLUGIN_NAME"]
+__all__ = ["register", "unregister", "worker_info", "GpuscanPlugin", "in_shared_memory", "scan", "cumsum",
+           "cumprod", "cummin", "cummax", "reduce", "histogram", "compact", "segmented_scan", "PLUGIN_NAME"]
 
 PLUGIN_NAME = "gpuscan"
 SPLIT_EVERY = 32          # fan-in of the tree that combines reduce/histogram partials
@@ -223,6 +223,7 @@ class GpuscanPlugin(WorkerPlugin):
         self.calls = 0
         self.shared_calls = 0
         self.elements = 0
+        self.copies = 0  # blocks copied into the arena (in_shared_memory's are not)
 
     def teardown(self, worker) -> None:
         client = getattr(self, "client", None)
@@ -232,7 +233,7 @@ class GpuscanPlugin(WorkerPlugin):
     def describe(self) -> Dict[str, Any]:
         return {"target": self.target, "shared_memory": self._shm, "shared_memory_reason": self._shm_reason,
                 "data_path": self.client.data_path.name, "calls": self.calls, "shared_calls": self.shared_calls,
-                "elements": self.elements}
+                "elements": self.elements, "copies": self.copies}
 
     # -- shared memory: on where the server serves it from a directory this worker sees
     def _shared_ready(self) -> bool:
@@ -298,10 +299,23 @@ class GpuscanPlugin(WorkerPlugin):
         return self.client.shared_array(n, dtype, dir=self._shm_dir, mode=self.shm_mode, zero=False)
 
     def _in_region(self, x: np.ndarray, dtype=None) -> _shared.SharedArray:
-        """x copied into the arena; its piece goes back when the array is collected."""
+        """x where the server reads it: as it is when it already lies in a region of the server's
+        --shm-dir (a block of in_shared_memory), else copied into the arena (its piece goes back
+        when the array is collected)."""
+        at = _shared.place(x)
+        if at is not None and at.mapping.dir == self._shm_dir and (dtype is None or np.dtype(dtype) == x.dtype):
+            return x
         a = self._carve(len(x), dtype or x.dtype)
         np.copyto(a, x, casting="unsafe")
+        with self._lock:
+            self.copies += 1
         return a
+
+    def to_shared(self, x: np.ndarray) -> np.ndarray:
+        """x copied into the arena once (in_shared_memory's blocks), where shared memory is on."""
+        if len(x) == 0 or not self._shared_ready():
+            return x
+        return self._in_region(x)
 
     # -- the calls (each on a non-empty block)
     def scan(self, x: np.ndarray, op: str, exclusive: bool, algorithm) -> np.ndarray:
@@ -310,7 +324,7 @@ class GpuscanPlugin(WorkerPlugin):
                 return self.client.scan(x, op, exclusive, algorithm, copy=True)
             ys = self._carve(len(x), x.dtype)
             self.client.scan(self._in_region(x), op, exclusive, algorithm, out=ys)
-            return np.array(ys)  # a plain copy: the piece goes back to the arena
+            return ys  # in the arena: its piece goes back when dask lets go of it
         return self._run("scan", len(x), call)
 
     def reduce(self, x: np.ndarray, op: str):
@@ -326,9 +340,7 @@ class GpuscanPlugin(WorkerPlugin):
                 return self.client.compact(x, where=mask, predicate=predicate, indices=indices, copy=True)
             ms = None if mask is None else self._in_region(mask != 0, np.uint8)
             out = self.client.compact(self._in_region(x), where=ms, predicate=predicate, indices=indices)
-            parts = out if indices else (out,)
-            plain = tuple(np.array(p) for p in parts)  # copies: the arena's pieces go back with `out`
-            return plain if indices else plain[0]
+            return out  # views [:kept] of arena pieces, which go back when dask lets go of them
         return self._run("compact", len(x), call)
 
     def histogram(self, x: np.ndarray, spec) -> np.ndarray:
@@ -569,6 +581,22 @@ def _tree(dsk: dict, prefix: str, keys: list, combine, final_key, final, *args) 
             nxt.append(k)
         keys, level = nxt, level + 1
     dsk[final_key] = (final, keys, *args)
+
+
+def _to_shared_block(x):
+    x = np.asarray(x)
+    return _plugin().to_shared(x) if len(x) else x
+
+
+def in_shared_memory(x) -> da.Array:
+    """x with each block copied once into the shared-memory arena of the worker that computes it
+    (where its server serves shared memory; elsewhere the block as it is): persist it
+    (`x = gpuscan.dask.in_shared_memory(x).persist()`) and later scans, reductions and compactions
+    of it send each block to the server with no copy. A block moved to another worker arrives as
+    a plain array (copied into that worker's arena when a call needs it)."""
+    dtype = _check_x(x, "in_shared_memory")
+    return x.map_blocks(_to_shared_block, dtype=dtype, meta=np.empty(0, dtype),
+                        name=f"gpuscan-in-shared-memory-{tokenize(x)}")
 
 
 def scan(x, op: str = "sum", exclusive: bool = False, *, algorithm: Optional[str] = None) -> da.Array:

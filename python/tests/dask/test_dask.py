@@ -371,6 +371,7 @@ def test_each_worker_calls_its_own_server_through_shared_memory(dc, servers):
     xn = data(np.dtype(np.int64), 40_000, salt=9)
     x = dask_of(xn, 2_000).persist()
     distributed.wait(x)
+    assert gd.reduce(x).compute() == xn.sum()  # each worker's shared-memory probe (a scan) happens here
     before = gd.worker_info(dc)
     logged = [served(s) for s in servers]
     np.testing.assert_array_equal(gd.cumsum(x).compute(), np.cumsum(xn))
@@ -391,6 +392,27 @@ def test_each_worker_calls_its_own_server_through_shared_memory(dc, servers):
         assert all(i["shared_memory"] is False and i["shared_calls"] == 0 and i["calls"] > 0 for i in info.values())
     finally:
         gd.register(dc, [s.target for s in servers], timeout=60)
+
+
+def test_blocks_in_shared_memory_go_to_the_server_without_a_copy(dc, servers):
+    """in_shared_memory: each block copied once into its worker's arena; persisted, later calls on
+    it copy nothing in (a block dask moved to another worker may be copied there once)."""
+    for dtype in (np.dtype(np.int32), np.dtype(np.float64)):
+        xn = data(dtype, 30_001, salt=11)
+        x = gd.in_shared_memory(dask_of(xn, 3_000)).persist()
+        distributed.wait(x)
+        # Integers against numpy; floats against the same chunking of a plain array (the same bits).
+        want = ref.scan(xn, "sum", False) if dtype.kind != "f" else gd.cumsum(dask_of(xn, 3_000)).compute()
+        before = {a: i["copies"] for a, i in gd.worker_info(dc).items()}
+        np.testing.assert_array_equal(gd.cumsum(x).compute(), want)
+        assert gd.reduce(x, op="max").compute() == xn.max()
+        np.testing.assert_array_equal(gd.compact(x, predicate=("gt", 0)).compute(), xn[xn > 0])
+        np.testing.assert_array_equal(x.compute(), xn)  # the blocks themselves, unchanged
+        copies = sum(i["copies"] - before[a] for a, i in gd.worker_info(dc).items())
+        assert copies < 11, copies  # 11 blocks x 3 calls would be 33 copies without it
+    assert gd.in_shared_memory(dask_of(np.zeros(0, np.int64), 5)).compute().size == 0
+    with pytest.raises(ValueError):
+        gd.in_shared_memory(da.zeros((4, 4), chunks=2))
 
 
 def test_targets_by_function_and_one_string(dc, servers):
