@@ -158,7 +158,7 @@ def main():
             best = min(times)
             rows.append({"op": op, "backend": backend, "seconds": times, "best_s": best,
                          "median_s": statistics.median(times), "gbps": n * 8 / best / 1e9})
-            print(f"  {op:<10} {backend:<22} {n * 8 / best / 1e9:8.2f} GB/s  (best {best:.3f} s, "
+            print(f"  {op:<10} {backend:<32} {n * 8 / best / 1e9:8.2f} GB/s  (best {best:.3f} s, "
                   f"median {statistics.median(times):.3f} s)", flush=True)
             return result
 
@@ -174,6 +174,17 @@ def main():
             checks[label] = {"cumsum": bool(da.all(y == ref_cumsum).compute()), "sum": bool(s == ref_sum),
                              "histogram": bool(np.array_equal(h, ref_hist))}
             del y
+            # The same array with its blocks copied once into the workers' arenas (in_shared_memory):
+            # calls then send each block to the server with no copy in.
+            t = time.perf_counter()
+            xs = gd.in_shared_memory(x).persist()
+            distributed.wait(xs)
+            print(f"  blocks copied into the workers' arenas in {time.perf_counter() - t:.2f} s", flush=True)
+            ys = measure("cumsum", label + ", shm blocks", lambda: gd.cumsum(xs), True)
+            ss = measure("sum", label + ", shm blocks", lambda: gd.reduce(xs), False)
+            checks[label + ", shm blocks"] = {"cumsum": bool(da.all(ys == ref_cumsum).compute()),
+                                              "sum": bool(ss == ref_sum)}
+            del xs, ys
             info = gd.worker_info(dc)
             print(f"  checks against dask's: {checks[label]}; workers: "
                   + "; ".join(f"{i['target']} shared memory {i['shared_memory']} ({i['calls']} calls)"
@@ -188,12 +199,19 @@ def main():
         device = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip()
     except OSError:
         device = ""
-    lines = [f"{'op':<10} {'backend':<22} {'GB/s':>8} {'best s':>8} {'median s':>9}"]
+    lines = [f"{'op':<10} {'backend':<32} {'GB/s':>8} {'best s':>8} {'median s':>9}"]
     for r in rows:
-        lines.append(f"{r['op']:<10} {r['backend']:<22} {r['gbps']:8.2f} {r['best_s']:8.3f} {r['median_s']:9.3f}")
+        lines.append(f"{r['op']:<10} {r['backend']:<32} {r['gbps']:8.2f} {r['best_s']:8.3f} {r['median_s']:9.3f}")
+    for op in ("cumsum", "sum"):
+        shm2, shm1 = best[(op, "gpuscan, 2 servers, shm blocks")], best[(op, "gpuscan, 1 server, shm blocks")]
+        speed[op].update({"shm_two_over_one_server": shm2 / shm1,
+                          "shm_two_servers_over_dask_numpy": shm2 / best[(op, "dask numpy")]})
     for op, s in speed.items():
         lines.append(f"{op}: 2 servers / 1 server {s['two_over_one_server']:.2f}x; "
-                     f"2 servers / dask numpy {s['two_servers_over_dask_numpy']:.2f}x")
+                     f"2 servers / dask numpy {s['two_servers_over_dask_numpy']:.2f}x" +
+                     (f"; blocks in shared memory: 2 servers / 1 server {s['shm_two_over_one_server']:.2f}x, "
+                      f"2 servers / dask numpy {s['shm_two_servers_over_dask_numpy']:.2f}x"
+                      if "shm_two_over_one_server" in s else ""))
     ok = all(v for c in checks.values() for k, v in c.items() if k != "workers")
     lines.append("every result equals dask's own" if ok else f"MISMATCH against dask's own: {checks}")
     table = "\n".join(lines)
