@@ -33,6 +33,8 @@ uint64_t CountFds(pid_t pid) {
   return n;
 }
 
+}  // namespace
+
 uint64_t ReadThreads(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");
   std::string line;
@@ -41,8 +43,6 @@ uint64_t ReadThreads(pid_t pid) {
   }
   return 0;
 }
-
-}  // namespace
 
 bool HasHeapProbe(pid_t pid) {
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");

@@ -24,4 +24,7 @@ bool HasHeapProbe(pid_t pid);
 // through `heap_file` (waits up to 5 s for its answer).
 QuietMemory ReadQuietMemory(pid_t pid, bool probe, const std::string& heap_file);
 
+// The process's thread count now (/proc/PID/status Threads).
+uint64_t ReadThreads(pid_t pid);
+
 }  // namespace gpuscan::soak
