@@ -70,9 +70,23 @@ void ConnectAll(const std::vector<std::shared_ptr<grpc::Channel>>& channels, con
   const auto deadline = std::chrono::system_clock::now() + wait;
   for (auto& c : channels) c->GetState(true);
   for (size_t i = 0; i < channels.size(); ++i) {
-    if (!channels[i]->WaitForConnected(deadline) && required) {
-      throw RpcError(grpc::StatusCode::UNAVAILABLE, what[i] + " could not connect to " + targets[i] + " within " +
-                                                        std::to_string(wait.count()) + " ms");
+    // A connect that fails twice (gRPC tries again ~1 s after the first failure) is refused, not
+    // slow: a server shutting down or gone. Waiting out `wait` then only held the call (a striped
+    // call begun as its server shut down ended 10 s later, at its deadline); it fails now, and
+    // a retry (the caller's retries) finds the server if it comes back.
+    int failures = 0;
+    grpc_connectivity_state state = channels[i]->GetState(true);
+    bool connected = state == GRPC_CHANNEL_READY;
+    while (!connected) {
+      if (state == GRPC_CHANNEL_TRANSIENT_FAILURE && ++failures >= 2) break;
+      if (!channels[i]->WaitForStateChange(state, deadline)) break;  // the wait is over
+      state = channels[i]->GetState(true);
+      connected = state == GRPC_CHANNEL_READY;
+    }
+    if (!connected && required) {
+      throw RpcError(grpc::StatusCode::UNAVAILABLE,
+                     what[i] + " could not connect to " + targets[i] +
+                         (failures >= 2 ? std::string(": refused twice") : " within " + std::to_string(wait.count()) + " ms"));
     }
   }
 }
