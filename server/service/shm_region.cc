@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <poll.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -166,6 +167,22 @@ RegionDir::RegionDir(int fd, std::string path, std::uint64_t pin_limit, Registra
     close(watch_);
     watch_ = -1;
   }
+  if (watch_ >= 0) watcher_ = std::thread([this] { Watch(); });
+}
+
+// Drops cached files as soon as the directory says they changed or went, not at the next call's
+// Map: a client that deletes its regions, or exits (its arena unlinked), gives their mappings
+// and their DMA registration back at once (an arena region may be gigabytes, pinned).
+void RegionDir::Watch() {
+  struct pollfd p {};
+  p.fd = watch_;
+  p.events = POLLIN;
+  while (!stop_.load()) {
+    if (poll(&p, 1, 200) <= 0) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    DrainChangesLocked();
+    EvictLocked();
+  }
 }
 
 void RegionDir::DrainChanges() {
@@ -220,6 +237,8 @@ std::unique_ptr<RegionDir> RegionDir::Disabled() {
 }
 
 RegionDir::~RegionDir() {
+  stop_ = true;
+  if (watcher_.joinable()) watcher_.join();
   cache_.clear();
   if (watch_ >= 0) close(watch_);
   if (fd_ >= 0) close(fd_);

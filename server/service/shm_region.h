@@ -25,12 +25,14 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <grpcpp/support/status.h>
@@ -112,11 +114,15 @@ class RegionDir {
   void DrainChangesLocked();
 
   int fd_;
+  void Watch();
+
   int watch_ = -1;  // inotify on the directory
   std::string path_;
   std::uint64_t pin_limit_;
   Registrar registrar_;
   mutable std::mutex mu_;
+  std::atomic<bool> stop_{false};
+  std::thread watcher_;  // Watch(), while there is a watch (last: it uses the members above)
   std::vector<std::shared_ptr<MappedFile>> cache_;  // most recently used last
   std::uint64_t pinned_ = 0;
   std::uint64_t maps_ = 0;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -246,6 +247,27 @@ TEST_F(ShmRegionTest, ArenaRegionsAreRegisteredOnTheirFirstUse) {
   ASSERT_TRUE(regions_->Map(kField, "big", 0, 4096, 4, false, &c, /*arena=*/true).ok());
   EXPECT_FALSE(c.registered());
   EXPECT_LE(regions_->pinned_bytes(), kPinLimit);
+}
+
+// A region deleted while the server holds it mapped and registered (a client that exits with
+// its arena) is let go at once, with no call to trigger it; one still in use stays valid.
+TEST_F(ShmRegionTest, DeletedRegionsAreLetGoWithoutAnotherCall) {
+  const auto content = Create("gone", 2 * 4096);
+  Create("kept", 4096);
+  RegionView v, k;
+  ASSERT_TRUE(regions_->Map(kField, "gone", 0, 4096, 4, false, &v, /*arena=*/true).ok());
+  ASSERT_TRUE(regions_->Map(kField, "kept", 0, 4096, 4, false, &k, /*arena=*/true).ok());
+  EXPECT_EQ(regions_->pinned_bytes(), 3u * 4096);
+  ASSERT_EQ(unlink((dir_ + "/gone").c_str()), 0);
+  auto waited = [&](auto done) {
+    for (int i = 0; i < 100 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return done();
+  };
+  EXPECT_TRUE(waited([&] { return regions_->cached_files() == 1u; }));  // "kept" stays
+  EXPECT_EQ(regions_->pinned_bytes(), 4096u);
+  EXPECT_EQ(std::memcmp(v.data(), content.data(), 4096), 0);  // the view in use still reads its pages
+  v = k = RegionView();
+  EXPECT_EQ(regions_->cached_files(), 1u);  // idle, but still linked: kept for the next call
 }
 
 TEST_F(ShmRegionTest, DeletedRegionsLeaveTheCacheAndPinsStayUnderTheLimit) {
