@@ -182,6 +182,11 @@ int gpuscan::server::RunServerMain(int argc, char** argv) {
                  "unset = off (such calls get FAILED_PRECONDITION)")
       ->check(CLI::ExistingDirectory)
       ->envname("GPUSCAN_SHM_DIR");
+  app.add_flag("--allow-device-ipc", options.allow_device_ipc,
+               "device memory for clients on this host and GPU: calls may pass CUDA IPC handles of their own "
+               "allocations (header.device_memory), computed where they lie with no host copy; cuda engine only, "
+               "served to callers on a unix socket or loopback; unset = off (such calls get FAILED_PRECONDITION)")
+      ->envname("GPUSCAN_ALLOW_DEVICE_IPC");
   app.add_option("--shm-pin-limit", options.shm_pin_limit,
                  "shared memory: the most bytes of regions kept registered (page-locked) for DMA at once; "
                  "larger regions are copied through staging buffers")

@@ -1,7 +1,8 @@
 """gpuscan.AsyncClient: the Client's methods as coroutines on grpc.aio (same arguments, results and
 errors). scan_iter is an async generator taking a sync or async iterable of arrays. Striped lanes run
 as one asyncio task per lane, each call on its own grpc.aio channel. Shared memory as the Client's
-(shared_array is a coroutine)."""
+(shared_array is a coroutine); CUDA arrays as the Client's (their export, and the wait for their
+stream, runs on the event loop's thread: a stream belongs to its thread)."""
 from __future__ import annotations
 
 import asyncio
@@ -13,7 +14,7 @@ import grpc
 import grpc.aio
 import numpy as np
 
-from . import _chunking, _retry, _types, shared
+from . import _chunking, _device, _retry, _types, shared
 from ._types import HistogramResult, Timing, TransportResult
 from .client import (DEFAULT_CHUNK_BYTES, Client, Tls, _Calls, _Prepared, channel_args, channel_credentials,
                      decode_health_response, encode_health_request, lane_channel_args)
@@ -74,10 +75,12 @@ class _AsyncUpload:
 async def _feed_async(feeder: _chunking.ScanIterFeeder, chunks) -> AsyncIterator[bytes]:
     if hasattr(chunks, "__aiter__"):
         async for arr in chunks:
+            _device.refuse("scan_iter", chunk=arr)
             for r in feeder.requests_for(arr):
                 yield r
     else:
         for arr in chunks:
+            _device.refuse("scan_iter", chunk=arr)
             for r in feeder.requests_for(arr):
                 yield r
     for r in feeder.finish():
@@ -218,6 +221,22 @@ class AsyncClient(_Calls):
         if upload.error is not None:
             raise upload.error
 
+    async def _header_only(self, p: _Prepared):
+        """As Client._header_only."""
+        if p.device is not None:
+            p.device.export(await self._device_info(p.timeout), self.target)
+            return p.device
+        return p.shared
+
+    async def _device_info(self, timeout: Optional[float]) -> "pb.ServerInfo":
+        """As Client._device_info."""
+        info = self._device_server
+        if info is None:
+            info = await self._info_message(timeout)
+            if info.limits.device_ipc:
+                self._device_server = info
+        return info
+
     async def _retrying(self, p: _Prepared, attempt: Callable[[Optional[float]], Awaitable[Any]]) -> Any:
         """As Client._retrying, for a coroutine function attempt(timeout)."""
         return await _retry.run_async(self._tries(p.retries, p.timeout), attempt)
@@ -227,8 +246,9 @@ class AsyncClient(_Calls):
                    out: Optional[np.ndarray] = None, *, copy: bool = False, lanes: Optional[int] = None,
                    retries: Optional[int] = None, timeout: Optional[float] = None) -> np.ndarray:
         p = self._prepare_scan(x, op, exclusive, algorithm, out, copy, retries, timeout)
-        if p.shared is not None:  # never retried: an in-place scan may have written over its input
-            with p.shared as call:
+        call = await self._header_only(p)
+        if call is not None:  # never retried: an in-place scan may have written over its input
+            with call:
                 async for raw in self._stream(self._scan, call.serialized(), p.timeout):
                     call.feed_scan(raw)
                 self._timing_var.set(call.finish())
@@ -331,8 +351,9 @@ class AsyncClient(_Calls):
     async def reduce(self, x, op: str = "sum", *, copy: bool = False, lanes: Optional[int] = None,
                      retries: Optional[int] = None, timeout: Optional[float] = None):
         p = self._prepare_reduce(x, op, copy, retries, timeout)
-        if p.shared is not None:
-            with p.shared as call:
+        call = await self._header_only(p)
+        if call is not None:
+            with call:
                 value = call.reduce_value(await self._unary(self._reduce, call.serialized(), p.timeout))
             self._timing_var.set(call.timing)
             return value
@@ -376,12 +397,13 @@ class AsyncClient(_Calls):
                       copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None,
                       timeout: Optional[float] = None):
         p = self._prepare_compact(x, where, predicate, indices, values, copy, retries, timeout)
-        if p.shared is not None:
-            with p.shared as call:
+        call = await self._header_only(p)
+        if call is not None:
+            with call:
                 async for raw in self._stream(self._compact, call.serialized(), p.timeout):
                     call.feed_compact(raw)
                 self._timing_var.set(call.finish())
-            return self._compact_shared_result(call, values, indices)
+            return self._compact_header_only_result(call, values, indices)
 
         async def attempt(timeout: Optional[float]) -> _chunking.CompactAssembler:
             asm = _chunking.CompactAssembler(p.x.dtype)  # per try: a failed try's pieces are dropped
@@ -403,8 +425,11 @@ class AsyncClient(_Calls):
         return self._with_data_path(await self._info(self._call_timeout(timeout)))
 
     async def _info(self, timeout: Optional[float]) -> Dict[str, Any]:
+        return _types.server_info(await self._info_message(timeout))
+
+    async def _info_message(self, timeout: Optional[float]) -> "pb.ServerInfo":
         with raised():
-            return _types.server_info(await self._stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=timeout))
+            return await self._stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=timeout)
 
     @_client_doc()
     async def health(self, service: str = "", *, timeout: Optional[float] = None) -> str:

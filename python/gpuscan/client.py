@@ -1,7 +1,7 @@
 """gpuscan.Client: the synchronous client (one grpc channel, plus one per lane for striped calls;
 thread-safe, calls may run concurrently). Mirrors client/include/gpuscan/client.h: numpy arrays in,
 numpy arrays and scalars out, every failure a gpuscan.Error; the chunking lives in _chunking, the
-shared-memory regions in shared, the error mapping in errors.
+shared-memory regions in shared, CUDA arrays (device memory) in _device, the error mapping in errors.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tupl
 import grpc
 import numpy as np
 
-from . import _chunking, _native, _pump, _retry, _types, _wire, shared
+from . import _chunking, _device, _native, _pump, _retry, _types, _wire, shared
 from ._types import DataPath, HistogramResult, Timing, TransportResult, check_array, check_int
 from .errors import Internal, from_rpc_error, raised
 from .v1 import gpuscan_pb2 as pb
@@ -107,7 +107,7 @@ def decode_health_response(raw: bytes) -> str:
 class _Prepared:
     """One data call's checked arguments (from a _Calls._prepare_* method): what both clients' drivers
     of that call need, so that the checks, the headers and the request framing live once."""
-    x: np.ndarray                       # the input, 1-D (scan2d: the matrix flattened)
+    x: Any                              # the input, 1-D (scan2d: the matrix flattened; device: the caller's)
     request: Any                        # the first request (its header)
     retries: int                        # retries of the grpcio path (0 where a retry could not replay)
     timeout: Optional[float]            # this call's deadline in seconds (None: none)
@@ -118,6 +118,7 @@ class _Prepared:
     out: Optional[np.ndarray] = None    # a scan's output (1-D)
     result: Any = None                  # what the call returns when not `out` (scan2d: the 2-D out)
     shared: Optional[shared.Call] = None  # x lies in shared memory: this call, nothing streamed
+    device: Optional[_device.Call] = None  # x lies in device memory: this call, nothing streamed
 
     def requests(self) -> Iterator[bytes]:
         """The whole array's serialized requests, for one call."""
@@ -185,6 +186,7 @@ class _Calls:
         self.backoff = _retry.check_backoff(backoff)
         self.on_retry = _retry.check_on_retry(on_retry)
         self._max_lanes: Optional[int] = None  # the server's Limits.max_lanes, asked once
+        self._device_server: Optional[pb.ServerInfo] = None  # its ServerInfo, kept once it serves device memory
         self._data_path = DataPath("grpcio", reason="grpc.aio: AsyncClient has no native path")
 
     def _carve(self, n, dtype, dir: str, mode: int, zero: bool) -> shared.SharedArray:
@@ -252,8 +254,13 @@ class _Calls:
     # -- each data call's arguments, checked before any call (ValueError; a bitwise operator on
     # floats: InvalidArgument): see _Prepared
     def _prepare_scan(self, x, op, exclusive, algorithm, out, copy, retries, timeout) -> _Prepared:
-        """x in shared memory: .shared, the call (its result where out is None); else .out (new
-        where out is None)."""
+        """x a CUDA array: .device, the call; x in shared memory: .shared, the call (its result
+        where out is None); else .out (new where out is None)."""
+        src = _device.source(x, out=out)
+        if src is not None:
+            request = pb.ScanRequest(header=self._scan_header(_types.wire_dtype(src.dtype), op, exclusive, algorithm,
+                                                              src.n))
+            return self._prepare_device(_device.Call.scan(request, src, out), _wire.SCAN_DATA, retries, timeout)
         x, request, out = self._scan_args(x, op, exclusive, algorithm, out, copy)
         retries, timeout = self._call_options(retries, timeout)
         p = _Prepared(x, request, retries, timeout, _wire.SCAN_DATA, shared=self._scan_shared(x, request, out))
@@ -264,25 +271,43 @@ class _Calls:
         return p
 
     def _prepare_reduce(self, x, op, copy, retries, timeout) -> _Prepared:
+        src = _device.source(x)
+        if src is not None:
+            request = self._reduce_request(_types.wire_dtype(src.dtype), op, src.n)
+            return self._prepare_device(_device.Call(request, src), _wire.REDUCE_DATA, retries, timeout)
         x, request = self._reduce_args(x, op, copy)
         retries, timeout = self._call_options(retries, timeout)
         return _Prepared(x, request, retries, timeout, _wire.REDUCE_DATA, shared=self._reduce_shared(x, request),
                          per=_chunking.chunk_elements(self.chunk_bytes, x.itemsize))
 
     def _prepare_compact(self, x, where, predicate, indices, values, copy, retries, timeout) -> _Prepared:
+        src = _device.source(x, where=where)
+        if src is not None:
+            header = self._compact_header(_types.wire_dtype(src.dtype), src.dtype, src.n, where, predicate, indices,
+                                          values)
+            return self._prepare_device(_device.Call.compact(pb.CompactRequest(header=header), src, where, values,
+                                                             indices), _wire.COMPACT_VALUES, retries, timeout)
         x, flags, request = self._compact_args(x, where, predicate, indices, values, copy)
         retries, timeout = self._call_options(retries, timeout)
         return _Prepared(x, request, retries, timeout, _wire.COMPACT_VALUES, side=flags,
                          per=_chunking.chunk_elements(self.chunk_bytes, x.itemsize),
                          shared=self._compact_shared(x, where, flags, request, values, indices))
 
+    def _prepare_device(self, call: _device.Call, data_field: int, retries, timeout) -> _Prepared:
+        """A device-memory call's arguments (retries= checked, but such a call sends its header
+        alone and is not retried, as a shared-memory one)."""
+        _, timeout = self._call_options(retries, timeout)
+        return _Prepared(call.x.obj, call.request, 0, timeout, data_field, device=call)
+
     def _prepare_histogram(self, x, bins, range_, copy, retries, timeout) -> _Prepared:
+        _device.refuse("histogram", x=x)
         x, request = self._histogram_args(x, bins, range_, copy)
         retries, timeout = self._call_options(retries, timeout)
         return _Prepared(x, request, retries, timeout, _wire.HISTOGRAM_DATA,
                          per=_chunking.chunk_elements(self.chunk_bytes, x.itemsize))
 
     def _prepare_segmented(self, x, keys, heads, op, exclusive, out, copy, retries, timeout) -> _Prepared:
+        _device.refuse("segmented_scan", x=x, keys=keys, heads=heads, out=out)
         x, side, request, out = self._segmented_args(x, keys, heads, op, exclusive, out, copy)
         retries, timeout = self._call_options(retries, timeout)
         out = self._scan_out(x, out)
@@ -292,12 +317,14 @@ class _Calls:
 
     def _prepare_scan2d(self, x, op, out, copy, retries, timeout) -> _Prepared:
         """.out: the flat view of .result, the 2-D out."""
+        _device.refuse("scan2d", x=x, out=out)
         flat, out, out_flat, request = self._scan2d_args(x, op, out, copy)
         retries, timeout = self._call_options(retries, timeout)
         return _Prepared(flat, request, self._scan_retries(flat, out_flat, retries), timeout, _wire.SCAN2D_DATA,
                          per=_chunking.chunk_elements(self.chunk_bytes, flat.itemsize), out=out_flat, result=out)
 
     def _prepare_reduce_by_key(self, x, keys, op, copy, retries, timeout) -> _Prepared:
+        _device.refuse("reduce_by_key", x=x, keys=keys)
         x, side, request = self._reduce_by_key_args(x, keys, op, copy)
         retries, timeout = self._call_options(retries, timeout)
         return _Prepared(x, request, retries, timeout, _wire.REDUCE_BY_KEY_DATA,
@@ -305,6 +332,7 @@ class _Calls:
                          side=side, side_field=_wire.REDUCE_BY_KEY_KEYS)
 
     def _prepare_sort(self, x, values, descending, output: int, copy, retries, timeout) -> _Prepared:
+        _device.refuse("sort", x=x, values=values)
         x, side, request = self._sort_args(x, values, descending, output, copy)
         retries, timeout = self._call_options(retries, timeout)
         return _Prepared(x, request, retries, timeout, _wire.SORT_KEYS, per=self._sort_per(x, side), side=side,
@@ -314,9 +342,16 @@ class _Calls:
         """scan_iter's (feeder of the requests, assembler of the results, timeout)."""
         timeout = self._call_timeout(timeout)
         feeder = _chunking.ScanIterFeeder(
-            chunks, lambda wire: pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm)),
+            self._host_chunks(chunks), lambda wire: pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm)),
             self.chunk_bytes)
         return feeder, _chunking.ScanIterAssembler(feeder), timeout
+
+    @staticmethod
+    def _host_chunks(chunks):
+        """scan_iter's arrays, each refused when it is a CUDA array (no device path)."""
+        for c in chunks:
+            _device.refuse("scan_iter", chunk=c)
+            yield c
 
     def _transport_tally(self, total_bytes, echo, chunk_bytes, lanes) -> _TransportTally:
         return _TransportTally(total_bytes, echo, int(chunk_bytes or self.chunk_bytes), lanes)
@@ -374,7 +409,11 @@ class _Calls:
 
     def _reduce_args(self, x, op, copy=False):
         x, wire = check_array(x, copy=copy)
-        return x, pb.ReduceRequest(header=pb.ReduceHeader(dtype=wire, op=_types.operator(op, wire), element_count=len(x)))
+        return x, self._reduce_request(wire, op, len(x))
+
+    @staticmethod
+    def _reduce_request(wire, op, n: int):
+        return pb.ReduceRequest(header=pb.ReduceHeader(dtype=wire, op=_types.operator(op, wire), element_count=n))
 
     def _histogram_args(self, x, bins, range_, copy=False):
         x, wire = check_array(x, copy=copy)
@@ -518,23 +557,30 @@ class _Calls:
 
     def _compact_args(self, x, where, predicate, indices, values, copy=False):
         x, wire = check_array(x, copy=copy)
-        if (where is None) == (predicate is None):
-            raise ValueError("gpuscan: compact needs exactly one of where= (a mask) or predicate= (e.g. ('gt', 0))")
+        header = self._compact_header(wire, x.dtype, len(x), where, predicate, indices, values)
         flags = None
-        header = pb.CompactHeader(dtype=wire, element_count=len(x))
         if where is not None:
             mask = np.asarray(where)
             if mask.shape != x.shape:
                 raise ValueError(f"gpuscan: where has shape {mask.shape}, x has {x.shape}")
             flags = np.ascontiguousarray(mask != 0 if mask.dtype != np.bool_ else mask).view(np.uint8)
+        return x, flags, pb.CompactRequest(header=header)
+
+    @staticmethod
+    def _compact_header(wire, dtype: np.dtype, n: int, where, predicate, indices, values) -> "pb.CompactHeader":
+        """A compact's header: use_flags for where=, else the predicate; the outputs asked for."""
+        if (where is None) == (predicate is None):
+            raise ValueError("gpuscan: compact needs exactly one of where= (a mask) or predicate= (e.g. ('gt', 0))")
+        header = pb.CompactHeader(dtype=wire, element_count=n)
+        if where is not None:
             header.use_flags = True
         else:
-            header.predicate.CopyFrom(_types.predicate(predicate, x.dtype))
+            header.predicate.CopyFrom(_types.predicate(predicate, dtype))
         if not values and not indices:
             raise ValueError("gpuscan: compact with values=False needs indices=True")
         header.output = (pb.COMPACT_OUTPUT_VALUES_AND_INDICES if values and indices else
                          pb.COMPACT_OUTPUT_INDICES if indices else pb.COMPACT_OUTPUT_VALUES)
-        return x, flags, pb.CompactRequest(header=header)
+        return header
 
     @staticmethod
     def _compact_outputs(v, i, values, indices):
@@ -602,7 +648,8 @@ class _Calls:
         return call
 
     @staticmethod
-    def _compact_shared_result(call, values, indices):
+    def _compact_header_only_result(call, values, indices):
+        """A compact sent as its header alone (shared or device memory): its outputs' first `kept`."""
         kept = call.kept
         v = call.values[:kept] if values else None
         i = call.indices[:kept] if indices else None
@@ -787,6 +834,23 @@ class Client(_Calls):
         return (self._native is not None and p.retries == self.retries and self.on_retry is None and
                 p.timeout == self.timeout and (p.out is None or not np.may_share_memory(p.x, p.out)))
 
+    def _header_only(self, p: _Prepared):
+        """p's call when it sends its header alone: a shared-memory call, or a device-memory one
+        (exported here, once the server is known to serve it); None: p streams."""
+        if p.device is not None:
+            p.device.export(self._device_info(p.timeout), self.target)
+            return p.device
+        return p.shared
+
+    def _device_info(self, timeout: Optional[float]) -> "pb.ServerInfo":
+        """The server's ServerInfo (the message: its devices' UUIDs), kept once it serves device memory."""
+        info = self._device_server
+        if info is None:
+            info = self._info_message(timeout)
+            if info.limits.device_ipc:
+                self._device_server = info
+        return info
+
     def _retrying(self, p: _Prepared, attempt: Callable[[Optional[float]], Any]) -> Any:
         """attempt(timeout) with up to p.retries retries after UNAVAILABLE, each try given the time
         left of the call's timeout (see _retry)."""
@@ -829,10 +893,21 @@ class Client(_Calls):
         x in shared memory (see shared_array): nothing is streamed and lanes do not apply; the
         result is `out` when out is shared too (out=x: in place), else a new SharedArray next to
         x's region (out None), or, for a plain out, written into a temporary region and copied
-        into out."""
+        into out.
+
+        x a CUDA array (any object with __cuda_array_interface__: CuPy, PyTorch, Numba), for a
+        client on the server's host and GPU: the server scans it where it lies (CUDA IPC; nothing
+        crosses the host; see gpuscan._device). Any shape, C-contiguous; out= a CUDA array of x's
+        dtype and size (out=x: in place), or None: a new array like x (CuPy's or PyTorch's; other
+        libraries need out=). Its stream (__cuda_array_interface__ v3; before v3 the whole device)
+        is waited for before the call; the result is complete when the call returns. The server
+        must serve device memory (info()["limits"]["device_ipc"]: --allow-device-ipc on the cuda
+        engine) on x's GPU, else gpuscan.FailedPrecondition, before any export. Host and CUDA
+        arrays mixed: TypeError. copy= and lanes do not apply; not retried."""
         p = self._prepare_scan(x, op, exclusive, algorithm, out, copy, retries, timeout)
-        if p.shared is not None:  # never retried: an in-place scan may have written over its input
-            with p.shared as call:
+        call = self._header_only(p)
+        if call is not None:  # never retried: an in-place scan may have written over its input
+            with call:
                 for raw in self._stream(self._scan, call.serialized(), p.timeout):
                     call.feed_scan(raw)
                 self._set_timing(call.finish())
@@ -1000,11 +1075,12 @@ class Client(_Calls):
     def reduce(self, x, op: str = "sum", *, copy: bool = False, lanes: Optional[int] = None,
                retries: Optional[int] = None, timeout: Optional[float] = None):
         """Reduction of a 1-D array: a numpy scalar of x's dtype (the identity for an empty array).
-        op, copy=, lanes, retries and timeout as scan's. x in shared memory: read there by the
-        server, lanes and retries do not apply."""
+        op, copy=, lanes, retries and timeout as scan's. x in shared memory, or a CUDA array (as
+        scan's): read there by the server, lanes and retries do not apply."""
         p = self._prepare_reduce(x, op, copy, retries, timeout)
-        if p.shared is not None:
-            with p.shared as call:
+        call = self._header_only(p)
+        if call is not None:
+            with call:
                 value = call.reduce_value(self._unary(self._reduce, call.serialized(), p.timeout))
             self._set_timing(call.timing)
             return value
@@ -1073,14 +1149,19 @@ class Client(_Calls):
         x in shared memory: nothing is streamed and lanes do not apply; the kept values and
         indices are SharedArray views [:kept] of new regions of len(x) elements next to x's; a
         where= mask is read in place when it is a shared bool/int8/uint8 array, else copied into a
-        temporary region; retries do not apply."""
+        temporary region; retries do not apply.
+
+        x a CUDA array (as scan's): the kept values and indices are new CUDA arrays of x's library
+        (CuPy or PyTorch; n elements each, returned as views [:kept]); where= must then be a CUDA
+        bool/int8/uint8 array of x's size, read in place (a host mask: TypeError)."""
         p = self._prepare_compact(x, where, predicate, indices, values, copy, retries, timeout)
-        if p.shared is not None:
-            with p.shared as call:
+        call = self._header_only(p)
+        if call is not None:
+            with call:
                 for raw in self._stream(self._compact, call.serialized(), p.timeout):
                     call.feed_compact(raw)
                 self._set_timing(call.finish())
-            return self._compact_shared_result(call, values, indices)
+            return self._compact_header_only_result(call, values, indices)
         # Natively the kept values and indices are written at their kept offsets, so a retried
         # try writes every position again.
         if self._takes_native(p):
@@ -1112,8 +1193,11 @@ class Client(_Calls):
         return self._with_data_path(self._info(self._call_timeout(timeout)))
 
     def _info(self, timeout: Optional[float]) -> Dict[str, Any]:
+        return _types.server_info(self._info_message(timeout))
+
+    def _info_message(self, timeout: Optional[float]) -> "pb.ServerInfo":
         with raised():
-            return _types.server_info(_pump.unary(self._stub.GetServerInfo, pb.GetServerInfoRequest(), timeout))
+            return _pump.unary(self._stub.GetServerInfo, pb.GetServerInfoRequest(), timeout)
 
     def health(self, service: str = "", *, timeout: Optional[float] = None) -> str:
         """grpc.health.v1 status: "SERVING", "NOT_SERVING", "UNKNOWN" or "SERVICE_UNKNOWN" (of the

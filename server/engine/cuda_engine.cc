@@ -3,7 +3,11 @@
 // staging resources live in engine/cuda/staging.h, the copy pipeline in engine/cuda/pipeline.h.
 #include "engine/cuda_engine.h"
 
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
+
+#include <cstring>
 
 #include <algorithm>
 #include <functional>
@@ -49,6 +53,7 @@ class CudaEngine final : public Engine {
     d.cc_minor = sh_->prop.minor;
     d.memory_bytes = sh_->prop.totalGlobalMem;
     d.multiprocessors = sh_->prop.multiProcessorCount;
+    d.uuid.assign(sh_->prop.uuid.bytes, sizeof(sh_->prop.uuid.bytes));
     return {d};
   }
   std::vector<ScanAlgorithm> scan_algorithms() const override {
@@ -117,6 +122,33 @@ class CudaEngine final : public Engine {
 
   bool registered(const void* p, uint64_t bytes) const override { return sh_->Pinned(p, bytes); }
 
+  std::shared_ptr<IpcMemory> OpenIpc(const std::string& device_uuid, const std::string& handle) override {
+    if (device_uuid != std::string(sh_->prop.uuid.bytes, sizeof(sh_->prop.uuid.bytes))) {
+      throw Error(ErrorCode::kFailedPrecondition, "the device is not this server's " + device_name());
+    }
+    cudaIpcMemHandle_t h;
+    if (handle.size() != sizeof(h.reserved)) {
+      throw Error(ErrorCode::kInvalidArgument, "a CUDA IPC handle has " + std::to_string(sizeof(h.reserved)) +
+                                                   " bytes, not " + std::to_string(handle.size()));
+    }
+    std::memcpy(h.reserved, handle.data(), sizeof(h.reserved));
+    cuda::Check(cudaSetDevice(sh_->device), "cudaSetDevice");
+    void* base = nullptr;
+    // Not sticky: a bad handle fails this call alone.
+    if (const cudaError_t e = cudaIpcOpenMemHandle(&base, h, cudaIpcMemLazyEnablePeerAccess); e != cudaSuccess) {
+      cudaGetLastError();
+      throw Error(ErrorCode::kFailedPrecondition,
+                  std::string("the driver cannot open the handle (malformed, or its memory was freed or its process "
+                              "ended): ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+    }
+    auto mem = std::shared_ptr<IpcMemory>(new IpcMemory{base, 0, this, {}}, [sh = sh_](IpcMemory* m) {
+      if (cudaSetDevice(sh->device) != cudaSuccess || cudaIpcCloseMemHandle(m->base) != cudaSuccess) cudaGetLastError();
+      delete m;
+    });
+    mem->bytes = AllocationBytes(base);
+    return mem;
+  }
+
   std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) override { return cuda::NewScan(sh_, spec); }
   std::unique_ptr<ReduceSession> NewReduce(const ReduceSpec& spec) override { return cuda::NewReduce(sh_, spec); }
   std::unique_ptr<CompactSession> NewCompact(const CompactSpec& spec) override { return cuda::NewCompact(sh_, spec); }
@@ -162,6 +194,29 @@ class CudaEngine final : public Engine {
       }
       release(p);
     });
+  }
+
+  // The size of the allocation at `base`, from the driver (cuMemGetAddressRange, reached
+  // through the runtime so this build needs no libcuda at link time).
+  static uint64_t AllocationBytes(void* base) {
+    static const PFN_cuMemGetAddressRange_v3020 range = [] {
+      void* fn = nullptr;
+      cudaDriverEntryPointQueryResult found{};
+      if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 3020, cudaEnableDefault, &found) !=
+              cudaSuccess ||
+          found != cudaDriverEntryPointSuccess) {
+        cudaGetLastError();
+        fn = nullptr;
+      }
+      return reinterpret_cast<PFN_cuMemGetAddressRange_v3020>(fn);
+    }();
+    if (!range) throw Error(ErrorCode::kInternal, "the driver lacks cuMemGetAddressRange");
+    CUdeviceptr start = 0;
+    size_t bytes = 0;
+    if (range(&start, &bytes, reinterpret_cast<CUdeviceptr>(base)) != CUDA_SUCCESS) {
+      throw Error(ErrorCode::kInternal, "cuMemGetAddressRange failed on an opened IPC handle");
+    }
+    return bytes;
   }
 
   std::shared_ptr<Shared> sh_;

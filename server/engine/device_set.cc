@@ -48,6 +48,17 @@ bool DeviceSet::registered(const void* p, uint64_t bytes) const {
   return true;
 }
 
+std::shared_ptr<IpcMemory> DeviceSet::OpenIpc(const std::string& device_uuid, const std::string& handle) {
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    const auto infos = devices_[i]->devices();
+    if (infos.empty() || infos[0].uuid != device_uuid) continue;
+    auto mem = devices_[i]->OpenIpc(device_uuid, handle);
+    mem->device = labels_[i];
+    return mem;
+  }
+  throw Error(ErrorCode::kFailedPrecondition, "the device is none of this server's " + device_name());
+}
+
 std::string DeviceSet::device_name() const {
   std::string s = std::to_string(devices_.size()) + " devices: ";
   for (size_t i = 0; i < labels_.size(); ++i) s += (i ? ", " : "") + labels_[i];

@@ -36,6 +36,8 @@ class DeviceSet final : public Engine {
   std::shared_ptr<void> RegisterHost(void* data, uint64_t bytes, bool read_only) override;
   std::shared_ptr<void> AdoptRegistered(void* data, uint64_t bytes) override;
   bool registered(const void* p, uint64_t bytes) const override;
+  // Opened by the member whose device the UUID names; sessions on it run there.
+  std::shared_ptr<IpcMemory> OpenIpc(const std::string& device_uuid, const std::string& handle) override;
 
   std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) override;
   std::unique_ptr<ReduceSession> NewReduce(const ReduceSpec& spec) override;

@@ -67,6 +67,12 @@ class ScanSession : public Session {
     return 0;
   }
   virtual void End(uint64_t /*ticket*/, StageTimes& /*times*/) {}
+  // The whole array at once, already in this session's device memory (a caller's, opened through
+  // Engine::OpenIpc): `in` and `out` are device pointers (they alias for a scan in place). Only
+  // on a fresh session. Default: kUnimplemented (engines without a device).
+  virtual void ProcessDevice(const void* /*in*/, void* /*out*/, uint64_t /*n*/, StageTimes& /*times*/) {
+    throw Error(ErrorCode::kUnimplemented, "this engine does not compute on device memory");
+  }
   virtual uint64_t overlap_elements() const { return 0; }
   // Whether the next chunk, of n elements, would be computed on the host in microseconds (at
   // most kSmallChunkBytes, no device work, no waits). The service then runs it on gRPC's own
@@ -77,6 +83,10 @@ class ScanSession : public Session {
 class ReduceSession : public Session {
  public:
   virtual void Process(const void* in, uint64_t n, StageTimes& times) = 0;
+  // The whole array at once in this session's device memory (ScanSession::ProcessDevice).
+  virtual void ProcessDevice(const void* /*in*/, uint64_t /*n*/, StageTimes& /*times*/) {
+    throw Error(ErrorCode::kUnimplemented, "this engine does not compute on device memory");
+  }
   // The reduction of everything processed so far (identity if nothing), as one raw element.
   virtual void Result(void* value) const = 0;
 };
@@ -89,6 +99,12 @@ class CompactSession : public Session {
   // Returns how many were kept.
   virtual uint64_t Process(const void* values, const uint8_t* flags, uint64_t n,
                            void* out_values, int64_t* out_indices, StageTimes& times) = 0;
+  // The same over the whole array at once, every pointer in this session's device memory
+  // (ScanSession::ProcessDevice).
+  virtual uint64_t ProcessDevice(const void* /*values*/, const uint8_t* /*flags*/, uint64_t /*n*/,
+                                 void* /*out_values*/, int64_t* /*out_indices*/, StageTimes& /*times*/) {
+    throw Error(ErrorCode::kUnimplemented, "this engine does not compute on device memory");
+  }
 };
 
 class HistogramSession : public Session {
@@ -154,6 +170,20 @@ struct DeviceInfo {
   int cc_minor = 0;
   uint64_t memory_bytes = 0;
   int multiprocessors = 0;
+  std::string uuid;  // 16 raw bytes (cudaDeviceProp.uuid)
+};
+
+class Engine;
+
+// Device memory another process of this host exported (cudaIpcGetMemHandle), opened in this
+// one on the device it lies on: the whole allocation, at `base` here. Closed
+// (cudaIpcCloseMemHandle) when the last holder lets it go. Sessions on it come from `engine`,
+// that device's engine (a DeviceSet's member), named `device` (empty: its device_name()).
+struct IpcMemory {
+  void* base = nullptr;
+  uint64_t bytes = 0;
+  Engine* engine = nullptr;
+  std::string device;
 };
 
 // Device memory as the driver reports it, in bytes.
@@ -214,6 +244,14 @@ class Engine {
   // Whether copies from and to [p, p + bytes) skip the staging buffers (the range is
   // registered or adopted); on a DeviceSet, on every device. Any thread.
   virtual bool registered(const void* /*p*/, uint64_t /*bytes*/) const { return false; }
+
+  // Opens a CUDA IPC handle (64 bytes) of an allocation on the device whose UUID is
+  // device_uuid (16 bytes). Throws Error: kFailedPrecondition when this engine has no such
+  // device (or none) or the driver cannot open the handle (malformed, or its memory freed or
+  // its process gone). Any thread.
+  virtual std::shared_ptr<IpcMemory> OpenIpc(const std::string& /*device_uuid*/, const std::string& /*handle*/) {
+    throw Error(ErrorCode::kFailedPrecondition, "the " + name() + " engine has no device memory to open");
+  }
 
   // These throw Error: kUnimplemented for an algorithm this engine lacks, kInvalidArgument for
   // an operator the dtype does not support, kResourceExhausted when out of memory.

@@ -8,6 +8,7 @@
 #include "engine/engine.h"
 #include "metrics/metrics.h"
 #include "service/admission.h"
+#include "service/device_memory.h"
 #include "service/executor.h"
 #include "service/lane_join.h"
 #include "service/payload.h"
@@ -30,6 +31,8 @@ struct CallContext {
   LaneRegistry* lanes = nullptr;
   // Shared-memory regions under --shm-dir (disabled without it: calls get FAILED_PRECONDITION).
   shm::RegionDir* regions = nullptr;
+  // Callers' device memory (CUDA IPC handles; disabled without --allow-device-ipc).
+  IpcHandles* device_ipc = nullptr;
   // Where raw RPCs (Scan, Reduce) put their chunks' bytes: blocks registered with the engine.
   PayloadPool* payloads = nullptr;
 };

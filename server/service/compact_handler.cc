@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 
+#include "service/device_memory.h"
 #include "service/flags_aligner.h"
 #include "service/handlers.h"
 #include "service/raw_wire.h"
@@ -33,11 +34,15 @@ class CompactCall final
     checker_.emplace(spec_.dtype, CompactSide(spec_), count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     elem_size_ = engine::SizeOf(spec_.dtype);
     aligner_.emplace(elem_size_);
+    SharedNeeds needs;
+    needs.values_output = spec_.want_values;
+    needs.indices_output = spec_.want_indices;
+    needs.flags_input = spec_.use_flags;
+    if (header.has_device_memory()) {
+      return OpenDevice(*ctx_.device_ipc, Peer(), header.device_memory(), header.has_shared_memory(), elem_size_,
+                        needs, count, &device_.emplace());
+    }
     if (header.has_shared_memory()) {
-      SharedNeeds needs;
-      needs.values_output = spec_.want_values;
-      needs.indices_output = spec_.want_indices;
-      needs.flags_input = spec_.use_flags;
       return OpenShared(*ctx_.regions, header.shared_memory(), elem_size_, needs, count,
                         ctx_.options->max_request_bytes, &shared_.emplace());
     }
@@ -49,10 +54,16 @@ class CompactCall final
       if (auto s = NoInlinePayload(req.values.size(), "values", index); !s.ok()) return s;
       return NoInlinePayload(req.flags.size(), "flags", index);
     }
+    if (device_) {
+      if (auto s = NoInlinePayload(req.values.size(), "values", index, "header.device_memory"); !s.ok()) return s;
+      return NoInlinePayload(req.flags.size(), "flags", index, "header.device_memory");
+    }
     return checker_->Add(req.values.size(), req.flags.size(), index);
   }
 
-  void Open() override { session_ = ctx_.engine->NewCompact(spec_); }
+  void Open() override {
+    session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewCompact(spec_); });
+  }
 
   void Process(CompactChunk& req, std::vector<CompactReply>& out) override {
     bytes_in_ += req.values.size() + req.flags.size();
@@ -68,6 +79,13 @@ class CompactCall final
   grpc::Status Complete(std::vector<CompactReply>& out) override {
     if (shared_) {
       if (auto s = CompactShared(); !s.ok()) return s;
+    } else if (device_) {
+      const DeviceRanges& r = *device_;
+      kept_ = session_->ProcessDevice(r.in, r.flags, r.elements, r.out, r.indices, stages_);
+      processed_ = r.elements;
+      bytes_in_ = processed_ * elem_size_ + (spec_.use_flags ? processed_ : 0);
+      bytes_out_ = kept_ * ((spec_.want_values ? elem_size_ : 0) + (spec_.want_indices ? sizeof(int64_t) : 0));
+      ++chunks_;
     } else if (auto s = checker_->Finish(); !s.ok()) {
       return s;
     }
@@ -130,6 +148,7 @@ class CompactCall final
 
   engine::CompactSpec spec_;
   std::optional<SharedRanges> shared_;  // header.shared_memory: the mapped ranges
+  std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges
   std::optional<PairedChecker> checker_;
   std::unique_ptr<engine::CompactSession> session_;
   size_t elem_size_ = 4;

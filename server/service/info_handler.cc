@@ -18,6 +18,7 @@ void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info) {
     out->set_compute_capability_minor(d.cc_minor);
     out->set_memory_bytes(d.memory_bytes);
     out->set_multiprocessors(d.multiprocessors);
+    out->set_uuid(d.uuid);
   }
   for (engine::ScanAlgorithm a : eng.scan_algorithms()) info->add_scan_algorithms(ToWire(a));
   info->set_float_scan_default(ToWire(eng.float_scan_default()));
@@ -39,6 +40,7 @@ void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info) {
   limits->set_max_histogram_bins(engine::kMaxHistogramBins);
   limits->set_max_sort_bytes(ctx.options->max_sort_bytes);
   limits->set_max_scan2d_row_bytes(ctx.options->max_scan2d_row_bytes);
+  limits->set_device_ipc(ctx.device_ipc != nullptr && ctx.device_ipc->enabled());
   for (const char* op : {"scan", "reduce", "compact", "histogram", "segmented_scan", "reduce_by_key", "sort", "scan2d"}) info->add_operations(op);
   info->set_cpu_threads(ctx.executor->threads());
 }

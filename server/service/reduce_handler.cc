@@ -2,6 +2,7 @@
 #include <memory>
 #include <optional>
 
+#include "service/device_memory.h"
 #include "service/folding_call.h"
 #include "service/handlers.h"
 #include "service/raw_wire.h"
@@ -27,6 +28,10 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
     dtype_ = spec_.dtype;
     const std::optional<uint64_t> count = DeclaredCount(header);
     checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    if (header.has_device_memory()) {
+      return OpenDevice(*ctx_.device_ipc, Peer(), header.device_memory(), header.has_shared_memory(),
+                        engine::SizeOf(spec_.dtype), SharedNeeds{}, count, &device_.emplace());
+    }
     if (header.has_shared_memory()) {
       return OpenShared(*ctx_.regions, header.shared_memory(), engine::SizeOf(spec_.dtype), SharedNeeds{}, count,
                         ctx_.options->max_request_bytes, &shared_.emplace());
@@ -36,14 +41,22 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
 
   grpc::Status CheckRequest(const ReduceChunk& req, uint64_t index) override {
     if (shared_) return NoInlinePayload(req.data.size(), "data", index);
+    if (device_) return NoInlinePayload(req.data.size(), "data", index, "header.device_memory");
     return checker_->Add(req.data.size(), "data", index);
   }
 
-  void Open() override { session_ = ctx_.engine->NewReduce(spec_); }
+  void Open() override {
+    session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewReduce(spec_); });
+  }
 
   grpc::Status Complete(std::vector<v1::ReduceResponse>&) override {
     if (shared_) {
       if (auto s = ReduceShared(); !s.ok()) return s;
+    } else if (device_) {
+      session_->ProcessDevice(device_->in, device_->elements, stages_);
+      processed_ = device_->elements;
+      bytes_in_ = processed_ * engine::SizeOf(spec_.dtype);
+      ++chunks_;
     } else if (auto s = checker_->Finish(); !s.ok()) {
       return s;
     }
@@ -86,6 +99,7 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
 
   v1::ReduceResponse response_;
   std::optional<SharedRanges> shared_;  // header.shared_memory: the mapped ranges
+  std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges
   engine::ReduceSpec spec_;
   std::optional<ChunkChecker> checker_;
 };

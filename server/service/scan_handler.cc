@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 
+#include "service/device_memory.h"
 #include "service/handlers.h"
 #include "service/raw_wire.h"
 #include "service/shared_memory.h"
@@ -32,9 +33,13 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
     }
     const std::optional<uint64_t> count = DeclaredCount(header);
     checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    SharedNeeds needs;
+    needs.scan_output = true;
+    if (header.has_device_memory()) {
+      return OpenDevice(*ctx_.device_ipc, Peer(), header.device_memory(), header.has_shared_memory(),
+                        engine::SizeOf(spec_.dtype), needs, count, &device_.emplace());
+    }
     if (header.has_shared_memory()) {
-      SharedNeeds needs;
-      needs.scan_output = true;
       return OpenShared(*ctx_.regions, header.shared_memory(), engine::SizeOf(spec_.dtype), needs, count,
                         ctx_.options->max_request_bytes, &shared_.emplace());
     }
@@ -43,10 +48,13 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
 
   grpc::Status CheckRequest(const ScanChunk& req, uint64_t index) override {
     if (shared_) return NoInlinePayload(req.data.size(), "data", index);
+    if (device_) return NoInlinePayload(req.data.size(), "data", index, "header.device_memory");
     return checker_->Add(req.data.size(), "data", index);
   }
 
-  void Open() override { session_ = ctx_.engine->NewScan(spec_); }
+  void Open() override {
+    session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewScan(spec_); });
+  }
 
   void Process(ScanChunk& req, std::vector<ScanReply>& out) override { EndChunk(BeginChunk(req, out)); }
 
@@ -77,7 +85,7 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
   // A small chunk the session scans on the host, and the end (a count check and the Timing),
   // run on gRPC's thread; never with shared memory, whose Complete scans the whole region.
   bool RunsInline(const ScanChunk* req, bool session_open) const override {
-    if (shared_) return false;
+    if (shared_ || device_) return false;
     if (req == nullptr) return true;
     const size_t bytes = req->data.size();
     if (!session_open) return bytes <= engine::kSmallChunkBytes;
@@ -87,6 +95,11 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
   grpc::Status Complete(std::vector<ScanReply>& out) override {
     if (shared_) {
       if (auto s = ScanShared(); !s.ok()) return s;
+    } else if (device_) {
+      session_->ProcessDevice(device_->in, device_->out, device_->elements, stages_);
+      processed_ = device_->elements;
+      bytes_in_ = bytes_out_ = processed_ * engine::SizeOf(spec_.dtype);
+      ++chunks_;
     } else if (auto s = checker_->Finish(); !s.ok()) {
       return s;
     }
@@ -133,6 +146,7 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
 
   engine::ScanSpec spec_;
   std::optional<SharedRanges> shared_;  // header.shared_memory: the mapped ranges
+  std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges
   std::optional<ChunkChecker> checker_;
   std::unique_ptr<engine::ScanSession> session_;
   uint64_t processed_ = 0;

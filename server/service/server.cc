@@ -157,6 +157,15 @@ class ServerImpl final : public Server {
       regions_ = shm::RegionDir::Disabled();
     }
     ctx.regions = regions_.get();
+    device_ipc_ = std::make_unique<IpcHandles>(engine_.get(), options_.allow_device_ipc && engine_->name() == "cuda");
+    if (options_.allow_device_ipc) {
+      if (device_ipc_->enabled()) {
+        spdlog::info("device memory: CUDA IPC handles from callers on this host are opened (--allow-device-ipc)");
+      } else {
+        spdlog::warn("--allow-device-ipc has no effect on the {} engine", engine_->name());
+      }
+    }
+    ctx.device_ipc = device_ipc_.get();
     // Blocks of the largest chunk a message may carry, registered for DMA (CUDA engine).
     payloads_ = PayloadPool::Create(options_.chunk_bytes, options_.payload_pool_bytes,
                                     [engine = engine_.get()](void* data, uint64_t bytes) {
@@ -249,6 +258,8 @@ class ServerImpl final : public Server {
   // Shared-memory regions (mapped, registered with the engine): after the workers in
   // destruction, as calls hold views of them; before the engine they are registered with.
   std::unique_ptr<shm::RegionDir> regions_;
+  // Callers' device memory opened through CUDA IPC: like the regions, before the engine.
+  std::unique_ptr<IpcHandles> device_ipc_;
   // Raw RPCs' payloads: like the regions, after the workers and before the engine. A slice gRPC
   // still holds keeps its pool (and the registration) alive past this reference.
   std::shared_ptr<PayloadPool> payloads_;

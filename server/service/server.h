@@ -55,6 +55,9 @@ struct ServerOptions {
   // (empty = off), and the most bytes of regions kept registered for DMA at once.
   std::string shm_dir;
   uint64_t shm_pin_limit = uint64_t{16} << 30;
+  // Device memory of callers on this host and GPU (CUDA IPC handles, header.device_memory): off
+  // unless set; served on the cuda engine to callers on a unix socket or loopback only.
+  bool allow_device_ipc = false;
   // Host memory for the chunks of raw RPCs (Scan, Reduce, Compact), in blocks of chunk_bytes made as needed and
   // registered for DMA with the CUDA engine; chunks beyond it use the heap. 0 = heap only.
   uint64_t payload_pool_bytes = uint64_t{256} << 20;

@@ -10,14 +10,14 @@ const std::string kPrefix = "header.shared_memory.";
 grpc::Status Invalid(const std::string& message) { return {grpc::StatusCode::INVALID_ARGUMENT, message}; }
 
 // A range the RPC does not use must be left empty (a set one would be silently ignored).
-grpc::Status Unused(const std::string& region, uint64_t offset, const char* field, const char* why) {
-  if (region.empty() && offset == 0) return grpc::Status::OK;
-  return Invalid(kPrefix + field + " \"" + region + "\": " + why);
+grpc::Status Unused(const std::string& prefix, const NamedRange& r, const char* field, const char* why) {
+  if (!r.set && r.offset == 0) return grpc::Status::OK;
+  return Invalid(prefix + field + " " + r.shown + ": " + why);
 }
 
-grpc::Status Required(const std::string& region, const char* field, const char* why) {
-  if (!region.empty()) return grpc::Status::OK;
-  return Invalid(kPrefix + field + ": required " + why);
+grpc::Status Required(const std::string& prefix, const NamedRange& r, const char* field, const char* why) {
+  if (r.set) return grpc::Status::OK;
+  return Invalid(prefix + field + ": required " + why);
 }
 
 grpc::Status Disjoint(const shm::RegionView& a, const char* a_field, const shm::RegionView& b, const char* b_field) {
@@ -26,54 +26,67 @@ grpc::Status Disjoint(const shm::RegionView& a, const char* a_field, const shm::
                  "\": output ranges may not overlap other ranges");
 }
 
+NamedRange Region(const std::string& name, uint64_t offset) { return {!name.empty(), "\"" + name + "\"", offset}; }
+
 }  // namespace
 
-grpc::Status OpenShared(shm::RegionDir& regions, const v1::SharedMemory& h, size_t element_size,
-                        const SharedNeeds& needs, std::optional<uint64_t> declared_count, uint64_t max_request_bytes,
-                        SharedRanges* out) {
+grpc::Status CheckRangeFields(const std::string& prefix, const RangeFields& f, const SharedNeeds& needs) {
   const bool writes_output = needs.scan_output || needs.values_output;
   if (!writes_output) {
     const char* why = needs.indices_output ? "this Compact's output asks for indices only" : "Reduce writes no output";
-    if (auto s = Unused(h.output_region(), h.output_offset(), "output_region", why); !s.ok()) return s;
+    if (auto s = Unused(prefix, f.output, f.output_field, why); !s.ok()) return s;
   }
   if (!needs.indices_output) {
-    if (auto s = Unused(h.indices_region(), h.indices_offset(), "indices_region",
-                        "only a Compact asking for indices writes them");
-        !s.ok()) {
+    if (auto s = Unused(prefix, f.indices, f.indices_field, "only a Compact asking for indices writes them"); !s.ok()) {
       return s;
     }
   }
   if (!needs.flags_input) {
-    if (auto s = Unused(h.flags_region(), h.flags_offset(), "flags_region", "only a Compact with use_flags reads flags");
-        !s.ok()) {
-      return s;
-    }
+    if (auto s = Unused(prefix, f.flags, f.flags_field, "only a Compact with use_flags reads flags"); !s.ok()) return s;
   }
   if (needs.values_output) {
-    if (auto s = Required(h.output_region(), "output_region", "for the kept values"); !s.ok()) return s;
+    if (auto s = Required(prefix, f.output, f.output_field, "for the kept values"); !s.ok()) return s;
   }
   if (needs.indices_output) {
-    if (auto s = Required(h.indices_region(), "indices_region", "for the kept indices"); !s.ok()) return s;
+    if (auto s = Required(prefix, f.indices, f.indices_field, "for the kept indices"); !s.ok()) return s;
   }
   if (needs.flags_input) {
-    if (auto s = Required(h.flags_region(), "flags_region", "with use_flags"); !s.ok()) return s;
+    if (auto s = Required(prefix, f.flags, f.flags_field, "with use_flags"); !s.ok()) return s;
   }
+  if (needs.scan_output && !f.output.set && f.output.offset != 0) {
+    return Invalid(prefix + f.output_offset_field + " " + std::to_string(f.output.offset) + ": set without " +
+                   prefix + f.output_field + " (an in-place scan writes over its input)");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status CheckDeclaredCount(const std::string& prefix, uint64_t bytes, size_t element_size,
+                                std::optional<uint64_t> declared_count) {
+  const uint64_t n = bytes / element_size;
+  if (declared_count && bytes % element_size == 0 && *declared_count != n) {
+    return Invalid("header.element_count " + std::to_string(*declared_count) + " differs from " + prefix + "bytes " +
+                   std::to_string(bytes) + " (" + std::to_string(n) + " elements)");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status OpenShared(shm::RegionDir& regions, const v1::SharedMemory& h, size_t element_size,
+                        const SharedNeeds& needs, std::optional<uint64_t> declared_count, uint64_t max_request_bytes,
+                        SharedRanges* out) {
+  RangeFields fields{Region(h.output_region(), h.output_offset()), Region(h.indices_region(), h.indices_offset()),
+                     Region(h.flags_region(), h.flags_offset()),   "output_region",
+                     "indices_region",                             "flags_region",
+                     "output_offset"};
+  if (auto s = CheckRangeFields(kPrefix, fields, needs); !s.ok()) return s;
   if (max_request_bytes && h.bytes() > max_request_bytes) {
     return {grpc::StatusCode::RESOURCE_EXHAUSTED, kPrefix + "bytes " + std::to_string(h.bytes()) +
                                                       " exceeds this server's limit of " +
                                                       std::to_string(max_request_bytes) + " (--max-request-bytes)"};
   }
+  if (auto s = CheckDeclaredCount(kPrefix, h.bytes(), element_size, declared_count); !s.ok()) return s;
   const uint64_t n = h.bytes() / element_size;
-  if (declared_count && h.bytes() % element_size == 0 && *declared_count != n) {
-    return Invalid("header.element_count " + std::to_string(*declared_count) + " differs from " + kPrefix + "bytes " +
-                   std::to_string(h.bytes()) + " (" + std::to_string(n) + " elements)");
-  }
   out->elements = n;
   out->in_place = needs.scan_output && h.output_region().empty();
-  if (out->in_place && h.output_offset() != 0) {
-    return Invalid(kPrefix + "output_offset " + std::to_string(h.output_offset()) +
-                   ": set without output_region (an in-place scan writes over its input)");
-  }
   if (auto s = regions.Map(kPrefix + "region", h.region(), h.offset(), h.bytes(), element_size, out->in_place, &out->in,
                            h.arena());
       !s.ok()) {
@@ -115,10 +128,10 @@ grpc::Status OpenShared(shm::RegionDir& regions, const v1::SharedMemory& h, size
   return grpc::Status::OK;
 }
 
-grpc::Status NoInlinePayload(uint64_t bytes, const char* field, uint64_t request_index) {
+grpc::Status NoInlinePayload(uint64_t bytes, const char* field, uint64_t request_index, const char* header_field) {
   if (bytes == 0) return grpc::Status::OK;
   return Invalid(std::string(field) + ": request " + std::to_string(request_index) + " carries " +
-                 std::to_string(bytes) + " bytes, but a call with header.shared_memory sends its array in the region");
+                 std::to_string(bytes) + " bytes, but a call with " + header_field + " sends no array data");
 }
 
 grpc::Status ForEachPiece(uint64_t elements, size_t element_size, const std::function<bool()>& cancelled,

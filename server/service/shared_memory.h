@@ -30,6 +30,31 @@ struct SharedNeeds {
   bool flags_input = false;     // Compact with use_flags
 };
 
+// One output or side range as a header names it: set (a region or handle given), how an error
+// shows it, and its offset.
+struct NamedRange {
+  bool set = false;
+  std::string shown;
+  uint64_t offset = 0;
+};
+
+// The ranges besides the input that a shared- or device-memory header may name, and their field names.
+struct RangeFields {
+  NamedRange output, indices, flags;
+  const char* output_field;
+  const char* indices_field;
+  const char* flags_field;
+  const char* output_offset_field;
+};
+
+// The rules both kinds of header share: INVALID_ARGUMENT (prefix + field) for a range the RPC
+// does not use, one it needs and misses, an output offset without its output (scan in place).
+grpc::Status CheckRangeFields(const std::string& prefix, const RangeFields& fields, const SharedNeeds& needs);
+
+// INVALID_ARGUMENT when the header's declared element count differs from prefix + "bytes".
+grpc::Status CheckDeclaredCount(const std::string& prefix, uint64_t bytes, size_t element_size,
+                                std::optional<uint64_t> declared_count);
+
 // Checks and maps header.shared_memory for an RPC with these needs: INVALID_ARGUMENT naming the
 // field for a range the RPC does not use or misses, overlapping ranges, a declared element
 // count that differs; RESOURCE_EXHAUSTED past --max-request-bytes; RegionDir::Map's errors.
@@ -37,8 +62,10 @@ grpc::Status OpenShared(shm::RegionDir& regions, const v1::SharedMemory& header,
                         const SharedNeeds& needs, std::optional<uint64_t> declared_count, uint64_t max_request_bytes,
                         SharedRanges* out);
 
-// INVALID_ARGUMENT when a request of a shared-memory call carries payload bytes in `field`.
-grpc::Status NoInlinePayload(uint64_t bytes, const char* field, uint64_t request_index);
+// INVALID_ARGUMENT when a request of a call whose arrays lie elsewhere (header_field: its
+// header.shared_memory or header.device_memory) carries payload bytes in `field`.
+grpc::Status NoInlinePayload(uint64_t bytes, const char* field, uint64_t request_index,
+                             const char* header_field = "header.shared_memory");
 
 // Runs piece(first, n) over [0, elements) in order, in pieces of about kPieceBytes, stopping
 // with CANCELLED once cancelled() turns true. Pieces bound how long a cancelled call runs on

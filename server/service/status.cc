@@ -13,6 +13,7 @@ grpc::Status ToStatus(const engine::Error& error) {
     case ErrorCode::kUnimplemented: return {grpc::StatusCode::UNIMPLEMENTED, error.what()};
     case ErrorCode::kResourceExhausted: return {grpc::StatusCode::RESOURCE_EXHAUSTED, error.what()};
     case ErrorCode::kUnavailable: return {grpc::StatusCode::UNAVAILABLE, error.what()};
+    case ErrorCode::kFailedPrecondition: return {grpc::StatusCode::FAILED_PRECONDITION, error.what()};
     case ErrorCode::kInternal: break;
   }
   return {grpc::StatusCode::INTERNAL, error.what()};

@@ -319,6 +319,7 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp>, CallLi
 
   // Shared-memory calls run their whole array in Complete: between pieces they stop if cancelled.
   bool Cancelled() const { return rpc_->IsCancelled(); }
+  std::string Peer() const { return rpc_->peer(); }
 
   // The device that ran the call: its session's (one of a DeviceSet's), else the engine's.
   std::string Device(const MetricLabels& labels) const {
@@ -420,6 +421,10 @@ class StreamingCall : public ReactorBase, public LaneEndpoint<Req, Resp>, CallLi
     if (header.has_shared_memory()) {
       return {grpc::StatusCode::INVALID_ARGUMENT,
               "header.shared_memory: cannot be combined with header.lanes (one call reads the whole region)"};
+    }
+    if (header.has_device_memory()) {
+      return {grpc::StatusCode::INVALID_ARGUMENT,
+              "header.device_memory: cannot be combined with header.lanes (one call reads the whole array)"};
     }
     engine::DType dtype;
     if (auto s = ToEngineDType(header.dtype(), &dtype); !s.ok()) return s;

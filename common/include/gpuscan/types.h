@@ -49,7 +49,7 @@ std::string_view Name(PredicateOp p);      // "lt", ...
 bool IsBitwise(Op op);
 
 // Why an engine call failed; the server maps each to one gRPC status code.
-enum class ErrorCode { kInvalidArgument, kUnimplemented, kResourceExhausted, kUnavailable, kInternal };
+enum class ErrorCode { kInvalidArgument, kUnimplemented, kResourceExhausted, kUnavailable, kInternal, kFailedPrecondition };
 
 class Error : public std::runtime_error {
  public:

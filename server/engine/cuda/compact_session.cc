@@ -119,6 +119,37 @@ class CudaCompact final : public CompactSession {
     return kept_total;
   }
 
+  // One kernel over the whole array where it lies; only the kept count comes back.
+  uint64_t ProcessDevice(const void* values, const uint8_t* flags, uint64_t n, void* out_values,
+                         int64_t* out_indices, StageTimes& times) override {
+    if (n == 0) return 0;
+    Shared& sh = *sh_;
+    DeviceGuard guard(sh);
+    StagingLease pair(sh);
+    Slot& s = pair->slots[0];
+    size_t temp_bytes = 0;
+    sh.Call(kernels::Compact<T>(false, nullptr, temp_bytes, nullptr, nullptr, pred_, n, 0, nullptr, nullptr, nullptr,
+                                s.s()),
+            "compact temp size");
+    pair->EnsureTemp(temp_bytes);
+    RunOnDevice(sh, *pair, times, [&](cudaStream_t stream) {
+      size_t bytes = pair->temp.size();
+      sh.Call(kernels::Compact<T>(false, pair->temp.get(), bytes, static_cast<const T*>(values),
+                                  spec_.use_flags ? flags : nullptr, pred_, n, static_cast<int64_t>(processed_),
+                                  spec_.want_values ? static_cast<T*>(out_values) : nullptr,
+                                  spec_.want_indices ? out_indices : nullptr, static_cast<uint64_t*>(s.d_count.get()),
+                                  stream),
+              "compact kernel");
+      sh.Call(cudaMemcpyAsync(s.h_count.get(), s.d_count.get(), sizeof(uint64_t), cudaMemcpyDeviceToHost, stream),
+              "D2H kept count");
+    });
+    uint64_t kept = 0;
+    std::memcpy(&kept, s.h_count.get(), sizeof(kept));
+    if (kept > n) sh.Call(cudaErrorIllegalState, "compact kernel reported more kept than it was given");
+    processed_ += n;
+    return kept;
+  }
+
   std::string algorithm() const override { return "single_pass"; }
 
  private:

@@ -202,6 +202,19 @@ class DeviceCarry {
   cuda::DeviceBuffer buffer_;
 };
 
+// Arrays already on the device (a caller's, through CUDA IPC): no copies. launch(stream) enqueues
+// the kernels on slot 0's stream; this waits for them and adds their time.
+template <class Launch>
+void RunOnDevice(Shared& sh, StagingPair& pair, StageTimes& times, Launch&& launch) {
+  Slot& s = pair.slots[0];
+  KernelBegin(sh, pair, s);
+  launch(s.s());
+  KernelEnd(sh, pair, s);
+  sh.Call(cudaEventSynchronize(s.kernel_done.get()), "cudaEventSynchronize");
+  times.kernel_us += ElapsedUs(s.kernel_start.get(), s.kernel_done.get());
+  pair.last_kernel = nullptr;  // done
+}
+
 class DeviceGuard {
  public:
   explicit DeviceGuard(Shared& sh) { sh.Call(cudaSetDevice(sh.device), "cudaSetDevice"); }

@@ -78,6 +78,17 @@ class CudaScan final : public ScanSession {
     held_.reset();  // both slots retired
   }
 
+  void ProcessDevice(const void* in, void* out, uint64_t n, StageTimes& times) override {
+    if (n == 0) return;
+    Shared& sh = *sh_;
+    DeviceGuard guard(sh);
+    StagingLease pair(sh);
+    PrepareTemp(*pair, n);
+    RunOnDevice(sh, *pair, times, [&](cudaStream_t stream) {
+      Launch(*pair, static_cast<const T*>(in), static_cast<T*>(out), n, stream);
+    });
+  }
+
   // Pipelined: a chunk of at most one sub-chunk takes the next slot of a pair held while chunks
   // are in flight, so its copies and kernel overlap the caller's work on the chunk before.
   // End(k) may run on another thread during Begin(k+1): they use different slots, and mu_
@@ -227,6 +238,25 @@ class CudaReduce final : public ReduceSession {
       RunPipelined<T>(sh, *pair, in, nullptr, n, times,
                       [&](Slot& s, uint64_t m) { launch(static_cast<const T*>(s.d_in.get()), m, s.s()); });
     }
+  }
+
+  void ProcessDevice(const void* in, uint64_t n, StageTimes& times) override {
+    if (n == 0) return;
+    Shared& sh = *sh_;
+    DeviceGuard guard(sh);
+    StagingLease pair(sh);
+    size_t temp_bytes = 0;
+    sh.Call(kernels::Reduce<T, Op>(false, nullptr, temp_bytes, nullptr, n, nullptr, nullptr, pair->slots[0].s()),
+            "reduce temp size");
+    pair->EnsureTemp(temp_bytes);
+    RunOnDevice(sh, *pair, times, [&](cudaStream_t stream) {
+      T* carry = carry_.get(stream);
+      size_t bytes = pair->temp.size();
+      sh.Call(kernels::Reduce<T, Op>(false, pair->temp.get(), bytes, static_cast<const T*>(in), n,
+                                     carry_.valid ? carry : nullptr, carry, stream),
+              "reduce kernel");
+      carry_.valid = true;
+    });
   }
 
   void Result(void* value) const override {

@@ -1,0 +1,499 @@
+"""Device memory (header field 22, see DeviceMemory in gpuscan.proto): arrays already on the GPU, for
+clients on the server's host and GPU. No array crosses the connection or the host: a call sends its
+header alone, naming each array by the CUDA IPC handle of the allocation that holds it and its byte
+offset there, and the server runs its kernels on that memory.
+
+Any object with __cuda_array_interface__ (CuPy, PyTorch, Numba, ...) travels this way. Nothing here
+imports CuPy or PyTorch: the handles come from the CUDA driver (libcuda.so.1) through ctypes, loaded
+on the first exported array. Only allocating a result (scan without out=, compact) uses the array's
+own library, CuPy's or PyTorch's.
+
+The order of the checks is the caller's to keep (see Client): the arrays' interfaces first (shape,
+strides, dtype: no driver), then the server's ServerInfo (device_ipc), then the driver (the device's
+UUID against the server's, the streams, the handles), so that every mistake that needs no GPU is
+reported where there is none.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import ctypes
+import dataclasses
+import threading
+import uuid as _uuid
+from typing import Any, Iterator, List, Optional, Tuple
+
+import numpy as np
+
+from ._chunking import reduce_value
+from ._types import DTYPE_NAMES, Timing
+from .errors import FailedPrecondition, Internal
+from .v1 import gpuscan_pb2 as pb
+
+HANDLE_BYTES = 64      # sizeof(CUipcMemHandle)
+UUID_BYTES = 16        # sizeof(CUuuid)
+HANDLE_CACHE_SIZE = 256  # allocations whose handles are kept (least recently used dropped first)
+# Array.stream for an interface without a "stream" key (before v3): the producer's stream is
+# unknown, so all work queued on the array's device is waited for.
+ALL_STREAMS = -1
+
+
+def is_device(obj) -> bool:
+    """obj exposes __cuda_array_interface__ (a numpy array never does: numba's mapped host arrays
+    are host memory, streamed as any ndarray). A CPU torch tensor raises AttributeError there: False."""
+    return obj is not None and not isinstance(obj, np.ndarray) and hasattr(obj, "__cuda_array_interface__")
+
+
+@dataclasses.dataclass(frozen=True)
+class Array:
+    """A checked __cuda_array_interface__: a C-contiguous array of n elements at ptr."""
+    obj: Any
+    ptr: int
+    shape: Tuple[int, ...]
+    dtype: np.dtype          # native byte order
+    readonly: bool
+    stream: Optional[int]    # to synchronize before the call (None: nothing; ALL_STREAMS: the device)
+
+    @property
+    def n(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.n * self.dtype.itemsize
+
+
+def array(obj, what: str, *, flags: bool = False, output: bool = False) -> Array:
+    """obj's __cuda_array_interface__, checked without the driver: any shape, C-contiguous (strides
+    None or C's), no mask, a served dtype (flags: one byte, bool/int8/uint8), a non-null pointer
+    aligned to its element, writable when an output. ValueError naming `what` otherwise."""
+    try:
+        cai = obj.__cuda_array_interface__
+    except AttributeError:
+        raise TypeError(f"gpuscan: {what} is not a CUDA array (no __cuda_array_interface__): "
+                        f"{type(obj).__name__}") from None
+    shape = tuple(int(s) for s in cai["shape"])
+    dtype = np.dtype(cai["typestr"])
+    ptr, readonly = cai["data"]
+    if cai.get("mask") is not None:
+        raise ValueError(f"gpuscan: {what} is a masked CUDA array: the device path takes plain arrays")
+    if not shape:
+        raise ValueError(f"gpuscan: {what} must be an array, got a 0-d CUDA array")
+    if dtype.byteorder == ">":
+        raise ValueError(f"gpuscan: {what} has big-endian dtype {dtype.str}: the device path takes little-endian arrays")
+    dtype = dtype.newbyteorder("=")
+    if flags:
+        if dtype.itemsize != 1 or dtype.kind not in "biu":
+            raise ValueError(f"gpuscan: {what} must be a bool, int8 or uint8 CUDA array (nonzero keeps), got dtype {dtype}")
+    elif dtype.kind not in "iuf" or dtype.name not in DTYPE_NAMES:
+        raise ValueError(f"gpuscan: {what} has dtype {dtype}, which is not served (supported: {', '.join(DTYPE_NAMES)})")
+    strides = cai.get("strides")
+    if strides is not None and not _c_contiguous(shape, tuple(strides), dtype.itemsize):
+        raise ValueError(f"gpuscan: {what} is not C-contiguous (shape {shape}, strides {tuple(strides)}): the device "
+                         f"path reads memory in place; pass a contiguous copy (cupy.ascontiguousarray({what}), "
+                         f"{what}.contiguous() in PyTorch)")
+    a = Array(obj, int(ptr or 0), shape, dtype, bool(readonly), _stream(cai))
+    if a.n and (a.ptr == 0 or a.ptr % dtype.itemsize):
+        raise ValueError(f"gpuscan: {what}'s data pointer {a.ptr:#x} is null or not aligned to its {dtype} elements")
+    if output and readonly:
+        raise ValueError(f"gpuscan: {what} is read-only (its __cuda_array_interface__ says so): results are written there")
+    return a
+
+
+def _c_contiguous(shape, strides, itemsize: int) -> bool:
+    """As numpy judges: the strides of dimensions of extent 1 do not matter, nor any of an empty array."""
+    if len(strides) != len(shape):
+        return False
+    if 0 in shape:
+        return True
+    want = itemsize
+    for extent, stride in zip(reversed(shape), reversed(strides)):
+        if extent != 1 and stride != want:
+            return False
+        want *= extent
+    return True
+
+
+def _stream(cai) -> Optional[int]:
+    if "stream" not in cai:  # an interface before v3 (PyTorch's): its producer's stream is unknown
+        return ALL_STREAMS
+    s = cai["stream"]
+    return None if s is None else int(s)  # 1: CU_STREAM_LEGACY, 2: CU_STREAM_PER_THREAD: the driver's own values
+
+
+def source(x, **others) -> Optional[Array]:
+    """x checked (see array) when x or any of `others` (out=, where=: None is left out) is a CUDA
+    array, else None: the host path. TypeError when host and device arrays are mixed."""
+    given = {"x": x, **{k: v for k, v in others.items() if v is not None}}
+    on_device = [name for name, v in given.items() if is_device(v)]
+    if not on_device:
+        return None
+    host = [name for name in given if name not in on_device]
+    if host:
+        raise TypeError(f"gpuscan: {' and '.join(on_device)} {'is a CUDA array' if len(on_device) == 1 else 'are CUDA arrays'} "
+                        f"but {' and '.join(host)} {'is' if len(host) == 1 else 'are'} not "
+                        f"({', '.join(type(given[h]).__name__ for h in host)}): pass them all on the device (the "
+                        "device path) or all on the host (streamed)")
+    return array(x, "x")
+
+
+def refuse(op: str, **arrays) -> None:
+    """TypeError when any of `arrays` is a CUDA array: op has no device path (never a silent copy)."""
+    for name, a in arrays.items():
+        if is_device(a):
+            raise TypeError(f"gpuscan: {op} takes host arrays, and {name} is a CUDA array (__cuda_array_interface__): "
+                            f"the device path serves scan, reduce and compact only; copy it to the host first "
+                            f"(cupy.asnumpy({name}), {name}.cpu().numpy())")
+
+
+def empty(like, shape: Tuple[int, ...], dtype) -> Any:
+    """A new C-contiguous CUDA array on `like`'s device, of `like`'s library (CuPy or PyTorch)."""
+    lib = type(like).__module__.split(".")[0]
+    dtype = np.dtype(dtype)
+    if lib == "cupy":
+        import cupy
+        with cupy.cuda.Device(like.device.id):
+            return cupy.empty(shape, dtype)
+    if lib == "torch":
+        import torch
+        return torch.empty(shape, dtype=getattr(torch, dtype.name), device=like.device)
+    raise TypeError(f"gpuscan: results of a {type(like).__module__}.{type(like).__name__} are allocated with CuPy or "
+                    "PyTorch only: pass out= (scan), or x as a CuPy array or PyTorch tensor (compact)")
+
+
+def uuid_text(raw: bytes) -> str:
+    """A device UUID as nvidia-smi prints it (GPU-xxxxxxxx-...)."""
+    return f"GPU-{_uuid.UUID(bytes=raw)}" if len(raw) == UUID_BYTES else f"(a {len(raw)}-byte uuid)"
+
+
+def check_server(info: "pb.ServerInfo", target: str) -> None:
+    """FailedPrecondition unless the server serves device memory (Limits.device_ipc)."""
+    if info.limits.device_ipc:
+        return
+    why = (f"it runs the {info.engine or 'unknown'} engine (device memory needs the cuda engine and --allow-device-ipc)"
+           if info.engine != "cuda" else "it was started without --allow-device-ipc (or predates device memory)")
+    raise FailedPrecondition(f"gpuscan: the server at {target} does not serve device memory: {why}; pass host "
+                             "arrays to stream them (cupy.asnumpy(x))")
+
+
+def check_device(info: "pb.ServerInfo", device_uuid: bytes, target: str) -> None:
+    """FailedPrecondition unless the server serves the device of this UUID."""
+    if any(d.uuid == device_uuid for d in info.devices):
+        return
+    served = ", ".join(f"{d.ordinal}: {d.name} {uuid_text(d.uuid)}" for d in info.devices) or "none"
+    raise FailedPrecondition(f"gpuscan: x is on {uuid_text(device_uuid)}, which the server at {target} does not serve "
+                             f"(its devices: {served}): it runs on another GPU of this host (its --devices or "
+                             "CUDA_VISIBLE_DEVICES), or on another host; call the server of that GPU")
+
+
+@dataclasses.dataclass(frozen=True)
+class Exported:
+    """An array as the server names it: its allocation's IPC handle and its byte offset there."""
+    handle: bytes     # HANDLE_BYTES
+    offset: int
+    allocation: int   # CU_POINTER_ATTRIBUTE_BUFFER_ID: equal for arrays of one allocation
+
+
+class Call:
+    """One device-memory call (a shared.Call's protocol: serialized, feed_scan, feed_compact,
+    reduce_value, finish, `with`): its single request, the arrays it names, the checks of the final
+    response. Built by the client from checked arrays (scan, reduce, compact); export() fills
+    header.device_memory once the server's ServerInfo is known. Results: `result` (a scan's
+    output), `values`/`indices` (a compact's, of n elements; `kept` of them written)."""
+
+    def __init__(self, request, x: Array):
+        self.request = request
+        self.x = x
+        self.n = x.n
+        self.dtype = x.dtype
+        self.timing: Optional[Timing] = None
+        self.kept: Optional[int] = None
+        self.result: Any = None    # scan: what the call returns
+        self.values: Any = None    # compact: the kept values' array
+        self.indices: Any = None   # compact: the kept indices' array (int64)
+        self._scan = False
+        self._out: Optional[Array] = None      # output_handle: a scan's output (x: in place), compact's values
+        self._indices: Optional[Array] = None  # indices_handle
+        self._flags: Optional[Array] = None    # flags_handle
+        self._new: List[Tuple[str, tuple, np.dtype]] = []  # results to allocate: (attribute, shape, dtype)
+
+    @classmethod
+    def scan(cls, request, x: Array, out) -> "Call":
+        """Into out (a CUDA array of x's dtype and size; x itself: in place), or a new array like x."""
+        call = cls(request, x)
+        call._scan = True
+        if out is None:
+            call._new.append(("result", x.shape, x.dtype))
+            return call
+        call.result = out
+        call._out = _output(x, out, "out") if out is not x.obj else x
+        if call._out.readonly:
+            raise ValueError("gpuscan: x is read-only (its __cuda_array_interface__ says so): it cannot be scanned in place")
+        return call
+
+    @classmethod
+    def compact(cls, request, x: Array, where, want_values: bool, want_indices: bool) -> "Call":
+        """Kept values and indices into new arrays of n elements beside x's; where= (use_flags): a
+        one-byte CUDA mask of x's size, read in place."""
+        call = cls(request, x)
+        if want_values:
+            call._new.append(("values", (x.n,), x.dtype))
+        if want_indices:
+            call._new.append(("indices", (x.n,), np.dtype(np.int64)))
+        if request.header.use_flags:
+            call._flags = array(where, "where", flags=True)
+            if call._flags.n != x.n:
+                raise ValueError(f"gpuscan: where has {call._flags.n} elements but x has {x.n}: they must match")
+        return call
+
+    def export(self, info: "pb.ServerInfo", target: str) -> None:
+        """Checks the server (device_ipc, then x's device among its own), allocates the results,
+        waits for the arrays' streams and fills header.device_memory. An empty x names no memory:
+        its header goes without device_memory, a streamed call of no elements."""
+        check_server(info, target)
+        for attr, shape, dtype in self._new:
+            setattr(self, attr, empty(self.x.obj, shape, dtype))
+        if self.values is not None:
+            self._out = array(self.values, "values", output=True)
+        if self.indices is not None:
+            self._indices = array(self.indices, "indices", output=True)
+        if self._scan and self._out is None:
+            self._out = array(self.result, "out", output=True)
+        if self.n == 0:
+            return
+        drv = driver()
+        ordinal, device_uuid = drv.locate(self.x.ptr, "x")
+        check_device(info, device_uuid, target)
+        named = [(what, a) for what, a in (("output", self._out), ("indices", self._indices), ("flags", self._flags))
+                 if a is not None and a is not self.x]
+        for what, a in named:
+            if drv.locate(a.ptr, what)[1] != device_uuid:
+                raise ValueError(f"gpuscan: the {what} array is on another GPU than x ({uuid_text(device_uuid)})")
+        for stream in {a.stream for a in (self.x, *(a for _, a in named))} - {None}:
+            drv.synchronize(ordinal, stream)
+        dm = self.request.header.device_memory
+        src = drv.export(self.x.ptr, self.x.nbytes, "x")
+        dm.device_uuid, dm.handle, dm.offset, dm.bytes = device_uuid, src.handle, src.offset, self.x.nbytes
+        for what, a in named:
+            e = drv.export(a.ptr, a.nbytes, what)
+            if self._scan and (e.allocation, e.offset) == (src.allocation, src.offset):
+                continue  # out is x's memory: in place (output_handle empty)
+            setattr(dm, f"{what}_handle", e.handle)
+            setattr(dm, f"{what}_offset", e.offset)
+
+    def serialized(self) -> List[bytes]:
+        return [self.request.SerializeToString()]
+
+    def __enter__(self) -> "Call":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass  # nothing to release: results made for a failed call are collected with it
+
+    def _counted(self, kind: str, element_count: int, timing) -> None:
+        if element_count != self.n:
+            raise Internal(f"server's {kind} counted {element_count} elements of a {self.n}-element device array")
+        self.timing = Timing.from_proto(timing)
+
+    def feed_scan(self, raw: bytes) -> None:
+        r = pb.ScanResponse.FromString(raw)
+        if r.data:
+            raise Internal("server streamed scan data back on a device-memory call")
+        if r.HasField("timing"):
+            self._counted("scan", r.element_count, r.timing)
+
+    def feed_compact(self, raw: bytes) -> None:
+        r = pb.CompactResponse.FromString(raw)
+        if r.values or r.indices:
+            raise Internal("server streamed kept elements back on a device-memory call")
+        if r.HasField("timing"):
+            self._counted("compact", r.element_count, r.timing)
+            if r.kept_count > self.n:
+                raise Internal(f"server kept {r.kept_count} of {self.n} elements")
+            self.kept = r.kept_count
+
+    def reduce_value(self, raw: bytes):
+        """The ReduceResponse's value (a numpy scalar); keeps its Timing."""
+        value, element_count, timing = reduce_value(raw, self.dtype)
+        if element_count != self.n:
+            raise Internal(f"server's reduce counted {element_count} elements of a {self.n}-element device array")
+        self.timing = timing
+        return value
+
+    def finish(self) -> Timing:
+        if self.timing is None:
+            raise Internal("server ended a device-memory call without its final response")
+        return self.timing
+
+
+def _output(x: Array, out, what: str) -> Array:
+    """A caller's output for x: a writable CUDA array of x's dtype and size."""
+    a = array(out, what, output=True)
+    if a.dtype != x.dtype or a.n != x.n:
+        raise ValueError(f"gpuscan: {what} must be a CUDA array of {x.n} {x.dtype} elements like x, got {a.n} {a.dtype}")
+    return a
+
+
+# -- the CUDA driver (libcuda.so.1) through ctypes
+_POINTER_ATTRIBUTES = (2, 8, 9, 19)  # CU_POINTER_ATTRIBUTE_: MEMORY_TYPE, IS_MANAGED, DEVICE_ORDINAL, BUFFER_ID
+_MEMORYTYPE_HOST, _MEMORYTYPE_DEVICE = 1, 2
+_NOT_EXPORTABLE = ("only memory from cudaMalloc/cuMemAlloc (CuPy's and PyTorch's default allocators) has a CUDA IPC "
+                   "handle, not managed memory, virtual memory management (cuMemCreate: PyTorch's expandable_segments), "
+                   "or stream-ordered pools (cudaMallocAsync: CuPy's MemoryAsyncPool, PyTorch's cudaMallocAsync backend)")
+
+_c = ctypes
+_SIGNATURES = {
+    "cuInit": (_c.c_uint,),
+    "cuGetErrorName": (_c.c_int, _c.POINTER(_c.c_char_p)),
+    "cuCtxGetCurrent": (_c.POINTER(_c.c_void_p),),
+    "cuCtxGetDevice": (_c.POINTER(_c.c_int),),
+    "cuCtxPushCurrent_v2": (_c.c_void_p,),
+    "cuCtxPopCurrent_v2": (_c.POINTER(_c.c_void_p),),
+    "cuCtxSynchronize": (),
+    "cuDevicePrimaryCtxRetain": (_c.POINTER(_c.c_void_p), _c.c_int),
+    "cuDeviceGet": (_c.POINTER(_c.c_int), _c.c_int),
+    "cuPointerGetAttributes": (_c.c_uint, _c.POINTER(_c.c_int), _c.POINTER(_c.c_void_p), _c.c_uint64),
+    "cuMemGetAddressRange_v2": (_c.POINTER(_c.c_uint64), _c.POINTER(_c.c_size_t), _c.c_uint64),
+    "cuIpcGetMemHandle": (_c.c_char_p, _c.c_uint64),
+    "cuStreamSynchronize": (_c.c_void_p,),
+}
+
+
+class Driver:
+    """The few driver calls the device path makes. Each runs in the primary context of the array's
+    device: the caller's current context when it is on that device (as CuPy and PyTorch leave it),
+    else that device's primary context, retained once and pushed for the call. Handles are kept per
+    allocation, keyed by its buffer id (process-wide unique: memory freed and allocated again at
+    the same address is another allocation, with another handle). Thread-safe."""
+
+    def __init__(self):
+        try:
+            self._lib = ctypes.CDLL("libcuda.so.1")
+        except OSError as e:
+            raise FailedPrecondition(f"gpuscan: device arrays need the CUDA driver, and libcuda.so.1 does not load "
+                                     f"here ({e})") from None
+        for name, args in _SIGNATURES.items():
+            fn = getattr(self._lib, name)
+            fn.argtypes, fn.restype = args, ctypes.c_int
+        # The MIG-aware UUID (CUDA 11.4+), as cudaDeviceProp.uuid reports it; else the GPU's.
+        self._get_uuid = getattr(self._lib, "cuDeviceGetUuid_v2", None) or self._lib.cuDeviceGetUuid
+        self._get_uuid.argtypes, self._get_uuid.restype = (ctypes.c_char_p, ctypes.c_int), ctypes.c_int
+        self._lock = threading.Lock()
+        self._devices: dict = {}   # ordinal -> (CUdevice, UUID bytes)
+        self._contexts: dict = {}  # ordinal -> its retained primary CUcontext
+        self._handles: "collections.OrderedDict[int, Tuple[int, int, bytes]]" = collections.OrderedDict()
+        self._call("cuInit", 0)
+
+    def _call(self, name: str, *args) -> None:
+        rc = getattr(self._lib, name)(*args)
+        if rc:
+            raise FailedPrecondition(f"gpuscan: the CUDA driver's {name} failed: {self._error(rc)}")
+
+    def _error(self, rc: int) -> str:
+        s = ctypes.c_char_p()
+        self._lib.cuGetErrorName(rc, ctypes.byref(s))
+        return s.value.decode() if s.value else f"CUresult {rc}"
+
+    def _device(self, ordinal: int) -> Tuple[int, bytes]:
+        with self._lock:
+            known = self._devices.get(ordinal)
+        if known is None:
+            dev, raw = ctypes.c_int(), ctypes.create_string_buffer(UUID_BYTES)
+            self._call("cuDeviceGet", ctypes.byref(dev), ordinal)
+            rc = self._get_uuid(raw, dev)
+            if rc:
+                raise FailedPrecondition(f"gpuscan: the CUDA driver's cuDeviceGetUuid failed: {self._error(rc)}")
+            known = (dev.value, raw.raw[:UUID_BYTES])
+            with self._lock:
+                self._devices[ordinal] = known
+        return known
+
+    @contextlib.contextmanager
+    def _on(self, ordinal: int) -> Iterator[None]:
+        """A context of device `ordinal` current on this thread meanwhile."""
+        cur, dev = ctypes.c_void_p(), ctypes.c_int()
+        device = self._device(ordinal)[0]
+        self._call("cuCtxGetCurrent", ctypes.byref(cur))
+        if cur.value:
+            self._call("cuCtxGetDevice", ctypes.byref(dev))
+            if dev.value == device:
+                yield
+                return
+        with self._lock:
+            ctx = self._contexts.get(ordinal)
+            if ctx is None:
+                ctx = ctypes.c_void_p()
+                self._call("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), device)
+                self._contexts[ordinal] = ctx  # kept for the process's life, as CuPy's and PyTorch's
+        self._call("cuCtxPushCurrent_v2", ctx)
+        try:
+            yield
+        finally:
+            self._lib.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+
+    def _attributes(self, ptr: int, what: str) -> Tuple[int, int]:
+        """(device ordinal, buffer id) of the allocation holding ptr; ValueError for memory that is
+        not plain device memory."""
+        n = len(_POINTER_ATTRIBUTES)
+        values = (ctypes.c_uint64 * n)()
+        slots = (ctypes.c_void_p * n)(*(ctypes.addressof(values) + 8 * i for i in range(n)))
+        self._call("cuPointerGetAttributes", n, (ctypes.c_int * n)(*_POINTER_ATTRIBUTES), slots, ptr)
+        memory_type, managed, ordinal, buffer_id = values
+        if managed:
+            raise ValueError(f"gpuscan: {what} is in managed memory (cudaMallocManaged): {_NOT_EXPORTABLE}")
+        if memory_type != _MEMORYTYPE_DEVICE:
+            kind = "pinned host memory" if memory_type == _MEMORYTYPE_HOST else "no memory CUDA knows (freed?)"
+            raise ValueError(f"gpuscan: {what}'s pointer {ptr:#x} is {kind}, not device memory")
+        return ctypes.c_int32(ordinal & 0xFFFFFFFF).value, int(buffer_id)
+
+    def locate(self, ptr: int, what: str) -> Tuple[int, bytes]:
+        """(device ordinal, device UUID) of ptr's memory."""
+        ordinal, _ = self._attributes(ptr, what)
+        return ordinal, self._device(ordinal)[1]
+
+    def synchronize(self, ordinal: int, stream: int) -> None:
+        """Waits for `stream` (a __cuda_array_interface__ stream; ALL_STREAMS: the whole device)."""
+        with self._on(ordinal):
+            if stream == ALL_STREAMS:
+                self._call("cuCtxSynchronize")
+            else:
+                self._call("cuStreamSynchronize", ctypes.c_void_p(stream))
+
+    def export(self, ptr: int, nbytes: int, what: str) -> Exported:
+        """The IPC handle of ptr's allocation (cached) and ptr's offset in it."""
+        ordinal, buffer_id = self._attributes(ptr, what)
+        with self._lock:
+            known = self._handles.get(buffer_id)
+            if known is not None:
+                self._handles.move_to_end(buffer_id)
+        if known is None:
+            base, size, handle = ctypes.c_uint64(), ctypes.c_size_t(), ctypes.create_string_buffer(HANDLE_BYTES)
+            with self._on(ordinal):
+                self._call("cuMemGetAddressRange_v2", ctypes.byref(base), ctypes.byref(size), ptr)
+                rc = self._lib.cuIpcGetMemHandle(handle, base)
+            if rc:
+                raise ValueError(f"gpuscan: {what}'s memory cannot be shared with the server (cuIpcGetMemHandle: "
+                                 f"{self._error(rc)}): {_NOT_EXPORTABLE}")
+            known = (base.value, size.value, handle.raw[:HANDLE_BYTES])
+            with self._lock:
+                self._handles[buffer_id] = known
+                while len(self._handles) > HANDLE_CACHE_SIZE:
+                    self._handles.popitem(last=False)
+        base, size, handle = known
+        if ptr + nbytes > base + size:
+            raise ValueError(f"gpuscan: {what} ({nbytes} bytes at offset {ptr - base}) extends past its "
+                             f"{size}-byte allocation")
+        return Exported(handle, ptr - base, buffer_id)
+
+
+_driver: Optional[Driver] = None
+_driver_lock = threading.Lock()
+
+
+def driver() -> Driver:
+    """The process's Driver, made (libcuda loaded, cuInit) on first use."""
+    global _driver
+    with _driver_lock:
+        if _driver is None:
+            _driver = Driver()
+        return _driver

@@ -1,0 +1,237 @@
+#include "service/device_memory.h"
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include "service/status.h"
+
+namespace gpuscan::server {
+namespace {
+
+const std::string kPrefix = "header.device_memory.";
+constexpr size_t kHandleBytes = 64;  // sizeof(cudaIpcMemHandle_t)
+constexpr size_t kUuidBytes = 16;    // sizeof(cudaUUID_t)
+
+grpc::Status Invalid(const std::string& message) { return {grpc::StatusCode::INVALID_ARGUMENT, message}; }
+
+NamedRange Handle(const std::string& handle, uint64_t offset) {
+  return {!handle.empty(), "(" + std::to_string(handle.size()) + " bytes)", offset};
+}
+
+// [offset, offset + bytes) of the allocation behind `handle`, checked: element-aligned, inside it.
+grpc::Status OpenRange(IpcHandles& handles, const std::string& uuid, const std::string& field,
+                       const std::string& handle, uint64_t offset, uint64_t bytes, size_t element_size,
+                       std::shared_ptr<engine::IpcMemory>* memory, std::byte** at) {
+  const std::string offset_field = field == "handle" ? "offset" : field.substr(0, field.size() - 6) + "offset";
+  if (offset % element_size != 0) {
+    return Invalid(kPrefix + offset_field + " " + std::to_string(offset) + " is not a multiple of the element size " +
+                   std::to_string(element_size));
+  }
+  if (auto s = handles.Open(kPrefix + field, uuid, handle, memory); !s.ok()) return s;
+  const uint64_t size = (*memory)->bytes;
+  if (offset > size || bytes > size - offset) {
+    return {grpc::StatusCode::OUT_OF_RANGE, kPrefix + offset_field + " " + std::to_string(offset) + " + " +
+                                                std::to_string(bytes) + " bytes is beyond the " + std::to_string(size) +
+                                                "-byte allocation of " + kPrefix + field};
+  }
+  *at = static_cast<std::byte*>((*memory)->base) + offset;
+  return grpc::Status::OK;
+}
+
+std::string Hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : bytes) {
+    s += digits[c >> 4];
+    s += digits[c & 15];
+  }
+  return s;
+}
+
+struct Span {
+  const std::byte* at;
+  uint64_t bytes;
+  const char* field;
+};
+
+grpc::Status Disjoint(const Span& a, const Span& b) {
+  if (a.bytes == 0 || b.bytes == 0 || a.at + a.bytes <= b.at || b.at + b.bytes <= a.at) return grpc::Status::OK;
+  return Invalid(kPrefix + a.field + " overlaps " + kPrefix + b.field + ": output ranges may not overlap other ranges");
+}
+
+}  // namespace
+
+IpcHandles::IpcHandles(engine::Engine* engine, bool enabled, std::chrono::milliseconds idle)
+    : engine_(engine), enabled_(enabled && engine != nullptr), idle_(idle) {
+  if (enabled_) sweeper_ = std::thread([this] { Sweep(); });
+}
+
+IpcHandles::~IpcHandles() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (sweeper_.joinable()) sweeper_.join();
+}
+
+grpc::Status IpcHandles::Open(const std::string& field, const std::string& uuid, const std::string& handle,
+                              std::shared_ptr<engine::IpcMemory>* out) {
+  if (handle.size() != kHandleBytes) {
+    return Invalid(field + " has " + std::to_string(handle.size()) + " bytes; a CUDA IPC handle (cudaIpcMemHandle_t) has " +
+                   std::to_string(kHandleBytes));
+  }
+  const std::string key = uuid + handle;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = open_.find(key); it != open_.end()) {
+      it->second.last_used = std::chrono::steady_clock::now();
+      *out = it->second.memory;
+      return grpc::Status::OK;
+    }
+  }
+  // Opened outside the lock (a driver call); two calls opening one handle at once keep the first.
+  std::shared_ptr<engine::IpcMemory> memory;
+  try {
+    memory = engine_->OpenIpc(uuid, handle);
+  } catch (...) {
+    grpc::Status s = StatusFromException(std::current_exception());
+    return {s.error_code(), field + ": " + s.error_message()};
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, added] = open_.try_emplace(key, Entry{memory, std::chrono::steady_clock::now()});
+  *out = it->second.memory;
+  return grpc::Status::OK;
+}
+
+grpc::Status IpcHandles::CheckDevice(const std::string& uuid) const {
+  std::string served;
+  for (const engine::DeviceInfo& d : engine_->devices()) {
+    if (d.uuid == uuid) return grpc::Status::OK;
+    served += (served.empty() ? "" : ", ") + d.name + " " + Hex(d.uuid);
+  }
+  return {grpc::StatusCode::FAILED_PRECONDITION, kPrefix + "device_uuid " + Hex(uuid) +
+                                                     " is not a device of this server (it serves " + served +
+                                                     "): call the server of that GPU"};
+}
+
+size_t IpcHandles::open_handles() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_.size();
+}
+
+void IpcHandles::Sweep() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    wake_.wait_for(lock, std::max<std::chrono::milliseconds>(idle_ / 4, std::chrono::milliseconds(50)));
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<std::shared_ptr<engine::IpcMemory>> closing;  // closed outside the lock
+    for (auto it = open_.begin(); it != open_.end();) {
+      // use_count 1: no call holds it (a call's ranges keep their own references).
+      if (it->second.memory.use_count() == 1 && now - it->second.last_used >= idle_) {
+        closing.push_back(std::move(it->second.memory));
+        it = open_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    lock.unlock();
+    closing.clear();
+    lock.lock();
+  }
+  open_.clear();
+}
+
+bool LocalPeer(const std::string& peer) {
+  auto starts = [&](const char* p) { return peer.rfind(p, 0) == 0; };
+  return starts("unix:") || starts("unix-abstract:") || starts("ipv4:127.") || starts("ipv6:[::1]") ||
+         starts("ipv6:%5B::1%5D") || starts("ipv6:[::ffff:127.") || starts("ipv6:%5B::ffff:127.");
+}
+
+grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::DeviceMemory& h,
+                        bool with_shared_memory, size_t element_size, const SharedNeeds& needs,
+                        std::optional<uint64_t> declared_count, DeviceRanges* out) {
+  if (with_shared_memory) {
+    return Invalid("header.device_memory: cannot be combined with header.shared_memory (the array lies in one place)");
+  }
+  if (!handles.enabled()) {
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "header.device_memory: this server does not open device memory (start it with --allow-device-ipc, on the "
+            "cuda engine)"};
+  }
+  if (!LocalPeer(peer)) {
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            "header.device_memory: served only to callers on this host (a unix socket or loopback), not to " + peer};
+  }
+  if (h.device_uuid().size() != kUuidBytes) {
+    return Invalid(kPrefix + "device_uuid has " + std::to_string(h.device_uuid().size()) + " bytes; a device UUID has " +
+                   std::to_string(kUuidBytes));
+  }
+  if (auto s = handles.CheckDevice(h.device_uuid()); !s.ok()) return s;
+  RangeFields fields{Handle(h.output_handle(), h.output_offset()), Handle(h.indices_handle(), h.indices_offset()),
+                     Handle(h.flags_handle(), h.flags_offset()),   "output_handle",
+                     "indices_handle",                             "flags_handle",
+                     "output_offset"};
+  if (auto s = CheckRangeFields(kPrefix, fields, needs); !s.ok()) return s;
+  if (h.bytes() % element_size != 0) {
+    return Invalid(kPrefix + "bytes " + std::to_string(h.bytes()) + " is not a multiple of the element size " +
+                   std::to_string(element_size));
+  }
+  if (auto s = CheckDeclaredCount(kPrefix, h.bytes(), element_size, declared_count); !s.ok()) return s;
+  const uint64_t n = h.bytes() / element_size;
+  out->elements = n;
+  const std::string& uuid = h.device_uuid();
+  if (auto s = OpenRange(handles, uuid, "handle", h.handle(), h.offset(), h.bytes(), element_size, &out->in_memory,
+                         &out->in);
+      !s.ok()) {
+    return s;
+  }
+  out->engine = out->in_memory->engine;
+  out->device = out->in_memory->device;
+  std::vector<Span> outputs, inputs{{out->in, h.bytes(), "handle"}};
+  const bool in_place = needs.scan_output && h.output_handle().empty();
+  if (in_place) {
+    out->out = out->in;
+  } else if (needs.scan_output || needs.values_output) {
+    if (auto s = OpenRange(handles, uuid, "output_handle", h.output_handle(), h.output_offset(), h.bytes(),
+                           element_size, &out->out_memory, &out->out);
+        !s.ok()) {
+      return s;
+    }
+    // A scan may name its own input range as output (in place by another handle); nothing else overlaps.
+    if (!(needs.scan_output && out->out == out->in)) outputs.push_back({out->out, h.bytes(), "output_handle"});
+  }
+  if (needs.indices_output) {
+    std::byte* at = nullptr;
+    if (auto s = OpenRange(handles, uuid, "indices_handle", h.indices_handle(), h.indices_offset(),
+                           n * sizeof(int64_t), sizeof(int64_t), &out->indices_memory, &at);
+        !s.ok()) {
+      return s;
+    }
+    out->indices = reinterpret_cast<int64_t*>(at);
+    outputs.push_back({at, n * sizeof(int64_t), "indices_handle"});
+  }
+  if (needs.flags_input) {
+    std::byte* at = nullptr;
+    if (auto s = OpenRange(handles, uuid, "flags_handle", h.flags_handle(), h.flags_offset(), n, 1,
+                           &out->flags_memory, &at);
+        !s.ok()) {
+      return s;
+    }
+    out->flags = reinterpret_cast<uint8_t*>(at);
+    inputs.push_back({at, n, "flags_handle"});
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (const Span& in : inputs) {
+      if (auto s = Disjoint(outputs[i], in); !s.ok()) return s;
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (auto s = Disjoint(outputs[i], outputs[j]); !s.ok()) return s;
+    }
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace gpuscan::server
