@@ -217,6 +217,8 @@ class AsyncClient(_Calls):
             raise _lost_status(from_rpc_error(e), upload) from None
         except BaseException:
             call.cancel()
+            if upload.error is not None:  # the source failed and cancelled the call: grpc.aio says CancelledError
+                raise upload.error from None
             raise
         if upload.error is not None:
             raise upload.error

@@ -173,6 +173,9 @@ class FrontImpl final : public Front {
     ctx_.pool = &pool_;
     ctx_.metrics = &metrics_;
     ctx_.routes = &routes_;
+    bool any = false;
+    Query(&any);  // learns each device's UUID, for calls on device memory
+    ctx_.device_of = [this](const std::string& uuid) { return DeviceOf(uuid); };
     ctx_.local = [this](grpc::GenericCallbackServerContext* ctx) -> grpc::ServerGenericBidiReactor* {
       if (ctx->method() == kInfoMethod) {
         return new LocalCall(&executor_, [this](LocalCall& call, const grpc::ByteBuffer&) { return Info(call); });
@@ -232,18 +235,17 @@ class FrontImpl final : public Front {
     }
   }
 
-  // GetServerInfo: a serving worker's answer, with every device of the front (each worker
-  // describes its own; a device whose worker is down keeps its last description).
-  grpc::Status Info(LocalCall& call) {
+  // A serving worker's GetServerInfo; every serving worker describes its own device into
+  // known_devices_ on the way. *have: some worker answered.
+  v1::ServerInfo Query(bool* have) {
     v1::ServerInfo merged;
-    bool have = false;
     for (const WorkerStatus& w : pool_.Status()) {
       auto lease = w.up ? pool_.Pick(w.device) : nullptr;
       if (!lease) continue;
       try {
         const v1::ServerInfo info = lease->control().Info();
-        if (!have) merged = info;
-        have = true;
+        if (!*have) merged = info;
+        *have = true;
         for (const v1::Device& d : info.devices()) {
           if (d.ordinal() == w.device) {
             std::lock_guard<std::mutex> lock(mu_);
@@ -254,6 +256,22 @@ class FrontImpl final : public Front {
         spdlog::warn("device {}: GetServerInfo failed: {}", w.label, e.what());
       }
     }
+    return merged;
+  }
+
+  std::optional<int> DeviceOf(const std::string& uuid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [ordinal, d] : known_devices_) {
+      if (d.uuid() == uuid) return ordinal;
+    }
+    return std::nullopt;
+  }
+
+  // GetServerInfo: a serving worker's answer, with every device of the front (each worker
+  // describes its own; a device whose worker is down keeps its last description).
+  grpc::Status Info(LocalCall& call) {
+    bool have = false;
+    v1::ServerInfo merged = Query(&have);
     if (!have) return {grpc::StatusCode::UNAVAILABLE, "no device is serving"};
     merged.clear_devices();
     {

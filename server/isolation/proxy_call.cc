@@ -1,3 +1,4 @@
+#include "service/device_memory.h"
 #include "isolation/proxy_call.h"
 
 #include <algorithm>
@@ -81,10 +82,13 @@ const pb::Message* Sub(const pb::Message& msg, const char* name) {
   return &msg.GetReflection()->GetMessage(msg, f);
 }
 
-// What the front learns from a call's first request: its header's dtype and lanes' array id.
+// What the front learns from a call's first request: its header's dtype, lanes' array id and
+// the device its arrays lie on (device_memory).
 struct FirstRequest {
   std::string dtype;
   std::string array_id;
+  bool device_memory = false;
+  std::string device_uuid;
 };
 
 FirstRequest ReadFirst(const pb::Message* prototype, const grpc::ByteBuffer& buffer) {
@@ -105,6 +109,10 @@ FirstRequest ReadFirst(const pb::Message* prototype, const grpc::ByteBuffer& buf
   }
   if (const pb::Message* lanes = Sub(*header, "lanes")) {
     out.array_id = static_cast<const v1::Lanes&>(*lanes).array_id();
+  }
+  if (const pb::Message* device = Sub(*header, "device_memory")) {
+    out.device_memory = true;
+    out.device_uuid = static_cast<const v1::DeviceMemory&>(*device).device_uuid();
   }
   return out;
 }
@@ -241,7 +249,20 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
     if (!up_queue_.empty()) first = ReadFirst(request_type_, up_queue_.front());
     record_.dtype = first.dtype;
     std::optional<int> device;
-    if (first.array_id.empty()) {
+    if (first.device_memory) {
+      // The worker sees the front as its peer: whether the caller is on this host is judged here.
+      if (!LocalPeer(ctx_->peer())) {
+        up_queue_.clear();
+        FinishLocked(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                                  "header.device_memory: served only to callers on this host (a unix socket or "
+                                  "loopback), not to " + ctx_->peer()),
+                     d);
+        return;
+      }
+      // To the worker of the arrays' device; an unknown device to any, which names it in its refusal.
+      device = front_->device_of ? front_->device_of(first.device_uuid) : std::nullopt;
+      lease_ = front_->pool->Pick(device);
+    } else if (first.array_id.empty()) {
       lease_ = front_->pool->Pick();
     } else {
       // Every lane of an array to the worker its first lane went to.

@@ -44,6 +44,8 @@ struct FrontContext {
   WorkerPool* pool = nullptr;
   Metrics* metrics = nullptr;
   ArrayRoutes* routes = nullptr;
+  // The worker's device whose UUID this is (header.device_memory.device_uuid); nullopt: unknown.
+  std::function<std::optional<int>(const std::string& uuid)> device_of;
   // Answers calls the front serves itself (GetServerInfo, Benchmark); null: forward.
   std::function<grpc::ServerGenericBidiReactor*(grpc::GenericCallbackServerContext*)> local;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -20,15 +21,11 @@ NamedRange Handle(const std::string& handle, uint64_t offset) {
   return {!handle.empty(), "(" + std::to_string(handle.size()) + " bytes)", offset};
 }
 
-// [offset, offset + bytes) of the allocation behind `handle`, checked: element-aligned, inside it.
+// [offset, offset + bytes) of the allocation behind `handle`, checked to lie inside it.
 grpc::Status OpenRange(IpcHandles& handles, const std::string& uuid, const std::string& field,
-                       const std::string& handle, uint64_t offset, uint64_t bytes, size_t element_size,
+                       const std::string& handle, uint64_t offset, uint64_t bytes,
                        std::shared_ptr<engine::IpcMemory>* memory, std::byte** at) {
   const std::string offset_field = field == "handle" ? "offset" : field.substr(0, field.size() - 6) + "offset";
-  if (offset % element_size != 0) {
-    return Invalid(kPrefix + offset_field + " " + std::to_string(offset) + " is not a multiple of the element size " +
-                   std::to_string(element_size));
-  }
   if (auto s = handles.Open(kPrefix + field, uuid, handle, memory); !s.ok()) return s;
   const uint64_t size = (*memory)->bytes;
   if (offset > size || bytes > size - offset) {
@@ -153,9 +150,38 @@ bool LocalPeer(const std::string& peer) {
 grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::DeviceMemory& h,
                         bool with_shared_memory, size_t element_size, const SharedNeeds& needs,
                         std::optional<uint64_t> declared_count, DeviceRanges* out) {
+  // What the header alone shows first, so a malformed one reads the same on every server.
   if (with_shared_memory) {
     return Invalid("header.device_memory: cannot be combined with header.shared_memory (the array lies in one place)");
   }
+  if (h.device_uuid().size() != kUuidBytes) {
+    return Invalid(kPrefix + "device_uuid has " + std::to_string(h.device_uuid().size()) + " bytes; a device UUID has " +
+                   std::to_string(kUuidBytes));
+  }
+  RangeFields fields{Handle(h.output_handle(), h.output_offset()), Handle(h.indices_handle(), h.indices_offset()),
+                     Handle(h.flags_handle(), h.flags_offset()),   "output_handle",
+                     "indices_handle",                             "flags_handle",
+                     "output_offset"};
+  if (auto s = CheckRangeFields(kPrefix, fields, needs); !s.ok()) return s;
+  for (const auto& [handle, field] : {std::pair{&h.handle(), "handle"}, std::pair{&h.output_handle(), "output_handle"},
+                                      std::pair{&h.indices_handle(), "indices_handle"},
+                                      std::pair{&h.flags_handle(), "flags_handle"}}) {
+    if (handle->size() == kHandleBytes || (handle->empty() && std::string(field) != "handle")) continue;
+    return Invalid(kPrefix + field + " has " + std::to_string(handle->size()) +
+                   " bytes; a CUDA IPC handle (cudaIpcMemHandle_t) has " + std::to_string(kHandleBytes));
+  }
+  for (const auto& [offset, field, size] : {std::tuple{h.offset(), "offset", element_size},
+                                           std::tuple{h.output_offset(), "output_offset", element_size},
+                                           std::tuple{h.indices_offset(), "indices_offset", sizeof(int64_t)}}) {
+    if (offset % size == 0) continue;
+    return Invalid(kPrefix + field + " " + std::to_string(offset) + " is not a multiple of the element size " +
+                   std::to_string(size));
+  }
+  if (h.bytes() % element_size != 0) {
+    return Invalid(kPrefix + "bytes " + std::to_string(h.bytes()) + " is not a multiple of the element size " +
+                   std::to_string(element_size));
+  }
+  if (auto s = CheckDeclaredCount(kPrefix, h.bytes(), element_size, declared_count); !s.ok()) return s;
   if (!handles.enabled()) {
     return {grpc::StatusCode::FAILED_PRECONDITION,
             "header.device_memory: this server does not open device memory (start it with --allow-device-ipc, on the "
@@ -165,25 +191,11 @@ grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::
     return {grpc::StatusCode::PERMISSION_DENIED,
             "header.device_memory: served only to callers on this host (a unix socket or loopback), not to " + peer};
   }
-  if (h.device_uuid().size() != kUuidBytes) {
-    return Invalid(kPrefix + "device_uuid has " + std::to_string(h.device_uuid().size()) + " bytes; a device UUID has " +
-                   std::to_string(kUuidBytes));
-  }
   if (auto s = handles.CheckDevice(h.device_uuid()); !s.ok()) return s;
-  RangeFields fields{Handle(h.output_handle(), h.output_offset()), Handle(h.indices_handle(), h.indices_offset()),
-                     Handle(h.flags_handle(), h.flags_offset()),   "output_handle",
-                     "indices_handle",                             "flags_handle",
-                     "output_offset"};
-  if (auto s = CheckRangeFields(kPrefix, fields, needs); !s.ok()) return s;
-  if (h.bytes() % element_size != 0) {
-    return Invalid(kPrefix + "bytes " + std::to_string(h.bytes()) + " is not a multiple of the element size " +
-                   std::to_string(element_size));
-  }
-  if (auto s = CheckDeclaredCount(kPrefix, h.bytes(), element_size, declared_count); !s.ok()) return s;
   const uint64_t n = h.bytes() / element_size;
   out->elements = n;
   const std::string& uuid = h.device_uuid();
-  if (auto s = OpenRange(handles, uuid, "handle", h.handle(), h.offset(), h.bytes(), element_size, &out->in_memory,
+  if (auto s = OpenRange(handles, uuid, "handle", h.handle(), h.offset(), h.bytes(), &out->in_memory,
                          &out->in);
       !s.ok()) {
     return s;
@@ -196,7 +208,7 @@ grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::
     out->out = out->in;
   } else if (needs.scan_output || needs.values_output) {
     if (auto s = OpenRange(handles, uuid, "output_handle", h.output_handle(), h.output_offset(), h.bytes(),
-                           element_size, &out->out_memory, &out->out);
+                           &out->out_memory, &out->out);
         !s.ok()) {
       return s;
     }
@@ -206,7 +218,7 @@ grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::
   if (needs.indices_output) {
     std::byte* at = nullptr;
     if (auto s = OpenRange(handles, uuid, "indices_handle", h.indices_handle(), h.indices_offset(),
-                           n * sizeof(int64_t), sizeof(int64_t), &out->indices_memory, &at);
+                           n * sizeof(int64_t), &out->indices_memory, &at);
         !s.ok()) {
       return s;
     }
@@ -215,7 +227,7 @@ grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::
   }
   if (needs.flags_input) {
     std::byte* at = nullptr;
-    if (auto s = OpenRange(handles, uuid, "flags_handle", h.flags_handle(), h.flags_offset(), n, 1,
+    if (auto s = OpenRange(handles, uuid, "flags_handle", h.flags_handle(), h.flags_offset(), n,
                            &out->flags_memory, &at);
         !s.ok()) {
       return s;

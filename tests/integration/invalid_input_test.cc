@@ -398,6 +398,97 @@ void SharedMemoryRows(std::vector<Row>& rows) {
   }
 }
 
+// ---- device memory (header.device_memory): this matrix's server has no --allow-device-ipc, so
+// every well-formed header gets FAILED_PRECONDITION; what the header alone shows comes first.
+// The calls on real handles (CUDA IPC) are in python/tests/test_device_ipc.py and the unit
+// test of the handles (tests/unit/device_memory_test.cc).
+template <class C>
+C WithDevice(C r, uint64_t bytes = 64) {
+  v1::DeviceMemory* m = r.mutable_header()->mutable_device_memory();
+  m->set_device_uuid(std::string(16, '\x5a'));
+  m->set_handle(std::string(64, '\x11'));
+  m->set_bytes(bytes);
+  if constexpr (std::is_same_v<C, v1::CompactRequest>) {
+    if (r.header().output() != v1::COMPACT_OUTPUT_INDICES) m->set_output_handle(std::string(64, '\x22'));
+  }
+  return r;
+}
+
+void DeviceMemoryRows(std::vector<Row>& rows) {
+  using V = std::vector<v1::ScanRequest>;
+  using R = std::vector<v1::ReduceRequest>;
+  using K = std::vector<v1::CompactRequest>;
+  auto device = [](auto* r) { return r->mutable_header()->mutable_device_memory(); };
+  ForEveryRpc(rows, "DeviceMemoryOff", grpc::StatusCode::FAILED_PRECONDITION,
+              {"header.device_memory", "--allow-device-ipc"},
+              [](auto t) { return std::vector{WithDevice(Head<typename decltype(t)::type>())}; });
+  ForEveryRpc(rows, "DeviceWithSharedMemory", kInvalid,
+              {"header.device_memory: cannot be combined with header.shared_memory"},
+              [](auto t) { return std::vector{WithShm(WithDevice(Head<typename decltype(t)::type>()), "in64")}; });
+  ForEveryRpc(rows, "DeviceWithLanes", kInvalid, {"header.device_memory: cannot be combined with header.lanes"},
+              [](auto t) { return std::vector{WithLanes(WithDevice(Head<typename decltype(t)::type>()), 0, 2, 16)}; });
+  ForEveryRpc(rows, "DeviceUuidWrongSize", kInvalid, {"header.device_memory.device_uuid has 15 bytes", "16"},
+              [&](auto t) {
+                auto r = WithDevice(Head<typename decltype(t)::type>());
+                device(&r)->set_device_uuid(std::string(15, '\x5a'));
+                return std::vector{r};
+              });
+  ForEveryRpc(rows, "DeviceHandleWrongSize", kInvalid, {"header.device_memory.handle has 63 bytes", "64"},
+              [&](auto t) {
+                auto r = WithDevice(Head<typename decltype(t)::type>());
+                device(&r)->set_handle(std::string(63, '\x11'));
+                return std::vector{r};
+              });
+  ForEveryRpc(rows, "DeviceHandleMissing", kInvalid, {"header.device_memory.handle has 0 bytes"}, [&](auto t) {
+    auto r = WithDevice(Head<typename decltype(t)::type>());
+    device(&r)->clear_handle();
+    return std::vector{r};
+  });
+  ForEveryRpc(rows, "DeviceBytesNotWholeElements", kInvalid, {"header.device_memory.bytes 6", "element size 4"},
+              [](auto t) { return std::vector{WithDevice(Head<typename decltype(t)::type>(), 6)}; });
+  ForEveryRpc(rows, "DeviceOffsetMisaligned", kInvalid, {"header.device_memory.offset 2", "element size 4"},
+              [&](auto t) {
+                auto r = WithDevice(Head<typename decltype(t)::type>());
+                device(&r)->set_offset(2);
+                return std::vector{r};
+              });
+  ForEveryRpc(rows, "DeviceCountDiffers", kInvalid,
+              {"header.element_count 5", "header.device_memory.bytes 64", "16 elements"},
+              [](auto t) { return std::vector{WithCount(WithDevice(Head<typename decltype(t)::type>()), 5)}; });
+  {
+    auto scan = WithDevice(ScanHead());
+    device(&scan)->set_output_offset(8);
+    rows.push_back(MakeRow("DeviceOutputOffsetWithoutHandle", V{scan}, kInvalid,
+                           {"header.device_memory.output_offset 8", "without header.device_memory.output_handle"}));
+    scan = WithDevice(ScanHead());
+    device(&scan)->set_indices_handle(std::string(64, '\x33'));
+    rows.push_back(MakeRow("DeviceIndicesOnScan", V{scan}, kInvalid,
+                           {"header.device_memory.indices_handle (64 bytes)", "only a Compact"}));
+    auto reduce = WithDevice(ReduceHead());
+    device(&reduce)->set_output_handle(std::string(64, '\x22'));
+    rows.push_back(MakeRow("DeviceOutputOnReduce", R{reduce}, kInvalid,
+                           {"header.device_memory.output_handle (64 bytes)", "Reduce writes no output"}));
+    auto compact = WithDevice(CompactHead(v1::DTYPE_INT32, false));
+    device(&compact)->clear_output_handle();
+    rows.push_back(MakeRow("DeviceNoValuesOutput", K{compact}, kInvalid,
+                           {"header.device_memory.output_handle: required for the kept values"}));
+    compact = WithDevice(CompactHead(v1::DTYPE_INT32, true));
+    rows.push_back(MakeRow("DeviceFlagsHandleMissing", K{compact}, kInvalid,
+                           {"header.device_memory.flags_handle: required with use_flags"}));
+    compact = WithDevice(CompactHead(v1::DTYPE_INT32, false));
+    device(&compact)->set_output_handle(std::string(10, '\x22'));
+    rows.push_back(MakeRow("DeviceOutputHandleWrongSize", K{compact}, kInvalid,
+                           {"header.device_memory.output_handle has 10 bytes"}));
+    compact = CompactHead(v1::DTYPE_INT32, false);
+    compact.mutable_header()->set_output(v1::COMPACT_OUTPUT_VALUES_AND_INDICES);
+    compact = WithDevice(compact);
+    device(&compact)->set_indices_handle(std::string(64, '\x33'));
+    device(&compact)->set_indices_offset(4);
+    rows.push_back(MakeRow("DeviceIndicesOffsetMisaligned", K{compact}, kInvalid,
+                           {"header.device_memory.indices_offset 4", "element size 8"}));
+  }
+}
+
 // ---- Histogram: the bins (header.bins, lo, hi or header.edges) and the stream checks every
 // call has
 v1::HistogramRequest HistogramHead(v1::DType dtype = v1::DTYPE_FLOAT32, uint32_t bins = 16, double lo = 0,
@@ -938,6 +1029,7 @@ std::vector<Row> Rows() {
   }
   LaneRows(rows);
   SharedMemoryRows(rows);
+  DeviceMemoryRows(rows);
   HistogramRows(rows);
   SegmentedRows(rows);
   ReduceByKeyRows(rows);

@@ -24,6 +24,7 @@
 #include <grpcpp/security/credentials.h>
 
 #include "gpuscan/rpc_error.h"
+#include "gpuscan/device_array.h"
 #include "gpuscan/shared_region.h"
 #include "gpuscan/timing.h"
 #include "gpuscan/v1/gpuscan.grpc.pb.h"
@@ -439,6 +440,17 @@ class Client {
   v1::CompactResponse CompactShared(v1::CompactHeader header, const SharedRegion& in, size_t bytes,
                                     const SharedRegion* flags, const SharedRegion* values_out,
                                     const SharedRegion* indices_out);
+
+  // Device memory (a server on this host and GPU started with --allow-device-ipc; see
+  // device_array.h): `in` and the outputs are ranges of this process's device allocations,
+  // exported (gpuscan/device_export.h); only the header travels and the server computes where
+  // they lie. Scan writes into `out` (nullptr or `in`: in place); Compact reads flags and writes
+  // kept values and indices as CompactShared does. The caller's writes to `in` must be complete
+  // (its stream synchronized); the outputs are complete when the call returns. Never retried.
+  Timing ScanDevice(v1::ScanHeader header, const DeviceArray& in, const DeviceArray* out = nullptr);
+  v1::ReduceResponse ReduceDevice(v1::ReduceHeader header, const DeviceArray& in);
+  v1::CompactResponse CompactDevice(v1::CompactHeader header, const DeviceArray& in, const DeviceArray* flags,
+                                    const DeviceArray* values_out, const DeviceArray* indices_out);
 
   // Runs the kernel suite on the server's device; on_row gets each row as it is measured (on
   // the calling thread). An exception from on_row cancels the call and is rethrown.
