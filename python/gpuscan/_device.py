@@ -19,6 +19,8 @@ import collections
 import contextlib
 import ctypes
 import dataclasses
+import functools
+import math
 import threading
 import uuid as _uuid
 from typing import Any, Iterator, List, Optional, Tuple
@@ -56,7 +58,7 @@ class Array:
 
     @property
     def n(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
@@ -73,20 +75,12 @@ def array(obj, what: str, *, flags: bool = False, output: bool = False) -> Array
         raise TypeError(f"gpuscan: {what} is not a CUDA array (no __cuda_array_interface__): "
                         f"{type(obj).__name__}") from None
     shape = tuple(int(s) for s in cai["shape"])
-    dtype = np.dtype(cai["typestr"])
     ptr, readonly = cai["data"]
     if cai.get("mask") is not None:
         raise ValueError(f"gpuscan: {what} is a masked CUDA array: the device path takes plain arrays")
     if not shape:
         raise ValueError(f"gpuscan: {what} must be an array, got a 0-d CUDA array")
-    if dtype.byteorder == ">":
-        raise ValueError(f"gpuscan: {what} has big-endian dtype {dtype.str}: the device path takes little-endian arrays")
-    dtype = dtype.newbyteorder("=")
-    if flags:
-        if dtype.itemsize != 1 or dtype.kind not in "biu":
-            raise ValueError(f"gpuscan: {what} must be a bool, int8 or uint8 CUDA array (nonzero keeps), got dtype {dtype}")
-    elif dtype.kind not in "iuf" or dtype.name not in DTYPE_NAMES:
-        raise ValueError(f"gpuscan: {what} has dtype {dtype}, which is not served (supported: {', '.join(DTYPE_NAMES)})")
+    dtype = _dtype_of(cai["typestr"], flags, what)
     strides = cai.get("strides")
     if strides is not None and not _c_contiguous(shape, tuple(strides), dtype.itemsize):
         raise ValueError(f"gpuscan: {what} is not C-contiguous (shape {shape}, strides {tuple(strides)}): the device "
@@ -98,6 +92,28 @@ def array(obj, what: str, *, flags: bool = False, output: bool = False) -> Array
     if output and readonly:
         raise ValueError(f"gpuscan: {what} is read-only (its __cuda_array_interface__ says so): results are written there")
     return a
+
+
+@functools.lru_cache(maxsize=64)
+def _checked_dtype(typestr: str, flags: bool) -> Tuple[Optional[np.dtype], str]:
+    """(the native dtype, "") of a served typestr (flags: a one-byte one), else (None, what is wrong)."""
+    dtype = np.dtype(typestr)
+    if dtype.byteorder == ">":
+        return None, f"has big-endian dtype {dtype.str}: the device path takes little-endian arrays"
+    dtype = dtype.newbyteorder("=")
+    if flags:
+        if dtype.itemsize != 1 or dtype.kind not in "biu":
+            return None, f"must be a bool, int8 or uint8 CUDA array (nonzero keeps), got dtype {dtype}"
+    elif dtype.kind not in "iuf" or dtype.name not in DTYPE_NAMES:
+        return None, f"has dtype {dtype}, which is not served (supported: {', '.join(DTYPE_NAMES)})"
+    return dtype, ""
+
+
+def _dtype_of(typestr: str, flags: bool, what: str) -> np.dtype:
+    dtype, wrong = _checked_dtype(typestr, flags)
+    if dtype is None:
+        raise ValueError(f"gpuscan: {what} {wrong}")
+    return dtype
 
 
 def _c_contiguous(shape, strides, itemsize: int) -> bool:
@@ -187,11 +203,18 @@ def check_device(info: "pb.ServerInfo", device_uuid: bytes, target: str) -> None
 
 
 @dataclasses.dataclass(frozen=True)
+class Location:
+    """Where a pointer's memory lies (Driver.locate)."""
+    ordinal: int        # the device's CUDA ordinal in this process
+    device_uuid: bytes  # UUID_BYTES: what the server's Device.uuid names
+    allocation: int     # CU_POINTER_ATTRIBUTE_BUFFER_ID: unique to the allocation in this process
+
+
+@dataclasses.dataclass(frozen=True)
 class Exported:
     """An array as the server names it: its allocation's IPC handle and its byte offset there."""
     handle: bytes     # HANDLE_BYTES
     offset: int
-    allocation: int   # CU_POINTER_ATTRIBUTE_BUFFER_ID: equal for arrays of one allocation
 
 
 class Call:
@@ -262,22 +285,23 @@ class Call:
         if self.n == 0:
             return
         drv = driver()
-        ordinal, device_uuid = drv.locate(self.x.ptr, "x")
-        check_device(info, device_uuid, target)
-        named = [(what, a) for what, a in (("output", self._out), ("indices", self._indices), ("flags", self._flags))
+        at = drv.locate(self.x.ptr, "x")
+        check_device(info, at.device_uuid, target)
+        named = [(what, a, drv.locate(a.ptr, what)) for what, a in
+                 (("output", self._out), ("indices", self._indices), ("flags", self._flags))
                  if a is not None and a is not self.x]
-        for what, a in named:
-            if drv.locate(a.ptr, what)[1] != device_uuid:
-                raise ValueError(f"gpuscan: the {what} array is on another GPU than x ({uuid_text(device_uuid)})")
-        for stream in {a.stream for a in (self.x, *(a for _, a in named))} - {None}:
-            drv.synchronize(ordinal, stream)
+        for what, _, other in named:
+            if other.device_uuid != at.device_uuid:
+                raise ValueError(f"gpuscan: the {what} array is on another GPU than x ({uuid_text(at.device_uuid)})")
+        for stream in {a.stream for a in (self.x, *(a for _, a, _ in named))} - {None}:
+            drv.synchronize(at.ordinal, stream)
         dm = self.request.header.device_memory
-        src = drv.export(self.x.ptr, self.x.nbytes, "x")
-        dm.device_uuid, dm.handle, dm.offset, dm.bytes = device_uuid, src.handle, src.offset, self.x.nbytes
-        for what, a in named:
-            e = drv.export(a.ptr, a.nbytes, what)
-            if self._scan and (e.allocation, e.offset) == (src.allocation, src.offset):
+        src = drv.export(self.x.ptr, self.x.nbytes, "x", at)
+        dm.device_uuid, dm.handle, dm.offset, dm.bytes = at.device_uuid, src.handle, src.offset, self.x.nbytes
+        for what, a, other in named:
+            if self._scan and a.ptr == self.x.ptr:
                 continue  # out is x's memory: in place (output_handle empty)
+            e = drv.export(a.ptr, a.nbytes, what, other)
             setattr(dm, f"{what}_handle", e.handle)
             setattr(dm, f"{what}_offset", e.offset)
 
@@ -335,7 +359,9 @@ def _output(x: Array, out, what: str) -> Array:
 
 
 # -- the CUDA driver (libcuda.so.1) through ctypes
-_POINTER_ATTRIBUTES = (2, 8, 9, 19)  # CU_POINTER_ATTRIBUTE_: MEMORY_TYPE, IS_MANAGED, DEVICE_ORDINAL, BUFFER_ID
+# CU_POINTER_ATTRIBUTE_ (cuda.h): MEMORY_TYPE, IS_MANAGED, DEVICE_ORDINAL, BUFFER_ID (a process-wide
+# unique id of the allocation).
+_POINTER_ATTRIBUTES = (2, 8, 9, 7)
 _MEMORYTYPE_HOST, _MEMORYTYPE_DEVICE = 1, 2
 _NOT_EXPORTABLE = ("only memory from cudaMalloc/cuMemAlloc (CuPy's and PyTorch's default allocators) has a CUDA IPC "
                    "handle, not managed memory, virtual memory management (cuMemCreate: PyTorch's expandable_segments), "
@@ -379,6 +405,7 @@ class Driver:
         self._get_uuid = getattr(self._lib, "cuDeviceGetUuid_v2", None) or self._lib.cuDeviceGetUuid
         self._get_uuid.argtypes, self._get_uuid.restype = (ctypes.c_char_p, ctypes.c_int), ctypes.c_int
         self._lock = threading.Lock()
+        self._buffers = threading.local()  # each thread's cuPointerGetAttributes buffers, made once
         self._devices: dict = {}   # ordinal -> (CUdevice, UUID bytes)
         self._contexts: dict = {}  # ordinal -> its retained primary CUcontext
         self._handles: "collections.OrderedDict[int, Tuple[int, int, bytes]]" = collections.OrderedDict()
@@ -431,25 +458,24 @@ class Driver:
         finally:
             self._lib.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
 
-    def _attributes(self, ptr: int, what: str) -> Tuple[int, int]:
-        """(device ordinal, buffer id) of the allocation holding ptr; ValueError for memory that is
-        not plain device memory."""
+    def locate(self, ptr: int, what: str) -> Location:
+        """Where ptr's memory lies; ValueError for memory that is not plain device memory."""
         n = len(_POINTER_ATTRIBUTES)
-        values = (ctypes.c_uint64 * n)()
-        slots = (ctypes.c_void_p * n)(*(ctypes.addressof(values) + 8 * i for i in range(n)))
-        self._call("cuPointerGetAttributes", n, (ctypes.c_int * n)(*_POINTER_ATTRIBUTES), slots, ptr)
-        memory_type, managed, ordinal, buffer_id = values
+        b = self._buffers
+        if not hasattr(b, "values"):
+            b.values = (ctypes.c_uint64 * n)()
+            b.slots = (ctypes.c_void_p * n)(*(ctypes.addressof(b.values) + 8 * i for i in range(n)))
+            b.attributes = (ctypes.c_int * n)(*_POINTER_ATTRIBUTES)
+        ctypes.memset(b.values, 0, ctypes.sizeof(b.values))  # (a value narrower than 8 bytes fills the low ones)
+        self._call("cuPointerGetAttributes", n, b.attributes, b.slots, ptr)
+        memory_type, managed, ordinal, buffer_id = b.values
         if managed:
             raise ValueError(f"gpuscan: {what} is in managed memory (cudaMallocManaged): {_NOT_EXPORTABLE}")
         if memory_type != _MEMORYTYPE_DEVICE:
             kind = "pinned host memory" if memory_type == _MEMORYTYPE_HOST else "no memory CUDA knows (freed?)"
             raise ValueError(f"gpuscan: {what}'s pointer {ptr:#x} is {kind}, not device memory")
-        return ctypes.c_int32(ordinal & 0xFFFFFFFF).value, int(buffer_id)
-
-    def locate(self, ptr: int, what: str) -> Tuple[int, bytes]:
-        """(device ordinal, device UUID) of ptr's memory."""
-        ordinal, _ = self._attributes(ptr, what)
-        return ordinal, self._device(ordinal)[1]
+        ordinal = ctypes.c_int32(ordinal & 0xFFFFFFFF).value
+        return Location(ordinal, self._device(ordinal)[1], int(buffer_id))
 
     def synchronize(self, ordinal: int, stream: int) -> None:
         """Waits for `stream` (a __cuda_array_interface__ stream; ALL_STREAMS: the whole device)."""
@@ -459,31 +485,32 @@ class Driver:
             else:
                 self._call("cuStreamSynchronize", ctypes.c_void_p(stream))
 
-    def export(self, ptr: int, nbytes: int, what: str) -> Exported:
-        """The IPC handle of ptr's allocation (cached) and ptr's offset in it."""
-        ordinal, buffer_id = self._attributes(ptr, what)
+    def export(self, ptr: int, nbytes: int, what: str, at: Location) -> Exported:
+        """The IPC handle of ptr's allocation (cached) and ptr's offset in it; at: locate(ptr)."""
+        buffer_id = at.allocation
         with self._lock:
-            known = self._handles.get(buffer_id)
+            known = self._handles.get(buffer_id) if buffer_id else None
             if known is not None:
                 self._handles.move_to_end(buffer_id)
         if known is None:
             base, size, handle = ctypes.c_uint64(), ctypes.c_size_t(), ctypes.create_string_buffer(HANDLE_BYTES)
-            with self._on(ordinal):
+            with self._on(at.ordinal):
                 self._call("cuMemGetAddressRange_v2", ctypes.byref(base), ctypes.byref(size), ptr)
                 rc = self._lib.cuIpcGetMemHandle(handle, base)
             if rc:
                 raise ValueError(f"gpuscan: {what}'s memory cannot be shared with the server (cuIpcGetMemHandle: "
                                  f"{self._error(rc)}): {_NOT_EXPORTABLE}")
             known = (base.value, size.value, handle.raw[:HANDLE_BYTES])
-            with self._lock:
-                self._handles[buffer_id] = known
-                while len(self._handles) > HANDLE_CACHE_SIZE:
-                    self._handles.popitem(last=False)
+            if buffer_id:  # (0: a driver without buffer ids, nothing to key on)
+                with self._lock:
+                    self._handles[buffer_id] = known
+                    while len(self._handles) > HANDLE_CACHE_SIZE:
+                        self._handles.popitem(last=False)
         base, size, handle = known
         if ptr + nbytes > base + size:
             raise ValueError(f"gpuscan: {what} ({nbytes} bytes at offset {ptr - base}) extends past its "
                              f"{size}-byte allocation")
-        return Exported(handle, ptr - base, buffer_id)
+        return Exported(handle, ptr - base)
 
 
 _driver: Optional[Driver] = None

@@ -93,15 +93,16 @@ class FakeDriver:
         raise AssertionError(f"no allocation at {ptr:#x}")
 
     def locate(self, ptr, what):
-        return 0, self._find(ptr)[3]
+        _, _, buffer_id, device = self._find(ptr)
+        return _device.Location(0, device, buffer_id)
 
     def synchronize(self, ordinal, stream):
         self.synchronized.append(stream)
 
-    def export(self, ptr, nbytes, what):
+    def export(self, ptr, nbytes, what, at):
         base, size, buffer_id, _ = self._find(ptr)
-        assert ptr + nbytes <= base + size
-        return _device.Exported(handle_of(buffer_id), ptr - base, buffer_id)
+        assert ptr + nbytes <= base + size and at.allocation == buffer_id
+        return _device.Exported(handle_of(buffer_id), ptr - base)
 
 
 def handle_of(buffer_id):
@@ -406,43 +407,50 @@ def test_driver_on_real_allocations(cp, rng):
     drv = _device.driver()
     big = cp.asarray(rng.integers(-1000, 1000, 20_000, dtype=np.int32))
     x = big[1000:3000]
-    ordinal, device_uuid = drv.locate(x.data.ptr, "x")
-    assert ordinal == big.device.id and same_device_uuid(cp, ordinal, device_uuid)
-    eb, ex = drv.export(big.data.ptr, big.nbytes, "big"), drv.export(x.data.ptr, x.nbytes, "x")
-    assert len(ex.handle) == _device.HANDLE_BYTES and ex.handle == eb.handle and ex.allocation == eb.allocation
-    assert ex.offset == eb.offset + 4000
+    at = drv.locate(x.data.ptr, "x")
+    assert at.ordinal == big.device.id and same_device_uuid(cp, at.ordinal, at.device_uuid)
+    assert drv.locate(big.data.ptr, "big").allocation == at.allocation
+    eb, ex = drv.export(big.data.ptr, big.nbytes, "big", at), drv.export(x.data.ptr, x.nbytes, "x", at)
+    assert len(ex.handle) == _device.HANDLE_BYTES and ex.handle == eb.handle and ex.offset == eb.offset + 4000
     assert child_sum(ex, 2000) == int(cp.asnumpy(x).astype(np.int64).sum())
     with pytest.raises(ValueError, match="extends past its"):
-        drv.export(x.data.ptr, 1 << 40, "x")
-    drv.synchronize(ordinal, 1)
-    drv.synchronize(ordinal, _device.ALL_STREAMS)
+        drv.export(x.data.ptr, 1 << 40, "x", at)
+    drv.synchronize(at.ordinal, 1)
+    drv.synchronize(at.ordinal, _device.ALL_STREAMS)
 
-    # memory freed and allocated again (often at the same address): another allocation, another handle
+    # memory freed and allocated again (often at the same address): another allocation, its own handle
     raw = cp.cuda.runtime.malloc(1 << 20)
-    first = drv.export(raw, 4, "raw")
+    first = drv.locate(raw, "raw")
+    drv.export(raw, 4, "raw", first)
     cp.cuda.runtime.free(raw)
     again = cp.cuda.runtime.malloc(1 << 20)
     try:
-        second = drv.export(again, 4, "again")
+        second = drv.locate(again, "again")
         assert second.allocation != first.allocation
         cp.cuda.runtime.memset(again, 1, 16)  # four int32 of 0x01010101
-        assert child_sum(second, 4) == 4 * 0x01010101
+        assert child_sum(drv.export(again, 16, "again", second), 4) == 4 * 0x01010101
     finally:
         cp.cuda.runtime.free(again)
 
     # from a thread with no current context: the device's primary context is pushed for the calls
     seen = []
-    t = threading.Thread(target=lambda: seen.append((drv.locate(x.data.ptr, "x"), drv.export(x.data.ptr, 8, "x"))))
+
+    def in_thread():
+        where = drv.locate(x.data.ptr, "x")
+        seen.append((where, drv.export(x.data.ptr, 8, "x", where)))
+    t = threading.Thread(target=in_thread)
     t.start()
     t.join()
-    assert seen and seen[0][0][1] == device_uuid and seen[0][1] == ex
+    assert seen == [(at, ex)]
 
     managed = cp.cuda.malloc_managed(1 << 12)
     with pytest.raises(ValueError, match="managed memory"):
-        drv.export(managed.ptr, 4, "m")
+        drv.locate(managed.ptr, "m")
     pinned = cp.cuda.alloc_pinned_memory(1 << 12)
     with pytest.raises(ValueError, match="pinned host memory"):
-        drv.export(pinned.ptr, 4, "p")
+        drv.locate(pinned.ptr, "p")
+    with pytest.raises(ValueError, match="no memory CUDA knows"):
+        drv.locate(0x10, "bogus")
 
 
 # -- a GPU, CuPy and a server that serves device memory
@@ -564,19 +572,45 @@ def test_offsets_inside_an_allocation(cp, dev, rng):
     assert same_bits(cp.asnumpy(big), want)
 
 
+def raw_array(cp, ptr: int, n: int, dtype) -> "cp.ndarray":
+    """n elements of dtype at ptr (memory this test allocated and frees itself) as a CuPy array."""
+    dtype = np.dtype(dtype)
+    return cp.ndarray((n,), dtype, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ptr, n * dtype.itemsize, None), 0))
+
+
 def test_freed_allocation_after_its_handle_was_used(cp, dev, rng):
-    """An allocation freed and another made (often at the same address) within the server's idle
-    time: the new one has its own handle, and the server reads the new memory."""
-    pool = cp.get_default_memory_pool()
-    n = 1 << 20
-    for _ in range(3):
+    """An allocation freed and another made at its place while the server still holds the first's
+    handle open (its idle time): the new one has its own handle, and the server reads the new
+    memory. Small allocations share the driver's 2 MiB regions: a new one of another size at a freed
+    one's place overlaps the range the server still maps (cuIpcOpenMemHandle: ALREADY_MAPPED unless
+    the server closes its idle handles and opens again); one of the same size has the same handle."""
+    keep = cp.cuda.runtime.malloc(4096)  # a live neighbour: the region stays, freed places come back
+    try:
+        for first, second in ((100_352, 400_384), (400_384, 100_352), (400_384, 400_384), (8 << 20, 16 << 20)):
+            where = f"{first} then {second} bytes"
+            for nbytes in (first, second):
+                n = nbytes // 8
+                x = ref.random_array(rng, np.dtype(np.int64), n)
+                ptr = cp.cuda.runtime.malloc(nbytes)
+                try:
+                    a = raw_array(cp, ptr, n, np.int64)
+                    a[:] = cp.asarray(x)
+                    assert dev.reduce(a) == ref.reduce(x, "sum"), where
+                    assert dev.scan(a, out=a) is a and same_bits(cp.asnumpy(a), ref.scan(x, "sum", False)), where
+                    del a
+                finally:
+                    cp.cuda.runtime.free(ptr)
+    finally:
+        cp.cuda.runtime.free(keep)
+    pool = cp.get_default_memory_pool()  # the same through CuPy's pool, given back to the driver each time
+    for n in (1 << 20, 12_544, 50_048, 1 << 20):
         x = ref.random_array(rng, np.dtype(np.int64), n)
         a, out = cp.asarray(x), cp.empty(n, np.int64)
         dev.scan(a, out=out)
-        assert same_bits(cp.asnumpy(out), ref.scan(x, "sum", False))
-        assert dev.reduce(a) == ref.reduce(x, "sum")
+        assert same_bits(cp.asnumpy(out), ref.scan(x, "sum", False)), n
+        assert dev.reduce(a) == ref.reduce(x, "sum"), n
         del a, out
-        pool.free_all_blocks()  # back to cudaFree: the next cudaMalloc may reuse the addresses
+        pool.free_all_blocks()
 
 
 def test_server_errors(cp, dev, server_binary, sock_dir, rng, request):
@@ -592,8 +626,8 @@ def test_server_errors(cp, dev, server_binary, sock_dir, rng, request):
     size = 2 << 20
     raw = cp.cuda.runtime.malloc(size)
     request.addfinalizer(lambda: cp.cuda.runtime.free(raw))
-    _, device_uuid = drv.locate(raw, "raw")
-    e = drv.export(raw, size, "raw")
+    at = drv.locate(raw, "raw")
+    device_uuid, e = at.device_uuid, drv.export(raw, size, "raw", at)
 
     def scan_request(**fields):
         m = dict(device_uuid=device_uuid, handle=e.handle, offset=0, bytes=4096)

@@ -357,7 +357,7 @@ void SharedMemoryRows(std::vector<Row>& rows) {
     scan = WithShm(ScanHead(), "in64");
     scan.mutable_header()->mutable_shared_memory()->set_output_offset(8);
     rows.push_back(MakeRow("ShmOutputOffsetWithoutRegion", V{scan}, kInvalid,
-                           {"header.shared_memory.output_offset 8", "without output_region"}));
+                           {"header.shared_memory.output_offset 8", "without header.shared_memory.output_region"}));
     scan = WithShm(ScanHead(), "in64");
     scan.mutable_header()->mutable_shared_memory()->set_indices_region("flags16");
     rows.push_back(MakeRow("ShmIndicesOnScan", V{scan}, kInvalid,
