@@ -90,7 +90,8 @@ def array(obj, what: str, *, flags: bool = False, output: bool = False) -> Array
     if a.n and (a.ptr == 0 or a.ptr % dtype.itemsize):
         raise ValueError(f"gpuscan: {what}'s data pointer {a.ptr:#x} is null or not aligned to its {dtype} elements")
     if output and readonly:
-        raise ValueError(f"gpuscan: {what} is read-only (its __cuda_array_interface__ says so): results are written there")
+        raise ValueError(f"gpuscan: {what} is read-only (its __cuda_array_interface__ says so): results are "
+                         "written there")
     return a
 
 
@@ -137,19 +138,17 @@ def _stream(cai) -> Optional[int]:
     return None if s is None else int(s)  # 1: CU_STREAM_LEGACY, 2: CU_STREAM_PER_THREAD: the driver's own values
 
 
-def source(x, **others) -> Optional[Array]:
-    """x checked (see array) when x or any of `others` (out=, where=: None is left out) is a CUDA
-    array, else None: the host path. TypeError when host and device arrays are mixed."""
-    given = {"x": x, **{k: v for k, v in others.items() if v is not None}}
+def source(x, **other) -> Optional[Array]:
+    """x checked (see array) when x or `other` (out= or where=; None is left out) is a CUDA array,
+    else None: the host path. TypeError when one is a CUDA array and the other is not."""
+    given = {"x": x, **{k: v for k, v in other.items() if v is not None}}
     on_device = [name for name, v in given.items() if is_device(v)]
     if not on_device:
         return None
-    host = [name for name in given if name not in on_device]
-    if host:
-        raise TypeError(f"gpuscan: {' and '.join(on_device)} {'is a CUDA array' if len(on_device) == 1 else 'are CUDA arrays'} "
-                        f"but {' and '.join(host)} {'is' if len(host) == 1 else 'are'} not "
-                        f"({', '.join(type(given[h]).__name__ for h in host)}): pass them all on the device (the "
-                        "device path) or all on the host (streamed)")
+    if len(on_device) < len(given):
+        host = next(name for name in given if name not in on_device)
+        raise TypeError(f"gpuscan: {on_device[0]} is a CUDA array but {host} is not ({type(given[host]).__name__}): "
+                        "pass both on the device (the device path) or both on the host (streamed)")
     return array(x, "x")
 
 
@@ -251,7 +250,8 @@ class Call:
         call.result = out
         call._out = _output(x, out, "out") if out is not x.obj else x
         if call._out.readonly:
-            raise ValueError("gpuscan: x is read-only (its __cuda_array_interface__ says so): it cannot be scanned in place")
+            raise ValueError("gpuscan: x is read-only (its __cuda_array_interface__ says so): it cannot be scanned "
+                             "in place")
         return call
 
     @classmethod
@@ -354,7 +354,8 @@ def _output(x: Array, out, what: str) -> Array:
     """A caller's output for x: a writable CUDA array of x's dtype and size."""
     a = array(out, what, output=True)
     if a.dtype != x.dtype or a.n != x.n:
-        raise ValueError(f"gpuscan: {what} must be a CUDA array of {x.n} {x.dtype} elements like x, got {a.n} {a.dtype}")
+        raise ValueError(f"gpuscan: {what} must be a CUDA array of {x.n} {x.dtype} elements like x, got "
+                         f"{a.n} {a.dtype}")
     return a
 
 
@@ -364,8 +365,9 @@ def _output(x: Array, out, what: str) -> Array:
 _POINTER_ATTRIBUTES = (2, 8, 9, 7)
 _MEMORYTYPE_HOST, _MEMORYTYPE_DEVICE = 1, 2
 _NOT_EXPORTABLE = ("only memory from cudaMalloc/cuMemAlloc (CuPy's and PyTorch's default allocators) has a CUDA IPC "
-                   "handle, not managed memory, virtual memory management (cuMemCreate: PyTorch's expandable_segments), "
-                   "or stream-ordered pools (cudaMallocAsync: CuPy's MemoryAsyncPool, PyTorch's cudaMallocAsync backend)")
+                   "handle, not managed memory, virtual memory management (cuMemCreate: PyTorch's "
+                   "expandable_segments), or stream-ordered pools (cudaMallocAsync: CuPy's MemoryAsyncPool, "
+                   "PyTorch's cudaMallocAsync backend)")
 
 _c = ctypes
 _SIGNATURES = {
@@ -386,11 +388,12 @@ _SIGNATURES = {
 
 
 class Driver:
-    """The few driver calls the device path makes. Each runs in the primary context of the array's
-    device: the caller's current context when it is on that device (as CuPy and PyTorch leave it),
-    else that device's primary context, retained once and pushed for the call. Handles are kept per
-    allocation, keyed by its buffer id (process-wide unique: memory freed and allocated again at
-    the same address is another allocation, with another handle). Thread-safe."""
+    """The few driver calls the device path makes. Those that need a context run in one of the
+    array's device: the caller's current context when it is on that device (as CuPy and PyTorch
+    leave it), else that device's primary context, retained once and pushed for the call (pointer
+    attributes need none). Handles are kept per allocation, keyed by its buffer id (process-wide
+    unique: memory freed and allocated again at the same address is another allocation, whose
+    handle is taken anew). Thread-safe."""
 
     def __init__(self):
         try:

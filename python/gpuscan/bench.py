@@ -105,7 +105,8 @@ def device_backend(info, mode: str):
     if cp is None:
         return None, why
     if not info["limits"].get("device_ipc"):
-        return None, f"the server does not serve device memory (engine {info['engine']}; start it with --allow-device-ipc)"
+        return None, (f"the server does not serve device memory (engine {info['engine']}; start it with "
+                      "--allow-device-ipc)")
     return cp, ""
 
 
@@ -301,10 +302,10 @@ def main(argv=None):
     p.add_argument("--peer", choices=("auto", "on", "off"), default="auto",
                    help="the do-it-yourself peer's scan (row peer_scan: a grpcio + numpy/cupy service the bench "
                         "starts here): auto (integer dtypes), on (floats too, unverified), off")
-    p.add_argument("--device", choices=("auto", "on", "off"), default="auto",
+    p.add_argument("--device", nargs="?", const="on", choices=("auto", "on", "off"), default="auto",
                    help="rows of the array already on the GPU (CuPy; scan_device_ipc, cupy_cumsum, scan_device_ipc_1k, "
                         "scan_rpc_1k): auto (when CuPy sees a GPU and the server serves device memory: "
-                        "--allow-device-ipc), on (fail otherwise), off")
+                        "--allow-device-ipc), on (the same as --device alone: fail otherwise), off")
     p.add_argument("--no-verify", action="store_true", help="skip checking results against numpy")
     p.add_argument("--native", choices=("auto", "on", "off"), default="auto",
                    help="scan, reduce and compact through the C++ client (Client's native): auto (where its "
@@ -367,7 +368,8 @@ def main(argv=None):
         print(f"\non the GPU (medians): scan_device_ipc {d['median_gbps']:.2f} GB/s ({d['median_ms']:.3f} ms), "
               f"cupy_cumsum {mine['median_gbps']:.2f} GB/s ({mine['median_ms']:.3f} ms): "
               f"{mine['median_s'] / d['median_s']:.2f}x of cupy's speed; 1024 elements: device path "
-              f"{by_name['scan_device_ipc_1k']['median_us']:.1f} us, streamed {by_name['scan_rpc_1k']['median_us']:.1f} us")
+              f"{by_name['scan_device_ipc_1k']['median_us']:.1f} us, "
+              f"streamed {by_name['scan_rpc_1k']['median_us']:.1f} us")
     if a.json:
         import google.protobuf
         setup = {"target": target, "size_bytes": a.size, "dtype": str(dtype), "chunk_bytes": a.chunk_bytes,

@@ -342,8 +342,8 @@ class _Calls:
         """scan_iter's (feeder of the requests, assembler of the results, timeout)."""
         timeout = self._call_timeout(timeout)
         feeder = _chunking.ScanIterFeeder(
-            self._host_chunks(chunks), lambda wire: pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm)),
-            self.chunk_bytes)
+            self._host_chunks(chunks),
+            lambda wire: pb.ScanRequest(header=self._scan_header(wire, op, exclusive, algorithm)), self.chunk_bytes)
         return feeder, _chunking.ScanIterAssembler(feeder), timeout
 
     @staticmethod

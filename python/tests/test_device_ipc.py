@@ -432,11 +432,13 @@ def test_driver_on_real_allocations(cp, rng):
     finally:
         cp.cuda.runtime.free(again)
 
-    # from a thread with no current context: the device's primary context is pushed for the calls
+    # from a thread with no current context: pointer attributes need none; a stream's wait (and a
+    # handle not taken yet) runs in the device's primary context, pushed for it
     seen = []
 
     def in_thread():
         where = drv.locate(x.data.ptr, "x")
+        drv.synchronize(where.ordinal, 1)
         seen.append((where, drv.export(x.data.ptr, 8, "x", where)))
     t = threading.Thread(target=in_thread)
     t.start()
@@ -502,6 +504,8 @@ def test_scan(cp, dev, rng, dtype):
                 x = ref.random_array(rng, dtype, n, op)
                 xd, out = cp.asarray(x), cp.full(n, 7, dtype)
                 assert dev.scan(xd, op=op, exclusive=exclusive, out=out) is out, where
+                t = dev.last_timing
+                assert t.engine == "cuda" and t.h2d_us == 0 and t.d2h_us == 0, (where, t)  # nothing crossed the host
                 got = cp.asnumpy(out)
                 assert same_bits(cp.asnumpy(xd), x), where  # the input is left as it was
                 if dtype.kind == "f" and op == "sum":  # the server's float sums: the same bits on every path
@@ -510,8 +514,6 @@ def test_scan(cp, dev, rng, dtype):
                     ref.assert_scan_close(got, ref.scan(x, op, exclusive), x, op)
                 else:
                     assert same_bits(got, ref.scan(x, op, exclusive)), where
-                t = dev.last_timing
-                assert t.engine == "cuda" and t.h2d_us == 0 and t.d2h_us == 0, where
                 assert dev.scan(xd, op=op, exclusive=exclusive, out=xd) is xd, where  # in place
                 assert same_bits(cp.asnumpy(xd), got), where
         y = dev.scan(cp.asarray(ref.random_array(rng, dtype, n)))  # no out=: a new CuPy array

@@ -91,11 +91,17 @@ grpc::Status IpcHandles::Open(const std::string& field, const std::string& uuid,
   }
   // Opened outside the lock (a driver call); two calls opening one handle at once keep the first.
   std::shared_ptr<engine::IpcMemory> memory;
-  try {
-    memory = engine_->OpenIpc(uuid, handle);
-  } catch (...) {
-    grpc::Status s = StatusFromException(std::current_exception());
-    return {s.error_code(), field + ": " + s.error_message()};
+  for (int attempt = 0; !memory; ++attempt) {
+    try {
+      memory = engine_->OpenIpc(uuid, handle);
+    } catch (...) {
+      // A freed allocation's handle still open here keeps its address range mapped, and the
+      // driver then refuses a new allocation in that range (cudaErrorAlreadyMapped): close
+      // the idle handles and try once more.
+      if (attempt == 0 && CloseIdle(std::chrono::milliseconds(0)) > 0) continue;
+      grpc::Status s = StatusFromException(std::current_exception());
+      return {s.error_code(), field + ": " + s.error_message()};
+    }
   }
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, added] = open_.try_emplace(key, Entry{memory, std::chrono::steady_clock::now()});
@@ -119,23 +125,31 @@ size_t IpcHandles::open_handles() const {
   return open_.size();
 }
 
-void IpcHandles::Sweep() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
-    wake_.wait_for(lock, std::max<std::chrono::milliseconds>(idle_ / 4, std::chrono::milliseconds(50)));
+size_t IpcHandles::CloseIdle(std::chrono::milliseconds idle_for) {
+  std::vector<std::shared_ptr<engine::IpcMemory>> closing;  // closed outside the lock
+  {
+    std::lock_guard<std::mutex> lock(mu_);
     const auto now = std::chrono::steady_clock::now();
-    std::vector<std::shared_ptr<engine::IpcMemory>> closing;  // closed outside the lock
     for (auto it = open_.begin(); it != open_.end();) {
       // use_count 1: no call holds it (a call's ranges keep their own references).
-      if (it->second.memory.use_count() == 1 && now - it->second.last_used >= idle_) {
+      if (it->second.memory.use_count() == 1 && now - it->second.last_used >= idle_for) {
         closing.push_back(std::move(it->second.memory));
         it = open_.erase(it);
       } else {
         ++it;
       }
     }
+  }
+  return closing.size();
+}
+
+void IpcHandles::Sweep() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    wake_.wait_for(lock, std::max<std::chrono::milliseconds>(idle_ / 4, std::chrono::milliseconds(50)));
+    if (stopping_) break;
     lock.unlock();
-    closing.clear();
+    CloseIdle(idle_);
     lock.lock();
   }
   open_.clear();

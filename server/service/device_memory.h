@@ -50,6 +50,8 @@ class IpcHandles {
     std::chrono::steady_clock::time_point last_used;
   };
   void Sweep();
+  // Closes the handles no call holds that were last used at least idle_for ago; returns how many.
+  size_t CloseIdle(std::chrono::milliseconds idle_for);
 
   engine::Engine* engine_;
   bool enabled_;

@@ -138,7 +138,7 @@ TEST_F(DeviceSessionTest, CompactionEqualsTheStreamedPath) {
       engine::CompactSpec spec;
       spec.dtype = engine::DType::kInt32;
       spec.use_flags = use_flags;
-      spec.predicate.op = PredicateOp::kGt;
+      spec.predicate.op = engine::PredicateOp::kGt;
       const int32_t threshold = 0;
       std::memcpy(spec.predicate.threshold, &threshold, sizeof(threshold));
       spec.want_values = spec.want_indices = true;

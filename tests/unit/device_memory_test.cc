@@ -41,6 +41,8 @@ class FakeIpcEngine final : public engine::CpuEngine {
   std::shared_ptr<engine::IpcMemory> OpenIpc(const std::string& uuid, const std::string& handle) override {
     if (uuid != kFakeUuid) throw engine::Error(engine::ErrorCode::kFailedPrecondition, "not this device");
     if (handle[0] == 'x') throw engine::Error(engine::ErrorCode::kFailedPrecondition, "the driver cannot open it");
+    // As cudaErrorAlreadyMapped: a new allocation in the range of a freed one still open here.
+    if (handle[0] == 'm' && opens > closes) throw engine::Error(engine::ErrorCode::kFailedPrecondition, "already mapped");
     ++opens;
     auto& buffer = buffers_[handle[0]];
     if (buffer.empty()) buffer.resize(bytes_);
@@ -190,6 +192,25 @@ TEST(DeviceMemoryTest, AHandleIsOpenedOnceAndClosedWhenIdle) {
   DeviceRanges again;
   ASSERT_TRUE(OpenDevice(handles, peer, DeviceHeader('a', 0, 64), false, 4, ScanOutputNeeds(), {}, &again).ok());
   EXPECT_EQ(engine.opens, 2);
+}
+
+TEST(DeviceMemoryTest, AHandleRefusedWhileOthersAreOpenIsTriedAgainWithTheIdleOnesClosed) {
+  FakeIpcEngine engine(4096);
+  IpcHandles handles(&engine, true, std::chrono::seconds(60));
+  const std::string peer = "unix:/tmp/s";
+  {
+    DeviceRanges held;
+    ASSERT_TRUE(OpenDevice(handles, peer, DeviceHeader('a', 0, 64), false, 4, ScanOutputNeeds(), {}, &held).ok());
+    DeviceRanges r;
+    const grpc::Status s = OpenDevice(handles, peer, DeviceHeader('m', 0, 64), false, 4, ScanOutputNeeds(), {}, &r);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);  // 'a' is in use: not closed
+    EXPECT_THAT(s.error_message(), HasSubstr("already mapped"));
+    EXPECT_EQ(engine.closes, 0);
+  }
+  DeviceRanges r;
+  ASSERT_TRUE(OpenDevice(handles, peer, DeviceHeader('m', 0, 64), false, 4, ScanOutputNeeds(), {}, &r).ok());
+  EXPECT_EQ(engine.closes, 1);
+  EXPECT_EQ(handles.open_handles(), 1u);
 }
 
 TEST(DeviceMemoryTest, OffWithoutTheFlag) {
