@@ -119,6 +119,38 @@ int gpuscan_compact(gpuscan_client* client, const void* header, size_t header_le
       error, error_len);
 }
 
+int gpuscan_header_call(gpuscan_client* client, int rpc, const void* request, size_t request_len, void* response,
+                        size_t response_cap, size_t* response_len, char* error, size_t error_len) {
+  return Guard(
+      [&] {
+        // The request's header, parsed as the RPC's message, and the final response back.
+        auto run = [&](auto message, auto call) {
+          if (!message.ParseFromArray(request, static_cast<int>(request_len))) {
+            throw std::invalid_argument("gpuscan: request is not a serialized " + message.GetTypeName());
+          }
+          const std::string out = call(message.header()).SerializeAsString();
+          *response_len = out.size();
+          if (out.size() > response_cap) {
+            throw gpuscan::RpcError(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                    "gpuscan: the response has " + std::to_string(out.size()) + " bytes, room for " +
+                                        std::to_string(response_cap));
+          }
+          std::memcpy(response, out.data(), out.size());
+        };
+        gpuscan::Client& c = *client->client;
+        switch (rpc) {
+          case GPUSCAN_RPC_SCAN:
+            return run(gpuscan::v1::ScanRequest{}, [&](const auto& h) { return c.ScanHeaderOnly(h); });
+          case GPUSCAN_RPC_REDUCE:
+            return run(gpuscan::v1::ReduceRequest{}, [&](const auto& h) { return c.ReduceHeaderOnly(h); });
+          case GPUSCAN_RPC_COMPACT:
+            return run(gpuscan::v1::CompactRequest{}, [&](const auto& h) { return c.CompactHeaderOnly(h); });
+          default: throw std::invalid_argument("gpuscan: rpc " + std::to_string(rpc) + " is none of GPUSCAN_RPC_*");
+        }
+      },
+      error, error_len);
+}
+
 int gpuscan_scan(gpuscan_client* client, int dtype, int op, int exclusive, int algorithm, const void* in, void* out,
                  uint64_t n, uint32_t lanes, gpuscan_timing* timing, char* error, size_t error_len) {
   return Guard(

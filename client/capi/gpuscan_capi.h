@@ -57,6 +57,19 @@ GPUSCAN_CAPI int gpuscan_compact(gpuscan_client* client, const void* header, siz
                                  int64_t* indices_out, uint64_t* kept, gpuscan_timing* timing, char* error,
                                  size_t error_len);
 
+/* A call whose header says where its arrays lie (header.device_memory or header.shared_memory):
+ * `request` is a serialized ScanRequest, ReduceRequest or CompactRequest (rpc GPUSCAN_RPC_*)
+ * carrying the header alone; it goes out with the half-close and the final response comes back
+ * serialized (ScanResponse, ReduceResponse, CompactResponse) into `response`, room for
+ * `response_cap` bytes, its length in *response_len (RESOURCE_EXHAUSTED when it does not fit).
+ * Never retried. */
+#define GPUSCAN_RPC_SCAN 0
+#define GPUSCAN_RPC_REDUCE 1
+#define GPUSCAN_RPC_COMPACT 2
+GPUSCAN_CAPI int gpuscan_header_call(gpuscan_client* client, int rpc, const void* request, size_t request_len,
+                                     void* response, size_t response_cap, size_t* response_len, char* error,
+                                     size_t error_len);
+
 /* Cancels every call of this handle in flight now, from any thread: each returns CANCELLED (1)
  * and is not retried. For a caller that must stop at once (Python's Ctrl-C). */
 GPUSCAN_CAPI void gpuscan_cancel_calls(gpuscan_client* client);

@@ -2,6 +2,10 @@
 // handles and computes where the arrays lie, the final response comes back.
 #include "gpuscan/client.h"
 
+#include <string>
+
+#include "gpuscan/rpc_error.h"
+
 namespace gpuscan {
 namespace {
 
@@ -23,12 +27,12 @@ Timing Client::ScanDevice(v1::ScanHeader header, const DeviceArray& in, const De
     m->set_output_handle(out->handle);
     m->set_output_offset(out->offset);
   }
-  return ScanStream(header, Source{}, Sink{}, {}, 1);
+  return FromProto(ScanHeaderOnly(header).timing());
 }
 
 v1::ReduceResponse Client::ReduceDevice(v1::ReduceHeader header, const DeviceArray& in) {
   *header.mutable_device_memory() = Input(in);
-  return ReduceStream(header, Source{}, {}, 1);
+  return ReduceHeaderOnly(header);
 }
 
 v1::CompactResponse Client::CompactDevice(v1::CompactHeader header, const DeviceArray& in, const DeviceArray* flags,
@@ -47,7 +51,54 @@ v1::CompactResponse Client::CompactDevice(v1::CompactHeader header, const Device
     m->set_indices_handle(indices_out->handle);
     m->set_indices_offset(indices_out->offset);
   }
-  return CompactStream(header, Source{}, Source{}, Sink{}, Sink{}, {}, 1);
+  return CompactHeaderOnly(header);
+}
+
+// The generated stub's synchronous calls: one write with the half-close, the responses read on
+// this thread (no data comes back: the final response alone, or an error).
+namespace {
+
+template <class Request, class Response, class Header, class Open>
+Response BidiHeaderOnly(const Header& header, Open open, const char* rpc) {
+  Request request;
+  *request.mutable_header() = header;
+  auto stream = open();
+  stream->WriteLast(request, grpc::WriteOptions());
+  Response response, last;
+  bool any = false;
+  while (stream->Read(&response)) {
+    last = std::move(response);
+    any = true;
+  }
+  const grpc::Status status = stream->Finish();
+  if (!status.ok()) throw RpcError(status);
+  if (!any) throw RpcError(grpc::StatusCode::INTERNAL, std::string("gpuscan: ") + rpc + " ended with no final response");
+  return last;
+}
+
+}  // namespace
+
+v1::ScanResponse Client::ScanHeaderOnly(const v1::ScanHeader& header) {
+  auto ctx = NewContext();
+  return BidiHeaderOnly<v1::ScanRequest, v1::ScanResponse>(header, [&] { return stub_->Scan(ctx.get()); }, "Scan");
+}
+
+v1::CompactResponse Client::CompactHeaderOnly(const v1::CompactHeader& header) {
+  auto ctx = NewContext();
+  return BidiHeaderOnly<v1::CompactRequest, v1::CompactResponse>(header, [&] { return stub_->Compact(ctx.get()); },
+                                                                 "Compact");
+}
+
+v1::ReduceResponse Client::ReduceHeaderOnly(const v1::ReduceHeader& header) {
+  auto ctx = NewContext();
+  v1::ReduceRequest request;
+  *request.mutable_header() = header;
+  v1::ReduceResponse response;
+  auto writer = stub_->Reduce(ctx.get(), &response);
+  writer->WriteLast(request, grpc::WriteOptions());
+  const grpc::Status status = writer->Finish();
+  if (!status.ok()) throw RpcError(status);
+  return response;
 }
 
 }  // namespace gpuscan

@@ -95,6 +95,13 @@ def _declare(lib: ctypes.CDLL) -> None:
                                     ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p,
                                     ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
                                     ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
+    lib.gpuscan_header_call.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t,
+                                        ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t),
+                                        ctypes.c_char_p, ctypes.c_size_t]
+
+
+# gpuscan_header_call's RPCs (GPUSCAN_RPC_* of gpuscan_capi.h).
+RPC_SCAN, RPC_REDUCE, RPC_COMPACT = 0, 1, 2
 
 
 def find(paths: List[str]) -> Tuple[Optional[ctypes.CDLL], str, str]:
@@ -216,6 +223,15 @@ class NativeClient:
             if a is not None:
                 a.resize(kept.value, refcheck=False)
         return v, i, t.to_timing()
+
+    def header_call(self, rpc: int, request: bytes) -> bytes:
+        """A call whose header says where its arrays lie (device or shared memory): the header
+        goes with the half-close and the final response (serialized) comes back."""
+        out, size, err = ctypes.create_string_buffer(64 << 10), ctypes.c_size_t(0), ctypes.create_string_buffer(1024)
+        code = self._run(self._lib.gpuscan_header_call, self._handle, rpc, request, len(request), out, len(out),
+                         ctypes.byref(size), err, len(err))
+        self._check(code, err)
+        return out.raw[:size.value]
 
     def close(self) -> None:
         if self._handle:

@@ -842,6 +842,17 @@ class Client(_Calls):
             return p.device
         return p.shared
 
+    def _header_only_responses(self, call, rpc: int, method, timeout: Optional[float]) -> Iterator[bytes]:
+        """The responses of a call that sends its header alone: through the C API where it loaded
+        and the call's timeout is the handle's (one write with the half-close and one read on its
+        thread: about 0.7 ms less than grpcio's request and response threads), else grpcio's."""
+        if self._native is not None and timeout == self.timeout:
+            yield self._native.header_call(rpc, call.serialized()[0])
+        elif rpc == _native.RPC_REDUCE:
+            yield self._unary(method, call.serialized(), timeout)
+        else:
+            yield from self._stream(method, call.serialized(), timeout)
+
     def _device_info(self, timeout: Optional[float]) -> "pb.ServerInfo":
         """The server's ServerInfo (the message: its devices' UUIDs), kept once it serves device memory."""
         info = self._device_server
@@ -908,7 +919,7 @@ class Client(_Calls):
         call = self._header_only(p)
         if call is not None:  # never retried: an in-place scan may have written over its input
             with call:
-                for raw in self._stream(self._scan, call.serialized(), p.timeout):
+                for raw in self._header_only_responses(call, _native.RPC_SCAN, self._scan, p.timeout):
                     call.feed_scan(raw)
                 self._set_timing(call.finish())
             return call.result
@@ -1081,7 +1092,8 @@ class Client(_Calls):
         call = self._header_only(p)
         if call is not None:
             with call:
-                value = call.reduce_value(self._unary(self._reduce, call.serialized(), p.timeout))
+                value = call.reduce_value(next(self._header_only_responses(call, _native.RPC_REDUCE, self._reduce,
+                                                                           p.timeout)))
             self._set_timing(call.timing)
             return value
         if self._takes_native(p):
@@ -1158,7 +1170,7 @@ class Client(_Calls):
         call = self._header_only(p)
         if call is not None:
             with call:
-                for raw in self._stream(self._compact, call.serialized(), p.timeout):
+                for raw in self._header_only_responses(call, _native.RPC_COMPACT, self._compact, p.timeout):
                     call.feed_compact(raw)
                 self._set_timing(call.finish())
             return self._compact_header_only_result(call, values, indices)

@@ -273,7 +273,8 @@ TEST_F(DeviceIpcTest, AFrontRoutesToTheWorkerOfTheDevice) {
 }
 
 TEST_F(DeviceIpcTest, RefusalsNameTheFieldAndTheServerGoesOn) {
-  auto expect_code = [](auto call, grpc::StatusCode code, const std::string& part) {
+  auto expect_code = [](auto call, grpc::StatusCode code, const std::string& part, const char* what) {
+    SCOPED_TRACE(what);
     try {
       call();
       ADD_FAILURE() << "no error; expected " << part;
@@ -291,25 +292,27 @@ TEST_F(DeviceIpcTest, RefusalsNameTheFieldAndTheServerGoesOn) {
   // A range past the allocation's end.
   DeviceArray past = d.Export();
   past.bytes += 4096;
-  expect_code([&] { client.ScanDevice(sum, past); }, grpc::StatusCode::OUT_OF_RANGE, "header.device_memory.offset");
+  expect_code([&] { client.ScanDevice(sum, past); }, grpc::StatusCode::OUT_OF_RANGE, "header.device_memory.offset",
+              "past the end");
   // Another device's UUID.
   DeviceArray elsewhere = d.Export();
   elsewhere.device_uuid = std::string(16, '\x01');
   expect_code([&] { client.ScanDevice(sum, elsewhere); }, grpc::StatusCode::FAILED_PRECONDITION,
-              "header.device_memory.device_uuid");
-  // A handle whose memory was freed before the server ever opened it.
+              "header.device_memory.device_uuid", "another device");
+  // A handle whose memory was freed before the server ever opened it: an allocation of its own
+  // (64 MiB; a small one may share a block the driver keeps, whose handle still opens).
   DeviceArray stale;
   {
-    DeviceVector<int32_t> gone(x);
+    DeviceVector<int32_t> gone(size_t{16} << 20);
     stale = gone.Export();
   }
   expect_code([&] { client.ScanDevice(sum, stale); }, grpc::StatusCode::FAILED_PRECONDITION,
-              "header.device_memory.handle");
+              "header.device_memory.handle", "freed");
   // Bytes that are no handle at all.
   DeviceArray garbage = d.Export();
   for (char& c : garbage.handle) c = static_cast<char>(rng());
   expect_code([&] { client.ScanDevice(sum, garbage); }, grpc::StatusCode::FAILED_PRECONDITION,
-              "header.device_memory.handle");
+              "header.device_memory.handle", "garbage");
   // The server still serves, on device memory and streamed.
   client.ScanDevice(sum, d.Export());
   EXPECT_EQ(d.Host(), client.Scan(x).values);
@@ -320,7 +323,8 @@ TEST_F(DeviceIpcTest, RefusalsNameTheFieldAndTheServerGoesOn) {
   auto plain = Start({}, "device_ipc_off.log");
   Client off = ClientOf(*plain);
   EXPECT_FALSE(off.Info().limits().device_ipc());
-  expect_code([&] { off.ScanDevice(sum, d.Export()); }, grpc::StatusCode::FAILED_PRECONDITION, "--allow-device-ipc");
+  expect_code([&] { off.ScanDevice(sum, d.Export()); }, grpc::StatusCode::FAILED_PRECONDITION, "--allow-device-ipc",
+              "off");
 }
 
 }  // namespace

@@ -448,6 +448,13 @@ class Client {
   // kept values and indices as CompactShared does. The caller's writes to `in` must be complete
   // (its stream synchronized); the outputs are complete when the call returns. Never retried.
   Timing ScanDevice(v1::ScanHeader header, const DeviceArray& in, const DeviceArray* out = nullptr);
+  // A call whose header says where its arrays lie (device_memory, shared_memory): the header
+  // goes alone with the half-close, on this thread, and the final response comes back (counts,
+  // Timing). ScanDevice and its kin run these; the C API's gpuscan_header_call runs them for
+  // other languages. Never retried.
+  v1::ScanResponse ScanHeaderOnly(const v1::ScanHeader& header);
+  v1::ReduceResponse ReduceHeaderOnly(const v1::ReduceHeader& header);
+  v1::CompactResponse CompactHeaderOnly(const v1::CompactHeader& header);
   v1::ReduceResponse ReduceDevice(v1::ReduceHeader header, const DeviceArray& in);
   v1::CompactResponse CompactDevice(v1::CompactHeader header, const DeviceArray& in, const DeviceArray* flags,
                                     const DeviceArray* values_out, const DeviceArray* indices_out);
