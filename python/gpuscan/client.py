@@ -847,7 +847,7 @@ class Client(_Calls):
         and the call's timeout is the handle's (one write with the half-close and one read on its
         thread: about 0.7 ms less than grpcio's request and response threads), else grpcio's."""
         if self._native is not None and timeout == self.timeout:
-            yield self._native.header_call(rpc, call.serialized()[0])
+            yield self._native.header_call(rpc, call.serialized()[0], interruptible=not isinstance(call, _device.Call))
         elif rpc == _native.RPC_REDUCE:
             yield self._unary(method, call.serialized(), timeout)
         else:
