@@ -145,6 +145,10 @@ int gpuscan_header_call(gpuscan_client* client, int rpc, const void* request, si
             return run(gpuscan::v1::ReduceRequest{}, [&](const auto& h) { return c.ReduceHeaderOnly(h); });
           case GPUSCAN_RPC_COMPACT:
             return run(gpuscan::v1::CompactRequest{}, [&](const auto& h) { return c.CompactHeaderOnly(h); });
+          case GPUSCAN_RPC_HISTOGRAM:
+            return run(gpuscan::v1::HistogramRequest{}, [&](const auto& h) { return c.HistogramHeaderOnly(h); });
+          case GPUSCAN_RPC_SORT:
+            return run(gpuscan::v1::SortRequest{}, [&](const auto& h) { return c.SortHeaderOnly(h); });
           default: throw std::invalid_argument("gpuscan: rpc " + std::to_string(rpc) + " is none of GPUSCAN_RPC_*");
         }
       },

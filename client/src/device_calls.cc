@@ -89,16 +89,38 @@ v1::CompactResponse Client::CompactHeaderOnly(const v1::CompactHeader& header) {
                                                                  "Compact");
 }
 
-v1::ReduceResponse Client::ReduceHeaderOnly(const v1::ReduceHeader& header) {
-  auto ctx = NewContext();
-  v1::ReduceRequest request;
+namespace {
+
+// Client-streaming calls (Reduce, Histogram): one write with the half-close, one response.
+template <class Request, class Response, class Header, class Open>
+Response UnaryHeaderOnly(const Header& header, Open open) {
+  Request request;
   *request.mutable_header() = header;
-  v1::ReduceResponse response;
-  auto writer = stub_->Reduce(ctx.get(), &response);
+  Response response;
+  auto writer = open(&response);
   writer->WriteLast(request, grpc::WriteOptions());
   const grpc::Status status = writer->Finish();
   if (!status.ok()) throw RpcError(status);
   return response;
+}
+
+}  // namespace
+
+v1::ReduceResponse Client::ReduceHeaderOnly(const v1::ReduceHeader& header) {
+  auto ctx = NewContext();
+  return UnaryHeaderOnly<v1::ReduceRequest, v1::ReduceResponse>(
+      header, [&](v1::ReduceResponse* r) { return stub_->Reduce(ctx.get(), r); });
+}
+
+v1::HistogramResponse Client::HistogramHeaderOnly(const v1::HistogramHeader& header) {
+  auto ctx = NewContext();
+  return UnaryHeaderOnly<v1::HistogramRequest, v1::HistogramResponse>(
+      header, [&](v1::HistogramResponse* r) { return stub_->Histogram(ctx.get(), r); });
+}
+
+v1::SortResponse Client::SortHeaderOnly(const v1::SortHeader& header) {
+  auto ctx = NewContext();
+  return BidiHeaderOnly<v1::SortRequest, v1::SortResponse>(header, [&] { return stub_->Sort(ctx.get()); }, "Sort");
 }
 
 }  // namespace gpuscan

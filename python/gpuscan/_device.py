@@ -3,10 +3,10 @@ clients on the server's host and GPU. No array crosses the connection or the hos
 header alone, naming each array by the CUDA IPC handle of the allocation that holds it and its byte
 offset there, and the server runs its kernels on that memory.
 
-Any object with __cuda_array_interface__ (CuPy, PyTorch, Numba, ...) travels this way. Nothing here
-imports CuPy or PyTorch: the handles come from the CUDA driver (libcuda.so.1) through ctypes, loaded
-on the first exported array. Only allocating a result (scan without out=, compact) uses the array's
-own library, CuPy's or PyTorch's.
+Any object with __cuda_array_interface__ (CuPy, PyTorch, Numba, ...) travels this way, for scan,
+reduce, compact, histogram and sort. Nothing here imports CuPy or PyTorch: the handles come from the
+CUDA driver (libcuda.so.1) through ctypes, loaded on the first exported array. Only allocating a
+result (scan without out=, compact, sort) uses the array's own library, CuPy's or PyTorch's.
 
 The order of the checks is the caller's to keep (see Client): the arrays' interfaces first (shape,
 strides, dtype: no driver), then the server's ServerInfo (device_ipc), then the driver (the device's
@@ -23,12 +23,12 @@ import functools
 import math
 import threading
 import uuid as _uuid
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from ._chunking import reduce_value
-from ._types import DTYPE_NAMES, Timing
+from ._chunking import histogram_result, reduce_value
+from ._types import DTYPE_NAMES, HistogramResult, Timing, histogram_header, wire_dtype
 from .errors import FailedPrecondition, Internal
 from .v1 import gpuscan_pb2 as pb
 
@@ -157,8 +157,8 @@ def refuse(op: str, **arrays) -> None:
     for name, a in arrays.items():
         if is_device(a):
             raise TypeError(f"gpuscan: {op} takes host arrays, and {name} is a CUDA array (__cuda_array_interface__): "
-                            f"the device path serves scan, reduce and compact only; copy it to the host first "
-                            f"(cupy.asnumpy({name}), {name}.cpu().numpy())")
+                            "the device path serves scan, reduce, compact, histogram and sort only; copy it to the "
+                            f"host first (cupy.asnumpy({name}), {name}.cpu().numpy())")
 
 
 def empty(like, shape: Tuple[int, ...], dtype) -> Any:
@@ -173,7 +173,7 @@ def empty(like, shape: Tuple[int, ...], dtype) -> Any:
         import torch
         return torch.empty(shape, dtype=getattr(torch, dtype.name), device=like.device)
     raise TypeError(f"gpuscan: results of a {type(like).__module__}.{type(like).__name__} are allocated with CuPy or "
-                    "PyTorch only: pass out= (scan), or x as a CuPy array or PyTorch tensor (compact)")
+                    "PyTorch only: pass out= (scan), or x as a CuPy array or PyTorch tensor (compact, sort)")
 
 
 def uuid_text(raw: bytes) -> str:
@@ -216,12 +216,23 @@ class Exported:
     offset: int
 
 
+# DeviceMemory's fields for the arrays a call names besides its input (each <field>_handle and
+# <field>_offset), and how errors call them.
+_FIELD_WORDS = {"output": "output", "indices": "indices", "flags": "flags", "values": "values",
+                "values_output": "sorted values"}
+_SORT_KEYS = (pb.SORT_OUTPUT_KEYS, pb.SORT_OUTPUT_KEYS_AND_VALUES, pb.SORT_OUTPUT_KEYS_AND_INDICES)
+_SORT_INDICES = (pb.SORT_OUTPUT_INDICES, pb.SORT_OUTPUT_KEYS_AND_INDICES)
+RESPONSE_SLACK = 4096  # a bound on a final response's bytes besides a histogram's bins (Timing, counts)
+
+
 class Call:
     """One device-memory call (a shared.Call's protocol: serialized, feed_scan, feed_compact,
-    reduce_value, finish, `with`): its single request, the arrays it names, the checks of the final
-    response. Built by the client from checked arrays (scan, reduce, compact); export() fills
-    header.device_memory once the server's ServerInfo is known. Results: `result` (a scan's
-    output), `values`/`indices` (a compact's, of n elements; `kept` of them written)."""
+    reduce_value, finish, `with`; and feed_sort, histogram_value): its single request, the arrays
+    it names, the checks of the final response. Built by the client from checked arrays (scan,
+    reduce, compact, histogram, sort); export() fills header.device_memory once the server's
+    ServerInfo is known. Results: `result` (a scan's output), `values`/`indices` (a compact's, of
+    n elements; `kept` of them written), `keys`/`sorted_values`/`indices` (a sort's, n elements
+    each, None where its output has none), histogram_value()'s HistogramResult."""
 
     def __init__(self, request, x: Array):
         self.request = request
@@ -232,12 +243,16 @@ class Call:
         self.kept: Optional[int] = None
         self.result: Any = None    # scan: what the call returns
         self.values: Any = None    # compact: the kept values' array
-        self.indices: Any = None   # compact: the kept indices' array (int64)
+        self.indices: Any = None   # compact: the kept indices' array; sort: the permutation (int64)
+        self.keys: Any = None           # sort: the sorted keys
+        self.sorted_values: Any = None  # sort: the values moved with them
         self._scan = False
-        self._out: Optional[Array] = None      # output_handle: a scan's output (x: in place), compact's values
-        self._indices: Optional[Array] = None  # indices_handle
-        self._flags: Optional[Array] = None    # flags_handle
-        self._new: List[Tuple[str, tuple, np.dtype]] = []  # results to allocate: (attribute, shape, dtype)
+        self._bins: Any = None     # histogram: its bins= while its range (x's min and max) is still to find
+        # The arrays named besides x, by DeviceMemory field ("output": a scan's output (x: in place),
+        # compact's values, sort's keys; "indices", "flags", "values", "values_output").
+        self._named: Dict[str, Array] = {}
+        # Results to allocate once the server is known: (attribute, shape, dtype, field).
+        self._new: List[Tuple[str, tuple, np.dtype, str]] = []
 
     @classmethod
     def scan(cls, request, x: Array, out) -> "Call":
@@ -245,11 +260,11 @@ class Call:
         call = cls(request, x)
         call._scan = True
         if out is None:
-            call._new.append(("result", x.shape, x.dtype))
+            call._new.append(("result", x.shape, x.dtype, "output"))
             return call
         call.result = out
-        call._out = _output(x, out, "out") if out is not x.obj else x
-        if call._out.readonly:
+        call._named["output"] = _output(x, out, "out") if out is not x.obj else x
+        if call._named["output"].readonly:
             raise ValueError("gpuscan: x is read-only (its __cuda_array_interface__ says so): it cannot be scanned "
                              "in place")
         return call
@@ -260,13 +275,47 @@ class Call:
         one-byte CUDA mask of x's size, read in place."""
         call = cls(request, x)
         if want_values:
-            call._new.append(("values", (x.n,), x.dtype))
+            call._new.append(("values", (x.n,), x.dtype, "output"))
         if want_indices:
-            call._new.append(("indices", (x.n,), np.dtype(np.int64)))
+            call._new.append(("indices", (x.n,), np.dtype(np.int64), "indices"))
         if request.header.use_flags:
-            call._flags = array(where, "where", flags=True)
-            if call._flags.n != x.n:
-                raise ValueError(f"gpuscan: where has {call._flags.n} elements but x has {x.n}: they must match")
+            flags = call._named["flags"] = array(where, "where", flags=True)
+            if flags.n != x.n:
+                raise ValueError(f"gpuscan: where has {flags.n} elements but x has {x.n}: they must match")
+        return call
+
+    @classmethod
+    def histogram(cls, request, x: Array, bins=None) -> "Call":
+        """x read in place (any shape: all its elements, as numpy.histogram's). bins: even bins
+        whose range is still to find, x's min and max (range_requests, set_range: after export);
+        None: the header is complete."""
+        call = cls(request, x)
+        call._bins = bins if x.n else None  # (an empty x's range is numpy's (0, 1), known already)
+        return call
+
+    @classmethod
+    def sort(cls, request, x: Array, values) -> "Call":
+        """x, the keys, 1-D; values= None or a 1-D CUDA array of x's length (any served dtype: the
+        header's output becomes KEYS_AND_VALUES, its values_dtype set), read in place. The outputs
+        the header's output asks for go into new arrays of n elements like x: `keys`,
+        `sorted_values`, `indices` (int64)."""
+        if len(x.shape) != 1:
+            raise ValueError(f"gpuscan: sort takes a 1-D CUDA array, x has shape {x.shape}; pass x.ravel()")
+        call = cls(request, x)
+        h = request.header
+        if values is not None:
+            v = call._named["values"] = array(values, "values")
+            if len(v.shape) != 1:
+                raise ValueError(f"gpuscan: values must be 1-D, got shape {v.shape}; pass values.ravel()")
+            if v.n != x.n:
+                raise ValueError(f"gpuscan: values has {v.n} elements but x has {x.n}: they must match")
+            h.output, h.values_dtype = pb.SORT_OUTPUT_KEYS_AND_VALUES, wire_dtype(v.dtype)
+        if h.output in _SORT_KEYS:
+            call._new.append(("keys", (x.n,), x.dtype, "output"))
+        if h.output == pb.SORT_OUTPUT_KEYS_AND_VALUES:
+            call._new.append(("sorted_values", (x.n,), call._named["values"].dtype, "values_output"))
+        if h.output in _SORT_INDICES:
+            call._new.append(("indices", (x.n,), np.dtype(np.int64), "indices"))
         return call
 
     def export(self, info: "pb.ServerInfo", target: str) -> None:
@@ -274,39 +323,42 @@ class Call:
         waits for the arrays' streams and fills header.device_memory. An empty x names no memory:
         its header goes without device_memory, a streamed call of no elements."""
         check_server(info, target)
-        for attr, shape, dtype in self._new:
+        for attr, shape, dtype, field in self._new:
             setattr(self, attr, empty(self.x.obj, shape, dtype))
-        if self.values is not None:
-            self._out = array(self.values, "values", output=True)
-        if self.indices is not None:
-            self._indices = array(self.indices, "indices", output=True)
-        if self._scan and self._out is None:
-            self._out = array(self.result, "out", output=True)
+            self._named[field] = array(getattr(self, attr), attr, output=True)
+        self._new = []
         if self.n == 0:
             return
         drv = driver()
         at = drv.locate(self.x.ptr, "x")
         check_device(info, at.device_uuid, target)
-        named = [(what, a, drv.locate(a.ptr, what)) for what, a in
-                 (("output", self._out), ("indices", self._indices), ("flags", self._flags))
-                 if a is not None and a is not self.x]
-        for what, _, other in named:
+        named = [(field, a, at if a is self.x else drv.locate(a.ptr, _FIELD_WORDS[field]))
+                 for field, a in self._named.items()]
+        for field, _, other in named:
             if other.device_uuid != at.device_uuid:
-                raise ValueError(f"gpuscan: the {what} array is on another GPU than x ({uuid_text(at.device_uuid)})")
+                raise ValueError(f"gpuscan: the {_FIELD_WORDS[field]} array is on another GPU than x "
+                                 f"({uuid_text(at.device_uuid)})")
         for stream in {a.stream for a in (self.x, *(a for _, a, _ in named))} - {None}:
             drv.synchronize(at.ordinal, stream)
         dm = self.request.header.device_memory
         src = drv.export(self.x.ptr, self.x.nbytes, "x", at)
         dm.device_uuid, dm.handle, dm.offset, dm.bytes = at.device_uuid, src.handle, src.offset, self.x.nbytes
-        for what, a, other in named:
+        for field, a, other in named:
             if self._scan and a.ptr == self.x.ptr:
                 continue  # out is x's memory: in place (output_handle empty)
-            e = drv.export(a.ptr, a.nbytes, what, other)
-            setattr(dm, f"{what}_handle", e.handle)
-            setattr(dm, f"{what}_offset", e.offset)
+            e = drv.export(a.ptr, a.nbytes, _FIELD_WORDS[field], other)
+            setattr(dm, f"{field}_handle", e.handle)
+            setattr(dm, f"{field}_offset", e.offset)
 
     def serialized(self) -> List[bytes]:
         return [self.request.SerializeToString()]
+
+    def response_bytes(self) -> int:
+        """A bound on the final response's size: a histogram's holds 16 bytes a bin."""
+        h = self.request.header
+        if isinstance(h, pb.HistogramHeader):
+            return 16 * (max(h.bins, len(h.edges)) + 1) + RESPONSE_SLACK
+        return RESPONSE_SLACK
 
     def __enter__(self) -> "Call":
         return self
@@ -336,6 +388,13 @@ class Call:
                 raise Internal(f"server kept {r.kept_count} of {self.n} elements")
             self.kept = r.kept_count
 
+    def feed_sort(self, raw: bytes) -> None:
+        r = pb.SortResponse.FromString(raw)
+        if r.keys or r.values or r.indices:
+            raise Internal("server streamed sorted elements back on a device-memory call")
+        if r.HasField("timing"):
+            self._counted("sort", r.element_count, r.timing)
+
     def reduce_value(self, raw: bytes):
         """The ReduceResponse's value (a numpy scalar); keeps its Timing."""
         value, element_count, timing = reduce_value(raw, self.dtype)
@@ -343,6 +402,42 @@ class Call:
             raise Internal(f"server's reduce counted {element_count} elements of a {self.n}-element device array")
         self.timing = timing
         return value
+
+    @property
+    def needs_range(self) -> bool:
+        """A histogram whose even bins' range is x's min and max, not found yet (see set_range)."""
+        return self._bins is not None
+
+    def range_requests(self) -> List[bytes]:
+        """The two reductions of x where it lies (after export), MIN then MAX, that give a
+        histogram's range as numpy finds it (x.min(), x.max()): serialized ReduceRequests."""
+        h = self.request.header
+        return [pb.ReduceRequest(header=pb.ReduceHeader(dtype=h.dtype, op=op, element_count=self.n,
+                                                        device_memory=h.device_memory)).SerializeToString()
+                for op in (pb.OPERATOR_MIN, pb.OPERATOR_MAX)]
+
+    def set_range(self, lo_response: bytes, hi_response: bytes) -> None:
+        """The histogram's header from the range_requests' ReduceResponses: the bins numpy makes of
+        an array whose min and max these are (so the header is the host path's, even edges or
+        numpy's own; a NaN or an infinity there: ValueError, as numpy's autodetected range)."""
+        lo, hi = self.reduce_value(lo_response), self.reduce_value(hi_response)
+        h = self.request.header
+        fresh = histogram_header(np.array([lo, hi], self.dtype), h.dtype, self._bins, None)
+        fresh.element_count = self.n
+        fresh.device_memory.CopyFrom(h.device_memory)
+        h.CopyFrom(fresh)
+        self._bins = None
+
+    def histogram_value(self, raw: bytes) -> HistogramResult:
+        """The HistogramResponse as a HistogramResult; keeps its Timing."""
+        if self.needs_range:
+            raise Internal("histogram of a device array called before its range was found")
+        result, timing = histogram_result(raw)
+        if result.element_count != self.n:
+            raise Internal(f"server's histogram counted {result.element_count} elements of a {self.n}-element "
+                           "device array")
+        self.timing = timing
+        return result
 
     def finish(self) -> Timing:
         if self.timing is None:

@@ -102,6 +102,7 @@ def _declare(lib: ctypes.CDLL) -> None:
 
 # gpuscan_header_call's RPCs (GPUSCAN_RPC_* of gpuscan_capi.h).
 RPC_SCAN, RPC_REDUCE, RPC_COMPACT = 0, 1, 2
+RPC_HISTOGRAM, RPC_SORT = 3, 4
 
 
 def find(paths: List[str]) -> Tuple[Optional[ctypes.CDLL], str, str]:
@@ -224,13 +225,15 @@ class NativeClient:
                 a.resize(kept.value, refcheck=False)
         return v, i, t.to_timing()
 
-    def header_call(self, rpc: int, request: bytes, interruptible: bool = True) -> bytes:
+    def header_call(self, rpc: int, request: bytes, interruptible: bool = True,
+                    response_bytes: int = 64 << 10) -> bytes:
         """A call whose header says where its arrays lie (device or shared memory): the header
-        goes with the half-close and the final response (serialized) comes back. Not
-        interruptible: called on this thread (ctypes lets the GIL go meanwhile), sparing _run's
-        thread (~0.1 ms), for calls that end in milliseconds (arrays on the device); Ctrl-C then
-        lands when the call returns."""
-        out, size, err = ctypes.create_string_buffer(64 << 10), ctypes.c_size_t(0), ctypes.create_string_buffer(1024)
+        goes with the half-close and the final response (serialized, at most response_bytes)
+        comes back. Not interruptible: called on this thread (ctypes lets the GIL go meanwhile),
+        sparing _run's thread (~0.1 ms), for calls that end in milliseconds (arrays on the
+        device); Ctrl-C then lands when the call returns."""
+        out, size, err = (ctypes.create_string_buffer(response_bytes), ctypes.c_size_t(0),
+                          ctypes.create_string_buffer(1024))
         args = (self._handle, rpc, request, len(request), out, len(out), ctypes.byref(size), err, len(err))
         fn = self._lib.gpuscan_header_call
         code = self._run(fn, *args) if interruptible else fn(*args)

@@ -312,7 +312,7 @@ class AsyncClient(_Calls):
                    timeout: Optional[float] = None, retries: Optional[int] = None):
         p = self._prepare_sort(x, values, descending, pb.SORT_OUTPUT_KEYS, copy, retries, timeout)
         keys, vals, _ = await self._sorted(p)
-        return keys if p.side is None else (keys, vals)
+        return keys if values is None else (keys, vals)
 
     @_client_doc()
     async def argsort(self, x, *, descending: bool = False, return_keys: bool = False, copy: bool = False,
@@ -323,6 +323,14 @@ class AsyncClient(_Calls):
 
     async def _sorted(self, p: _Prepared):
         """As Client._sorted."""
+        call = await self._header_only(p)
+        if call is not None:  # never retried
+            with call:
+                async for raw in self._stream(self._sort, call.serialized(), p.timeout):
+                    call.feed_sort(raw)
+                self._timing_var.set(call.finish())
+            return call.keys, call.sorted_values, call.indices
+
         async def attempt(timeout: Optional[float]):
             asm = self._sort_assembler(p.x, p.side, p.request)
             async for raw in self._stream(self._sort, p.requests(), timeout):
@@ -387,6 +395,14 @@ class AsyncClient(_Calls):
     async def histogram(self, x, bins=10, range=None, *, copy: bool = False,
                         retries: Optional[int] = None, timeout: Optional[float] = None) -> HistogramResult:
         p = self._prepare_histogram(x, bins, range, copy, retries, timeout)
+        call = await self._header_only(p)
+        if call is not None:
+            with call:
+                if call.needs_range:
+                    call.set_range(*[await self._unary(self._reduce, [r], p.timeout) for r in call.range_requests()])
+                result = call.histogram_value(await self._unary(self._histogram, call.serialized(), p.timeout))
+            self._timing_var.set(call.timing)
+            return result
 
         async def attempt(timeout: Optional[float]):
             return _chunking.histogram_result(await self._unary(self._histogram, p.requests(), timeout))

@@ -22,6 +22,9 @@ from .v1 import gpuscan_pb2 as pb
 from .v1 import gpuscan_pb2_grpc as pb_grpc
 
 DEFAULT_CHUNK_BYTES = 1 << 20
+# The room _native.NativeClient.header_call gives a final response, at least (a histogram's
+# grows with its bins).
+NATIVE_RESPONSE_BYTES = 64 << 10
 
 _HEALTH_STATUS = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
 
@@ -300,7 +303,17 @@ class _Calls:
         return _Prepared(call.x.obj, call.request, 0, timeout, data_field, device=call)
 
     def _prepare_histogram(self, x, bins, range_, copy, retries, timeout) -> _Prepared:
-        _device.refuse("histogram", x=x)
+        src = _device.source(x)
+        if src is not None:
+            # The header the host path sends for an array of x's dtype: with range=None (even bins
+            # over x's min and max) the bins are checked here on a stand-in and the range is found
+            # once x is exported (see _device.Call.set_range).
+            find_range = np.ndim(bins) == 0 and range_ is None and src.n > 0
+            header = _types.histogram_header(np.zeros(2 if find_range else 0, src.dtype), _types.wire_dtype(src.dtype),
+                                             bins, range_)
+            header.element_count = src.n
+            call = _device.Call.histogram(pb.HistogramRequest(header=header), src, bins if find_range else None)
+            return self._prepare_device(call, _wire.HISTOGRAM_DATA, retries, timeout)
         x, request = self._histogram_args(x, bins, range_, copy)
         retries, timeout = self._call_options(retries, timeout)
         return _Prepared(x, request, retries, timeout, _wire.HISTOGRAM_DATA,
@@ -332,7 +345,13 @@ class _Calls:
                          side=side, side_field=_wire.REDUCE_BY_KEY_KEYS)
 
     def _prepare_sort(self, x, values, descending, output: int, copy, retries, timeout) -> _Prepared:
-        _device.refuse("sort", x=x, values=values)
+        src = _device.source(x, values=values)
+        if src is not None:
+            self._check_descending(descending)
+            header = pb.SortHeader(dtype=_types.wire_dtype(src.dtype), descending=bool(descending), output=output,
+                                   element_count=src.n)
+            return self._prepare_device(_device.Call.sort(pb.SortRequest(header=header), src, values), _wire.SORT_KEYS,
+                                        retries, timeout)
         x, side, request = self._sort_args(x, values, descending, output, copy)
         retries, timeout = self._call_options(retries, timeout)
         return _Prepared(x, request, retries, timeout, _wire.SORT_KEYS, per=self._sort_per(x, side), side=side,
@@ -503,8 +522,7 @@ class _Calls:
         """x (the keys) checked as scan's, the values (None, or checked as x: any served dtype,
         len(x) of them) and the first request, its output `output` (KEYS_AND_VALUES when values
         are given). Every check before any call: ValueError."""
-        if not isinstance(descending, (bool, np.bool_)):
-            raise ValueError(f"gpuscan: descending must be True or False, got {descending!r}")
+        self._check_descending(descending)
         x, wire = check_array(x, copy=copy)
         header = pb.SortHeader(dtype=wire, descending=bool(descending), output=output, element_count=len(x))
         side = None
@@ -514,6 +532,11 @@ class _Calls:
                 raise ValueError(f"gpuscan: values has {len(side)} elements but x has {len(x)}: they must match")
             header.output = pb.SORT_OUTPUT_KEYS_AND_VALUES
         return x, side, pb.SortRequest(header=header)
+
+    @staticmethod
+    def _check_descending(descending) -> None:
+        if not isinstance(descending, (bool, np.bool_)):
+            raise ValueError(f"gpuscan: descending must be True or False, got {descending!r}")
 
     def _sort_per(self, x, side) -> int:
         """Elements a sort request carries: keys and values of the same elements travel together."""
@@ -686,8 +709,10 @@ class Client(_Calls):
     (ValueError where it cannot be); False: off. `data_path` (and info()["data_path"]) says which
     path the client took: "native" and the library's file, or "grpcio" and why (see
     gpuscan._native.candidates for where the library is looked for).
-    Histograms, scan_iter, shared memory and in-place scans always use grpcio, and so does a call
-    with its own timeout= other than the client's (the C API's deadline is the client's).
+    Streamed histograms and sorts (the other operations too), scan_iter and in-place scans of host
+    arrays use grpcio; calls that send their header alone (shared memory; CUDA arrays: scan,
+    reduce, compact, histogram, sort) go through the C API's gpuscan_header_call. A call with its
+    own timeout= other than the client's uses grpcio (the C API's deadline is the client's).
 
     timeout= on every call (None: the client's timeout; 0: none): that call's seconds, every try
     and wait included; past it, gpuscan.DeadlineExceeded.
@@ -842,16 +867,24 @@ class Client(_Calls):
             return p.device
         return p.shared
 
-    def _header_only_responses(self, call, rpc: int, method, timeout: Optional[float]) -> Iterator[bytes]:
-        """The responses of a call that sends its header alone: through the C API where it loaded
-        and the call's timeout is the handle's (one write with the half-close and one read on its
-        thread: about 0.7 ms less than grpcio's request and response threads), else grpcio's."""
+    def _header_only_responses(self, call, rpc: int, method, timeout: Optional[float],
+                               request: Optional[bytes] = None) -> Iterator[bytes]:
+        """The responses of a call that sends its header alone (`request`, serialized: call's own
+        by default): through the C API where it loaded and the call's timeout is the handle's (one
+        write with the half-close and one read on its thread: about 0.7 ms less than grpcio's
+        request and response threads), else grpcio's."""
+        device = isinstance(call, _device.Call)
+        room = NATIVE_RESPONSE_BYTES  # (a request of its own: a histogram's reductions, small answers)
+        if request is None:
+            request = call.serialized()[0]
+            if device:  # a histogram's response grows with its bins
+                room = max(room, call.response_bytes())
         if self._native is not None and timeout == self.timeout:
-            yield self._native.header_call(rpc, call.serialized()[0], interruptible=not isinstance(call, _device.Call))
-        elif rpc == _native.RPC_REDUCE:
-            yield self._unary(method, call.serialized(), timeout)
+            yield self._native.header_call(rpc, request, interruptible=not device, response_bytes=room)
+        elif rpc in (_native.RPC_REDUCE, _native.RPC_HISTOGRAM):
+            yield self._unary(method, [request], timeout)
         else:
-            yield from self._stream(method, call.serialized(), timeout)
+            yield from self._stream(method, [request], timeout)
 
     def _device_info(self, timeout: Optional[float]) -> "pb.ServerInfo":
         """The server's ServerInfo (the message: its devices' UUIDs), kept once it serves device memory."""
@@ -1038,24 +1071,39 @@ class Client(_Calls):
         info()["limits"]["max_sort_bytes"] (keys and values): beyond, gpuscan.ResourceExhausted.
         The result streams back after the upload and is checked (offsets continuing, keys in
         order: gpuscan.Internal otherwise). timeout: this call's seconds (None: the client's; 0:
-        none). retries as reduce_by_key's (a retry starts over). No
-        lanes, shared memory or native path."""
+        none). retries as reduce_by_key's (a retry starts over). No lanes, shared memory or
+        native path for host arrays.
+
+        x a CUDA array (1-D, C-contiguous; see scan), values= then a 1-D CUDA array of len(x) on
+        its GPU too (host and CUDA arrays mixed: TypeError): the server sorts them where they lie
+        (nothing crosses the host) into new arrays of x's library (CuPy's or PyTorch's) on x's
+        device: the same results as the host path's, as CUDA arrays. The server must serve
+        device memory on x's GPU, as scan's; copy= does not apply; not retried."""
         p = self._prepare_sort(x, values, descending, pb.SORT_OUTPUT_KEYS, copy, retries, timeout)
         keys, vals, _ = self._sorted(p)
-        return keys if p.side is None else (keys, vals)
+        return keys if values is None else (keys, vals)
 
     def argsort(self, x, *, descending: bool = False, return_keys: bool = False, copy: bool = False,
                 timeout: Optional[float] = None, retries: Optional[int] = None):
         """The stable sort's permutation: int64 indices with x[indices] sorted as sort(x) is
         (numpy's np.argsort(x, kind="stable") for integers and for floats without NaN or signed
         zeros; equal keys in input order, descending=True too). return_keys=True: `(sorted_x,
-        indices)` from the one call. Arguments, checks, timeout and errors as sort's."""
+        indices)` from the one call. Arguments, checks, timeout and errors as sort's; x a CUDA
+        array: indices (int64) and keys as new CUDA arrays, as sort's."""
         output = pb.SORT_OUTPUT_KEYS_AND_INDICES if return_keys else pb.SORT_OUTPUT_INDICES
         keys, _, indices = self._sorted(self._prepare_sort(x, None, descending, output, copy, retries, timeout))
         return (keys, indices) if return_keys else indices
 
     def _sorted(self, p: _Prepared):
         """One Sort call (retried as reduce_by_key's): (keys, values, indices), None where not asked."""
+        call = self._header_only(p)
+        if call is not None:  # never retried
+            with call:
+                for raw in self._header_only_responses(call, _native.RPC_SORT, self._sort, p.timeout):
+                    call.feed_sort(raw)
+                self._set_timing(call.finish())
+            return call.keys, call.sorted_values, call.indices
+
         def attempt(timeout: Optional[float]):
             asm = self._sort_assembler(p.x, p.side, p.request)  # per try: a failed one is dropped
             for raw in self._stream(self._sort, p.requests(), timeout):
@@ -1139,9 +1187,26 @@ class Client(_Calls):
         nan_count, element_count. The client refuses bins < 1 and a non-finite range (ValueError);
         the server refuses lo > hi, more bins than info()["limits"]["max_histogram_bins"], NaN or
         decreasing edges (gpuscan.InvalidArgument naming the field). Streamed and retried as
-        reduce is, timeout as scan's; no lanes, shared memory or native path (the server offers
-        none for histograms: a SharedArray is streamed)."""
+        reduce is, timeout as scan's; no lanes, shared memory or native path for host arrays (the
+        server offers none for histograms: a SharedArray is streamed).
+
+        x a CUDA array (any shape: all its elements, C-contiguous; see scan): the server reads it
+        where it lies (nothing crosses the host) and the result is the host path's for the same
+        values. With range=None (even bins over x's min and max) the range is found first by two
+        reductions of x on the device (min, max), each a call of its own within `timeout`. The
+        server must serve device memory on x's GPU, as scan's; copy= does not apply; not retried."""
         p = self._prepare_histogram(x, bins, range, copy, retries, timeout)
+        call = self._header_only(p)
+        if call is not None:
+            with call:
+                if call.needs_range:
+                    call.set_range(*(next(self._header_only_responses(call, _native.RPC_REDUCE, self._reduce,
+                                                                      p.timeout, request=r))
+                                     for r in call.range_requests()))
+                result = call.histogram_value(next(self._header_only_responses(
+                    call, _native.RPC_HISTOGRAM, self._histogram, p.timeout)))
+            self._set_timing(call.timing)
+            return result
 
         def attempt(timeout: Optional[float]):
             return _chunking.histogram_result(self._unary(self._histogram, p.requests(), timeout))

@@ -1,23 +1,31 @@
-"""Device memory (header field 22): scan, reduce and compact of CUDA arrays (__cuda_array_interface__),
-which the server reads and writes where they lie through CUDA IPC handles (gpuscan._device).
+"""Device memory (header field 22): scan, reduce, compact, histogram and sort of CUDA arrays
+(__cuda_array_interface__), which the server reads and writes where they lie through CUDA IPC
+handles (gpuscan._device).
 
 Three parts:
 - everywhere (no GPU, no CuPy): objects that expose the interface over made-up pointers. The
   interface's checks; host and CUDA arrays mixed; the operations with no device path; a server
   that does not serve device memory (the session's: FailedPrecondition before any driver call);
   and the client's requests and results against a stand-in server with a stand-in driver (the
-  handles and offsets it sends, in place, compact's outputs, the device check, the streams waited
-  for, an empty array).
+  handles and offsets it sends, in place, compact's outputs, a histogram's header and the range
+  found by two reductions on the device, a sort's outputs for every SortOutput and its values,
+  the device check, the streams waited for, an empty array, malformed answers, which calls go
+  through the C API and, where the library loads, the C API's header calls themselves).
 - a GPU and CuPy, no server: the driver (gpuscan._device.Driver) on real allocations: the device's
   UUID, offsets and handles per allocation, memory it refuses, a child process that opens the
   handle and reads the array.
 - a GPU, CuPy and a gpuscan-server that serves device memory ($GPUSCAN_SERVER or the build's, started
   here with the cuda engine and --allow-device-ipc on a unix socket): results against numpy on
-  random data, floats bit for bit against the same server's streamed path; offsets inside a larger
-  allocation; a server without --allow-device-ipc; outputs too small; an allocation freed and
+  random data, floats bit for bit against the same server's streamed path; histograms against
+  numpy.histogram and the streamed path (even bins, autodetected range, explicit edges; NaN and
+  infinities); sorts of every dtype against the streamed path bit for bit (NaN of both signs and
+  payloads, +-0, +-inf, subnormals; duplicates; ascending and descending; argsort, keys and
+  indices, keys and values); offsets inside a larger allocation; a server without
+  --allow-device-ipc; outputs too small or missing (raw requests); an allocation freed and
   replaced after its handle was used; PyTorch tensors; the async client.
 """
 import asyncio
+import math
 import os
 import re
 import shutil
@@ -127,12 +135,14 @@ def fake(monkeypatch):
 
 class StandIn(pb_grpc.GpuScanServicer):
     """A server that says it serves device memory on one device (UUID) and answers every call with
-    its final response alone, keeping the headers it got."""
+    its final response alone, keeping the headers it got. Reduce answers `reduced[op]` (42 for an
+    operator not there); Histogram counts 0, 1, 2, ... over the header's edges (and takes a streamed
+    call too, to compare the headers of both paths)."""
 
     def __init__(self, devices=((0, "Stand-in GPU", UUID),), device_ipc=True):
         self.info = pb.ServerInfo(engine="cuda", limits=pb.Limits(device_ipc=device_ipc),
                                   devices=[pb.Device(ordinal=o, name=name, uuid=u) for o, name, u in devices])
-        self.headers, self.info_calls, self.kept = [], 0, 0
+        self.headers, self.info_calls, self.kept, self.reduced = [], 0, 0, {}
 
     def GetServerInfo(self, request, context):
         self.info_calls += 1
@@ -151,12 +161,35 @@ class StandIn(pb_grpc.GpuScanServicer):
     def Reduce(self, requests, context):
         h = self._header(requests)
         dtype = gpuscan._types.numpy_dtype(h.dtype)
-        return pb.ReduceResponse(raw_value=np.array(42, dtype).tobytes(), element_count=h.element_count,
-                                 timing=pb.Timing(total_us=7))
+        return pb.ReduceResponse(raw_value=np.array(self.reduced.get(h.op, 42), dtype).tobytes(),
+                                 element_count=h.element_count, timing=pb.Timing(total_us=7))
 
     def Compact(self, requests, context):
         h = self._header(requests)
         yield pb.CompactResponse(kept_count=self.kept, element_count=h.element_count, timing=pb.Timing(total_us=7))
+
+    def Histogram(self, requests, context):
+        reqs = list(requests)
+        h = reqs[0].header
+        if h.HasField("device_memory") or h.element_count == 0:
+            assert len(reqs) == 1 and [f.name for f, _ in reqs[0].ListFields()] == ["header"], reqs
+        self.headers.append(h)
+        edges = histogram_edges(h)
+        return pb.HistogramResponse(counts=np.arange(len(edges) - 1, dtype="<u8").tobytes(),
+                                    edges=edges.astype("<f8").tobytes(), below=1, above=2, nan_count=3,
+                                    element_count=h.element_count, timing=pb.Timing(total_us=8))
+
+    def Sort(self, requests, context):
+        h = self._header(requests)
+        yield pb.SortResponse(element_count=h.element_count, timing=pb.Timing(total_us=9))
+
+
+def histogram_edges(h) -> np.ndarray:
+    """The edges a server computes from a HistogramHeader (see HistogramHeader)."""
+    if h.edges:
+        return np.array(h.edges, np.float64)
+    e = np.linspace(h.lo, h.hi, h.bins + 1)
+    return e.astype(np.float32).astype(np.float64) if h.dtype == pb.DTYPE_FLOAT32 else e
 
 
 # -- everywhere: the checks before any call
@@ -182,6 +215,22 @@ def test_interface_checks(no_driver):
             (lambda: c.compact(FakeArray(10), where=FakeArray(10, "|b1"), predicate="nonzero"), "exactly one of"),
             (lambda: c.compact(FakeArray(10), predicate="nonzero", values=False), "needs indices=True"),
             (lambda: c.compact(FakeArray(10), predicate=("bogus", 1)), "predicate"),
+            (lambda: c.histogram(FakeArray(10, "<f2"), 4, range=(0, 1)), "float16, which is not served"),
+            (lambda: c.histogram(FakeArray(10), 0), "bins must be >= 1"),  # range=None: checked before any call
+            (lambda: c.histogram(FakeArray(10), 2.5), "bins must be an integer"),
+            (lambda: c.histogram(FakeArray(10), 4, range=(0, math.inf)), "not finite"),
+            (lambda: c.histogram(FakeArray(10), 4, range=(0,)), "range must be a pair"),
+            (lambda: c.histogram(FakeArray(10), [[0.0, 1.0]]), "1-D sequence of edges"),
+            (lambda: c.histogram(FakeArray(10, strides=(8,)), 4), "not C-contiguous"),
+            (lambda: c.sort(FakeArray((2, 5))), "sort takes a 1-D CUDA array, x has shape (2, 5)"),
+            (lambda: c.argsort(FakeArray((2, 5)), return_keys=True), "sort takes a 1-D CUDA array"),
+            (lambda: c.sort(FakeArray(10), values=FakeArray(9, "<f8")), "values has 9 elements but x has 10"),
+            (lambda: c.sort(FakeArray(10), values=FakeArray((2, 5))), "values must be 1-D"),
+            (lambda: c.sort(FakeArray(10), values=FakeArray(10, "<f2")), "values has dtype float16"),
+            (lambda: c.sort(FakeArray(10), values=FakeArray(10, strides=(8,))), "values is not C-contiguous"),
+            (lambda: c.sort(FakeArray(10), descending=1), "descending must be True or False"),
+            (lambda: c.argsort(FakeArray(10, "|u1")), "uint8, which is not served"),
+            (lambda: c.argsort(FakeArray(10, ">u8")), "big-endian"),
         ]
         for call, words in bad:
             with pytest.raises(ValueError, match=re.escape(words)):
@@ -200,6 +249,8 @@ def test_host_and_device_arrays_do_not_mix(no_driver):
             (lambda: c.scan(host, out=FakeArray(10)), "out is a CUDA array but x is not (ndarray)"),
             (lambda: c.compact(FakeArray(10), where=host > 3), "x is a CUDA array but where is not"),
             (lambda: c.compact(host, where=FakeArray(10, "|b1")), "where is a CUDA array but x is not"),
+            (lambda: c.sort(FakeArray(10), values=host), "x is a CUDA array but values is not (ndarray)"),
+            (lambda: c.sort(host, values=FakeArray(10)), "values is a CUDA array but x is not (ndarray)"),
         ]:
             with pytest.raises(TypeError, match=re.escape(words)):
                 call()
@@ -211,23 +262,24 @@ def test_operations_without_a_device_path(client, no_driver):
         list(client.scan_iter([host, d]))  # refused as it comes, the call cancelled
     with gpuscan.Client(NOWHERE, native=False) as c:
         for name, call in [
-            ("histogram", lambda: c.histogram(d, 4, range=(0, 1))),
             ("segmented_scan", lambda: c.segmented_scan(d, host)),
             ("segmented_scan", lambda: c.segmented_scan(host, d)),
             ("segmented_scan", lambda: c.segmented_scan(host, heads=FakeArray(10, "|b1"))),
+            ("segmented_scan", lambda: c.segmented_scan(host, host, out=d)),
             ("scan2d", lambda: c.scan2d(FakeArray((2, 5)))),
             ("reduce_by_key", lambda: c.reduce_by_key(d, host)),
-            ("sort", lambda: c.sort(d)),
-            ("sort", lambda: c.sort(host, values=d)),
-            ("sort", lambda: c.argsort(d)),
+            ("reduce_by_key", lambda: c.reduce_by_key(host, d)),
         ]:
-            with pytest.raises(TypeError, match=f"{name} takes host arrays.*serves scan, reduce and compact"):
+            with pytest.raises(TypeError, match=f"{name} takes host arrays.*serves scan, reduce, compact, histogram "
+                                                "and sort only"):
                 call()
 
     async def main():
         async with gpuscan.AsyncClient(client.target) as ac:
-            with pytest.raises(TypeError, match="sort takes host arrays"):
-                await ac.sort(d)
+            with pytest.raises(TypeError, match="reduce_by_key takes host arrays"):
+                await ac.reduce_by_key(d, host)
+            with pytest.raises(TypeError, match="scan2d takes host arrays"):
+                await ac.scan2d(FakeArray((2, 5)))
             with pytest.raises(TypeError, match="scan_iter takes host arrays"):
                 [y async for y in ac.scan_iter([host, d])]
             with pytest.raises(TypeError, match="x is a CUDA array but out is not"):
@@ -244,7 +296,11 @@ def test_server_without_device_memory(client, no_driver):
     why = "cpu engine" if info["engine"] == "cpu" else "without --allow-device-ipc"
     for call in (lambda: client.scan(FakeArray(10)), lambda: client.scan(FakeArray(0), out=FakeArray(0)),
                  lambda: client.reduce(FakeArray(10, "<f8")),
-                 lambda: client.compact(FakeArray(10), where=FakeArray(10, "|b1"), indices=True)):
+                 lambda: client.compact(FakeArray(10), where=FakeArray(10, "|b1"), indices=True),
+                 lambda: client.histogram(FakeArray(10), 4), lambda: client.histogram(FakeArray(10), 4, range=(0, 1)),
+                 lambda: client.histogram(FakeArray(0), [0.0, 1.0]),
+                 lambda: client.sort(FakeArray(10)), lambda: client.sort(FakeArray(10), values=FakeArray(10, "<f8")),
+                 lambda: client.argsort(FakeArray(10), return_keys=True)):
         with pytest.raises(gpuscan.FailedPrecondition, match=f"does not serve device memory: .*{why}"):
             call()
     assert client.reduce(np.arange(5, dtype=np.int32)) == 10
@@ -253,6 +309,10 @@ def test_server_without_device_memory(client, no_driver):
         async with gpuscan.AsyncClient(client.target) as ac:
             with pytest.raises(gpuscan.FailedPrecondition, match="does not serve device memory"):
                 await ac.reduce(FakeArray(10))
+            with pytest.raises(gpuscan.FailedPrecondition, match="does not serve device memory"):
+                await ac.histogram(FakeArray(10), 4)
+            with pytest.raises(gpuscan.FailedPrecondition, match="does not serve device memory"):
+                await ac.argsort(FakeArray(10))
     asyncio.run(main())
 
 
@@ -315,6 +375,125 @@ def test_reduce_and_compact_requests(serve_servicer, fake):
         assert i.shape == (0,) and i.dtype == np.int64
 
 
+def test_histogram_requests(serve_servicer, fake):
+    srv = StandIn()
+    with gpuscan.Client(serve_servicer(srv), native=False) as c:
+        x = fake.array(100, "float64", at=20, room=200)
+        got = c.histogram(x, 8, range=(-1.5, 2.5))
+        h = srv.headers[-1]
+        assert (h.dtype, h.bins, h.lo, h.hi, list(h.edges), h.element_count) == \
+            (pb.DTYPE_FLOAT64, 8, -1.5, 2.5, [], 100)
+        assert (dm(h).device_uuid, dm(h).handle, dm(h).offset, dm(h).bytes) == (UUID, handle_of(1), 160, 800)
+        for field in ("output", "indices", "flags", "values", "values_output"):  # a histogram writes nothing
+            assert not getattr(dm(h), f"{field}_handle") and not getattr(dm(h), f"{field}_offset"), field
+        assert isinstance(got, gpuscan.HistogramResult) and got.counts.dtype == np.uint64
+        assert got.counts.tolist() == list(range(8)) and got.edges.tolist() == np.linspace(-1.5, 2.5, 9).tolist()
+        assert (got.below, got.above, got.nan_count, got.element_count) == (1, 2, 3, 100)
+        assert c.last_timing.total_us == 8 and len(fake.allocations) == 1  # nothing allocated
+
+        counts, edges = c.histogram(x, [0, 1, 1, 5.5])  # explicit edges, as float64
+        h = srv.headers[-1]
+        assert list(h.edges) == [0.0, 1.0, 1.0, 5.5] and h.bins == 0 and dm(h).handle == handle_of(1)
+        assert counts.tolist() == [0, 1, 2] and edges.tolist() == [0.0, 1.0, 1.0, 5.5]
+
+        # range=None: x's min and max, from two reductions of x where it lies, then the header the
+        # host path sends for an array of those extremes (numpy's bins of a float32 array's range)
+        for dtype, lo, hi, bins in (("int32", -3, 42, 5), ("uint64", 2**63 + 5, 2**64 - 1, 3),
+                                    ("float32", -1.3, 2.7, 7), ("float64", 0.1, 0.7, 1000), ("int64", 9, 9, 2)):
+            xs = fake.array(77, dtype, at=5, room=90)
+            srv.reduced = {pb.OPERATOR_MIN: lo, pb.OPERATOR_MAX: hi}
+            before = len(srv.headers)
+            got = c.histogram(xs, bins)
+            mn, mx, hd = srv.headers[before:]
+            assert isinstance(mn, pb.ReduceHeader) and isinstance(mx, pb.ReduceHeader), (mn, mx)
+            assert (mn.op, mx.op) == (pb.OPERATOR_MIN, pb.OPERATOR_MAX)
+            assert mn.dtype == mx.dtype == hd.dtype and mn.element_count == mx.element_count == 77
+            assert mn.device_memory == mx.device_memory == hd.device_memory and dm(hd).offset == 5 * xs.dtype.itemsize
+            host = np.array([hi, lo] + [lo] * 75, dtype)  # the same extremes on the host: streamed
+            want = c.histogram(host, bins)
+            hh = srv.headers[-1]
+            assert not hh.HasField("device_memory") and hh.element_count == 77
+            hd.ClearField("device_memory")
+            assert hd == hh, (dtype, hd, hh)
+            assert got.edges.tolist() == want.edges.tolist() and got.counts.tolist() == want.counts.tolist()
+
+        srv.reduced = {pb.OPERATOR_MIN: np.nan, pb.OPERATOR_MAX: 1.0}  # NaN in x: numpy's autodetected range fails
+        before = len(srv.headers)
+        with pytest.raises(ValueError, match="autodetected range of .* is not finite"):
+            c.histogram(fake.array(10, "float32"), 4)
+        assert all(isinstance(h, pb.ReduceHeader) for h in srv.headers[before:])  # no histogram call
+        srv.reduced = {}
+        c.histogram(x, 3, range=(0, 1), retries=2, copy=True)  # retries= checked, copy= ignored: one call
+        assert len(srv.headers) == 25  # 1 + 1 + 5 x (2 reductions, the histogram, the host's) + 2 + 1
+        assert fake.synchronized == [1] * 9  # one wait per histogram of a device array, before its reductions
+
+
+SORT_OUTPUTS = {  # output: (what sort/argsort are asked, the DeviceMemory outputs set)
+    pb.SORT_OUTPUT_KEYS: ("sort", {"output"}),
+    pb.SORT_OUTPUT_KEYS_AND_VALUES: ("sort values=", {"output", "values", "values_output"}),
+    pb.SORT_OUTPUT_INDICES: ("argsort", {"indices"}),
+    pb.SORT_OUTPUT_KEYS_AND_INDICES: ("argsort return_keys=", {"output", "indices"}),
+}
+
+
+def test_sort_requests(serve_servicer, fake):
+    assert set(SORT_OUTPUTS) == set(pb.SortOutput.values())  # every output
+    srv = StandIn()
+    with gpuscan.Client(serve_servicer(srv), native=False) as c:
+        for output, (how, fields) in SORT_OUTPUTS.items():
+            for descending in (False, True):
+                fake.allocations.clear()
+                x = fake.array(40, "uint32", at=6, room=60)  # allocation 1
+                v = fake.array(40, "float64", at=3, room=50)  # allocation 2 (made for every output)
+                if how == "sort":
+                    got = c.sort(x, descending=descending)
+                elif how == "sort values=":
+                    got = c.sort(x, values=v, descending=descending)
+                elif how == "argsort":
+                    got = c.argsort(x, descending=descending)
+                else:
+                    got = c.argsort(x, descending=descending, return_keys=True)
+                h = srv.headers[-1]
+                where = (pb.SortOutput.Name(output), descending)
+                assert (h.dtype, h.descending, h.output, h.element_count) == (pb.DTYPE_UINT32, descending, output,
+                                                                             40), where
+                assert h.values_dtype == (pb.DTYPE_FLOAT64 if "values" in fields else pb.DTYPE_UNSPECIFIED), where
+                assert (dm(h).device_uuid, dm(h).handle, dm(h).offset, dm(h).bytes) == (UUID, handle_of(1), 24, 160)
+                assert not dm(h).flags_handle, where
+                for field in ("output", "indices", "values", "values_output"):
+                    assert bool(getattr(dm(h), f"{field}_handle")) == (field in fields), (where, field)
+                # the new outputs: allocations 3, 4, ... in the order keys, sorted values, indices; n
+                # uint32 keys, n float64 values, n int64 indices
+                order = [f for f in ("output", "values_output", "indices") if f in fields]
+                assert len(fake.allocations) == 2 + len(order), where
+                made = {}
+                for field, (base, size, buffer_id, _) in zip(order, fake.allocations[2:]):
+                    assert (getattr(dm(h), f"{field}_handle"), getattr(dm(h), f"{field}_offset")) == \
+                        (handle_of(buffer_id), 0), (where, field)
+                    assert size == {"output": 160, "values_output": 320, "indices": 320}[field], (where, field)
+                    made[field] = base
+                if "values" in fields:
+                    assert (dm(h).values_handle, dm(h).values_offset) == (handle_of(2), 24), where
+                keys = got[0] if how in ("sort values=", "argsort return_keys=") else got
+                if how == "sort values=":
+                    assert got[1].dtype == np.float64 and got[1].shape == (40,) and got[1].ptr == made["values_output"]
+                if how == "argsort":
+                    assert keys.dtype == np.int64 and keys.shape == (40,) and keys.ptr == made["indices"]
+                else:
+                    assert keys.dtype == np.uint32 and keys.shape == (40,) and keys.ptr == made["output"], where
+                if how == "argsort return_keys=":
+                    assert got[1].dtype == np.int64 and got[1].ptr == made["indices"]
+                assert c.last_timing.total_us == 9
+        assert srv.info_calls == 1
+
+
+def test_device_memory_fields_are_a_handle_and_an_offset_each():
+    """Each array a call names is <field>_handle (bytes) and <field>_offset (uint64) in DeviceMemory:
+    what Call.export sets by name."""
+    names = {f.name: f.type for f in pb.DeviceMemory.DESCRIPTOR.fields}
+    for field in _device._FIELD_WORDS:
+        assert names[f"{field}_handle"] == names["handle"] and names[f"{field}_offset"] == names["offset"], field
+
 def test_device_and_stream_checks(serve_servicer, fake):
     srv = StandIn(devices=((0, "GPU zero", OTHER_UUID), (3, "GPU three", bytes(16))))
     with gpuscan.Client(serve_servicer(srv), native=False) as c:
@@ -330,11 +509,18 @@ def test_device_and_stream_checks(serve_servicer, fake):
             c.scan(x, out=fake.array(10, device=OTHER_UUID))
         with pytest.raises(ValueError, match="the flags array is on another GPU"):
             c.compact(x, where=fake.array(10, "uint8", device=OTHER_UUID))
+        with pytest.raises(ValueError, match="the values array is on another GPU"):
+            c.sort(x, values=fake.array(10, "float32", device=OTHER_UUID))
+        with pytest.raises(gpuscan.FailedPrecondition, match="x is on GPU-6465.*which the server .* does not serve"):
+            c.histogram(fake.array(10, device=OTHER_UUID), 4)  # before the reductions that find its range
         assert srv.headers == []
         fake.synchronized.clear()
         c.scan(fake.array(10, stream=7), out=fake.array(10, stream=None))  # None: nothing to wait for
         c.scan(fake.array(10, version=2), out=fake.array(10, stream=2))  # before v3: the whole device
         assert fake.synchronized[0] == 7 and sorted(fake.synchronized[1:]) == sorted([_device.ALL_STREAMS, 2])
+        fake.synchronized.clear()
+        c.sort(fake.array(10, stream=5), values=fake.array(10, "int64", stream=6))  # the values' stream too
+        assert sorted(fake.synchronized) == [1, 5, 6]  # (1: the new outputs')
 
 
 def test_empty_arrays_name_no_memory(serve_servicer, fake):
@@ -346,6 +532,19 @@ def test_empty_arrays_name_no_memory(serve_servicer, fake):
         y = c.scan(x)
         assert isinstance(y, FakeArray) and y.shape == (0,)
         assert c.reduce(x) == 42 and c.compact(x, predicate="nonzero").shape == (0,)
+        got = c.histogram(x, 3)  # numpy's range of an empty array, (0, 1): no reductions
+        assert got.element_count == 0 and got.edges.tolist() == np.linspace(0, 1, 4).tolist()
+        assert (srv.headers[-1].bins, srv.headers[-1].lo, srv.headers[-1].hi) == (3, 0.0, 1.0)
+        assert c.histogram(x, [1.0, 2.0]).counts.tolist() == [0]
+        y = c.sort(x)
+        assert isinstance(y, FakeArray) and y.shape == (0,) and y.dtype == np.int64
+        k, v = c.sort(x, values=FakeArray(0, "float32", ptr=0), descending=True)
+        assert k.shape == v.shape == (0,) and v.dtype == np.float32
+        h = srv.headers[-1]
+        assert h.output == pb.SORT_OUTPUT_KEYS_AND_VALUES and h.values_dtype == pb.DTYPE_FLOAT32
+        k, i = c.argsort(x, return_keys=True)
+        assert k.shape == i.shape == (0,) and i.dtype == np.int64
+        assert len(srv.headers) == 8 and not any(isinstance(h, pb.ReduceHeader) for h in srv.headers[3:])
         assert all(not h.HasField("device_memory") and h.element_count == 0 for h in srv.headers)
         assert fake.synchronized == []
 
@@ -363,8 +562,143 @@ def test_async_client_requests(serve_servicer, fake):
             srv.kept = 2
             v = await c.compact(x, where=fake.array(30, "uint8"))
             assert v.shape == (2,) and dm(srv.headers[-1]).flags_handle == handle_of(3)
+            srv.reduced = {pb.OPERATOR_MIN: -7, pb.OPERATOR_MAX: 3}
+            got = await c.histogram(x, 5)  # range=None: the two reductions, then the histogram
+            mn, mx, h = srv.headers[-3:]
+            assert (mn.op, mx.op) == (pb.OPERATOR_MIN, pb.OPERATOR_MAX)
+            assert (h.bins, h.lo, h.hi, h.element_count) == (5, -7, 3, 30)
+            assert mn.device_memory == mx.device_memory == h.device_memory and dm(h).offset == 8
+            assert got.counts.tolist() == [0, 1, 2, 3, 4] and c.last_timing.total_us == 8
+            counts, _ = await c.histogram(x, [0, 1, 2])
+            assert counts.tolist() == [0, 1] and list(srv.headers[-1].edges) == [0, 1, 2]
+            k, vals = await c.sort(x, values=fake.array(30, "float64"), descending=True)
+            h = srv.headers[-1]
+            assert h.output == pb.SORT_OUTPUT_KEYS_AND_VALUES and h.descending and h.values_dtype == pb.DTYPE_FLOAT64
+            assert dm(h).values_handle and dm(h).values_output_handle and dm(h).output_handle
+            assert k.dtype == np.int32 and vals.dtype == np.float64 and c.last_timing.total_us == 9
+            i = await c.argsort(x)
+            assert i.dtype == np.int64 and srv.headers[-1].output == pb.SORT_OUTPUT_INDICES
+            k, i = await c.argsort(x, return_keys=True)
+            assert srv.headers[-1].output == pb.SORT_OUTPUT_KEYS_AND_INDICES and k.dtype == np.int32
             assert srv.info_calls == 1
     asyncio.run(main())
+
+
+class Malformed(StandIn):
+    """Answers that a device-memory histogram or sort must not get."""
+
+    def __init__(self, how):
+        super().__init__()
+        self.how = how
+
+    def Histogram(self, requests, context):
+        h = self._header(requests)
+        if self.how == "count":
+            return pb.HistogramResponse(counts=bytes(8), edges=bytes(16), element_count=h.element_count + 1)
+        return pb.HistogramResponse(counts=bytes(16), edges=bytes(16), element_count=h.element_count)
+
+    def Sort(self, requests, context):
+        h = self._header(requests)
+        if self.how == "data":
+            yield pb.SortResponse(keys=bytes(4 * h.element_count))
+        if self.how != "no final":
+            yield pb.SortResponse(element_count=h.element_count + (self.how == "count"), timing=pb.Timing())
+
+
+@pytest.mark.parametrize("how, words", [("data", "streamed sorted elements back"), ("count", "counted 11 elements"),
+                                        ("no final", "without its final response")])
+def test_malformed_sort_answers(serve_servicer, fake, how, words):
+    with gpuscan.Client(serve_servicer(Malformed(how)), native=False) as c:
+        with pytest.raises(gpuscan.Internal, match=words):
+            c.argsort(fake.array(10))
+
+
+@pytest.mark.parametrize("how, words", [("count", "histogram counted 11 elements"), ("edges", "2 histogram counts")])
+def test_malformed_histogram_answers(serve_servicer, fake, how, words):
+    with gpuscan.Client(serve_servicer(Malformed(how)), native=False) as c:
+        with pytest.raises(gpuscan.Internal, match=words):
+            c.histogram(fake.array(10), 1, range=(0, 1))
+
+
+class FakeNative:
+    """_native.NativeClient's header_call, answered by a StandIn's methods (no C API, no socket)."""
+
+    def __init__(self, srv: StandIn):
+        self.srv, self.calls = srv, []
+
+    def header_call(self, rpc, request, interruptible=True, response_bytes=64 << 10):
+        self.calls.append((rpc, interruptible))
+        self.room = response_bytes
+        kind, method = {gpuscan._native.RPC_SCAN: (pb.ScanRequest, self.srv.Scan),
+                        gpuscan._native.RPC_REDUCE: (pb.ReduceRequest, self.srv.Reduce),
+                        gpuscan._native.RPC_COMPACT: (pb.CompactRequest, self.srv.Compact),
+                        gpuscan._native.RPC_HISTOGRAM: (pb.HistogramRequest, self.srv.Histogram),
+                        gpuscan._native.RPC_SORT: (pb.SortRequest, self.srv.Sort)}[rpc]
+        answer = method(iter([kind.FromString(request)]), None)
+        return (answer if hasattr(answer, "SerializeToString") else list(answer)[-1]).SerializeToString()
+
+    def close(self):
+        pass
+
+
+def test_which_calls_take_the_c_api(serve_servicer, fake):
+    """With the C API loaded, a device call goes through its gpuscan_header_call (on the caller's
+    thread: not interruptible) with the RPC's number: the histogram's reductions too. Not: a call
+    with a timeout of its own, a histogram whose response may exceed the C API's buffer."""
+    assert (gpuscan._native.RPC_HISTOGRAM, gpuscan._native.RPC_SORT) == (3, 4)  # GPUSCAN_RPC_* of gpuscan_capi.h
+    srv = StandIn()
+    with gpuscan.Client(serve_servicer(srv), native=False, timeout=30) as c:
+        c._native = native = FakeNative(srv)
+        x = fake.array(50, "int64")
+        srv.reduced = {pb.OPERATOR_MIN: -5, pb.OPERATOR_MAX: 5}
+        assert c.histogram(x, 10).counts.tolist() == list(range(10))
+        assert c.histogram(x, [0.0, 1.0, 2.0]).counts.tolist() == [0, 1]
+        k, v = c.sort(x, values=fake.array(50, "float32"))
+        c.argsort(x)
+        assert c.reduce(x) == 42 and c.scan(x) is not None
+        R = gpuscan._native
+        assert native.calls == [(R.RPC_REDUCE, False), (R.RPC_REDUCE, False), (R.RPC_HISTOGRAM, False),
+                                (R.RPC_HISTOGRAM, False), (R.RPC_SORT, False), (R.RPC_SORT, False),
+                                (R.RPC_REDUCE, False), (R.RPC_SCAN, False)]
+        assert len(srv.headers) == 8  # (the stand-in's methods, called by FakeNative)
+        native.calls.clear()
+        bins = (gpuscan.client.NATIVE_RESPONSE_BYTES // 16)  # counts and edges: 16 bytes a bin
+        got = c.histogram(x, bins)  # through the C API too, with room for its response
+        assert len(got.counts) == bins and native.calls == [(R.RPC_REDUCE, False)] * 2 + [(R.RPC_HISTOGRAM, False)]
+        assert native.room >= 16 * bins
+        native.calls.clear()
+        c.histogram(x, 1000, range=(0, 1))  # 16 KB: fits
+        c.sort(x, timeout=5)  # a timeout of its own: grpcio
+        c.histogram(x, 3, range=(0, 1), timeout=5)
+        assert native.calls == [(R.RPC_HISTOGRAM, False)] and len(srv.headers) == 8 + 3 + 3
+        c._native = None
+
+
+def test_c_api_header_calls(serve_servicer, fake):
+    """The C API's gpuscan_header_call itself (where the library loads) against the stand-in: every
+    RPC's request goes out with its device_memory and the final response comes back."""
+    lib, why = gpuscan._native.library()
+    if lib is None:
+        pytest.skip(f"no C API: {why}")
+    srv = StandIn()
+    with gpuscan.Client(serve_servicer(srv), native=True, timeout=30) as c:
+        x = fake.array(64, "float32", at=4, room=80)
+        srv.reduced = {pb.OPERATOR_MIN: -2.0, pb.OPERATOR_MAX: 6.0}
+        try:
+            got = c.histogram(x, 4)
+        except gpuscan.Error as e:
+            if "is none of GPUSCAN_RPC_" in str(e):
+                pytest.skip(f"the C API at {gpuscan._native.library_path()} predates GPUSCAN_RPC_HISTOGRAM: {e}")
+            raise
+        assert got.counts.tolist() == [0, 1, 2, 3] and got.element_count == 64 and c.last_timing.total_us == 8
+        h = srv.headers[-1]
+        assert (h.bins, h.lo, h.hi, dm(h).offset, dm(h).bytes) == (4, -2.0, 6.0, 16, 256)
+        k, v = c.sort(x, values=fake.array(64, "uint32"), descending=True)
+        h = srv.headers[-1]
+        assert h.output == pb.SORT_OUTPUT_KEYS_AND_VALUES and dm(h).values_output_handle and h.descending
+        assert k.shape == v.shape == (64,) and c.last_timing.total_us == 9
+        assert c.argsort(x).dtype == np.int64 and srv.headers[-1].output == pb.SORT_OUTPUT_INDICES
+        assert c.reduce(x) == 42 and c.scan(x) is not None
 
 
 # -- a GPU and CuPy
@@ -580,6 +914,247 @@ def raw_array(cp, ptr: int, n: int, dtype) -> "cp.ndarray":
     return cp.ndarray((n,), dtype, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ptr, n * dtype.itemsize, None), 0))
 
 
+def same_histogram(got, want, where=""):
+    """Two HistogramResults alike: counts and edges bit for bit, below/above/nan/element counts."""
+    assert isinstance(got, gpuscan.HistogramResult), where
+    assert same_bits(got.counts, want.counts) and same_bits(got.edges, want.edges), where
+    assert (got.below, got.above, got.nan_count, got.element_count) == \
+        (want.below, want.above, want.nan_count, want.element_count), where
+
+
+def inner_range(x):
+    """A range that leaves some of x out on both sides (as test_histogram's)."""
+    lo, hi = np.quantile(x.astype(np.float64), [0.2, 0.7])
+    d = max(1.0, 1e5 * float(np.spacing(abs(lo))))
+    return (float(lo), float(hi)) if lo < hi else (float(lo) - d, float(lo) + d)
+
+
+def collapses(x) -> bool:
+    """x's autodetected range stays one point in float64 widened by 0.5 (one value beyond 2^53)."""
+    lo, hi = float(x.min()), float(x.max())
+    return lo == hi and lo - 0.5 == hi + 0.5
+
+
+def histogram_cases(rng, x):
+    """(bins, range) pairs for x (finite): even bins over an inner range, one bin, the autodetected
+    range (None), explicit edges (repeated, infinite)."""
+    r = inner_range(x)
+    q = np.quantile(x.astype(np.float64), [0.0, 0.1, 0.1, 0.5, 0.9, 1.0])
+    return [(16, r), (1, r), (int(rng.integers(2, 300)), None), (q, None),
+            (np.array([-np.inf, q[1], q[3], np.inf]), None), (np.array([q[2], q[2]]), (0.0, 1.0))]
+
+
+@pytest.mark.parametrize("dtype", ref.DTYPES, ids=str)
+def test_histogram(cp, dev, rng, dtype):
+    """Every dtype at 1, 4097 and 2^20 + 3 elements against the same server's streamed path (bit
+    for bit), and numpy.histogram's counts except for a float32 array's even bins (numpy's float32
+    edge arithmetic: the streamed path's test_histogram checks those against numpy); floats again
+    with NaN and +-inf (an autodetected range then fails, as numpy's)."""
+    for n in (1, 4097, (1 << 20) + 3):
+        x = ref.random_array(rng, dtype, n)
+        passes = [x]
+        if dtype.kind == "f":
+            special = x.copy()
+            at = rng.integers(0, n, max(n // 50, 1))
+            special[at] = rng.choice(np.array([np.nan, np.inf, -np.inf], dtype), len(at))
+            passes.append(special)
+        cases = histogram_cases(rng, x)
+        for xs in passes:
+            xd = cp.asarray(xs)
+            for bins, r in cases:
+                where = f"{dtype} n={n} bins={bins} range={r} specials={xs is not x}"
+                finite = dtype.kind != "f" or np.isfinite(xs).all()
+                if r is None and np.ndim(bins) == 0 and not finite:
+                    for arr in (xd, xs):  # NaN or inf in x.min()/x.max(), as numpy
+                        with pytest.raises(ValueError, match="autodetected range"):
+                            dev.histogram(arr, bins)
+                    continue
+                if r is None and np.ndim(bins) == 0 and collapses(xs):  # the server refuses lo >= hi, both paths
+                    for arr in (xd, xs):
+                        with pytest.raises(gpuscan.InvalidArgument, match=r"\blo\b"):
+                            dev.histogram(arr, bins)
+                    continue
+                got = dev.histogram(xd, bins, range=r)
+                assert dev.last_timing.engine == "cuda", (where, dev.last_timing)
+                same_histogram(got, dev.histogram(xs, bins, range=r), where)
+                if dtype != np.float32 or np.ndim(bins) != 0:
+                    with np.errstate(invalid="ignore"):
+                        counts, edges = np.histogram(xs, bins, r)
+                    assert same_bits(got.counts, counts.astype(np.uint64)), where
+                    np.testing.assert_array_equal(got.edges, edges.astype(np.float64), err_msg=where)
+            assert same_bits(cp.asnumpy(xd), xs)  # read, never written
+    m = ref.random_array(rng, dtype, 7000)
+    for bins, r in ((10, (-1.0, 1.0)), (10, None)):  # any shape: all its elements, as numpy's
+        same_histogram(dev.histogram(cp.asarray(m).reshape(7, 1000), bins, range=r), dev.histogram(m, bins, range=r))
+
+
+NAN_PAYLOADS = {4: np.array([0x7FC00001, 0xFFC00002, 0x7FC00003], np.uint32),
+                8: np.array([0x7FF8000000000001, 0xFFF8000000000002, 0x7FF8000000000003], np.uint64)}
+
+
+def sort_keys(rng, dtype, n, distinct=None):
+    """Random keys of dtype; `distinct`: drawn from that many values (many duplicates: stability
+    shows); floats with NaN of both signs and several payloads, +-inf, +-0, subnormals, the
+    extremes; integers with their extremes and 0."""
+    if dtype.kind == "f":
+        pool = (rng.standard_normal(max(distinct or n, 1)) * 100).astype(dtype)
+        fi = np.finfo(dtype)
+        special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, fi.tiny / 4, -fi.tiny / 4, fi.max, fi.min, fi.tiny,
+                            -fi.tiny], dtype)
+        special[0] = -np.abs(special[0])  # -NaN: sign bit set
+        pool = np.concatenate((pool, special, NAN_PAYLOADS[dtype.itemsize].view(dtype)))
+    else:
+        info = np.iinfo(dtype)
+        pool = rng.integers(info.min, info.max, max(distinct or n, 1), dtype=dtype, endpoint=True)
+        pool = np.concatenate((pool, np.array([info.min, info.max, 0], dtype)))
+    return pool[rng.integers(0, len(pool), n)] if n else np.zeros(0, dtype)
+
+
+SORT_SIZES = [0, 1, 2, (1 << 16) - 1, 1 << 16, (1 << 16) + 1, (1 << 20) + 7]
+
+
+@pytest.mark.parametrize("dtype", ref.DTYPES, ids=str)
+def test_sort(cp, dev, rng, dtype):
+    """sort, argsort and argsort(return_keys=True) of every dtype, ascending and descending, with
+    and without many duplicates, against the same server's streamed path bit for bit (floats in
+    total order: NaN of both signs and payloads, +-0, +-inf, subnormals); new CuPy arrays on x's
+    device; x left as it was."""
+    for n in SORT_SIZES:
+        for distinct in (None, 7):
+            x = sort_keys(rng, dtype, n, distinct)
+            xd = cp.asarray(x)
+            for descending in (False, True):
+                where = f"{dtype} n={n} distinct={distinct} descending={descending}"
+                got = dev.sort(xd, descending=descending)
+                t = dev.last_timing
+                assert t.engine == "cuda", (where, t)
+                assert isinstance(got, cp.ndarray) and got.device.id == xd.device.id, where
+                want = dev.sort(x, descending=descending)
+                assert same_bits(cp.asnumpy(got), want), where
+                idx = dev.argsort(xd, descending=descending)
+                want_idx = dev.argsort(x, descending=descending)
+                assert isinstance(idx, cp.ndarray) and same_bits(cp.asnumpy(idx), want_idx), where
+                k, idx = dev.argsort(xd, descending=descending, return_keys=True)
+                assert same_bits(cp.asnumpy(k), want) and same_bits(cp.asnumpy(idx), want_idx), where
+                assert same_bits(cp.asnumpy(xd), x), where  # the input is left as it was
+
+
+def test_sort_with_values(cp, dev, rng):
+    """Keys of every dtype with values of another (and int64 positions: the permutation), inside
+    larger allocations, against the streamed path bit for bit."""
+    for i, key_dtype in enumerate(ref.DTYPES):
+        value_dtype = ref.DTYPES[(i + 1) % len(ref.DTYPES)]
+        for n in ((1 << 16) + 3, (1 << 20) + 7):
+            x = sort_keys(rng, key_dtype, n, distinct=100)
+            v = sort_keys(rng, value_dtype, n)
+            big_keys, big_values = cp.asarray(np.concatenate([x, x[:1000]])), cp.asarray(np.concatenate([v[:77], v]))
+            xd, vals = big_keys[:n], big_values[77:]  # the keys at their allocation's start, the values 77 in
+            for descending in (False, True):
+                where = f"keys {key_dtype} values {value_dtype} n={n} descending={descending}"
+                k, sv = dev.sort(xd, values=vals, descending=descending)
+                assert isinstance(sv, cp.ndarray) and sv.dtype == value_dtype and sv.shape == (n,), where
+                wk, wv = dev.sort(x, values=v, descending=descending)
+                assert same_bits(cp.asnumpy(k), wk) and same_bits(cp.asnumpy(sv), wv), where
+                _, pos = dev.sort(xd, values=cp.arange(n, dtype=cp.int64), descending=descending)
+                assert same_bits(cp.asnumpy(pos), cp.asnumpy(dev.argsort(xd, descending=descending))), where
+            assert same_bits(cp.asnumpy(big_values[77:]), v) and same_bits(cp.asnumpy(big_keys[:n]), x)
+
+
+def test_sort_and_histogram_server_errors(cp, dev, rng, request):
+    """The server's own checks of a device sort's and histogram's DeviceMemory, past the client's:
+    requests made by hand on an allocation of 2 MiB holding 1024 int32 keys at offset 0."""
+    drv = _device.driver()
+    size = 2 << 20
+    raw = cp.cuda.runtime.malloc(size)
+    request.addfinalizer(lambda: cp.cuda.runtime.free(raw))
+    at = drv.locate(raw, "raw")
+    e = drv.export(raw, size, "raw", at)
+    H = e.handle
+    keys = raw_array(cp, raw, 1024, np.int32)
+    x = rng.integers(-50, 50, 1024, dtype=np.int32)
+
+    def memory(**fields):
+        m = dict(device_uuid=at.device_uuid, handle=H, offset=0, bytes=4096)
+        m.update(fields)
+        return pb.DeviceMemory(**m)
+
+    def sort_call(output, values_dtype=pb.DTYPE_UNSPECIFIED, **fields):
+        req = pb.SortRequest(header=pb.SortHeader(dtype=pb.DTYPE_INT32, output=output, values_dtype=values_dtype,
+                                                  device_memory=memory(**fields)))
+        with grpc.insecure_channel(dev.target) as ch:
+            try:
+                responses = list(pb_grpc.GpuScanStub(ch).Sort(iter([req]), timeout=60))
+            except grpc.RpcError as err:
+                return err.code(), err.details()
+        assert responses[-1].element_count == 1024 and responses[-1].HasField("timing"), responses
+        assert not any(r.keys or r.values or r.indices for r in responses), responses  # nothing streamed back
+        return grpc.StatusCode.OK, ""
+
+    def histogram_call(data=b"", **fields):
+        req = pb.HistogramRequest(header=pb.HistogramHeader(dtype=pb.DTYPE_INT32, bins=4, lo=-50.0, hi=50.0,
+                                                            device_memory=memory(**fields)), data=data)
+        with grpc.insecure_channel(dev.target) as ch:
+            try:
+                r = pb_grpc.GpuScanStub(ch).Histogram(iter([req]), timeout=60)
+            except grpc.RpcError as err:
+                return err.code(), err.details()
+        assert r.element_count == 1024 and sum(np.frombuffer(r.counts, "<u8")) == 1024, r
+        return grpc.StatusCode.OK, ""
+
+    KEYS, KV, IDX, KI = (pb.SORT_OUTPUT_KEYS, pb.SORT_OUTPUT_KEYS_AND_VALUES, pb.SORT_OUTPUT_INDICES,
+                         pb.SORT_OUTPUT_KEYS_AND_INDICES)
+    out, ind, val, vout = (dict(output_handle=H, output_offset=8192), dict(indices_handle=H, indices_offset=16384),
+                           dict(values_handle=H, values_offset=32768), dict(values_output_handle=H,
+                                                                            values_output_offset=40960))
+    invalid = [  # (the call's arguments, the field the error names): a required output missing, one set that
+        ((KEYS,), {}, "output_handle"),  # must stay unset
+        ((IDX,), {}, "indices_handle"),
+        ((KI,), out, "indices_handle"),
+        ((KI,), ind, "output_handle"),
+        ((IDX,), {**ind, **out}, "output_handle"),
+        ((KEYS,), {**out, **ind}, "indices_handle"),
+        ((KV, pb.DTYPE_INT32), {**out, **vout}, "values_handle"),
+        ((KV, pb.DTYPE_INT32), {**out, **val}, "values_output_handle"),
+        ((KEYS,), {**out, **val}, "values_handle"),
+        ((KEYS,), {**out, **vout}, "values_output_handle"),
+        ((KEYS,), {**out, "flags_handle": H, "flags_offset": 49152}, "flags_handle"),
+    ]
+    for args, fields, name in invalid:
+        code, details = sort_call(*args, **fields)
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and name in details, (args, fields, code, details)
+    for fields in (dict(output_handle=H, output_offset=2048), {**out, "indices_handle": H, "indices_offset": 1024}):
+        code, details = sort_call(KI, **{**out, **ind, **fields})  # overlapping the keys (not the same range)
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "overlap" in details, (fields, code, details)
+    code, details = sort_call(KI, **out, indices_handle=H, indices_offset=size - 4096)  # 8192 bytes of int64
+    assert code == grpc.StatusCode.OUT_OF_RANGE and "indices" in details, details
+
+    keys[:] = cp.asarray(x)
+    code, details = sort_call(KEYS, output_handle=H, output_offset=0)  # in place: the same range
+    assert code == grpc.StatusCode.OK, details
+    assert same_bits(cp.asnumpy(keys), np.sort(x, kind="stable"))
+    keys[:] = cp.asarray(x)
+    code, details = sort_call(KV, pb.DTYPE_INT32, output_handle=H, output_offset=0, values_handle=H,
+                              values_offset=32768, values_output_handle=H, values_output_offset=40960)
+    assert code == grpc.StatusCode.OK, details
+    pos = raw_array(cp, raw + 32768, 1024, np.int32)
+    pos[:] = cp.arange(1024, dtype=cp.int32)
+    keys[:] = cp.asarray(x)
+    assert sort_call(KV, pb.DTYPE_INT32, **out, **val, **vout)[0] == grpc.StatusCode.OK
+    assert same_bits(cp.asnumpy(raw_array(cp, raw + 40960, 1024, np.int32)),
+                     np.argsort(x, kind="stable").astype(np.int32))
+
+    assert histogram_call() == (grpc.StatusCode.OK, "")
+    for fields in (out, ind, val, vout, dict(flags_handle=H, flags_offset=49152)):
+        code, details = histogram_call(**fields)  # a histogram writes nothing
+        name = next(k for k in fields if k.endswith("_handle"))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and name in details, (fields, code, details)
+    code, details = histogram_call(data=bytes(16))  # the header alone
+    assert code == grpc.StatusCode.INVALID_ARGUMENT, details
+    code, details = histogram_call(offset=size - 2048)
+    assert code == grpc.StatusCode.OUT_OF_RANGE, details
+    assert dev.histogram(keys, 4, range=(-50.0, 50.0)).counts.sum() == 1024  # the server serves on
+
+
 def test_freed_allocation_after_its_handle_was_used(cp, dev, rng):
     """An allocation freed and another made at its place while the server still holds the first's
     handle open (its idle time): the new one has its own handle, and the server reads the new
@@ -621,8 +1196,8 @@ def test_server_errors(cp, dev, server_binary, sock_dir, rng, request):
         dev.scan(x, out=cp.empty(999, np.int32))  # an output too small: refused here
     with pytest.raises(ValueError, match="not C-contiguous"):
         dev.scan(x[::2])
-    with pytest.raises(TypeError, match="sort takes host arrays"):
-        dev.sort(x)
+    with pytest.raises(TypeError, match="reduce_by_key takes host arrays"):
+        dev.reduce_by_key(x, x)
     # The server's own checks, past the client's: requests made by hand, on an allocation of 2 MiB.
     drv = _device.driver()
     size = 2 << 20
@@ -658,8 +1233,9 @@ def test_server_errors(cp, dev, server_binary, sock_dir, rng, request):
     assert dev.reduce(x) == ref.reduce(cp.asnumpy(x), "sum")  # the server serves on
     with start_server(server_binary, sock_dir, allow=False) as plain:
         with gpuscan.Client(plain.target, timeout=60) as c:
-            with pytest.raises(gpuscan.FailedPrecondition, match="without --allow-device-ipc"):
-                c.scan(x)
+            for call in (lambda: c.scan(x), lambda: c.histogram(x, 4), lambda: c.argsort(x)):
+                with pytest.raises(gpuscan.FailedPrecondition, match="without --allow-device-ipc"):
+                    call()
         code, details = code_of(plain.target, scan_request())
         assert code == grpc.StatusCode.FAILED_PRECONDITION and "--allow-device-ipc" in details, details
 
@@ -675,6 +1251,13 @@ def test_torch_tensors(cp, dev, rng):
     assert same_bits(y.cpu().numpy(), dev.scan(x * 2))
     v, i = dev.compact(t, where=t > 0, indices=True)
     assert same_bits(v.cpu().numpy(), (x * 2)[x > 0]) and same_bits(i.cpu().numpy(), np.flatnonzero(x > 0))
+    same_histogram(dev.histogram(t, 10), dev.histogram(x * 2, 10))  # its range from the device
+    k, i = dev.argsort(t, descending=True, return_keys=True)
+    assert isinstance(k, torch.Tensor) and i.dtype == torch.int64 and i.device == t.device
+    assert same_bits(k.cpu().numpy(), dev.sort(x * 2, descending=True))
+    assert same_bits(i.cpu().numpy(), dev.argsort(x * 2, descending=True))
+    k, sv = dev.sort(t, values=torch.arange(5000, device=t.device, dtype=torch.int32))
+    assert same_bits(sv.cpu().numpy(), dev.argsort(x * 2).astype(np.int32))
 
 
 def test_async_client(cp, dev, rng):
@@ -688,4 +1271,9 @@ def test_async_client(cp, dev, rng):
             assert await c.reduce(xd, op="max") == x.max()
             v = await c.compact(xd, predicate=("lt", 1000))
             assert same_bits(cp.asnumpy(v), x[x < 1000])
+            same_histogram(await c.histogram(xd, 7), dev.histogram(x, 7))
+            same_histogram(await c.histogram(xd, [0.0, 1e9, 4e9]), dev.histogram(x, [0.0, 1e9, 4e9]))
+            k, sv = await c.sort(xd, values=xd.copy(), descending=True)
+            assert same_bits(cp.asnumpy(k), dev.sort(x, descending=True)) and same_bits(cp.asnumpy(sv), cp.asnumpy(k))
+            assert same_bits(cp.asnumpy(await c.argsort(xd)), dev.argsort(x))
     asyncio.run(main())

@@ -110,6 +110,10 @@ class CompactSession : public Session {
 class HistogramSession : public Session {
  public:
   virtual void Process(const void* in, uint64_t n, StageTimes& times) = 0;
+  // The whole array at once in this session's device memory (ScanSession::ProcessDevice).
+  virtual void ProcessDevice(const void* /*in*/, uint64_t /*n*/, StageTimes& /*times*/) {
+    throw Error(ErrorCode::kUnimplemented, "this engine does not compute on device memory");
+  }
   // The counts so far: bins + kHistogramExtraSlots of them (the bins, then below, above and
   // NaN: engine/histogram.h).
   virtual std::vector<uint64_t> Result() const = 0;
@@ -150,7 +154,8 @@ class SortSession final : public Session {
                                               void* values_out, int64_t* indices_out, StageTimes& times)>;
   explicit SortSession(Function sort) : sort_(std::move(sort)) {}
   // Sorts n keys (and values), stable: sorted keys to keys_out, the values moved with them to
-  // values_out, the permutation to indices_out, each when the spec wants it (else null).
+  // values_out, the permutation to indices_out, each when the spec wants it (else null). On the
+  // cuda engine any of them may also be device memory of the session's device (CUDA IPC).
   // Throws Error: kResourceExhausted when the device cannot hold the sort.
   void Run(const void* keys, const void* values, uint64_t n, void* keys_out, void* values_out, int64_t* indices_out,
            StageTimes& times) {

@@ -161,10 +161,13 @@ bool LocalPeer(const std::string& peer) {
          starts("ipv6:%5B::1%5D") || starts("ipv6:[::ffff:127.") || starts("ipv6:%5B::ffff:127.");
 }
 
-grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::DeviceMemory& h,
-                        bool with_shared_memory, size_t element_size, const SharedNeeds& needs,
-                        std::optional<uint64_t> declared_count, DeviceRanges* out) {
-  // What the header alone shows first, so a malformed one reads the same on every server.
+namespace {
+
+// What every header on device memory must get right, read from the header alone (so a
+// malformed one reads the same on every server): not with shared memory, sizes of the UUID and
+// handles, offsets aligned (value_size: a sort's values; 0 when none), whole elements, the count.
+grpc::Status CheckHeader(const v1::DeviceMemory& h, bool with_shared_memory, size_t element_size, size_t value_size,
+                         std::optional<uint64_t> declared_count) {
   if (with_shared_memory) {
     return Invalid("header.device_memory: cannot be combined with header.shared_memory (the array lies in one place)");
   }
@@ -172,21 +175,19 @@ grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::
     return Invalid(kPrefix + "device_uuid has " + std::to_string(h.device_uuid().size()) + " bytes; a device UUID has " +
                    std::to_string(kUuidBytes));
   }
-  RangeFields fields{Handle(h.output_handle(), h.output_offset()), Handle(h.indices_handle(), h.indices_offset()),
-                     Handle(h.flags_handle(), h.flags_offset()),   "output_handle",
-                     "indices_handle",                             "flags_handle",
-                     "output_offset"};
-  if (auto s = CheckRangeFields(kPrefix, fields, needs); !s.ok()) return s;
-  for (const auto& [handle, field] : {std::pair{&h.handle(), "handle"}, std::pair{&h.output_handle(), "output_handle"},
-                                      std::pair{&h.indices_handle(), "indices_handle"},
-                                      std::pair{&h.flags_handle(), "flags_handle"}}) {
+  for (const auto& [handle, field] :
+       {std::pair{&h.handle(), "handle"}, std::pair{&h.output_handle(), "output_handle"},
+        std::pair{&h.indices_handle(), "indices_handle"}, std::pair{&h.flags_handle(), "flags_handle"},
+        std::pair{&h.values_handle(), "values_handle"}, std::pair{&h.values_output_handle(), "values_output_handle"}}) {
     if (handle->size() == kHandleBytes || (handle->empty() && std::string(field) != "handle")) continue;
     return Invalid(kPrefix + field + " has " + std::to_string(handle->size()) +
                    " bytes; a CUDA IPC handle (cudaIpcMemHandle_t) has " + std::to_string(kHandleBytes));
   }
-  for (const auto& [offset, field, size] : {std::tuple{h.offset(), "offset", element_size},
-                                           std::tuple{h.output_offset(), "output_offset", element_size},
-                                           std::tuple{h.indices_offset(), "indices_offset", sizeof(int64_t)}}) {
+  for (const auto& [offset, field, size] :
+       {std::tuple{h.offset(), "offset", element_size}, std::tuple{h.output_offset(), "output_offset", element_size},
+        std::tuple{h.indices_offset(), "indices_offset", sizeof(int64_t)},
+        std::tuple{h.values_offset(), "values_offset", std::max<size_t>(value_size, 1)},
+        std::tuple{h.values_output_offset(), "values_output_offset", std::max<size_t>(value_size, 1)}}) {
     if (offset % size == 0) continue;
     return Invalid(kPrefix + field + " " + std::to_string(offset) + " is not a multiple of the element size " +
                    std::to_string(size));
@@ -195,7 +196,11 @@ grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::
     return Invalid(kPrefix + "bytes " + std::to_string(h.bytes()) + " is not a multiple of the element size " +
                    std::to_string(element_size));
   }
-  if (auto s = CheckDeclaredCount(kPrefix, h.bytes(), element_size, declared_count); !s.ok()) return s;
+  return CheckDeclaredCount(kPrefix, h.bytes(), element_size, declared_count);
+}
+
+// Whether this server opens the caller's memory at all: the switch, the caller's host, the device.
+grpc::Status Admit(IpcHandles& handles, const std::string& peer, const std::string& uuid) {
   if (!handles.enabled()) {
     return {grpc::StatusCode::FAILED_PRECONDITION,
             "header.device_memory: this server does not open device memory (start it with --allow-device-ipc, on the "
@@ -205,17 +210,56 @@ grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::
     return {grpc::StatusCode::PERMISSION_DENIED,
             "header.device_memory: served only to callers on this host (a unix socket or loopback), not to " + peer};
   }
-  if (auto s = handles.CheckDevice(h.device_uuid()); !s.ok()) return s;
-  const uint64_t n = h.bytes() / element_size;
-  out->elements = n;
-  const std::string& uuid = h.device_uuid();
-  if (auto s = OpenRange(handles, uuid, "handle", h.handle(), h.offset(), h.bytes(), &out->in_memory,
+  return handles.CheckDevice(uuid);
+}
+
+// The input range, opened: sessions come from its device's engine.
+grpc::Status OpenInput(IpcHandles& handles, const v1::DeviceMemory& h, DeviceRanges* out) {
+  if (auto s = OpenRange(handles, h.device_uuid(), "handle", h.handle(), h.offset(), h.bytes(), &out->in_memory,
                          &out->in);
       !s.ok()) {
     return s;
   }
   out->engine = out->in_memory->engine;
   out->device = out->in_memory->device;
+  return grpc::Status::OK;
+}
+
+// No output may overlap an input or another output.
+grpc::Status AllDisjoint(const std::vector<Span>& inputs, const std::vector<Span>& outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (const Span& in : inputs) {
+      if (auto s = Disjoint(outputs[i], in); !s.ok()) return s;
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (auto s = Disjoint(outputs[i], outputs[j]); !s.ok()) return s;
+    }
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::DeviceMemory& h,
+                        bool with_shared_memory, size_t element_size, const SharedNeeds& needs,
+                        std::optional<uint64_t> declared_count, DeviceRanges* out) {
+  if (auto s = CheckHeader(h, with_shared_memory, element_size, 0, declared_count); !s.ok()) return s;
+  RangeFields fields{Handle(h.output_handle(), h.output_offset()), Handle(h.indices_handle(), h.indices_offset()),
+                     Handle(h.flags_handle(), h.flags_offset()),   "output_handle",
+                     "indices_handle",                             "flags_handle",
+                     "output_offset"};
+  if (auto s = CheckRangeFields(kPrefix, fields, needs); !s.ok()) return s;
+  for (const auto& [r, field] : {std::pair{Handle(h.values_handle(), h.values_offset()), "values_handle"},
+                                 std::pair{Handle(h.values_output_handle(), h.values_output_offset()),
+                                           "values_output_handle"}}) {
+    if (!r.set && r.offset == 0) continue;
+    return Invalid(kPrefix + field + " " + r.shown + ": only a Sort with values reads and writes them");
+  }
+  if (auto s = Admit(handles, peer, h.device_uuid()); !s.ok()) return s;
+  if (auto s = OpenInput(handles, h, out); !s.ok()) return s;
+  const uint64_t n = h.bytes() / element_size;
+  out->elements = n;
+  const std::string& uuid = h.device_uuid();
   std::vector<Span> outputs, inputs{{out->in, h.bytes(), "handle"}};
   const bool in_place = needs.scan_output && h.output_handle().empty();
   if (in_place) {
@@ -249,15 +293,75 @@ grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::
     out->flags = reinterpret_cast<uint8_t*>(at);
     inputs.push_back({at, n, "flags_handle"});
   }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    for (const Span& in : inputs) {
-      if (auto s = Disjoint(outputs[i], in); !s.ok()) return s;
+  return AllDisjoint(inputs, outputs);
+}
+
+grpc::Status OpenDeviceSort(IpcHandles& handles, const std::string& peer, const v1::DeviceMemory& h,
+                            const SortNeeds& needs, std::optional<uint64_t> declared_count, DeviceRanges* out) {
+  if (auto s = CheckHeader(h, false, needs.key_size, needs.value_size, declared_count); !s.ok()) return s;
+  // Each side range: required when the sort's output asks for it, unset otherwise.
+  const struct {
+    NamedRange range;
+    const char* field;
+    bool wanted;
+    const char* why;
+  } sides[] = {
+      {Handle(h.output_handle(), h.output_offset()), "output_handle", needs.keys_output, "the sorted keys"},
+      {Handle(h.indices_handle(), h.indices_offset()), "indices_handle", needs.indices_output, "the permutation"},
+      {Handle(h.values_handle(), h.values_offset()), "values_handle", needs.value_size > 0, "the values"},
+      {Handle(h.values_output_handle(), h.values_output_offset()), "values_output_handle", needs.value_size > 0,
+       "the sorted values"},
+      {Handle(h.flags_handle(), h.flags_offset()), "flags_handle", false, ""},
+  };
+  for (const auto& side : sides) {
+    if (side.wanted && !side.range.set) {
+      return Invalid(kPrefix + side.field + ": required for " + side.why + " (header.output)");
     }
-    for (size_t j = 0; j < i; ++j) {
-      if (auto s = Disjoint(outputs[i], outputs[j]); !s.ok()) return s;
+    if (!side.wanted && (side.range.set || side.range.offset != 0)) {
+      return Invalid(kPrefix + side.field + " " + side.range.shown + ": this Sort's output does not use it");
     }
   }
-  return grpc::Status::OK;
+  if (auto s = Admit(handles, peer, h.device_uuid()); !s.ok()) return s;
+  if (auto s = OpenInput(handles, h, out); !s.ok()) return s;
+  const uint64_t n = h.bytes() / needs.key_size;
+  out->elements = n;
+  const std::string& uuid = h.device_uuid();
+  std::vector<Span> inputs{{out->in, h.bytes(), "handle"}}, outputs;
+  if (needs.keys_output) {
+    if (auto s = OpenRange(handles, uuid, "output_handle", h.output_handle(), h.output_offset(), h.bytes(),
+                           &out->out_memory, &out->out);
+        !s.ok()) {
+      return s;
+    }
+    // The sorted keys may replace the input (the engine sorts a copy); nothing else overlaps.
+    if (out->out != out->in) outputs.push_back({out->out, h.bytes(), "output_handle"});
+  }
+  if (needs.indices_output) {
+    std::byte* at = nullptr;
+    if (auto s = OpenRange(handles, uuid, "indices_handle", h.indices_handle(), h.indices_offset(),
+                           n * sizeof(int64_t), &out->indices_memory, &at);
+        !s.ok()) {
+      return s;
+    }
+    out->indices = reinterpret_cast<int64_t*>(at);
+    outputs.push_back({at, n * sizeof(int64_t), "indices_handle"});
+  }
+  if (needs.value_size > 0) {
+    const uint64_t bytes = n * needs.value_size;
+    if (auto s = OpenRange(handles, uuid, "values_handle", h.values_handle(), h.values_offset(), bytes,
+                           &out->values_memory, &out->values);
+        !s.ok()) {
+      return s;
+    }
+    if (auto s = OpenRange(handles, uuid, "values_output_handle", h.values_output_handle(),
+                           h.values_output_offset(), bytes, &out->values_output_memory, &out->values_output);
+        !s.ok()) {
+      return s;
+    }
+    inputs.push_back({out->values, bytes, "values_handle"});
+    if (out->values_output != out->values) outputs.push_back({out->values_output, bytes, "values_output_handle"});
+  }
+  return AllDisjoint(inputs, outputs);
 }
 
 }  // namespace gpuscan::server

@@ -70,6 +70,9 @@ struct DeviceRanges {
   std::byte* out = nullptr;  // `in` for a scan in place
   int64_t* indices = nullptr;
   uint8_t* flags = nullptr;
+  std::byte* values = nullptr;         // Sort with values: the values, and where they go sorted
+  std::byte* values_output = nullptr;  // (`values` itself in place)
+  std::shared_ptr<engine::IpcMemory> values_memory, values_output_memory;
   uint64_t elements = 0;
   engine::Engine* engine = nullptr;  // the device's engine: sessions come from it
   std::string device;                // how Timing names that device (empty: the engine's name)
@@ -86,6 +89,20 @@ bool LocalPeer(const std::string& peer);
 grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::DeviceMemory& header,
                         bool with_shared_memory, size_t element_size, const SharedNeeds& needs,
                         std::optional<uint64_t> declared_count, DeviceRanges* out);
+
+// What a Sort reads and writes besides its keys.
+struct SortNeeds {
+  size_t key_size = 4;
+  bool keys_output = true;      // header.output has keys: output_handle
+  bool indices_output = false;  // has indices: indices_handle (int64)
+  size_t value_size = 0;        // KEYS_AND_VALUES: values_handle and values_output_handle
+};
+
+// OpenDevice for a Sort: its own range rules (each side range required when the output asks for
+// it, unset otherwise; the sorted keys or values may replace their input range, nothing else
+// overlaps).
+grpc::Status OpenDeviceSort(IpcHandles& handles, const std::string& peer, const v1::DeviceMemory& header,
+                            const SortNeeds& needs, std::optional<uint64_t> declared_count, DeviceRanges* out);
 
 // A call's session: on the engine of its arrays' device when they lie in device memory, named
 // after that device; else from `engine`. make(engine) opens it.

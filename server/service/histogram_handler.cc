@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "engine/histogram.h"
+#include "service/device_memory.h"
 #include "service/folding_call.h"
 #include "service/handlers.h"
 #include "service/raw_wire.h"
@@ -30,17 +31,33 @@ class HistogramCall final
     dtype_ = spec_.dtype;
     const std::optional<uint64_t> count = DeclaredCount(header);
     checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    if (header.has_device_memory()) {
+      SharedNeeds needs;
+      needs.rpc = "Histogram";
+      return OpenDevice(*ctx_.device_ipc, Peer(), header.device_memory(), false, engine::SizeOf(spec_.dtype), needs,
+                        count, &device_.emplace());
+    }
     return grpc::Status::OK;
   }
 
   grpc::Status CheckRequest(const HistogramChunk& req, uint64_t index) override {
+    if (device_) return NoInlinePayload(req.data.size(), "data", index, "header.device_memory");
     return checker_->Add(req.data.size(), "data", index);
   }
 
-  void Open() override { session_ = ctx_.engine->NewHistogram(spec_); }
+  void Open() override {
+    session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewHistogram(spec_); });
+  }
 
   grpc::Status Complete(std::vector<v1::HistogramResponse>&) override {
-    if (auto s = checker_->Finish(); !s.ok()) return s;
+    if (device_) {
+      session_->ProcessDevice(device_->in, device_->elements, stages_);
+      processed_ = device_->elements;
+      bytes_in_ = processed_ * engine::SizeOf(spec_.dtype);
+      ++chunks_;
+    } else if (auto s = checker_->Finish(); !s.ok()) {
+      return s;
+    }
     const std::vector<uint64_t> slots = session_->Result();
     const size_t bins = spec_.edges.size() - 1;
     // Raw little-endian uint64 / float64: the host's layout on every platform we build for.
@@ -66,6 +83,7 @@ class HistogramCall final
  private:
   engine::HistogramSpec spec_;
   std::optional<ChunkChecker> checker_;
+  std::optional<DeviceRanges> device_;  // header.device_memory: the opened range
 };
 
 }  // namespace

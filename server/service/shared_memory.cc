@@ -33,8 +33,9 @@ NamedRange Region(const std::string& name, uint64_t offset) { return {!name.empt
 grpc::Status CheckRangeFields(const std::string& prefix, const RangeFields& f, const SharedNeeds& needs) {
   const bool writes_output = needs.scan_output || needs.values_output;
   if (!writes_output) {
-    const char* why = needs.indices_output ? "this Compact's output asks for indices only" : "Reduce writes no output";
-    if (auto s = Unused(prefix, f.output, f.output_field, why); !s.ok()) return s;
+    const std::string why =
+        needs.indices_output ? "this Compact's output asks for indices only" : std::string(needs.rpc) + " writes no output";
+    if (auto s = Unused(prefix, f.output, f.output_field, why.c_str()); !s.ok()) return s;
   }
   if (!needs.indices_output) {
     if (auto s = Unused(prefix, f.indices, f.indices_field, "only a Compact asking for indices writes them"); !s.ok()) {

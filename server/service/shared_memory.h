@@ -28,6 +28,7 @@ struct SharedNeeds {
   bool values_output = false;   // Compact: kept values
   bool indices_output = false;  // Compact: kept indices
   bool flags_input = false;     // Compact with use_flags
+  const char* rpc = "Reduce";   // the RPC, for "... writes no output"
 };
 
 // One output or side range as a header names it: set (a region or handle given), how an error

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "service/device_memory.h"
 #include "service/handlers.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
@@ -26,10 +27,26 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
     key_size_ = engine::SizeOf(spec_.dtype);
     value_size_ = spec_.has_values ? engine::SizeOf(spec_.values_dtype) : 0;
     budget_.emplace(spec_, ctx_.options->max_sort_bytes);
+    if (header.has_device_memory()) {
+      SortNeeds needs;
+      needs.key_size = key_size_;
+      needs.keys_output = spec_.want_keys;
+      needs.indices_output = spec_.want_indices;
+      needs.value_size = value_size_;
+      if (auto s = OpenDeviceSort(*ctx_.device_ipc, Peer(), header.device_memory(), needs, count, &device_.emplace());
+          !s.ok()) {
+        return s;
+      }
+      return budget_->CheckDeclared(device_->elements);
+    }
     return budget_->CheckDeclared(count);
   }
 
   grpc::Status CheckRequest(const v1::SortRequest& req, uint64_t index) override {
+    if (device_) {
+      if (auto s = NoInlinePayload(req.keys().size(), "keys", index, "header.device_memory"); !s.ok()) return s;
+      return NoInlinePayload(req.values().size(), "values", index, "header.device_memory");
+    }
     if (auto s = checker_->Add(req.keys().size(), req.values().size(), index); !s.ok()) return s;
     return budget_->Add(req.keys().size() + req.values().size());
   }
@@ -44,6 +61,7 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
   }
 
   grpc::Status Complete(std::vector<v1::SortResponse>& out) override {
+    if (device_) return SortDevice(out);
     if (auto s = checker_->Finish(); !s.ok()) return s;
     const uint64_t n = keys_.size() / key_size_;
     std::string sorted_keys(spec_.want_keys ? keys_.size() : 0, '\0');
@@ -85,11 +103,29 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
   MetricLabels Labels() const override { return {std::string(engine::Name(spec_.dtype)), algorithm_, ""}; }
 
  private:
+  // The arrays in the caller's device memory: sorted where they lie, only the final response back.
+  grpc::Status SortDevice(std::vector<v1::SortResponse>& out) {
+    const DeviceRanges& r = *device_;
+    auto session = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewSort(spec_); });
+    session->Run(r.in, r.values, r.elements, spec_.want_keys ? r.out : nullptr,
+                 spec_.has_values ? r.values_output : nullptr, spec_.want_indices ? r.indices : nullptr, stages_);
+    algorithm_ = session->algorithm();
+    processed_ = r.elements;
+    bytes_in_ = processed_ * (key_size_ + value_size_);
+    bytes_out_ = processed_ * ((spec_.want_keys ? key_size_ : 0) + value_size_ + (spec_.want_indices ? 8 : 0));
+    ++chunks_;
+    v1::SortResponse& last = out.emplace_back();
+    last.set_element_count(processed_);
+    FillTiming(last.mutable_timing(), algorithm_);
+    return grpc::Status::OK;
+  }
+
   engine::SortSpec spec_;
   std::optional<PairedChecker> checker_;
   std::optional<SortBudget> budget_;
   size_t key_size_ = 4, value_size_ = 0;
   std::string keys_, values_;  // the whole input, held until the client half-closes
+  std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges
   std::string algorithm_;
   uint64_t processed_ = 0;
 };

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cuda_test_server.h"
+#include "engine/histogram.h"
 #include "engine_runner.h"
 #include "gpuscan/client.h"
 #include "gpuscan/device_export.h"
@@ -160,6 +161,43 @@ TEST_F(DeviceSessionTest, CompactionEqualsTheStreamedPath) {
   }
 }
 
+TEST_F(DeviceSessionTest, HistogramsAndSortsEqualTheHostPath) {
+  GPUSCAN_SEEDED_RNG(rng);
+  for (size_t n : kSizes) {
+    std::vector<float> x = testing::RandomInput<float, ops::Sum<float>>(n, rng);
+    engine::HistogramSpec spec;
+    spec.dtype = engine::DType::kFloat32;
+    spec.edges = engine::EvenHistogramEdges(-0.5, 0.5, 100, spec.dtype);
+    spec.even = true;
+    engine::StageTimes t;
+    auto host = engine_->NewHistogram(spec);
+    host->Process(x.data(), n, t);
+    DeviceVector<float> dx(x);
+    auto device = engine_->NewHistogram(spec);
+    device->ProcessDevice(dx.get(), n, t);
+    EXPECT_EQ(device->Result(), host->Result()) << "histogram n=" << n;
+
+    // Keys with values and the permutation, from device memory to device memory.
+    std::vector<int64_t> values(n);
+    for (auto& v : values) v = static_cast<int64_t>(rng());
+    engine::SortSpec sort;
+    sort.dtype = engine::DType::kFloat32;
+    sort.has_values = true;
+    sort.values_dtype = engine::DType::kInt64;
+    sort.want_indices = true;
+    sort.descending = n % 2 == 1;
+    std::vector<float> keys_out(n);
+    std::vector<int64_t> values_out(n), indices(n);
+    engine_->Sort(sort, x.data(), values.data(), n, keys_out.data(), values_out.data(), indices.data(), t);
+    DeviceVector<int64_t> dv(values), dvo(n), di(n);
+    DeviceVector<float> dko(n);
+    engine_->Sort(sort, dx.get(), dv.get(), n, dko.get(), dvo.get(), di.get(), t);
+    EXPECT_TRUE(SameBytes(dko.Host(), keys_out)) << "sort n=" << n;
+    EXPECT_EQ(dvo.Host(), values_out) << "sort values n=" << n;
+    EXPECT_EQ(di.Host(), indices) << "sort indices n=" << n;
+  }
+}
+
 // ---- through a server process
 
 std::string ServerPath() {
@@ -248,7 +286,53 @@ class DeviceIpcTest : public ::testing::Test {
       ASSERT_EQ(cr.kept_count(), want_values.size());
       EXPECT_EQ(kept_values.Host(want_values.size()), want_values);
       EXPECT_EQ(kept_indices.Host(want_indices.size()), want_indices);
+      // Histogram of the float array, against the streamed call.
+      v1::HistogramHeader hh;
+      hh.set_dtype(v1::DTYPE_FLOAT32);
+      hh.set_bins(64);
+      hh.set_lo(-0.5);
+      hh.set_hi(0.5);
+      *hh.mutable_device_memory() = ToProto(in);
+      const v1::HistogramResponse hr = client.HistogramHeaderOnly(hh);
+      HistogramBins bins;
+      bins.bins = 64;
+      bins.lo = -0.5;
+      bins.hi = 0.5;
+      const HistogramResult want_h = client.Histogram(x, bins);
+      ASSERT_EQ(hr.counts().size(), want_h.counts.size() * sizeof(uint64_t));
+      EXPECT_EQ(std::memcmp(hr.counts().data(), want_h.counts.data(), hr.counts().size()), 0) << "histogram n=" << n;
+      EXPECT_EQ(hr.element_count(), n);
+      // Argsort of the int32 keys in place with their permutation.
+      DeviceVector<int64_t> perm(n);
+      v1::SortHeader sh;
+      sh.set_dtype(v1::DTYPE_INT32);
+      sh.set_output(v1::SORT_OUTPUT_KEYS_AND_INDICES);
+      v1::DeviceMemory* dm = sh.mutable_device_memory();
+      *dm = ToProto(di.Export());
+      dm->set_output_handle(dm->handle());
+      dm->set_output_offset(dm->offset());
+      const DeviceArray p = perm.Export();
+      dm->set_indices_handle(p.handle);
+      dm->set_indices_offset(p.offset);
+      const std::vector<int32_t> unsorted = di.Host();
+      EXPECT_EQ(client.SortHeaderOnly(sh).element_count(), n);
+      std::vector<int64_t> order(n);
+      for (size_t i = 0; i < n; ++i) order[i] = static_cast<int64_t>(i);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return unsorted[a] < unsorted[b]; });
+      std::vector<int32_t> sorted(n);
+      for (size_t i = 0; i < n; ++i) sorted[i] = unsorted[order[i]];
+      EXPECT_EQ(di.Host(), sorted) << "sort in place n=" << n;
+      EXPECT_EQ(perm.Host(), order) << "argsort n=" << n;
     }
+  }
+
+  static v1::DeviceMemory ToProto(const DeviceArray& a) {
+    v1::DeviceMemory m;
+    m.set_device_uuid(a.device_uuid);
+    m.set_handle(a.handle);
+    m.set_offset(a.offset);
+    m.set_bytes(a.bytes);
+    return m;
   }
 };
 

@@ -685,6 +685,95 @@ v1::SortRequest SortChunk(size_t key_bytes, size_t value_bytes) {
   return r;
 }
 
+// ---- device memory on Histogram and Sort (this matrix's server: no --allow-device-ipc)
+template <class C>
+C WithDeviceInput(C r, uint64_t bytes = 64) {
+  v1::DeviceMemory* m = r.mutable_header()->mutable_device_memory();
+  m->set_device_uuid(std::string(16, '\x5a'));
+  m->set_handle(std::string(64, '\x11'));
+  m->set_bytes(bytes);
+  return r;
+}
+
+void DeviceMemoryHistogramSortRows(std::vector<Row>& rows) {
+  using H = std::vector<v1::HistogramRequest>;
+  using S = std::vector<v1::SortRequest>;
+  const std::string h64(64, '\x22');
+  rows.push_back(MakeRow("HistogramDeviceMemoryOff", H{WithDeviceInput(HistogramHead())},
+                         grpc::StatusCode::FAILED_PRECONDITION, {"header.device_memory", "--allow-device-ipc"}));
+  {
+    auto h = WithDeviceInput(HistogramHead());
+    h.mutable_header()->mutable_device_memory()->set_output_handle(h64);
+    rows.push_back(MakeRow("HistogramDeviceOutput", H{h}, kInvalid,
+                           {"header.device_memory.output_handle (64 bytes)", "Histogram writes no output"}));
+    h = WithDeviceInput(HistogramHead());
+    h.mutable_header()->mutable_device_memory()->set_values_handle(h64);
+    rows.push_back(MakeRow("HistogramDeviceValues", H{h}, kInvalid,
+                           {"header.device_memory.values_handle (64 bytes)", "only a Sort with values"}));
+    h = WithDeviceInput(HistogramHead(), 6);
+    rows.push_back(MakeRow("HistogramDeviceBytesNotWholeElements", H{h}, kInvalid,
+                           {"header.device_memory.bytes 6", "element size 4"}));
+    rows.push_back(MakeRow("HistogramDeviceWithData", H{WithDeviceInput(HistogramHead()), HistogramData(64)},
+                           grpc::StatusCode::FAILED_PRECONDITION, {"header.device_memory", "--allow-device-ipc"}));
+  }
+  auto sort = [&](int output, int values_dtype = 0) {
+    auto r = WithDeviceInput(SortHead(v1::DTYPE_INT32, output, values_dtype));
+    v1::DeviceMemory* m = r.mutable_header()->mutable_device_memory();
+    if (output != v1::SORT_OUTPUT_INDICES) m->set_output_handle(h64);
+    if (output == v1::SORT_OUTPUT_INDICES || output == v1::SORT_OUTPUT_KEYS_AND_INDICES) m->set_indices_handle(h64);
+    if (output == v1::SORT_OUTPUT_KEYS_AND_VALUES) {
+      m->set_values_handle(h64);
+      m->set_values_output_handle(h64);
+    }
+    return r;
+  };
+  for (int output : {v1::SORT_OUTPUT_KEYS, v1::SORT_OUTPUT_INDICES, v1::SORT_OUTPUT_KEYS_AND_INDICES}) {
+    rows.push_back(MakeRow("SortDeviceMemoryOff" + std::to_string(output), S{sort(output)},
+                           grpc::StatusCode::FAILED_PRECONDITION, {"header.device_memory", "--allow-device-ipc"}));
+  }
+  rows.push_back(MakeRow("SortDeviceMemoryOffWithValues", S{sort(v1::SORT_OUTPUT_KEYS_AND_VALUES, v1::DTYPE_INT64)},
+                         grpc::StatusCode::FAILED_PRECONDITION, {"--allow-device-ipc"}));
+  {
+    auto r = sort(v1::SORT_OUTPUT_KEYS);
+    r.mutable_header()->mutable_device_memory()->clear_output_handle();
+    rows.push_back(MakeRow("SortDeviceNoKeysOutput", S{r}, kInvalid,
+                           {"header.device_memory.output_handle: required for the sorted keys"}));
+    r = sort(v1::SORT_OUTPUT_INDICES);
+    r.mutable_header()->mutable_device_memory()->set_output_handle(h64);
+    rows.push_back(MakeRow("SortDeviceKeysOutputForIndicesOnly", S{r}, kInvalid,
+                           {"header.device_memory.output_handle (64 bytes)", "does not use it"}));
+    r = sort(v1::SORT_OUTPUT_KEYS_AND_INDICES);
+    r.mutable_header()->mutable_device_memory()->clear_indices_handle();
+    rows.push_back(MakeRow("SortDeviceNoIndicesOutput", S{r}, kInvalid,
+                           {"header.device_memory.indices_handle: required for the permutation"}));
+    r = sort(v1::SORT_OUTPUT_KEYS_AND_VALUES, v1::DTYPE_INT64);
+    r.mutable_header()->mutable_device_memory()->clear_values_handle();
+    rows.push_back(MakeRow("SortDeviceNoValues", S{r}, kInvalid,
+                           {"header.device_memory.values_handle: required for the values"}));
+    r = sort(v1::SORT_OUTPUT_KEYS_AND_VALUES, v1::DTYPE_INT64);
+    r.mutable_header()->mutable_device_memory()->set_values_output_offset(4);
+    rows.push_back(MakeRow("SortDeviceValuesOutputMisaligned", S{r}, kInvalid,
+                           {"header.device_memory.values_output_offset 4", "element size 8"}));
+    r = sort(v1::SORT_OUTPUT_KEYS);
+    r.mutable_header()->mutable_device_memory()->set_values_handle(h64);
+    rows.push_back(MakeRow("SortDeviceValuesWithoutValuesOutput", S{r}, kInvalid,
+                           {"header.device_memory.values_handle (64 bytes)", "does not use it"}));
+    r = sort(v1::SORT_OUTPUT_KEYS);
+    r.mutable_header()->mutable_device_memory()->set_flags_handle(h64);
+    rows.push_back(MakeRow("SortDeviceFlags", S{r}, kInvalid,
+                           {"header.device_memory.flags_handle (64 bytes)", "does not use it"}));
+    r = sort(v1::SORT_OUTPUT_KEYS);
+    r.mutable_header()->mutable_device_memory()->set_handle(std::string(3, 'x'));
+    rows.push_back(MakeRow("SortDeviceHandleWrongSize", S{r}, kInvalid,
+                           {"header.device_memory.handle has 3 bytes"}));
+    r = WithCount(sort(v1::SORT_OUTPUT_KEYS), 5);
+    rows.push_back(MakeRow("SortDeviceCountDiffers", S{r}, kInvalid,
+                           {"header.element_count 5", "header.device_memory.bytes 64", "16 elements"}));
+    rows.push_back(MakeRow("SortDeviceWithKeys", S{sort(v1::SORT_OUTPUT_KEYS), SortChunk(64, 0)},
+                           grpc::StatusCode::FAILED_PRECONDITION, {"--allow-device-ipc"}));
+  }
+}
+
 void SortRows(std::vector<Row>& rows) {
   using S = std::vector<v1::SortRequest>;
   rows.push_back(MakeRow("UnspecifiedDType", S{SortHead(v1::DTYPE_UNSPECIFIED)}, kInvalid,
@@ -1030,6 +1119,7 @@ std::vector<Row> Rows() {
   LaneRows(rows);
   SharedMemoryRows(rows);
   DeviceMemoryRows(rows);
+  DeviceMemoryHistogramSortRows(rows);
   HistogramRows(rows);
   SegmentedRows(rows);
   ReduceByKeyRows(rows);

@@ -213,6 +213,44 @@ TEST(DeviceMemoryTest, AHandleRefusedWhileOthersAreOpenIsTriedAgainWithTheIdleOn
   EXPECT_EQ(handles.open_handles(), 1u);
 }
 
+TEST(DeviceMemoryTest, ASortsRangesFollowItsOutput) {
+  FakeIpcEngine engine(4096);
+  IpcHandles handles(&engine, true);
+  const std::string peer = "unix:/tmp/s";
+  SortNeeds needs;  // int32 keys to keys, with int64 values and the permutation
+  needs.indices_output = true;
+  needs.value_size = 8;
+  v1::DeviceMemory h = DeviceHeader('a', 0, 64);  // 16 keys
+  h.set_output_handle(IpcHandleOf('a'));           // in place
+  h.set_indices_handle(IpcHandleOf('b'));
+  h.set_values_handle(IpcHandleOf('c'));
+  h.set_values_output_handle(IpcHandleOf('c'));
+  h.set_values_output_offset(128);
+  DeviceRanges r;
+  ASSERT_TRUE(OpenDeviceSort(handles, peer, h, needs, {}, &r).ok());
+  EXPECT_EQ(r.out, r.in);
+  EXPECT_EQ(r.values_output, r.values + 128);
+  // The values' output over the values' second half: refused.
+  h.set_values_output_offset(64);
+  DeviceRanges overlap;
+  grpc::Status s = OpenDeviceSort(handles, peer, h, needs, {}, &overlap);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("values_output_handle overlaps header.device_memory.values_handle"));
+  // 16 values of 8 bytes past the allocation's end.
+  h.set_values_output_offset(4096 - 64);
+  DeviceRanges past;
+  s = OpenDeviceSort(handles, peer, h, needs, {}, &past);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_THAT(s.error_message(), HasSubstr("header.device_memory.values_output_offset 4032 + 128 bytes"));
+  // Indices asked for and not given.
+  h.set_values_output_offset(128);
+  h.clear_indices_handle();
+  DeviceRanges missing;
+  s = OpenDeviceSort(handles, peer, h, needs, {}, &missing);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("indices_handle: required for the permutation"));
+}
+
 TEST(DeviceMemoryTest, OffWithoutTheFlag) {
   FakeIpcEngine engine(4096);
   IpcHandles handles(&engine, false);

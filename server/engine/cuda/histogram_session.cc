@@ -31,19 +31,20 @@ class CudaHistogram final : public HistogramSession {
     Shared& sh = *sh_;
     DeviceGuard guard(sh);
     StagingLease pair(sh);
-    if (!d_counts_.get()) {  // first chunk: edges up, counters zeroed, in the first kernel's stream
-      cudaStream_t s0 = pair->slots[0].s();
-      d_edges_ = cuda::DeviceBuffer(edges_.size() * sizeof(double), s0);
-      d_counts_ = cuda::DeviceBuffer(slots_ * sizeof(unsigned long long), s0);
-      sh.Call(cudaMemcpyAsync(d_edges_.get(), edges_.data(), edges_.size() * sizeof(double), cudaMemcpyHostToDevice,
-                              s0),
-              "H2D histogram edges");
-      sh.Call(cudaMemsetAsync(d_counts_.get(), 0, slots_ * sizeof(unsigned long long), s0), "histogram counters");
-      bins_.edges = static_cast<const double*>(d_edges_.get());
-    }
-    auto* counts = static_cast<unsigned long long*>(d_counts_.get());
+    auto* counts = Counters(*pair);
     RunPipelined<T>(sh, *pair, in, nullptr, n, times, [&](Slot& s, uint64_t m) {
       sh.Call(kernels::Histogram<T>(static_cast<const T*>(s.d_in.get()), m, bins_, counts, s.s()), "histogram kernel");
+    });
+  }
+
+  void ProcessDevice(const void* in, uint64_t n, StageTimes& times) override {
+    if (n == 0) return;
+    Shared& sh = *sh_;
+    DeviceGuard guard(sh);
+    StagingLease pair(sh);
+    auto* counts = Counters(*pair);
+    RunOnDevice(sh, *pair, times, [&](cudaStream_t stream) {
+      sh.Call(kernels::Histogram<T>(static_cast<const T*>(in), n, bins_, counts, stream), "histogram kernel");
     });
   }
 
@@ -59,6 +60,23 @@ class CudaHistogram final : public HistogramSession {
   std::string algorithm() const override { return "shared_atomics"; }
 
  private:
+  // The counters, made on the first chunk: edges up and counters zeroed in slot 0's stream, which
+  // runs the first kernel.
+  unsigned long long* Counters(StagingPair& pair) {
+    if (!d_counts_.get()) {
+      Shared& sh = *sh_;
+      cudaStream_t s0 = pair.slots[0].s();
+      d_edges_ = cuda::DeviceBuffer(edges_.size() * sizeof(double), s0);
+      d_counts_ = cuda::DeviceBuffer(slots_ * sizeof(unsigned long long), s0);
+      sh.Call(cudaMemcpyAsync(d_edges_.get(), edges_.data(), edges_.size() * sizeof(double), cudaMemcpyHostToDevice,
+                              s0),
+              "H2D histogram edges");
+      sh.Call(cudaMemsetAsync(d_counts_.get(), 0, slots_ * sizeof(unsigned long long), s0), "histogram counters");
+      bins_.edges = static_cast<const double*>(d_edges_.get());
+    }
+    return static_cast<unsigned long long*>(d_counts_.get());
+  }
+
   std::shared_ptr<Shared> sh_;
   std::vector<double> edges_;
   hist::Bins bins_;  // edges: device memory once the first chunk came

@@ -1,6 +1,7 @@
 // Sort on the CUDA engine: the whole array on the device (taken from the --device-memory-limit
 // budget): keys up, coded and radix-sorted (kernels::Sort, CUB's Onesweep), values gathered by
-// the permutation, down.
+// the permutation, down. The copies take any pointer CUDA knows (cudaMemcpyDefault): the caller's
+// device memory (CUDA IPC) is copied device to device.
 #include "engine/cuda/sessions.h"
 
 #include <cstdint>
@@ -34,8 +35,8 @@ std::string Sort(Shared& sh, const SortSpec& spec, const void* keys, const void*
     cuda::DeviceBuffer d_perm(perm ? n * 4 : 0, s, budget), d_vin(n * vs, s, budget), d_vout(n * vs, s, budget);
     cuda::DeviceBuffer d_idx(indices_out ? n * 8 : 0, s, budget);
     sh.Call(cudaEventRecord(slot.start.get(), s), "cudaEventRecord");
-    sh.Call(cudaMemcpyAsync(d_keys.get(), keys, n * ks, cudaMemcpyHostToDevice, s), "H2D sort keys");
-    if (vs) sh.Call(cudaMemcpyAsync(d_vin.get(), values, n * vs, cudaMemcpyHostToDevice, s), "H2D sort values");
+    sh.Call(cudaMemcpyAsync(d_keys.get(), keys, n * ks, cudaMemcpyDefault, s), "sort keys in");
+    if (vs) sh.Call(cudaMemcpyAsync(d_vin.get(), values, n * vs, cudaMemcpyDefault, s), "sort values in");
     sh.Call(cudaEventRecord(slot.h2d_done.get(), s), "cudaEventRecord");
     auto* p = static_cast<uint32_t*>(d_perm.get());
     sh.Call(kernels::Sort<T>(d_temp.get(), temp_bytes, static_cast<T*>(d_keys.get()), perm ? p : nullptr, n,
@@ -44,9 +45,9 @@ std::string Sort(Shared& sh, const SortSpec& spec, const void* keys, const void*
     if (vs) sh.Call(kernels::Gather(d_vin.get(), vs, p, d_vout.get(), n, s), "gather values");
     if (indices_out) sh.Call(kernels::WidenIndices(p, static_cast<int64_t*>(d_idx.get()), n, s), "widen indices");
     sh.Call(cudaEventRecord(slot.kernel_done.get(), s), "cudaEventRecord");
-    if (keys_out) sh.Call(cudaMemcpyAsync(keys_out, d_keys.get(), n * ks, cudaMemcpyDeviceToHost, s), "D2H sort keys");
-    if (values_out) sh.Call(cudaMemcpyAsync(values_out, d_vout.get(), n * vs, cudaMemcpyDeviceToHost, s), "D2H values");
-    if (indices_out) sh.Call(cudaMemcpyAsync(indices_out, d_idx.get(), n * 8, cudaMemcpyDeviceToHost, s), "D2H indices");
+    if (keys_out) sh.Call(cudaMemcpyAsync(keys_out, d_keys.get(), n * ks, cudaMemcpyDefault, s), "sorted keys out");
+    if (values_out) sh.Call(cudaMemcpyAsync(values_out, d_vout.get(), n * vs, cudaMemcpyDefault, s), "sorted values out");
+    if (indices_out) sh.Call(cudaMemcpyAsync(indices_out, d_idx.get(), n * 8, cudaMemcpyDefault, s), "indices out");
     sh.Call(cudaEventRecord(slot.d2h_done.get(), s), "cudaEventRecord");
     sh.Call(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     AddStepTimes(slot, times);
