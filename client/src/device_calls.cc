@@ -7,9 +7,7 @@
 #include "gpuscan/rpc_error.h"
 
 namespace gpuscan {
-namespace {
-
-v1::DeviceMemory Input(const DeviceArray& in) {
+v1::DeviceMemory Client::DeviceMemoryOf(const DeviceArray& in) {
   v1::DeviceMemory m;
   m.set_device_uuid(in.device_uuid);
   m.set_handle(in.handle);
@@ -18,11 +16,9 @@ v1::DeviceMemory Input(const DeviceArray& in) {
   return m;
 }
 
-}  // namespace
-
 Timing Client::ScanDevice(v1::ScanHeader header, const DeviceArray& in, const DeviceArray* out) {
   v1::DeviceMemory* m = header.mutable_device_memory();
-  *m = Input(in);
+  *m = DeviceMemoryOf(in);
   if (out && out != &in) {
     m->set_output_handle(out->handle);
     m->set_output_offset(out->offset);
@@ -31,14 +27,14 @@ Timing Client::ScanDevice(v1::ScanHeader header, const DeviceArray& in, const De
 }
 
 v1::ReduceResponse Client::ReduceDevice(v1::ReduceHeader header, const DeviceArray& in) {
-  *header.mutable_device_memory() = Input(in);
+  *header.mutable_device_memory() = DeviceMemoryOf(in);
   return ReduceHeaderOnly(header);
 }
 
 v1::CompactResponse Client::CompactDevice(v1::CompactHeader header, const DeviceArray& in, const DeviceArray* flags,
                                           const DeviceArray* values_out, const DeviceArray* indices_out) {
   v1::DeviceMemory* m = header.mutable_device_memory();
-  *m = Input(in);
+  *m = DeviceMemoryOf(in);
   if (flags) {
     m->set_flags_handle(flags->handle);
     m->set_flags_offset(flags->offset);

@@ -225,6 +225,20 @@ grpc::Status OpenInput(IpcHandles& handles, const v1::DeviceMemory& h, DeviceRan
   return grpc::Status::OK;
 }
 
+// The int64 indices (a compaction's kept ones, a sort's permutation): n of them at indices_handle.
+grpc::Status OpenIndices(IpcHandles& handles, const v1::DeviceMemory& h, uint64_t n, DeviceRanges* out,
+                         std::vector<Span>* outputs) {
+  std::byte* at = nullptr;
+  if (auto s = OpenRange(handles, h.device_uuid(), "indices_handle", h.indices_handle(), h.indices_offset(),
+                         n * sizeof(int64_t), &out->indices_memory, &at);
+      !s.ok()) {
+    return s;
+  }
+  out->indices = reinterpret_cast<int64_t*>(at);
+  outputs->push_back({at, n * sizeof(int64_t), "indices_handle"});
+  return grpc::Status::OK;
+}
+
 // No output may overlap an input or another output.
 grpc::Status AllDisjoint(const std::vector<Span>& inputs, const std::vector<Span>& outputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -274,14 +288,7 @@ grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::
     if (!(needs.scan_output && out->out == out->in)) outputs.push_back({out->out, h.bytes(), "output_handle"});
   }
   if (needs.indices_output) {
-    std::byte* at = nullptr;
-    if (auto s = OpenRange(handles, uuid, "indices_handle", h.indices_handle(), h.indices_offset(),
-                           n * sizeof(int64_t), &out->indices_memory, &at);
-        !s.ok()) {
-      return s;
-    }
-    out->indices = reinterpret_cast<int64_t*>(at);
-    outputs.push_back({at, n * sizeof(int64_t), "indices_handle"});
+    if (auto s = OpenIndices(handles, h, n, out, &outputs); !s.ok()) return s;
   }
   if (needs.flags_input) {
     std::byte* at = nullptr;
@@ -337,14 +344,7 @@ grpc::Status OpenDeviceSort(IpcHandles& handles, const std::string& peer, const 
     if (out->out != out->in) outputs.push_back({out->out, h.bytes(), "output_handle"});
   }
   if (needs.indices_output) {
-    std::byte* at = nullptr;
-    if (auto s = OpenRange(handles, uuid, "indices_handle", h.indices_handle(), h.indices_offset(),
-                           n * sizeof(int64_t), &out->indices_memory, &at);
-        !s.ok()) {
-      return s;
-    }
-    out->indices = reinterpret_cast<int64_t*>(at);
-    outputs.push_back({at, n * sizeof(int64_t), "indices_handle"});
+    if (auto s = OpenIndices(handles, h, n, out, &outputs); !s.ok()) return s;
   }
   if (needs.value_size > 0) {
     const uint64_t bytes = n * needs.value_size;

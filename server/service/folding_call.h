@@ -38,6 +38,14 @@ class FoldingCall : public StreamingCall<Chunk, Response, grpc::ServerReadReacto
     ++this->chunks_;
   }
 
+  // The whole array at once, n elements in the session's device memory (header.device_memory).
+  void FoldOnDevice(const void* in, uint64_t n) {
+    session_->ProcessDevice(in, n, this->stages_);
+    processed_ = n;
+    this->bytes_in_ = n * engine::SizeOf(dtype_);
+    ++this->chunks_;
+  }
+
   // The call's one response, encoded now; gRPC sends it at Finish.
   void SetResponse(const Response& response) { *wire_response_ = EncodeMessage(response); }
 

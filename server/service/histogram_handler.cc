@@ -51,10 +51,7 @@ class HistogramCall final
 
   grpc::Status Complete(std::vector<v1::HistogramResponse>&) override {
     if (device_) {
-      session_->ProcessDevice(device_->in, device_->elements, stages_);
-      processed_ = device_->elements;
-      bytes_in_ = processed_ * engine::SizeOf(spec_.dtype);
-      ++chunks_;
+      FoldOnDevice(device_->in, device_->elements);
     } else if (auto s = checker_->Finish(); !s.ok()) {
       return s;
     }

@@ -53,10 +53,7 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
     if (shared_) {
       if (auto s = ReduceShared(); !s.ok()) return s;
     } else if (device_) {
-      session_->ProcessDevice(device_->in, device_->elements, stages_);
-      processed_ = device_->elements;
-      bytes_in_ = processed_ * engine::SizeOf(spec_.dtype);
-      ++chunks_;
+      FoldOnDevice(device_->in, device_->elements);
     } else if (auto s = checker_->Finish(); !s.ok()) {
       return s;
     }

@@ -292,7 +292,7 @@ class DeviceIpcTest : public ::testing::Test {
       hh.set_bins(64);
       hh.set_lo(-0.5);
       hh.set_hi(0.5);
-      *hh.mutable_device_memory() = ToProto(in);
+      *hh.mutable_device_memory() = Client::DeviceMemoryOf(in);
       const v1::HistogramResponse hr = client.HistogramHeaderOnly(hh);
       HistogramBins bins;
       bins.bins = 64;
@@ -308,7 +308,7 @@ class DeviceIpcTest : public ::testing::Test {
       sh.set_dtype(v1::DTYPE_INT32);
       sh.set_output(v1::SORT_OUTPUT_KEYS_AND_INDICES);
       v1::DeviceMemory* dm = sh.mutable_device_memory();
-      *dm = ToProto(di.Export());
+      *dm = Client::DeviceMemoryOf(di.Export());
       dm->set_output_handle(dm->handle());
       dm->set_output_offset(dm->offset());
       const DeviceArray p = perm.Export();
@@ -324,15 +324,6 @@ class DeviceIpcTest : public ::testing::Test {
       EXPECT_EQ(di.Host(), sorted) << "sort in place n=" << n;
       EXPECT_EQ(perm.Host(), order) << "argsort n=" << n;
     }
-  }
-
-  static v1::DeviceMemory ToProto(const DeviceArray& a) {
-    v1::DeviceMemory m;
-    m.set_device_uuid(a.device_uuid);
-    m.set_handle(a.handle);
-    m.set_offset(a.offset);
-    m.set_bytes(a.bytes);
-    return m;
   }
 };
 

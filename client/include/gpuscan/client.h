@@ -448,6 +448,9 @@ class Client {
   // kept values and indices as CompactShared does. The caller's writes to `in` must be complete
   // (its stream synchronized); the outputs are complete when the call returns. Never retried.
   Timing ScanDevice(v1::ScanHeader header, const DeviceArray& in, const DeviceArray* out = nullptr);
+  // header.device_memory naming `in` as the input (device_uuid, handle, offset, bytes), for the
+  // calls below and headers filled by hand.
+  static v1::DeviceMemory DeviceMemoryOf(const DeviceArray& in);
   // A call whose header says where its arrays lie (device_memory, shared_memory): the header
   // goes alone with the half-close, on this thread, and the final response comes back (counts,
   // Timing). ScanDevice and its kin run these; the C API's gpuscan_header_call runs them for
