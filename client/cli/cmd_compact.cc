@@ -54,8 +54,10 @@ ShardedCompactResult CompactThroughRegions(Client& client, const v1::CompactHead
   const uint64_t n = values.bytes() / DTypeSize(header.dtype());
   if (values_out) kept_values.emplace(SharedRegion::Create(dir, values.bytes()));
   if (indices_out) kept_indices.emplace(SharedRegion::Create(dir, n * sizeof(int64_t)));
+  v1::CompactHeader once = header;
+  RegisterAtOnce(once);
   const v1::CompactResponse response =
-      client.CompactShared(header, values, values.bytes(), flag_region ? &*flag_region : nullptr,
+      client.CompactShared(once, values, values.bytes(), flag_region ? &*flag_region : nullptr,
                            kept_values ? &*kept_values : nullptr, kept_indices ? &*kept_indices : nullptr);
   ShardedCompactResult result;
   result.kept_count = response.kept_count();

@@ -123,6 +123,7 @@ int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
   ShardedReduceResult result;
   if (a.io.shm) {
     const SharedRegion region = LoadRegion(*in, ShmDir(a.io.shm_dir, client));
+    RegisterAtOnce(header);
     const v1::ReduceResponse response = client.ReduceShared(header, region, region.bytes());
     result.raw_value = RawValue(response, in->dtype());
     result.element_count = response.element_count();

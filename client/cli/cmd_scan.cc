@@ -89,6 +89,7 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
   Client client(MakeClientOptions(g));
   if (a.io.shm) {  // in place in one region: loaded from the file, scanned, written out
     SharedRegion region = LoadRegion(*in, ShmDir(a.io.shm_dir, client));
+    RegisterAtOnce(header);
     timing = client.ScanShared(header, region, region.bytes());
     SaveRegion(region, region.bytes(), out);
   } else {

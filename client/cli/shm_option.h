@@ -24,6 +24,14 @@ std::string ShmDir(const std::string& asked, Client& client);
 
 // A region holding the whole input, read from the file straight into the mapping. Throws when
 // the input's length is not known up front (a pipe or text): --shm needs a .npy or raw file.
+// The CLI's regions serve one call: the server maps them populated and registers them for DMA on
+// that call (SharedMemory.arena) rather than staging its copies and registering on a second use
+// that never comes.
+template <class Header>
+void RegisterAtOnce(Header& header) {
+  header.mutable_shared_memory()->set_arena(true);
+}
+
 SharedRegion LoadRegion(ArrayInput& in, const std::string& dir);
 
 // Writes the first `bytes` bytes of the region to the output.

@@ -433,7 +433,9 @@ class Client {
   // into `out` (nullptr or `in` itself: in place); Compact writes kept values into values_out
   // and kept indices (int64) into indices_out as header.output asks, reading flags from `flags`
   // when header.use_flags (each output region needs room for the worst case: every element
-  // kept). The header's other fields are sent as given. Errors as for the streamed calls (RpcError).
+  // kept). The header's other fields are sent as given, header.shared_memory.arena too (a region
+  // the server should map populated and register for DMA on this first call). Errors as for the
+  // streamed calls (RpcError).
   // Never retried: an in-place scan may have written over its input before it failed.
   Timing ScanShared(v1::ScanHeader header, const SharedRegion& in, size_t bytes, const SharedRegion* out = nullptr);
   v1::ReduceResponse ReduceShared(v1::ReduceHeader header, const SharedRegion& in, size_t bytes);
