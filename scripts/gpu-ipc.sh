@@ -52,7 +52,6 @@ for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 sleep 1
 timeout 200 python3 -m gpuscan.bench ${IPC_BENCH_ARGS:---target unix:$sock --device --peer off --json $out/bench_device.json} 2>&1 \
   | tee "$out/bench_device.txt" | tail -20
-kill -TERM $pid; wait $pid; echo "server exit $?"
 
 step "CLI --shm: a 1 GiB int32 raw file to a file through one-shot regions, beside one stream"
 shm=/dev/shm/gpuscan-cli
@@ -68,7 +67,12 @@ head -c $((1 << 30)) /dev/urandom >/tmp/in.bin
     /usr/bin/time -f "--shm run $i: wall %e s" $G scan --shm --format raw --dtype int32 -i /tmp/in.bin -o /tmp/out.bin --no-progress
   done
   echo "last element $(tail -c 4 /tmp/out.bin | od -An -t d4) vs reduce $($G reduce --format raw --dtype int32 -i /tmp/in.bin 2>/dev/null)"
+  cp /tmp/in.bin "$shm/in.bin"
+  for i in 1 2 3; do
+    /usr/bin/time -f "--shm on files under --shm-dir, run $i: wall %e s" $G scan --shm --format raw --dtype int32 \
+      -i "$shm/in.bin" -o "$shm/out.bin" --no-progress
+  done
+  cmp /tmp/out.bin "$shm/out.bin" && echo "the files under --shm-dir got the same bytes"
   /usr/bin/time -f "one stream: wall %e s" $G scan --format raw --dtype int32 -i /tmp/in.bin -o /tmp/out2.bin --no-progress
   cmp /tmp/out.bin /tmp/out2.bin && echo "--shm and the stream wrote the same bytes"
 } 2>&1 | grep -v '^\[' | tee "$out/cli_shm.txt"
-kill -TERM $pid; wait $pid; echo "server exit $?"

@@ -210,10 +210,17 @@ std::unique_ptr<ArrayInput> ArrayInput::OpenFlags(const std::string& path) {
   return in;
 }
 
-std::optional<SourceAt> ArrayInput::Positional() const {
+std::optional<ArrayInput::FileSpan> ArrayInput::InFile() const {
   if (path_.empty() || text_ || !count_ || bytes_read_ != 0) return std::nullopt;
   const uint64_t start = stream_->consumed(), bytes = *count_ * element_size_;
   if (!stream_->size() || *stream_->size() < start + bytes) return std::nullopt;  // truncated: the stream says so
+  return FileSpan{path_, start, bytes};
+}
+
+std::optional<SourceAt> ArrayInput::Positional() const {
+  const std::optional<FileSpan> span = InFile();
+  if (!span) return std::nullopt;
+  const uint64_t start = span->offset, bytes = span->bytes;
   const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   auto file = std::shared_ptr<int>(new int(fd), [](int* f) {

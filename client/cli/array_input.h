@@ -62,6 +62,13 @@ class ArrayInput {
   Replay AsReplay();
   // The payload by position, where the input is a regular .npy or raw file that holds all of it.
   std::optional<SourceAt> Positional() const;
+  // Where that payload lies: the file, its first byte and its length (what Positional reads).
+  struct FileSpan {
+    std::string path;
+    uint64_t offset = 0;
+    uint64_t bytes = 0;
+  };
+  std::optional<FileSpan> InFile() const;
   uint64_t bytes_read() const { return bytes_read_; }
 
  private:

@@ -50,16 +50,31 @@ void ArrayOutput::Put(const void* data, size_t bytes) {
   }
 }
 
+void ArrayOutput::StartPayload() {
+  if (payload_start_ >= 0) return;
+  // What went through the FILE (the .npy header) must reach the file before pwrite.
+  if (std::fflush(f_) != 0 || (payload_start_ = std::ftell(f_)) < 0) {
+    throw std::runtime_error("writing " + name_ + ": " + std::strerror(errno));
+  }
+}
+
+std::optional<uint64_t> ArrayOutput::ReserveInPlace(uint64_t bytes) {
+  if (!positional()) return std::nullopt;
+  StartPayload();
+  if (::ftruncate(fileno(f_), static_cast<off_t>(payload_start_ + bytes)) != 0) {
+    throw std::runtime_error("sizing " + name_ + ": " + std::strerror(errno));
+  }
+  uint64_t end = end_.load();
+  while (bytes > end && !end_.compare_exchange_weak(end, bytes)) {
+  }
+  return static_cast<uint64_t>(payload_start_);
+}
+
 Sink ArrayOutput::AsSink() {
   if (!positional()) {
     return [this](const void* d, size_t n) { Write(d, n); };
   }
-  if (payload_start_ < 0) {
-    // What went through the FILE (the .npy header) must reach the file before pwrite.
-    if (std::fflush(f_) != 0 || (payload_start_ = std::ftell(f_)) < 0) {
-      throw std::runtime_error("writing " + name_ + ": " + std::strerror(errno));
-    }
-  }
+  StartPayload();
   return SinkAt([this](uint64_t offset, const void* d, size_t n) { WriteAt(offset, d, n); });
 }
 

@@ -40,6 +40,11 @@ class ArrayOutput {
   // at once); anything else in order.
   bool positional() const { return seekable_ && (format_ == Format::kRaw || (format_ == Format::kNpy && header_count_)); }
   Sink AsSink();
+  // For a writer that is not this process (a server writing a shared-memory region in place):
+  // the payload's [0, bytes) made now (the file sized for them, counted as written); returns
+  // the payload's first byte in the file. nullopt where !positional().
+  std::optional<uint64_t> ReserveInPlace(uint64_t bytes);
+  const std::string& path() const { return path_; }
   // Completes the file (header patch, flush, close); throws on an error.
   void Finish();
 
@@ -48,6 +53,7 @@ class ArrayOutput {
 
  private:
   void Put(const void* data, size_t bytes);  // to the file, checked
+  void StartPayload();  // positional: payload_start_ set, the header flushed
 
   std::string path_, name_;
   FILE* f_ = nullptr;

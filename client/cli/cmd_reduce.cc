@@ -122,9 +122,15 @@ int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
   const uint32_t lanes = ChooseLanes(a.io.lanes, in->payload_bytes(), client);
   ShardedReduceResult result;
   if (a.io.shm) {
-    const SharedRegion region = LoadRegion(*in, ShmDir(a.io.shm_dir, client));
+    const std::string dir = ShmDir(a.io.shm_dir, client);
     RegisterAtOnce(header);
-    const v1::ReduceResponse response = client.ReduceShared(header, region, region.bytes());
+    v1::ReduceResponse response;
+    if (InputFileAsRegion(dir, *in, header.mutable_shared_memory())) {  // read where it lies
+      response = client.ReduceHeaderOnly(header);
+    } else {
+      const SharedRegion region = LoadRegion(*in, dir);
+      response = client.ReduceShared(header, region, region.bytes());
+    }
     result.raw_value = RawValue(response, in->dtype());
     result.element_count = response.element_count();
     result.timing = FromProto(response.timing());

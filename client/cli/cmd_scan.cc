@@ -87,11 +87,21 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
     return 0;
   }
   Client client(MakeClientOptions(g));
-  if (a.io.shm) {  // in place in one region: loaded from the file, scanned, written out
-    SharedRegion region = LoadRegion(*in, ShmDir(a.io.shm_dir, client));
+  bool where_they_lie = false;  // --shm on the files themselves
+  if (a.io.shm) {
+    const std::string dir = ShmDir(a.io.shm_dir, client);
     RegisterAtOnce(header);
-    timing = client.ScanShared(header, region, region.bytes());
-    SaveRegion(region, region.bytes(), out);
+    v1::SharedMemory files = header.shared_memory();
+    if (InputFileAsRegion(dir, *in, &files) && OutputFileAsRegion(dir, out, files.bytes(), &files)) {
+      // Both files lie under the server's --shm-dir: it reads and writes them where they are.
+      *header.mutable_shared_memory() = files;
+      timing = FromProto(client.ScanHeaderOnly(header).timing());
+      where_they_lie = true;
+    } else {  // in place in one region: loaded from the file, scanned, written out
+      SharedRegion region = LoadRegion(*in, dir);
+      timing = client.ScanShared(header, region, region.bytes());
+      SaveRegion(region, region.bytes(), out);
+    }
   } else {
     ProgressBar bar(!g.no_progress, in->payload_bytes());
     const uint32_t lanes = ChooseLanes(a.io.lanes, in->payload_bytes(), client);
@@ -108,6 +118,7 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
 
   Report report(g.json);
   report.Field("element_count", std::to_string(out.elements()));
+  if (where_they_lie) report.Note("read and written where the files lie, under the server's --shm-dir");
   report.Note("scanned " + std::to_string(out.elements()) + " " + DTypeName(in->dtype()) +
               " elements (" + a.op + (a.exclusive ? ", exclusive" : ", inclusive") + ")");
   report.Print(&timing);

@@ -1,6 +1,8 @@
 #include "shm_option.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <optional>
 #include <stdexcept>
 
 namespace gpuscan::cli {
@@ -21,6 +23,32 @@ std::string ShmDir(const std::string& asked, Client& client) {
     throw std::runtime_error("--shm: the server serves no shared memory (start it with --shm-dir DIR)");
   }
   return limits.shm_dir();
+}
+
+bool DirectlyUnder(const std::string& dir, const std::string& path) {
+  if (path.empty() || path == "-") return false;
+  std::error_code e1, e2;
+  const auto d = std::filesystem::canonical(dir, e1);
+  const auto p = std::filesystem::weakly_canonical(path, e2);
+  return !e1 && !e2 && p.has_parent_path() && p.parent_path() == d;
+}
+
+bool InputFileAsRegion(const std::string& dir, const ArrayInput& in, v1::SharedMemory* m) {
+  const std::optional<ArrayInput::FileSpan> span = in.InFile();
+  if (!span || !DirectlyUnder(dir, span->path)) return false;
+  m->set_region(std::filesystem::path(span->path).filename().string());
+  m->set_offset(span->offset);
+  m->set_bytes(span->bytes);
+  return true;
+}
+
+bool OutputFileAsRegion(const std::string& dir, ArrayOutput& out, uint64_t bytes, v1::SharedMemory* m) {
+  if (!DirectlyUnder(dir, out.path())) return false;
+  const std::optional<uint64_t> at = out.ReserveInPlace(bytes);
+  if (!at) return false;
+  m->set_output_region(std::filesystem::path(out.path()).filename().string());
+  m->set_output_offset(*at);
+  return true;
 }
 
 SharedRegion LoadRegion(ArrayInput& in, const std::string& dir) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <regex>
@@ -338,6 +339,46 @@ TEST_F(CliE2E, CompactByRawFlagsFile) {
   EXPECT_TRUE(ReadArray<int32_t>(Path("kept.bin")) == want);
   EXPECT_NE(r.err.find("kept " + std::to_string(want.size()) + " of 100003"), std::string::npos)
       << r.err;
+}
+
+// --shm: through one-shot regions, and with files that already lie under the server's
+// --shm-dir read and written where they are (no region of the CLI's own left behind).
+TEST_F(CliE2E, ShmScansFilesWhereTheyLieOrThroughRegions) {
+  const std::string shm = Path("shm");
+  std::filesystem::create_directory(shm);
+  std::unique_ptr<server::Server> shm_server = StartCpuServer("127.0.0.1:0", shm);
+  const std::string s = " --server " + shm_server->address() + " ";
+  std::vector<int32_t> x = RandomInt32(kN);
+  const std::vector<int32_t> want = client().Scan(x).values;
+  WriteArray(Path("in.npy"), x);
+  WriteArray(shm + "/in.npy", x);
+  WriteFile(shm + "/in.bin", std::string(reinterpret_cast<const char*>(x.data()), x.size() * sizeof(int32_t)));
+  // In and out under --shm-dir: .npy (payload after its header) and raw.
+  CliRun r = Run("scan --shm" + s + "-i " + shm + "/in.npy -o " + shm + "/out.npy");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ReadArray<int32_t>(shm + "/out.npy") == want);
+  EXPECT_NE(r.err.find("where the files lie"), std::string::npos) << r.err;
+  r = Run("scan --shm" + s + "--format raw --dtype int32 -i " + shm + "/in.bin -o " + shm + "/out.bin");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ReadArray<int32_t>(shm + "/out.bin") == want);
+  // Only through regions of its own: elsewhere, or one side elsewhere.
+  r = Run("scan --shm" + s + "-i " + Path("in.npy") + " -o " + Path("out.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ReadArray<int32_t>(Path("out.npy")) == want);
+  EXPECT_EQ(r.err.find("where the files lie"), std::string::npos) << r.err;
+  r = Run("scan --shm" + s + "-i " + shm + "/in.npy -o " + Path("out2.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ReadArray<int32_t>(Path("out2.npy")) == want);
+  // Reduce reads the file where it lies.
+  r = Run("reduce --shm" + s + "-i " + shm + "/in.npy --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(JsonField(r.out, "value"), std::to_string(want.back())) << r.out;
+  // Nothing but the files named here under --shm-dir.
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(shm)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"in.bin", "in.npy", "out.bin", "out.npy"}));
+  shm_server->Shutdown();
 }
 
 // --lanes K: scan, reduce and compact striped over K connections give the one-call results.
