@@ -149,6 +149,8 @@ int gpuscan_header_call(gpuscan_client* client, int rpc, const void* request, si
             return run(gpuscan::v1::HistogramRequest{}, [&](const auto& h) { return c.HistogramHeaderOnly(h); });
           case GPUSCAN_RPC_SORT:
             return run(gpuscan::v1::SortRequest{}, [&](const auto& h) { return c.SortHeaderOnly(h); });
+          case GPUSCAN_RPC_SEGMENTED_SCAN:
+            return run(gpuscan::v1::SegmentedScanRequest{}, [&](const auto& h) { return c.SegmentedScanHeaderOnly(h); });
           default: throw std::invalid_argument("gpuscan: rpc " + std::to_string(rpc) + " is none of GPUSCAN_RPC_*");
         }
       },

@@ -58,8 +58,8 @@ GPUSCAN_CAPI int gpuscan_compact(gpuscan_client* client, const void* header, siz
                                  size_t error_len);
 
 /* A call whose header says where its arrays lie (header.device_memory or header.shared_memory):
- * `request` is a serialized ScanRequest, ReduceRequest, CompactRequest, HistogramRequest or
- * SortRequest (rpc GPUSCAN_RPC_*) carrying the header alone; it goes out with the half-close and
+ * `request` is a serialized ScanRequest, ReduceRequest, CompactRequest, HistogramRequest,
+ * SortRequest or SegmentedScanRequest (rpc GPUSCAN_RPC_*) carrying the header alone; it goes out with the half-close and
  * the final response comes back serialized (ScanResponse, ...) into `response`, room for
  * `response_cap` bytes, its length in *response_len (RESOURCE_EXHAUSTED when it does not fit).
  * Never retried. */
@@ -68,6 +68,7 @@ GPUSCAN_CAPI int gpuscan_compact(gpuscan_client* client, const void* header, siz
 #define GPUSCAN_RPC_COMPACT 2
 #define GPUSCAN_RPC_HISTOGRAM 3
 #define GPUSCAN_RPC_SORT 4
+#define GPUSCAN_RPC_SEGMENTED_SCAN 5
 GPUSCAN_CAPI int gpuscan_header_call(gpuscan_client* client, int rpc, const void* request, size_t request_len,
                                      void* response, size_t response_cap, size_t* response_len, char* error,
                                      size_t error_len);

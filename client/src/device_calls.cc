@@ -114,6 +114,12 @@ v1::HistogramResponse Client::HistogramHeaderOnly(const v1::HistogramHeader& hea
       header, [&](v1::HistogramResponse* r) { return stub_->Histogram(ctx.get(), r); });
 }
 
+v1::ScanResponse Client::SegmentedScanHeaderOnly(const v1::SegmentedScanHeader& header) {
+  auto ctx = NewContext();
+  return BidiHeaderOnly<v1::SegmentedScanRequest, v1::ScanResponse>(
+      header, [&] { return stub_->SegmentedScan(ctx.get()); }, "SegmentedScan");
+}
+
 v1::SortResponse Client::SortHeaderOnly(const v1::SortHeader& header) {
   auto ctx = NewContext();
   return BidiHeaderOnly<v1::SortRequest, v1::SortResponse>(header, [&] { return stub_->Sort(ctx.get()); }, "Sort");

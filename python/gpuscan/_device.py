@@ -4,7 +4,7 @@ header alone, naming each array by the CUDA IPC handle of the allocation that ho
 offset there, and the server runs its kernels on that memory.
 
 Any object with __cuda_array_interface__ (CuPy, PyTorch, Numba, ...) travels this way, for scan,
-reduce, compact, histogram and sort. Nothing here imports CuPy or PyTorch: the handles come from the
+reduce, compact, histogram, sort and segmented scan. Nothing here imports CuPy or PyTorch: the handles come from the
 CUDA driver (libcuda.so.1) through ctypes, loaded on the first exported array. Only allocating a
 result (scan without out=, compact, sort) uses the array's own library, CuPy's or PyTorch's.
 
@@ -28,8 +28,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from ._chunking import histogram_result, reduce_value
-from ._types import DTYPE_NAMES, HistogramResult, Timing, histogram_header, wire_dtype
-from .errors import FailedPrecondition, Internal
+from ._types import DTYPE_NAMES, KEY_DTYPE_NAMES, HistogramResult, Timing, histogram_header, wire_dtype
+from .errors import FailedPrecondition, Internal, Unimplemented
 from .v1 import gpuscan_pb2 as pb
 
 HANDLE_BYTES = 64      # sizeof(CUipcMemHandle)
@@ -104,7 +104,8 @@ def _checked_dtype(typestr: str, flags: bool) -> Tuple[Optional[np.dtype], str]:
     dtype = dtype.newbyteorder("=")
     if flags:
         if dtype.itemsize != 1 or dtype.kind not in "biu":
-            return None, f"must be a bool, int8 or uint8 CUDA array (nonzero keeps), got dtype {dtype}"
+            return None, (f"must be a bool, int8 or uint8 CUDA array (one byte per element, nonzero: true), got "
+                          f"dtype {dtype}")
     elif dtype.kind not in "iuf" or dtype.name not in DTYPE_NAMES:
         return None, f"has dtype {dtype}, which is not served (supported: {', '.join(DTYPE_NAMES)})"
     return dtype, ""
@@ -157,8 +158,8 @@ def refuse(op: str, **arrays) -> None:
     for name, a in arrays.items():
         if is_device(a):
             raise TypeError(f"gpuscan: {op} takes host arrays, and {name} is a CUDA array (__cuda_array_interface__): "
-                            "the device path serves scan, reduce, compact, histogram and sort only; copy it to the "
-                            f"host first (cupy.asnumpy({name}), {name}.cpu().numpy())")
+                            "the device path serves scan, reduce, compact, histogram, sort and segmented scan only; "
+                            f"copy it to the host first (cupy.asnumpy({name}), {name}.cpu().numpy())")
 
 
 def empty(like, shape: Tuple[int, ...], dtype) -> Any:
@@ -219,7 +220,8 @@ class Exported:
 # DeviceMemory's fields for the arrays a call names besides its input (each <field>_handle and
 # <field>_offset), and how errors call them.
 _FIELD_WORDS = {"output": "output", "indices": "indices", "flags": "flags", "values": "values",
-                "values_output": "sorted values"}
+                "values_output": "sorted values", "keys": "keys"}
+_INEXACT_SEGMENTED = (pb.OPERATOR_SUM, pb.OPERATOR_PRODUCT)  # on floats: not served on device memory yet
 _SORT_KEYS = (pb.SORT_OUTPUT_KEYS, pb.SORT_OUTPUT_KEYS_AND_VALUES, pb.SORT_OUTPUT_KEYS_AND_INDICES)
 _SORT_INDICES = (pb.SORT_OUTPUT_INDICES, pb.SORT_OUTPUT_KEYS_AND_INDICES)
 RESPONSE_SLACK = 4096  # a bound on a final response's bytes besides a histogram's bins (Timing, counts)
@@ -229,7 +231,7 @@ class Call:
     """One device-memory call (a shared.Call's protocol: serialized, feed_scan, feed_compact,
     reduce_value, finish, `with`; and feed_sort, histogram_value): its single request, the arrays
     it names, the checks of the final response. Built by the client from checked arrays (scan,
-    reduce, compact, histogram, sort); export() fills header.device_memory once the server's
+    reduce, compact, histogram, sort, segmented scan: feed_scan); export() fills header.device_memory once the server's
     ServerInfo is known. Results: `result` (a scan's output), `values`/`indices` (a compact's, of
     n elements; `kept` of them written), `keys`/`sorted_values`/`indices` (a sort's, n elements
     each, None where its output has none), histogram_value()'s HistogramResult."""
@@ -253,6 +255,7 @@ class Call:
         self._named: Dict[str, Array] = {}
         # Results to allocate once the server is known: (attribute, shape, dtype, field).
         self._new: List[Tuple[str, tuple, np.dtype, str]] = []
+        self._words = _FIELD_WORDS  # how errors call each field's array (a segmented scan's heads: "heads")
 
     @classmethod
     def scan(cls, request, x: Array, out) -> "Call":
@@ -267,6 +270,41 @@ class Call:
         if call._named["output"].readonly:
             raise ValueError("gpuscan: x is read-only (its __cuda_array_interface__ says so): it cannot be scanned "
                              "in place")
+        return call
+
+    @classmethod
+    def segmented(cls, request, x: Array, keys, heads, out) -> "Call":
+        """A SegmentedScan: x, 1-D, its values; exactly one of keys (a 1-D CUDA array of x's length,
+        int32/int64/uint32/uint64: header.key_dtype) or heads (one byte per element, nonzero begins
+        a segment: header.heads), read in place (keys_handle/keys_offset); out as scan's. A float
+        sum or product: Unimplemented, before any call (the server does not serve them on device
+        memory yet; the host path does)."""
+        what = "keys" if heads is None else "heads"
+        if len(x.shape) != 1:
+            raise ValueError(f"gpuscan: segmented_scan takes a 1-D CUDA array, x has shape {x.shape}; pass x.ravel()")
+        h = request.header
+        s = array(keys if heads is None else heads, what, flags=heads is not None)
+        if heads is None:
+            if s.dtype.name not in KEY_DTYPE_NAMES:
+                raise ValueError(f"gpuscan: keys must be a CUDA array of {', '.join(KEY_DTYPE_NAMES)}, got dtype "
+                                 f"{s.dtype}: the device path reads them in place, never widened; pass "
+                                 "keys.astype('int32') (a copy)")
+            h.key_dtype = wire_dtype(s.dtype)
+        else:
+            h.heads = True
+        if len(s.shape) != 1:
+            raise ValueError(f"gpuscan: {what} must be 1-D, got shape {s.shape}; pass {what}.ravel()")
+        if s.n != x.n:
+            raise ValueError(f"gpuscan: {what} has {s.n} elements but x has {x.n}: they must match")
+        if x.dtype.kind == "f" and h.op in _INEXACT_SEGMENTED:
+            raise Unimplemented(
+                f"gpuscan: a {x.dtype} {pb.Operator.Name(h.op).replace('OPERATOR_', '').lower()} segmented scan of "
+                "device memory is not served yet (float sums and products, segmented, on device memory: the "
+                "server answers UNIMPLEMENTED; min and max, and every integer operator, are served); the host "
+                f"path serves them: pass host arrays (cupy.asnumpy(x), cupy.asnumpy({what}))")
+        call = cls.scan(request, x, out)
+        call._named["keys"] = s
+        call._words = {**_FIELD_WORDS, "keys": what}
         return call
 
     @classmethod
@@ -332,11 +370,11 @@ class Call:
         drv = driver()
         at = drv.locate(self.x.ptr, "x")
         check_device(info, at.device_uuid, target)
-        named = [(field, a, at if a is self.x else drv.locate(a.ptr, _FIELD_WORDS[field]))
+        named = [(field, a, at if a is self.x else drv.locate(a.ptr, self._words[field]))
                  for field, a in self._named.items()]
         for field, _, other in named:
             if other.device_uuid != at.device_uuid:
-                raise ValueError(f"gpuscan: the {_FIELD_WORDS[field]} array is on another GPU than x "
+                raise ValueError(f"gpuscan: the {self._words[field]} array is on another GPU than x "
                                  f"({uuid_text(at.device_uuid)})")
         for stream in {a.stream for a in (self.x, *(a for _, a, _ in named))} - {None}:
             drv.synchronize(at.ordinal, stream)
@@ -344,9 +382,9 @@ class Call:
         src = drv.export(self.x.ptr, self.x.nbytes, "x", at)
         dm.device_uuid, dm.handle, dm.offset, dm.bytes = at.device_uuid, src.handle, src.offset, self.x.nbytes
         for field, a, other in named:
-            if self._scan and a.ptr == self.x.ptr:
+            if self._scan and field == "output" and a.ptr == self.x.ptr:
                 continue  # out is x's memory: in place (output_handle empty)
-            e = drv.export(a.ptr, a.nbytes, _FIELD_WORDS[field], other)
+            e = drv.export(a.ptr, a.nbytes, self._words[field], other)
             setattr(dm, f"{field}_handle", e.handle)
             setattr(dm, f"{field}_offset", e.offset)
 

@@ -102,7 +102,7 @@ def _declare(lib: ctypes.CDLL) -> None:
 
 # gpuscan_header_call's RPCs (GPUSCAN_RPC_* of gpuscan_capi.h).
 RPC_SCAN, RPC_REDUCE, RPC_COMPACT = 0, 1, 2
-RPC_HISTOGRAM, RPC_SORT = 3, 4
+RPC_HISTOGRAM, RPC_SORT, RPC_SEGMENTED_SCAN = 3, 4, 5
 
 
 def find(paths: List[str]) -> Tuple[Optional[ctypes.CDLL], str, str]:

@@ -281,12 +281,19 @@ class AsyncClient(_Calls):
         self._timing_var.set(await self._retrying(p, attempt))
         return p.out if p.result is None else p.result
 
-    @_client_doc()
+    @_client_doc("no native path")
     async def segmented_scan(self, x, keys=None, *, heads=None, op: str = "sum", exclusive: bool = False,
                              out: Optional[np.ndarray] = None, copy: bool = False, timeout: Optional[float] = None,
                              retries: Optional[int] = None) -> np.ndarray:
-        return await self._scanned(
-            self._prepare_segmented(x, keys, heads, op, exclusive, out, copy, retries, timeout), self._segmented)
+        p = self._prepare_segmented(x, keys, heads, op, exclusive, out, copy, retries, timeout)
+        call = await self._header_only(p)
+        if call is not None:  # never retried: an in-place scan may have written over its input
+            with call:
+                async for raw in self._stream(self._segmented, call.serialized(), p.timeout):
+                    call.feed_scan(raw)
+                self._timing_var.set(call.finish())
+            return call.result
+        return await self._scanned(p, self._segmented)
 
     @_client_doc()
     async def scan2d(self, x, op: str = "sum", *, out: Optional[np.ndarray] = None, copy: bool = False,

@@ -320,7 +320,16 @@ class _Calls:
                          per=_chunking.chunk_elements(self.chunk_bytes, x.itemsize))
 
     def _prepare_segmented(self, x, keys, heads, op, exclusive, out, copy, retries, timeout) -> _Prepared:
-        _device.refuse("segmented_scan", x=x, keys=keys, heads=heads, out=out)
+        """x a CUDA array (keys or heads and out too): .device, the call; else streamed into .out."""
+        src = _device.source(x, keys=keys, heads=heads, out=out)
+        if src is not None:
+            self._one_segmentation(keys, heads)
+            wire = _types.wire_dtype(src.dtype)
+            header = pb.SegmentedScanHeader(dtype=wire, op=_types.operator(op, wire),
+                                            kind=pb.SCAN_KIND_EXCLUSIVE if exclusive else pb.SCAN_KIND_INCLUSIVE,
+                                            element_count=src.n)
+            return self._prepare_device(_device.Call.segmented(pb.SegmentedScanRequest(header=header), src, keys,
+                                                               heads, out), _wire.SEGMENTED_DATA, retries, timeout)
         x, side, request, out = self._segmented_args(x, keys, heads, op, exclusive, out, copy)
         retries, timeout = self._call_options(retries, timeout)
         out = self._scan_out(x, out)
@@ -458,9 +467,7 @@ class _Calls:
         """x checked as scan's, the keys or head bytes (`side`: contiguous, little-endian, len(x)
         elements), the first request, and out checked (None stays None). Every check before any
         call: ValueError (a bitwise operator on floats: InvalidArgument, as scan's)."""
-        if (keys is None) == (heads is None):
-            raise ValueError("gpuscan: segmented_scan needs exactly one of keys= (segments: runs of equal "
-                             "keys) or heads= (segments begin at nonzero heads)")
+        self._one_segmentation(keys, heads)
         x, wire = check_array(x, copy=copy)
         header = pb.SegmentedScanHeader(dtype=wire, op=_types.operator(op, wire),
                                         kind=pb.SCAN_KIND_EXCLUSIVE if exclusive else pb.SCAN_KIND_INCLUSIVE,
@@ -476,6 +483,12 @@ class _Calls:
             raise ValueError(f"gpuscan: {what} has {len(side)} elements but x has {len(x)}: they must match")
         self._check_out(x, out)
         return x, side, pb.SegmentedScanRequest(header=header), out
+
+    @staticmethod
+    def _one_segmentation(keys, heads) -> None:
+        if (keys is None) == (heads is None):
+            raise ValueError("gpuscan: segmented_scan needs exactly one of keys= (segments: runs of equal "
+                             "keys) or heads= (segments begin at nonzero heads)")
 
     def _scan2d_args(self, x, op, out, copy=False):
         """x as a 2-D C-contiguous little-endian matrix (copy=True: a non-contiguous or big-endian
@@ -1008,9 +1021,26 @@ class Client(_Calls):
         product associate in the server's deterministic tree, not a sequential loop). timeout:
         this call's seconds (None: the client's; 0: none), every try and wait included. retries
         as scan's (in place, with out overlapping x or the keys, not retried). No lanes, shared
-        memory or native path: a SharedArray is streamed."""
-        return self._scanned(self._prepare_segmented(x, keys, heads, op, exclusive, out, copy, retries, timeout),
-                             self._segmented)
+        memory or native path for host arrays: a SharedArray is streamed.
+
+        x a CUDA array (see scan), with keys or heads CUDA arrays too, on x's GPU: the server scans
+        x where it lies (CUDA IPC; nothing crosses the host). x 1-D and C-contiguous; keys
+        int32/int64/uint32/uint64 (read in place: never widened, ValueError otherwise) or heads
+        bool/int8/uint8, each 1-D of len(x); out= a CUDA array of x's dtype and size (out=x: in
+        place) or None (a new array like x, as scan's). Every operator on integers, and min/max
+        on floats; a float32/float64 sum or product is not served on device memory yet:
+        gpuscan.Unimplemented before any call (the host path serves it: pass host arrays). Host
+        and CUDA arrays mixed: TypeError. The server must serve device memory on x's GPU, as
+        scan's; copy= does not apply; not retried."""
+        p = self._prepare_segmented(x, keys, heads, op, exclusive, out, copy, retries, timeout)
+        call = self._header_only(p)
+        if call is not None:  # never retried: an in-place scan may have written over its input
+            with call:
+                for raw in self._header_only_responses(call, _native.RPC_SEGMENTED_SCAN, self._segmented, p.timeout):
+                    call.feed_scan(raw)
+                self._set_timing(call.finish())
+            return call.result
+        return self._scanned(p, self._segmented)
 
     def scan2d(self, x, op: str = "sum", *, out: Optional[np.ndarray] = None, copy: bool = False,
                timeout: Optional[float] = None, retries: Optional[int] = None) -> np.ndarray:

@@ -125,6 +125,12 @@ class SegmentedScanSession : public Session {
   // n keys of its key_dtype or n head bytes (raw bytes, any alignment; out does not alias).
   // Segments continue across calls.
   virtual void Process(const void* values, const void* keys, void* out, uint64_t n, StageTimes& times) = 0;
+  // The whole array at once in this session's device memory (ScanSession::ProcessDevice); `out`
+  // may be `values` (in place).
+  virtual void ProcessDevice(const void* /*values*/, const void* /*keys*/, void* /*out*/, uint64_t /*n*/,
+                             StageTimes& /*times*/) {
+    throw Error(ErrorCode::kUnimplemented, "this segmented scan is not computed on device memory");
+  }
 };
 
 class ReduceByKeySession : public Session {

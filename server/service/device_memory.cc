@@ -177,6 +177,7 @@ grpc::Status CheckHeader(const v1::DeviceMemory& h, bool with_shared_memory, siz
   }
   for (const auto& [handle, field] :
        {std::pair{&h.handle(), "handle"}, std::pair{&h.output_handle(), "output_handle"},
+        std::pair{&h.keys_handle(), "keys_handle"},
         std::pair{&h.indices_handle(), "indices_handle"}, std::pair{&h.flags_handle(), "flags_handle"},
         std::pair{&h.values_handle(), "values_handle"}, std::pair{&h.values_output_handle(), "values_output_handle"}}) {
     if (handle->size() == kHandleBytes || (handle->empty() && std::string(field) != "handle")) continue;
@@ -269,6 +270,15 @@ grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::
     if (!r.set && r.offset == 0) continue;
     return Invalid(kPrefix + field + " " + r.shown + ": only a Sort with values reads and writes them");
   }
+  const NamedRange keys = Handle(h.keys_handle(), h.keys_offset());
+  if (needs.key_bytes == 0 && (keys.set || keys.offset != 0)) {
+    return Invalid(kPrefix + "keys_handle " + keys.shown + ": only a SegmentedScan reads keys");
+  }
+  if (needs.key_bytes > 0 && !keys.set) return Invalid(kPrefix + "keys_handle: required for the segment keys");
+  if (needs.key_bytes > 0 && h.keys_offset() % needs.key_bytes != 0) {
+    return Invalid(kPrefix + "keys_offset " + std::to_string(h.keys_offset()) +
+                   " is not a multiple of the element size " + std::to_string(needs.key_bytes));
+  }
   if (auto s = Admit(handles, peer, h.device_uuid()); !s.ok()) return s;
   if (auto s = OpenInput(handles, h, out); !s.ok()) return s;
   const uint64_t n = h.bytes() / element_size;
@@ -289,6 +299,16 @@ grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::
   }
   if (needs.indices_output) {
     if (auto s = OpenIndices(handles, h, n, out, &outputs); !s.ok()) return s;
+  }
+  if (needs.key_bytes > 0) {
+    std::byte* at = nullptr;
+    if (auto s = OpenRange(handles, uuid, "keys_handle", h.keys_handle(), h.keys_offset(), n * needs.key_bytes,
+                           &out->keys_memory, &at);
+        !s.ok()) {
+      return s;
+    }
+    out->keys = at;
+    inputs.push_back({at, n * needs.key_bytes, "keys_handle"});
   }
   if (needs.flags_input) {
     std::byte* at = nullptr;
@@ -319,6 +339,7 @@ grpc::Status OpenDeviceSort(IpcHandles& handles, const std::string& peer, const 
       {Handle(h.values_output_handle(), h.values_output_offset()), "values_output_handle", needs.value_size > 0,
        "the sorted values"},
       {Handle(h.flags_handle(), h.flags_offset()), "flags_handle", false, ""},
+      {Handle(h.keys_handle(), h.keys_offset()), "keys_handle", false, ""},
   };
   for (const auto& side : sides) {
     if (side.wanted && !side.range.set) {

@@ -73,6 +73,8 @@ struct DeviceRanges {
   std::byte* values = nullptr;         // Sort with values: the values, and where they go sorted
   std::byte* values_output = nullptr;  // (`values` itself in place)
   std::shared_ptr<engine::IpcMemory> values_memory, values_output_memory;
+  std::byte* keys = nullptr;  // SegmentedScan: the keys or head bytes
+  std::shared_ptr<engine::IpcMemory> keys_memory;
   uint64_t elements = 0;
   engine::Engine* engine = nullptr;  // the device's engine: sessions come from it
   std::string device;                // how Timing names that device (empty: the engine's name)

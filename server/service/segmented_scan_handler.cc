@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 
+#include "service/device_memory.h"
 #include "service/flags_aligner.h"
 #include "service/handlers.h"
 #include "service/raw_wire.h"
@@ -34,14 +35,27 @@ class SegmentedScanCall final
     checker_.emplace(spec_.dtype, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     elem_size_ = engine::SizeOf(spec_.dtype);
     aligner_.emplace(elem_size_, side.size);
+    if (header.has_device_memory()) {
+      SharedNeeds needs;
+      needs.scan_output = true;
+      needs.key_bytes = side.size;
+      return OpenDevice(*ctx_.device_ipc, Peer(), header.device_memory(), false, elem_size_, needs, count,
+                        &device_.emplace());
+    }
     return grpc::Status::OK;
   }
 
   grpc::Status CheckRequest(const SegmentedScanChunk& req, uint64_t index) override {
+    if (device_) {
+      if (auto s = NoInlinePayload(req.data.size(), "data", index, "header.device_memory"); !s.ok()) return s;
+      return NoInlinePayload(req.keys.size(), "keys", index, "header.device_memory");
+    }
     return checker_->Add(req.data.size(), req.keys.size(), index);
   }
 
-  void Open() override { session_ = ctx_.engine->NewSegmentedScan(spec_); }
+  void Open() override {
+    session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewSegmentedScan(spec_); });
+  }
 
   void Process(SegmentedScanChunk& req, std::vector<ScanReply>& out) override {
     bytes_in_ += req.data.size() + req.keys.size();
@@ -57,7 +71,15 @@ class SegmentedScanCall final
   }
 
   grpc::Status Complete(std::vector<ScanReply>& out) override {
-    if (auto s = checker_->Finish(); !s.ok()) return s;
+    if (device_) {
+      session_->ProcessDevice(device_->in, device_->keys, device_->out, device_->elements, stages_);
+      processed_ = device_->elements;
+      bytes_in_ = processed_ * (elem_size_ + SegmentedScanSide(spec_).size);
+      bytes_out_ = processed_ * elem_size_;
+      ++chunks_;
+    } else if (auto s = checker_->Finish(); !s.ok()) {
+      return s;
+    }
     v1::ScanResponse& last = out.emplace_back().msg;
     last.set_element_count(processed_);
     FillTiming(last.mutable_timing(), session_->algorithm());
@@ -78,6 +100,7 @@ class SegmentedScanCall final
 
  private:
   engine::SegmentedScanSpec spec_;
+  std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges
   std::optional<PairedChecker> checker_;
   std::unique_ptr<engine::SegmentedScanSession> session_;
   size_t elem_size_ = 4;

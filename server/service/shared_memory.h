@@ -29,6 +29,7 @@ struct SharedNeeds {
   bool indices_output = false;  // Compact: kept indices
   bool flags_input = false;     // Compact with use_flags
   const char* rpc = "Reduce";   // the RPC, for "... writes no output"
+  size_t key_bytes = 0;         // SegmentedScan on device memory: bytes of keys per element
 };
 
 // One output or side range as a header names it: set (a region or handle given), how an error

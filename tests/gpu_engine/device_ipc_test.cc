@@ -198,6 +198,41 @@ TEST_F(DeviceSessionTest, HistogramsAndSortsEqualTheHostPath) {
   }
 }
 
+TEST_F(DeviceSessionTest, SegmentedScansEqualTheStreamedPath) {
+  GPUSCAN_SEEDED_RNG(rng);
+  for (size_t n : kSizes) {
+    const std::vector<int32_t> x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(n, rng);
+    std::vector<int64_t> keys(n);
+    std::vector<uint8_t> heads(n);
+    int64_t key = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (rng() % 97 == 0) ++key;  // runs of ~97, some crossing the tile and sub-chunk edges
+      keys[i] = key;
+      heads[i] = i == 0 || keys[i] != keys[i - 1];
+    }
+    for (bool use_heads : {false, true}) {
+      engine::SegmentedScanSpec spec;
+      spec.dtype = engine::DType::kInt32;
+      spec.op = engine::Op::kSum;
+      spec.exclusive = use_heads;
+      spec.heads = use_heads;
+      spec.key_dtype = engine::DType::kInt64;
+      const void* k = use_heads ? static_cast<const void*>(heads.data()) : keys.data();
+      std::vector<int32_t> streamed(n);
+      engine::StageTimes t;
+      engine_->NewSegmentedScan(spec)->Process(x.data(), k, streamed.data(), n, t);
+      DeviceVector<int32_t> dx(x), out(n);
+      DeviceVector<int64_t> dk(keys);
+      DeviceVector<uint8_t> dh(heads);
+      const void* dkeys = use_heads ? static_cast<const void*>(dh.get()) : dk.get();
+      engine_->NewSegmentedScan(spec)->ProcessDevice(dx.get(), dkeys, out.get(), n, t);
+      EXPECT_EQ(out.Host(), streamed) << "n=" << n << " heads=" << use_heads;
+      engine_->NewSegmentedScan(spec)->ProcessDevice(dx.get(), dkeys, dx.get(), n, t);  // in place
+      EXPECT_EQ(dx.Host(), streamed) << "in place n=" << n << " heads=" << use_heads;
+    }
+  }
+}
+
 // ---- through a server process
 
 std::string ServerPath() {
@@ -323,6 +358,22 @@ class DeviceIpcTest : public ::testing::Test {
       for (size_t i = 0; i < n; ++i) sorted[i] = unsorted[order[i]];
       EXPECT_EQ(di.Host(), sorted) << "sort in place n=" << n;
       EXPECT_EQ(perm.Host(), order) << "argsort n=" << n;
+      // Segmented scan of the sorted keys by themselves as int32 keys (runs of equal keys).
+      DeviceVector<int32_t> seg_out(n);
+      v1::SegmentedScanHeader gh;
+      gh.set_dtype(v1::DTYPE_INT32);
+      gh.set_op(v1::OPERATOR_SUM);
+      gh.set_key_dtype(v1::DTYPE_INT32);
+      v1::DeviceMemory* gm = gh.mutable_device_memory();
+      *gm = Client::DeviceMemoryOf(di.Export());
+      gm->set_keys_handle(gm->handle());
+      gm->set_keys_offset(gm->offset());
+      const DeviceArray seg_to = seg_out.Export();
+      gm->set_output_handle(seg_to.handle);
+      gm->set_output_offset(seg_to.offset);
+      EXPECT_EQ(client.SegmentedScanHeaderOnly(gh).element_count(), n);
+      SegmentedScanOptions sso;
+      EXPECT_EQ(seg_out.Host(), client.SegmentedScan(sorted, sorted, sso).values) << "segmented n=" << n;
     }
   }
 };

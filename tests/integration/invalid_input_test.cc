@@ -774,6 +774,45 @@ void DeviceMemoryHistogramSortRows(std::vector<Row>& rows) {
   }
 }
 
+// ---- device memory on SegmentedScan (no --allow-device-ipc here)
+void DeviceMemorySegmentedRows(std::vector<Row>& rows) {
+  using S = std::vector<v1::SegmentedScanRequest>;
+  const std::string h64(64, '\x22');
+  auto seg = [&](bool keys = true) {
+    auto r = WithDeviceInput(SegHead());
+    if (keys) r.mutable_header()->mutable_device_memory()->set_keys_handle(h64);
+    return r;
+  };
+  rows.push_back(MakeRow("SegmentedDeviceMemoryOff", S{seg()}, grpc::StatusCode::FAILED_PRECONDITION,
+                         {"header.device_memory", "--allow-device-ipc"}));
+  rows.push_back(MakeRow("SegmentedDeviceNoKeys", S{seg(false)}, kInvalid,
+                         {"header.device_memory.keys_handle: required for the segment keys"}));
+  auto r = seg();
+  r.mutable_header()->mutable_device_memory()->set_keys_offset(4);  // int64 keys
+  rows.push_back(MakeRow("SegmentedDeviceKeysMisaligned", S{r}, kInvalid,
+                         {"header.device_memory.keys_offset 4", "element size 8"}));
+  r = seg();
+  r.mutable_header()->mutable_device_memory()->set_keys_handle(std::string(5, 'k'));
+  rows.push_back(MakeRow("SegmentedDeviceKeysHandleWrongSize", S{r}, kInvalid,
+                         {"header.device_memory.keys_handle has 5 bytes"}));
+  r = seg();
+  r.mutable_header()->mutable_device_memory()->set_indices_handle(h64);
+  rows.push_back(MakeRow("SegmentedDeviceIndices", S{r}, kInvalid,
+                         {"header.device_memory.indices_handle (64 bytes)", "only a Compact"}));
+  rows.push_back(MakeRow("SegmentedDeviceWithData", S{seg(), SegChunk(64, 128)}, grpc::StatusCode::FAILED_PRECONDITION,
+                         {"--allow-device-ipc"}));
+  // keys_handle on the other RPCs
+  auto scan = WithDevice(ScanHead());
+  scan.mutable_header()->mutable_device_memory()->set_keys_handle(h64);
+  rows.push_back(MakeRow("DeviceKeysOnScan", std::vector<v1::ScanRequest>{scan}, kInvalid,
+                         {"header.device_memory.keys_handle (64 bytes)", "only a SegmentedScan reads keys"}));
+  auto sort = WithDeviceInput(SortHead());
+  sort.mutable_header()->mutable_device_memory()->set_output_handle(h64);
+  sort.mutable_header()->mutable_device_memory()->set_keys_handle(h64);
+  rows.push_back(MakeRow("DeviceKeysOnSort", std::vector<v1::SortRequest>{sort}, kInvalid,
+                         {"header.device_memory.keys_handle (64 bytes)", "does not use it"}));
+}
+
 void SortRows(std::vector<Row>& rows) {
   using S = std::vector<v1::SortRequest>;
   rows.push_back(MakeRow("UnspecifiedDType", S{SortHead(v1::DTYPE_UNSPECIFIED)}, kInvalid,
@@ -1120,6 +1159,7 @@ std::vector<Row> Rows() {
   SharedMemoryRows(rows);
   DeviceMemoryRows(rows);
   DeviceMemoryHistogramSortRows(rows);
+  DeviceMemorySegmentedRows(rows);
   HistogramRows(rows);
   SegmentedRows(rows);
   ReduceByKeyRows(rows);

@@ -251,6 +251,43 @@ TEST(DeviceMemoryTest, ASortsRangesFollowItsOutput) {
   EXPECT_THAT(s.error_message(), HasSubstr("indices_handle: required for the permutation"));
 }
 
+TEST(DeviceMemoryTest, ASegmentedScansKeysAreAnInputRange) {
+  FakeIpcEngine engine(4096);
+  IpcHandles handles(&engine, true);
+  const std::string peer = "unix:/tmp/s";
+  SharedNeeds needs = ScanOutputNeeds();
+  needs.key_bytes = 8;
+  v1::DeviceMemory h = DeviceHeader('a', 0, 64);  // 16 int32 values, in place
+  DeviceRanges r;
+  grpc::Status s = OpenDevice(handles, peer, h, false, 4, needs, {}, &r);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("keys_handle: required for the segment keys"));
+  h.set_keys_handle(IpcHandleOf('b'));
+  h.set_keys_offset(4096 - 128);
+  ASSERT_TRUE(OpenDevice(handles, peer, h, false, 4, needs, {}, &r).ok());
+  EXPECT_EQ(r.out, r.in);
+  ASSERT_NE(r.keys, nullptr);
+  // The output over the keys: refused; keys past the end: OUT_OF_RANGE.
+  h.set_output_handle(IpcHandleOf('b'));
+  h.set_output_offset(4096 - 64);
+  DeviceRanges overlap;
+  s = OpenDevice(handles, peer, h, false, 4, needs, {}, &overlap);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("output_handle overlaps header.device_memory.keys_handle"));
+  h.clear_output_handle();
+  h.set_output_offset(0);
+  h.set_keys_offset(4096 - 120);
+  DeviceRanges past;
+  s = OpenDevice(handles, peer, h, false, 4, needs, {}, &past);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_THAT(s.error_message(), HasSubstr("header.device_memory.keys_offset 3976"));
+  // Keys on a plain scan: refused.
+  DeviceRanges plain;
+  s = OpenDevice(handles, peer, h, false, 4, ScanOutputNeeds(), {}, &plain);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("only a SegmentedScan reads keys"));
+}
+
 TEST(DeviceMemoryTest, OffWithoutTheFlag) {
   FakeIpcEngine engine(4096);
   IpcHandles handles(&engine, false);

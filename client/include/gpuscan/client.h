@@ -462,6 +462,7 @@ class Client {
   v1::CompactResponse CompactHeaderOnly(const v1::CompactHeader& header);
   v1::HistogramResponse HistogramHeaderOnly(const v1::HistogramHeader& header);
   v1::SortResponse SortHeaderOnly(const v1::SortHeader& header);
+  v1::ScanResponse SegmentedScanHeaderOnly(const v1::SegmentedScanHeader& header);
   v1::ReduceResponse ReduceDevice(v1::ReduceHeader header, const DeviceArray& in);
   v1::CompactResponse CompactDevice(v1::CompactHeader header, const DeviceArray& in, const DeviceArray* flags,
                                     const DeviceArray* values_out, const DeviceArray* indices_out);

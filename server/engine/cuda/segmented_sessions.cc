@@ -52,6 +52,25 @@ class CudaSegmentedScan final : public SegmentedScanSession {
         keys, key_size_);
   }
 
+  void ProcessDevice(const void* values, const void* keys, void* out, uint64_t n, StageTimes& times) override {
+    if (n == 0) return;
+    Shared& sh = *sh_;
+    DeviceGuard guard(sh);
+    StagingLease pair(sh);
+    size_t temp_bytes = 0;
+    sh.Call(Run(nullptr, temp_bytes, nullptr, nullptr, nullptr, n, nullptr, nullptr, pair->slots[0].s()),
+            "segmented scan temp size");
+    pair->EnsureTemp(temp_bytes);
+    RunOnDevice(sh, *pair, times, [&](cudaStream_t stream) {
+      auto* carry = carry_.get(stream);
+      size_t bytes = pair->temp.size();
+      sh.Call(Run(pair->temp.get(), bytes, static_cast<const T*>(values), keys, static_cast<T*>(out), n,
+                  carry_.valid ? carry : nullptr, carry, stream),
+              "segmented scan kernel");
+      carry_.valid = true;
+    });
+  }
+
   std::string algorithm() const override { return "segmented_single_pass"; }
 
  private:
