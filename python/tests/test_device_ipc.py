@@ -1594,9 +1594,9 @@ def test_segmented_scan_float_sums(cp, dev, rng, request):
     request.addfinalizer(lambda: cp.cuda.runtime.free(raw))
     at = drv.locate(raw, "raw")
     e = drv.export(raw, 2 * n * 4, "raw", at)
-    for dtype, op in ((pb.DTYPE_FLOAT32, pb.OPERATOR_SUM), (pb.DTYPE_FLOAT64, pb.OPERATOR_PRODUCT)):
+    for dtype, op, size in ((pb.DTYPE_FLOAT32, pb.OPERATOR_SUM, 4), (pb.DTYPE_FLOAT64, pb.OPERATOR_PRODUCT, 8)):
         req = pb.SegmentedScanRequest(header=pb.SegmentedScanHeader(
-            dtype=dtype, op=op, heads=True, element_count=n // 2,
+            dtype=dtype, op=op, heads=True, element_count=4 * n // size,
             device_memory=pb.DeviceMemory(device_uuid=at.device_uuid, handle=e.handle, offset=0, bytes=4 * n,
                                           keys_handle=e.handle, keys_offset=4 * n)))
         with grpc.insecure_channel(dev.target) as ch:
