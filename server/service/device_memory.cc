@@ -89,7 +89,17 @@ grpc::Status IpcHandles::Open(const std::string& field, const std::string& uuid,
       return grpc::Status::OK;
     }
   }
-  // Opened outside the lock (a driver call); two calls opening one handle at once keep the first.
+  // Opened outside mu_ (a driver call) but one at a time: the driver refuses a second open of a
+  // handle this process holds, so a call that waited finds the first call's in the map.
+  std::lock_guard<std::mutex> opening(open_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = open_.find(key); it != open_.end()) {
+      it->second.last_used = std::chrono::steady_clock::now();
+      *out = it->second.memory;
+      return grpc::Status::OK;
+    }
+  }
   std::shared_ptr<engine::IpcMemory> memory;
   for (int attempt = 0; !memory; ++attempt) {
     try {

@@ -56,6 +56,7 @@ class IpcHandles {
   engine::Engine* engine_;
   bool enabled_;
   std::chrono::milliseconds idle_;
+  std::mutex open_mu_;  // held while a new handle is opened (before mu_)
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;
