@@ -37,16 +37,6 @@ grpc::Status OpenRange(IpcHandles& handles, const std::string& uuid, const std::
   return grpc::Status::OK;
 }
 
-std::string Hex(const std::string& bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (unsigned char c : bytes) {
-    s += digits[c >> 4];
-    s += digits[c & 15];
-  }
-  return s;
-}
-
 struct Span {
   const std::byte* at;
   uint64_t bytes;
@@ -123,9 +113,9 @@ grpc::Status IpcHandles::CheckDevice(const std::string& uuid) const {
   std::string served;
   for (const engine::DeviceInfo& d : engine_->devices()) {
     if (d.uuid == uuid) return grpc::Status::OK;
-    served += (served.empty() ? "" : ", ") + d.name + " " + Hex(d.uuid);
+    served += (served.empty() ? "" : ", ") + d.name + " " + HexText(d.uuid);
   }
-  return {grpc::StatusCode::FAILED_PRECONDITION, kPrefix + "device_uuid " + Hex(uuid) +
+  return {grpc::StatusCode::FAILED_PRECONDITION, kPrefix + "device_uuid " + HexText(uuid) +
                                                      " is not a device of this server (it serves " + served +
                                                      "): call the server of that GPU"};
 }

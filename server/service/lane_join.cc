@@ -3,6 +3,8 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/text_format.h>
 
+#include "service/status.h"
+
 namespace gpuscan::server {
 namespace {
 
@@ -51,15 +53,7 @@ std::string Diff(const Message& a, const Message& b, const std::string& prefix, 
 
 }  // namespace
 
-std::string ArrayIdText(const std::string& id) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : id) {
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
-  }
-  return out;
-}
+std::string ArrayIdText(const std::string& id) { return HexText(id); }
 
 grpc::Status CheckLanes(const v1::Lanes& lanes, size_t element_size, const ServerOptions& options, LaneSpec* spec) {
   auto invalid = [](const std::string& m) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, m); };

@@ -39,4 +39,14 @@ std::string CodeName(grpc::StatusCode code) {
   return name.empty() ? "CODE_" + std::to_string(static_cast<int>(code)) : name;
 }
 
+std::string HexText(const std::string& bytes) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
 }  // namespace gpuscan::server

@@ -24,4 +24,7 @@ inline grpc::Status ResourceExhausted(const std::string& message) {
 
 std::string CodeName(grpc::StatusCode code);  // "INVALID_ARGUMENT", ...
 
+// Raw bytes as lowercase hex, for messages naming an id (a striped array's, a device's UUID).
+std::string HexText(const std::string& bytes);
+
 }  // namespace gpuscan::server
