@@ -223,6 +223,13 @@ class AsyncClient(_Calls):
         if upload.error is not None:
             raise upload.error
 
+    async def _stream_header_only(self, call, method, timeout: Optional[float], feed) -> None:
+        """As Client._stream_header_only (grpcio's stream: no native path here)."""
+        with call:
+            async for raw in self._stream(method, call.serialized(), timeout):
+                feed(raw)
+            self._timing_var.set(call.finish())
+
     async def _header_only(self, p: _Prepared):
         """As Client._header_only."""
         if p.device is not None:
@@ -250,10 +257,7 @@ class AsyncClient(_Calls):
         p = self._prepare_scan(x, op, exclusive, algorithm, out, copy, retries, timeout)
         call = await self._header_only(p)
         if call is not None:  # never retried: an in-place scan may have written over its input
-            with call:
-                async for raw in self._stream(self._scan, call.serialized(), p.timeout):
-                    call.feed_scan(raw)
-                self._timing_var.set(call.finish())
+            await self._stream_header_only(call, self._scan, p.timeout, call.feed_scan)
             return call.result
 
         async def attempt(timeout: Optional[float]) -> Timing:
@@ -288,10 +292,7 @@ class AsyncClient(_Calls):
         p = self._prepare_segmented(x, keys, heads, op, exclusive, out, copy, retries, timeout)
         call = await self._header_only(p)
         if call is not None:  # never retried: an in-place scan may have written over its input
-            with call:
-                async for raw in self._stream(self._segmented, call.serialized(), p.timeout):
-                    call.feed_scan(raw)
-                self._timing_var.set(call.finish())
+            await self._stream_header_only(call, self._segmented, p.timeout, call.feed_scan)
             return call.result
         return await self._scanned(p, self._segmented)
 
@@ -332,10 +333,7 @@ class AsyncClient(_Calls):
         """As Client._sorted."""
         call = await self._header_only(p)
         if call is not None:  # never retried
-            with call:
-                async for raw in self._stream(self._sort, call.serialized(), p.timeout):
-                    call.feed_sort(raw)
-                self._timing_var.set(call.finish())
+            await self._stream_header_only(call, self._sort, p.timeout, call.feed_sort)
             return call.keys, call.sorted_values, call.indices
 
         async def attempt(timeout: Optional[float]):
@@ -424,10 +422,7 @@ class AsyncClient(_Calls):
         p = self._prepare_compact(x, where, predicate, indices, values, copy, retries, timeout)
         call = await self._header_only(p)
         if call is not None:
-            with call:
-                async for raw in self._stream(self._compact, call.serialized(), p.timeout):
-                    call.feed_compact(raw)
-                self._timing_var.set(call.finish())
+            await self._stream_header_only(call, self._compact, p.timeout, call.feed_compact)
             return self._compact_header_only_result(call, values, indices)
 
         async def attempt(timeout: Optional[float]) -> _chunking.CompactAssembler:

@@ -880,6 +880,14 @@ class Client(_Calls):
             return p.device
         return p.shared
 
+    def _stream_header_only(self, call, rpc: int, method, timeout: Optional[float], feed) -> None:
+        """A header-only call whose responses stream back (Scan, SegmentedScan, Sort, Compact):
+        each handed to feed (one of call's feed_*), then the call's Timing kept. Never retried."""
+        with call:
+            for raw in self._header_only_responses(call, rpc, method, timeout):
+                feed(raw)
+            self._set_timing(call.finish())
+
     def _header_only_responses(self, call, rpc: int, method, timeout: Optional[float],
                                request: Optional[bytes] = None) -> Iterator[bytes]:
         """The responses of a call that sends its header alone (`request`, serialized: call's own
@@ -964,10 +972,7 @@ class Client(_Calls):
         p = self._prepare_scan(x, op, exclusive, algorithm, out, copy, retries, timeout)
         call = self._header_only(p)
         if call is not None:  # never retried: an in-place scan may have written over its input
-            with call:
-                for raw in self._header_only_responses(call, _native.RPC_SCAN, self._scan, p.timeout):
-                    call.feed_scan(raw)
-                self._set_timing(call.finish())
+            self._stream_header_only(call, _native.RPC_SCAN, self._scan, p.timeout, call.feed_scan)
             return call.result
         if self._takes_native(p):
             h = p.request.header
@@ -1035,10 +1040,7 @@ class Client(_Calls):
         p = self._prepare_segmented(x, keys, heads, op, exclusive, out, copy, retries, timeout)
         call = self._header_only(p)
         if call is not None:  # never retried: an in-place scan may have written over its input
-            with call:
-                for raw in self._header_only_responses(call, _native.RPC_SEGMENTED_SCAN, self._segmented, p.timeout):
-                    call.feed_scan(raw)
-                self._set_timing(call.finish())
+            self._stream_header_only(call, _native.RPC_SEGMENTED_SCAN, self._segmented, p.timeout, call.feed_scan)
             return call.result
         return self._scanned(p, self._segmented)
 
@@ -1128,10 +1130,7 @@ class Client(_Calls):
         """One Sort call (retried as reduce_by_key's): (keys, values, indices), None where not asked."""
         call = self._header_only(p)
         if call is not None:  # never retried
-            with call:
-                for raw in self._header_only_responses(call, _native.RPC_SORT, self._sort, p.timeout):
-                    call.feed_sort(raw)
-                self._set_timing(call.finish())
+            self._stream_header_only(call, _native.RPC_SORT, self._sort, p.timeout, call.feed_sort)
             return call.keys, call.sorted_values, call.indices
 
         def attempt(timeout: Optional[float]):
@@ -1264,10 +1263,7 @@ class Client(_Calls):
         p = self._prepare_compact(x, where, predicate, indices, values, copy, retries, timeout)
         call = self._header_only(p)
         if call is not None:
-            with call:
-                for raw in self._header_only_responses(call, _native.RPC_COMPACT, self._compact, p.timeout):
-                    call.feed_compact(raw)
-                self._set_timing(call.finish())
+            self._stream_header_only(call, _native.RPC_COMPACT, self._compact, p.timeout, call.feed_compact)
             return self._compact_header_only_result(call, values, indices)
         # Natively the kept values and indices are written at their kept offsets, so a retried
         # try writes every position again.
