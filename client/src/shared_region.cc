@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <random>
+#include <stdexcept>
 #include <system_error>
 #include <utility>
 
@@ -30,21 +31,24 @@ std::string RandomName() {
 
 }  // namespace
 
-SharedRegion SharedRegion::Create(const std::string& dir, size_t bytes) {
+SharedRegion SharedRegion::Create(const std::string& dir, size_t bytes, bool populate) {
   SharedRegion r;
   r.name_ = RandomName();
   r.path_ = dir + "/" + r.name_;
   int fd = open(r.path_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0660);
   if (fd < 0) Fail("cannot create shared-memory region", r.path_);
   r.bytes_ = bytes;  // from here ~SharedRegion deletes the file
-  if (fchmod(fd, 0660) != 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+  // posix_fallocate returns its error rather than setting errno.
+  const int reserved = populate && bytes > 0 ? posix_fallocate(fd, 0, static_cast<off_t>(bytes)) : 0;
+  if (reserved != 0) errno = reserved;
+  if (reserved != 0 || fchmod(fd, 0660) != 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     const int err = errno;
     close(fd);
     errno = err;
     Fail("cannot size shared-memory region", r.path_);
   }
   if (bytes > 0) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, 0);
     const int err = errno;
     close(fd);
     errno = err;
@@ -57,6 +61,19 @@ SharedRegion SharedRegion::Create(const std::string& dir, size_t bytes) {
 }
 
 SharedRegion::~SharedRegion() { Release(); }
+
+SharedSpan SharedRegion::Span(size_t offset, size_t bytes) const {
+  if (offset > bytes_ || (bytes != SIZE_MAX && bytes > bytes_ - offset)) {
+    throw std::out_of_range("gpuscan: span [" + std::to_string(offset) + ", +" + std::to_string(bytes) +
+                            ") outside the " + std::to_string(bytes_) + "-byte region " + name_);
+  }
+  SharedSpan s;
+  s.region = name_;
+  s.offset = offset;
+  s.bytes = bytes == SIZE_MAX ? bytes_ - offset : bytes;
+  s.data = data_ == nullptr ? nullptr : static_cast<char*>(data_) + offset;
+  return s;
+}
 
 SharedRegion::SharedRegion(SharedRegion&& other) noexcept { *this = std::move(other); }
 

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -118,6 +119,54 @@ TEST_F(SharedMemoryTest, EveryDTypeAndOperatorMatchesTheReference) {
   check(int64_t{}, v1::OPERATOR_SUM, ops::Sum<int64_t>{});
   check(uint64_t{}, v1::OPERATOR_MIN, ops::Min<uint64_t>{});
   check(double{}, v1::OPERATOR_MAX, ops::Max<double>{});
+}
+
+// Pieces of a client's arena (shared_arena.h): each call names its region at the piece's
+// offset and says it is an arena's; every input and output is a fresh piece of one or two
+// regions, reused as pieces go back, so a stale or misplaced offset would show.
+TEST_F(SharedMemoryTest, ArenaPiecesAtTheirOffsets) {
+  Client client(server_->client_options());
+  GPUSCAN_SEEDED_RNG(rng);
+  SharedArena arena(*dir_);
+  v1::ReduceHeader rh;
+  rh.set_dtype(v1::DTYPE_INT64);
+  rh.set_op(v1::OPERATOR_MIN);
+  size_t regions = 0;
+  for (int round = 0; round < 2; ++round) {
+    if (round == 1) regions = arena.regions().size();
+    for (size_t n : kSizes) {
+      SCOPED_TRACE("round " + std::to_string(round) + " n=" + std::to_string(n));
+      const auto x = testing::RandomCompactInput<int64_t>(n, rng);
+      const auto flags = testing::RandomFlags(n, rng, 0.3);
+      SharedPiece in = arena.Carve<int64_t>(n), f = arena.Carve(n), out = arena.Carve<int64_t>(n, false),
+                  indices = arena.Carve<int64_t>(n, false);
+      if (n) std::memcpy(in.data(), x.data(), n * 8);
+      if (n) std::memcpy(f.data(), flags.data(), n);
+
+      client.ScanShared(ScanHeader<int64_t>(v1::OPERATOR_SUM, true), in.span(), &out.span());
+      const auto scanned = testing::ScanRef<int64_t, ops::Sum<int64_t>>(x, true);
+      EXPECT_TRUE(std::equal(scanned.begin(), scanned.end(), out.as<int64_t>()));
+
+      const v1::ReduceResponse r = client.ReduceShared(rh, in.span());
+      int64_t got = 0;
+      std::memcpy(&got, r.raw_value().data(), 8);
+      EXPECT_EQ(got, (testing::ReduceRef<int64_t, ops::Min<int64_t>>(x)));
+
+      v1::CompactHeader ch;
+      ch.set_dtype(v1::DTYPE_INT64);
+      ch.set_use_flags(true);
+      ch.set_output(v1::COMPACT_OUTPUT_VALUES_AND_INDICES);
+      const v1::CompactResponse c = client.CompactShared(ch, in.span(), &f.span(), &out.span(), &indices.span());
+      const auto ref = testing::CompactRef(x, flags);
+      ASSERT_EQ(c.kept_count(), ref.values.size());
+      EXPECT_TRUE(std::equal(ref.values.begin(), ref.values.end(), out.as<int64_t>()));
+      EXPECT_TRUE(std::equal(ref.indices.begin(), ref.indices.end(), indices.as<int64_t>()));
+
+      client.ScanShared(ScanHeader<int64_t>(v1::OPERATOR_SUM, true), in.span());  // in place
+      EXPECT_TRUE(std::equal(scanned.begin(), scanned.end(), in.as<int64_t>()));
+    }
+  }
+  EXPECT_EQ(arena.regions().size(), regions) << "the second round should reuse the first's pieces";
 }
 
 // Float sums are deterministic: the region path gives the streamed path's bits.

@@ -36,7 +36,7 @@ class FaultyCpu final : public Engine {
  public:
   std::string name() const override { return cpu_.name(); }
   std::string device_name() const override { return cpu_.device_name(); }
-  std::vector<engine::DeviceInfo> devices() const override { return {engine::DeviceInfo{0, "fake", 9, 0, 1 << 20, 1}}; }
+  std::vector<engine::DeviceInfo> devices() const override { return {engine::DeviceInfo{0, "fake", 9, 0, 1 << 20, 1, ""}}; }
   std::vector<engine::ScanAlgorithm> scan_algorithms() const override { return cpu_.scan_algorithms(); }
   std::vector<std::string> reduce_algorithms() const override { return cpu_.reduce_algorithms(); }
   std::vector<std::string> compact_algorithms() const override { return cpu_.compact_algorithms(); }

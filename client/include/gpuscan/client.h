@@ -25,6 +25,7 @@
 
 #include "gpuscan/rpc_error.h"
 #include "gpuscan/device_array.h"
+#include "gpuscan/shared_arena.h"
 #include "gpuscan/shared_region.h"
 #include "gpuscan/timing.h"
 #include "gpuscan/v1/gpuscan.grpc.pb.h"
@@ -437,6 +438,12 @@ class Client {
   // the server should map populated and register for DMA on this first call). Errors as for the
   // streamed calls (RpcError).
   // Never retried: an in-place scan may have written over its input before it failed.
+  // The SharedSpan forms name ranges of regions (SharedRegion::Span) or pieces of an arena
+  // (shared_arena.h; their arena bit is sent); the SharedRegion forms name whole regions.
+  Timing ScanShared(v1::ScanHeader header, const SharedSpan& in, const SharedSpan* out = nullptr);
+  v1::ReduceResponse ReduceShared(v1::ReduceHeader header, const SharedSpan& in);
+  v1::CompactResponse CompactShared(v1::CompactHeader header, const SharedSpan& in, const SharedSpan* flags,
+                                    const SharedSpan* values_out, const SharedSpan* indices_out);
   Timing ScanShared(v1::ScanHeader header, const SharedRegion& in, size_t bytes, const SharedRegion* out = nullptr);
   v1::ReduceResponse ReduceShared(v1::ReduceHeader header, const SharedRegion& in, size_t bytes);
   v1::CompactResponse CompactShared(v1::CompactHeader header, const SharedRegion& in, size_t bytes,
