@@ -52,6 +52,7 @@ grpc::Status Disjoint(const Span& a, const Span& b) {
 
 IpcHandles::IpcHandles(engine::Engine* engine, bool enabled, std::chrono::milliseconds idle)
     : engine_(engine), enabled_(enabled && engine != nullptr), idle_(idle) {
+  if (enabled_) devices_ = engine_->devices();  // fixed for the engine's life: read once, not per call
   if (enabled_) sweeper_ = std::thread([this] { Sweep(); });
 }
 
@@ -111,7 +112,7 @@ grpc::Status IpcHandles::Open(const std::string& field, const std::string& uuid,
 
 grpc::Status IpcHandles::CheckDevice(const std::string& uuid) const {
   std::string served;
-  for (const engine::DeviceInfo& d : engine_->devices()) {
+  for (const engine::DeviceInfo& d : devices_) {
     if (d.uuid == uuid) return grpc::Status::OK;
     served += (served.empty() ? "" : ", ") + d.name + " " + HexText(d.uuid);
   }

@@ -54,6 +54,7 @@ class IpcHandles {
   size_t CloseIdle(std::chrono::milliseconds idle_for);
 
   engine::Engine* engine_;
+  std::vector<engine::DeviceInfo> devices_;  // the engine's, when enabled
   bool enabled_;
   std::chrono::milliseconds idle_;
   std::mutex open_mu_;  // held while a new handle is opened (before mu_)
