@@ -290,23 +290,24 @@ Timing ShardedCall(Client& client, v1::DType dtype, const std::string& op, const
 
 }  // namespace
 
-// Shared memory: one input and one output region per concurrent call, made and used once
-// before a level starts (the server maps a fresh region, and registers it on its second use: a
-// client that reuses its regions pays that once; printed apart), then taken from the pool.
+// Shared memory: one input and one output piece of the client's arena (shared_arena.h) per
+// concurrent call, carved and used once before a level starts (the server maps and registers an
+// arena's region on its first call; the first calls on fresh pieces are printed apart), then
+// taken from the pool.
 class RegionPool {
  public:
   struct Pair {
-    SharedRegion in, out;
+    SharedPiece in, out;
   };
-  RegionPool(std::string dir, const std::string& input) : dir_(std::move(dir)), input_(input) {}
+  RegionPool(std::string dir, const std::string& input) : arena_(std::move(dir)), input_(input) {}
   // Makes the pool `count` pairs deep, warming each new pair with `warm` (two calls).
   void Fill(unsigned count, const std::function<void(Pair&)>& warm) {
     while (all_.size() < count) {
       auto p = std::make_unique<Pair>();
-      p->in = SharedRegion::Create(dir_, input_.size());
+      p->in = arena_.Carve(input_.size());
       std::memcpy(p->in.data(), input_.data(), input_.size());
-      p->out = SharedRegion::Create(dir_, input_.size());
-      for (const char* what : {"first call on fresh regions (staged)", "second call (the server registers them)"}) {
+      p->out = arena_.Carve(input_.size(), /*zero=*/false);
+      for (const char* what : {"first call on fresh arena pieces", "second call on them"}) {
         const auto start = std::chrono::steady_clock::now();
         warm(*p);
         std::fprintf(stderr, "%s: %.1f ms\n", what,
@@ -328,7 +329,7 @@ class RegionPool {
   }
 
  private:
-  std::string dir_;
+  SharedArena arena_;
   const std::string& input_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Pair>> all_;
@@ -392,7 +393,7 @@ Timing SharedCall(Client& client, const E2EArgs& a, v1::DType dtype, RegionPool:
     v1::ScanHeader h;
     h.set_dtype(dtype);
     h.set_op(v1::OPERATOR_SUM);
-    Timing t = client.ScanShared(h, r.in, bytes, &r.out);
+    Timing t = client.ScanShared(h, r.in.span(), &r.out.span());
     if (!expected.empty() && !SameBytes(r.out.data(), expected.data(), bytes)) {
       throw std::runtime_error("scan result differs from the expected prefix sums");
     }
@@ -402,12 +403,12 @@ Timing SharedCall(Client& client, const E2EArgs& a, v1::DType dtype, RegionPool:
     v1::ReduceHeader h;
     h.set_dtype(dtype);
     h.set_op(v1::OPERATOR_SUM);
-    return FromProto(client.ReduceShared(h, r.in, bytes).timing());
+    return FromProto(client.ReduceShared(h, r.in.span()).timing());
   }
   v1::CompactHeader h;
   h.set_dtype(dtype);
   *h.mutable_predicate() = predicate;
-  return FromProto(client.CompactShared(h, r.in, bytes, nullptr, &r.out, nullptr).timing());
+  return FromProto(client.CompactShared(h, r.in.span(), nullptr, &r.out.span(), nullptr).timing());
 }
 
 // The --shm runs' second ceiling, the PCIe link of the server's device: the kernel suite's
