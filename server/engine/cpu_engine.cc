@@ -664,12 +664,75 @@ class CpuScan2D final : public Scan2DSession {
   bool has_carry_ = false;
 };
 
+// Axis scans: each row (axis=1) or each column (axis=0) folded in order, numpy's association:
+// rows in parallel, each whole in a call; strips of columns in parallel, each column continuing
+// its carry (its inclusive value in the last row so far) from the call before.
+template <class T, class Op>
+class CpuScanAxis final : public Scan2DSession {
+ public:
+  CpuScanAxis(std::shared_ptr<Pool> pool, const Scan2DSpec& spec)
+      : pool_(std::move(pool)), cols_(spec.cols), rows_axis_(spec.axis == ScanAxis::kRows),
+        exclusive_(spec.exclusive), carry_(rows_axis_ ? 0 : spec.cols) {}
+
+  void Process(const void* in, void* out, uint64_t rows, StageTimes& times) override {
+    if (rows == 0) return;
+    const uint64_t n = rows * cols_;
+    CheckBuffer(in, n, "input");
+    CheckBuffer(out, n, "output");
+    KernelTimer timer(times);
+    const auto* src = static_cast<const unsigned char*>(in);
+    auto* dst = static_cast<unsigned char*>(out);
+    const bool parallel = RunParallel(*pool_, n);
+    if (rows_axis_) {
+      ForBlocks(*pool_, rows, parallel, [&](uint64_t i) {
+        T acc{};
+        for (uint64_t j = 0, at = i * cols_; j < cols_; ++j, ++at) Step(j > 0, acc, Load<T>(src, at), dst, at);
+      });
+      return;
+    }
+    const uint64_t strips = (cols_ + kBlock - 1) / kBlock;
+    ForBlocks(*pool_, strips, parallel, [&](uint64_t s) {
+      const uint64_t j0 = s * kBlock, j1 = std::min(cols_, j0 + kBlock);
+      for (uint64_t i = 0; i < rows; ++i) {
+        const bool started = has_carry_ || i > 0;
+        for (uint64_t j = j0; j < j1; ++j) Step(started, carry_[j], Load<T>(src, i * cols_ + j), dst, i * cols_ + j);
+      }
+    });
+    has_carry_ = true;
+  }
+  std::string algorithm() const override { return rows_axis_ ? "cpu_rows" : "cpu_columns"; }
+
+ private:
+  // One element of a fold: acc becomes acc op v (v alone where the fold starts), and the output
+  // is acc after (inclusive) or before (exclusive: the identity where the fold starts).
+  void Step(bool started, T& acc, T v, unsigned char* dst, uint64_t at) const {
+    const Op op;
+    if (!started) {
+      Store(dst, at, exclusive_ ? Op::identity() : v);
+      acc = v;
+      return;
+    }
+    if (exclusive_) Store(dst, at, acc);
+    acc = op(acc, v);
+    if (!exclusive_) Store(dst, at, acc);
+  }
+
+  std::shared_ptr<Pool> pool_;
+  uint64_t cols_;
+  bool rows_axis_, exclusive_;
+  std::vector<T> carry_;  // columns: each one's inclusive value in the last row so far
+  bool has_carry_ = false;
+};
+
 }  // namespace
 
 std::unique_ptr<Scan2DSession> CpuEngine::NewScan2D(const Scan2DSpec& spec) {
   if (spec.cols == 0) throw Error(ErrorCode::kInvalidArgument, "a 2-D scan needs at least one column");
   return Visit(spec.dtype, spec.op, [&](auto t, auto o) -> std::unique_ptr<Scan2DSession> {
-    return std::make_unique<CpuScan2D<typename decltype(t)::type, typename decltype(o)::type>>(pool_, spec.cols);
+    using T = typename decltype(t)::type;
+    using O = typename decltype(o)::type;
+    if (spec.axis != ScanAxis::kBoth) return std::make_unique<CpuScanAxis<T, O>>(pool_, spec);
+    return std::make_unique<CpuScan2D<T, O>>(pool_, spec.cols);
   });
 }
 

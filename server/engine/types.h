@@ -49,10 +49,16 @@ struct SegmentedScanSpec {
 
 // A 2-D inclusive scan (summed-area table) of a row-major matrix of `cols` columns. The
 // association is fixed: rows fold left to right, then columns top to bottom.
+// Which scan of a matrix: both axes (the summed-area table), or each column (numpy's axis=0)
+// or each row (axis=1) on its own.
+enum class ScanAxis { kBoth, kColumns, kRows };
+
 struct Scan2DSpec {
   DType dtype = DType::kInt32;
   Op op = Op::kSum;
   uint64_t cols = 1;
+  ScanAxis axis = ScanAxis::kBoth;
+  bool exclusive = false;  // axis scans only
 };
 
 // A stable sort (gpuscan/kernels/sort_keys.h gives the order): the keys, and what comes out.

@@ -41,7 +41,10 @@ void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info) {
   limits->set_max_sort_bytes(ctx.options->max_sort_bytes);
   limits->set_max_scan2d_row_bytes(ctx.options->max_scan2d_row_bytes);
   limits->set_device_ipc(ctx.device_ipc != nullptr && ctx.device_ipc->enabled());
-  for (const char* op : {"scan", "reduce", "compact", "histogram", "segmented_scan", "reduce_by_key", "sort", "scan2d"}) info->add_operations(op);
+  for (const char* op : {"scan", "reduce", "compact", "histogram", "segmented_scan", "reduce_by_key", "sort", "scan2d",
+                         "scan_axis"}) {
+    info->add_operations(op);
+  }
   info->set_cpu_threads(ctx.executor->threads());
 }
 

@@ -183,6 +183,20 @@ grpc::Status ToEngine(const v1::Scan2DHeader& h, uint64_t max_row_bytes, engine:
     return InvalidArgument("header.rows=" + std::to_string(h.rows()) + " x header.cols=" + std::to_string(h.cols()) +
                            " overflows a byte count");
   }
+  switch (h.axis()) {
+    case v1::SCAN_AXIS_BOTH: spec->axis = engine::ScanAxis::kBoth; break;
+    case v1::SCAN_AXIS_COLUMNS: spec->axis = engine::ScanAxis::kColumns; break;
+    case v1::SCAN_AXIS_ROWS: spec->axis = engine::ScanAxis::kRows; break;
+    default: return InvalidArgument("header.axis=" + std::to_string(h.axis()) + " is not a known ScanAxis");
+  }
+  if (!v1::ScanKind_IsValid(h.kind())) {
+    return InvalidArgument("header.kind=" + std::to_string(h.kind()) + " is not a known ScanKind");
+  }
+  spec->exclusive = h.kind() == v1::SCAN_KIND_EXCLUSIVE;
+  if (spec->exclusive && spec->axis == engine::ScanAxis::kBoth) {
+    return InvalidArgument("header.kind=SCAN_KIND_EXCLUSIVE applies to axis scans only; header.axis=SCAN_AXIS_BOTH "
+                           "(the 2-D scan) is inclusive");
+  }
   spec->cols = h.cols();
   return grpc::Status::OK;
 }

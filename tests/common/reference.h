@@ -68,6 +68,27 @@ std::vector<T> Scan2DRef(const std::vector<T>& in, std::size_t rows, std::size_t
   return out;
 }
 
+// Axis scans (numpy's cumsum(m, axis=1) with along_rows, axis=0 without; issue 47): each row or
+// column folded in order from its first element; exclusive: the identity first, then the fold of
+// the elements before it.
+template <class T, class Op>
+std::vector<T> ScanAxisRef(const std::vector<T>& in, std::size_t rows, std::size_t cols, bool along_rows,
+                           bool exclusive) {
+  const Op op;
+  std::vector<T> out(in.size());
+  const std::size_t lines = along_rows ? rows : cols, length = along_rows ? cols : rows;
+  for (std::size_t l = 0; l < lines; ++l) {
+    auto at = [&](std::size_t k) { return along_rows ? l * cols + k : k * cols + l; };
+    T acc{};
+    for (std::size_t k = 0; k < length; ++k) {
+      const T before = acc;
+      acc = k ? op(acc, in[at(k)]) : in[at(k)];
+      out[at(k)] = !exclusive ? acc : k ? before : Op::identity();
+    }
+  }
+  return out;
+}
+
 template <class T, class Op>
 T ReduceRef(const std::vector<T>& in) {
   const Op op;
