@@ -20,6 +20,8 @@ struct ScanArgs {
   std::string algorithm = "default";
   std::string keys;   // segmented: a file of integer keys (runs of equal keys are segments)
   std::string heads;  // segmented: a file of head flags (nonzero begins a segment)
+  int axis = -1;      // a matrix's axis (0: each column, 1: each row); -1: the array flat
+  uint64_t cols = 0;  // with --axis: the row length of an input that is not a 2-D .npy
 };
 
 // A segmented scan (--keys / --segment-heads): values and keys stream side by side.
@@ -63,6 +65,9 @@ Timing RunSegmented(const ScanArgs& a, const GlobalOptions& g, ArrayInput& in, A
 }
 
 int RunScan(const ScanArgs& a, const GlobalOptions& g) {
+  if (a.axis >= 0) {
+    return RunMatrixScan(a.io, a.op, a.cols, a.axis == 0 ? v1::SCAN_AXIS_COLUMNS : v1::SCAN_AXIS_ROWS, a.exclusive, g);
+  }
   auto in = ArrayInput::Open(MakeInputSpec(a.io));
   ArrayOutput out(ResolveOutput(a.io.output, a.io.out_format, g.json, in->count()), in->dtype(),
                   in->count());
@@ -149,10 +154,18 @@ Command AddScanCommand(CLI::App& app, const GlobalOptions& g) {
                                        "segmented scan: head flags, one per element (.npy of bool/uint8/int8 "
                                        "or raw bytes); a nonzero flag begins a segment");
   keys->excludes(heads);
-  // Segmented scans run as one streamed call with the default algorithm.
-  for (CLI::Option* seg : {keys, heads}) {
-    for (const char* other : {"--algorithm", "--lanes", "--shards", "--shm"}) seg->excludes(cmd->get_option(other));
+  CLI::Option* axis = cmd->add_option("--axis", a->axis,
+                                      "scan a matrix (a 2-D .npy, or --cols) along axis 0 (each column) or 1 (each "
+                                      "row), as numpy's cumsum(m, axis)")
+                          ->check(CLI::Range(0, 1));
+  cmd->add_option("--cols", a->cols, "with --axis: the row length, for inputs that are not a 2-D .npy")
+      ->check(CLI::PositiveNumber)
+      ->needs(axis);
+  // Segmented and matrix scans run as one streamed call with the default algorithm.
+  for (CLI::Option* one : {keys, heads, axis}) {
+    for (const char* other : {"--algorithm", "--lanes", "--shards", "--shm"}) one->excludes(cmd->get_option(other));
   }
+  axis->excludes(keys)->excludes(heads);
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunScan(*a, g); }};
 }

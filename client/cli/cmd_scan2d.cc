@@ -1,6 +1,7 @@
-// gpuscan scan2d: the 2-D inclusive scan (summed-area table) of a matrix file. A 2-D .npy
-// gives its shape; other inputs (raw, text, a 1-D .npy) need --cols. The table is written like
-// scan's results, a .npy keeping the (rows, cols) shape.
+// gpuscan scan2d: the 2-D inclusive scan (summed-area table) of a matrix file, and the matrix
+// scans of `gpuscan scan --axis` (each column or each row on its own). A 2-D .npy gives its
+// shape; other inputs (raw, text, a 1-D .npy) need --cols. The result is written like scan's
+// results, a .npy keeping the (rows, cols) shape.
 #include <memory>
 #include <stdexcept>
 
@@ -43,16 +44,25 @@ uint64_t ColumnsOf(const ArrayInput& in, uint64_t cols_option) {
   return cols_option;
 }
 
-int RunScan2D(const Scan2DArgs& a, const GlobalOptions& g) {
-  auto in = ArrayInput::Open(MakeInputSpec(a.io));
-  const uint64_t cols = ColumnsOf(*in, a.cols);
+}  // namespace
+
+int RunMatrixScan(const ArrayArgs& io, const std::string& op, uint64_t cols_option, v1::ScanAxis axis,
+                  bool exclusive, const GlobalOptions& g) {
+  auto in = ArrayInput::Open(MakeInputSpec(io));
+  const uint64_t cols = ColumnsOf(*in, cols_option);
   v1::Scan2DHeader header;
   header.set_dtype(in->dtype());
-  header.set_op(ParseOperator(a.op));
+  header.set_op(ParseOperator(op));
   header.set_cols(cols);
+  header.set_axis(axis);
+  header.set_kind(exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
   if (in->count()) header.set_rows(*in->count() / cols);
-  ArrayOutput out(ResolveOutput(a.io.output, a.io.out_format, g.json, in->count()), in->dtype(), in->count(), cols);
+  ArrayOutput out(ResolveOutput(io.output, io.out_format, g.json, in->count()), in->dtype(), in->count(), cols);
   Client client(MakeClientOptions(g));
+  if (axis != v1::SCAN_AXIS_BOTH && !client.ServesOperation("scan_axis")) {
+    throw std::runtime_error("the server does not serve scans along an axis (no scan_axis in its operations: "
+                             "an older version)");
+  }
   ProgressBar bar(!g.no_progress, in->payload_bytes());
   uint64_t received = 0;  // bytes of the table (each once, retries included)
   Sink sink = [&received, write = out.AsSink()](const void* p, size_t b) {
@@ -68,10 +78,19 @@ int RunScan2D(const Scan2DArgs& a, const GlobalOptions& g) {
   Report report(g.json);
   report.Field("rows", std::to_string(n / cols));
   report.Field("cols", std::to_string(cols));
-  report.Note("summed-area table (" + OperatorName(header.op()) + ") of " + std::to_string(n / cols) + " x " +
+  const std::string what = axis == v1::SCAN_AXIS_BOTH ? "summed-area table"
+                           : std::string(axis == v1::SCAN_AXIS_COLUMNS ? "scan of each column" : "scan of each row") +
+                                 (exclusive ? ", exclusive" : ", inclusive");
+  report.Note(what + " (" + OperatorName(header.op()) + ") of " + std::to_string(n / cols) + " x " +
               std::to_string(cols) + " " + DTypeName(in->dtype()));
   report.Print(&timing);
   return 0;
+}
+
+namespace {
+
+int RunScan2D(const Scan2DArgs& a, const GlobalOptions& g) {
+  return RunMatrixScan(a.io, a.op, a.cols, v1::SCAN_AXIS_BOTH, false, g);
 }
 
 }  // namespace

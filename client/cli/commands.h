@@ -12,6 +12,8 @@
 
 namespace gpuscan::cli {
 
+struct ArrayArgs;  // array_options.h
+
 // Exit codes: 0 success, 1 any error (message on stderr), 2 health check not SERVING.
 constexpr int kExitError = 1;
 constexpr int kExitNotServing = 2;
@@ -43,6 +45,10 @@ Command AddCompactCommand(CLI::App& app, const GlobalOptions& g);
 Command AddHistogramCommand(CLI::App& app, const GlobalOptions& g);
 Command AddSortCommand(CLI::App& app, const GlobalOptions& g);
 Command AddScan2DCommand(CLI::App& app, const GlobalOptions& g);
+// A Scan2D call on a matrix file (scan2d, and scan --axis): cols_option 0 takes the shape from a
+// 2-D .npy.
+int RunMatrixScan(const ArrayArgs& io, const std::string& op, uint64_t cols_option, v1::ScanAxis axis,
+                  bool exclusive, const GlobalOptions& g);
 Command AddBenchCommand(CLI::App& app, const GlobalOptions& g);
 
 }  // namespace gpuscan::cli

@@ -1,4 +1,10 @@
 // Client: channel setup, per-call contexts and the unary calls (GetServerInfo).
+#include <algorithm>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
@@ -33,9 +39,25 @@ Client::Client(ClientOptions options)
   stub_ = v1::GpuScan::NewStub(channel_);
   lane_pool_ = std::make_unique<LanePool>(options_);  // connects only when a call uses lanes
   shard_pool_ = std::make_unique<detail::ShardPool>(options_);  // likewise for shards
+  operations_ = std::make_unique<Operations>();
 }
 
 Client::~Client() = default;
+
+struct Client::Operations {
+  std::mutex mu;
+  std::optional<std::vector<std::string>> names;
+};
+
+bool Client::ServesOperation(const std::string& operation) {
+  std::lock_guard<std::mutex> lock(operations_->mu);
+  if (!operations_->names) {
+    const v1::ServerInfo info = Info();
+    operations_->names.emplace(info.operations().begin(), info.operations().end());
+  }
+  const auto& names = *operations_->names;
+  return std::find(names.begin(), names.end(), operation) != names.end();
+}
 
 detail::ContextPtr Client::NewContext() const {
   auto ctx = std::make_unique<grpc::ClientContext>();

@@ -141,6 +141,48 @@ ScanResult<T> Client::SegmentedScanHeads(const T* data, size_t n, const uint8_t*
   return result;
 }
 
+namespace {
+
+// A Scan2D call on the rows x cols matrix `data`: the result, row-major, checked for its size.
+template <class T>
+ScanResult<T> MatrixScan(Client& client, const v1::Scan2DHeader& header, const T* data, size_t rows, size_t cols) {
+  const size_t n = rows * cols;
+  ScanResult<T> result;
+  result.values.reserve(n);
+  VectorSink<T> sink(result.values);
+  result.timing =
+      client.Scan2DStream(header, MemoryReplay(data, n * sizeof(T)), [&sink](const void* p, size_t b) { sink(p, b); });
+  sink.Check();
+  if (result.values.size() != n) {
+    throw RpcError(grpc::Status(grpc::StatusCode::INTERNAL, "the server sent " + std::to_string(result.values.size()) +
+                                                                " elements for a " + std::to_string(rows) + " x " +
+                                                                std::to_string(cols) + " matrix"));
+  }
+  return result;
+}
+
+}  // namespace
+
+template <class T>
+ScanResult<T> Client::ScanAlong(const T* data, size_t rows, size_t cols, int axis, v1::Operator op, bool exclusive) {
+  if (axis != 0 && axis != 1) {
+    throw std::invalid_argument("gpuscan: ScanAlong axis " + std::to_string(axis) + " of a matrix: 0 or 1");
+  }
+  if (!ServesOperation("scan_axis")) {
+    throw RpcError(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                "the server does not serve scans along an axis (no \"scan_axis\" in "
+                                "ServerInfo.operations: an older version)"));
+  }
+  v1::Scan2DHeader header;
+  header.set_dtype(DTypeOf<T>());
+  header.set_op(op);
+  header.set_cols(cols);
+  header.set_rows(rows);
+  header.set_axis(axis == 0 ? v1::SCAN_AXIS_COLUMNS : v1::SCAN_AXIS_ROWS);
+  header.set_kind(exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
+  return MatrixScan(*this, header, data, rows, cols);
+}
+
 template <class T>
 ScanResult<T> Client::Scan2D(const T* data, size_t rows, size_t cols, v1::Operator op) {
   v1::Scan2DHeader header;
@@ -148,18 +190,7 @@ ScanResult<T> Client::Scan2D(const T* data, size_t rows, size_t cols, v1::Operat
   header.set_op(op);
   header.set_cols(cols);
   header.set_rows(rows);
-  const size_t n = rows * cols;
-  ScanResult<T> result;
-  result.values.reserve(n);
-  VectorSink<T> sink(result.values);
-  result.timing = Scan2DStream(header, MemoryReplay(data, n * sizeof(T)), [&sink](const void* p, size_t b) { sink(p, b); });
-  sink.Check();
-  if (result.values.size() != n) {
-    throw RpcError(grpc::Status(grpc::StatusCode::INTERNAL, "the server sent " + std::to_string(result.values.size()) +
-                                                                " elements for a " + std::to_string(rows) + " x " +
-                                                                std::to_string(cols) + " table"));
-  }
-  return result;
+  return MatrixScan(*this, header, data, rows, cols);
 }
 
 template <class T, class K>
@@ -284,6 +315,7 @@ CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& 
   template ReduceByKeyResult<T, uint32_t> Client::ReduceByKey<T, uint32_t>(const T*, size_t, const uint32_t*, v1::Operator); \
   template ReduceByKeyResult<T, uint64_t> Client::ReduceByKey<T, uint64_t>(const T*, size_t, const uint64_t*, v1::Operator); \
   template ScanResult<T> Client::Scan2D<T>(const T*, size_t, size_t, v1::Operator); \
+  template ScanResult<T> Client::ScanAlong<T>(const T*, size_t, size_t, int, v1::Operator, bool); \
   template SortResult<T> Client::Sort<T>(const T*, size_t, bool); \
   template SortResult<T> Client::Argsort<T>(const T*, size_t, bool); \
   template SortResult<T, int32_t> Client::SortPairs<T, int32_t>(const T*, const int32_t*, size_t, bool); \

@@ -252,8 +252,15 @@ class AsyncClient(_Calls):
 
     @_client_doc("no native path")
     async def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
-                   out: Optional[np.ndarray] = None, *, copy: bool = False, lanes: Optional[int] = None,
-                   retries: Optional[int] = None, timeout: Optional[float] = None) -> np.ndarray:
+                   out: Optional[np.ndarray] = None, *, axis: Optional[int] = None, copy: bool = False,
+                   lanes: Optional[int] = None, retries: Optional[int] = None,
+                   timeout: Optional[float] = None) -> np.ndarray:
+        x, axis = self._scan_axis(x, axis, algorithm, copy)
+        if axis is not None:
+            p = self._prepare_scan2d(x, op, out, copy, retries, timeout, axis, exclusive)
+            if not self._axis_served:
+                self._check_axis_served((await self._info(p.timeout))["operations"])
+            return await self._scanned(p, self._scan2d)
         p = self._prepare_scan(x, op, exclusive, algorithm, out, copy, retries, timeout)
         call = await self._header_only(p)
         if call is not None:  # never retried: an in-place scan may have written over its input

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _chunking, _device, _native, _pump, _retry, _types, _wire, shared
 from ._types import DataPath, HistogramResult, Timing, TransportResult, check_array, check_int
-from .errors import Internal, from_rpc_error, raised
+from .errors import Internal, Unimplemented, from_rpc_error, raised
 from .v1 import gpuscan_pb2 as pb
 from .v1 import gpuscan_pb2_grpc as pb_grpc
 
@@ -189,6 +189,7 @@ class _Calls:
         self.backoff = _retry.check_backoff(backoff)
         self.on_retry = _retry.check_on_retry(on_retry)
         self._max_lanes: Optional[int] = None  # the server's Limits.max_lanes, asked once
+        self._axis_served = False  # the server lists "scan_axis" (asked until it does)
         self._device_server: Optional[pb.ServerInfo] = None  # its ServerInfo, kept once it serves device memory
         self._data_path = DataPath("grpcio", reason="grpc.aio: AsyncClient has no native path")
 
@@ -337,10 +338,15 @@ class _Calls:
                          per=_chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, side.itemsize)),
                          side=side, side_field=_wire.SEGMENTED_KEYS, out=out)
 
-    def _prepare_scan2d(self, x, op, out, copy, retries, timeout) -> _Prepared:
-        """.out: the flat view of .result, the 2-D out."""
-        _device.refuse("scan2d", x=x, out=out)
-        flat, out, out_flat, request = self._scan2d_args(x, op, out, copy)
+    def _prepare_scan2d(self, x, op, out, copy, retries, timeout, axis: Optional[int] = None,
+                        exclusive: bool = False) -> _Prepared:
+        """.out: the flat view of .result, the 2-D out. axis 0 or 1: the scan along that axis
+        (scan's axis=), else the 2-D scan."""
+        _device.refuse("scan2d" if axis is None else "scan along an axis", x=x, out=out)
+        flat, out, out_flat, request = self._scan2d_args(x, op, out, copy, "scan2d" if axis is None else "scan")
+        if axis is not None:
+            request.header.axis = pb.SCAN_AXIS_COLUMNS if axis == 0 else pb.SCAN_AXIS_ROWS
+            request.header.kind = pb.SCAN_KIND_EXCLUSIVE if exclusive else pb.SCAN_KIND_INCLUSIVE
         retries, timeout = self._call_options(retries, timeout)
         return _Prepared(flat, request, self._scan_retries(flat, out_flat, retries), timeout, _wire.SCAN2D_DATA,
                          per=_chunking.chunk_elements(self.chunk_bytes, flat.itemsize), out=out_flat, result=out)
@@ -490,7 +496,46 @@ class _Calls:
             raise ValueError("gpuscan: segmented_scan needs exactly one of keys= (segments: runs of equal "
                              "keys) or heads= (segments begin at nonzero heads)")
 
-    def _scan2d_args(self, x, op, out, copy=False):
+    @staticmethod
+    def _scan_axis(x, axis, algorithm, copy):
+        """scan's (x, axis): axis None or a 1-D array's 0/-1 gives (x, None), the 1-D scan (an
+        N-D host array with axis None flattened in C order, as np.cumsum does: without a copy
+        when it is C-contiguous, else only with copy=True); a 2-D array's 0, 1, -2, -1 gives
+        (x, 0 or 1). Anything else, or algorithm= with a matrix axis: ValueError."""
+        if axis is not None and (isinstance(axis, bool) or not isinstance(axis, (int, np.integer))):
+            raise ValueError(f"gpuscan: axis must be None or an integer, got {axis!r}")
+        if _device.is_device(x):  # the device path scans any shape flat
+            if axis is not None and len(x.__cuda_array_interface__["shape"]) != 1:
+                raise TypeError("gpuscan: a scan along an axis takes host arrays, and x is a CUDA matrix: the "
+                                "device path scans arrays flat (axis=None)")
+            return x, None
+        if not isinstance(x, np.ndarray):
+            x = np.asarray(x)
+        if axis is None:
+            if x.ndim > 1:
+                if not x.flags.c_contiguous and not copy:
+                    raise ValueError(f"gpuscan: x of shape {x.shape} is not C-contiguous (strides {x.strides}): "
+                                     "pass copy=True to scan a flat copy, or axis=0/1 for a matrix")
+                x = (x if x.flags.c_contiguous else np.ascontiguousarray(x)).reshape(-1)  # a view keeps x's region
+            return x, None
+        if x.ndim not in (1, 2) or not -x.ndim <= axis < x.ndim:
+            raise ValueError(f"gpuscan: axis {axis} of an array of shape {x.shape}: scans run along axis 0 of a "
+                             "1-D array or axis 0 or 1 of a 2-D one (None: the flattened array)")
+        if x.ndim == 1:
+            return x, None
+        if algorithm is not None:
+            raise ValueError("gpuscan: algorithm= applies to 1-D scans; a scan along an axis has one algorithm")
+        return x, axis % 2
+
+    def _check_axis_served(self, operations) -> None:
+        """Unimplemented unless the server lists "scan_axis" in `operations` (an older one would
+        ignore the axis and answer the 2-D scan: a wrong result, not an error); kept once true."""
+        self._axis_served = "scan_axis" in operations
+        if not self._axis_served:
+            raise Unimplemented("the server does not serve scans along an axis (no \"scan_axis\" in "
+                                "info()[\"operations\"]: an older version)")
+
+    def _scan2d_args(self, x, op, out, copy=False, what: str = "scan2d"):
         """x as a 2-D C-contiguous little-endian matrix (copy=True: a non-contiguous or big-endian
         one is copied) flattened without a copy, out (new if None; else checked as scan's, same
         shape) and its flat view, and the first request. Every check before any call: ValueError
@@ -498,9 +543,9 @@ class _Calls:
         if not isinstance(x, np.ndarray):
             x = np.asarray(x)
         if x.ndim != 2:
-            raise ValueError(f"gpuscan: scan2d takes a 2-D matrix, got shape {x.shape}")
+            raise ValueError(f"gpuscan: {what} takes a 2-D matrix, got shape {x.shape}")
         if x.shape[1] == 0:
-            raise ValueError(f"gpuscan: scan2d needs at least one column, got shape {x.shape}")
+            raise ValueError(f"gpuscan: {what} needs at least one column, got shape {x.shape}")
         if copy and x.dtype.kind in "iuf" and (not x.flags.c_contiguous or x.dtype.byteorder == ">"):
             x = np.ascontiguousarray(x, dtype=x.dtype.newbyteorder("="))
         if not x.flags.c_contiguous:  # reshape would copy behind the caller's back
@@ -944,9 +989,16 @@ class Client(_Calls):
     # -- typed API. Each method's arguments are checked, and its requests built, in _Calls (see
     # _Prepared); the methods drive the calls. AsyncClient's methods share these docstrings.
     def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
-             out: Optional[np.ndarray] = None, *, copy: bool = False, lanes: Optional[int] = None,
-             retries: Optional[int] = None, timeout: Optional[float] = None) -> np.ndarray:
+             out: Optional[np.ndarray] = None, *, axis: Optional[int] = None, copy: bool = False,
+             lanes: Optional[int] = None, retries: Optional[int] = None,
+             timeout: Optional[float] = None) -> np.ndarray:
         """Prefix scan of a 1-D array (inclusive unless exclusive=True); returns `out` (new if None).
+        axis: as np.cumsum's. None scans the array flat (an N-D host array in C order, as numpy
+        does: a view when C-contiguous, else with copy=True). 0 or 1 of a 2-D host array scans each
+        column (0) or each row (1) on its own: every operator, exclusive too, each row or column
+        folded in order, so float bits equal np.cumsum(x, axis=...)'s for "sum"; out= of x's shape;
+        the matrix streams in chunk_bytes pieces and rows come back whole; algorithm= and lanes do
+        not apply (Unimplemented from a server without info()["operations"] "scan_axis").
         op: sum, product, min, max, bit_and, bit_or, bit_xor; algorithm: a name from info()
         ["scan_algorithms"] (None: the server's default). copy=True copies a non-contiguous or
         big-endian array instead of raising ValueError. lanes, retries: this call's (None: the
@@ -969,6 +1021,12 @@ class Client(_Calls):
         must serve device memory (info()["limits"]["device_ipc"]: --allow-device-ipc on the cuda
         engine) on x's GPU, else gpuscan.FailedPrecondition, before any export. Host and CUDA
         arrays mixed: TypeError. copy= and lanes do not apply; not retried."""
+        x, axis = self._scan_axis(x, axis, algorithm, copy)
+        if axis is not None:
+            p = self._prepare_scan2d(x, op, out, copy, retries, timeout, axis, exclusive)
+            if not self._axis_served:
+                self._check_axis_served(self._info(p.timeout)["operations"])
+            return self._scanned(p, self._scan2d)
         p = self._prepare_scan(x, op, exclusive, algorithm, out, copy, retries, timeout)
         call = self._header_only(p)
         if call is not None:  # never retried: an in-place scan may have written over its input

@@ -891,6 +891,31 @@ void Scan2DRows(std::vector<Row>& rows) {
   rows.push_back(MakeRow("ChunkAboveLimit", S{Scan2DHead(v1::DTYPE_INT32, 10), Scan2DChunk(kChunkBytes + 40)}, kExhausted,
                          {"exceeds the chunk limit"}));
   rows.push_back(MakeRow("HeaderMissing", S{Scan2DChunk(16)}, kInvalid, {"header missing", "request #0"}));
+  // The axis and kind of axis scans (issue 47).
+  {
+    S s{Scan2DHead(v1::DTYPE_INT32, 10)};
+    s[0].mutable_header()->set_axis(static_cast<v1::ScanAxis>(3));
+    rows.push_back(MakeRow("UnknownAxis", s, kInvalid, {"header.axis=3", "ScanAxis"}));
+    s[0].mutable_header()->set_axis(static_cast<v1::ScanAxis>(-1));
+    rows.push_back(MakeRow("NegativeAxis", s, kInvalid, {"header.axis=-1", "ScanAxis"}));
+    s[0].mutable_header()->set_axis(v1::SCAN_AXIS_ROWS);
+    s[0].mutable_header()->set_kind(static_cast<v1::ScanKind>(2));
+    rows.push_back(MakeRow("AxisUnknownKind", s, kInvalid, {"header.kind=2", "ScanKind"}));
+    s[0].mutable_header()->set_axis(v1::SCAN_AXIS_BOTH);
+    s[0].mutable_header()->set_kind(v1::SCAN_KIND_EXCLUSIVE);
+    rows.push_back(MakeRow("ExclusiveOfBothAxes", s, kInvalid,
+                           {"header.kind=SCAN_KIND_EXCLUSIVE", "axis scans only", "SCAN_AXIS_BOTH"}));
+    s = S{Scan2DHead(v1::DTYPE_FLOAT64, 10, v1::OPERATOR_BIT_AND)};
+    s[0].mutable_header()->set_axis(v1::SCAN_AXIS_COLUMNS);
+    rows.push_back(MakeRow("AxisBitwiseOnFloat", s, kInvalid, {"header.op", "float64"}));
+    s = S{Scan2DHead(v1::DTYPE_INT32, 0)};
+    s[0].mutable_header()->set_axis(v1::SCAN_AXIS_ROWS);
+    rows.push_back(MakeRow("AxisZeroColumns", s, kInvalid, {"header.cols=0"}));
+    s = S{Scan2DHead(v1::DTYPE_INT32, 10), Scan2DChunk(4 * 25)};
+    s[0].mutable_header()->set_axis(v1::SCAN_AXIS_COLUMNS);
+    s[0].mutable_header()->set_kind(v1::SCAN_KIND_EXCLUSIVE);
+    rows.push_back(MakeRow("AxisEndsInsideARow", s, kInvalid, {"ended inside a row", "25 elements"}));
+  }
 }
 
 void LaneRows(std::vector<Row>& rows) {

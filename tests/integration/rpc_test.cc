@@ -424,6 +424,39 @@ TYPED_TEST(TypedRpcTest, Scan2DRowsAcrossChunks) {
   CheckScan2D<T, ops::Sum>(1, 1, v1::OPERATOR_SUM, *this->server_);
 }
 
+// Axis scans over the wire (issue 47): both axes, inclusive and exclusive, rows shorter than a
+// chunk, across chunks and longer than one, bit for bit ScanAxisRef (numpy's association).
+template <class T, template <class> class Op>
+void CheckScanAlong(size_t rows, size_t cols, v1::Operator wire_op, TestServer& server) {
+  GPUSCAN_SEEDED_RNG(rng);
+  const std::vector<T> x = testing::RandomInput<T, Op<T>>(rows * cols, rng);
+  for (int axis : {0, 1}) {
+    for (bool exclusive : {false, true}) {
+      const std::vector<T> ref = testing::ScanAxisRef<T, Op<T>>(x, rows, cols, axis == 1, exclusive);
+      const std::string what = std::string(v1::Operator_Name(wire_op)) + " " + std::to_string(rows) + " x " +
+                               std::to_string(cols) + " axis " + std::to_string(axis) + (exclusive ? " exclusive" : "");
+      for (const size_t chunk : {size_t{4096}, size_t{3000} / sizeof(T) * sizeof(T)}) {
+        Client client(server.client_options(chunk));
+        const ScanResult<T> r = client.ScanAlong(x.data(), rows, cols, axis, wire_op, exclusive);
+        ASSERT_TRUE(testing::SameBits(r.values, ref)) << what << ", chunks of " << chunk << " bytes";
+        EXPECT_EQ(r.timing.bytes_in, rows * cols * sizeof(T)) << what;
+      }
+    }
+  }
+}
+
+TYPED_TEST(TypedRpcTest, ScanAlongEitherAxisAcrossChunks) {
+  using T = TypeParam;
+  CheckScanAlong<T, ops::Sum>(300, 130, v1::OPERATOR_SUM, *this->server_);
+  CheckScanAlong<T, ops::Product>(7, 3001, v1::OPERATOR_PRODUCT, *this->server_);
+  CheckScanAlong<T, ops::Min>(1000, 1, v1::OPERATOR_MIN, *this->server_);
+  CheckScanAlong<T, ops::Max>(2, 20000, v1::OPERATOR_MAX, *this->server_);
+  CheckScanAlong<T, ops::Sum>(0, 5, v1::OPERATOR_SUM, *this->server_);
+  CheckScanAlong<T, ops::Sum>(1, 1, v1::OPERATOR_SUM, *this->server_);
+  Client client(this->server_->client_options());
+  EXPECT_THROW(client.ScanAlong<T>(nullptr, 0, 1, 2), std::invalid_argument);
+}
+
 // An array in memory leaves in slices that point into it (client/src/raw_messages.h
 // BorrowedSlices). A call the server refuses while the upload is still going returns only once
 // gRPC has let go of every slice, so the caller may free the array at once: under ASan a late

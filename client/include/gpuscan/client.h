@@ -358,6 +358,16 @@ class Client {
   // rows x cols matrix `data`: the table, row-major.
   template <class T>
   ScanResult<T> Scan2D(const T* data, size_t rows, size_t cols, v1::Operator op = v1::OPERATOR_SUM);
+  // A scan along one axis of the row-major rows x cols matrix `data` (numpy's cumsum(m, axis)):
+  // axis 0 scans each column top to bottom, axis 1 each row left to right, each folded in order
+  // (float bits as numpy's). The result is row-major. std::invalid_argument for another axis;
+  // RpcError UNIMPLEMENTED when the server does not list "scan_axis" in its operations (an older
+  // one would answer the 2-D scan).
+  template <class T>
+  ScanResult<T> ScanAlong(const T* data, size_t rows, size_t cols, int axis, v1::Operator op = v1::OPERATOR_SUM,
+                          bool exclusive = false);
+  // Whether the server lists `operation` in ServerInfo.operations (asked once per Client).
+  bool ServesOperation(const std::string& operation);
   // Stable sorts (see gpuscan.v1.SortHeader; floats in IEEE total order): the sorted keys; the
   // permutation (int64 input positions); the sorted keys with values V moved along.
   template <class T>
@@ -536,6 +546,8 @@ class Client {
   template <class T>
   std::vector<size_t> ShardBounds(size_t n, uint32_t shards) const;  // cut on chunk boundaries
   std::unique_ptr<detail::ShardPool> shard_pool_;
+  struct Operations;  // ServerInfo.operations, asked once (ServesOperation)
+  std::unique_ptr<Operations> operations_;
 
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
