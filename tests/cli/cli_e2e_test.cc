@@ -270,6 +270,35 @@ TEST_F(CliE2E, SortKeysArgsortAndValues) {
   EXPECT_NE(r.err.find("--values-out"), std::string::npos) << r.err;
 }
 
+// scan --axis: a 2-D .npy scanned along either axis (the shape kept), exclusive too, or a flat
+// input with --cols; as the client's ScanAlong; --axis beside --lanes or --keys is refused.
+TEST_F(CliE2E, ScanAlongAnAxisKeepsTheShape) {
+  const size_t rows = 37, cols = kN / 37;
+  std::vector<int32_t> x = RandomInt32(rows * cols);
+  WriteArray(Path("m.npy"), x, cli::Format::kAuto, cols);
+  for (int axis : {0, 1}) {
+    for (bool exclusive : {false, true}) {
+      CliRun r = Run("scan --server " + addr() + " -i " + Path("m.npy") + " --axis " + std::to_string(axis) +
+                     (exclusive ? " --exclusive" : "") + " --op max -o " + Path("a.npy"));
+      ASSERT_EQ(r.code, 0) << r.err;
+      EXPECT_EQ(NpyShape(Path("a.npy")), (std::vector<uint64_t>{rows, cols}));
+      EXPECT_TRUE(ReadArray<int32_t>(Path("a.npy")) ==
+                  client().ScanAlong(x.data(), rows, cols, axis, v1::OPERATOR_MAX, exclusive).values)
+          << "axis " << axis << (exclusive ? " exclusive" : "");
+    }
+  }
+  WriteArray(Path("flat.npy"), x);
+  CliRun r = Run("scan --server " + addr() + " -i " + Path("flat.npy") + " --axis 0 --cols " + std::to_string(cols) +
+                 " -o " + Path("c.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ReadArray<int32_t>(Path("c.npy")) == client().ScanAlong(x.data(), rows, cols, 0).values);
+  for (const std::string& bad : std::vector<std::string>{" --axis 2", " --axis 1 --lanes 2", " --cols 5",
+                                                        " --axis 0 --keys " + Path("m.npy")}) {
+    r = Run("scan --server " + addr() + " -i " + Path("m.npy") + bad + " -o " + Path("x.npy"));
+    EXPECT_NE(r.code, 0) << bad;
+  }
+}
+
 // scan2d: the shape from a 2-D .npy (kept in the output), or --cols for a 1-D input; as the
 // client's; a 1-D .npy without --cols, --cols that disagree with the shape or do not divide the
 // input: errors naming them.
