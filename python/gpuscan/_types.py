@@ -78,6 +78,47 @@ def wire_dtype(dtype) -> int:
     return wire
 
 
+# Narrow inputs (issue 47): Scan and Reduce accumulate them in a wider output dtype (numpy's
+# dtype=). bool travels as uint8; numpy's defaults: int64 for signed and bool, uint64 for unsigned,
+# float16 for float16 (accumulated in float32 by the server, each result rounded once).
+_NARROW = {
+    np.dtype("int8"): pb.DTYPE_INT8, np.dtype("uint8"): pb.DTYPE_UINT8, np.dtype("bool"): pb.DTYPE_UINT8,
+    np.dtype("int16"): pb.DTYPE_INT16, np.dtype("uint16"): pb.DTYPE_UINT16, np.dtype("float16"): pb.DTYPE_FLOAT16,
+}
+_WIRE_OF_OUTPUT = {**_DTYPES, np.dtype("float16"): pb.DTYPE_FLOAT16}
+
+
+def accumulation(x: np.ndarray, dtype, what: str = "x") -> Tuple[np.ndarray, Optional[int], np.dtype]:
+    """Scan's and reduce's dtype=: (x to send, the header's output_dtype or None, the result's
+    numpy dtype). A narrow x (int8, uint8, int16, uint16, bool, float16) travels as it is, with
+    output_dtype dtype (None: numpy's default); a 4- or 8-byte x with another dtype= is converted
+    here first (what np.cumsum(x, dtype=) computes), as numpy casts it. A dtype that is not served
+    as an output (a narrow one, except float16 for float16): ValueError."""
+    if dtype is not None:
+        dtype = np.dtype(dtype).newbyteorder("=")
+    src = x.dtype.newbyteorder("=")
+    if src in _NARROW:
+        if dtype is None:
+            dtype = np.dtype("float16") if src.kind == "f" else np.dtype("uint64" if src.kind == "u" else "int64")
+        if dtype not in _WIRE_OF_OUTPUT or (dtype == np.dtype("float16") and src.kind != "f"):
+            raise ValueError(f"gpuscan: dtype={dtype} for {what} of dtype {src}: outputs are "
+                             f"{', '.join(DTYPE_NAMES)} (float16 too for float16)")
+        if dtype.kind in "iu" and src.kind == "f":
+            raise ValueError(f"gpuscan: dtype={dtype} for {what} of dtype float16: a float16 input accumulates "
+                             "in float16, float32 or float64")
+        return (x.view(np.uint8) if src.kind == "b" else x), _WIRE_OF_OUTPUT[dtype], dtype
+    if dtype is None or dtype == src:
+        return x, None, src
+    if dtype not in _DTYPES:
+        raise ValueError(f"gpuscan: dtype={dtype} is not served as an output (supported: {', '.join(DTYPE_NAMES)})")
+    return x.astype(dtype), None, dtype
+
+
+def narrow_wire(x: np.ndarray) -> Optional[int]:
+    """The wire DType of a narrow x (after accumulation), or None."""
+    return _NARROW.get(x.dtype.newbyteorder("="))
+
+
 def numpy_dtype(wire: int) -> np.dtype:
     return _NP_OF_WIRE[wire]
 

@@ -252,10 +252,14 @@ class AsyncClient(_Calls):
 
     @_client_doc("no native path")
     async def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
-                   out: Optional[np.ndarray] = None, *, axis: Optional[int] = None, copy: bool = False,
-                   lanes: Optional[int] = None, retries: Optional[int] = None,
+                   out: Optional[np.ndarray] = None, *, axis: Optional[int] = None, dtype=None,
+                   copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None,
                    timeout: Optional[float] = None) -> np.ndarray:
         x, axis = self._scan_axis(x, axis, algorithm, copy)
+        x, accumulate = self._with_dtype(x, dtype, axis, copy)
+        if accumulate is not None:
+            return await self._scanned(self._prepare_narrow(x, accumulate, op, exclusive, algorithm, out, copy,
+                                                            retries, timeout, True), self._scan)
         if axis is not None:
             p = self._prepare_scan2d(x, op, out, copy, retries, timeout, axis, exclusive)
             if not self._axis_served:
@@ -370,8 +374,17 @@ class AsyncClient(_Calls):
         self._timing_var.set(asm.timing or Timing())
 
     @_client_doc("no native path")
-    async def reduce(self, x, op: str = "sum", *, copy: bool = False, lanes: Optional[int] = None,
+    async def reduce(self, x, op: str = "sum", *, dtype=None, copy: bool = False, lanes: Optional[int] = None,
                      retries: Optional[int] = None, timeout: Optional[float] = None):
+        x, accumulate = self._with_dtype(x, dtype, None, copy)
+        if accumulate is not None:
+            p = self._prepare_narrow(x, accumulate, op, False, None, None, copy, retries, timeout, False)
+
+            async def narrow_attempt(timeout: Optional[float]):
+                return _chunking.reduce_value(await self._unary(self._reduce, p.requests(), timeout), accumulate[1])
+            value, _, timing = await self._retrying(p, narrow_attempt)
+            self._timing_var.set(timing)
+            return value
         p = self._prepare_reduce(x, op, copy, retries, timeout)
         call = await self._header_only(p)
         if call is not None:

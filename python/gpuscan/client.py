@@ -527,6 +527,65 @@ class _Calls:
             raise ValueError("gpuscan: algorithm= applies to 1-D scans; a scan along an axis has one algorithm")
         return x, axis % 2
 
+    @staticmethod
+    def _with_dtype(x, dtype, axis, copy):
+        """scan's and reduce's dtype=: (x, None) for the plain path (x converted first where a 4- or
+        8-byte x asks for another dtype, as numpy casts it), or (x, (output wire dtype, result
+        dtype)) for a narrow x (int8, uint8, int16, uint16, bool, float16) that travels as it is
+        (see _types.accumulation). A CUDA x with dtype=: TypeError; a narrow matrix along an axis:
+        ValueError."""
+        if _device.is_device(x):
+            if dtype is not None:
+                raise TypeError("gpuscan: dtype= takes host arrays; the device path keeps x's dtype")
+            return x, None
+        if not isinstance(x, np.ndarray):
+            if dtype is None:
+                return x, None  # converted and checked as before
+            x = np.asarray(x)
+        if dtype is None and _types.narrow_wire(x) is None:
+            return x, None
+        x, wire, result = _types.accumulation(x, dtype)
+        if wire is None:
+            return x, None
+        if axis is not None:
+            raise ValueError(f"gpuscan: a scan along an axis of dtype {x.dtype} is not served yet: pass "
+                             f"x.astype('{result}')")
+        return x, (wire, result)
+
+    def _narrow_array(self, x, copy) -> np.ndarray:
+        """A narrow x as a 1-D C-contiguous little-endian array (copy=True copies one that is not)."""
+        if x.ndim != 1:
+            raise ValueError(f"gpuscan: x must be 1-D, got shape {x.shape}; pass x.ravel()")
+        if copy and (not x.flags.c_contiguous or x.dtype.byteorder == ">"):
+            x = np.ascontiguousarray(x, dtype=x.dtype.newbyteorder("="))
+        if not x.flags.c_contiguous or x.dtype.byteorder == ">":
+            raise ValueError(f"gpuscan: x is not contiguous and little-endian (strides {x.strides}, dtype "
+                             f"{x.dtype.str}); pass copy=True to send a copy")
+        return x
+
+    def _prepare_narrow(self, x, accumulate, op, exclusive, algorithm, out, copy, retries, timeout,
+                        scan: bool) -> _Prepared:
+        """A narrow x's scan (scan=True) or reduce: the header with output_dtype, out of the
+        result dtype (new if None); each chunk small enough that its results fit chunk_bytes."""
+        wire, result = accumulate
+        x = self._narrow_array(x, copy)
+        retries, timeout = self._call_options(retries, timeout)
+        per = _chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, result.itemsize))
+        narrow = _types.narrow_wire(x)
+        if not scan:
+            request = self._reduce_request(narrow, op, len(x))
+            request.header.output_dtype = wire
+            return _Prepared(x, request, retries, timeout, _wire.REDUCE_DATA, per=per)
+        header = self._scan_header(narrow, op, exclusive, algorithm, len(x))
+        header.output_dtype = wire
+        if out is None:
+            out = np.empty(len(x), result)
+        elif (not isinstance(out, np.ndarray) or out.shape != x.shape or out.dtype != result
+              or not out.flags.c_contiguous or not out.flags.writeable):
+            raise ValueError(f"gpuscan: out must be a writable contiguous {result} array of shape {x.shape}")
+        return _Prepared(x, pb.ScanRequest(header=header), self._scan_retries(x, out, retries), timeout,
+                         _wire.SCAN_DATA, per=per, out=out)
+
     def _check_axis_served(self, operations) -> None:
         """Unimplemented unless the server lists "scan_axis" in `operations` (an older one would
         ignore the axis and answer the 2-D scan: a wrong result, not an error); kept once true."""
@@ -989,10 +1048,18 @@ class Client(_Calls):
     # -- typed API. Each method's arguments are checked, and its requests built, in _Calls (see
     # _Prepared); the methods drive the calls. AsyncClient's methods share these docstrings.
     def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
-             out: Optional[np.ndarray] = None, *, axis: Optional[int] = None, copy: bool = False,
+             out: Optional[np.ndarray] = None, *, axis: Optional[int] = None, dtype=None, copy: bool = False,
              lanes: Optional[int] = None, retries: Optional[int] = None,
              timeout: Optional[float] = None) -> np.ndarray:
         """Prefix scan of a 1-D array (inclusive unless exclusive=True); returns `out` (new if None).
+        dtype: the accumulator and result dtype, as np.cumsum's. A narrow x (int8, uint8, int16,
+        uint16, bool, float16) travels as it is (1-2 bytes an element) and the server accumulates
+        it in dtype, by default numpy's: int64 for int8/int16/bool, uint64 for uint8/uint16,
+        float16 for float16 (accumulated in float32 and each result rounded once, so at least as
+        close as numpy's, whose every partial sum is rounded to float16: the bits may differ).
+        Outputs of 4 or 8 bytes (float16 too for float16). A 4- or 8-byte x with another dtype is
+        converted here first, as numpy does. Narrow calls stream on one connection (no lanes, no
+        shared or device memory; out= of the result dtype).
         axis: as np.cumsum's. None scans the array flat (an N-D host array in C order, as numpy
         does: a view when C-contiguous, else with copy=True). 0 or 1 of a 2-D host array scans each
         column (0) or each row (1) on its own: every operator, exclusive too, each row or column
@@ -1022,6 +1089,10 @@ class Client(_Calls):
         engine) on x's GPU, else gpuscan.FailedPrecondition, before any export. Host and CUDA
         arrays mixed: TypeError. copy= and lanes do not apply; not retried."""
         x, axis = self._scan_axis(x, axis, algorithm, copy)
+        x, accumulate = self._with_dtype(x, dtype, axis, copy)
+        if accumulate is not None:
+            return self._scanned(self._prepare_narrow(x, accumulate, op, exclusive, algorithm, out, copy, retries,
+                                                      timeout, True), self._scan)
         if axis is not None:
             p = self._prepare_scan2d(x, op, out, copy, retries, timeout, axis, exclusive)
             if not self._axis_served:
@@ -1218,11 +1289,21 @@ class Client(_Calls):
             raise Internal("server returned fewer scan results than elements sent")
         self._set_timing(asm.timing or Timing())
 
-    def reduce(self, x, op: str = "sum", *, copy: bool = False, lanes: Optional[int] = None,
+    def reduce(self, x, op: str = "sum", *, dtype=None, copy: bool = False, lanes: Optional[int] = None,
                retries: Optional[int] = None, timeout: Optional[float] = None):
         """Reduction of a 1-D array: a numpy scalar of x's dtype (the identity for an empty array).
-        op, copy=, lanes, retries and timeout as scan's. x in shared memory, or a CUDA array (as
-        scan's): read there by the server, lanes and retries do not apply."""
+        op, dtype= (the accumulator and result: a narrow x as scan's, np.sum's defaults), copy=,
+        lanes, retries and timeout as scan's. x in shared memory, or a CUDA array (as scan's):
+        read there by the server, lanes and retries do not apply."""
+        x, accumulate = self._with_dtype(x, dtype, None, copy)
+        if accumulate is not None:
+            p = self._prepare_narrow(x, accumulate, op, False, None, None, copy, retries, timeout, False)
+
+            def narrow_attempt(timeout: Optional[float]):
+                return _chunking.reduce_value(self._unary(self._reduce, p.requests(), timeout), accumulate[1])
+            value, _, timing = self._retrying(p, narrow_attempt)
+            self._set_timing(timing)
+            return value
         p = self._prepare_reduce(x, op, copy, retries, timeout)
         call = self._header_only(p)
         if call is not None:

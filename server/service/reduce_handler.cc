@@ -1,4 +1,5 @@
 // Reduce: client streaming in, one response out. Each chunk folds into the session's partial.
+#include <cstring>
 #include <memory>
 #include <optional>
 
@@ -24,10 +25,15 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
 
  protected:
   grpc::Status OnHeader(const v1::ReduceHeader& header) override {
-    if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
+    if (auto s = ToEngine(header, &spec_, &narrow_); !s.ok()) return s;
+    if (auto s = NarrowStreamedOnly(header, narrow_); !s.ok()) return s;
     dtype_ = spec_.dtype;
     const std::optional<uint64_t> count = DeclaredCount(header);
-    checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    if (narrow_) {
+      checker_.emplace(*narrow_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    } else {
+      checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    }
     if (header.has_device_memory()) {
       return OpenDevice(*ctx_.device_ipc, Peer(), header.device_memory(), header.has_shared_memory(),
                         engine::SizeOf(spec_.dtype), SharedNeeds{}, count, &device_.emplace());
@@ -49,6 +55,20 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
     session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewReduce(spec_); });
   }
 
+  // A narrow input's chunk is widened into the engine's dtype first (service/narrow.h).
+  void Process(ReduceChunk& req, std::vector<v1::ReduceResponse>& out) override {
+    if (!narrow_) return FoldingCall::Process(req, out);
+    const size_t bytes = req.data.size();
+    if (bytes == 0) return;
+    const uint64_t n = bytes / narrow_->size;
+    Payload wide = ctx_.payloads->Take(n * engine::SizeOf(spec_.dtype));
+    Widen(*narrow_, spec_.dtype, req.data.data(), wide.data(), n);
+    session_->Process(wide.data(), n, stages_);
+    processed_ += n;
+    bytes_in_ += bytes;
+    ++chunks_;
+  }
+
   grpc::Status Complete(std::vector<v1::ReduceResponse>&) override {
     if (shared_) {
       if (auto s = ReduceShared(); !s.ok()) return s;
@@ -59,8 +79,16 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
     }
     unsigned char value[8] = {};
     session_->Result(value);
-    const size_t size = engine::SizeOf(spec_.dtype);
+    size_t size = engine::SizeOf(spec_.dtype);
     *response_.mutable_value() = ElementToScalar(value, spec_.dtype);
+    if (narrow_ && narrow_->half_out) {  // the float32 value rounded once to float16
+      float f;
+      std::memcpy(&f, value, 4);
+      const uint16_t h = FloatToHalf(f);
+      std::memcpy(value, &h, 2);
+      size = 2;
+      response_.mutable_value()->set_float_value(HalfToFloat(h));
+    }
     response_.set_raw_value(value, size);
     response_.set_element_count(processed_);
     bytes_out_ += size;
@@ -98,6 +126,7 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
   std::optional<SharedRanges> shared_;  // header.shared_memory: the mapped ranges
   std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges
   engine::ReduceSpec spec_;
+  std::optional<NarrowInput> narrow_;  // a narrow header.dtype: what each chunk is widened from
   std::optional<ChunkChecker> checker_;
 };
 

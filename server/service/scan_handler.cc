@@ -27,12 +27,17 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
 
  protected:
   grpc::Status OnHeader(const v1::ScanHeader& header) override {
-    if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
+    if (auto s = ToEngine(header, &spec_, &narrow_); !s.ok()) return s;
+    if (auto s = NarrowStreamedOnly(header, narrow_); !s.ok()) return s;
     if (auto s = CheckScanAlgorithm(spec_.algorithm, ctx_.engine->scan_algorithms(), ctx_.engine->name()); !s.ok()) {
       return s;
     }
     const std::optional<uint64_t> count = DeclaredCount(header);
-    checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    if (narrow_) {
+      checker_.emplace(*narrow_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    } else {
+      checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    }
     SharedNeeds needs;
     needs.scan_output = true;
     if (header.has_device_memory()) {
@@ -56,7 +61,10 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
     session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewScan(spec_); });
   }
 
-  void Process(ScanChunk& req, std::vector<ScanReply>& out) override { EndChunk(BeginChunk(req, out)); }
+  void Process(ScanChunk& req, std::vector<ScanReply>& out) override {
+    if (narrow_) return ProcessNarrow(req, out);
+    EndChunk(BeginChunk(req, out));
+  }
 
   uint64_t BeginChunk(ScanChunk& req, std::vector<ScanReply>& out) override {
     const size_t bytes = req.data.size();
@@ -89,7 +97,7 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
     if (req == nullptr) return true;
     const size_t bytes = req->data.size();
     if (!session_open) return bytes <= engine::kSmallChunkBytes;
-    return session_->on_host(bytes / engine::SizeOf(spec_.dtype));
+    return session_->on_host(bytes / InSize());
   }
 
   grpc::Status Complete(std::vector<ScanReply>& out) override {
@@ -110,8 +118,8 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
   }
 
   std::string LogFields() const override {
-    return fmt::format("op={} dtype={} kind={} n={} algorithm={} engine={}", engine::Name(spec_.op),
-                       engine::Name(spec_.dtype), spec_.exclusive ? "exclusive" : "inclusive", processed_,
+    return fmt::format("op={} dtype={}{} kind={} n={} algorithm={} engine={}", engine::Name(spec_.op),
+                       narrow_ ? NarrowName(narrow_->wire) : "", NarrowOut(), spec_.exclusive ? "exclusive" : "inclusive", processed_,
                        session_ ? session_->algorithm() : std::string(engine::Name(spec_.algorithm)),
                        ctx_.engine->name());
   }
@@ -122,6 +130,43 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
   }
 
  private:
+  size_t InSize() const { return narrow_ ? narrow_->size : engine::SizeOf(spec_.dtype); }
+  std::string NarrowOut() const {
+    if (!narrow_) return std::string(engine::Name(spec_.dtype));
+    return std::string("->") + (narrow_->half_out ? std::string("float16") : std::string(engine::Name(spec_.dtype)));
+  }
+
+  // A narrow input's chunk: widened into the engine's dtype, scanned, and for a FLOAT16 output
+  // rounded once per element (service/narrow.h).
+  void ProcessNarrow(ScanChunk& req, std::vector<ScanReply>& out) {
+    const size_t bytes = req.data.size();
+    if (bytes == 0) return;
+    const uint64_t n = bytes / narrow_->size;
+    const size_t wide_bytes = n * engine::SizeOf(spec_.dtype);
+    Payload wide = ctx_.payloads->Take(wide_bytes);
+    Widen(*narrow_, spec_.dtype, req.data.data(), wide.data(), n);
+    Payload result;
+    if (session_->in_place()) {
+      session_->Process(wide.data(), wide.data(), n, stages_);
+      result = std::move(wide);
+    } else {
+      result = ctx_.payloads->Take(wide_bytes);
+      session_->Process(wide.data(), result.data(), n, stages_);
+    }
+    ScanReply& resp = out.emplace_back();
+    if (narrow_->half_out) {
+      resp.data = ctx_.payloads->Take(n * 2);
+      RoundToHalf(result.data(), resp.data.data(), n);
+    } else {
+      resp.data = std::move(result);
+    }
+    resp.msg.set_offset(processed_);
+    processed_ += n;
+    bytes_in_ += bytes;
+    bytes_out_ += resp.data.size();
+    ++chunks_;
+  }
+
   // The whole region, piece by piece, straight from the input's pages to the output's (in place
   // through a bounce buffer when the session cannot take one buffer as both).
   grpc::Status ScanShared() {
@@ -145,6 +190,7 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
   }
 
   engine::ScanSpec spec_;
+  std::optional<NarrowInput> narrow_;   // a narrow header.dtype: what each chunk is widened from
   std::optional<SharedRanges> shared_;  // header.shared_memory: the mapped ranges
   std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges
   std::optional<ChunkChecker> checker_;

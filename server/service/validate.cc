@@ -99,22 +99,75 @@ grpc::Status CheckScanAlgorithm(engine::ScanAlgorithm wanted, const std::vector<
                                                " engine (available: " + names + ")"};
 }
 
-grpc::Status ToEngineDType(int wire, engine::DType* out) {
+grpc::Status ToEngineDType(int wire, engine::DType* out, const char* field) {
   if (wire == v1::DTYPE_UNSPECIFIED) {
-    return InvalidArgument("header.dtype is DTYPE_UNSPECIFIED; set INT32, INT64, UINT32, UINT64, FLOAT32 or FLOAT64");
+    return InvalidArgument(std::string(field) +
+                           " is DTYPE_UNSPECIFIED; set INT32, INT64, UINT32, UINT64, FLOAT32 or FLOAT64");
   }
   if (!v1::DType_IsValid(wire)) {
-    return InvalidArgument("header.dtype=" + std::to_string(wire) + " is not a known DType");
+    return InvalidArgument(std::string(field) + "=" + std::to_string(wire) + " is not a known DType");
+  }
+  if (IsNarrow(wire)) {
+    return InvalidArgument(std::string(field) + "=" + v1::DType_Name(wire) +
+                           ": narrow dtypes are served as the input of single-stream Scan and Reduce calls only (with "
+                           "header.output_dtype; no lanes); here use INT32, INT64, UINT32, UINT64, FLOAT32 or "
+                           "FLOAT64");
   }
   *out = static_cast<engine::DType>(wire - v1::DTYPE_INT32);
   return grpc::Status::OK;
 }
 
+namespace {
+
+// Scan's and Reduce's dtype, output_dtype and op (see ScanHeader.output_dtype).
+grpc::Status ToEngineInput(int dtype, int output, int op, engine::DType* engine, std::optional<NarrowInput>* narrow) {
+  if (narrow == nullptr || !IsNarrow(dtype)) {
+    if (auto s = ToEngineDType(dtype, engine); !s.ok()) return s;
+    if (output != v1::DTYPE_UNSPECIFIED && output != dtype) {
+      return InvalidArgument("header.output_dtype=" + (v1::DType_IsValid(output) ? v1::DType_Name(output)
+                                                                                  : std::to_string(output)) +
+                             " differs from header.dtype=" + v1::DType_Name(dtype) +
+                             ": an output dtype of its own is for narrow inputs (INT8, UINT8, INT16, UINT16, "
+                             "FLOAT16)");
+    }
+    return grpc::Status::OK;
+  }
+  const auto in = static_cast<v1::DType>(dtype);
+  const bool half = in == v1::DTYPE_FLOAT16;
+  if (half && (op == v1::OPERATOR_BIT_AND || op == v1::OPERATOR_BIT_OR || op == v1::OPERATOR_BIT_XOR)) {
+    return InvalidArgument("header.op=" + v1::Operator_Name(op) +
+                           " is not defined for dtype float16 (bitwise operators take integer dtypes only)");
+  }
+  int out = output;
+  if (out == v1::DTYPE_UNSPECIFIED) {  // numpy's rule
+    out = half ? v1::DTYPE_FLOAT16
+               : (in == v1::DTYPE_INT8 || in == v1::DTYPE_INT16 ? v1::DTYPE_INT64 : v1::DTYPE_UINT64);
+  }
+  const std::string named = "header.output_dtype=" + (v1::DType_IsValid(out) ? v1::DType_Name(out) : std::to_string(out));
+  if (!v1::DType_IsValid(out)) return InvalidArgument(named + " is not a known DType");
+  NarrowInput n{in, NarrowSize(in), false};
+  if (half && out == v1::DTYPE_FLOAT16) {
+    n.half_out = true;
+    out = v1::DTYPE_FLOAT32;  // accumulated in float32, rounded once per element
+  } else if (IsNarrow(out)) {
+    return InvalidArgument(named + " for header.dtype=" + v1::DType_Name(in) +
+                           ": a narrow output is served for FLOAT16 input only; use a 4- or 8-byte output_dtype");
+  } else if (half && out != v1::DTYPE_FLOAT32 && out != v1::DTYPE_FLOAT64) {
+    return InvalidArgument(named + " for header.dtype=DTYPE_FLOAT16: a float16 input accumulates in FLOAT16, "
+                           "FLOAT32 or FLOAT64");
+  }
+  *engine = static_cast<engine::DType>(out - v1::DTYPE_INT32);
+  *narrow = n;
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
 v1::DType ToWire(engine::DType t) { return static_cast<v1::DType>(static_cast<int>(t) + v1::DTYPE_INT32); }
 v1::ScanAlgorithm ToWire(engine::ScanAlgorithm a) { return static_cast<v1::ScanAlgorithm>(static_cast<int>(a)); }
 
-grpc::Status ToEngine(const v1::ScanHeader& h, engine::ScanSpec* spec) {
-  if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
+grpc::Status ToEngine(const v1::ScanHeader& h, engine::ScanSpec* spec, std::optional<NarrowInput>* narrow) {
+  if (auto s = ToEngineInput(h.dtype(), h.output_dtype(), h.op(), &spec->dtype, narrow); !s.ok()) return s;
   if (auto s = ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op); !s.ok()) return s;
   if (!v1::ScanKind_IsValid(h.kind())) {
     return InvalidArgument("header.kind=" + std::to_string(h.kind()) + " is not a known ScanKind");
@@ -224,11 +277,11 @@ grpc::Status ToEngine(const v1::SortHeader& h, engine::SortSpec* spec) {
   if (!v1::DType_IsValid(vd)) {
     return InvalidArgument("header.values_dtype=" + std::to_string(vd) + " is not a known DType");
   }
-  return ToEngineDType(vd, &spec->values_dtype);
+  return ToEngineDType(vd, &spec->values_dtype, "header.values_dtype");
 }
 
-grpc::Status ToEngine(const v1::ReduceHeader& h, engine::ReduceSpec* spec) {
-  if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
+grpc::Status ToEngine(const v1::ReduceHeader& h, engine::ReduceSpec* spec, std::optional<NarrowInput>* narrow) {
+  if (auto s = ToEngineInput(h.dtype(), h.output_dtype(), h.op(), &spec->dtype, narrow); !s.ok()) return s;
   return ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op);
 }
 
@@ -384,17 +437,26 @@ v1::Scalar ElementToScalar(const void* element, engine::DType dtype) {
 
 ChunkChecker::ChunkChecker(engine::DType dtype, std::optional<uint64_t> declared_count,
                            uint64_t max_chunk_bytes, uint64_t max_request_bytes)
-    : dtype_(dtype),
+    : dtype_name_(engine::Name(dtype)),
+      size_(engine::SizeOf(dtype)),
+      declared_(declared_count),
+      max_chunk_bytes_(max_chunk_bytes),
+      max_request_bytes_(max_request_bytes) {}
+
+ChunkChecker::ChunkChecker(const NarrowInput& narrow, std::optional<uint64_t> declared_count,
+                           uint64_t max_chunk_bytes, uint64_t max_request_bytes)
+    : dtype_name_(NarrowName(narrow.wire)),
+      size_(narrow.size),
       declared_(declared_count),
       max_chunk_bytes_(max_chunk_bytes),
       max_request_bytes_(max_request_bytes) {}
 
 grpc::Status ChunkChecker::Add(uint64_t bytes, const char* field, uint64_t request_index) {
-  const uint64_t size = engine::SizeOf(dtype_);
+  const uint64_t size = size_;
   const std::string where = "request #" + std::to_string(request_index) + ": " + field;
   if (bytes % size != 0) {
     return InvalidArgument(where + " length " + std::to_string(bytes) + " bytes is not a multiple of the " +
-                           std::string(engine::Name(dtype_)) + " element size " + std::to_string(size));
+                           dtype_name_ + " element size " + std::to_string(size));
   }
   if (bytes > max_chunk_bytes_) {
     return ResourceExhausted(where + " length " + std::to_string(bytes) + " bytes exceeds the chunk limit of " +

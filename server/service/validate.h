@@ -11,11 +11,17 @@
 
 #include "engine/types.h"
 #include "gpuscan/v1/gpuscan.pb.h"
+#include "service/narrow.h"
 
 namespace gpuscan::server {
 
-grpc::Status ToEngine(const v1::ScanHeader& header, engine::ScanSpec* spec);
-grpc::Status ToEngine(const v1::ReduceHeader& header, engine::ReduceSpec* spec);
+// Scan and Reduce take narrow inputs (header.output_dtype; service/narrow.h) where `narrow` is
+// given: the spec gets the engine's dtype and *narrow what the call converts (nullopt for an
+// input of the engine's dtype). Without it a narrow dtype is refused.
+grpc::Status ToEngine(const v1::ScanHeader& header, engine::ScanSpec* spec,
+                      std::optional<NarrowInput>* narrow = nullptr);
+grpc::Status ToEngine(const v1::ReduceHeader& header, engine::ReduceSpec* spec,
+                      std::optional<NarrowInput>* narrow = nullptr);
 grpc::Status ToEngine(const v1::CompactHeader& header, engine::CompactSpec* spec);
 grpc::Status ToEngine(const v1::SegmentedScanHeader& header, engine::SegmentedScanSpec* spec);
 grpc::Status ToEngine(const v1::SortHeader& header, engine::SortSpec* spec);
@@ -35,7 +41,19 @@ grpc::Status EmptyStreamStatus();
 grpc::Status CheckScanAlgorithm(engine::ScanAlgorithm wanted, const std::vector<engine::ScanAlgorithm>& offered,
                                 const std::string& engine_name);
 
-grpc::Status ToEngineDType(int wire, engine::DType* out);  // wire: a v1::DType value
+// A narrow input (ToEngine's `narrow`) travels in the stream only: with shared_memory or
+// device_memory, INVALID_ARGUMENT naming the field.
+template <class Header>
+grpc::Status NarrowStreamedOnly(const Header& h, const std::optional<NarrowInput>& narrow) {
+  if (!narrow || (!h.has_shared_memory() && !h.has_device_memory())) return grpc::Status::OK;
+  return {grpc::StatusCode::INVALID_ARGUMENT,
+          std::string(h.has_shared_memory() ? "header.shared_memory" : "header.device_memory") +
+              ": a narrow header.dtype=" + v1::DType_Name(h.dtype()) +
+              " is served in the stream only (send the chunks, or widen the array to the output dtype first)"};
+}
+
+// wire: a v1::DType value of 4 or 8 bytes (a narrow one is refused, naming `field`).
+grpc::Status ToEngineDType(int wire, engine::DType* out, const char* field = "header.dtype");
 v1::DType ToWire(engine::DType t);
 v1::ScanAlgorithm ToWire(engine::ScanAlgorithm a);
 
@@ -52,6 +70,9 @@ class ChunkChecker {
  public:
   ChunkChecker(engine::DType dtype, std::optional<uint64_t> declared_count, uint64_t max_chunk_bytes,
                uint64_t max_request_bytes);
+  // Elements of a narrow input's size (the chunks arrive narrow).
+  ChunkChecker(const NarrowInput& narrow, std::optional<uint64_t> declared_count, uint64_t max_chunk_bytes,
+               uint64_t max_request_bytes);
   // `field` names the bytes field ("data", "values"); `request_index` counts from 0.
   grpc::Status Add(uint64_t bytes, const char* field, uint64_t request_index);
   // Counts payload bytes that are not elements (a compaction's flags) toward the per-call limit.
@@ -61,7 +82,8 @@ class ChunkChecker {
   uint64_t elements() const { return elements_; }
 
  private:
-  engine::DType dtype_;
+  std::string dtype_name_;
+  uint64_t size_;
   std::optional<uint64_t> declared_;
   uint64_t max_chunk_bytes_;
   uint64_t max_request_bytes_;

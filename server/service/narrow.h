@@ -1,0 +1,37 @@
+// Narrow inputs (issue 47): arrays of INT8, UINT8, INT16, UINT16 or FLOAT16 that Scan and Reduce
+// accumulate in a wider output dtype (numpy's dtype=). Chunks arrive narrow; the call widens
+// each one on the host into the engine's dtype (the output's; float32 for a FLOAT16 output) and
+// the engines run unchanged; a FLOAT16 output is rounded once per element on the way out. The
+// wire carries 1-2 bytes an element in, which is what the caller came for.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/types.h"
+#include "gpuscan/v1/gpuscan.pb.h"
+
+namespace gpuscan::server {
+
+struct NarrowInput {
+  v1::DType wire = v1::DTYPE_UNSPECIFIED;  // the input's dtype
+  size_t size = 0;                          // its element size
+  bool half_out = false;                    // results leave as FLOAT16 (the engine runs float32)
+};
+
+bool IsNarrow(int wire);          // INT8, UINT8, INT16, UINT16, FLOAT16
+size_t NarrowSize(v1::DType wire);  // 1 or 2
+const char* NarrowName(v1::DType wire);  // "int8" ... "float16", as engine::Name spells the others
+
+// n elements of `in` (raw little-endian, any alignment) converted into `engine` elements at out:
+// integers as C casts them (two's complement wrap into unsigned), FLOAT16 exactly.
+void Widen(const NarrowInput& in, engine::DType engine, const void* src, void* out, uint64_t n);
+
+// n float32 values rounded to FLOAT16 (round to nearest even; NaN stays NaN, overflow gives inf).
+void RoundToHalf(const void* src, void* out, uint64_t n);
+
+// IEEE binary16 <-> binary32, exactly as the hardware conversions do.
+float HalfToFloat(uint16_t h);
+uint16_t FloatToHalf(float f);
+
+}  // namespace gpuscan::server
