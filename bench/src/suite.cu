@@ -20,6 +20,10 @@
 // out[i] == out[i-1] + in[i] on the device, its reduce against an int64 sum, its compaction's
 // count against the number of set flags.
 #include <cuda_runtime_api.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 #include <cmath>
@@ -35,6 +39,7 @@
 #include "gpuscan/kernels/reduce.h"
 #include "gpuscan/kernels/scan.h"
 #include "gpuscan/kernels/scan2d.h"
+#include "gpuscan/kernels/scan_axis.h"
 #include "gpuscan/kernels/reduce_by_key.h"
 #include "gpuscan/kernels/segmented_scan.h"
 #include "gpuscan/kernels/sort.h"
@@ -236,6 +241,13 @@ __global__ void ColumnFolds(T* out, uint64_t rows, uint64_t cols) {
   for (uint64_t i = 1; i < rows; ++i) out[i * cols + j] = sum(out[(i - 1) * cols + j], out[i * cols + j]);
 }
 
+// The row index of element i of a matrix of `cols` columns: the keys of CUB's scan by key as an
+// axis=1 scan (a transform of a counting iterator: no key bytes move).
+struct RowOf {
+  uint32_t cols;
+  __host__ __device__ uint32_t operator()(uint32_t i) const { return i / cols; }
+};
+
 // Segment keys in runs of `run` elements (the issue's cell: an average segment of 1000).
 __global__ void FillRunKeys(int32_t* k, uint64_t n, uint64_t run) {
   for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
@@ -316,6 +328,7 @@ class Suite {
       else if (op == "reduce_by_key") go_on = RunsByKey<T>(dtype, n);
       else if (op == "sort") go_on = SortKeys<T>(dtype, n);
       else if (op == "scan2d") go_on = Scan2D<T>(dtype, n);
+      else if (op == "scan_axis") go_on = ScanAxis<T>(dtype, n);
       else if (op == "pcie") go_on = Pcie<T>(dtype, n);
       else go_on = Compact<T>(dtype, n);
     });
@@ -973,6 +986,89 @@ class Suite {
     return true;
   }
 
+  // Axis scans (issue 47), inclusive sums of n elements as two shapes: tall (n / 256 rows x 256
+  // columns, the issue's 2^20 x 256 at n = 2^28) and square (floor(sqrt(n)) columns: 2^14 x
+  // 2^14). Each shape gets its own copy row (the matrix read and written once), then "axis1"
+  // (ScanRows: numpy's cumsum(m, axis=1)) beside CUB's best formulation of it, "cub_by_key"
+  // (cub::DeviceScan::InclusiveScanByKey with row-index keys made by a transform of a counting
+  // iterator: no key bytes move; its ratio_to_cub is 1, axis1's is against it), and "axis0"
+  // (ScanColumns, no carry; no CUB peer). The algorithm column names the shape:
+  // "axis1[1048576x256]". Checked against RowFolds (axis1, cub_by_key) and ColumnFolds of a copy
+  // of the input (axis0), bit for bit up to the rows' 1e-6 float tolerance (our data's sums are
+  // exact integers).
+  template <class T>
+  bool ScanAxis(DType dtype, uint64_t n) {
+    using Op = ops::Sum<T>;
+    const uint64_t square = std::max<uint64_t>(1, uint64_t(std::sqrt(double(n))));
+    for (const uint64_t cols : {std::min<uint64_t>(256, n), square}) {
+      const uint64_t rows = n / cols, m = rows * cols;
+      const std::string shape = "[" + std::to_string(rows) + "x" + std::to_string(cols) + "]";
+      auto keys = thrust::make_transform_iterator(thrust::counting_iterator<uint32_t>(0), RowOf{uint32_t(cols)});
+      std::size_t temp = 0, b = 0;
+      BENCH_CHECK((kernels::ScanRows<T, Op>(nullptr, b, nullptr, nullptr, rows, cols, false, s())));
+      temp = std::max(temp, b);
+      BENCH_CHECK((kernels::ScanColumns<T, Op>(nullptr, b, nullptr, nullptr, rows, cols, false, nullptr, nullptr, s())));
+      temp = std::max(temp, b);
+      const std::size_t axis0_temp = b;
+      BENCH_CHECK(cub::DeviceScan::InclusiveScanByKey(nullptr, b, keys, static_cast<const T*>(nullptr),
+                                                      static_cast<T*>(nullptr), ::cuda::std::plus<>{}, uint32_t(m),
+                                                      ::cuda::std::equal_to<>{}, s()));
+      temp = std::max(temp, b);
+      if (!Prepare(What("scan_axis", dtype, m) + " " + shape, m * sizeof(T), 0, m * sizeof(T), temp)) continue;
+      Note("scan_axis " + std::string(types::Name(dtype)) + " " + shape + ": axis0 temp " +
+           std::to_string(axis0_temp) + " bytes");
+      FillPools<T>(0xA715, false);
+      auto in = [&](int r) { return reinterpret_cast<const T*>(InSlot(r)); };
+      auto out = [&](int r) { return reinterpret_cast<T*>(OutSlot(r)); };
+      T* ref = reinterpret_cast<T*>(ref_.get());
+      const uint64_t bytes = 2 * m * sizeof(T);
+      const Times copy = TimeCopy(bytes);
+      auto cub_call = [&](int r) {
+        std::size_t tb = temp_.bytes();
+        return cub::DeviceScan::InclusiveScanByKey(temp_.get(), tb, keys, in(r), out(r), ::cuda::std::plus<>{}, uint32_t(m),
+                                                   ::cuda::std::equal_to<>{}, s());
+      };
+      const Times cub_t = Time(cub_call);
+      RowFolds<T><<<unsigned((rows + 255) / 256), 256, 0, s()>>>(in(0), ref, rows, cols);
+      CheckLaunch();
+      BENCH_CHECK(cub_call(0));
+      const bool cub_ok = AllSame<T>(out(0), ref, m);
+      if (!Emit(MakeRow("copy", "scan_axis" + shape, dtype, m, bytes, copy, copy.median_us, cub_t.median_us, true))) {
+        return false;
+      }
+      if (!Emit(MakeRow("scan_axis", "cub_by_key" + shape, dtype, m, bytes, cub_t, copy.median_us, cub_t.median_us,
+                        cub_ok))) {
+        return false;
+      }
+      if (Wants("axis1")) {
+        auto mine = [&](int r) {
+          std::size_t tb = temp_.bytes();
+          return kernels::ScanRows<T, Op>(temp_.get(), tb, in(r), out(r), rows, cols, false, s());
+        };
+        const Times t = Time(mine);
+        BENCH_CHECK(mine(0));
+        const bool ok = AllSame<T>(out(0), ref, m);
+        if (!Emit(MakeRow("scan_axis", "axis1" + shape, dtype, m, bytes, t, copy.median_us, cub_t.median_us, ok))) {
+          return false;
+        }
+      }
+      if (Wants("axis0")) {
+        auto mine = [&](int r) {
+          std::size_t tb = temp_.bytes();
+          return kernels::ScanColumns<T, Op>(temp_.get(), tb, in(r), out(r), rows, cols, false, nullptr, nullptr, s());
+        };
+        const Times t = Time(mine);
+        BENCH_CHECK(mine(0));
+        BENCH_CHECK(cudaMemcpyAsync(ref, in(0), m * sizeof(T), cudaMemcpyDeviceToDevice, s()));
+        ColumnFolds<T><<<unsigned((cols + 255) / 256), 256, 0, s()>>>(ref, rows, cols);
+        CheckLaunch();
+        const bool ok = AllSame<T>(out(0), ref, m);
+        if (!Emit(MakeRow("scan_axis", "axis0" + shape, dtype, m, bytes, t, copy.median_us, 0, ok))) return false;
+      }
+    }
+    return true;
+  }
+
   // The PCIe link: the ceiling of calls whose arrays lie in host memory (shared-memory regions,
   // registered for DMA). n elements of pinned host memory copied to the device ("h2d"), back
   // ("d2h"), and both at once on two streams ("duplex": bytes_moved is one direction's, as a
@@ -1044,6 +1140,7 @@ std::vector<std::string> SuiteAlgorithms(const std::string& operation) {
   if (operation == "reduce_by_key") return {"cub", "fused"};   // likewise
   if (operation == "sort") return {"cub", "radix"};             // likewise
   if (operation == "scan2d") return {"tile_wavefront"};         // likewise (no CUB peer)
+  if (operation == "scan_axis") return {"axis1", "axis0", "cub_by_key"};  // likewise
   if (operation == "pcie") return {"h2d", "d2h", "duplex"};     // likewise (copies only)
   return {};
 }
@@ -1079,7 +1176,7 @@ void RunKernelSuite(const SuiteSpec& spec, const std::function<bool(const Row&)>
     if (SuiteAlgorithms(op).empty()) {
       throw Error(ErrorCode::kInvalidArgument,
                   "unknown operation '" + op +
-                                 "' (scan, reduce, compact, histogram, segmented_scan, reduce_by_key, sort, scan2d, pcie)");
+                                 "' (scan, reduce, compact, histogram, segmented_scan, reduce_by_key, sort, scan2d, scan_axis, pcie)");
     }
   }
   for (const std::string& a : spec.algorithms) {

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Issue 47 (axis scans) on the GPU machine: the kernel tests of ScanRows / ScanColumns
+# (gpu_kernel_tests ScanAxis*), the kernel suite's scan_axis rows (axis=1 and axis=0 at 2^20 x 256
+# and 2^14 x 2^14, int32 and float32, each beside the device copy of the same bytes and axis=1
+# beside CUB's scan by row keys), and CuPy's cumsum(m, axis=1 / 0) on the same shapes for
+# reference, all in one run.
+#   here:    scripts/gpu-axis.sh pack    builds and packs into .gpu-axis/gpu.tar.xz (BUILD_DIR, default build-axis)
+#   device:  run(command="bash scripts/gpu-axis.sh", carry=[".gpu-axis"], kind="nvidia-h100-x1", timeout_s=...)
+# Under $OUT: device.txt, tests.log, suite.txt, suite.json, cupy.txt.
+# AXIS_TEST_FILTER / AXIS_SUITE_ARGS override what runs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = pack ]; then
+  set -e
+  build=${BUILD_DIR:-build-axis}
+  cmake --build "$build" -j2 --target gpu_kernel_tests kernel_suite
+  stage=.gpu-axis/stage
+  rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/rt"
+  for b in gpu_kernel_tests kernel_suite; do strip -o "$stage/bin/$b" "$(find "$build" -name "$b" -type f -perm -u+x | head -1)"; done
+  ../shared/device/bundle-libs.sh "$stage/rt" "$stage/bin/gpu_kernel_tests" "$stage/bin/kernel_suite" || true  # none: cudart is static
+  tar -C "$stage" -cf - bin rt | xz -T2 -6 >.gpu-axis/gpu.tar.xz
+  rm -rf "$stage"
+  du -h .gpu-axis/gpu.tar.xz
+  exit 0
+fi
+
+out=${OUT:-/tmp/gpuscan-out}
+mkdir -p "$out"
+work=/tmp/gpuscan-axis
+mkdir -p "$work" && tar -C "$work" -xJf .gpu-axis/gpu.tar.xz
+export LD_LIBRARY_PATH=$work/rt
+B=$work/bin
+{ nvidia-smi -L; nvidia-smi --query-gpu=driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader;
+  python3 -c 'import cupy; print("cupy", cupy.__version__)'; } 2>&1 | tee "$out/device.txt"
+
+echo "=== kernel tests ==="
+timeout 300 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter="${AXIS_TEST_FILTER:-ScanAxis*}" 2>&1 | tee "$out/tests.log" | tail -15
+
+echo "=== kernel suite: scan_axis ==="
+timeout 200 $B/kernel_suite ${AXIS_SUITE_ARGS:---ops scan_axis --dtypes int32,float32 --sizes 2^28 --reps 25} \
+  --json "$out/suite.json" 2>&1 | tee "$out/suite.txt"
+
+echo "=== CuPy cumsum on the same shapes ==="
+PYTHONUNBUFFERED=1 timeout 120 python3 - <<'PY' 2>&1 | tee "$out/cupy.txt"
+import cupy as cp
+def bench(f, reps=15):
+    f(); cp.cuda.runtime.deviceSynchronize()
+    s, e = cp.cuda.Event(), cp.cuda.Event()
+    ts = []
+    for _ in range(reps):
+        s.record(); f(); e.record(); e.synchronize()
+        ts.append(cp.cuda.get_elapsed_time(s, e))
+    ts.sort()
+    return ts[len(ts) // 2]
+for dt in (cp.int32, cp.float32):
+    for rows, cols in ((1 << 20, 256), (1 << 14, 1 << 14)):
+        m = (cp.arange(rows * cols, dtype=cp.int64) % 15 - 7).astype(dt).reshape(rows, cols)
+        o = cp.empty_like(m)
+        ms_copy = bench(lambda: o.__setitem__(Ellipsis, m))
+        for axis in (1, 0):
+            ms = bench(lambda: cp.cumsum(m, axis=axis, dtype=dt, out=o))
+            gbs = 2 * m.nbytes / ms / 1e6
+            print(f"cupy.cumsum {cp.dtype(dt).name} {rows}x{cols} axis={axis}: {ms*1e3:9.1f} us  {gbs:7.1f} GB/s  "
+                  f"({100*ms_copy/ms:5.1f}% of cupy's copy, {ms_copy*1e3:.1f} us)")
+        del m, o
+        cp.get_default_memory_pool().free_all_blocks()
+PY
