@@ -189,7 +189,7 @@ static grpc::Status ToKeyDType(int k, engine::DType* out) {
     return InvalidArgument("header.key_dtype=" + v1::DType_Name(static_cast<v1::DType>(k)) +
                            ": segment keys must be INT32, INT64, UINT32 or UINT64");
   }
-  return ToEngineDType(k, out);
+  return ToEngineDType(k, out, "header.key_dtype");
 }
 
 grpc::Status ToEngine(const v1::SegmentedScanHeader& h, engine::SegmentedScanSpec* spec) {

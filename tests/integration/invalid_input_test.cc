@@ -918,6 +918,83 @@ void Scan2DRows(std::vector<Row>& rows) {
   }
 }
 
+// ---- Narrow dtypes (issue 47): Scan's and Reduce's output_dtype, and every other place a
+// narrow dtype is not served.
+template <class C>
+C WithOutput(C r, int output) {
+  r.mutable_header()->set_output_dtype(static_cast<v1::DType>(output));
+  return r;
+}
+
+void NarrowRows(std::vector<Row>& rows) {
+  using V = std::vector<v1::ScanRequest>;
+  using R = std::vector<v1::ReduceRequest>;
+  for (const bool scan : {true, false}) {
+    auto add = [&](const std::string& name, auto make, grpc::StatusCode code, std::vector<std::string> expect) {
+      if (scan) {
+        rows.push_back(MakeRow(name, V(make(v1::ScanRequest{})), code, expect));
+      } else {
+        rows.push_back(MakeRow(name, R(make(v1::ReduceRequest{})), code, expect));
+      }
+    };
+    auto head = [](auto r, v1::DType dtype, int op = v1::OPERATOR_SUM) {
+      r.mutable_header()->set_dtype(dtype);
+      r.mutable_header()->set_op(static_cast<v1::Operator>(op));
+      return r;
+    };
+    add("NarrowOutputForIntegers", [&](auto r) { return std::vector{WithOutput(head(r, v1::DTYPE_INT8), v1::DTYPE_INT16)}; },
+        kInvalid, {"header.output_dtype=DTYPE_INT16", "header.dtype=DTYPE_INT8", "narrow output"});
+    add("OutputDTypeOfAWideInput",
+        [&](auto r) { return std::vector{WithOutput(head(r, v1::DTYPE_INT32), v1::DTYPE_INT64)}; }, kInvalid,
+        {"header.output_dtype=DTYPE_INT64 differs from header.dtype=DTYPE_INT32"});
+    add("UnknownOutputDType", [&](auto r) { return std::vector{WithOutput(head(r, v1::DTYPE_UINT8), 42)}; }, kInvalid,
+        {"header.output_dtype=42", "not a known DType"});
+    add("IntegerOutputForFloat16",
+        [&](auto r) { return std::vector{WithOutput(head(r, v1::DTYPE_FLOAT16), v1::DTYPE_INT64)}; }, kInvalid,
+        {"header.output_dtype=DTYPE_INT64", "DTYPE_FLOAT16", "FLOAT32"});
+    add("BitwiseOnFloat16", [&](auto r) { return std::vector{head(r, v1::DTYPE_FLOAT16, v1::OPERATOR_BIT_XOR)}; },
+        kInvalid, {"header.op=OPERATOR_BIT_XOR", "float16"});
+    add("NarrowNotWholeElements",
+        [&](auto r) {
+          auto d = r;
+          d.set_data(std::string(3, '\x07'));
+          return std::vector{head(r, v1::DTYPE_INT16), d};
+        },
+        kInvalid, {"request #1: data length 3 bytes", "int16 element size 2"});
+    add("NarrowCountMismatch",
+        [&](auto r) {
+          auto h = head(r, v1::DTYPE_UINT8);
+          h.mutable_header()->set_element_count(5);
+          auto d = r;
+          d.set_data(std::string(3, '\x07'));
+          return std::vector{h, d};
+        },
+        kInvalid, {"header.element_count=5", "carried 3 elements"});
+    add("NarrowInSharedMemory", [&](auto r) { return std::vector{WithShm(head(r, v1::DTYPE_INT8), "in64")}; },
+        kInvalid, {"header.shared_memory", "narrow header.dtype=DTYPE_INT8", "in the stream only"});
+    add("NarrowInDeviceMemory", [&](auto r) { return std::vector{WithDevice(head(r, v1::DTYPE_FLOAT16))}; }, kInvalid,
+        {"header.device_memory", "narrow header.dtype=DTYPE_FLOAT16"});
+    add("NarrowOnLanes", [&](auto r) { return std::vector{WithLanes(head(r, v1::DTYPE_UINT16), 0, 2, 64)}; },
+        kInvalid, {"header.dtype=DTYPE_UINT16", "no lanes"});
+  }
+  // Where narrow dtypes are not served: the field named, and what is.
+  const std::vector<std::string> not_here = {"header.dtype=DTYPE_INT8", "narrow dtypes", "Scan and Reduce"};
+  rows.push_back(MakeRow("NarrowDType", std::vector{CompactHead(v1::DTYPE_INT8)}, kInvalid, not_here));
+  rows.push_back(MakeRow("NarrowDType", std::vector{SortHead(v1::DTYPE_INT8)}, kInvalid, not_here));
+  rows.push_back(MakeRow("NarrowDType", std::vector{HistogramHead(v1::DTYPE_INT8)}, kInvalid, not_here));
+  rows.push_back(MakeRow("NarrowDType", std::vector{SegHead(v1::DTYPE_INT8)}, kInvalid, not_here));
+  rows.push_back(MakeRow("NarrowKeyDType", std::vector{SegHead(v1::DTYPE_INT32, v1::DTYPE_INT16)}, kInvalid,
+                         {"header.key_dtype=DTYPE_INT16", "narrow dtypes"}));
+  rows.push_back(MakeRow("NarrowDType", std::vector{ByKeyHead(v1::DTYPE_INT8)}, kInvalid, not_here));
+  rows.push_back(MakeRow("NarrowDType", std::vector{Scan2DHead(v1::DTYPE_INT8)}, kInvalid, not_here));
+  {
+    v1::SortRequest r = SortHead(v1::DTYPE_INT32, v1::SORT_OUTPUT_KEYS_AND_VALUES);
+    r.mutable_header()->set_values_dtype(v1::DTYPE_FLOAT16);
+    rows.push_back(MakeRow("NarrowValuesDType", std::vector{r}, kInvalid,
+                           {"header.values_dtype=DTYPE_FLOAT16", "narrow dtypes"}));
+  }
+}
+
 void LaneRows(std::vector<Row>& rows) {
   using V = std::vector<v1::ScanRequest>;
   using K = std::vector<v1::CompactRequest>;
@@ -1190,6 +1267,7 @@ std::vector<Row> Rows() {
   ReduceByKeyRows(rows);
   SortRows(rows);
   Scan2DRows(rows);
+  NarrowRows(rows);
   return rows;
 }
 
