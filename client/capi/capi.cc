@@ -174,6 +174,22 @@ int gpuscan_scan(gpuscan_client* client, int dtype, int op, int exclusive, int a
       error, error_len);
 }
 
+int gpuscan_scan_header(gpuscan_client* client, const void* header, size_t header_len, const void* in,
+                        uint64_t in_bytes, void* out, uint64_t out_bytes, gpuscan_timing* timing, char* error,
+                        size_t error_len) {
+  return Guard(
+      [&] {
+        gpuscan::v1::ScanHeader h;
+        if (!h.ParseFromArray(header, static_cast<int>(header_len))) {
+          throw std::invalid_argument("header is not a serialized gpuscan.v1.ScanHeader");
+        }
+        gpuscan::detail::BufferSink sink(out, out_bytes, "the server");
+        Fill(client->client->ScanStream(h, gpuscan::detail::MemoryReplay(in, in_bytes), sink.at(), {}, 1), timing);
+        sink.CheckFull();
+      },
+      error, error_len);
+}
+
 int gpuscan_reduce(gpuscan_client* client, int dtype, int op, const void* in, uint64_t n, uint32_t lanes,
                    void* value, gpuscan_timing* timing, char* error, size_t error_len) {
   return Guard(

@@ -42,6 +42,12 @@ GPUSCAN_CAPI void gpuscan_client_free(gpuscan_client* client);
  * Writes n scanned elements to `out` (not overlapping `in`). lanes: 0 = the handle's. */
 GPUSCAN_CAPI int gpuscan_scan(gpuscan_client* client, int dtype, int op, int exclusive, int algorithm, const void* in,
                               void* out, uint64_t n, uint32_t lanes, gpuscan_timing* timing, char* error, size_t error_len);
+/* A scan whose header is given: `header` a serialized gpuscan.v1.ScanHeader (a narrow dtype with
+ * its output_dtype, say), `in` its input of in_bytes, results (out_bytes of room: in elements x
+ * the output's element size) to `out`. One stream, no lanes. */
+GPUSCAN_CAPI int gpuscan_scan_header(gpuscan_client* client, const void* header, size_t header_len, const void* in,
+                                     uint64_t in_bytes, void* out, uint64_t out_bytes, gpuscan_timing* timing,
+                                     char* error, size_t error_len);
 /* Writes one element of the dtype to `value`. */
 GPUSCAN_CAPI int gpuscan_reduce(gpuscan_client* client, int dtype, int op, const void* in, uint64_t n, uint32_t lanes,
                    void* value, gpuscan_timing* timing, char* error, size_t error_len);

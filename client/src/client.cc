@@ -19,6 +19,11 @@ namespace gpuscan {
 
 size_t DTypeSize(v1::DType dtype) {
   switch (dtype) {
+    case v1::DTYPE_INT8:
+    case v1::DTYPE_UINT8: return 1;
+    case v1::DTYPE_INT16:
+    case v1::DTYPE_UINT16:
+    case v1::DTYPE_FLOAT16: return 2;
     case v1::DTYPE_INT32:
     case v1::DTYPE_UINT32:
     case v1::DTYPE_FLOAT32: return 4;
@@ -26,6 +31,17 @@ size_t DTypeSize(v1::DType dtype) {
     case v1::DTYPE_UINT64:
     case v1::DTYPE_FLOAT64: return 8;
     default: return 0;
+  }
+}
+
+size_t ScanOutputSize(const v1::ScanHeader& header) {
+  if (header.output_dtype() != v1::DTYPE_UNSPECIFIED) return DTypeSize(header.output_dtype());
+  switch (header.dtype()) {
+    case v1::DTYPE_INT8:
+    case v1::DTYPE_UINT8:
+    case v1::DTYPE_INT16:
+    case v1::DTYPE_UINT16: return 8;  // numpy's int64 / uint64
+    default: return DTypeSize(header.dtype());
   }
 }
 

@@ -88,8 +88,11 @@ Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
   auto ctx = NewContext();
   auto stream = detail::RawBidi<v1::ScanRequest, v1::ScanResponse>(channel_, detail::kScanMethod, ctx.get());
   ProgressTracker tracker(std::move(progress));
+  // A narrow input's results are wider (header.output_dtype): chunks of as many elements as
+  // fit chunk_bytes of results, so no response outgrows a chunk.
   const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
-  const size_t chunk = ChunkBytes(esize);
+  const size_t out_size = std::max<size_t>(ScanOutputSize(header), 1), widest = std::max(esize, out_size);
+  const size_t chunk = ChunkBytes(widest) / widest * esize;
   Timing timing;
   auto write_all = [&] {
     detail::RawOut<v1::ScanRequest> first;
@@ -98,7 +101,7 @@ Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
   };
   auto read_all = [&] {
     detail::RawIn<v1::ScanResponse> resp;
-    detail::ElementFeeder feeder(out, esize);
+    detail::ElementFeeder feeder(out, out_size);
     while (stream->Read(&resp)) {
       if (resp.data_bytes()) {
         feeder.Feed(resp.split.field);

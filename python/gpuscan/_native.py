@@ -88,6 +88,9 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.gpuscan_scan.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                  ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
                                  ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
+    lib.gpuscan_scan_header.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p,
+                                        ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64, ctypes.POINTER(_Timing),
+                                        ctypes.c_char_p, ctypes.c_size_t]
     lib.gpuscan_reduce.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
                                    ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p,
                                    ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
@@ -197,6 +200,15 @@ class NativeClient:
         t, err = _Timing(), ctypes.create_string_buffer(1024)
         code = self._run(self._lib.gpuscan_scan, self._handle, dtype, op, int(exclusive), algorithm, x.ctypes.data,
                          out.ctypes.data, len(x), lanes, ctypes.byref(t), err, len(err))
+        self._check(code, err)
+        return t.to_timing()
+
+    def scan_header(self, x: np.ndarray, out: np.ndarray, header: bytes) -> Timing:
+        """A scan whose serialized ScanHeader is given (a narrow x and its output dtype): one
+        stream, results into out."""
+        t, err = _Timing(), ctypes.create_string_buffer(1024)
+        code = self._run(self._lib.gpuscan_scan_header, self._handle, header, len(header), x.ctypes.data, x.nbytes,
+                         out.ctypes.data, out.nbytes, ctypes.byref(t), err, len(err))
         self._check(code, err)
         return t.to_timing()
 

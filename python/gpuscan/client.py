@@ -1091,8 +1091,11 @@ class Client(_Calls):
         x, axis = self._scan_axis(x, axis, algorithm, copy)
         x, accumulate = self._with_dtype(x, dtype, axis, copy)
         if accumulate is not None:
-            return self._scanned(self._prepare_narrow(x, accumulate, op, exclusive, algorithm, out, copy, retries,
-                                                      timeout, True), self._scan)
+            p = self._prepare_narrow(x, accumulate, op, exclusive, algorithm, out, copy, retries, timeout, True)
+            if self._takes_native(p):
+                self._set_timing(self._native.scan_header(p.x, p.out, p.request.header.SerializeToString()))
+                return p.out
+            return self._scanned(p, self._scan)
         if axis is not None:
             p = self._prepare_scan2d(x, op, out, copy, retries, timeout, axis, exclusive)
             if not self._axis_served:

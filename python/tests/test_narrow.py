@@ -28,9 +28,10 @@ def values(rng, dtype, n):
     return rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
 
 
-@pytest.fixture(scope="module")
-def small_chunks(target):
-    with gpuscan.Client(target, chunk_bytes=4096, timeout=60) as c:
+@pytest.fixture(scope="module", params=[None, False], ids=["default_path", "grpcio"])
+def small_chunks(target, request):
+    """Both data paths: the C API's where it loads (gpuscan_scan_header), and grpcio's."""
+    with gpuscan.Client(target, chunk_bytes=4096, timeout=60, native=request.param) as c:
         yield c
 
 

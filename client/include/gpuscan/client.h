@@ -299,6 +299,9 @@ struct TransportResult {
 
 // Bytes per element of a dtype; 0 for DTYPE_UNSPECIFIED or an unknown value.
 size_t DTypeSize(v1::DType dtype);
+// The element size of a scan's results: header.output_dtype's, else a narrow dtype's default
+// output (numpy's: 8 bytes for INT8/UINT8/INT16/UINT16, FLOAT16 stays 2), else the dtype's.
+size_t ScanOutputSize(const v1::ScanHeader& header);
 
 class Client {
  public:
