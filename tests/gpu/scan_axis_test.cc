@@ -267,6 +267,30 @@ TEST_F(ScanAxisTest, LargeShapes) {
   }
 }
 
+// The look-back walk's own edges: bands of 32 rows x 256 columns (4-byte types; 16 rows for
+// 8-byte ones) or, for fewer columns, 32..128 columns with 2..8 row groups a band; column tiles
+// cut short (257, 300, 1000 columns), one-column matrices, bands cut short, thousands of bands
+// (long walks over aggregates), every exact dtype, MIN/MAX, exclusive, in place, carries in and
+// out through random cuts.
+TEST_F(ScanAxisTest, LookBackEdges) {
+  GPUSCAN_SEEDED_RNG(rng);
+  TempBuffer temp;
+  int i = 0;
+  for (const Dims d : {Dims{100001, 1}, Dims{40000, 3}, Dims{9999, 33}, Dims{4097, 65}, Dims{3001, 129},
+                       Dims{2049, 257}, Dims{1025, 300}, Dims{777, 1000}, Dims{131072, 256}}) {
+    const Case c{i % 2 == 1, i % 3 == 0, false};
+    ++i;
+    CheckColumns<int32_t, ops::Sum<int32_t>>(d, c, RandomCuts(d.rows, 2, rng), true, rng, temp);
+    CheckColumns<uint32_t, ops::Max<uint32_t>>(d, c, {}, false, rng, temp);
+    CheckColumns<int64_t, ops::Sum<int64_t>>(d, c, {}, true, rng, temp);
+    CheckColumns<uint64_t, ops::BitXor<uint64_t>>(d, c, RandomCuts(d.rows, 1, rng), false, rng, temp);
+    CheckColumns<float, ops::Min<float>>(d, c, RandomCuts(d.rows, 2, rng), true, rng, temp);
+    CheckColumns<double, ops::Max<double>>(d, c, {}, false, rng, temp);
+    CheckColumns<int32_t, ops::Product<int32_t>>(d, Case{!c.exclusive, !c.in_place, false}, {}, false, rng, temp);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 // Repeated look-back launches on one temp buffer: each call's words are cleared, none is read
 // from an earlier call.
 TEST_F(ScanAxisTest, RepeatedLookBack) {

@@ -1,10 +1,11 @@
 // Scans along one axis of a row-major matrix (gpuscan/kernels/scan_axis.h, issue 47).
 //
-// One kernel, three ways of walking the matrix. In all three a block moves tiles of R rows x C
-// columns through shared memory: a ring of kStages buffers, the next kStages - 1 tiles copying
-// in (cp.async, 16 bytes an access where cols and the pointers allow it, else one element) while
-// one is folded in place and stored out coalesced. DRAM traffic is one read and one write of the
-// matrix (plus, for the look-back walk, 8 or 16 bytes a column a band of R rows).
+// Three ways of walking the matrix. In the first two (AxisKernel) a block moves tiles of R rows
+// x C columns through shared memory: a ring of kStages buffers, the next kStages - 1 tiles
+// copying in (cp.async, 16 bytes an access where cols and the pointers allow it, else one
+// element) while one is folded in place and stored out coalesced; the third (LookKernel) holds
+// its tile in registers. DRAM traffic is one read and one write of the matrix (plus, for the
+// look-back, a few values a column a band: aggregates, inclusive values, the ones walked).
 //
 //   kRows   (ScanRows): a thread per row, R = 32 rows a block, tiles of 256 bytes of each row
 //           walked left to right with the row's fold in a register. No block talks to another.
@@ -16,41 +17,48 @@
 //   kStrip  (ScanColumns, wide matrices and strict float folds): a thread per column, a block
 //           owns a strip of C columns (256 bytes) and walks it top to bottom, the column folds in
 //           registers: again no communication, and every column is folded strictly in order.
-//   kLook   (ScanColumns of integers and MIN/MAX when the strips are fewer than the SMs, e.g.
-//           2^20 x 256): tiles of 128 rows x C columns (64 threads, 3 stages, two blocks a SM)
-//           are taken by tickets from an atomic
-//           counter in band-major order; each column of a tile reduces its rows, publishes the
-//           aggregate (flag 1) in its word, looks back over the words of the bands above (8 of
-//           them loaded at once a round, until an inclusive one, flag 2), publishes its
-//           inclusive value and folds its rows from that prefix. A column whose band above is
-//           already inclusive skips the aggregate pass (it is the chained hand-off). Exact only
-//           because these operators are associative in every order (integers wrap, MIN/MAX
-//           pick); float SUM/PRODUCT never take this path.
-//           No deadlock: a tile waits only for lower tickets, and the lowest unfinished ticket
-//           belongs to a running block whose earlier tickets are done.
-//           Words: {flag, value} in one 8-byte word (4-byte types) or a 16-byte TileWord
-//           (tile_state.cuh), written and read whole (relaxed, gpu scope), so a value never
-//           travels apart from its flag and no fence is needed. They are zeroed by a memset
-//           each call: bands x cols words (16 MiB for 2^20 x 256 int32).
+//   kLook   (ScanColumns of integers and MIN/MAX when the 256-byte strips are fewer than the SMs,
+//           e.g. 2^20 x 256): its own kernel, LookKernel. A tile is one band of G x R rows by cw
+//           columns (cw the power of two >= cols, 32..256; G = 256 / cw row groups; R = 64 rows of
+//           4-byte types, 32 of 8-byte ones), 256 threads, a thread a column and R rows of it held
+//           in registers (loads and stores of 128 bytes a warp, no shared-memory ring). Tiles come
+//           by ticket (an atomic counter, drawn only when the block is free to start the tile, so
+//           a predecessor never waits in another block's queue), band-major. Per tile one status
+//           word (flags[ctile][band]: 0, 1 aggregate, 2 inclusive); per column its aggregate
+//           agg[band][col] and inclusive value inc[band][col], stored before the flag (block
+//           barrier, then one thread's gpu-scope fence and flag store). A tile whose band above
+//           is already inclusive (one acquire load, overlapped with its rows' loads) takes that
+//           value; else it publishes its aggregate and warp 0 looks back CUB's way, 32 flags (one
+//           128-byte line) a round, nearest first, to the nearest inclusive band with every band
+//           between published; the block then folds those values, each column its own, and the
+//           tile publishes its inclusive value before it scans its rows and stores them. Exact
+//           only because these operators are associative in every order (integers wrap, MIN/MAX
+//           pick; the identity starts band 0 without a carry); float SUM/PRODUCT never take it.
+//           No deadlock: a tile waits only for lower tickets of running blocks. Temp: the flags
+//           (zeroed each call) and two bands x cols arrays of values, not zeroed (32 MiB for
+//           2^20 x 256 int32).
 //
-// Measured (H100, 2^28 int32, bench/results/scan-axis-h100-2026-11-27): rows 93.6% of copy at
-// 2^20 x 256 and 91.5% at 2^14 x 2^14 (1.27x / 1.24x CUB's scan by row keys); strips 92.8% at
-// 2^14 x 2^14; look-back only 52% at 2^20 x 256 (short of its 85% target). What limits it (not
-// yet fixed): every column of a tile walks its own words, so a block polls 64 words a band back
-// (8 a round) and the ~130 bands of a strip in flight keep the walks long; and tickets drawn
-// three tiles ahead (for the copy ring) put a tile's predecessor behind other tiles in another
-// block's queue. Batching the column folds (loads hoisted into registers) changed nothing; a
-// 32-word window made it 19%. The next step would be one flag word a tile (CUB-style warp
-// look-back over tiles, then each column reads only the values it folds) and tickets drawn as
-// late as the ring allows. Float SUM/PRODUCT at 2^20 x 256 run the narrow strips: 16 blocks, a
-// strict chain of 2^20 dependent adds each (~2.1 ms at 1.98 GHz at best), 7.4 ms measured.
+// Measured (H100, 2^28 int32, bench/results/scan-axis-h100-2026-11-27): rows 93.4% of copy at
+// 2^20 x 256 and 92.2% at 2^14 x 2^14; strips 93.2% at 2^14 x 2^14; look-back 65.4% at 2^20 x 256
+// (was 52% with one word a column and a copy ring; short of its 85% target). What limits it: a
+// tile's walk is as long as the tiles that sit between "aggregate out" and "inclusive out" (rows
+// a microsecond x that latency / R, ~50 bands at R = 64) and every band walked costs a value a
+// column, cols x 4 bytes, against R x cols x 4 bytes of tile: the overhead falls as 1/R^2.
+// Tried: R = 32 (32 KiB tiles, 4 blocks a SM) 27%; R = 64 (2 blocks a SM) 66%; a carry agent (the
+// first ticket of each column tile folds all aggregates in order into a per-band prefix, tiles
+// wait for its progress counter; no walks) 45%: each tile then waits through four dependent L2
+// round trips and two fences with nothing else in flight on its block. What should work next:
+// taller look-back units (R >= 128) with the next tile's loads in flight during the look-back
+// (shared-memory staging beside the registers). Float SUM/PRODUCT at 2^20 x 256 run the narrow
+// strips: 16 blocks, a strict chain of 2^20 dependent adds each (~2.1 ms at 1.98 GHz at best),
+// 7.4 ms measured.
 //
 // Why not one kernel of square tiles both ways (as scan2d): an axis scan needs only one of the
 // two folds, and a strip or row group that a block owns end to end needs no hand-off at all;
 // look-back is there only for the one case that lacks parallelism across the matrix, few
 // columns.
 //
-// Polls are bounded (~2^23 tries): a word that never comes ends in a message and a trap instead
+// Polls are bounded (~2^23 tries): a flag that never comes ends in a message and a trap instead
 // of a hung stream.
 #pragma once
 
@@ -73,7 +81,7 @@ namespace gpuscan::kernels::axis_detail {
 
 using detail::TileWord;
 
-enum class Walk { kRows, kStrip, kLook };
+enum class Walk { kRows, kStrip };
 
 // R rows x C columns a tile, V elements an access (1: element by element), kStages buffers.
 // kMinThreads: more threads than rows (columns) to copy the tiles in and out (narrow strips).
@@ -96,80 +104,182 @@ struct alignas(sizeof(T) * V) Vec {
   T e[V];
 };
 
-// The look-back words: 4-byte values share one 8-byte word with their flag, 8-byte ones a
-// TileWord.
-template <class T>
-using Word = std::conditional_t<sizeof(T) == 4, unsigned long long, TileWord>;
+// ---- The look-back walk (ScanColumns of exact operators with few columns) ----------------------
+// A tile is one band of G x R rows by `cw` columns (cw a power of two, 32..256; G = 256 / cw), a
+// thread a column and R rows of it, held in registers. Tiles come by ticket in band-major order.
+// Per tile: one status word (flags[ctile][band]: 0 none, 1 aggregate, 2 inclusive) and, per
+// column, its aggregate agg[band][col] and inclusive value inc[band][col], written before the
+// flag (block barrier, then one thread's gpu-scope fence and flag store) and read after it.
 enum : unsigned { kNone = 0, kAggregate = 1, kInclusive = 2 };
+constexpr int kLookThreads = 256;
 
-template <class T>
-__device__ __forceinline__ void Publish(Word<T>* p, unsigned flag, T v) {
-  if constexpr (sizeof(T) == 4) {
-    const unsigned long long w = (static_cast<unsigned long long>(flag) << 32) | detail::ToBits(v);
-    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(w) : "memory");
-  } else {
-    detail::StoreTileWord(p, flag, detail::ToBits(v));
-  }
+__device__ __forceinline__ unsigned LoadAcquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
-
+__device__ __forceinline__ void StoreRelaxed(unsigned* p, unsigned v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+// A published value (another block's, after the flag was acquired): from L2, never a stale L1.
 template <class T>
-__device__ __forceinline__ unsigned Peek(const Word<T>* p, T& v) {
+__device__ __forceinline__ T LoadValue(const T* p) {
   if constexpr (sizeof(T) == 4) {
-    unsigned long long w;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(p) : "memory");
-    v = detail::FromBits<T>(w & 0xffffffffull);
-    return static_cast<unsigned>(w >> 32);
+    unsigned v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return detail::FromBits<T>(v);
   } else {
-    unsigned long long status, bits;
-    detail::LoadTileWord(p, status, bits);
-    v = detail::FromBits<T>(bits);
-    return static_cast<unsigned>(status);
+    unsigned long long v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return detail::FromBits<T>(v);
   }
 }
 
 constexpr uint32_t kMaxSpins = 1u << 23;
-static __device__ __noinline__ void GiveUp(uint64_t band, uint64_t col, uint64_t waiting_for) {
-  printf("gpuscan scan_axis: band %llu column %llu (block %u thread %u): the word of band %llu never came\n",
-         static_cast<unsigned long long>(band), static_cast<unsigned long long>(col), blockIdx.x, threadIdx.x,
+static __device__ __noinline__ void GiveUp(uint64_t band, uint64_t ctile, uint64_t waiting_for) {
+  printf("gpuscan scan_axis: band %llu column tile %llu (block %u): the flag of band %llu never came\n",
+         static_cast<unsigned long long>(band), static_cast<unsigned long long>(ctile), blockIdx.x,
          static_cast<unsigned long long>(waiting_for));
   __trap();
 }
 
-// The prefix of column `col` over bands 0..b-1 (b > 0): kWindow words of the bands above read at
-// once, folded from the nearest down to the first inclusive one.
-template <class T, class Op>
-__device__ __forceinline__ T LookBack(const Word<T>* words, uint64_t cols, uint64_t col, uint64_t b) {
-  // Measured at 2^20 x 256 int32 (H100): 8 words a round 52% of copy, 32 words 19% (every
-  // column of a tile polls its own window: 64 x 32 loads a spin a block swamp the L2).
-  constexpr int kWindow = 8;
-  const Op op;
-  T prefix{};
-  bool have = false;
-  uint64_t next = b - 1;  // the nearest band not yet folded in
+// Warp 0, all lanes: the nearest band above `band` whose flag is inclusive, once every band
+// between has at least its aggregate. A round reads 32 flags (one 128-byte line), nearest first;
+// leading aggregates are passed over and the window moves up past them.
+__device__ __forceinline__ uint32_t FindInclusive(const unsigned* flags, uint32_t band, uint32_t ctile) {
+  const int lane = threadIdx.x & 31;
+  int64_t end = band;  // bands [.., end) not yet passed over
   for (uint32_t spins = 0;; ++spins) {
-    unsigned flag[kWindow];
-    T value[kWindow];
-#pragma unroll
-    for (int i = 0; i < kWindow; ++i) {
-      flag[i] = kNone;
-      if (next >= uint64_t(i)) flag[i] = Peek<T>(words + (next - i) * cols + col, value[i]);
+    const int64_t p = end - 1 - lane;
+    // Band 0 is always published inclusive, so lanes above it are never needed.
+    const unsigned f = p >= 0 ? LoadAcquire(flags + p) : kInclusive;
+    const unsigned valid = __ballot_sync(~0u, f != kNone);
+    const unsigned incl = __ballot_sync(~0u, f == kInclusive);
+    const int lead = valid == ~0u ? 32 : __ffs(~valid) - 1;  // leading published bands
+    if (incl) {
+      const int j = __ffs(incl) - 1;
+      if (j < lead) return static_cast<uint32_t>(end - 1 - j);
     }
-    int used = 0;
-    bool done = false;
+    end -= lead;
+    if (lead == 0) {
+      if (spins >= 2) __nanosleep(100);
+      if (spins >= kMaxSpins) GiveUp(band, ctile, uint64_t(end - 1));
+    }
+  }
+}
+
+template <class T, class Op, int R>
+__global__ void __launch_bounds__(kLookThreads, R * sizeof(T) <= 128 ? 4 : 2)
+    LookKernel(const T* in, T* out, uint64_t rows, uint64_t cols, bool exclusive, const T* carry_in, T* carry_out,
+               unsigned* flags, T* agg, T* inc, unsigned long long* counter, int cw_log2, uint32_t bands,
+               uint32_t ctiles) {
+  const int tid = threadIdx.x;
+  const int cw = 1 << cw_log2, G = kLookThreads >> cw_log2;
+  const int c = tid & (cw - 1), g = tid >> cw_log2;
+  const bool lead = g == 0;  // the column's thread that looks back and publishes
+  const Op op;
+  __shared__ unsigned long long s_ticket;
+  __shared__ unsigned s_flag, s_from;
+  __shared__ T s_part[kLookThreads];  // each thread's fold of its R rows, [g][c]
+  __shared__ T s_prefix[kLookThreads];
+  const uint64_t tiles = uint64_t(bands) * ctiles, band_rows = uint64_t(G) * R;
+  for (;;) {
+    if (tid == 0) s_ticket = atomicAdd(counter, 1ull);
+    __syncthreads();
+    const unsigned long long t = s_ticket;
+    if (t >= tiles) break;
+    const auto band = static_cast<uint32_t>(t / ctiles), ctile = static_cast<uint32_t>(t % ctiles);
+    const uint64_t col = (uint64_t(ctile) << cw_log2) + c;
+    const bool col_ok = col < cols;
+    const uint64_t row0 = uint64_t(band) * band_rows + uint64_t(g) * R;
+    const T* src = in + row0 * cols + col;
+    T v[R];
+    if (col_ok && row0 + R <= rows) {
 #pragma unroll
-    for (int i = 0; i < kWindow; ++i) {
-      if (!done && used == i && flag[i] != kNone) {
-        prefix = have ? op(value[i], prefix) : value[i];
-        have = true;
-        used = i + 1;
-        done = flag[i] == kInclusive;
+      for (int i = 0; i < R; ++i) v[i] = src[i * cols];
+    } else {
+#pragma unroll
+      for (int i = 0; i < R; ++i) v[i] = col_ok && row0 + i < rows ? src[i * cols] : Op::identity();
+    }
+    // The peek at the band above goes out while the rows come in.
+    unsigned* my_flags = flags + uint64_t(ctile) * bands;
+    if (tid == 0) s_flag = band == 0 ? kInclusive : LoadAcquire(my_flags + band - 1);
+    T part = v[0];
+#pragma unroll
+    for (int i = 1; i < R; ++i) part = op(part, v[i]);
+    s_part[tid] = part;
+    __syncthreads();
+    T total = part;  // the tile's aggregate of column c (lead threads)
+    if (lead) {
+      for (int k = 1; k < G; ++k) total = op(total, s_part[k * cw + c]);
+    }
+    T prefix = Op::identity();
+    if (band == 0) {
+      if (lead && carry_in && col_ok) prefix = carry_in[col];
+    } else if (s_flag == kInclusive) {  // the band above is done: the chained hand-off
+      if (lead && col_ok) prefix = LoadValue(inc + uint64_t(band - 1) * cols + col);
+    } else {
+      if (lead && col_ok) agg[uint64_t(band) * cols + col] = total;
+      __syncthreads();
+      if (tid < 32) {
+        if (tid == 0) {
+          __threadfence();
+          StoreRelaxed(my_flags + band, kAggregate);
+        }
+        const uint32_t from = FindInclusive(my_flags, band, ctile);
+        if (tid == 0) s_from = from;
+      }
+      __syncthreads();
+      if (lead && col_ok) {
+        const uint32_t from = s_from;
+        prefix = LoadValue(inc + uint64_t(from) * cols + col);
+        uint32_t p = from + 1;
+        for (; p + 4 <= band; p += 4) {  // independent loads, folded in order
+          T a[4];
+#pragma unroll
+          for (int u = 0; u < 4; ++u) a[u] = LoadValue(agg + uint64_t(p + u) * cols + col);
+#pragma unroll
+          for (int u = 0; u < 4; ++u) prefix = op(prefix, a[u]);
+        }
+        for (; p < band; ++p) prefix = op(prefix, LoadValue(agg + uint64_t(p) * cols + col));
       }
     }
-    if (done) return prefix;
-    next -= used;
-    if (used == 0) {
-      if (spins >= 4) __nanosleep(64);
-      if (spins >= kMaxSpins) GiveUp(b, col, next);
+    if (lead) {
+      const T inclusive = op(prefix, total);
+      if (col_ok) {
+        if (band + 1 < bands) inc[uint64_t(band) * cols + col] = inclusive;
+        if (carry_out && band + 1 == bands) carry_out[col] = inclusive;
+      }
+      s_prefix[c] = prefix;
+    }
+    __syncthreads();
+    if (tid == 0 && band + 1 < bands) {
+      __threadfence();
+      StoreRelaxed(my_flags + band, kInclusive);
+    }
+    // Scan the rows from the prefix above this thread's rows.
+    T acc = s_prefix[c];
+    for (int k = 0; k < g; ++k) acc = op(acc, s_part[k * cw + c]);
+    if (exclusive) {
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const T x = v[i];
+        v[i] = acc;
+        acc = op(acc, x);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < R; ++i) v[i] = acc = op(acc, v[i]);
+    }
+    T* dst = out + row0 * cols + col;
+    if (col_ok && row0 + R <= rows) {
+#pragma unroll
+      for (int i = 0; i < R; ++i) dst[i * cols] = v[i];
+    } else if (col_ok) {
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        if (row0 + i < rows) dst[i * cols] = v[i];
+      }
     }
   }
 }
@@ -182,7 +292,7 @@ struct TileRef {
 template <class T, class Op, class S>
 __global__ void __launch_bounds__(S::kThreads)
     AxisKernel(const T* in, T* out, uint64_t rows, uint64_t cols, bool exclusive, const T* carry_in, T* carry_out,
-               Word<T>* words, unsigned long long* counter, uint32_t bands, uint32_t ctiles) {
+               uint32_t bands, uint32_t ctiles) {
   constexpr int R = S::kR, C = S::kC, V = S::kV, kStages = S::kS, N = S::kThreads, W = S::kWidth;
   constexpr int kVecs = C / V;  // vectors a tile row
   // Rows a column fold reads into registers at once: shared loads issued together, not one
@@ -191,7 +301,6 @@ __global__ void __launch_bounds__(S::kThreads)
   static_assert(R % kBatch == 0, "whole batches");
   using VecT = Vec<T, V>;
   extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ TileRef s_ring[kStages + 1];  // kLook: the tiles of tickets k .. k + kStages
   const int tid = threadIdx.x;
   const Op op;
   auto buffer = [&](uint64_t k) { return reinterpret_cast<T*>(smem) + (k % kStages) * (R * W); };
@@ -214,10 +323,6 @@ __global__ void __launch_bounds__(S::kThreads)
       c.pos = 0;
       c.unit += gridDim.x;
     }
-  };
-  auto ticket_ref = [&](unsigned long long t) -> TileRef {
-    if (t >= uint64_t(bands) * ctiles) return TileRef{~0u, 0};
-    return TileRef{static_cast<uint32_t>(t / ctiles), static_cast<uint32_t>(t % ctiles)};
   };
 
   auto load = [&](uint64_t k, TileRef t) {
@@ -262,38 +367,19 @@ __global__ void __launch_bounds__(S::kThreads)
   };
 
   Cursor load_at{blockIdx.x, 0}, fold_at{blockIdx.x, 0};
-  unsigned long long ahead = 0;  // kLook: thread 0's ticket for tile k + kStages
-  if constexpr (S::kMode == Walk::kLook) {
-    if (tid == 0) {
-      for (int i = 0; i < kStages; ++i) s_ring[i] = ticket_ref(atomicAdd(counter, 1ull));
-    }
-    __syncthreads();
-  }
   for (int i = 0; i < kStages - 1; ++i) {
-    if constexpr (S::kMode == Walk::kLook) {
-      load(i, s_ring[i]);
-    } else {
-      load(i, ref_of(load_at));
-      advance(load_at);
-    }
+    load(i, ref_of(load_at));
+    advance(load_at);
   }
 
   T acc{};  // the fold of this thread's row (column) so far
   for (uint64_t k = 0;; ++k) {
     __pipeline_wait_prior(kStages - 2);  // tile k has landed (this thread's copies)
     __syncthreads();                     // everyone's; tile k - 1's stores are done
-    TileRef cur;
-    if constexpr (S::kMode == Walk::kLook) {
-      cur = s_ring[k % (kStages + 1)];
-      if (cur.band == ~0u) break;
-      load(k + kStages - 1, s_ring[(k + kStages - 1) % (kStages + 1)]);
-      if (tid == 0) ahead = atomicAdd(counter, 1ull);  // its round trip overlaps the fold
-    } else {
-      cur = ref_of(fold_at);
-      if (cur.band == ~0u) break;
-      load(k + kStages - 1, ref_of(load_at));
-      advance(load_at);
-    }
+    const TileRef cur = ref_of(fold_at);
+    if (cur.band == ~0u) break;
+    load(k + kStages - 1, ref_of(load_at));
+    advance(load_at);
     T* buf = buffer(k);
     const int nr = height(cur.band), nc = width(cur.ctile);
 
@@ -377,7 +463,6 @@ __global__ void __launch_bounds__(S::kThreads)
         const uint64_t col = uint64_t(cur.ctile) * C + tid;
         T* x = buf + tid;
         int r = 0;
-        bool publish = false;
         if (cur.band == 0) {
           if (carry_in) {
             acc = carry_in[col];
@@ -385,31 +470,7 @@ __global__ void __launch_bounds__(S::kThreads)
             first(x[0]);
             r = 1;
           }
-        } else if constexpr (S::kMode == Walk::kLook) {
-          Word<T>* above = words + (uint64_t(cur.band) - 1) * cols + col;
-          T prefix;
-          if (Peek<T>(above, prefix) != kInclusive) {  // not there yet: aggregate, then look back
-            T agg = x[0];
-            if (nr == R) {
-#pragma unroll 1
-              for (int i = 0; i < R; i += kBatch) {
-                T v[kBatch];
-#pragma unroll
-                for (int u = 0; u < kBatch; ++u) v[u] = x[(i + u) * W];
-#pragma unroll
-                for (int u = 0; u < kBatch; ++u) {
-                  if (i + u > 0) agg = op(agg, v[u]);
-                }
-              }
-            } else {
-              for (int i = 1; i < nr; ++i) agg = op(agg, x[i * W]);
-            }
-            Publish<T>(words + uint64_t(cur.band) * cols + col, kAggregate, agg);
-            prefix = LookBack<T, Op>(words, cols, col, cur.band);
-          }
-          acc = prefix;
         }  // kStrip: acc goes on from the band above, in this thread's register
-        if constexpr (S::kMode == Walk::kLook) publish = cur.band + 1u < bands;
         if (r == 0 && nr == R) {  // kBatch rows read into registers at once, folded, written back
 #pragma unroll 1
           for (int i = 0; i < R; i += kBatch) {
@@ -424,7 +485,6 @@ __global__ void __launch_bounds__(S::kThreads)
         } else {
           for (; r < nr; ++r) step(x[r * W]);
         }
-        if (publish) Publish<T>(words + uint64_t(cur.band) * cols + col, kInclusive, acc);
         if (carry_out && cur.band + 1u == bands) carry_out[col] = acc;
       }
     };
@@ -433,14 +493,9 @@ __global__ void __launch_bounds__(S::kThreads)
     } else {
       fold_tile(std::false_type{});
     }
-    __syncwarp();     // the look-back polls diverge: reconverge before the block's barrier
     __syncthreads();  // the tile is folded
     store(k, cur);
-    if constexpr (S::kMode == Walk::kLook) {
-      if (tid == 0) s_ring[(k + kStages) % (kStages + 1)] = ticket_ref(ahead);
-    } else {
-      advance(fold_at);
-    }
+    advance(fold_at);
   }
 }
 
@@ -464,7 +519,7 @@ inline cudaError_t SmCount(int& sms) {
 
 template <class T, class Op, class S>
 cudaError_t Launch(const T* in, T* out, uint64_t rows, uint64_t cols, bool exclusive, const T* carry_in, T* carry_out,
-                   Word<T>* words, unsigned long long* counter, cudaStream_t stream) {
+                   cudaStream_t stream) {
   const uint64_t bands = (rows + S::kR - 1) / S::kR, ctiles = (cols + S::kC - 1) / S::kC;
   if (bands >= 0xffffffffull || ctiles >= 0xffffffffull) return cudaErrorInvalidValue;
   uint64_t resident = 0;
@@ -472,10 +527,10 @@ cudaError_t Launch(const T* in, T* out, uint64_t rows, uint64_t cols, bool exclu
       e != cudaSuccess) {
     return e;
   }
-  const uint64_t work = S::kMode == Walk::kRows ? bands : S::kMode == Walk::kStrip ? ctiles : bands * ctiles;
+  const uint64_t work = S::kMode == Walk::kRows ? bands : ctiles;
   const auto grid = static_cast<unsigned>(std::max<uint64_t>(1, std::min(work, resident)));
   AxisKernel<T, Op, S><<<grid, S::kThreads, S::kSmem, stream>>>(in, out, rows, cols, exclusive, carry_in, carry_out,
-                                                                 words, counter, uint32_t(bands), uint32_t(ctiles));
+                                                                 uint32_t(bands), uint32_t(ctiles));
   return cudaGetLastError();
 }
 
@@ -499,10 +554,10 @@ cudaError_t ScanRows(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_
   // 4-byte types move 16 bytes an access where they can; 8-byte ones move 8 (one element).
   if (WholeVectors<T>(cols, d_in, d_out)) {
     using S = Shape<Walk::kRows, T, 32, C, 4, 4>;
-    return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, nullptr, nullptr, nullptr, nullptr, stream);
+    return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, nullptr, nullptr, stream);
   }
   using S = Shape<Walk::kRows, T, 32, C, 1, 4>;
-  return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, nullptr, nullptr, nullptr, nullptr, stream);
+  return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, nullptr, nullptr, stream);
 }
 
 // Float SUM and PRODUCT: only the strict top-to-bottom fold gives numpy's bits.
@@ -510,6 +565,50 @@ template <class T, class Op>
 constexpr bool kStrict = std::is_floating_point_v<T> &&
                          (std::is_same_v<Op, ops::Sum<T>> || std::is_same_v<Op, ops::Product<T>>);
 constexpr int kLookRows = 128;
+
+// The look-back walk's layout in temp: the ticket counter, the flags (both zeroed each call),
+// then the aggregates and the inclusive values, bands x cols each.
+template <class T>
+constexpr int kLookR = sizeof(T) == 4 ? 64 : 32;  // rows a thread holds: 64 KiB tiles at cw = 256
+struct LookPlan {
+  int cw_log2;
+  uint64_t bands, ctiles;
+  std::size_t flag_bytes, value_bytes, bytes;
+};
+template <class T>
+LookPlan PlanLook(uint64_t rows, uint64_t cols) {
+  LookPlan p{};
+  p.cw_log2 = 5;
+  while (p.cw_log2 < 8 && (uint64_t(1) << p.cw_log2) < cols) ++p.cw_log2;
+  const uint64_t band_rows = uint64_t(kLookThreads >> p.cw_log2) * kLookR<T>;
+  p.bands = (rows + band_rows - 1) / band_rows;
+  p.ctiles = (cols + (uint64_t(1) << p.cw_log2) - 1) >> p.cw_log2;
+  p.flag_bytes = 256 + AlignUp(p.bands * p.ctiles * sizeof(unsigned));
+  p.value_bytes = AlignUp(p.bands * cols * sizeof(T));
+  p.bytes = 256 + p.flag_bytes + 2 * p.value_bytes;
+  return p;
+}
+
+template <class T, class Op, int R>
+cudaError_t LaunchLook(const LookPlan& p, void* d_temp, const T* in, T* out, uint64_t rows, uint64_t cols,
+                       bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream) {
+  if (p.bands >= 0xffffffffull || p.ctiles >= 0xffffffffull) return cudaErrorInvalidValue;
+  auto* base = reinterpret_cast<unsigned char*>(AlignUp(reinterpret_cast<std::size_t>(d_temp)));
+  auto* counter = reinterpret_cast<unsigned long long*>(base);
+  auto* flags = reinterpret_cast<unsigned*>(base + 256);
+  auto* agg = reinterpret_cast<T*>(base + p.flag_bytes);
+  auto* inc = reinterpret_cast<T*>(base + p.flag_bytes + p.value_bytes);
+  if (cudaError_t e = cudaMemsetAsync(base, 0, p.flag_bytes, stream); e != cudaSuccess) return e;
+  uint64_t resident = 0;
+  if (cudaError_t e = detail::ResidentBlocks<LookKernel<T, Op, R>>(kLookThreads, 0, resident); e != cudaSuccess) {
+    return e;
+  }
+  const auto grid = static_cast<unsigned>(std::max<uint64_t>(1, std::min(p.bands * p.ctiles, resident)));
+  LookKernel<T, Op, R><<<grid, kLookThreads, 0, stream>>>(in, out, rows, cols, exclusive, carry_in, carry_out, flags,
+                                                          agg, inc, counter, p.cw_log2, uint32_t(p.bands),
+                                                          uint32_t(p.ctiles));
+  return cudaGetLastError();
+}
 
 // The walk ScanColumns takes: look-back for exact operators when the strips are fewer than the
 // SMs (and there is more than one band); for strict folds with few strips, narrow strips (64
@@ -543,10 +642,12 @@ cudaError_t ScanColumns(void* d_temp, std::size_t& temp_bytes, const T* d_in, T*
   if (cols > 0 && rows > 0) {
     if (cudaError_t e = PlanColumns<T, Op>(rows, cols, plan); e != cudaSuccess) return e;
   }
-  const uint64_t bands = (rows + kLookRows - 1) / kLookRows;
-  const std::size_t word_bytes = plan == ColumnPlan::kLook ? bands * cols * sizeof(Word<T>) : 0;
-  const std::size_t zeroed = plan == ColumnPlan::kLook ? 256 + AlignUp(word_bytes) : 0;
-  const std::size_t needed = std::max(kMinTemp, zeroed + 256);
+  LookPlan look{};
+  std::size_t needed = kMinTemp;
+  if (plan == ColumnPlan::kLook) {
+    look = PlanLook<T>(rows, cols);
+    needed = look.bytes;
+  }
   if (!d_temp) {
     temp_bytes = needed;
     return cudaSuccess;
@@ -562,34 +663,26 @@ cudaError_t ScanColumns(void* d_temp, std::size_t& temp_bytes, const T* d_in, T*
   const bool vec = WholeVectors<T>(cols, d_in, d_out);
   if (plan == ColumnPlan::kLook) {
     if constexpr (!kStrict<T, Op>) {
-      auto* base = reinterpret_cast<unsigned char*>(AlignUp(reinterpret_cast<std::size_t>(d_temp)));
-      auto* counter = reinterpret_cast<unsigned long long*>(base);
-      auto* words = reinterpret_cast<Word<T>*>(base + 256);
-      if (cudaError_t e = cudaMemsetAsync(base, 0, zeroed, stream); e != cudaSuccess) return e;
-      if (vec) {
-        using S = Shape<Walk::kLook, T, kLookRows, C, 4, 3>;
-        return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out, words, counter, stream);
-      }
-      using S = Shape<Walk::kLook, T, kLookRows, C, 1, 3>;
-      return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out, words, counter, stream);
+      return LaunchLook<T, Op, kLookR<T>>(look, d_temp, d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out,
+                                          stream);
     }
   } else if (plan == ColumnPlan::kNarrow) {
     if constexpr (kStrict<T, Op>) {
       constexpr int kNarrowCols = kNarrowBytes / int(sizeof(T));
       if (vec) {
         using S = Shape<Walk::kStrip, T, kNarrowRows, kNarrowCols, 4, 3, 128>;
-        return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out, nullptr, nullptr, stream);
+        return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out, stream);
       }
       using S = Shape<Walk::kStrip, T, kNarrowRows, kNarrowCols, 1, 3, 128>;
-      return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out, nullptr, nullptr, stream);
+      return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out, stream);
     }
   }
   if (vec) {
     using S = Shape<Walk::kStrip, T, 64, C, 4, 4>;
-    return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out, nullptr, nullptr, stream);
+    return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out, stream);
   }
   using S = Shape<Walk::kStrip, T, 64, C, 1, 4>;
-  return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out, nullptr, nullptr, stream);
+  return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out, stream);
 }
 
 }  // namespace gpuscan::kernels::axis_detail
