@@ -24,6 +24,7 @@ struct ReduceArgs {
   std::string op = "sum";
   std::string by_key;    // reduce by key: a file of integer keys, one per element
   std::string keys_out;  // reduce by key: where the runs' keys go
+  std::string out_dtype;  // the accumulator and value's dtype (numpy's dtype=); empty: the default
 };
 
 // The reduced value as one raw element: raw_value when the server sent it, else the Scalar.
@@ -116,10 +117,13 @@ int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
   header.set_dtype(in->dtype());
   header.set_op(ParseOperator(a.op));
   if (in->count()) header.set_element_count(*in->count());
+  const v1::DType out_dtype = OutputDType(in->dtype(), a.out_dtype);
+  if (out_dtype != in->dtype()) header.set_output_dtype(out_dtype);
+  CheckNarrowStreamed(in->dtype(), a.io.shm, a.io.shards);
 
   Client client(MakeClientOptions(g));
   ProgressBar bar(!g.no_progress, in->payload_bytes());
-  const uint32_t lanes = ChooseLanes(a.io.lanes, in->payload_bytes(), client);
+  const uint32_t lanes = IsNarrow(in->dtype()) ? 1 : ChooseLanes(a.io.lanes, in->payload_bytes(), client);
   ShardedReduceResult result;
   if (a.io.shm) {
     const std::string dir = ShmDir(a.io.shm_dir, client);
@@ -131,7 +135,7 @@ int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
       const SharedRegion region = LoadRegion(*in, dir);
       response = client.ReduceShared(header, region, region.bytes());
     }
-    result.raw_value = RawValue(response, in->dtype());
+    result.raw_value = RawValue(response, out_dtype);
     result.element_count = response.element_count();
     result.timing = FromProto(response.timing());
   } else if (a.io.shards > 1) {
@@ -140,7 +144,7 @@ int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
     const Replay replay = in->AsReplay();  // a file: retried (--retries)
     const v1::ReduceResponse response = replay ? client.ReduceStream(header, replay, bar.AsCallback(), lanes)
                                                : client.ReduceStream(header, in->AsSource(), bar.AsCallback(), lanes);
-    result.raw_value = RawValue(response, in->dtype());
+    result.raw_value = RawValue(response, out_dtype);
     result.element_count = response.element_count();
     result.timing = FromProto(response.timing());
   }
@@ -149,13 +153,13 @@ int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
   const std::string& raw = result.raw_value;
   Timing& timing = result.timing;
   Report report(g.json);
-  report.Field("value", JsonElement(raw, in->dtype()));
+  report.Field("value", JsonElement(raw, out_dtype));
   report.Field("element_count", std::to_string(result.element_count));
-  report.Field("dtype", JsonQuote(DTypeName(in->dtype())));
+  report.Field("dtype", JsonQuote(DTypeName(out_dtype)));
   report.Field("op", JsonQuote(a.op));
   report.Note("reduced " + std::to_string(result.element_count) + " " +
               DTypeName(in->dtype()) + " elements (" + a.op + ")");
-  if (!g.json) std::printf("%s\n", FormatElement(raw.data(), in->dtype()).c_str());
+  if (!g.json) std::printf("%s\n", FormatElement(raw.data(), out_dtype).c_str());
   std::fflush(stdout);
   report.Print(&timing);
   return 0;
@@ -170,6 +174,10 @@ Command AddReduceCommand(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--op", a->op, "operator")
       ->check(CLI::IsMember(OperatorNames()))
       ->capture_default_str();
+  cmd->add_option("--out-dtype", a->out_dtype,
+                  "accumulator and value's dtype, as numpy's dtype= (int8/uint8/int16/uint16/float16 inputs; "
+                  "default int64, uint64, float16)")
+      ->check(CLI::IsMember(DTypeNames()));
   AddLanesOption(cmd, a->io.lanes);
   AddShardsOption(cmd, a->io.shards);
   AddShmOption(cmd, a->io.shm, a->io.shm_dir);

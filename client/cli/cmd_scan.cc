@@ -21,6 +21,7 @@ struct ScanArgs {
   std::string keys;   // segmented: a file of integer keys (runs of equal keys are segments)
   std::string heads;  // segmented: a file of head flags (nonzero begins a segment)
   int axis = -1;      // a matrix's axis (0: each column, 1: each row); -1: the array flat
+  std::string out_dtype;  // the accumulator and result dtype (numpy's dtype=); empty: the default
   uint64_t cols = 0;  // with --axis: the row length of an input that is not a 2-D .npy
 };
 
@@ -69,11 +70,13 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
     return RunMatrixScan(a.io, a.op, a.cols, a.axis == 0 ? v1::SCAN_AXIS_COLUMNS : v1::SCAN_AXIS_ROWS, a.exclusive, g);
   }
   auto in = ArrayInput::Open(MakeInputSpec(a.io));
-  ArrayOutput out(ResolveOutput(a.io.output, a.io.out_format, g.json, in->count()), in->dtype(),
-                  in->count());
+  const v1::DType out_dtype = OutputDType(in->dtype(), a.out_dtype);
+  CheckNarrowStreamed(in->dtype(), a.io.shm, a.io.shards);
+  ArrayOutput out(ResolveOutput(a.io.output, a.io.out_format, g.json, in->count()), out_dtype, in->count());
 
   v1::ScanHeader header;
   header.set_dtype(in->dtype());
+  if (out_dtype != in->dtype()) header.set_output_dtype(out_dtype);
   header.set_op(ParseOperator(a.op));
   header.set_kind(a.exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
   header.set_algorithm(ParseAlgorithm(a.algorithm));
@@ -109,7 +112,7 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
     }
   } else {
     ProgressBar bar(!g.no_progress, in->payload_bytes());
-    const uint32_t lanes = ChooseLanes(a.io.lanes, in->payload_bytes(), client);
+    const uint32_t lanes = IsNarrow(in->dtype()) ? 1 : ChooseLanes(a.io.lanes, in->payload_bytes(), client);
     if (a.io.shards > 1) {
       timing = ShardedScan(client, header, *in, out.AsSink(), lanes, a.io.shards);
     } else if (const Replay replay = in->AsReplay()) {  // a file: retried (--retries)
@@ -124,8 +127,9 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
   Report report(g.json);
   report.Field("element_count", std::to_string(out.elements()));
   if (where_they_lie) report.Note("read and written where the files lie, under the server's --shm-dir");
-  report.Note("scanned " + std::to_string(out.elements()) + " " + DTypeName(in->dtype()) +
-              " elements (" + a.op + (a.exclusive ? ", exclusive" : ", inclusive") + ")");
+  report.Note("scanned " + std::to_string(out.elements()) + " " + DTypeName(in->dtype()) + " elements (" + a.op +
+              (a.exclusive ? ", exclusive" : ", inclusive") +
+              (out_dtype != in->dtype() ? ", into " + DTypeName(out_dtype) : "") + ")");
   report.Print(&timing);
   return 0;
 }
@@ -154,6 +158,10 @@ Command AddScanCommand(CLI::App& app, const GlobalOptions& g) {
                                        "segmented scan: head flags, one per element (.npy of bool/uint8/int8 "
                                        "or raw bytes); a nonzero flag begins a segment");
   keys->excludes(heads);
+  CLI::Option* out_dtype = cmd->add_option("--out-dtype", a->out_dtype,
+                                           "accumulator and result dtype, as numpy's dtype= (int8/uint8/int16/uint16/"
+                                           "float16 inputs; default int64, uint64, float16)")
+                               ->check(CLI::IsMember(DTypeNames()));
   CLI::Option* axis = cmd->add_option("--axis", a->axis,
                                       "scan a matrix (a 2-D .npy, or --cols) along axis 0 (each column) or 1 (each "
                                       "row), as numpy's cumsum(m, axis)")
@@ -166,6 +174,7 @@ Command AddScanCommand(CLI::App& app, const GlobalOptions& g) {
     for (const char* other : {"--algorithm", "--lanes", "--shards", "--shm"}) one->excludes(cmd->get_option(other));
   }
   axis->excludes(keys)->excludes(heads);
+  for (CLI::Option* o : {keys, heads, axis}) out_dtype->excludes(o);
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunScan(*a, g); }};
 }

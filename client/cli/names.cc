@@ -94,6 +94,25 @@ v1::CompactOutput ParseCompactOutput(const std::string& name) {
                               "' (choose from values, indices, both)");
 }
 
+bool IsNarrow(v1::DType t) { return t >= v1::DTYPE_INT8 && t <= v1::DTYPE_FLOAT16; }
+
+v1::DType OutputDType(v1::DType in, const std::string& out_option) {
+  if (!out_option.empty()) return ParseDType(out_option);
+  switch (in) {
+    case v1::DTYPE_INT8:
+    case v1::DTYPE_INT16: return v1::DTYPE_INT64;
+    case v1::DTYPE_UINT8:
+    case v1::DTYPE_UINT16: return v1::DTYPE_UINT64;
+    default: return in;
+  }
+}
+
+void CheckNarrowStreamed(v1::DType in, bool shm, uint32_t shards) {
+  if (!IsNarrow(in) || (!shm && shards <= 1)) return;
+  throw std::runtime_error("a " + DTypeName(in) + " input streams on one connection: drop " +
+                           (shm ? "--shm" : "--shards") + " (or convert the file to the output dtype first)");
+}
+
 bool IsFloat(v1::DType t) { return t == v1::DTYPE_FLOAT32 || t == v1::DTYPE_FLOAT64; }
 bool IsSigned(v1::DType t) { return t == v1::DTYPE_INT32 || t == v1::DTYPE_INT64; }
 

@@ -27,6 +27,13 @@ v1::ScanAlgorithm ParseAlgorithm(const std::string& name);
 v1::PredicateOp ParsePredicate(const std::string& name);
 v1::CompactOutput ParseCompactOutput(const std::string& name);
 
+// Narrow inputs (int8, uint8, int16, uint16, float16): scan and reduce accumulate them in a wider
+// dtype. OutputDType: --out-dtype when given, else numpy's default for a narrow input (int64,
+// uint64, float16 stays float16), else the input's own.
+bool IsNarrow(v1::DType t);
+v1::DType OutputDType(v1::DType in, const std::string& out_option);
+// The streamed options a narrow call cannot take: --shm, --shards (lanes are set to 1).
+void CheckNarrowStreamed(v1::DType in, bool shm, uint32_t shards);
 bool IsFloat(v1::DType t);
 bool IsSigned(v1::DType t);  // signed integers only
 

@@ -179,13 +179,19 @@ v1::DType NpyDescrToDType(const std::string& d) {
   if (d == "<u8") return v1::DTYPE_UINT64;
   if (d == "<f4") return v1::DTYPE_FLOAT32;
   if (d == "<f8") return v1::DTYPE_FLOAT64;
+  // Narrow inputs (Scan and Reduce accumulate them in a wider --out-dtype); bool as uint8.
+  if (d == "|i1" || d == "<i1") return v1::DTYPE_INT8;
+  if (d == "|u1" || d == "<u1" || d == "|b1") return v1::DTYPE_UINT8;
+  if (d == "<i2") return v1::DTYPE_INT16;
+  if (d == "<u2") return v1::DTYPE_UINT16;
+  if (d == "<f2") return v1::DTYPE_FLOAT16;
   if (!d.empty() && d[0] == '>') {
     throw std::runtime_error("big-endian .npy dtype '" + d + "' is not supported (convert " +
                              "with a.astype(a.dtype.newbyteorder('<')))");
   }
   throw std::runtime_error("unsupported .npy dtype '" + d +
                            "' (supported: <i4 <i8 <u4 <u8 <f4 <f8, i.e. int32 int64 uint32 "
-                           "uint64 float32 float64)");
+                           "uint64 float32 float64; for scan and reduce also |i1 |u1 |b1 <i2 <u2 <f2)");
 }
 
 bool IsNpyFlagsDescr(const std::string& d) {
@@ -202,6 +208,11 @@ std::string NpyDescr(v1::DType dtype) {
     case v1::DTYPE_UINT64: return "<u8";
     case v1::DTYPE_FLOAT32: return "<f4";
     case v1::DTYPE_FLOAT64: return "<f8";
+    case v1::DTYPE_INT8: return "|i1";
+    case v1::DTYPE_UINT8: return "|u1";
+    case v1::DTYPE_INT16: return "<i2";
+    case v1::DTYPE_UINT16: return "<u2";
+    case v1::DTYPE_FLOAT16: return "<f2";
     default: throw std::invalid_argument("no .npy descr for dtype " + std::to_string(dtype));
   }
 }

@@ -1,6 +1,8 @@
 // Text array parsing and element formatting.
 #include "text_format.h"
 
+#include "gpuscan/kernels/half.h"
+
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -84,6 +86,17 @@ void ParseElement(std::string_view token, v1::DType dtype, void* out) {
     case v1::DTYPE_UINT64: ok = ParseTo<uint64_t>(token, out); break;
     case v1::DTYPE_FLOAT32: ok = ParseTo<float>(token, out); break;
     case v1::DTYPE_FLOAT64: ok = ParseTo<double>(token, out); break;
+    case v1::DTYPE_INT8: ok = ParseTo<int8_t>(token, out); break;
+    case v1::DTYPE_UINT8: ok = ParseTo<uint8_t>(token, out); break;
+    case v1::DTYPE_INT16: ok = ParseTo<int16_t>(token, out); break;
+    case v1::DTYPE_UINT16: ok = ParseTo<uint16_t>(token, out); break;
+    case v1::DTYPE_FLOAT16: {  // parsed as float32, rounded once
+      float f;
+      ok = ParseTo<float>(token, &f);
+      const uint16_t h = half::FloatToHalf(f);
+      std::memcpy(out, &h, 2);
+      break;
+    }
     default: throw std::invalid_argument("no dtype given for text input");
   }
   if (!ok) {
@@ -100,6 +113,16 @@ std::string FormatElement(const void* p, v1::DType dtype) {
     case v1::DTYPE_UINT64: return Format<uint64_t>(p);
     case v1::DTYPE_FLOAT32: return Format<float>(p);
     case v1::DTYPE_FLOAT64: return Format<double>(p);
+    case v1::DTYPE_INT8: return Format<int8_t>(p);
+    case v1::DTYPE_UINT8: return Format<uint8_t>(p);
+    case v1::DTYPE_INT16: return Format<int16_t>(p);
+    case v1::DTYPE_UINT16: return Format<uint16_t>(p);
+    case v1::DTYPE_FLOAT16: {  // printed as the float32 of the same value
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      const float f = half::HalfToFloat(h);
+      return Format<float>(&f);
+    }
     default: return "?";
   }
 }

@@ -440,6 +440,7 @@ def server_info(info: "pb.ServerInfo") -> Dict[str, Any]:
         "limits": {f.name: getattr(info.limits, f.name) for f in info.limits.DESCRIPTOR.fields},
         "cpu_threads": info.cpu_threads,
         "operations": list(info.operations),  # empty from a server older than the field
+        "narrow_dtypes": [low(pb.DType.Name(d), "DTYPE_") for d in info.narrow_dtypes],  # scan and reduce
     }
 
 

@@ -11,17 +11,29 @@ from gpuscan.testing import ServerProcess
 @pytest.mark.parametrize("x, what", [
     (np.arange(10, dtype=np.int32)[::2], "not contiguous"),
     (np.arange(10, dtype=">i4"), "big-endian"),
-    (np.arange(10, dtype=np.int16), "not served"),
-    (np.arange(10, dtype=np.float16), "not served"),
     (np.arange(10, dtype=np.complex64), "not served"),
     (np.ones((2, 3), np.float32), "1-D"),
     (np.ones((3, 2), np.float32).T, "contiguous"),
     (np.float32(3), "scalar"),
 ])
 def test_client_side_value_errors(client, x, what):
-    for call in (lambda: client.scan(x), lambda: client.reduce(x), lambda: client.compact(x, predicate=("gt", 0))):
+    calls = [lambda: client.reduce(x), lambda: client.compact(x, predicate=("gt", 0))]
+    if what != "1-D":  # scan flattens a C-contiguous matrix, as np.cumsum does (test_scan_axis.py)
+        calls.append(lambda: client.scan(x))
+    for call in calls:
         with pytest.raises(ValueError, match=what):
             call()
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "float16", "bool"])
+def test_narrow_dtypes_only_where_served(client, dtype):
+    """Scan and reduce take narrow dtypes (test_narrow.py); the other calls refuse them here."""
+    x = np.arange(10).astype(dtype)
+    for call in (lambda: client.compact(x, predicate=("gt", 0)), lambda: client.sort(x),
+                 lambda: client.histogram(x, 4)):
+        with pytest.raises(ValueError, match="not served"):
+            call()
+    assert client.reduce(x) == np.sum(x)
 
 
 def test_argument_value_errors(client):
@@ -58,7 +70,7 @@ def test_big_endian_copy_when_asked(client):
     assert client.reduce(strided, op="max", copy=True) == np.float32(100)
     np.testing.assert_array_equal(client.compact(strided, predicate=("gt", 50), copy=True), strided[strided > 50])
     with pytest.raises(ValueError, match="not served"):
-        client.scan(np.arange(5, dtype=np.int16), copy=True)
+        client.compact(np.arange(5, dtype=np.int16), predicate=("gt", 0), copy=True)
     # A list is converted (the copy the caller asked for by passing one).
     np.testing.assert_array_equal(client.scan([3, 1, 2]), [3, 4, 6])
 

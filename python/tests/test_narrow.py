@@ -127,3 +127,7 @@ def test_server_refusals(target):
         raw_scan(target, pb.ScanHeader(dtype=pb.DTYPE_INT16, op=pb.OPERATOR_SUM), b"abc")
     r = raw_scan(target, pb.ScanHeader(dtype=i8, op=pb.OPERATOR_SUM), bytes([1, 2, 255]))
     assert np.frombuffer(r[0].data, "<i8").tolist() == [1, 3, 2]
+
+
+def test_info_lists_the_narrow_dtypes(client):
+    assert client.info()["narrow_dtypes"] == ["int8", "uint8", "int16", "uint16", "float16"]

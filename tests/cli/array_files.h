@@ -23,6 +23,15 @@ void WriteArray(const std::string& path, const std::vector<T>& v,
   out.Finish();
 }
 
+// n elements of a dtype without a C++ type of its own here (int8 ... float16), as raw bytes.
+inline void WriteRawArray(const std::string& path, v1::DType dtype, const std::string& bytes, uint64_t n) {
+  cli::OutputSpec spec;
+  spec.path = path;
+  cli::ArrayOutput out(spec, dtype, n);
+  out.Write(bytes.data(), bytes.size());
+  out.Finish();
+}
+
 // Reads every element, in small pieces so chunk boundaries get exercised.
 inline std::string ReadAllBytes(cli::ArrayInput& in, size_t piece = 4096) {
   std::string all, buf(piece, '\0');

@@ -270,6 +270,52 @@ TEST_F(CliE2E, SortKeysArgsortAndValues) {
   EXPECT_NE(r.err.find("--values-out"), std::string::npos) << r.err;
 }
 
+// Narrow .npy inputs (int8, bool, float16): scan and reduce accumulate them in numpy's default
+// dtype or --out-dtype, the output file in that dtype; --shm with them is refused, and so is an
+// RPC that does not serve them (the server's message).
+TEST_F(CliE2E, NarrowInputsAccumulateInAWiderDType) {
+  std::mt19937_64 rng(47);
+  const uint64_t n = 100003;
+  std::string i8(n, '\0');
+  for (auto& c : i8) c = static_cast<char>(rng());
+  WriteRawArray(Path("i8.npy"), v1::DTYPE_INT8, i8, n);
+  std::vector<int64_t> want(n);
+  int64_t acc = 0;
+  for (uint64_t i = 0; i < n; ++i) want[i] = acc += static_cast<int8_t>(i8[i]);
+  CliRun r = Run("scan --server " + addr() + " -i " + Path("i8.npy") + " -o " + Path("s.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ReadArray<int64_t>(Path("s.npy")) == want);
+  r = Run("scan --server " + addr() + " -i " + Path("i8.npy") + " --out-dtype int32 --exclusive -o " + Path("e.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<int32_t> ex = ReadArray<int32_t>(Path("e.npy"));
+  ASSERT_EQ(ex.size(), n);
+  EXPECT_EQ(ex[0], 0);
+  EXPECT_EQ(ex[n - 1], static_cast<int32_t>(want[n - 2]));
+  r = Run("reduce --server " + addr() + " -i " + Path("i8.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, std::to_string(want.back()) + "\n");
+
+  std::string halves(2 * n, '\0');  // float16 ones: every prefix sum up to 2048 is exact
+  for (uint64_t i = 0; i < n; ++i) halves[2 * i + 1] = '\x3c';  // 0x3c00 = 1.0
+  WriteRawArray(Path("f16.npy"), v1::DTYPE_FLOAT16, halves, n);
+  r = Run("scan --server " + addr() + " -i " + Path("f16.npy") + " --out-dtype float64 -o " + Path("h.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<double> h = ReadArray<double>(Path("h.npy"));
+  ASSERT_EQ(h.size(), n);
+  EXPECT_EQ(h[2047], 2048.0);
+  EXPECT_EQ(h[n - 1], static_cast<double>(n));
+  r = Run("reduce --server " + addr() + " -i " + Path("f16.npy") + " --op max");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "1\n");
+
+  r = Run("scan --server " + addr() + " --shm -i " + Path("i8.npy") + " -o " + Path("x.npy"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("drop --shm"), std::string::npos) << r.err;
+  r = Run("sort --server " + addr() + " -i " + Path("i8.npy") + " -o " + Path("x.npy"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("narrow dtypes"), std::string::npos) << r.err;
+}
+
 // scan --axis: a 2-D .npy scanned along either axis (the shape kept), exclusive too, or a flat
 // input with --cols; as the client's ScanAlong; --axis beside --lanes or --keys is refused.
 TEST_F(CliE2E, ScanAlongAnAxisKeepsTheShape) {

@@ -514,10 +514,11 @@ TEST_F(RpcTest, ServerInfoDescribesEngineAndLimits) {
   EXPECT_EQ(info.version(), GPUSCAN_VERSION);
   EXPECT_EQ(info.engine(), server_->server().engine().name());
   EXPECT_EQ(info.dtypes_size(), 6);
+  EXPECT_EQ(info.narrow_dtypes_size(), 5);
   EXPECT_EQ(info.operators_size(), 7);
   EXPECT_EQ(std::vector<std::string>(info.operations().begin(), info.operations().end()),
             (std::vector<std::string>{"scan", "reduce", "compact", "histogram", "segmented_scan", "reduce_by_key", "sort",
-                                      "scan2d"}));
+                                      "scan2d", "scan_axis"}));
   EXPECT_EQ(info.limits().max_histogram_bins(), 65536u);
   EXPECT_EQ(info.limits().max_scan2d_row_bytes(), uint64_t{64} << 20);
   EXPECT_GT(info.scan_algorithms_size(), 0);
