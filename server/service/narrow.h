@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "engine/types.h"
+#include "gpuscan/kernels/half.h"
 #include "gpuscan/v1/gpuscan.pb.h"
 
 namespace gpuscan::server {
@@ -30,8 +31,7 @@ void Widen(const NarrowInput& in, engine::DType engine, const void* src, void* o
 // n float32 values rounded to FLOAT16 (round to nearest even; NaN stays NaN, overflow gives inf).
 void RoundToHalf(const void* src, void* out, uint64_t n);
 
-// IEEE binary16 <-> binary32, exactly as the hardware conversions do.
-float HalfToFloat(uint16_t h);
-uint16_t FloatToHalf(float f);
+using half::FloatToHalf;  // gpuscan/kernels/half.h
+using half::HalfToFloat;
 
 }  // namespace gpuscan::server
