@@ -151,7 +151,7 @@ TEST(Npy, RejectsBigEndian) {
 }
 
 TEST(Npy, RejectsOtherDtypesNamingThem) {
-  for (const char* descr : {"<f2", "|u1", "<c16", "|b1"}) {
+  for (const char* descr : {"<c8", "|S4", "<c16", "<M8[ns]"}) {  // narrow ones (|i1 ... <f2) are read: scan, reduce
     std::string err = OpenError(NumpyHeader(1, std::string("{'descr': '") + descr +
                                                    "', 'fortran_order': False, 'shape': (1,), }") +
                                 std::string(16, '\0'));

@@ -551,10 +551,13 @@ cudaError_t ScanRows(void* d_temp, std::size_t& temp_bytes, const T* d_in, T* d_
   }
   if (rows == 0 || cols == 0) return cudaSuccess;
   constexpr int C = kRowBytes / int(sizeof(T));
-  // 4-byte types move 16 bytes an access where they can; 8-byte ones move 8 (one element).
-  if (WholeVectors<T>(cols, d_in, d_out)) {
-    using S = Shape<Walk::kRows, T, 32, C, 4, 4>;
-    return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, nullptr, nullptr, stream);
+  // 4-byte types move 16 bytes an access where they can; 8-byte ones move 8 (one element), so
+  // their vector kernels are not instantiated (compile time).
+  if constexpr (sizeof(T) == 4) {
+    if (WholeVectors<T>(cols, d_in, d_out)) {
+      using S = Shape<Walk::kRows, T, 32, C, 4, 4>;
+      return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, nullptr, nullptr, stream);
+    }
   }
   using S = Shape<Walk::kRows, T, 32, C, 1, 4>;
   return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, nullptr, nullptr, stream);
@@ -669,17 +672,21 @@ cudaError_t ScanColumns(void* d_temp, std::size_t& temp_bytes, const T* d_in, T*
   } else if (plan == ColumnPlan::kNarrow) {
     if constexpr (kStrict<T, Op>) {
       constexpr int kNarrowCols = kNarrowBytes / int(sizeof(T));
-      if (vec) {
-        using S = Shape<Walk::kStrip, T, kNarrowRows, kNarrowCols, 4, 3, 128>;
-        return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out, stream);
+      if constexpr (sizeof(T) == 4) {
+        if (vec) {
+          using S = Shape<Walk::kStrip, T, kNarrowRows, kNarrowCols, 4, 3, 128>;
+          return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out, stream);
+        }
       }
       using S = Shape<Walk::kStrip, T, kNarrowRows, kNarrowCols, 1, 3, 128>;
       return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out, stream);
     }
   }
-  if (vec) {
-    using S = Shape<Walk::kStrip, T, 64, C, 4, 4>;
-    return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out, stream);
+  if constexpr (sizeof(T) == 4) {
+    if (vec) {
+      using S = Shape<Walk::kStrip, T, 64, C, 4, 4>;
+      return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out, stream);
+    }
   }
   using S = Shape<Walk::kStrip, T, 64, C, 1, 4>;
   return Launch<T, Op, S>(d_in, d_out, rows, cols, exclusive, d_carry_in, d_carry_out, stream);
