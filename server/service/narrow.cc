@@ -1,24 +1,19 @@
 #include "service/narrow.h"
 
-#include <cstring>
+#include "engine/host_scan.h"
 
 namespace gpuscan::server {
 namespace {
 
-template <class T>
-T Load(const unsigned char* p, uint64_t i) {
-  T v;
-  std::memcpy(&v, p + i * sizeof(T), sizeof(T));
-  return v;
-}
+using engine::host::Load;
+using engine::host::Store;
 
 template <class From, class To>
 void Convert(const void* src, void* out, uint64_t n) {
   const auto* s = static_cast<const unsigned char*>(src);
   auto* o = static_cast<unsigned char*>(out);
   for (uint64_t i = 0; i < n; ++i) {
-    const To v = static_cast<To>(Load<From>(s, i));
-    std::memcpy(o + i * sizeof(To), &v, sizeof(To));
+    Store(o, i, static_cast<To>(Load<From>(s, i)));
   }
 }
 
@@ -41,10 +36,9 @@ void HalvesTo(engine::DType to, const void* src, void* out, uint64_t n) {
   for (uint64_t i = 0; i < n; ++i) {
     const float f = HalfToFloat(Load<uint16_t>(s, i));
     if (to == engine::DType::kFloat64) {
-      const double d = f;
-      std::memcpy(o + i * 8, &d, 8);
+      Store(o, i, static_cast<double>(f));
     } else {
-      std::memcpy(o + i * 4, &f, 4);
+      Store(o, i, f);
     }
   }
 }
@@ -79,8 +73,7 @@ void RoundToHalf(const void* src, void* out, uint64_t n) {
   const auto* s = static_cast<const unsigned char*>(src);
   auto* o = static_cast<unsigned char*>(out);
   for (uint64_t i = 0; i < n; ++i) {
-    const uint16_t h = FloatToHalf(Load<float>(s, i));
-    std::memcpy(o + i * 2, &h, 2);
+    Store(o, i, FloatToHalf(Load<float>(s, i)));
   }
 }
 
