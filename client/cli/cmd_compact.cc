@@ -115,7 +115,8 @@ int RunCompact(const CompactArgs& a, const GlobalOptions& g) {
   std::optional<uint64_t> total;
   if (in->payload_bytes()) total = *in->payload_bytes() + (flags ? *in->count() : 0);
   ProgressBar bar(!g.no_progress, total);
-  const uint32_t lanes = ChooseLanes(a.io.lanes, in->payload_bytes(), client);
+  CheckNarrowStreamed(in->dtype(), a.io.shm, a.io.shards);
+  const uint32_t lanes = IsNarrow(in->dtype()) ? 1 : ChooseLanes(a.io.lanes, in->payload_bytes(), client);
   const Sink values_sink = values_out ? values_out->AsSink() : Sink{};
   const Sink indices_sink = indices_out ? indices_out->AsSink() : Sink{};
   ShardedCompactResult result;

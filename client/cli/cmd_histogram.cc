@@ -25,14 +25,6 @@ struct HistogramArgs {
   std::string edges_out;
 };
 
-// One raw element of `dtype` as float64 (as numpy converts it).
-double AsDouble(const void* raw, v1::DType dtype) {
-  return WithElementType(dtype, [&](auto v) {
-    std::memcpy(&v, raw, sizeof v);
-    return static_cast<double>(v);
-  });
-}
-
 // Every element of a (small) array file, as float64.
 std::vector<double> ReadEdges(const std::string& path) {
   InputSpec spec;
@@ -42,7 +34,7 @@ std::vector<double> ReadEdges(const std::string& path) {
   unsigned char buf[1 << 16];
   for (size_t got; (got = in->Read(buf, sizeof buf)) > 0;) raw.insert(raw.end(), buf, buf + got);
   std::vector<double> out(raw.size() / in->element_size());
-  for (size_t i = 0; i < out.size(); ++i) out[i] = AsDouble(raw.data() + i * in->element_size(), in->dtype());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = ElementAsDouble(raw.data() + i * in->element_size(), in->dtype());
   return out;
 }
 
@@ -58,7 +50,11 @@ std::pair<double, double> AutoRange(Client& client, const InputSpec& spec) {
     h.set_dtype(in->dtype());
     h.set_op(op);
     const v1::ReduceResponse r = client.ReduceStream(h, replay);
-    return std::make_pair(AsDouble(r.raw_value().data(), in->dtype()), r.element_count());
+    // The value's own dtype: a narrow input's MIN/MAX leaves in its output dtype (int64 for int8).
+    const double v = r.value().has_float_value() ? r.value().float_value()
+                     : r.value().has_int_value() ? static_cast<double>(r.value().int_value())
+                                                 : static_cast<double>(r.value().uint_value());
+    return std::make_pair(v, r.element_count());
   };
   const auto [lo, count] = extreme(v1::OPERATOR_MIN);
   if (count == 0) return {0.0, 1.0};

@@ -54,6 +54,11 @@ void PrintInfoText(const v1::ServerInfo& info, const std::string& target) {
   std::printf("dtypes             %s\n", JoinNames(info.dtypes(), dtype).c_str());
   std::printf("operators          %s\n", JoinNames(info.operators(), op).c_str());
   if (!info.operations().empty()) std::printf("operations         %s\n", JoinNames(info.operations(), str).c_str());
+  if (!info.narrow_dtypes().empty()) {
+    std::printf("narrow dtypes      %s (in %s)\n", JoinNames(info.narrow_dtypes(), dtype).c_str(),
+                info.narrow_operations().empty() ? "scan, reduce"
+                                                 : JoinNames(info.narrow_operations(), str).c_str());
+  }
   const v1::Limits& l = info.limits();
   std::printf("max chunk          %s per message\n", Bytes(l.max_chunk_bytes()).c_str());
   std::printf("max request        %s\n",

@@ -67,7 +67,8 @@ Timing RunSegmented(const ScanArgs& a, const GlobalOptions& g, ArrayInput& in, A
 
 int RunScan(const ScanArgs& a, const GlobalOptions& g) {
   if (a.axis >= 0) {
-    return RunMatrixScan(a.io, a.op, a.cols, a.axis == 0 ? v1::SCAN_AXIS_COLUMNS : v1::SCAN_AXIS_ROWS, a.exclusive, g);
+    return RunMatrixScan(a.io, a.op, a.cols, a.axis == 0 ? v1::SCAN_AXIS_COLUMNS : v1::SCAN_AXIS_ROWS, a.exclusive,
+                         a.out_dtype, g);
   }
   auto in = ArrayInput::Open(MakeInputSpec(a.io));
   const v1::DType out_dtype = OutputDType(in->dtype(), a.out_dtype);
@@ -174,7 +175,7 @@ Command AddScanCommand(CLI::App& app, const GlobalOptions& g) {
     for (const char* other : {"--algorithm", "--lanes", "--shards", "--shm"}) one->excludes(cmd->get_option(other));
   }
   axis->excludes(keys)->excludes(heads);
-  for (CLI::Option* o : {keys, heads, axis}) out_dtype->excludes(o);
+  for (CLI::Option* o : {keys, heads}) out_dtype->excludes(o);
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunScan(*a, g); }};
 }

@@ -47,7 +47,7 @@ uint64_t ColumnsOf(const ArrayInput& in, uint64_t cols_option) {
 }  // namespace
 
 int RunMatrixScan(const ArrayArgs& io, const std::string& op, uint64_t cols_option, v1::ScanAxis axis,
-                  bool exclusive, const GlobalOptions& g) {
+                  bool exclusive, const std::string& out_dtype_option, const GlobalOptions& g) {
   auto in = ArrayInput::Open(MakeInputSpec(io));
   const uint64_t cols = ColumnsOf(*in, cols_option);
   v1::Scan2DHeader header;
@@ -57,7 +57,10 @@ int RunMatrixScan(const ArrayArgs& io, const std::string& op, uint64_t cols_opti
   header.set_axis(axis);
   header.set_kind(exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
   if (in->count()) header.set_rows(*in->count() / cols);
-  ArrayOutput out(ResolveOutput(io.output, io.out_format, g.json, in->count()), in->dtype(), in->count(), cols);
+  // A narrow matrix accumulates in --out-dtype (numpy's dtype=; default int64, uint64, float16).
+  const v1::DType out_dtype = OutputDType(in->dtype(), out_dtype_option);
+  if (out_dtype != in->dtype()) header.set_output_dtype(out_dtype);
+  ArrayOutput out(ResolveOutput(io.output, io.out_format, g.json, in->count()), out_dtype, in->count(), cols);
   Client client(MakeClientOptions(g));
   if (axis != v1::SCAN_AXIS_BOTH && !client.ServesOperation("scan_axis")) {
     throw std::runtime_error("the server does not serve scans along an axis (no scan_axis in its operations: "
@@ -74,7 +77,7 @@ int RunMatrixScan(const ArrayArgs& io, const std::string& op, uint64_t cols_opti
                                : client.Scan2DStream(header, in->AsSource(), sink, bar.AsCallback());
   bar.Clear();
   out.Finish();
-  const uint64_t n = received / in->element_size();
+  const uint64_t n = received / DTypeSize(out_dtype);
   Report report(g.json);
   report.Field("rows", std::to_string(n / cols));
   report.Field("cols", std::to_string(cols));
@@ -90,7 +93,7 @@ int RunMatrixScan(const ArrayArgs& io, const std::string& op, uint64_t cols_opti
 namespace {
 
 int RunScan2D(const Scan2DArgs& a, const GlobalOptions& g) {
-  return RunMatrixScan(a.io, a.op, a.cols, v1::SCAN_AXIS_BOTH, false, g);
+  return RunMatrixScan(a.io, a.op, a.cols, v1::SCAN_AXIS_BOTH, false, "", g);
 }
 
 }  // namespace

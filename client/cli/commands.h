@@ -46,9 +46,9 @@ Command AddHistogramCommand(CLI::App& app, const GlobalOptions& g);
 Command AddSortCommand(CLI::App& app, const GlobalOptions& g);
 Command AddScan2DCommand(CLI::App& app, const GlobalOptions& g);
 // A Scan2D call on a matrix file (scan2d, and scan --axis): cols_option 0 takes the shape from a
-// 2-D .npy.
+// 2-D .npy; out_dtype_option is --out-dtype (a narrow matrix's accumulator; "" for numpy's default).
 int RunMatrixScan(const ArrayArgs& io, const std::string& op, uint64_t cols_option, v1::ScanAxis axis,
-                  bool exclusive, const GlobalOptions& g);
+                  bool exclusive, const std::string& out_dtype_option, const GlobalOptions& g);
 Command AddBenchCommand(CLI::App& app, const GlobalOptions& g);
 
 }  // namespace gpuscan::cli

@@ -3,7 +3,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <stdexcept>
+
+#include "gpuscan/client.h"
+#include "gpuscan/kernels/half.h"
 
 #include "text_format.h"
 
@@ -113,8 +117,29 @@ void CheckNarrowStreamed(v1::DType in, bool shm, uint32_t shards) {
                            (shm ? "--shm" : "--shards") + " (or convert the file to the output dtype first)");
 }
 
-bool IsFloat(v1::DType t) { return t == v1::DTYPE_FLOAT32 || t == v1::DTYPE_FLOAT64; }
-bool IsSigned(v1::DType t) { return t == v1::DTYPE_INT32 || t == v1::DTYPE_INT64; }
+double ElementAsDouble(const void* raw, v1::DType dtype) {
+  auto as_double = [raw](auto v) {
+    std::memcpy(&v, raw, sizeof v);
+    return static_cast<double>(v);
+  };
+  switch (dtype) {
+    case v1::DTYPE_INT8: return as_double(int8_t{});
+    case v1::DTYPE_UINT8: return as_double(uint8_t{});
+    case v1::DTYPE_INT16: return as_double(int16_t{});
+    case v1::DTYPE_UINT16: return as_double(uint16_t{});
+    case v1::DTYPE_FLOAT16: {
+      uint16_t h;
+      std::memcpy(&h, raw, 2);
+      return half::HalfToFloat(h);
+    }
+    default: return WithElementType(dtype, as_double);
+  }
+}
+
+bool IsFloat(v1::DType t) { return t == v1::DTYPE_FLOAT32 || t == v1::DTYPE_FLOAT64 || t == v1::DTYPE_FLOAT16; }
+bool IsSigned(v1::DType t) {
+  return t == v1::DTYPE_INT32 || t == v1::DTYPE_INT64 || t == v1::DTYPE_INT8 || t == v1::DTYPE_INT16;
+}
 
 v1::Scalar ParseScalar(const std::string& text, v1::DType dtype) {
   v1::Scalar s;

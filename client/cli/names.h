@@ -36,6 +36,8 @@ v1::DType OutputDType(v1::DType in, const std::string& out_option);
 void CheckNarrowStreamed(v1::DType in, bool shm, uint32_t shards);
 bool IsFloat(v1::DType t);
 bool IsSigned(v1::DType t);  // signed integers only
+// One raw little-endian element of any dtype, narrow ones included, as float64 (as numpy converts it).
+double ElementAsDouble(const void* raw, v1::DType dtype);
 
 // A threshold given on the command line as the Scalar kind the dtype needs: int_value for
 // signed integers, uint_value for unsigned, float_value for floats. Throws

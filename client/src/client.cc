@@ -34,14 +34,16 @@ size_t DTypeSize(v1::DType dtype) {
   }
 }
 
-size_t ScanOutputSize(const v1::ScanHeader& header) {
-  if (header.output_dtype() != v1::DTYPE_UNSPECIFIED) return DTypeSize(header.output_dtype());
-  switch (header.dtype()) {
+size_t ScanOutputSize(const v1::ScanHeader& header) { return ScanOutputSize(header.dtype(), header.output_dtype()); }
+
+size_t ScanOutputSize(v1::DType dtype, v1::DType output_dtype) {
+  if (output_dtype != v1::DTYPE_UNSPECIFIED) return DTypeSize(output_dtype);
+  switch (dtype) {
     case v1::DTYPE_INT8:
     case v1::DTYPE_UINT8:
     case v1::DTYPE_INT16:
     case v1::DTYPE_UINT16: return 8;  // numpy's int64 / uint64
-    default: return DTypeSize(header.dtype());
+    default: return DTypeSize(dtype);
   }
 }
 

@@ -118,8 +118,11 @@ Timing Client::Scan2DStream(const v1::Scan2DHeader& header, Source in, Sink out,
   auto ctx = NewContext();
   auto stream = stub_->Scan2D(ctx.get());
   ProgressTracker tracker(std::move(progress));
-  return PlainBidi<v1::Scan2DRequest, v1::ScanResponse>(*ctx, *stream, header, in,
-                                                        ChunkBytes(DTypeSize(header.dtype())), out, tracker);
+  // A narrow matrix's results are wider (header.output_dtype): chunks whose results fit chunk_bytes.
+  const size_t esize = std::max<size_t>(DTypeSize(header.dtype()), 1);
+  const size_t widest = std::max(esize, ScanOutputSize(header.dtype(), header.output_dtype()));
+  return PlainBidi<v1::Scan2DRequest, v1::ScanResponse>(*ctx, *stream, header, in, ChunkBytes(widest) / widest * esize,
+                                                        out, tracker);
 }
 
 namespace {

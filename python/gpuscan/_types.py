@@ -6,6 +6,7 @@ modules never spell an enum value.
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator as _operator  # _types.operator() is the wire operator helper
 import sys
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
@@ -66,15 +67,21 @@ _PRED_ALIASES = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=":
 _PRED_ARITY = {"nonzero": 0, "not_nan": 0, "in_range": 2}
 
 
-def wire_dtype(dtype) -> int:
-    """The wire DType of a numpy dtype (native or little-endian); ValueError for any other."""
+def wire_dtype(dtype, narrow: bool = False) -> int:
+    """The wire DType of a numpy dtype (native or little-endian); ValueError for any other.
+    narrow=True (Compact, Sort, Histogram: taken as they are) also takes int8, uint8, int16,
+    uint16, float16 and bool (as UINT8)."""
     d = np.dtype(dtype)
     if d.byteorder == ">" or (d.byteorder == "=" and sys.byteorder == "big"):
         raise ValueError(f"gpuscan: big-endian dtype {d.str}: the wire is little-endian; pass copy=True "
                          f"or convert first, e.g. x.astype('{d.newbyteorder('<').str}')")
-    wire = _DTYPES.get(d.newbyteorder("=") if d.byteorder == "<" else d)
+    d = d.newbyteorder("=") if d.byteorder == "<" else d
+    wire = _DTYPES.get(d)
+    if wire is None and narrow:
+        wire = _NARROW.get(d)
     if wire is None:
-        raise ValueError(f"gpuscan: dtype {d} is not served (supported: {', '.join(DTYPE_NAMES)})")
+        names = DTYPE_NAMES + (NARROW_NAMES if narrow else ())
+        raise ValueError(f"gpuscan: dtype {d} is not served (supported: {', '.join(names)})")
     return wire
 
 
@@ -86,14 +93,16 @@ _NARROW = {
     np.dtype("int16"): pb.DTYPE_INT16, np.dtype("uint16"): pb.DTYPE_UINT16, np.dtype("float16"): pb.DTYPE_FLOAT16,
 }
 _WIRE_OF_OUTPUT = {**_DTYPES, np.dtype("float16"): pb.DTYPE_FLOAT16}
+NARROW_NAMES = ("int8", "uint8", "int16", "uint16", "float16", "bool")
 
 
 def accumulation(x: np.ndarray, dtype, what: str = "x") -> Tuple[np.ndarray, Optional[int], np.dtype]:
-    """Scan's and reduce's dtype=: (x to send, the header's output_dtype or None, the result's
-    numpy dtype). A narrow x (int8, uint8, int16, uint16, bool, float16) travels as it is, with
-    output_dtype dtype (None: numpy's default); a 4- or 8-byte x with another dtype= is converted
-    here first (what np.cumsum(x, dtype=) computes), as numpy casts it. A dtype that is not served
-    as an output (a narrow one, except float16 for float16): ValueError."""
+    """dtype= of scan, reduce, segmented_scan and reduce_by_key: (x to send, the header's
+    output_dtype or None, the result's numpy dtype). A narrow x (int8, uint8, int16, uint16, bool,
+    float16) travels as it is, with output_dtype dtype (None: numpy's default); a 4- or 8-byte x
+    with another dtype= is converted here first (what np.cumsum(x, dtype=) computes), as numpy
+    casts it. A dtype that is not served as an output (a narrow one, except float16 for float16):
+    ValueError."""
     if dtype is not None:
         dtype = np.dtype(dtype).newbyteorder("=")
     src = x.dtype.newbyteorder("=")
@@ -111,7 +120,7 @@ def accumulation(x: np.ndarray, dtype, what: str = "x") -> Tuple[np.ndarray, Opt
         return x, None, src
     if dtype not in _DTYPES:
         raise ValueError(f"gpuscan: dtype={dtype} is not served as an output (supported: {', '.join(DTYPE_NAMES)})")
-    return x.astype(dtype), None, dtype
+    return x.astype(dtype, order="C"), None, dtype  # C order: a matrix's copy streams as it is
 
 
 def narrow_wire(x: np.ndarray) -> Optional[int]:
@@ -123,16 +132,19 @@ def numpy_dtype(wire: int) -> np.dtype:
     return _NP_OF_WIRE[wire]
 
 
-def check_array(x, what: str = "x", copy: bool = False) -> Tuple[np.ndarray, int]:
+def check_array(x, what: str = "x", copy: bool = False, narrow: bool = False) -> Tuple[np.ndarray, int]:
     """x as a 1-D C-contiguous little-endian array of a served dtype, and its wire dtype.
 
     numpy arrays pass without a copy or fail with ValueError (non-contiguous, big-endian, an
     unserved dtype, more than one dimension); with copy=True a non-contiguous or big-endian 1-D
     array is copied into a contiguous native one instead. Anything else (a list, a memoryview)
-    is converted with np.asarray, which is the copy the caller asked for by passing it."""
+    is converted with np.asarray, which is the copy the caller asked for by passing it.
+    narrow=True (calls that take narrow dtypes as they are: compact, sort, histogram) also takes
+    int8, uint8, int16, uint16, float16 and bool arrays (bool stays bool here; it travels as
+    UINT8)."""
     if not isinstance(x, np.ndarray):
         x = np.asarray(x)
-        if x.dtype == np.dtype("float16") or x.dtype.kind == "b":
+        if not narrow and (x.dtype == np.dtype("float16") or x.dtype.kind == "b"):
             raise ValueError(f"gpuscan: {what} has dtype {x.dtype}, which is not served")
     if x.ndim != 1:
         if x.ndim == 0:
@@ -140,12 +152,13 @@ def check_array(x, what: str = "x", copy: bool = False) -> Tuple[np.ndarray, int
         if not x.flags.c_contiguous:
             raise ValueError(f"gpuscan: {what} is not contiguous; pass np.ascontiguousarray({what}).ravel()")
         raise ValueError(f"gpuscan: {what} must be 1-D, got shape {x.shape}; pass {what}.ravel()")
-    if copy and x.dtype.kind in "iuf" and (not x.flags.c_contiguous or x.dtype.byteorder == ">"):
+    if copy and x.dtype.kind in ("biuf" if narrow else "iuf") and (not x.flags.c_contiguous or
+                                                                   x.dtype.byteorder == ">"):
         x = np.ascontiguousarray(x, dtype=x.dtype.newbyteorder("="))
     if not x.flags.c_contiguous:
         raise ValueError(f"gpuscan: {what} is not contiguous (strides {x.strides}); "
                          f"pass copy=True or np.ascontiguousarray({what}) to send a copy")
-    return x, wire_dtype(x.dtype)
+    return x, wire_dtype(x.dtype, narrow)
 
 
 KEY_DTYPE_NAMES = ("int32", "int64", "uint32", "uint64")
@@ -193,8 +206,11 @@ def sort_order(keys: np.ndarray) -> np.ndarray:
     SortHeader): unsigned keys as they are; signed keys with the sign bit flipped; floats in IEEE
     754 total order (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN): negative ones (sign bit set)
     with every bit flipped, the others with the sign bit flipped. Equal keys stay equal. keys:
-    a native-order integer or float array (unsigned keys come back as they are, not copied)."""
+    a native-order integer, float or bool array (unsigned keys come back as they are, not copied;
+    bool ones as a uint8 view)."""
     k = np.asarray(keys)
+    if k.dtype.kind == "b":
+        return k.view(np.uint8)
     if k.dtype.kind == "u":
         return k
     u = k.view(np.dtype(f"u{k.dtype.itemsize}"))
@@ -213,7 +229,7 @@ def operator(op: str, wire: Optional[int] = None) -> int:
     name = _OP_ALIASES.get(op, op) if isinstance(op, str) else None
     if name not in OPERATORS:
         raise ValueError(f"gpuscan: unknown operator {op!r} (one of {', '.join(OPERATORS)})")
-    if wire in (pb.DTYPE_FLOAT32, pb.DTYPE_FLOAT64) and name.startswith("bit_"):
+    if wire in (pb.DTYPE_FLOAT16, pb.DTYPE_FLOAT32, pb.DTYPE_FLOAT64) and name.startswith("bit_"):
         from .errors import InvalidArgument
         dtype = pb.DType.Name(wire).replace("DTYPE_", "").lower()
         raise InvalidArgument(f"header.op={pb.Operator.Name(OPERATORS[name])} is not defined for dtype {dtype} "
@@ -238,11 +254,21 @@ def scan_algorithm_name(value: int) -> str:
 
 
 def scalar(value, dtype: np.dtype) -> "pb.Scalar":
-    """A threshold as the Scalar kind the dtype wants (ValueError when it does not fit)."""
+    """A threshold as the Scalar kind the dtype wants (ValueError when it does not fit). A float16
+    array's threshold is rounded to float16 where it fits (numpy compares a float16 array with a
+    Python float in float16; the server compares in float32); a bool array's is a uint8's."""
     s = pb.Scalar()
     if dtype.kind == "f":
-        s.float_value = float(value)
+        v = float(value)
+        if dtype.itemsize == 2:
+            with np.errstate(over="ignore"):
+                h = float(np.float16(v))
+            if not (math.isinf(h) and math.isfinite(v)):  # beyond float16: numpy compares wider
+                v = h
+        s.float_value = v
         return s
+    if dtype.kind == "b":
+        dtype = np.dtype(np.uint8)
     if isinstance(value, (float, np.floating)):
         if not float(value).is_integer():
             raise ValueError(f"gpuscan: threshold {value!r} is not an integer; the array is {dtype}")
@@ -338,7 +364,7 @@ class TransportResult:
 class HistogramResult:
     """What histogram() returns; `counts, edges = result` unpacks like numpy.histogram's pair."""
     counts: np.ndarray   # uint64, one per bin
-    edges: np.ndarray    # float64, bins + 1: the server's (a float32 array's even edges: float32 values)
+    edges: np.ndarray    # float64, bins + 1: the server's (a float32/float16 array's even edges: float32 values)
     below: int           # non-NaN elements below edges[0]
     above: int           # non-NaN elements above edges[-1]
     nan_count: int       # NaN elements (floats only)
@@ -417,9 +443,9 @@ def _numpy_edges(x: np.ndarray, bins: int, range_) -> Optional[np.ndarray]:
 
 def _even_edges(lo: float, hi: float, bins: int, dtype: np.dtype) -> np.ndarray:
     """The even edges the server computes (HistogramHeader): float64 linspace, rounded to float32
-    for a float32 array."""
+    for a float32 or float16 array (float16 is binned as its float32 values)."""
     e = np.linspace(lo, hi, bins + 1)
-    return e.astype(np.float32).astype(np.float64) if dtype == np.float32 else e
+    return e.astype(np.float32).astype(np.float64) if dtype in (np.float32, np.float16) else e
 
 
 def server_info(info: "pb.ServerInfo") -> Dict[str, Any]:
@@ -440,7 +466,9 @@ def server_info(info: "pb.ServerInfo") -> Dict[str, Any]:
         "limits": {f.name: getattr(info.limits, f.name) for f in info.limits.DESCRIPTOR.fields},
         "cpu_threads": info.cpu_threads,
         "operations": list(info.operations),  # empty from a server older than the field
-        "narrow_dtypes": [low(pb.DType.Name(d), "DTYPE_") for d in info.narrow_dtypes],  # scan and reduce
+        "narrow_dtypes": [low(pb.DType.Name(d), "DTYPE_") for d in info.narrow_dtypes],
+        # the operations that take them (empty from an older server: scan and reduce only)
+        "narrow_operations": list(getattr(info, "narrow_operations", ())),
     }
 
 

@@ -256,15 +256,15 @@ class AsyncClient(_Calls):
                    copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None,
                    timeout: Optional[float] = None) -> np.ndarray:
         x, axis = self._scan_axis(x, axis, algorithm, copy)
-        x, accumulate = self._with_dtype(x, dtype, axis, copy)
-        if accumulate is not None:
-            return await self._scanned(self._prepare_narrow(x, accumulate, op, exclusive, algorithm, out, copy,
-                                                            retries, timeout, True), self._scan)
         if axis is not None:
-            p = self._prepare_scan2d(x, op, out, copy, retries, timeout, axis, exclusive)
+            p = self._prepare_scan2d(x, op, out, copy, retries, timeout, axis, exclusive, dtype)
             if not self._axis_served:
                 self._check_axis_served((await self._info(p.timeout))["operations"])
             return await self._scanned(p, self._scan2d)
+        x, accumulate = self._with_dtype(x, dtype, copy)
+        if accumulate is not None:
+            return await self._scanned(self._prepare_narrow(x, accumulate, op, exclusive, algorithm, out, copy,
+                                                            retries, timeout, True), self._scan)
         p = self._prepare_scan(x, op, exclusive, algorithm, out, copy, retries, timeout)
         call = await self._header_only(p)
         if call is not None:  # never retried: an in-place scan may have written over its input
@@ -298,9 +298,9 @@ class AsyncClient(_Calls):
 
     @_client_doc("no native path")
     async def segmented_scan(self, x, keys=None, *, heads=None, op: str = "sum", exclusive: bool = False,
-                             out: Optional[np.ndarray] = None, copy: bool = False, timeout: Optional[float] = None,
-                             retries: Optional[int] = None) -> np.ndarray:
-        p = self._prepare_segmented(x, keys, heads, op, exclusive, out, copy, retries, timeout)
+                             out: Optional[np.ndarray] = None, dtype=None, copy: bool = False,
+                             timeout: Optional[float] = None, retries: Optional[int] = None) -> np.ndarray:
+        p = self._prepare_segmented(x, keys, heads, op, exclusive, out, copy, retries, timeout, dtype)
         call = await self._header_only(p)
         if call is not None:  # never retried: an in-place scan may have written over its input
             await self._stream_header_only(call, self._segmented, p.timeout, call.feed_scan)
@@ -308,17 +308,19 @@ class AsyncClient(_Calls):
         return await self._scanned(p, self._segmented)
 
     @_client_doc()
-    async def scan2d(self, x, op: str = "sum", *, out: Optional[np.ndarray] = None, copy: bool = False,
+    async def scan2d(self, x, op: str = "sum", *, out: Optional[np.ndarray] = None, dtype=None, copy: bool = False,
                      timeout: Optional[float] = None, retries: Optional[int] = None) -> np.ndarray:
-        return await self._scanned(self._prepare_scan2d(x, op, out, copy, retries, timeout), self._scan2d)
+        return await self._scanned(self._prepare_scan2d(x, op, out, copy, retries, timeout, dtype=dtype),
+                                   self._scan2d)
 
     @_client_doc()
-    async def reduce_by_key(self, x, keys, *, op: str = "sum", copy: bool = False, timeout: Optional[float] = None,
+    async def reduce_by_key(self, x, keys, *, op: str = "sum", dtype=None, copy: bool = False,
+                            timeout: Optional[float] = None,
                             retries: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
-        p = self._prepare_reduce_by_key(x, keys, op, copy, retries, timeout)
+        p = self._prepare_reduce_by_key(x, keys, op, copy, retries, timeout, dtype)
 
         async def attempt(timeout: Optional[float]):
-            asm = _chunking.ReduceByKeyAssembler(p.side.dtype, p.x.dtype, len(p.x))
+            asm = _chunking.ReduceByKeyAssembler(p.side.dtype, p.result_dtype, len(p.x))
             async for raw in self._stream(self._reduce_by_key, p.requests(), timeout):
                 asm.feed(raw)
             return asm.result(), asm.timing or Timing()
@@ -376,7 +378,7 @@ class AsyncClient(_Calls):
     @_client_doc("no native path")
     async def reduce(self, x, op: str = "sum", *, dtype=None, copy: bool = False, lanes: Optional[int] = None,
                      retries: Optional[int] = None, timeout: Optional[float] = None):
-        x, accumulate = self._with_dtype(x, dtype, None, copy)
+        x, accumulate = self._with_dtype(x, dtype, copy)
         if accumulate is not None:
             p = self._prepare_narrow(x, accumulate, op, False, None, None, copy, retries, timeout, False)
 
@@ -444,6 +446,8 @@ class AsyncClient(_Calls):
         if call is not None:
             await self._stream_header_only(call, self._compact, p.timeout, call.feed_compact)
             return self._compact_header_only_result(call, values, indices)
+        if p.narrow:
+            lanes = 1  # the server takes a narrow x on one call
 
         async def attempt(timeout: Optional[float]) -> _chunking.CompactAssembler:
             asm = _chunking.CompactAssembler(p.x.dtype)  # per try: a failed try's pieces are dropped

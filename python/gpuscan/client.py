@@ -122,6 +122,8 @@ class _Prepared:
     result: Any = None                  # what the call returns when not `out` (scan2d: the 2-D out)
     shared: Optional[shared.Call] = None  # x lies in shared memory: this call, nothing streamed
     device: Optional[_device.Call] = None  # x lies in device memory: this call, nothing streamed
+    narrow: bool = False                # x travels narrow (1-2 bytes an element): one stream, no lanes
+    result_dtype: Optional[np.dtype] = None  # reduce_by_key: the runs' values' (a narrow x's accumulator)
 
     def requests(self) -> Iterator[bytes]:
         """The whole array's serialized requests, for one call."""
@@ -293,9 +295,11 @@ class _Calls:
                                                              indices), _wire.COMPACT_VALUES, retries, timeout)
         x, flags, request = self._compact_args(x, where, predicate, indices, values, copy)
         retries, timeout = self._call_options(retries, timeout)
+        # A narrow x streams on one call: the server takes it in the stream only (a shared one too).
+        narrow = _types.narrow_wire(x) is not None
         return _Prepared(x, request, retries, timeout, _wire.COMPACT_VALUES, side=flags,
-                         per=_chunking.chunk_elements(self.chunk_bytes, x.itemsize),
-                         shared=self._compact_shared(x, where, flags, request, values, indices))
+                         per=_chunking.chunk_elements(self.chunk_bytes, x.itemsize), narrow=narrow,
+                         shared=None if narrow else self._compact_shared(x, where, flags, request, values, indices))
 
     def _prepare_device(self, call: _device.Call, data_field: int, retries, timeout) -> _Prepared:
         """A device-memory call's arguments (retries= checked, but such a call sends its header
@@ -320,8 +324,11 @@ class _Calls:
         return _Prepared(x, request, retries, timeout, _wire.HISTOGRAM_DATA,
                          per=_chunking.chunk_elements(self.chunk_bytes, x.itemsize))
 
-    def _prepare_segmented(self, x, keys, heads, op, exclusive, out, copy, retries, timeout) -> _Prepared:
-        """x a CUDA array (keys or heads and out too): .device, the call; else streamed into .out."""
+    def _prepare_segmented(self, x, keys, heads, op, exclusive, out, copy, retries, timeout,
+                           dtype=None) -> _Prepared:
+        """x a CUDA array (keys or heads and out too): .device, the call; else streamed into .out
+        (dtype=: as scan's; a narrow x travels narrow, out of the accumulator's dtype)."""
+        x, accumulate = self._with_dtype(x, dtype, copy)
         src = _device.source(x, keys=keys, heads=heads, out=out)
         if src is not None:
             self._one_segmentation(keys, heads)
@@ -331,33 +338,47 @@ class _Calls:
                                             element_count=src.n)
             return self._prepare_device(_device.Call.segmented(pb.SegmentedScanRequest(header=header), src, keys,
                                                                heads, out), _wire.SEGMENTED_DATA, retries, timeout)
-        x, side, request, out = self._segmented_args(x, keys, heads, op, exclusive, out, copy)
+        x, side, request, out = self._segmented_args(x, keys, heads, op, exclusive, out, copy, accumulate)
         retries, timeout = self._call_options(retries, timeout)
         out = self._scan_out(x, out)
+        # Each chunk small enough that its results (a narrow x's: wider) fit chunk_bytes too.
         return _Prepared(x, request, self._segmented_retries(x, side, out, retries), timeout, _wire.SEGMENTED_DATA,
-                         per=_chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, side.itemsize)),
-                         side=side, side_field=_wire.SEGMENTED_KEYS, out=out)
+                         per=_chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, side.itemsize, out.itemsize)),
+                         side=side, side_field=_wire.SEGMENTED_KEYS, out=out, narrow=accumulate is not None)
 
     def _prepare_scan2d(self, x, op, out, copy, retries, timeout, axis: Optional[int] = None,
-                        exclusive: bool = False) -> _Prepared:
+                        exclusive: bool = False, dtype=None) -> _Prepared:
         """.out: the flat view of .result, the 2-D out. axis 0 or 1: the scan along that axis
-        (scan's axis=), else the 2-D scan."""
+        (scan's axis=), else the 2-D scan. dtype=: as scan's (a narrow matrix travels narrow,
+        out of the accumulator's dtype)."""
         _device.refuse("scan2d" if axis is None else "scan along an axis", x=x, out=out)
-        flat, out, out_flat, request = self._scan2d_args(x, op, out, copy, "scan2d" if axis is None else "scan")
+        x, accumulate = self._with_dtype(x, dtype, copy)
+        flat, out, out_flat, request = self._scan2d_args(x, op, out, copy, "scan2d" if axis is None else "scan",
+                                                         accumulate)
         if axis is not None:
             request.header.axis = pb.SCAN_AXIS_COLUMNS if axis == 0 else pb.SCAN_AXIS_ROWS
             request.header.kind = pb.SCAN_KIND_EXCLUSIVE if exclusive else pb.SCAN_KIND_INCLUSIVE
         retries, timeout = self._call_options(retries, timeout)
+        # Chunks of whole elements of x's dtype (narrow ones too), cut anywhere in a row: the
+        # server re-cuts them into rows of cols x x.itemsize bytes. Each chunk small enough that
+        # its results (a narrow matrix's are wider) fit chunk_bytes, plus the one row the server
+        # may complete beyond it.
+        per = _chunking.chunk_elements(self.chunk_bytes, max(flat.itemsize, out_flat.itemsize))
         return _Prepared(flat, request, self._scan_retries(flat, out_flat, retries), timeout, _wire.SCAN2D_DATA,
-                         per=_chunking.chunk_elements(self.chunk_bytes, flat.itemsize), out=out_flat, result=out)
+                         per=per, out=out_flat, result=out, narrow=accumulate is not None)
 
-    def _prepare_reduce_by_key(self, x, keys, op, copy, retries, timeout) -> _Prepared:
+    def _prepare_reduce_by_key(self, x, keys, op, copy, retries, timeout, dtype=None) -> _Prepared:
+        """.result_dtype: the runs' values' (dtype=: as scan's)."""
         _device.refuse("reduce_by_key", x=x, keys=keys)
-        x, side, request = self._reduce_by_key_args(x, keys, op, copy)
+        x, accumulate = self._with_dtype(x, dtype, copy)
+        x, side, request = self._reduce_by_key_args(x, keys, op, copy, accumulate)
         retries, timeout = self._call_options(retries, timeout)
+        result = x.dtype.newbyteorder("=") if accumulate is None else accumulate[1]
+        widest = max(x.itemsize, side.itemsize, result.itemsize)  # a narrow x's runs are wider
         return _Prepared(x, request, retries, timeout, _wire.REDUCE_BY_KEY_DATA,
-                         per=_chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, side.itemsize)),
-                         side=side, side_field=_wire.REDUCE_BY_KEY_KEYS)
+                         per=_chunking.chunk_elements(self.chunk_bytes, widest),
+                         side=side, side_field=_wire.REDUCE_BY_KEY_KEYS, narrow=accumulate is not None,
+                         result_dtype=result)
 
     def _prepare_sort(self, x, values, descending, output: int, copy, retries, timeout) -> _Prepared:
         src = _device.source(x, values=values)
@@ -450,7 +471,11 @@ class _Calls:
         return pb.ReduceRequest(header=pb.ReduceHeader(dtype=wire, op=_types.operator(op, wire), element_count=n))
 
     def _histogram_args(self, x, bins, range_, copy=False):
-        x, wire = check_array(x, copy=copy)
+        """x checked (narrow dtypes taken as they are; bool binned as uint8, as numpy.histogram
+        converts it) and the first request."""
+        x, wire = check_array(x, copy=copy, narrow=True)
+        if x.dtype.kind == "b":
+            x = x.view(np.uint8)
         return x, pb.HistogramRequest(header=_types.histogram_header(x, wire, bins, range_))
 
     def _scan_args(self, x, op, exclusive, algorithm, out, copy=False):
@@ -469,15 +494,18 @@ class _Calls:
                 or not out.flags.writeable or out.dtype.byteorder == ">"):
             raise ValueError(f"gpuscan: out must be a writable contiguous {x.dtype} array of shape {x.shape}")
 
-    def _segmented_args(self, x, keys, heads, op, exclusive, out, copy=False):
+    def _segmented_args(self, x, keys, heads, op, exclusive, out, copy=False, accumulate=None):
         """x checked as scan's, the keys or head bytes (`side`: contiguous, little-endian, len(x)
-        elements), the first request, and out checked (None stays None). Every check before any
-        call: ValueError (a bitwise operator on floats: InvalidArgument, as scan's)."""
+        elements), the first request, and out checked (None stays None; a narrow x's, with
+        `accumulate` from _with_dtype: out of the result dtype, new if None). Every check before
+        any call: ValueError (a bitwise operator on floats: InvalidArgument, as scan's)."""
         self._one_segmentation(keys, heads)
-        x, wire = check_array(x, copy=copy)
-        header = pb.SegmentedScanHeader(dtype=wire, op=_types.operator(op, wire),
+        x, wire, output = self._values_and_wires(x, copy, accumulate)
+        header = pb.SegmentedScanHeader(dtype=wire, op=_types.operator(op, output or wire),
                                         kind=pb.SCAN_KIND_EXCLUSIVE if exclusive else pb.SCAN_KIND_INCLUSIVE,
                                         element_count=len(x))
+        if output is not None:
+            header.output_dtype = output
         if keys is not None:
             side, header.key_dtype = _types.segment_keys(keys, copy)
             what = "keys"
@@ -487,7 +515,10 @@ class _Calls:
             what = "heads"
         if len(side) != len(x):
             raise ValueError(f"gpuscan: {what} has {len(side)} elements but x has {len(x)}: they must match")
-        self._check_out(x, out)
+        if accumulate is None:
+            self._check_out(x, out)
+        else:
+            out = self._narrow_out(x, out, accumulate[1])
         return x, side, pb.SegmentedScanRequest(header=header), out
 
     @staticmethod
@@ -528,29 +559,46 @@ class _Calls:
         return x, axis % 2
 
     @staticmethod
-    def _with_dtype(x, dtype, axis, copy):
-        """scan's and reduce's dtype=: (x, None) for the plain path (x converted first where a 4- or
-        8-byte x asks for another dtype, as numpy casts it), or (x, (output wire dtype, result
-        dtype)) for a narrow x (int8, uint8, int16, uint16, bool, float16) that travels as it is
-        (see _types.accumulation). A CUDA x with dtype=: TypeError; a narrow matrix along an axis:
-        ValueError."""
+    def _with_dtype(x, dtype, copy):
+        """dtype= of scan (along an axis too), scan2d, reduce, segmented_scan and reduce_by_key:
+        (x, None) for the plain path (x converted first where a 4- or 8-byte x asks for another
+        dtype, as numpy casts it), or (x, (output wire dtype, result dtype)) for a narrow x (int8,
+        uint8, int16, uint16, bool, float16; a 1-D array or a matrix) that travels as it is (see
+        _types.accumulation; a list is converted first, so a list of bools is one). A CUDA x with
+        dtype=: TypeError."""
         if _device.is_device(x):
             if dtype is not None:
                 raise TypeError("gpuscan: dtype= takes host arrays; the device path keeps x's dtype")
             return x, None
         if not isinstance(x, np.ndarray):
-            if dtype is None:
-                return x, None  # converted and checked as before
             x = np.asarray(x)
         if dtype is None and _types.narrow_wire(x) is None:
             return x, None
         x, wire, result = _types.accumulation(x, dtype)
         if wire is None:
             return x, None
-        if axis is not None:
-            raise ValueError(f"gpuscan: a scan along an axis of dtype {x.dtype} is not served yet: pass "
-                             f"x.astype('{result}')")
         return x, (wire, result)
+
+    def _values_and_wires(self, x, copy, accumulate) -> Tuple[np.ndarray, int, Optional[int]]:
+        """The values of a call with dtype= (segmented_scan, reduce_by_key): (x checked, its wire
+        dtype, the header's output_dtype or None). accumulate None: x checked as scan's; else
+        (from _with_dtype) a narrow x, 1-D, contiguous and little-endian (copy=True copies it)."""
+        if accumulate is None:
+            x, wire = check_array(x, copy=copy)
+            return x, wire, None
+        x = self._narrow_array(x, copy)
+        return x, _types.narrow_wire(x), accumulate[0]
+
+    @staticmethod
+    def _narrow_out(x, out, result: np.dtype) -> np.ndarray:
+        """A narrow x's scan output: out checked (a writable contiguous array of the result dtype
+        and x's shape), or a new one."""
+        if out is None:
+            return np.empty(len(x), result)
+        if (not isinstance(out, np.ndarray) or out.shape != x.shape or out.dtype != result
+                or not out.flags.c_contiguous or not out.flags.writeable):
+            raise ValueError(f"gpuscan: out must be a writable contiguous {result} array of shape {x.shape}")
+        return out
 
     def _narrow_array(self, x, copy) -> np.ndarray:
         """A narrow x as a 1-D C-contiguous little-endian array (copy=True copies one that is not)."""
@@ -575,16 +623,12 @@ class _Calls:
         if not scan:
             request = self._reduce_request(narrow, op, len(x))
             request.header.output_dtype = wire
-            return _Prepared(x, request, retries, timeout, _wire.REDUCE_DATA, per=per)
+            return _Prepared(x, request, retries, timeout, _wire.REDUCE_DATA, per=per, narrow=True)
         header = self._scan_header(narrow, op, exclusive, algorithm, len(x))
         header.output_dtype = wire
-        if out is None:
-            out = np.empty(len(x), result)
-        elif (not isinstance(out, np.ndarray) or out.shape != x.shape or out.dtype != result
-              or not out.flags.c_contiguous or not out.flags.writeable):
-            raise ValueError(f"gpuscan: out must be a writable contiguous {result} array of shape {x.shape}")
+        out = self._narrow_out(x, out, result)
         return _Prepared(x, pb.ScanRequest(header=header), self._scan_retries(x, out, retries), timeout,
-                         _wire.SCAN_DATA, per=per, out=out)
+                         _wire.SCAN_DATA, per=per, out=out, narrow=True)
 
     def _check_axis_served(self, operations) -> None:
         """Unimplemented unless the server lists "scan_axis" in `operations` (an older one would
@@ -594,11 +638,12 @@ class _Calls:
             raise Unimplemented("the server does not serve scans along an axis (no \"scan_axis\" in "
                                 "info()[\"operations\"]: an older version)")
 
-    def _scan2d_args(self, x, op, out, copy=False, what: str = "scan2d"):
+    def _scan2d_args(self, x, op, out, copy=False, what: str = "scan2d", accumulate=None):
         """x as a 2-D C-contiguous little-endian matrix (copy=True: a non-contiguous or big-endian
         one is copied) flattened without a copy, out (new if None; else checked as scan's, same
-        shape) and its flat view, and the first request. Every check before any call: ValueError
-        (a bitwise operator on floats: InvalidArgument, as scan's)."""
+        shape; a narrow x's, with `accumulate` from _with_dtype: of the result dtype) and its flat
+        view, and the first request (a narrow x's with output_dtype). Every check before any
+        call: ValueError (a bitwise operator on floats: InvalidArgument, as scan's)."""
         if not isinstance(x, np.ndarray):
             x = np.asarray(x)
         if x.ndim != 2:
@@ -610,41 +655,51 @@ class _Calls:
         if not x.flags.c_contiguous:  # reshape would copy behind the caller's back
             raise ValueError(f"gpuscan: x is not C-contiguous (strides {x.strides}); "
                              "pass copy=True or np.ascontiguousarray(x) to send a copy")
-        flat, wire = check_array(x.reshape(-1), copy=copy)
+        flat, wire = check_array(x.reshape(-1), copy=copy, narrow=accumulate is not None)
+        output, result = accumulate if accumulate is not None else (None, flat.dtype.newbyteorder("="))
         rows, cols = x.shape
-        header = pb.Scan2DHeader(dtype=wire, op=_types.operator(op, wire), cols=cols, rows=rows)
+        header = pb.Scan2DHeader(dtype=wire, op=_types.operator(op, output or wire), cols=cols, rows=rows)
+        if output is not None:
+            header.output_dtype = output
         if out is None:
-            out = np.empty(x.shape, flat.dtype.newbyteorder("="))
+            out = np.empty(x.shape, result)
         elif not isinstance(out, np.ndarray) or out.shape != x.shape or not out.flags.c_contiguous:
-            raise ValueError(f"gpuscan: out must be a writable contiguous {x.dtype} array of shape {x.shape}")
+            raise ValueError(f"gpuscan: out must be a writable contiguous {result} array of shape {x.shape}")
         out_flat = out.reshape(-1)
-        self._check_out(flat, out_flat)
+        if accumulate is None:
+            self._check_out(flat, out_flat)
+        else:
+            self._narrow_out(x, out, result)
         return flat, out, out_flat, pb.Scan2DRequest(header=header)
 
-    def _reduce_by_key_args(self, x, keys, op, copy=False):
-        """x checked as scan's, the keys (contiguous, little-endian, widened as segmented_scan's,
-        len(x) of them) and the first request. Every check before any call: ValueError (a bitwise
-        operator on floats: InvalidArgument, as scan's)."""
+    def _reduce_by_key_args(self, x, keys, op, copy=False, accumulate=None):
+        """x checked as scan's (a narrow one with `accumulate` as _segmented_args'), the keys
+        (contiguous, little-endian, widened as segmented_scan's, len(x) of them) and the first
+        request. Every check before any call: ValueError (a bitwise operator on floats:
+        InvalidArgument, as scan's)."""
         if keys is None:
             raise ValueError("gpuscan: reduce_by_key needs keys (an integer array of len(x): each run of "
                              "equal consecutive keys gives one value)")
-        x, wire = check_array(x, copy=copy)
-        header = pb.ReduceByKeyHeader(dtype=wire, op=_types.operator(op, wire), element_count=len(x))
+        x, wire, output = self._values_and_wires(x, copy, accumulate)
+        header = pb.ReduceByKeyHeader(dtype=wire, op=_types.operator(op, output or wire), element_count=len(x))
+        if output is not None:
+            header.output_dtype = output
         side, header.key_dtype = _types.segment_keys(keys, copy)
         if len(side) != len(x):
             raise ValueError(f"gpuscan: keys has {len(side)} elements but x has {len(x)}: they must match")
         return x, side, pb.ReduceByKeyRequest(header=header)
 
     def _sort_args(self, x, values, descending, output: int, copy=False):
-        """x (the keys) checked as scan's, the values (None, or checked as x: any served dtype,
-        len(x) of them) and the first request, its output `output` (KEYS_AND_VALUES when values
-        are given). Every check before any call: ValueError."""
+        """x (the keys) checked as scan's, narrow dtypes (bool too) taken as they are, the values
+        (None, or checked as x: any served dtype, narrow ones too, len(x) of them) and the first
+        request, its output `output` (KEYS_AND_VALUES when values are given). Every check before
+        any call: ValueError."""
         self._check_descending(descending)
-        x, wire = check_array(x, copy=copy)
+        x, wire = check_array(x, copy=copy, narrow=True)
         header = pb.SortHeader(dtype=wire, descending=bool(descending), output=output, element_count=len(x))
         side = None
         if values is not None:
-            side, header.values_dtype = check_array(values, "values", copy)
+            side, header.values_dtype = check_array(values, "values", copy, narrow=True)
             if len(side) != len(x):
                 raise ValueError(f"gpuscan: values has {len(side)} elements but x has {len(x)}: they must match")
             header.output = pb.SORT_OUTPUT_KEYS_AND_VALUES
@@ -696,7 +751,7 @@ class _Calls:
         return 0 if np.may_share_memory(x, out) or np.may_share_memory(side, out) else retries
 
     def _compact_args(self, x, where, predicate, indices, values, copy=False):
-        x, wire = check_array(x, copy=copy)
+        x, wire = check_array(x, copy=copy, narrow=True)  # narrow dtypes kept as they are
         header = self._compact_header(wire, x.dtype, len(x), where, predicate, indices, values)
         flags = None
         if where is not None:
@@ -1063,9 +1118,12 @@ class Client(_Calls):
         axis: as np.cumsum's. None scans the array flat (an N-D host array in C order, as numpy
         does: a view when C-contiguous, else with copy=True). 0 or 1 of a 2-D host array scans each
         column (0) or each row (1) on its own: every operator, exclusive too, each row or column
-        folded in order, so float bits equal np.cumsum(x, axis=...)'s for "sum"; out= of x's shape;
-        the matrix streams in chunk_bytes pieces and rows come back whole; algorithm= and lanes do
-        not apply (Unimplemented from a server without info()["operations"] "scan_axis").
+        folded in order, so float bits equal np.cumsum(x, axis=...)'s for "sum"; out= of x's shape
+        (and of the result dtype); the matrix streams in chunk_bytes pieces and rows come back
+        whole; algorithm= and lanes do not apply (Unimplemented from a server without
+        info()["operations"] "scan_axis"). A narrow matrix travels narrow and is accumulated in
+        dtype as above, np.cumsum(x, axis=..., dtype=dtype)'s result dtype (a server that does not
+        list "scan2d" in info()["narrow_operations"]: gpuscan.InvalidArgument).
         op: sum, product, min, max, bit_and, bit_or, bit_xor; algorithm: a name from info()
         ["scan_algorithms"] (None: the server's default). copy=True copies a non-contiguous or
         big-endian array instead of raising ValueError. lanes, retries: this call's (None: the
@@ -1089,18 +1147,18 @@ class Client(_Calls):
         engine) on x's GPU, else gpuscan.FailedPrecondition, before any export. Host and CUDA
         arrays mixed: TypeError. copy= and lanes do not apply; not retried."""
         x, axis = self._scan_axis(x, axis, algorithm, copy)
-        x, accumulate = self._with_dtype(x, dtype, axis, copy)
+        if axis is not None:
+            p = self._prepare_scan2d(x, op, out, copy, retries, timeout, axis, exclusive, dtype)
+            if not self._axis_served:
+                self._check_axis_served(self._info(p.timeout)["operations"])
+            return self._scanned(p, self._scan2d)
+        x, accumulate = self._with_dtype(x, dtype, copy)
         if accumulate is not None:
             p = self._prepare_narrow(x, accumulate, op, exclusive, algorithm, out, copy, retries, timeout, True)
             if self._takes_native(p):
                 self._set_timing(self._native.scan_header(p.x, p.out, p.request.header.SerializeToString()))
                 return p.out
             return self._scanned(p, self._scan)
-        if axis is not None:
-            p = self._prepare_scan2d(x, op, out, copy, retries, timeout, axis, exclusive)
-            if not self._axis_served:
-                self._check_axis_served(self._info(p.timeout)["operations"])
-            return self._scanned(p, self._scan2d)
         p = self._prepare_scan(x, op, exclusive, algorithm, out, copy, retries, timeout)
         call = self._header_only(p)
         if call is not None:  # never retried: an in-place scan may have written over its input
@@ -1139,11 +1197,18 @@ class Client(_Calls):
         return p.out if p.result is None else p.result
 
     def segmented_scan(self, x, keys=None, *, heads=None, op: str = "sum", exclusive: bool = False,
-                       out: Optional[np.ndarray] = None, copy: bool = False, timeout: Optional[float] = None,
-                       retries: Optional[int] = None) -> np.ndarray:
+                       out: Optional[np.ndarray] = None, dtype=None, copy: bool = False,
+                       timeout: Optional[float] = None, retries: Optional[int] = None) -> np.ndarray:
         """Segmented prefix scan of a 1-D array: each segment scanned on its own (inclusive unless
         exclusive=True; exclusive puts op's identity at each segment's first element). Returns
-        `out` (new if None), x's dtype; op as scan's.
+        `out` (new if None), x's dtype (or dtype's); op as scan's.
+
+        dtype: the accumulator and result dtype, exactly as scan's (np.cumsum's dtype=): a narrow
+        x (int8, uint8, int16, uint16, bool, float16) travels as it is and is accumulated in
+        dtype, by default int64 (int8/int16/bool), uint64 (uint8/uint16) or float16 (float16:
+        accumulated in float32 and each result rounded once); out= then of that dtype. A 4- or
+        8-byte x with another dtype is converted here first. A narrow x needs a server that lists
+        "segmented_scan" in info()["narrow_operations"] (an older one: gpuscan.InvalidArgument).
 
         Segments, given by exactly one of (ValueError otherwise):
           keys:  1-D integer array of len(x): a segment is a run of equal consecutive keys
@@ -1154,8 +1219,9 @@ class Client(_Calls):
 
         x, out and copy= as scan's; keys/heads follow copy= too. The keys (or head bytes) of a
         chunk's elements travel in the same request as its values: a chunk holds chunk_bytes //
-        max(x.itemsize, key size) elements. Results are reproducible bit for bit (float sum and
-        product associate in the server's deterministic tree, not a sequential loop). timeout:
+        max(x.itemsize, key size, out.itemsize) elements. Results are reproducible bit for bit
+        (float sum and product associate in the server's deterministic tree, not a sequential
+        loop). timeout:
         this call's seconds (None: the client's; 0: none), every try and wait included. retries
         as scan's (in place, with out overlapping x or the keys, not retried). No lanes, shared
         memory or native path for host arrays: a SharedArray is streamed.
@@ -1168,39 +1234,49 @@ class Client(_Calls):
         on floats; a float32/float64 sum or product is not served on device memory yet:
         gpuscan.Unimplemented before any call (the host path serves it: pass host arrays). Host
         and CUDA arrays mixed: TypeError. The server must serve device memory on x's GPU, as
-        scan's; copy= does not apply; not retried."""
-        p = self._prepare_segmented(x, keys, heads, op, exclusive, out, copy, retries, timeout)
+        scan's; copy= and dtype= do not apply (dtype=: TypeError); not retried."""
+        p = self._prepare_segmented(x, keys, heads, op, exclusive, out, copy, retries, timeout, dtype)
         call = self._header_only(p)
         if call is not None:  # never retried: an in-place scan may have written over its input
             self._stream_header_only(call, _native.RPC_SEGMENTED_SCAN, self._segmented, p.timeout, call.feed_scan)
             return call.result
         return self._scanned(p, self._segmented)
 
-    def scan2d(self, x, op: str = "sum", *, out: Optional[np.ndarray] = None, copy: bool = False,
+    def scan2d(self, x, op: str = "sum", *, out: Optional[np.ndarray] = None, dtype=None, copy: bool = False,
                timeout: Optional[float] = None, retries: Optional[int] = None) -> np.ndarray:
         """2-D inclusive scan (summed-area table) of a 2-D array: out[i, j] = op over x[:i+1, :j+1].
-        Returns `out` (new if None), x's shape and dtype; op as scan's ("sum", "product", "min",
-        "max"; bitwise ones for integers).
+        Returns `out` (new if None), x's shape and dtype (or dtype's); op as scan's ("sum",
+        "product", "min", "max"; bitwise ones for integers).
+
+        dtype: the accumulator and result dtype, exactly as scan's: a narrow x (int8, uint8,
+        int16, uint16, bool, float16) travels as it is (1-2 bytes an element) and is accumulated
+        in dtype, by default int64 (int8/int16/bool), uint64 (uint8/uint16) or float16 (float16:
+        accumulated in float32 and each result rounded once), the result dtype of
+        `np.cumsum(np.cumsum(x, 0, dtype=dtype), 1, dtype=dtype)`; out= then of that dtype. A 4- or
+        8-byte x with another dtype is converted here first. A narrow x needs a server that lists
+        "scan2d" in info()["narrow_operations"] (an older one: gpuscan.InvalidArgument).
 
         Float bits are fixed by the input: each row is folded left to right, then each column top
         to bottom, what `np.cumsum(np.cumsum(x, axis=1, dtype=x.dtype), axis=0, dtype=x.dtype)`
-        computes for "sum", on every engine and whatever chunk_bytes. x: a C-contiguous
-        little-endian 2-D array of a served dtype with at least one column (otherwise
+        computes for "sum", on every engine and whatever chunk_bytes (a narrow x: in the
+        accumulator's dtype, float16's in float32). x: a C-contiguous little-endian 2-D array of a
+        served or narrow dtype with at least one column (otherwise
         ValueError before any call; copy=True sends a contiguous copy of a non-contiguous or
         big-endian one). The matrix streams as chunk_bytes pieces cut anywhere; the server
         answers whole rows. out= as scan's (same shape). timeout: this call's seconds (None: the
         client's; 0: none). retries as scan's (with out overlapping x, not retried). No lanes,
         shared memory or native path."""
-        return self._scanned(self._prepare_scan2d(x, op, out, copy, retries, timeout), self._scan2d)
+        return self._scanned(self._prepare_scan2d(x, op, out, copy, retries, timeout, dtype=dtype), self._scan2d)
 
-    def reduce_by_key(self, x, keys, *, op: str = "sum", copy: bool = False, timeout: Optional[float] = None,
-                      retries: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+    def reduce_by_key(self, x, keys, *, op: str = "sum", dtype=None, copy: bool = False,
+                      timeout: Optional[float] = None, retries: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
         """Reduction by key of a 1-D array: `unique_keys, values = client.reduce_by_key(x, keys)`,
         one (key, value) per run of equal consecutive keys, in order (as
         cub::DeviceReduce::ReduceByKey: a key that comes back after another run starts a new run;
         sort first for a group-by). unique_keys[r] is run r's key, in the keys' dtype (as sent:
         int8/int16 widened to int32, uint8/uint16 to uint32); values[r] is op over run r's values,
-        in x's dtype. An empty x gives two empty arrays.
+        in x's dtype, or dtype's: the accumulator, as segmented_scan's (a narrow x travels as it is;
+        by default int64, uint64 or float16, as np.sum's). An empty x gives two empty arrays.
 
         keys: 1-D integer array of len(x), as segmented_scan's (floats, bools, None, another
         length: ValueError before any call). op, x and copy= as scan's (keys follow copy= too; a
@@ -1210,10 +1286,11 @@ class Client(_Calls):
         associate in the server's deterministic tree), whatever the chunking. timeout: this
         call's seconds (None: the client's; 0: none). retries as reduce's: the runs are returned
         only at the end, so a retry starts over. No lanes, shared memory or native path."""
-        p = self._prepare_reduce_by_key(x, keys, op, copy, retries, timeout)
+        p = self._prepare_reduce_by_key(x, keys, op, copy, retries, timeout, dtype)
 
         def attempt(timeout: Optional[float]):
-            asm = _chunking.ReduceByKeyAssembler(p.side.dtype, p.x.dtype, len(p.x))  # per try: a failed one is dropped
+            # per try: a failed one is dropped
+            asm = _chunking.ReduceByKeyAssembler(p.side.dtype, p.result_dtype, len(p.x))
             for raw in self._stream(self._reduce_by_key, p.requests(), timeout):
                 asm.feed(raw)
             return asm.result(), asm.timing or Timing()
@@ -1229,7 +1306,10 @@ class Client(_Calls):
         +inf < +NaN (a NaN's sign bit decides its end; NaNs of one sign by their payload bits).
         Stable: equal keys keep their input order, descending=True too (so a descending sort is
         not an ascending one reversed). x, values and copy= as scan's x (values follow copy=
-        too): a wrong dtype, shape or length is a ValueError before any call. Keys and values of
+        too): a wrong dtype, shape or length is a ValueError before any call. Keys and values may
+        also be narrow (int8, uint8, int16, uint16, float16, bool: bool travels as uint8), taken
+        and returned as they are, in their own dtype (a server that lists "sort" in
+        info()["narrow_operations"]; an older one: gpuscan.InvalidArgument). Keys and values of
         the same elements travel in one request: chunk_bytes // max(x.itemsize, values.itemsize)
         elements each. The server holds the whole input, at most
         info()["limits"]["max_sort_bytes"] (keys and values): beyond, gpuscan.ResourceExhausted.
@@ -1241,8 +1321,9 @@ class Client(_Calls):
         x a CUDA array (1-D, C-contiguous; see scan), values= then a 1-D CUDA array of len(x) on
         its GPU too (host and CUDA arrays mixed: TypeError): the server sorts them where they lie
         (nothing crosses the host) into new arrays of x's library (CuPy's or PyTorch's) on x's
-        device: the same results as the host path's, as CUDA arrays. The server must serve
-        device memory on x's GPU, as scan's; copy= does not apply; not retried."""
+        device: the same results as the host path's, as CUDA arrays (of 4- or 8-byte dtypes: a
+        narrow CUDA array is a ValueError). The server must serve device memory on x's GPU, as
+        scan's; copy= does not apply; not retried."""
         p = self._prepare_sort(x, values, descending, pb.SORT_OUTPUT_KEYS, copy, retries, timeout)
         keys, vals, _ = self._sorted(p)
         return keys if values is None else (keys, vals)
@@ -1252,8 +1333,8 @@ class Client(_Calls):
         """The stable sort's permutation: int64 indices with x[indices] sorted as sort(x) is
         (numpy's np.argsort(x, kind="stable") for integers and for floats without NaN or signed
         zeros; equal keys in input order, descending=True too). return_keys=True: `(sorted_x,
-        indices)` from the one call. Arguments, checks, timeout and errors as sort's; x a CUDA
-        array: indices (int64) and keys as new CUDA arrays, as sort's."""
+        indices)` from the one call. Arguments (narrow x too), checks, timeout and errors as
+        sort's; x a CUDA array: indices (int64) and keys as new CUDA arrays, as sort's."""
         output = pb.SORT_OUTPUT_KEYS_AND_INDICES if return_keys else pb.SORT_OUTPUT_INDICES
         keys, _, indices = self._sorted(self._prepare_sort(x, None, descending, output, copy, retries, timeout))
         return (keys, indices) if return_keys else indices
@@ -1298,7 +1379,7 @@ class Client(_Calls):
         op, dtype= (the accumulator and result: a narrow x as scan's, np.sum's defaults), copy=,
         lanes, retries and timeout as scan's. x in shared memory, or a CUDA array (as scan's):
         read there by the server, lanes and retries do not apply."""
-        x, accumulate = self._with_dtype(x, dtype, None, copy)
+        x, accumulate = self._with_dtype(x, dtype, copy)
         if accumulate is not None:
             p = self._prepare_narrow(x, accumulate, op, False, None, None, copy, retries, timeout, False)
 
@@ -1354,6 +1435,10 @@ class Client(_Calls):
         a 1-D sequence of edges (sent as float64; range is ignored). Counts are numpy's: bin i holds
         edges[i] <= x < edges[i+1], the last bin also x == edges[-1]; a float32 array's even edges
         are rounded to float32 and compared in float32, as numpy does (see HistogramHeader).
+        Narrow arrays are taken as they are (int8, uint8, int16, uint16; bool as uint8, as numpy
+        converts it; float16 binned as its exact float32 values, with numpy's edges: where its
+        even edges, computed in float16, are not the server's float32 ones they are sent as
+        explicit edges), from a server that lists "histogram" in info()["narrow_operations"].
         Returns a HistogramResult: counts (uint64), the server's edges (float64), and below, above,
         nan_count, element_count. The client refuses bins < 1 and a non-finite range (ValueError);
         the server refuses lo > hi, more bins than info()["limits"]["max_histogram_bins"], NaN or
@@ -1365,7 +1450,8 @@ class Client(_Calls):
         where it lies (nothing crosses the host) and the result is the host path's for the same
         values. With range=None (even bins over x's min and max) the range is found first by two
         reductions of x on the device (min, max), each a call of its own within `timeout`. The
-        server must serve device memory on x's GPU, as scan's; copy= does not apply; not retried."""
+        server must serve device memory on x's GPU, as scan's (4- or 8-byte dtypes: a narrow
+        CUDA array is a ValueError); copy= does not apply; not retried."""
         p = self._prepare_histogram(x, bins, range, copy, retries, timeout)
         call = self._header_only(p)
         if call is not None:
@@ -1394,19 +1480,28 @@ class Client(_Calls):
         the indices (int64) alone. Indices count in the whole array, with or without lanes.
         copy=, lanes, retries and timeout as scan's.
 
+        x may be narrow (int8, uint8, int16, uint16, float16, bool: bool travels as uint8): the
+        kept values come back exactly, in x's dtype, from a server that lists "compact" in
+        info()["narrow_operations"] (an older one: gpuscan.InvalidArgument). A narrow x streams
+        on one call (lanes do not apply; a shared one is streamed too); a float16 x's predicate
+        threshold is rounded to float16, as numpy compares it.
+
         x in shared memory: nothing is streamed and lanes do not apply; the kept values and
         indices are SharedArray views [:kept] of new regions of len(x) elements next to x's; a
         where= mask is read in place when it is a shared bool/int8/uint8 array, else copied into a
         temporary region; retries do not apply.
 
-        x a CUDA array (as scan's): the kept values and indices are new CUDA arrays of x's library
-        (CuPy or PyTorch; n elements each, returned as views [:kept]); where= must then be a CUDA
-        bool/int8/uint8 array of x's size, read in place (a host mask: TypeError)."""
+        x a CUDA array (as scan's, of a 4- or 8-byte dtype): the kept values and indices are new
+        CUDA arrays of x's library (CuPy or PyTorch; n elements each, returned as views [:kept]);
+        where= must then be a CUDA bool/int8/uint8 array of x's size, read in place (a host mask:
+        TypeError)."""
         p = self._prepare_compact(x, where, predicate, indices, values, copy, retries, timeout)
         call = self._header_only(p)
         if call is not None:
             self._stream_header_only(call, _native.RPC_COMPACT, self._compact, p.timeout, call.feed_compact)
             return self._compact_header_only_result(call, values, indices)
+        if p.narrow:
+            lanes = 1  # the server takes a narrow x on one call
         # Natively the kept values and indices are written at their kept offsets, so a retried
         # try writes every position again.
         if self._takes_native(p):

@@ -26,14 +26,15 @@ def test_client_side_value_errors(client, x, what):
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint16", "float16", "bool"])
-def test_narrow_dtypes_only_where_served(client, dtype):
-    """Scan and reduce take narrow dtypes (test_narrow.py); the other calls refuse them here."""
-    x = np.arange(10).astype(dtype)
-    for call in (lambda: client.compact(x, predicate=("gt", 0)), lambda: client.sort(x),
-                 lambda: client.histogram(x, 4)):
-        with pytest.raises(ValueError, match="not served"):
-            call()
+def test_narrow_dtypes_in_streamed_calls(client, dtype):
+    """Streamed calls take narrow dtypes (test_narrow.py, test_narrow_ops.py), scan2d too
+    (test_scan_axis.py), in numpy's accumulator."""
+    x = np.arange(1, 11).astype(dtype)
+    m = x.reshape(2, 5)
+    got, want = client.scan2d(m), np.cumsum(np.cumsum(m, 0), 1)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
     assert client.reduce(x) == np.sum(x)
+    assert np.array_equal(client.sort(x[::-1].copy()), np.sort(x))
 
 
 def test_argument_value_errors(client):
@@ -70,7 +71,7 @@ def test_big_endian_copy_when_asked(client):
     assert client.reduce(strided, op="max", copy=True) == np.float32(100)
     np.testing.assert_array_equal(client.compact(strided, predicate=("gt", 50), copy=True), strided[strided > 50])
     with pytest.raises(ValueError, match="not served"):
-        client.compact(np.arange(5, dtype=np.int16), predicate=("gt", 0), copy=True)
+        client.compact(np.arange(5, dtype=np.complex64), predicate=("gt", 0), copy=True)
     # A list is converted (the copy the caller asked for by passing one).
     np.testing.assert_array_equal(client.scan([3, 1, 2]), [3, 4, 6])
 

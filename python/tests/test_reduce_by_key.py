@@ -530,7 +530,7 @@ def test_client_refusals_before_any_call(rng):
         with pytest.raises(ValueError, match="1-D"):
             c.reduce_by_key(x.reshape(2, 5), k)
         with pytest.raises(ValueError, match="not served"):
-            c.reduce_by_key(x.astype(np.int16), k)
+            c.reduce_by_key(x.astype(np.complex64), k)
         with pytest.raises(ValueError, match="unknown operator"):
             c.reduce_by_key(x, k, op="mean")
         with pytest.raises(ValueError, match="timeout"):

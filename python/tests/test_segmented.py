@@ -416,7 +416,7 @@ def test_client_refusals_before_any_call(rng):
         with pytest.raises(ValueError, match="1-D"):
             c.segmented_scan(x, heads=np.ones((2, 5), bool))
         with pytest.raises(ValueError, match="not served"):
-            c.segmented_scan(x.astype(np.int16), k)
+            c.segmented_scan(x.astype(np.complex64), k)
         with pytest.raises(ValueError, match="unknown operator"):
             c.segmented_scan(x, k, op="mean")
         with pytest.raises(ValueError, match="timeout"):

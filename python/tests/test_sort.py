@@ -545,9 +545,9 @@ def test_client_refusals_before_any_call(rng):
                 call(x.reshape(2, 5))
             with pytest.raises(ValueError, match="scalar"):
                 call(np.float32(3))
-            for bad in (x.astype(np.int16), x.astype(np.float16), x > 0, x.astype(np.complex64)):
+            for bad in (x.astype(np.complex64), x.astype("U3")):
                 with pytest.raises(ValueError, match="not served"):
-                    call(bad)
+                    call(bad)  # (narrow dtypes are served: test_narrow_ops.py)
             with pytest.raises(ValueError, match="descending"):
                 call(x, descending="yes")
             with pytest.raises(ValueError, match="descending"):
@@ -564,7 +564,7 @@ def test_client_refusals_before_any_call(rng):
             c.sort(x, values=np.arange(11))
         with pytest.raises(ValueError, match="values must be 1-D"):
             c.sort(x, values=v.reshape(2, 5))
-        for bad in (v.astype(np.int8), v.astype(np.float16), v > 3):
+        for bad in (v.astype(np.complex128), v.astype("U2")):
             with pytest.raises(ValueError, match="not served"):
                 c.sort(x, values=bad)
         with pytest.raises(ValueError, match="copy=True"):
@@ -669,7 +669,7 @@ def test_async_client(target, rng):
             with pytest.raises(ValueError, match="values has 3 elements but x has 10"):
                 await c.sort(x, values=[1, 2, 3])
             with pytest.raises(ValueError, match="not served"):
-                await c.argsort(np.zeros(10, np.float16))
+                await c.argsort(np.zeros(10, np.complex64))
             with pytest.raises(ValueError, match="descending"):
                 await c.sort(x, descending=1)
             k, v = await c.sort(np.zeros(0, np.float32), values=np.zeros(0, np.int64))

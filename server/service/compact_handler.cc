@@ -29,11 +29,16 @@ class CompactCall final
 
  protected:
   grpc::Status OnHeader(const v1::CompactHeader& header) override {
-    if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
+    if (auto s = ToEngine(header, &spec_, &narrow_); !s.ok()) return s;
+    if (auto s = NarrowStreamedOnly(narrow_, header.has_shared_memory(), header.has_device_memory()); !s.ok()) return s;
     const std::optional<uint64_t> count = DeclaredCount(header);
-    checker_.emplace(spec_.dtype, CompactSide(spec_), count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    if (narrow_) {
+      checker_.emplace(*narrow_, CompactSide(spec_), count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    } else {
+      checker_.emplace(spec_.dtype, CompactSide(spec_), count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    }
     elem_size_ = engine::SizeOf(spec_.dtype);
-    aligner_.emplace(elem_size_);
+    aligner_.emplace(narrow_ ? narrow_->size : elem_size_);
     SharedNeeds needs;
     needs.values_output = spec_.want_values;
     needs.indices_output = spec_.want_indices;
@@ -68,7 +73,7 @@ class CompactCall final
   void Process(CompactChunk& req, std::vector<CompactReply>& out) override {
     bytes_in_ += req.values.size() + req.flags.size();
     if (!spec_.use_flags) {
-      Select(req.values.data(), nullptr, req.values.size() / elem_size_, out);
+      Select(req.values.data(), nullptr, req.values.size() / (narrow_ ? narrow_->size : elem_size_), out);
       return;
     }
     aligner_->Add(req.values, req.flags, [&](const char* values, const uint8_t* flags, uint64_t n) {
@@ -97,7 +102,8 @@ class CompactCall final
   }
 
   std::string LogFields() const override {
-    return fmt::format("dtype={} select={} n={} kept={} algorithm={} engine={}", engine::Name(spec_.dtype),
+    return fmt::format("dtype={} select={} n={} kept={} algorithm={} engine={}",
+                       narrow_ ? NarrowName(narrow_->wire) : engine::Name(spec_.dtype),
                        spec_.use_flags ? "flags" : std::string(engine::Name(spec_.predicate.op)), processed_,
                        kept_, session_ ? session_->algorithm() : "-", ctx_.engine->name());
   }
@@ -127,15 +133,27 @@ class CompactCall final
   }
 
   // Kept values and indices go into payloads taken at the chunk's size and cut to what was kept.
+  // Narrow values are widened to their carrier first and the kept ones narrowed back.
   void Select(const void* values, const uint8_t* flags, uint64_t n, std::vector<CompactReply>& out) {
     if (n == 0) return;
+    Payload wide;
+    if (narrow_) {
+      wide = ctx_.payloads->Take(n * elem_size_);
+      Widen(*narrow_, spec_.dtype, values, wide.data(), n);
+      values = wide.data();
+    }
     CompactReply resp;
     if (spec_.want_values) resp.values = ctx_.payloads->Take(n * elem_size_);
     if (spec_.want_indices) resp.indices = ctx_.payloads->Take(n * sizeof(int64_t));
     const uint64_t kept = session_->Process(values, flags, n, spec_.want_values ? resp.values.data() : nullptr,
                                             spec_.want_indices ? reinterpret_cast<int64_t*>(resp.indices.data()) : nullptr,
                                             stages_);
-    resp.values.Truncate(kept * elem_size_);
+    if (narrow_ && spec_.want_values) {
+      NarrowBack(*narrow_, spec_.dtype, resp.values.data(), resp.values.data(), kept);  // in place, front to back
+      resp.values.Truncate(kept * narrow_->size);
+    } else {
+      resp.values.Truncate(kept * elem_size_);
+    }
     resp.indices.Truncate(kept * sizeof(int64_t));
     processed_ += n;
     ++chunks_;
@@ -147,6 +165,7 @@ class CompactCall final
   }
 
   engine::CompactSpec spec_;
+  std::optional<NarrowInput> narrow_;   // a narrow header.dtype: run as its carrier (service/narrow.h)
   std::optional<SharedRanges> shared_;  // header.shared_memory: the mapped ranges
   std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges
   std::optional<PairedChecker> checker_;

@@ -12,6 +12,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "engine/engine.h"
+#include "service/narrow.h"
+#include "service/payload.h"
 #include "service/streaming_call.h"
 #include "service/wire.h"
 
@@ -28,10 +30,17 @@ class FoldingCall : public StreamingCall<Chunk, Response, grpc::ServerReadReacto
  protected:
   void Process(Chunk& req, std::vector<Response>&) override { Fold(req.data.data(), req.data.size()); }
 
-  // Hands `bytes` of whole elements to the session and counts them.
+  // Hands `bytes` of whole elements to the session and counts them; a narrow input's are widened
+  // into the engine's dtype first (service/narrow.h).
   void Fold(const void* in, size_t bytes) {
     if (bytes == 0) return;
-    const uint64_t n = bytes / engine::SizeOf(dtype_);
+    const uint64_t n = bytes / (narrow_ ? narrow_->size : engine::SizeOf(dtype_));
+    Payload wide;
+    if (narrow_) {
+      wide = this->ctx_.payloads->Take(n * engine::SizeOf(dtype_));
+      Widen(*narrow_, dtype_, in, wide.data(), n);
+      in = wide.data();
+    }
     session_->Process(in, n, this->stages_);
     processed_ += n;
     this->bytes_in_ += bytes;
@@ -54,7 +63,8 @@ class FoldingCall : public StreamingCall<Chunk, Response, grpc::ServerReadReacto
             session_ ? session_->device() : ""};
   }
 
-  engine::DType dtype_ = engine::DType::kInt32;  // set by OnHeader
+  engine::DType dtype_ = engine::DType::kInt32;  // set by OnHeader: the engine's
+  std::optional<NarrowInput> narrow_;             // set by OnHeader: a narrow input widened into dtype_
   std::unique_ptr<Session> session_;
   uint64_t processed_ = 0;
 

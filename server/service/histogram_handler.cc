@@ -27,10 +27,15 @@ class HistogramCall final
 
  protected:
   grpc::Status OnHeader(const v1::HistogramHeader& header) override {
-    if (auto s = ToEngine(header, engine::kMaxHistogramBins, &spec_); !s.ok()) return s;
+    if (auto s = ToEngine(header, engine::kMaxHistogramBins, &spec_, &narrow_); !s.ok()) return s;
+    if (auto s = NarrowStreamedOnly(narrow_, false, header.has_device_memory()); !s.ok()) return s;
     dtype_ = spec_.dtype;
     const std::optional<uint64_t> count = DeclaredCount(header);
-    checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    if (narrow_) {
+      checker_.emplace(*narrow_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    } else {
+      checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    }
     if (header.has_device_memory()) {
       SharedNeeds needs;
       needs.rpc = "Histogram";
@@ -72,7 +77,8 @@ class HistogramCall final
   }
 
   std::string LogFields() const override {
-    return fmt::format("dtype={} bins={} even={} n={} algorithm={} engine={}", engine::Name(spec_.dtype),
+    return fmt::format("dtype={} bins={} even={} n={} algorithm={} engine={}",
+                       narrow_ ? NarrowName(narrow_->wire) : engine::Name(spec_.dtype),
                        spec_.edges.empty() ? 0 : spec_.edges.size() - 1, spec_.even, processed_,
                        session_ ? session_->algorithm() : "-", ctx_.engine->name());
   }

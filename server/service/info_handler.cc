@@ -26,6 +26,9 @@ void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info) {
   for (const std::string& a : eng.compact_algorithms()) info->add_compact_algorithms(a);
   for (engine::DType t : engine::kAllDTypes) info->add_dtypes(ToWire(t));
   for (int t = v1::DTYPE_INT8; t <= v1::DTYPE_FLOAT16; ++t) info->add_narrow_dtypes(static_cast<v1::DType>(t));
+  for (const char* op : {"scan", "reduce", "segmented_scan", "reduce_by_key", "scan2d", "compact", "sort", "histogram"}) {
+    info->add_narrow_operations(op);
+  }
   for (engine::Op op : engine::kAllOps) info->add_operators(static_cast<v1::Operator>(static_cast<int>(op) + v1::OPERATOR_SUM));
   const ServerOptions& o = *ctx.options;
   v1::Limits* limits = info->mutable_limits();

@@ -28,11 +28,15 @@ class ReduceByKeyCall final
 
  protected:
   grpc::Status OnHeader(const v1::ReduceByKeyHeader& header) override {
-    if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
+    if (auto s = ToEngine(header, &spec_, &narrow_); !s.ok()) return s;
     const std::optional<uint64_t> count = DeclaredCount(header);
     const PairedChecker::Side side = SegmentedScanSide(spec_);
-    checker_.emplace(spec_.dtype, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
-    aligner_.emplace(engine::SizeOf(spec_.dtype), side.size);
+    if (narrow_) {
+      checker_.emplace(*narrow_, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    } else {
+      checker_.emplace(spec_.dtype, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    }
+    aligner_.emplace(narrow_ ? narrow_->size : engine::SizeOf(spec_.dtype), side.size);
     return grpc::Status::OK;
   }
 
@@ -46,6 +50,12 @@ class ReduceByKeyCall final
     bytes_in_ += req.data.size() + req.keys.size();
     aligner_->Add(req.data, req.keys, [&](const char* values, const uint8_t* keys, uint64_t n) {
       v1::ReduceByKeyResponse resp;
+      Payload wide;
+      if (narrow_) {  // widened into the engine's dtype first (service/narrow.h)
+        wide = ctx_.payloads->Take(n * engine::SizeOf(spec_.dtype));
+        Widen(*narrow_, spec_.dtype, values, wide.data(), n);
+        values = wide.data();
+      }
       const uint64_t runs = reducer_->Process(values, keys, n, resp.mutable_keys(), resp.mutable_values(), stages_);
       processed_ += n;
       ++chunks_;
@@ -67,7 +77,7 @@ class ReduceByKeyCall final
 
   std::string LogFields() const override {
     return fmt::format("op={} dtype={} keys={} n={} runs={} algorithm={} engine={}", engine::Name(spec_.op),
-                       engine::Name(spec_.dtype), engine::Name(spec_.key_dtype), processed_, runs_,
+                       AccumulatedName(narrow_, spec_.dtype), engine::Name(spec_.key_dtype), processed_, runs_,
                        reducer_ ? reducer_->algorithm() : "-", ctx_.engine->name());
   }
 
@@ -80,6 +90,11 @@ class ReduceByKeyCall final
   // Queues a response holding `runs` completed runs (none: nothing to send).
   void Send(v1::ReduceByKeyResponse resp, uint64_t runs, std::vector<v1::ReduceByKeyResponse>& out) {
     if (runs == 0) return;
+    if (narrow_ && narrow_->half_out) {  // each run's float32 value rounded once to float16
+      std::string* values = resp.mutable_values();
+      RoundToHalf(values->data(), values->data(), runs);  // in place, front to back
+      values->resize(runs * 2);
+    }
     resp.set_run_offset(runs_);
     runs_ += runs;
     bytes_out_ += resp.keys().size() + resp.values().size();
@@ -87,6 +102,7 @@ class ReduceByKeyCall final
   }
 
   engine::SegmentedScanSpec spec_;
+  std::optional<NarrowInput> narrow_;  // a narrow header.dtype: what each run is widened from
   std::optional<PairedChecker> checker_;
   std::unique_ptr<engine::ReduceByKeySession> reducer_;
   std::optional<FlagsAligner> aligner_;  // matches keys with values by position

@@ -26,7 +26,7 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
  protected:
   grpc::Status OnHeader(const v1::ReduceHeader& header) override {
     if (auto s = ToEngine(header, &spec_, &narrow_); !s.ok()) return s;
-    if (auto s = NarrowStreamedOnly(header, narrow_); !s.ok()) return s;
+    if (auto s = NarrowStreamedOnly(narrow_, header.has_shared_memory(), header.has_device_memory()); !s.ok()) return s;
     dtype_ = spec_.dtype;
     const std::optional<uint64_t> count = DeclaredCount(header);
     if (narrow_) {
@@ -53,20 +53,6 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
 
   void Open() override {
     session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewReduce(spec_); });
-  }
-
-  // A narrow input's chunk is widened into the engine's dtype first (service/narrow.h).
-  void Process(ReduceChunk& req, std::vector<v1::ReduceResponse>& out) override {
-    if (!narrow_) return FoldingCall::Process(req, out);
-    const size_t bytes = req.data.size();
-    if (bytes == 0) return;
-    const uint64_t n = bytes / narrow_->size;
-    Payload wide = ctx_.payloads->Take(n * engine::SizeOf(spec_.dtype));
-    Widen(*narrow_, spec_.dtype, req.data.data(), wide.data(), n);
-    session_->Process(wide.data(), n, stages_);
-    processed_ += n;
-    bytes_in_ += bytes;
-    ++chunks_;
   }
 
   grpc::Status Complete(std::vector<v1::ReduceResponse>&) override {
@@ -99,7 +85,7 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
 
   std::string LogFields() const override {
     return fmt::format("op={} dtype={} n={} algorithm={} engine={}", engine::Name(spec_.op),
-                       engine::Name(spec_.dtype), processed_, session_ ? session_->algorithm() : "-",
+                       AccumulatedName(narrow_, spec_.dtype), processed_, session_ ? session_->algorithm() : "-",
                        ctx_.engine->name());
   }
 
@@ -126,7 +112,6 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
   std::optional<SharedRanges> shared_;  // header.shared_memory: the mapped ranges
   std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges
   engine::ReduceSpec spec_;
-  std::optional<NarrowInput> narrow_;  // a narrow header.dtype: what each chunk is widened from
   std::optional<ChunkChecker> checker_;
 };
 

@@ -20,12 +20,12 @@ class Scan2DCall final : public StreamingCall<v1::Scan2DRequest, v1::ScanRespons
 
  protected:
   grpc::Status OnHeader(const v1::Scan2DHeader& header) override {
-    if (auto s = ToEngine(header, ctx_.options->max_scan2d_row_bytes, &spec_); !s.ok()) return s;
+    if (auto s = ToEngine(header, ctx_.options->max_scan2d_row_bytes, &spec_, &narrow_); !s.ok()) return s;
     std::optional<uint64_t> rows;
     if (header.has_rows()) rows = header.rows();
-    checker_.emplace(spec_, rows, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    checker_.emplace(spec_, rows, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes, narrow_);
     elem_size_ = engine::SizeOf(spec_.dtype);
-    cutter_.emplace(spec_.cols * elem_size_);
+    cutter_.emplace(spec_.cols * (narrow_ ? narrow_->size : elem_size_));
     return grpc::Status::OK;
   }
 
@@ -45,7 +45,17 @@ class Scan2DCall final : public StreamingCall<v1::Scan2DRequest, v1::ScanRespons
       const uint64_t n = rows * spec_.cols;
       std::string* data = resp.mutable_data();
       data->resize(n * elem_size_);
-      session_->Process(rows_data, data->data(), rows, stages_);
+      if (narrow_) {  // widened into the engine's dtype, scanned, a FLOAT16 output rounded once (service/narrow.h)
+        wide_.resize(n * elem_size_);
+        Widen(*narrow_, spec_.dtype, rows_data, wide_.data(), n);
+        session_->Process(wide_.data(), data->data(), rows, stages_);
+        if (narrow_->half_out) {
+          RoundToHalf(data->data(), data->data(), n);  // in place, front to back
+          data->resize(n * 2);
+        }
+      } else {
+        session_->Process(rows_data, data->data(), rows, stages_);
+      }
       resp.set_offset(processed_);
       processed_ += n;
       bytes_out_ += data->size();
@@ -63,7 +73,7 @@ class Scan2DCall final : public StreamingCall<v1::Scan2DRequest, v1::ScanRespons
 
   std::string LogFields() const override {
     return fmt::format("op={} dtype={} cols={} n={} algorithm={} engine={}", engine::Name(spec_.op),
-                       engine::Name(spec_.dtype), spec_.cols, processed_, session_ ? session_->algorithm() : "-",
+                       AccumulatedName(narrow_, spec_.dtype), spec_.cols, processed_, session_ ? session_->algorithm() : "-",
                        ctx_.engine->name());
   }
 
@@ -74,6 +84,8 @@ class Scan2DCall final : public StreamingCall<v1::Scan2DRequest, v1::ScanRespons
 
  private:
   engine::Scan2DSpec spec_;
+  std::optional<NarrowInput> narrow_;  // a narrow header.dtype: what each run of rows is widened from
+  std::string wide_;                   // narrow_: the run widened
   std::optional<Scan2DChecker> checker_;
   std::optional<RowCutter> cutter_;
   std::unique_ptr<engine::Scan2DSession> session_;

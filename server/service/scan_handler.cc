@@ -28,7 +28,7 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
  protected:
   grpc::Status OnHeader(const v1::ScanHeader& header) override {
     if (auto s = ToEngine(header, &spec_, &narrow_); !s.ok()) return s;
-    if (auto s = NarrowStreamedOnly(header, narrow_); !s.ok()) return s;
+    if (auto s = NarrowStreamedOnly(narrow_, header.has_shared_memory(), header.has_device_memory()); !s.ok()) return s;
     if (auto s = CheckScanAlgorithm(spec_.algorithm, ctx_.engine->scan_algorithms(), ctx_.engine->name()); !s.ok()) {
       return s;
     }
@@ -118,8 +118,8 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
   }
 
   std::string LogFields() const override {
-    return fmt::format("op={} dtype={}{} kind={} n={} algorithm={} engine={}", engine::Name(spec_.op),
-                       narrow_ ? NarrowName(narrow_->wire) : "", NarrowOut(), spec_.exclusive ? "exclusive" : "inclusive", processed_,
+    return fmt::format("op={} dtype={} kind={} n={} algorithm={} engine={}", engine::Name(spec_.op),
+                       AccumulatedName(narrow_, spec_.dtype), spec_.exclusive ? "exclusive" : "inclusive", processed_,
                        session_ ? session_->algorithm() : std::string(engine::Name(spec_.algorithm)),
                        ctx_.engine->name());
   }
@@ -131,10 +131,6 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
 
  private:
   size_t InSize() const { return narrow_ ? narrow_->size : engine::SizeOf(spec_.dtype); }
-  std::string NarrowOut() const {
-    if (!narrow_) return std::string(engine::Name(spec_.dtype));
-    return std::string("->") + (narrow_->half_out ? std::string("float16") : std::string(engine::Name(spec_.dtype)));
-  }
 
   // A narrow input's chunk: widened into the engine's dtype, scanned, and for a FLOAT16 output
   // rounded once per element (service/narrow.h).

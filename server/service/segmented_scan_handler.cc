@@ -29,12 +29,17 @@ class SegmentedScanCall final
 
  protected:
   grpc::Status OnHeader(const v1::SegmentedScanHeader& header) override {
-    if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
+    if (auto s = ToEngine(header, &spec_, &narrow_); !s.ok()) return s;
+    if (auto s = NarrowStreamedOnly(narrow_, false, header.has_device_memory()); !s.ok()) return s;
     const std::optional<uint64_t> count = DeclaredCount(header);
     const PairedChecker::Side side = SegmentedScanSide(spec_);
-    checker_.emplace(spec_.dtype, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    if (narrow_) {
+      checker_.emplace(*narrow_, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    } else {
+      checker_.emplace(spec_.dtype, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    }
     elem_size_ = engine::SizeOf(spec_.dtype);
-    aligner_.emplace(elem_size_, side.size);
+    aligner_.emplace(narrow_ ? narrow_->size : elem_size_, side.size);
     if (header.has_device_memory()) {
       SharedNeeds needs;
       needs.scan_output = true;
@@ -62,7 +67,17 @@ class SegmentedScanCall final
     aligner_->Add(req.data, req.keys, [&](const char* values, const uint8_t* keys, uint64_t n) {
       ScanReply& resp = out.emplace_back();
       resp.data = ctx_.payloads->Take(n * elem_size_);
-      session_->Process(values, keys, resp.data.data(), n, stages_);
+      if (narrow_) {  // widened into the engine's dtype, scanned, a FLOAT16 output rounded once (service/narrow.h)
+        Payload wide = ctx_.payloads->Take(n * elem_size_);
+        Widen(*narrow_, spec_.dtype, values, wide.data(), n);
+        session_->Process(wide.data(), keys, resp.data.data(), n, stages_);
+        if (narrow_->half_out) {
+          RoundToHalf(resp.data.data(), resp.data.data(), n);  // in place, front to back
+          resp.data.Truncate(n * 2);
+        }
+      } else {
+        session_->Process(values, keys, resp.data.data(), n, stages_);
+      }
       resp.msg.set_offset(processed_);
       processed_ += n;
       bytes_out_ += resp.data.size();
@@ -88,7 +103,7 @@ class SegmentedScanCall final
 
   std::string LogFields() const override {
     return fmt::format("op={} dtype={} kind={} segments={} n={} algorithm={} engine={}", engine::Name(spec_.op),
-                       engine::Name(spec_.dtype), spec_.exclusive ? "exclusive" : "inclusive",
+                       AccumulatedName(narrow_, spec_.dtype), spec_.exclusive ? "exclusive" : "inclusive",
                        spec_.heads ? std::string("heads") : "keys:" + std::string(engine::Name(spec_.key_dtype)),
                        processed_, session_ ? session_->algorithm() : "-", ctx_.engine->name());
   }
@@ -100,6 +115,7 @@ class SegmentedScanCall final
 
  private:
   engine::SegmentedScanSpec spec_;
+  std::optional<NarrowInput> narrow_;   // a narrow header.dtype: what each run is widened from
   std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges
   std::optional<PairedChecker> checker_;
   std::unique_ptr<engine::SegmentedScanSession> session_;

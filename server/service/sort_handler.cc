@@ -21,12 +21,20 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
 
  protected:
   grpc::Status OnHeader(const v1::SortHeader& header) override {
-    if (auto s = ToEngine(header, &spec_); !s.ok()) return s;
+    if (auto s = ToEngine(header, &spec_, &narrow_keys_, &narrow_values_); !s.ok()) return s;
+    const bool device = header.has_device_memory();
+    if (auto s = NarrowStreamedOnly(narrow_keys_, false, device); !s.ok()) return s;
+    if (auto s = NarrowStreamedOnly(narrow_values_, false, device, "header.values_dtype"); !s.ok()) return s;
     const std::optional<uint64_t> count = DeclaredCount(header);
-    checker_.emplace(spec_.dtype, SortSide(spec_), count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    const PairedChecker::Side side = SortSide(spec_, narrow_values_);
+    if (narrow_keys_) {
+      checker_.emplace(*narrow_keys_, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    } else {
+      checker_.emplace(spec_.dtype, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    }
     key_size_ = engine::SizeOf(spec_.dtype);
     value_size_ = spec_.has_values ? engine::SizeOf(spec_.values_dtype) : 0;
-    budget_.emplace(spec_, ctx_.options->max_sort_bytes);
+    budget_.emplace(spec_, ctx_.options->max_sort_bytes, narrow_keys_, narrow_values_);
     if (header.has_device_memory()) {
       SortNeeds needs;
       needs.key_size = key_size_;
@@ -63,7 +71,9 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
   grpc::Status Complete(std::vector<v1::SortResponse>& out) override {
     if (device_) return SortDevice(out);
     if (auto s = checker_->Finish(); !s.ok()) return s;
-    const uint64_t n = keys_.size() / key_size_;
+    const uint64_t n = checker_->elements();
+    Widened(narrow_keys_, spec_.dtype, n, keys_);  // narrow keys and values run as their carriers
+    Widened(narrow_values_, spec_.values_dtype, n, values_);
     std::string sorted_keys(spec_.want_keys ? keys_.size() : 0, '\0');
     std::string sorted_values(spec_.has_values ? values_.size() : 0, '\0');
     std::vector<int64_t> indices(spec_.want_indices ? n : 0);
@@ -74,14 +84,17 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
     keys_.shrink_to_fit();
     values_.clear();
     values_.shrink_to_fit();
+    const size_t key_out = Narrowed(narrow_keys_, spec_.dtype, n, sorted_keys);
+    const size_t value_out = Narrowed(narrow_values_, spec_.values_dtype, n, sorted_values);
     // Chunks of whole elements, no part above the chunk limit.
-    const size_t widest = std::max({spec_.want_keys ? key_size_ : 0, value_size_, spec_.want_indices ? size_t{8} : 0});
+    const size_t widest =
+        std::max({spec_.want_keys ? key_out : 0, spec_.has_values ? value_out : 0, spec_.want_indices ? size_t{8} : 0});
     const uint64_t per = std::max<uint64_t>(ctx_.options->chunk_bytes / widest, 1);
     for (uint64_t first = 0; first < n; first += per) {
       const uint64_t m = std::min(per, n - first);
       v1::SortResponse& resp = out.emplace_back();
-      if (spec_.want_keys) resp.set_keys(sorted_keys.data() + first * key_size_, m * key_size_);
-      if (spec_.has_values) resp.set_values(sorted_values.data() + first * value_size_, m * value_size_);
+      if (spec_.want_keys) resp.set_keys(sorted_keys.data() + first * key_out, m * key_out);
+      if (spec_.has_values) resp.set_values(sorted_values.data() + first * value_out, m * value_out);
       if (spec_.want_indices) resp.set_indices(indices.data() + first, m * sizeof(int64_t));
       resp.set_offset(first);
       bytes_out_ += resp.keys().size() + resp.values().size() + resp.indices().size();
@@ -95,14 +108,36 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
 
   std::string LogFields() const override {
     return fmt::format("dtype={} descending={} values={} indices={} n={} algorithm={} engine={}",
-                       engine::Name(spec_.dtype), spec_.descending,
-                       spec_.has_values ? std::string(engine::Name(spec_.values_dtype)) : "-", spec_.want_indices,
+                       narrow_keys_ ? NarrowName(narrow_keys_->wire) : engine::Name(spec_.dtype), spec_.descending,
+                       !spec_.has_values ? "-"
+                       : narrow_values_  ? NarrowName(narrow_values_->wire)
+                                         : engine::Name(spec_.values_dtype),
+                       spec_.want_indices,
                        processed_, algorithm_.empty() ? "-" : algorithm_, ctx_.engine->name());
   }
 
   MetricLabels Labels() const override { return {std::string(engine::Name(spec_.dtype)), algorithm_, ""}; }
 
  private:
+  // A narrow array held as it arrived, widened in place of itself into its carrier.
+  static void Widened(const std::optional<NarrowInput>& narrow, engine::DType carrier, uint64_t n, std::string& bytes) {
+    if (!narrow || bytes.empty()) return;
+    std::string wide(n * engine::SizeOf(carrier), '\0');
+    Widen(*narrow, carrier, bytes.data(), wide.data(), n);
+    bytes.swap(wide);
+  }
+  // A sorted carrier array narrowed back in place (exact: its values are the input's); the
+  // element size it leaves.
+  static size_t Narrowed(const std::optional<NarrowInput>& narrow, engine::DType carrier, uint64_t n,
+                         std::string& bytes) {
+    if (!narrow) return engine::SizeOf(carrier);
+    if (!bytes.empty()) {
+      NarrowBack(*narrow, carrier, bytes.data(), bytes.data(), n);  // front to back
+      bytes.resize(n * narrow->size);
+    }
+    return narrow->size;
+  }
+
   // The arrays in the caller's device memory: sorted where they lie, only the final response back.
   grpc::Status SortDevice(std::vector<v1::SortResponse>& out) {
     const DeviceRanges& r = *device_;
@@ -121,6 +156,7 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
   }
 
   engine::SortSpec spec_;
+  std::optional<NarrowInput> narrow_keys_, narrow_values_;  // narrow dtypes, run as their carriers
   std::optional<PairedChecker> checker_;
   std::optional<SortBudget> budget_;
   size_t key_size_ = 4, value_size_ = 0;

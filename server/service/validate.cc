@@ -109,9 +109,9 @@ grpc::Status ToEngineDType(int wire, engine::DType* out, const char* field) {
   }
   if (IsNarrow(wire)) {
     return InvalidArgument(std::string(field) + "=" + v1::DType_Name(wire) +
-                           ": narrow dtypes are served as the input of single-stream Scan and Reduce calls only (with "
-                           "header.output_dtype; no lanes); here use INT32, INT64, UINT32, UINT64, FLOAT32 or "
-                           "FLOAT64");
+                           ": narrow dtypes are served as the values of streamed Scan, Reduce, SegmentedScan, "
+                           "ReduceByKey, Scan2D, Compact, Sort and Histogram calls (no lanes, shared or device "
+                           "memory); here use INT32, INT64, UINT32, UINT64, FLOAT32 or FLOAT64");
   }
   *out = static_cast<engine::DType>(wire - v1::DTYPE_INT32);
   return grpc::Status::OK;
@@ -161,7 +161,26 @@ grpc::Status ToEngineInput(int dtype, int output, int op, engine::DType* engine,
   return grpc::Status::OK;
 }
 
+// A dtype taken as it is (Compact, Sort, Histogram): a narrow one runs as its carrier where
+// `narrow` is given (service/narrow.h).
+grpc::Status ToEngineCarried(int wire, engine::DType* engine, std::optional<NarrowInput>* narrow,
+                             const char* field = "header.dtype") {
+  if (narrow == nullptr || !IsNarrow(wire)) return ToEngineDType(wire, engine, field);
+  const auto in = static_cast<v1::DType>(wire);
+  *engine = Carrier(in);
+  *narrow = NarrowInput{in, NarrowSize(in), false};
+  return grpc::Status::OK;
+}
+
 }  // namespace
+
+grpc::Status NarrowStreamedOnly(const std::optional<NarrowInput>& narrow, bool shared_memory, bool device_memory,
+                                const char* field) {
+  if (!narrow || (!shared_memory && !device_memory)) return grpc::Status::OK;
+  return InvalidArgument(std::string(shared_memory ? "header.shared_memory" : "header.device_memory") + ": a narrow " +
+                         field + "=" + v1::DType_Name(narrow->wire) +
+                         " is served in the stream only (send the chunks, or widen the array first)");
+}
 
 v1::DType ToWire(engine::DType t) { return static_cast<v1::DType>(static_cast<int>(t) + v1::DTYPE_INT32); }
 v1::ScanAlgorithm ToWire(engine::ScanAlgorithm a) { return static_cast<v1::ScanAlgorithm>(static_cast<int>(a)); }
@@ -192,8 +211,9 @@ static grpc::Status ToKeyDType(int k, engine::DType* out) {
   return ToEngineDType(k, out, "header.key_dtype");
 }
 
-grpc::Status ToEngine(const v1::SegmentedScanHeader& h, engine::SegmentedScanSpec* spec) {
-  if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
+grpc::Status ToEngine(const v1::SegmentedScanHeader& h, engine::SegmentedScanSpec* spec,
+                      std::optional<NarrowInput>* narrow) {
+  if (auto s = ToEngineInput(h.dtype(), h.output_dtype(), h.op(), &spec->dtype, narrow); !s.ok()) return s;
   if (auto s = ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op); !s.ok()) return s;
   if (!v1::ScanKind_IsValid(h.kind())) {
     return InvalidArgument("header.kind=" + std::to_string(h.kind()) + " is not a known ScanKind");
@@ -214,16 +234,18 @@ grpc::Status ToEngine(const v1::SegmentedScanHeader& h, engine::SegmentedScanSpe
   return InvalidArgument("header sets neither key_dtype nor heads; set one to say where segments begin");
 }
 
-grpc::Status ToEngine(const v1::ReduceByKeyHeader& h, engine::SegmentedScanSpec* spec) {
-  if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
+grpc::Status ToEngine(const v1::ReduceByKeyHeader& h, engine::SegmentedScanSpec* spec,
+                      std::optional<NarrowInput>* narrow) {
+  if (auto s = ToEngineInput(h.dtype(), h.output_dtype(), h.op(), &spec->dtype, narrow); !s.ok()) return s;
   if (auto s = ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op); !s.ok()) return s;
   spec->exclusive = false;
   spec->heads = false;
   return ToKeyDType(h.key_dtype(), &spec->key_dtype);
 }
 
-grpc::Status ToEngine(const v1::Scan2DHeader& h, uint64_t max_row_bytes, engine::Scan2DSpec* spec) {
-  if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
+grpc::Status ToEngine(const v1::Scan2DHeader& h, uint64_t max_row_bytes, engine::Scan2DSpec* spec,
+                      std::optional<NarrowInput>* narrow) {
+  if (auto s = ToEngineInput(h.dtype(), h.output_dtype(), h.op(), &spec->dtype, narrow); !s.ok()) return s;
   if (auto s = ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op); !s.ok()) return s;
   if (h.cols() == 0) return InvalidArgument("header.cols=0: a matrix needs at least one column");
   const uint64_t size = engine::SizeOf(spec->dtype);
@@ -254,8 +276,9 @@ grpc::Status ToEngine(const v1::Scan2DHeader& h, uint64_t max_row_bytes, engine:
   return grpc::Status::OK;
 }
 
-grpc::Status ToEngine(const v1::SortHeader& h, engine::SortSpec* spec) {
-  if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
+grpc::Status ToEngine(const v1::SortHeader& h, engine::SortSpec* spec, std::optional<NarrowInput>* narrow_keys,
+                      std::optional<NarrowInput>* narrow_values) {
+  if (auto s = ToEngineCarried(h.dtype(), &spec->dtype, narrow_keys); !s.ok()) return s;
   if (!v1::SortOutput_IsValid(h.output())) {
     return InvalidArgument("header.output=" + std::to_string(h.output()) + " is not a known SortOutput");
   }
@@ -277,7 +300,7 @@ grpc::Status ToEngine(const v1::SortHeader& h, engine::SortSpec* spec) {
   if (!v1::DType_IsValid(vd)) {
     return InvalidArgument("header.values_dtype=" + std::to_string(vd) + " is not a known DType");
   }
-  return ToEngineDType(vd, &spec->values_dtype, "header.values_dtype");
+  return ToEngineCarried(vd, &spec->values_dtype, narrow_values, "header.values_dtype");
 }
 
 grpc::Status ToEngine(const v1::ReduceHeader& h, engine::ReduceSpec* spec, std::optional<NarrowInput>* narrow) {
@@ -285,8 +308,9 @@ grpc::Status ToEngine(const v1::ReduceHeader& h, engine::ReduceSpec* spec, std::
   return ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op);
 }
 
-grpc::Status ToEngine(const v1::HistogramHeader& h, uint32_t max_bins, engine::HistogramSpec* spec) {
-  if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
+grpc::Status ToEngine(const v1::HistogramHeader& h, uint32_t max_bins, engine::HistogramSpec* spec,
+                      std::optional<NarrowInput>* narrow) {
+  if (auto s = ToEngineCarried(h.dtype(), &spec->dtype, narrow); !s.ok()) return s;
   const bool even = h.bins() != 0, explicit_edges = h.edges_size() != 0;
   if (even == explicit_edges) {
     return InvalidArgument(even ? "header sets both bins=" + std::to_string(h.bins()) + " and " +
@@ -339,8 +363,8 @@ grpc::Status ToEngine(const v1::HistogramHeader& h, uint32_t max_bins, engine::H
   return grpc::Status::OK;
 }
 
-grpc::Status ToEngine(const v1::CompactHeader& h, engine::CompactSpec* spec) {
-  if (auto s = ToEngineDType(h.dtype(), &spec->dtype); !s.ok()) return s;
+grpc::Status ToEngine(const v1::CompactHeader& h, engine::CompactSpec* spec, std::optional<NarrowInput>* narrow) {
+  if (auto s = ToEngineCarried(h.dtype(), &spec->dtype, narrow); !s.ok()) return s;
   if (!v1::CompactOutput_IsValid(h.output())) {
     return InvalidArgument("header.output=" + std::to_string(h.output()) + " is not a known CompactOutput");
   }
@@ -493,8 +517,12 @@ grpc::Status ChunkChecker::Finish() const {
 }
 
 Scan2DChecker::Scan2DChecker(const engine::Scan2DSpec& spec, std::optional<uint64_t> declared_rows,
-                             uint64_t max_chunk_bytes, uint64_t max_request_bytes)
-    : cols_(spec.cols), rows_(declared_rows), data_(spec.dtype, std::nullopt, max_chunk_bytes, max_request_bytes) {}
+                             uint64_t max_chunk_bytes, uint64_t max_request_bytes,
+                             const std::optional<NarrowInput>& narrow)
+    : cols_(spec.cols),
+      rows_(declared_rows),
+      data_(narrow ? ChunkChecker(*narrow, std::nullopt, max_chunk_bytes, max_request_bytes)
+                   : ChunkChecker(spec.dtype, std::nullopt, max_chunk_bytes, max_request_bytes)) {}
 
 grpc::Status Scan2DChecker::Add(uint64_t bytes, uint64_t request_index) {
   if (auto s = data_.Add(bytes, "data", request_index); !s.ok()) return s;
@@ -524,6 +552,13 @@ PairedChecker::PairedChecker(engine::DType dtype, const Side& side, std::optiona
       element_size_(engine::SizeOf(dtype)),
       max_chunk_bytes_(max_chunk_bytes),
       values_(dtype, declared_count, max_chunk_bytes, max_request_bytes) {}
+
+PairedChecker::PairedChecker(const NarrowInput& narrow, const Side& side, std::optional<uint64_t> declared_count,
+                             uint64_t max_chunk_bytes, uint64_t max_request_bytes)
+    : side_(side),
+      element_size_(std::max<uint64_t>(narrow.size, side.size)),  // the skew bound by the wider bytes
+      max_chunk_bytes_(max_chunk_bytes),
+      values_(narrow, declared_count, max_chunk_bytes, max_request_bytes) {}
 
 grpc::Status PairedChecker::Add(uint64_t values_bytes, uint64_t side_bytes, uint64_t request_index) {
   if (auto s = values_.Add(values_bytes, side_.values_field, request_index); !s.ok()) return s;
@@ -576,8 +611,10 @@ PairedChecker::Side CompactSide(const engine::CompactSpec& spec) {
   return side;
 }
 
-SortBudget::SortBudget(const engine::SortSpec& spec, uint64_t max_sort_bytes)
-    : per_element_(engine::SizeOf(spec.dtype) + (spec.has_values ? engine::SizeOf(spec.values_dtype) : 0)),
+SortBudget::SortBudget(const engine::SortSpec& spec, uint64_t max_sort_bytes,
+                       const std::optional<NarrowInput>& narrow_keys, const std::optional<NarrowInput>& narrow_values)
+    : per_element_((narrow_keys ? narrow_keys->size : engine::SizeOf(spec.dtype)) +
+                   (!spec.has_values ? 0 : narrow_values ? narrow_values->size : engine::SizeOf(spec.values_dtype))),
       max_(max_sort_bytes) {}
 
 grpc::Status SortBudget::TooBig(uint64_t bytes, const std::string& what) const {
@@ -599,12 +636,12 @@ grpc::Status SortBudget::Add(uint64_t bytes) {
   return received_ > max_ ? TooBig(received_, "the input reached ") : grpc::Status::OK;
 }
 
-PairedChecker::Side SortSide(const engine::SortSpec& spec) {
+PairedChecker::Side SortSide(const engine::SortSpec& spec, const std::optional<NarrowInput>& narrow_values) {
   PairedChecker::Side side;
   side.values_field = "keys";
   side.field = "values";
-  side.unit = "values_dtype " + std::string(engine::Name(spec.values_dtype));
-  side.size = spec.has_values ? engine::SizeOf(spec.values_dtype) : 0;
+  side.unit = "values_dtype " + std::string(narrow_values ? NarrowName(narrow_values->wire) : engine::Name(spec.values_dtype));
+  side.size = !spec.has_values ? 0 : narrow_values ? narrow_values->size : engine::SizeOf(spec.values_dtype);
   side.unused = "the header's output is not SORT_OUTPUT_KEYS_AND_VALUES";
   side.needs = "SORT_OUTPUT_KEYS_AND_VALUES needs one value per key";
   return side;

@@ -15,22 +15,30 @@
 
 namespace gpuscan::server {
 
-// Scan and Reduce take narrow inputs (header.output_dtype; service/narrow.h) where `narrow` is
-// given: the spec gets the engine's dtype and *narrow what the call converts (nullopt for an
-// input of the engine's dtype). Without it a narrow dtype is refused.
+// Narrow inputs (service/narrow.h) are taken where `narrow` is given: the spec gets the engine's
+// dtype and *narrow what the call converts (nullopt for an input of the engine's dtype). Scan,
+// Reduce, SegmentedScan, ReduceByKey and Scan2D accumulate them in header.output_dtype; Compact,
+// Sort and Histogram run them as their carrier. Without `narrow` a narrow dtype is refused.
 grpc::Status ToEngine(const v1::ScanHeader& header, engine::ScanSpec* spec,
                       std::optional<NarrowInput>* narrow = nullptr);
 grpc::Status ToEngine(const v1::ReduceHeader& header, engine::ReduceSpec* spec,
                       std::optional<NarrowInput>* narrow = nullptr);
-grpc::Status ToEngine(const v1::CompactHeader& header, engine::CompactSpec* spec);
-grpc::Status ToEngine(const v1::SegmentedScanHeader& header, engine::SegmentedScanSpec* spec);
-grpc::Status ToEngine(const v1::SortHeader& header, engine::SortSpec* spec);
+grpc::Status ToEngine(const v1::CompactHeader& header, engine::CompactSpec* spec,
+                      std::optional<NarrowInput>* narrow = nullptr);
+grpc::Status ToEngine(const v1::SegmentedScanHeader& header, engine::SegmentedScanSpec* spec,
+                      std::optional<NarrowInput>* narrow = nullptr);
+grpc::Status ToEngine(const v1::SortHeader& header, engine::SortSpec* spec,
+                      std::optional<NarrowInput>* narrow_keys = nullptr,
+                      std::optional<NarrowInput>* narrow_values = nullptr);
 // Scan2D: also refuses a row (cols x element size) above max_row_bytes.
-grpc::Status ToEngine(const v1::Scan2DHeader& header, uint64_t max_row_bytes, engine::Scan2DSpec* spec);
+grpc::Status ToEngine(const v1::Scan2DHeader& header, uint64_t max_row_bytes, engine::Scan2DSpec* spec,
+                      std::optional<NarrowInput>* narrow = nullptr);
 // Reduce by key runs on the segmented scan: the spec of its inclusive scan by keys.
-grpc::Status ToEngine(const v1::ReduceByKeyHeader& header, engine::SegmentedScanSpec* spec);
+grpc::Status ToEngine(const v1::ReduceByKeyHeader& header, engine::SegmentedScanSpec* spec,
+                      std::optional<NarrowInput>* narrow = nullptr);
 // Even bins become their edges (engine::EvenHistogramEdges); max_bins: the server's limit.
-grpc::Status ToEngine(const v1::HistogramHeader& header, uint32_t max_bins, engine::HistogramSpec* spec);
+grpc::Status ToEngine(const v1::HistogramHeader& header, uint32_t max_bins, engine::HistogramSpec* spec,
+                      std::optional<NarrowInput>* narrow = nullptr);
 
 // Where the header may appear: in request #0, which must carry it, and nowhere else.
 // `index` counts the call's requests from 0.
@@ -41,16 +49,10 @@ grpc::Status EmptyStreamStatus();
 grpc::Status CheckScanAlgorithm(engine::ScanAlgorithm wanted, const std::vector<engine::ScanAlgorithm>& offered,
                                 const std::string& engine_name);
 
-// A narrow input (ToEngine's `narrow`) travels in the stream only: with shared_memory or
-// device_memory, INVALID_ARGUMENT naming the field.
-template <class Header>
-grpc::Status NarrowStreamedOnly(const Header& h, const std::optional<NarrowInput>& narrow) {
-  if (!narrow || (!h.has_shared_memory() && !h.has_device_memory())) return grpc::Status::OK;
-  return {grpc::StatusCode::INVALID_ARGUMENT,
-          std::string(h.has_shared_memory() ? "header.shared_memory" : "header.device_memory") +
-              ": a narrow header.dtype=" + v1::DType_Name(h.dtype()) +
-              " is served in the stream only (send the chunks, or widen the array to the output dtype first)"};
-}
+// A narrow input (ToEngine's `narrow`, of the header's `field`) travels in the stream only: with
+// shared_memory or device_memory, INVALID_ARGUMENT naming the field.
+grpc::Status NarrowStreamedOnly(const std::optional<NarrowInput>& narrow, bool shared_memory, bool device_memory,
+                                const char* field = "header.dtype");
 
 // wire: a v1::DType value of 4 or 8 bytes (a narrow one is refused, naming `field`).
 grpc::Status ToEngineDType(int wire, engine::DType* out, const char* field = "header.dtype");
@@ -96,7 +98,7 @@ class ChunkChecker {
 class Scan2DChecker {
  public:
   Scan2DChecker(const engine::Scan2DSpec& spec, std::optional<uint64_t> declared_rows, uint64_t max_chunk_bytes,
-                uint64_t max_request_bytes);
+                uint64_t max_request_bytes, const std::optional<NarrowInput>& narrow = std::nullopt);
   grpc::Status Add(uint64_t bytes, uint64_t request_index);
   grpc::Status Finish() const;
   uint64_t elements() const { return data_.elements(); }
@@ -127,6 +129,9 @@ class PairedChecker {
 
   PairedChecker(engine::DType dtype, const Side& side, std::optional<uint64_t> declared_count,
                 uint64_t max_chunk_bytes, uint64_t max_request_bytes);
+  // Values of a narrow input's size (the chunks arrive narrow).
+  PairedChecker(const NarrowInput& narrow, const Side& side, std::optional<uint64_t> declared_count,
+                uint64_t max_chunk_bytes, uint64_t max_request_bytes);
   grpc::Status Add(uint64_t values_bytes, uint64_t side_bytes, uint64_t request_index);
   grpc::Status Finish() const;
   uint64_t elements() const { return values_.elements(); }
@@ -143,7 +148,10 @@ class PairedChecker {
 // header, and the keys and values received as they come. RESOURCE_EXHAUSTED names the flag.
 class SortBudget {
  public:
-  SortBudget(const engine::SortSpec& spec, uint64_t max_sort_bytes);
+  // Narrow keys or values count at their size on the wire.
+  SortBudget(const engine::SortSpec& spec, uint64_t max_sort_bytes,
+             const std::optional<NarrowInput>& narrow_keys = std::nullopt,
+             const std::optional<NarrowInput>& narrow_values = std::nullopt);
   grpc::Status CheckDeclared(std::optional<uint64_t> element_count) const;
   grpc::Status Add(uint64_t bytes);  // one request's keys and values
 
@@ -155,7 +163,8 @@ class SortBudget {
 // Compact: flags with use_flags. SegmentedScan: keys (key_dtype) or head bytes.
 PairedChecker::Side CompactSide(const engine::CompactSpec& spec);
 PairedChecker::Side SegmentedScanSide(const engine::SegmentedScanSpec& spec);
-// Sort: the keys are the elements; values (KEYS_AND_VALUES) the second stream.
-PairedChecker::Side SortSide(const engine::SortSpec& spec);
+// Sort: the keys are the elements; values (KEYS_AND_VALUES) the second stream, narrow_values
+// when header.values_dtype is narrow.
+PairedChecker::Side SortSide(const engine::SortSpec& spec, const std::optional<NarrowInput>& narrow_values = std::nullopt);
 
 }  // namespace gpuscan::server

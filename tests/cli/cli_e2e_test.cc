@@ -311,9 +311,64 @@ TEST_F(CliE2E, NarrowInputsAccumulateInAWiderDType) {
   r = Run("scan --server " + addr() + " --shm -i " + Path("i8.npy") + " -o " + Path("x.npy"));
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("drop --shm"), std::string::npos) << r.err;
-  r = Run("sort --server " + addr() + " -i " + Path("i8.npy") + " -o " + Path("x.npy"));
+  r = Run("compact --server " + addr() + " --shm -i " + Path("i8.npy") + " --predicate gt --threshold 0 -o " +
+          Path("x.npy"));
   EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.err.find("narrow dtypes"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("drop --shm"), std::string::npos) << r.err;
+}
+
+// sort, compact and histogram take narrow files as they are: sorted and kept values in the same
+// dtype, exactly (float16 in totalOrder, NaNs and -0 included), counts as numpy's.
+TEST_F(CliE2E, NarrowFilesSortCompactAndCountAsTheyAre) {
+  std::mt19937_64 rng(4747);
+  const uint64_t n = 70001;
+  std::string i8(n, '\0');
+  for (auto& c : i8) c = static_cast<char>(rng());
+  WriteRawArray(Path("i8.npy"), v1::DTYPE_INT8, i8, n);
+  auto raw = [&](const std::string& name) {
+    cli::InputSpec spec;
+    spec.path = Path(name);
+    return ReadAllBytes(*cli::ArrayInput::Open(spec));
+  };
+  std::vector<int8_t> v(n);
+  std::memcpy(v.data(), i8.data(), n);
+  std::vector<int8_t> sorted = v;
+  std::stable_sort(sorted.begin(), sorted.end());
+  CliRun r = Run("sort --server " + addr() + " -i " + Path("i8.npy") + " -o " + Path("s.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(raw("s.npy"), std::string(reinterpret_cast<const char*>(sorted.data()), n));
+
+  std::string kept;
+  std::vector<int64_t> where;
+  for (uint64_t i = 0; i < n; ++i) {
+    if (v[i] > -7) kept.push_back(static_cast<char>(v[i])), where.push_back(static_cast<int64_t>(i));
+  }
+  r = Run("compact --server " + addr() + " -i " + Path("i8.npy") + " --predicate gt --threshold -7 --output-kind both" +
+          " -o " + Path("k.npy") + " --indices-output " + Path("w.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(raw("k.npy"), kept);
+  EXPECT_TRUE(ReadArray<int64_t>(Path("w.npy")) == where);
+
+  std::vector<uint64_t> counts(16);
+  for (int8_t x : v) ++counts[std::min(15, (x + 128) / 16)];  // 16 even bins over [-128, 128]
+  r = Run("histogram --server " + addr() + " -i " + Path("i8.npy") + " --bins 16 --range=-128,128 -o " + Path("c.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ReadArray<uint64_t>(Path("c.npy")), counts);
+  r = Run("histogram --server " + addr() + " -i " + Path("i8.npy") + " --bins 4 --json -o " + Path("c4.npy"));  // the range from the data
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(JsonField(r.out, "element_count"), std::to_string(n)) << r.out;
+
+  // float16: random bit patterns (NaNs of both signs, infinities, -0, subnormals) in totalOrder.
+  std::vector<uint16_t> h(n);
+  for (auto& x : h) x = static_cast<uint16_t>(rng());
+  h[0] = 0x8000, h[1] = 0x0000, h[2] = 0x7c00, h[3] = 0xfc00;
+  WriteRawArray(Path("f16.npy"), v1::DTYPE_FLOAT16, std::string(reinterpret_cast<const char*>(h.data()), 2 * n), n);
+  auto total_order = [](uint16_t b) { return static_cast<uint16_t>(b & 0x8000 ? ~b : b | 0x8000); };
+  std::vector<uint16_t> hs = h;
+  std::stable_sort(hs.begin(), hs.end(), [&](uint16_t a, uint16_t b) { return total_order(a) < total_order(b); });
+  r = Run("sort --server " + addr() + " -i " + Path("f16.npy") + " -o " + Path("hs.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(raw("hs.npy"), std::string(reinterpret_cast<const char*>(hs.data()), 2 * n));
 }
 
 // scan --axis: a 2-D .npy scanned along either axis (the shape kept), exclusive too, or a flat
@@ -338,6 +393,26 @@ TEST_F(CliE2E, ScanAlongAnAxisKeepsTheShape) {
                  " -o " + Path("c.npy"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(ReadArray<int32_t>(Path("c.npy")) == client().ScanAlong(x.data(), rows, cols, 0).values);
+  // A narrow matrix accumulates in --out-dtype (numpy's default: int64 for int8).
+  std::string m8(rows * cols, '\0');
+  for (size_t i = 0; i < m8.size(); ++i) m8[i] = static_cast<char>(x[i]);
+  WriteRawArray(Path("m8.npy"), v1::DTYPE_INT8, m8, rows * cols);
+  std::vector<int64_t> down(rows * cols), across(rows * cols);  // inclusive along axis 0, exclusive along 1
+  for (size_t i = 0; i < rows; ++i) {
+    for (size_t j = 0; j < cols; ++j) {
+      const int64_t v = static_cast<int8_t>(m8[i * cols + j]);
+      down[i * cols + j] = (i ? down[(i - 1) * cols + j] : 0) + v;
+      across[i * cols + j] = j ? across[i * cols + j - 1] + static_cast<int8_t>(m8[i * cols + j - 1]) : 0;
+    }
+  }
+  r = Run("scan --server " + addr() + " -i " + Path("m8.npy") + " --axis 0 --cols " + std::to_string(cols) + " -o " +
+          Path("d8.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ReadArray<int64_t>(Path("d8.npy")) == down);
+  r = Run("scan --server " + addr() + " -i " + Path("m8.npy") + " --axis 1 --exclusive --out-dtype int32 --cols " +
+          std::to_string(cols) + " -o " + Path("a8.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ReadArray<int32_t>(Path("a8.npy")) == std::vector<int32_t>(across.begin(), across.end()));
   for (const std::string& bad : std::vector<std::string>{" --axis 2", " --axis 1 --lanes 2", " --cols 5",
                                                         " --axis 0 --keys " + Path("m.npy")}) {
     r = Run("scan --server " + addr() + " -i " + Path("m.npy") + bad + " -o " + Path("x.npy"));

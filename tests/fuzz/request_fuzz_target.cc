@@ -783,7 +783,8 @@ Result FuzzSort(const std::vector<Request>& requests, uint64_t chunk_bytes, uint
                 uint64_t max_sort_bytes) {
   return FuzzPairedCall<v1::SortHeader, engine::SortSpec>(
       requests, chunk_bytes, max_request_bytes,
-      [](const v1::SortHeader& h, engine::SortSpec* spec) { return server::ToEngine(h, spec); }, server::SortSide,
+      [](const v1::SortHeader& h, engine::SortSpec* spec) { return server::ToEngine(h, spec); },
+      [](const engine::SortSpec& spec) { return server::SortSide(spec); },
       [](const engine::SortSpec& spec, const std::vector<const Request*>& accepted, const grpc::Status& status) {
         if (status.ok()) RunSortEngine(spec, accepted);
       },

@@ -977,22 +977,83 @@ void NarrowRows(std::vector<Row>& rows) {
     add("NarrowOnLanes", [&](auto r) { return std::vector{WithLanes(head(r, v1::DTYPE_UINT16), 0, 2, 64)}; },
         kInvalid, {"header.dtype=DTYPE_UINT16", "no lanes"});
   }
-  // Where narrow dtypes are not served: the field named, and what is.
-  const std::vector<std::string> not_here = {"header.dtype=DTYPE_INT8", "narrow dtypes", "Scan and Reduce"};
-  rows.push_back(MakeRow("NarrowDType", std::vector{CompactHead(v1::DTYPE_INT8)}, kInvalid, not_here));
-  rows.push_back(MakeRow("NarrowDType", std::vector{SortHead(v1::DTYPE_INT8)}, kInvalid, not_here));
-  rows.push_back(MakeRow("NarrowDType", std::vector{HistogramHead(v1::DTYPE_INT8)}, kInvalid, not_here));
-  rows.push_back(MakeRow("NarrowDType", std::vector{SegHead(v1::DTYPE_INT8)}, kInvalid, not_here));
+  // SegmentedScan and ReduceByKey accumulate as Scan does: header.output_dtype's rules.
+  const std::vector<std::string> narrow_out = {"header.output_dtype=DTYPE_INT16", "header.dtype=DTYPE_INT8",
+                                               "narrow output"};
+  const std::vector<std::string> float16_out = {"header.output_dtype=DTYPE_INT64", "DTYPE_FLOAT16", "FLOAT32"};
+  const std::vector<std::string> wide_out = {"header.output_dtype=DTYPE_INT64 differs from header.dtype=DTYPE_INT32"};
+  const std::vector<std::string> bitwise = {"header.op=OPERATOR_BIT_OR", "float16"};
+  using G = std::vector<v1::SegmentedScanRequest>;
+  using B = std::vector<v1::ReduceByKeyRequest>;
+  rows.push_back(MakeRow("NarrowOutputForIntegers", G{WithOutput(SegHead(v1::DTYPE_INT8), v1::DTYPE_INT16)}, kInvalid,
+                         narrow_out));
+  rows.push_back(MakeRow("NarrowOutputForIntegers", B{WithOutput(ByKeyHead(v1::DTYPE_INT8), v1::DTYPE_INT16)},
+                         kInvalid, narrow_out));
+  rows.push_back(MakeRow("IntegerOutputForFloat16", G{WithOutput(SegHead(v1::DTYPE_FLOAT16), v1::DTYPE_INT64)},
+                         kInvalid, float16_out));
+  rows.push_back(MakeRow("IntegerOutputForFloat16", B{WithOutput(ByKeyHead(v1::DTYPE_FLOAT16), v1::DTYPE_INT64)},
+                         kInvalid, float16_out));
+  rows.push_back(MakeRow("OutputDTypeOfAWideInput", G{WithOutput(SegHead(v1::DTYPE_INT32), v1::DTYPE_INT64)},
+                         kInvalid, wide_out));
+  rows.push_back(MakeRow("OutputDTypeOfAWideInput", B{WithOutput(ByKeyHead(v1::DTYPE_INT32), v1::DTYPE_INT64)},
+                         kInvalid, wide_out));
+  rows.push_back(MakeRow("UnknownOutputDType", B{WithOutput(ByKeyHead(v1::DTYPE_UINT16), 42)}, kInvalid,
+                         {"header.output_dtype=42", "not a known DType"}));
+  rows.push_back(MakeRow("BitwiseOnFloat16", G{SegHead(v1::DTYPE_FLOAT16, v1::DTYPE_INT64, v1::OPERATOR_BIT_OR)},
+                         kInvalid, bitwise));
+  rows.push_back(MakeRow("BitwiseOnFloat16", B{ByKeyHead(v1::DTYPE_FLOAT16, v1::DTYPE_INT32, v1::OPERATOR_BIT_OR)},
+                         kInvalid, bitwise));
+  rows.push_back(MakeRow("NarrowNotWholeElements", G{SegHead(v1::DTYPE_INT16), SegChunk(3, 8)}, kInvalid,
+                         {"request #1: data length 3 bytes", "int16 element size 2"}));
+  rows.push_back(MakeRow("NarrowKeysOutOfStep", B{ByKeyHead(v1::DTYPE_UINT8), ByKeyChunk(3, 8)}, kInvalid,
+                         {"keys length 2", "data length 3"}));
+  rows.push_back(MakeRow("NarrowInDeviceMemory", G{WithDevice(SegHead(v1::DTYPE_UINT8))}, kInvalid,
+                         {"header.device_memory", "narrow header.dtype=DTYPE_UINT8", "in the stream only"}));
+  // Compact, Sort and Histogram take them as they are, in the stream only.
+  using K = std::vector<v1::CompactRequest>;
+  rows.push_back(MakeRow("NarrowNotWholeElements", K{CompactHead(v1::DTYPE_FLOAT16, false), Data<v1::CompactRequest>(5)}, kInvalid,
+                         {"request #1: values length 5 bytes", "float16 element size 2"}));
+  rows.push_back(MakeRow("NarrowInSharedMemory", K{WithShm(CompactHead(v1::DTYPE_INT8, false), "in64")}, kInvalid,
+                         {"header.shared_memory", "narrow header.dtype=DTYPE_INT8", "in the stream only"}));
+  rows.push_back(MakeRow("NarrowInDeviceMemory", K{WithDevice(CompactHead(v1::DTYPE_UINT16, false))}, kInvalid,
+                         {"header.device_memory", "narrow header.dtype=DTYPE_UINT16"}));
+  rows.push_back(MakeRow("NarrowOnLanes", K{WithLanes(CompactHead(v1::DTYPE_INT16, false), 0, 2, 64)}, kInvalid,
+                         {"header.dtype=DTYPE_INT16", "no lanes"}));
+  rows.push_back(MakeRow("NarrowFlagsOutOfStep", K{CompactHead(v1::DTYPE_UINT8, true), ValuesAndFlags(4, 3, 1)}, kInvalid,
+                         {"flags length 3 differs from values length 4"}));
+  rows.push_back(MakeRow("NarrowInDeviceMemory", std::vector{WithDeviceInput(HistogramHead(v1::DTYPE_FLOAT16))},
+                         kInvalid, {"header.device_memory", "narrow header.dtype=DTYPE_FLOAT16"}));
+  rows.push_back(MakeRow("NarrowNotWholeElements", std::vector{HistogramHead(v1::DTYPE_INT16), Data<v1::HistogramRequest>(7)},
+                         kInvalid, {"request #1: data length 7 bytes", "int16 element size 2"}));
+  using T = std::vector<v1::SortRequest>;
+  rows.push_back(MakeRow("NarrowNotWholeElements", T{SortHead(v1::DTYPE_UINT16), SortChunk(3, 0)}, kInvalid,
+                         {"request #1: keys length 3 bytes", "uint16 element size 2"}));
+  rows.push_back(MakeRow("NarrowValuesNotWhole",
+                         T{SortHead(v1::DTYPE_INT32, v1::SORT_OUTPUT_KEYS_AND_VALUES, v1::DTYPE_FLOAT16), SortChunk(8, 3)},
+                         kInvalid, {"request #1: values length 3 bytes", "values_dtype float16 size 2"}));
+  rows.push_back(MakeRow("NarrowInDeviceMemory", T{WithDeviceInput(SortHead(v1::DTYPE_INT8))}, kInvalid,
+                         {"header.device_memory", "narrow header.dtype=DTYPE_INT8"}));
+  rows.push_back(
+      MakeRow("NarrowValuesInDeviceMemory",
+              T{WithDeviceInput(SortHead(v1::DTYPE_INT32, v1::SORT_OUTPUT_KEYS_AND_VALUES, v1::DTYPE_UINT8))}, kInvalid,
+              {"header.device_memory", "narrow header.values_dtype=DTYPE_UINT8"}));
+  // Where narrow dtypes are not served (keys): the field named, and what is.
+  using D = std::vector<v1::Scan2DRequest>;
+  rows.push_back(MakeRow("NarrowOutputForIntegers", D{WithOutput(Scan2DHead(v1::DTYPE_INT8), v1::DTYPE_INT16)},
+                         kInvalid, narrow_out));
+  rows.push_back(MakeRow("IntegerOutputForFloat16", D{WithOutput(Scan2DHead(v1::DTYPE_FLOAT16), v1::DTYPE_INT64)},
+                         kInvalid, float16_out));
+  rows.push_back(MakeRow("OutputDTypeOfAWideInput", D{WithOutput(Scan2DHead(v1::DTYPE_INT32), v1::DTYPE_INT64)},
+                         kInvalid, wide_out));
+  {
+    D d{Scan2DHead(v1::DTYPE_UINT8, 10), Scan2DChunk(25)};  // 25 one-byte elements: 2.5 rows of 10
+    d[0].mutable_header()->set_axis(v1::SCAN_AXIS_ROWS);
+    rows.push_back(MakeRow("NarrowEndsInsideARow", d, kInvalid, {"ended inside a row", "25 elements"}));
+  }
   rows.push_back(MakeRow("NarrowKeyDType", std::vector{SegHead(v1::DTYPE_INT32, v1::DTYPE_INT16)}, kInvalid,
                          {"header.key_dtype=DTYPE_INT16", "narrow dtypes"}));
-  rows.push_back(MakeRow("NarrowDType", std::vector{ByKeyHead(v1::DTYPE_INT8)}, kInvalid, not_here));
-  rows.push_back(MakeRow("NarrowDType", std::vector{Scan2DHead(v1::DTYPE_INT8)}, kInvalid, not_here));
-  {
-    v1::SortRequest r = SortHead(v1::DTYPE_INT32, v1::SORT_OUTPUT_KEYS_AND_VALUES);
-    r.mutable_header()->set_values_dtype(v1::DTYPE_FLOAT16);
-    rows.push_back(MakeRow("NarrowValuesDType", std::vector{r}, kInvalid,
-                           {"header.values_dtype=DTYPE_FLOAT16", "narrow dtypes"}));
-  }
+  rows.push_back(MakeRow("NarrowKeyDType", std::vector{ByKeyHead(v1::DTYPE_INT8, v1::DTYPE_UINT8)}, kInvalid,
+                         {"header.key_dtype=DTYPE_UINT8", "narrow dtypes"}));
 }
 
 void LaneRows(std::vector<Row>& rows) {

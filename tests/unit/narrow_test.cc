@@ -110,5 +110,70 @@ TEST(Narrow, IntegersWidenAsCCastsThem) {
   }
 }
 
+// Compact, Sort and Histogram run a narrow array as its carrier and narrow the results back:
+// every value of every narrow dtype goes there and back to the same bytes, in place too, and the
+// carrier keeps their order (a sort of the carriers is a sort of the originals).
+TEST(Narrow, CarriersHoldEveryValueAndKeepItsOrder) {
+  std::mt19937_64 rng(11);
+  for (const v1::DType wire : {v1::DTYPE_INT8, v1::DTYPE_UINT8, v1::DTYPE_INT16, v1::DTYPE_UINT16, v1::DTYPE_FLOAT16}) {
+    const NarrowInput in{wire, NarrowSize(wire), false};
+    const engine::DType carrier = Carrier(wire);
+    ASSERT_EQ(engine::SizeOf(carrier), 4u) << NarrowName(wire);
+    // Every bit pattern of the dtype, then a shuffled copy, from an odd address.
+    const uint64_t n = uint64_t{1} << (8 * in.size);
+    std::vector<unsigned char> raw(n * in.size + 1);
+    for (uint64_t i = 0; i < n; ++i) std::memcpy(raw.data() + 1 + i * in.size, &i, in.size);
+    std::vector<unsigned char> wide(n * 4);
+    Widen(in, carrier, raw.data() + 1, wide.data(), n);
+    std::vector<unsigned char> back(n * in.size);
+    NarrowBack(in, carrier, wide.data(), back.data(), n);
+    ASSERT_EQ(0, std::memcmp(back.data(), raw.data() + 1, back.size())) << NarrowName(wire);
+    NarrowBack(in, carrier, wide.data(), wide.data(), n);  // in place, as the handlers do
+    ASSERT_EQ(0, std::memcmp(wide.data(), raw.data() + 1, back.size())) << NarrowName(wire) << " in place";
+    // Order: compare two random values as numbers of the narrow dtype and as carriers.
+    for (int k = 0; k < 20000; ++k) {
+      const uint64_t a = rng() % n, b = rng() % n;
+      double x, y;
+      if (wire == v1::DTYPE_FLOAT16) {
+        x = HalfToFloat(static_cast<uint16_t>(a));
+        y = HalfToFloat(static_cast<uint16_t>(b));
+      } else if (wire == v1::DTYPE_INT8 || wire == v1::DTYPE_INT16) {
+        x = wire == v1::DTYPE_INT8 ? static_cast<int8_t>(a) : static_cast<int16_t>(a);
+        y = wire == v1::DTYPE_INT8 ? static_cast<int8_t>(b) : static_cast<int16_t>(b);
+      } else {
+        x = static_cast<double>(a);
+        y = static_cast<double>(b);
+      }
+      unsigned char wa[4], wb[4];
+      Widen(in, carrier, raw.data() + 1 + a * in.size, wa, 1);
+      Widen(in, carrier, raw.data() + 1 + b * in.size, wb, 1);
+      double cx, cy;
+      if (carrier == engine::DType::kFloat32) {
+        float f, g;
+        std::memcpy(&f, wa, 4);
+        std::memcpy(&g, wb, 4);
+        cx = f, cy = g;
+        ASSERT_EQ(std::signbit(f), (a & 0x8000) != 0) << a;  // -0 and negative NaNs keep their sign
+      } else if (carrier == engine::DType::kInt32) {
+        int32_t f, g;
+        std::memcpy(&f, wa, 4);
+        std::memcpy(&g, wb, 4);
+        cx = f, cy = g;
+      } else {
+        uint32_t f, g;
+        std::memcpy(&f, wa, 4);
+        std::memcpy(&g, wb, 4);
+        cx = f, cy = g;
+      }
+      if (std::isnan(x) || std::isnan(y)) {
+        ASSERT_TRUE(std::isnan(cx) == std::isnan(x) && std::isnan(cy) == std::isnan(y)) << a << " " << b;
+      } else {
+        ASSERT_EQ(x < y, cx < cy) << NarrowName(wire) << " " << a << " " << b;
+        ASSERT_EQ(x == y, cx == cy) << NarrowName(wire) << " " << a << " " << b;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpuscan::server

@@ -302,6 +302,8 @@ size_t DTypeSize(v1::DType dtype);
 // The element size of a scan's results: header.output_dtype's, else a narrow dtype's default
 // output (numpy's: 8 bytes for INT8/UINT8/INT16/UINT16, FLOAT16 stays 2), else the dtype's.
 size_t ScanOutputSize(const v1::ScanHeader& header);
+// The same for any header that accumulates (Scan2D, SegmentedScan, ReduceByKey): its dtype and output_dtype.
+size_t ScanOutputSize(v1::DType dtype, v1::DType output_dtype);
 
 class Client {
  public:
