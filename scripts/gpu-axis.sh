@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = pack ]; then
   set -e
   build=${BUILD_DIR:-build-axis}
+  cmake -S . -B "$build" -DGPUSCAN_ENABLE_CUDA=ON >/dev/null  # a tree `make` configured without a GPU has none
   cmake --build "$build" -j2 --target gpu_kernel_tests kernel_suite
   stage=.gpu-axis/stage
   rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/rt"

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 bins=(gpu_kernel_tests gpu_engine_tests integration_tests isolation_tests shm_region_test gpuscan-server gpuscan kernel_suite gpuscan_soak)
-cmake -S . -B "$build" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" >/dev/null
+cmake -S . -B "$build" -DGPUSCAN_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${bins[@]}"
 rm -rf .gpu-bin .gpu-rt .gpu-pack
 mkdir -p .gpu-bin .gpu-pack

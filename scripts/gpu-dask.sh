@@ -23,6 +23,7 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = pack ]; then
   set -e
   build=${BUILD_DIR:-build}
+  cmake -S . -B "$build" -DGPUSCAN_ENABLE_CUDA=ON >/dev/null  # a tree `make` configured without a GPU has none
   [ -n "${DASK_NO_BUILD:-}" ] || cmake --build "$build" -j"$(nproc)" --target gpuscan-server gpuscan_python
   stage=.gpu-dask/stage
   rm -rf "$stage" && mkdir -p "$stage/.gpu-bin" "$stage/.gpu-py" "$stage/.gpu-rt"

@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = pack ]; then
   set -e
   build=${BUILD_DIR:-build}
+  cmake -S . -B "$build" -DGPUSCAN_ENABLE_CUDA=ON >/dev/null  # a tree `make` configured without a GPU has none
   cmake --build "$build" -j"$(nproc)" --target gpuscan-server integration_tests gpuscan_python
   stage=.gpu-narrow/stage
   rm -rf "$stage" && mkdir -p "$stage/.gpu-bin" "$stage/.gpu-py" "$stage/.gpu-rt"

@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = pack ]; then
   set -e
   build=${BUILD_DIR:-build}
+  cmake -S . -B "$build" -DGPUSCAN_ENABLE_CUDA=ON >/dev/null  # a tree `make` configured without a GPU has none
   cmake --build "$build" -j"$(nproc)" --target gpuscan-server gpuscan
   rm -rf .gpu-net && mkdir -p .gpu-net/stage/.gpu-bin
   strip -o .gpu-net/stage/.gpu-bin/gpuscan-server "$build/bin/gpuscan-server"
