@@ -17,7 +17,7 @@ from gpuscan.v1 import gpuscan_pb2 as pb
 from gpuscan.v1 import gpuscan_pb2_grpc as pb_grpc
 
 DTYPES = ["int32", "int64", "uint32", "uint64", "float32", "float64"]
-UINT = {4: np.uint32, 8: np.uint64}
+UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}  # float16 too (test_scan_axis.py)
 ACCUMULATE = {"sum": np.add, "product": np.multiply, "min": np.minimum, "max": np.maximum,
               "bit_and": np.bitwise_and, "bit_or": np.bitwise_or, "bit_xor": np.bitwise_xor}
 
@@ -114,8 +114,10 @@ def test_client_refusals(small_chunks):
         c.scan2d(m[:, ::2])
     with pytest.raises(ValueError):
         c.scan2d(m.astype(">i4"))
-    with pytest.raises(ValueError):
-        c.scan2d(m.astype(np.float16))
+    with pytest.raises(ValueError, match="not served"):
+        c.scan2d(m.astype(np.complex64))
+    with pytest.raises(ValueError, match="float16 input"):  # narrow matrices: test_scan_axis.py
+        c.scan2d(m.astype(np.float16), dtype="int64")
     with pytest.raises(ValueError, match="shape"):
         c.scan2d(m, out=np.empty((4, 3), np.int32))
     with pytest.raises(gpuscan.InvalidArgument, match="bitwise"):
