@@ -11,27 +11,17 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+. scripts/lib/gpu-kernel-pack.sh
+
 if [ "${1:-}" = pack ]; then
   set -e
-  build=${BUILD_DIR:-build-axis}
-  cmake -S . -B "$build" -DGPUSCAN_ENABLE_CUDA=ON >/dev/null  # a tree `make` configured without a GPU has none
-  cmake --build "$build" -j2 --target gpu_kernel_tests kernel_suite
-  stage=.gpu-axis/stage
-  rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/rt"
-  for b in gpu_kernel_tests kernel_suite; do strip -o "$stage/bin/$b" "$(find "$build" -name "$b" -type f -perm -u+x | head -1)"; done
-  ../shared/device/bundle-libs.sh "$stage/rt" "$stage/bin/gpu_kernel_tests" "$stage/bin/kernel_suite" || true  # none: cudart is static
-  tar -C "$stage" -cf - bin rt | xz -T2 -6 >.gpu-axis/gpu.tar.xz
-  rm -rf "$stage"
-  du -h .gpu-axis/gpu.tar.xz
+  gpu_kernel_pack .gpu-axis "${BUILD_DIR:-build-axis}" gpu_kernel_tests kernel_suite
   exit 0
 fi
 
 out=${OUT:-/tmp/gpuscan-out}
 mkdir -p "$out"
-work=/tmp/gpuscan-axis
-mkdir -p "$work" && tar -C "$work" -xJf .gpu-axis/gpu.tar.xz
-export LD_LIBRARY_PATH=$work/rt
-B=$work/bin
+gpu_kernel_unpack .gpu-axis /tmp/gpuscan-axis
 { nvidia-smi -L; nvidia-smi --query-gpu=driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader;
   python3 -c 'import cupy; print("cupy", cupy.__version__)'; } 2>&1 | tee "$out/device.txt"
 

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   std::string ops, algorithms, dtypes, sizes, json_path, svg_path, commit;
   bench::SuiteSpec spec;
   uint64_t chained_max = spec.chained_max_elements;
-  app.add_option("--ops", ops, "scan,reduce,compact,histogram (default: all four), segmented_scan, reduce_by_key, sort, scan2d, scan_axis, pcie");
+  app.add_option("--ops", ops, "scan,reduce,compact,histogram (default: all four), segmented_scan, reduce_by_key, sort, scan2d, scan_axis, scan_widen, pcie");
   app.add_option("--algorithms", algorithms,
                  "e.g. decoupled_lookback,chained,...,one_pass,single_pass (default: all; CUB always runs)");
   app.add_option("--dtypes", dtypes, "int32,float32,int64,float64 (default), also uint32,uint64");

@@ -19,6 +19,7 @@
 // is allowed for floats all the same). CUB itself is checked independently: its scan by
 // out[i] == out[i-1] + in[i] on the device, its reduce against an int64 sum, its compaction's
 // count against the number of set flags.
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -40,6 +41,7 @@
 #include "gpuscan/kernels/scan.h"
 #include "gpuscan/kernels/scan2d.h"
 #include "gpuscan/kernels/scan_axis.h"
+#include "gpuscan/kernels/scan_widen.h"
 #include "gpuscan/kernels/reduce_by_key.h"
 #include "gpuscan/kernels/segmented_scan.h"
 #include "gpuscan/kernels/sort.h"
@@ -268,6 +270,56 @@ __global__ void CheckSegmentedSteps(const int32_t* v, const int32_t* k, const in
   if (mine) atomicAdd(bad, mine);
 }
 
+// Narrow inputs for the widening scans: int8 over its full range; float16 integers -7..7 (as
+// FillValues' floats: partial sums exact in float32 up to 2^30 elements, in any association).
+template <class In>
+__global__ void FillNarrow(In* p, uint64_t n, uint64_t seed) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    const uint64_t z = Hash(i, seed);
+    if constexpr (std::is_same_v<In, kernels::Float16>) {
+      p[i].bits = __half_as_ushort(__float2half_rn(float(int(z % 15) - 7)));
+    } else {
+      p[i] = static_cast<In>(z);
+    }
+  }
+}
+
+// A widening sum scan checked step by step, converting with kernels::Widen: inclusive
+// out[i] == out[i-1] + w(in[i]) (out[0] == w(in[0])); exclusive out[i] == out[i-1] + w(in[i-1])
+// (out[0] == 0).
+template <class In, class Out>
+__global__ void CheckWidenSteps(const In* in, const Out* out, uint64_t n, bool exclusive, unsigned long long* bad) {
+  const ops::Sum<Out> sum;
+  unsigned long long mine = 0;
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    Out want;
+    if (exclusive) {
+      want = i == 0 ? Out(0) : sum(out[i - 1], kernels::Widen<In, Out>::Convert(in[i - 1]));
+    } else {
+      const Out w = kernels::Widen<In, Out>::Convert(in[i]);
+      want = i == 0 ? w : sum(out[i - 1], w);
+    }
+    if (!Same(out[i], want)) ++mine;
+  }
+  if (mine) atomicAdd(bad, mine);
+}
+
+// CUB's widening input: narrow -> wide as it reads (float16 by the hardware's conversion).
+template <class In, class Out>
+struct NarrowToWide {
+  __host__ __device__ Out operator()(In x) const {
+    if constexpr (std::is_same_v<In, kernels::Float16>) {
+#if defined(__CUDA_ARCH__)
+      return __half2float(__ushort_as_half(x.bits));
+#else
+      return kernels::Widen<In, Out>::Convert(x);
+#endif
+    } else {
+      return static_cast<Out>(x);
+    }
+  }
+};
+
 void CheckLaunch() { BENCH_CHECK(cudaGetLastError()); }
 
 // The one place a DType becomes a template argument.
@@ -329,6 +381,7 @@ class Suite {
       else if (op == "sort") go_on = SortKeys<T>(dtype, n);
       else if (op == "scan2d") go_on = Scan2D<T>(dtype, n);
       else if (op == "scan_axis") go_on = ScanAxis<T>(dtype, n);
+      else if (op == "scan_widen") go_on = ScanWiden<T>(dtype, n);
       else if (op == "pcie") go_on = Pcie<T>(dtype, n);
       else go_on = Compact<T>(dtype, n);
     });
@@ -1069,6 +1122,96 @@ class Suite {
     return true;
   }
 
+  // Widening scans (issue 47): a narrow input scanned into a wider output in one pass
+  // (kernels::ScanWidening, "fused"), SUM: int8 -> int64 exclusive under --dtypes int64, float16
+  // -> float32 inclusive (the reproducible canonical tree) under float32; no rows for the others.
+  // Bytes moved: the input read and the output written once (9 and 6 per element); the copy row
+  // moves as many (half read, half written, as every copy row). CUB's peer:
+  // cub::DeviceScan::ExclusiveSum / InclusiveSum over a thrust::transform_iterator that converts
+  // each element as CUB reads it (float16 by the hardware's conversion). The algorithm column
+  // names the input and the scan: "fused[int8,excl]". CUB is checked step by step
+  // (CheckWidenSteps), ours against CUB's output (our data sums exactly: the same bits).
+  template <class T>
+  bool ScanWiden(DType dtype, uint64_t n) {
+    if constexpr (std::is_same_v<T, int64_t>) {
+      return WidenRows<int8_t, int64_t>(dtype, n, true, "int8,excl");
+    } else if constexpr (std::is_same_v<T, float>) {
+      return WidenRows<kernels::Float16, float>(dtype, n, false, "float16,incl");
+    } else {
+      if (!widen_noted_) Note("scan_widen: rows for int64 (int8 in) and float32 (float16 in) only");
+      widen_noted_ = true;
+      return true;
+    }
+  }
+
+  template <class In, class Out>
+  bool WidenRows(DType dtype, uint64_t n, bool exclusive, const std::string& what) {
+    using Op = ops::Sum<Out>;
+    if (n > 0xffffffffull) {
+      Note("scan_widen: n above 2^32 - 1 skipped (the CUB peer takes 32-bit counts)");
+      return true;
+    }
+    const auto items = static_cast<uint32_t>(n);
+    auto cub_in = [](const In* x) { return thrust::make_transform_iterator(x, NarrowToWide<In, Out>{}); };
+    // temp_: ours, then CUB's (CUB leaves its bytes dirty; ours must find its own zero).
+    std::size_t our_temp = 0, cub_temp = 0;
+    BENCH_CHECK((kernels::ScanWidening<In, Out, Op>(nullptr, our_temp, nullptr, nullptr, n, exclusive, nullptr, nullptr,
+                                                    s())));
+    if (exclusive) {
+      BENCH_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, cub_temp, cub_in(nullptr), static_cast<Out*>(nullptr), items, s()));
+    } else {
+      BENCH_CHECK(cub::DeviceScan::InclusiveSum(nullptr, cub_temp, cub_in(nullptr), static_cast<Out*>(nullptr), items, s()));
+    }
+    // Slots of n wide elements serve the inputs too (and the copy's n * (in + out) / 2 bytes).
+    if (!Prepare(What("scan_widen", dtype, n) + " " + what, n * sizeof(Out), 0, n * sizeof(Out),
+                 RoundUp(our_temp) + cub_temp)) {
+      return true;
+    }
+    FillNarrow<In><<<kGrid, kBlock, 0, s()>>>(reinterpret_cast<In*>(in_.get()), slots_ * slot_bytes_ / sizeof(In),
+                                              0x3147);
+    CheckLaunch();
+    auto in = [&](int r) { return reinterpret_cast<const In*>(InSlot(r)); };
+    auto out = [&](int r) { return reinterpret_cast<Out*>(OutSlot(r)); };
+    Out* ref = reinterpret_cast<Out*>(ref_.get());
+    char* cub_area = temp_.get() + RoundUp(our_temp);
+    auto cub = [&](const In* x, Out* y) {
+      std::size_t b = cub_temp;
+      return exclusive ? cub::DeviceScan::ExclusiveSum(cub_area, b, cub_in(x), y, items, s())
+                       : cub::DeviceScan::InclusiveSum(cub_area, b, cub_in(x), y, items, s());
+    };
+    auto mine = [&](const In* x, Out* y) {
+      std::size_t b = RoundUp(our_temp);
+      return kernels::ScanWidening<In, Out, Op>(temp_.get(), b, x, y, n, exclusive, nullptr, nullptr, s());
+    };
+    const uint64_t bytes = n * (sizeof(In) + sizeof(Out));
+    const Times copy = TimeCopy(bytes);
+    const Times cub_t = Time([&](int r) { return cub(in(r), out(r)); });
+    BENCH_CHECK(cub(in(0), ref));
+    BENCH_CHECK(cudaMemsetAsync(Scalar(0), 0, 8, s()));
+    CheckWidenSteps<In, Out><<<kGrid, kBlock, 0, s()>>>(in(0), ref, n, exclusive, Scalar(0));
+    CheckLaunch();
+    const bool cub_ok = Fetch(0) == 0;
+    const std::string tag = "[" + what + "]";
+    const std::string input = what.substr(0, what.find(','));
+    if (!Emit(MakeRow("copy", "scan_widen[" + input + "]", dtype, n, bytes, copy, copy.median_us, cub_t.median_us,
+                      true))) {
+      return false;
+    }
+    if (!Emit(MakeRow("scan_widen", "cub" + tag, dtype, n, bytes, cub_t, copy.median_us, cub_t.median_us, cub_ok))) {
+      return false;
+    }
+    if (Wants("fused")) {
+      const Times t = Time([&](int r) { return mine(in(r), out(r)); });
+      BENCH_CHECK(cudaMemsetAsync(out(0), 0xFF, n * sizeof(Out), s()));  // poison: unwritten shows
+      BENCH_CHECK(mine(in(0), out(0)));
+      const bool ok = AllSame<Out>(out(0), ref, n);
+      if (!Emit(MakeRow("scan_widen", "fused" + tag, dtype, n, bytes, t, copy.median_us, cub_t.median_us, ok))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   // The PCIe link: the ceiling of calls whose arrays lie in host memory (shared-memory regions,
   // registered for DMA). n elements of pinned host memory copied to the device ("h2d"), back
   // ("d2h"), and both at once on two streams ("duplex": bytes_moved is one direction's, as a
@@ -1122,6 +1265,7 @@ class Suite {
   bool segmented_noted_ = false;
   bool rbk_noted_ = false;
   bool sort_noted_ = false;
+  bool widen_noted_ = false;
 };
 
 }  // namespace
@@ -1141,6 +1285,7 @@ std::vector<std::string> SuiteAlgorithms(const std::string& operation) {
   if (operation == "sort") return {"cub", "radix"};             // likewise
   if (operation == "scan2d") return {"tile_wavefront"};         // likewise (no CUB peer)
   if (operation == "scan_axis") return {"axis1", "axis0", "cub_by_key"};  // likewise
+  if (operation == "scan_widen") return {"cub", "fused"};       // likewise
   if (operation == "pcie") return {"h2d", "d2h", "duplex"};     // likewise (copies only)
   return {};
 }
@@ -1176,7 +1321,7 @@ void RunKernelSuite(const SuiteSpec& spec, const std::function<bool(const Row&)>
     if (SuiteAlgorithms(op).empty()) {
       throw Error(ErrorCode::kInvalidArgument,
                   "unknown operation '" + op +
-                                 "' (scan, reduce, compact, histogram, segmented_scan, reduce_by_key, sort, scan2d, scan_axis, pcie)");
+                                 "' (scan, reduce, compact, histogram, segmented_scan, reduce_by_key, sort, scan2d, scan_axis, scan_widen, pcie)");
     }
   }
   for (const std::string& a : spec.algorithms) {

@@ -9,8 +9,15 @@
 //            candidate policies.
 // Every timed output is checked against CUB's (integers and compaction: exact).
 //
-// Usage: tune_bench [scan|scan8|det|reduce|compact ...] (default: all; scan8: int64 and float64
-// scans; det: the deterministic scan's tiles a block and persistent blocks)
+//   widen:   the widening scans (scan_widen.h): int8 -> int64 exclusive (look-back: tile shapes
+//            and sleeps) and float16 -> float32 inclusive (canonical one pass: stages, the
+//            float16 conversion), against CUB over a converting transform iterator and a copy.
+//
+// Usage: tune_bench [scan|scan8|det|reduce|compact|widen ...] (default: all; scan8: int64 and
+// float64 scans; det: the deterministic scan's tiles a block and persistent blocks)
+#include <cuda_fp16.h>
+#include <thrust/iterator/transform_iterator.h>
+
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
@@ -26,10 +33,39 @@
 
 #include "detail/agent_canonical.cuh"
 #include "detail/dispatch.cuh"
+#include "detail/scan_widen_impl.cuh"
 #include "gpuscan/kernels/compact.h"
+#include "gpuscan/kernels/half.h"
 #include "gpuscan/kernels/reduce.h"
 #include "gpuscan/kernels/scan.h"
 #include "gpuscan/kernels/testing.h"
+
+// float16 inputs converted by the hardware alone (cvt.f32.f16: NaN payloads dropped), and by
+// integer operations (HalfBitsToFloat, the device's conversion before 2026-11-27): tags for the
+// widening scan's candidates (BenchWiden). The default (Float16) is the hardware's with NaN
+// payloads put back (scan_widen.h).
+namespace tune {
+struct HwHalf {
+  uint16_t bits;
+};
+struct BitHalf {
+  uint16_t bits;
+};
+}  // namespace tune
+template <>
+struct gpuscan::kernels::Widen<tune::HwHalf, float> {
+  __host__ __device__ static float Convert(tune::HwHalf x) {
+#if defined(__CUDA_ARCH__)
+    return __half2float(__ushort_as_half(x.bits));
+#else
+    return gpuscan::half::HalfToFloat(x.bits);
+#endif
+  }
+};
+template <>
+struct gpuscan::kernels::Widen<tune::BitHalf, float> {
+  __host__ __device__ static float Convert(tune::BitHalf x) { return gpuscan::kernels::HalfBitsToFloat(x.bits); }
+};
 
 namespace {
 
@@ -320,6 +356,160 @@ void BenchDeterministic(const char* dtype, Ctx& c) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Widening scans. Bytes moved: n * (in + out); the copy row moves as many (half each way).
+template <class In>
+__global__ void FillNarrowKernel(In* p, uint64_t n, uint64_t seed) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    uint64_t z = (i + seed) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z ^= z >> 31;
+    if constexpr (sizeof(In) == 2) {
+      p[i].bits = __half_as_ushort(__float2half_rn(float(int(z % 15) - 7)));  // sums exact in float32
+    } else {
+      p[i] = static_cast<In>(z);
+    }
+  }
+}
+
+__global__ void HardwareHalfKernel(float* out) {
+  const uint32_t h = blockIdx.x * blockDim.x + threadIdx.x;
+  out[h] = __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
+}
+
+template <int kThreads, int kItems, int kFirst, int kPoll>
+cudaError_t WidenIntScan(void* tmp, std::size_t& bytes, const int8_t* in, int64_t* out, uint64_t n, cudaStream_t s) {
+  using P = kd::SinglePassPolicy<kThreads, kItems, true, kFirst, kPoll, 500>;
+  return kd::SinglePassScan<int64_t, ops::Sum<int64_t>, P, false, true, int8_t>(tmp, bytes, in, out, n, true, nullptr,
+                                                                               nullptr, s);
+}
+template <class Tag, int kStages>
+cudaError_t WidenHalfScan(void* tmp, std::size_t& bytes, const kernels::Float16* in, float* out, uint64_t n,
+                          cudaStream_t s) {
+  return kd::canonical::WidenCanonicalScan<Tag, float, ops::Sum<float>, kStages>(
+      tmp, bytes, reinterpret_cast<const Tag*>(in), out, n, false, nullptr, nullptr, s);
+}
+
+template <class In, class Out>
+struct ToWide {
+  __host__ __device__ Out operator()(In x) const {
+    if constexpr (sizeof(In) == 2) {
+#if defined(__CUDA_ARCH__)
+      return __half2float(__ushort_as_half(x.bits));
+#else
+      return gpuscan::half::HalfToFloat(x.bits);
+#endif
+    } else {
+      return static_cast<Out>(x);
+    }
+  }
+};
+
+template <class In, class Out>
+void BenchWidenOne(const char* what, bool exclusive, std::initializer_list<int> lgs, Ctx& c,
+                   const std::vector<std::pair<std::string, std::function<cudaError_t(void*, std::size_t&, const In*,
+                                                                                      Out*, uint64_t, cudaStream_t)>>>&
+                       variants) {
+  using Bits = std::conditional_t<sizeof(Out) == 4, uint32_t, uint64_t>;
+  Header(what);
+  In* in = reinterpret_cast<In*>(c.in);
+  Out* out = reinterpret_cast<Out*>(c.out);
+  Out* ref = reinterpret_cast<Out*>(c.ref);
+  FillNarrowKernel<In><<<4096, 256, 0, c.s>>>(in, kPoolBytes / sizeof(In), 11);
+  CHECK(cudaGetLastError());
+  for (int lg : lgs) {
+    const uint64_t n = 1ull << lg;
+    const double bytes = double(n) * (sizeof(In) + sizeof(Out));
+    const double copy_us = CopyUs(c, n * (sizeof(In) + sizeof(Out)) / 2);
+    auto cub_in = [](const In* x) { return thrust::make_transform_iterator(x, ToWide<In, Out>{}); };
+    auto cub = [&](const In* x, Out* y, std::size_t& b, void* t) {
+      return exclusive ? cub::DeviceScan::ExclusiveSum(t, b, cub_in(x), y, uint32_t(n), c.s)
+                       : cub::DeviceScan::InclusiveSum(t, b, cub_in(x), y, uint32_t(n), c.s);
+    };
+    std::size_t cb = 0;
+    CHECK(cub(in, out, cb, nullptr));
+    const uint64_t po = kPoolBytes / sizeof(Out);  // the output pool holds fewer elements: rotate by it
+    auto rot = [&](int r) { return Rotate(n, po, r); };
+    const double cub_us = MedianUs([&](int r) { CHECK(cub(in + rot(r), out + rot(r), cb, c.tmp)); }, c.s);
+    CHECK(cub(in, out, cb, c.tmp));
+    CHECK(kernels::ClearTempStorage(c.tmp, c.tmp_bytes, c.s));  // CUB scribbled on it
+    Row("copy d2d (same bytes)", n, copy_us, bytes, copy_us, copy_us, "");
+    Row("cub over transform_iterator", n, cub_us, bytes, copy_us, cub_us, "(reference)");
+    CHECK(cudaMemcpyAsync(ref, out, n * sizeof(Out), cudaMemcpyDeviceToDevice, c.s));
+    for (const auto& variant : variants) {
+      const std::string& name = variant.first;
+      const auto& fn = variant.second;
+      std::size_t b = 0;
+      CHECK(fn(nullptr, b, in, out, n, c.s));
+      if (b > c.tmp_bytes) { std::fprintf(stderr, "temp too small\n"); std::exit(1); }
+      const double us = MedianUs([&](int r) { CHECK(fn(c.tmp, b, in + rot(r), out + rot(r), n, c.s)); }, c.s);
+      CHECK(cudaMemsetAsync(out, 0xFF, n * sizeof(Out), c.s));
+      CHECK(fn(c.tmp, b, in, out, n, c.s));
+      Row(name, n, us, bytes, copy_us, cub_us,
+          Verdict(Mismatches(reinterpret_cast<const Bits*>(out), reinterpret_cast<const Bits*>(ref), n, c)));
+    }
+  }
+}
+
+void BenchWiden(Ctx& c) {
+  // Is the hardware's float16 -> float32 conversion bit for bit gpuscan::half::HalfToFloat's?
+  {
+    float* d = reinterpret_cast<float*>(c.out);
+    HardwareHalfKernel<<<256, 256, 0, c.s>>>(d);
+    CHECK(cudaGetLastError());
+    std::vector<float> got(65536);
+    CHECK(cudaMemcpy(got.data(), d, 65536 * 4, cudaMemcpyDeviceToHost));
+    int differ = 0, nan_differ = 0, first = -1;
+    for (int h = 0; h < 65536; ++h) {
+      const float want = gpuscan::half::HalfToFloat(static_cast<uint16_t>(h));
+      if (std::memcmp(&got[h], &want, 4) != 0) {
+        ++differ;
+        nan_differ += want != want;
+        if (first < 0) first = h;
+      }
+    }
+    std::printf("\nhardware cvt.f32.f16 against gpuscan::half::HalfToFloat: %d of 65536 patterns differ (%d of them NaN), "
+                "first 0x%x\n", differ, nan_differ, first);
+    if (first >= 0) {
+      uint32_t g, w;
+      const float want = gpuscan::half::HalfToFloat(static_cast<uint16_t>(first));
+      std::memcpy(&g, &got[first], 4);
+      std::memcpy(&w, &want, 4);
+      std::printf("  0x%x: hardware 0x%08x, HalfToFloat 0x%08x\n", first, g, w);
+    }
+  }
+  using F16 = kernels::Float16;
+  using IntFn = std::function<cudaError_t(void*, std::size_t&, const int8_t*, int64_t*, uint64_t, cudaStream_t)>;
+  using HalfFn = std::function<cudaError_t(void*, std::size_t&, const F16*, float*, uint64_t, cudaStream_t)>;
+  const std::vector<std::pair<std::string, IntFn>> ints = {
+      {"widen i8->i64 (default)",
+       [](void* t, std::size_t& b, const int8_t* i, int64_t* o, uint64_t n, cudaStream_t s) {
+         return kernels::ScanWidening<int8_t, int64_t, ops::Sum<int64_t>>(t, b, i, o, n, true, nullptr, nullptr, s);
+       }},
+      {"  128x32 d2400/1200 (int64 Large)", WidenIntScan<128, 32, 2400, 1200>},
+      {"  128x16 d2400/1200 (Small)", WidenIntScan<128, 16, 2400, 1200>},
+      {"  128x24 d1200/600 (Large)", WidenIntScan<128, 24, 1200, 600>},
+      {"  128x24 d2400/1200", WidenIntScan<128, 24, 2400, 1200>},
+      {"  128x24 d1600/800", WidenIntScan<128, 24, 1600, 800>},
+      {"  128x24 d1200/300", WidenIntScan<128, 24, 1200, 300>},
+      {"  128x20 d1200/600", WidenIntScan<128, 20, 1200, 600>},
+      {"  128x28 d1200/600", WidenIntScan<128, 28, 1200, 600>},
+      {"  96x32 d1200/600", WidenIntScan<96, 32, 1200, 600>},
+  };
+  BenchWidenOne<int8_t, int64_t>("widen int8 -> int64 sum (exclusive)", true, {24, 28, 29}, c, ints);
+  const std::vector<std::pair<std::string, HalfFn>> halves = {
+      {"widen f16->f32 (default)",
+       [](void* t, std::size_t& b, const F16* i, float* o, uint64_t n, cudaStream_t s) {
+         return kernels::ScanWidening<F16, float, ops::Sum<float>>(t, b, i, o, n, false, nullptr, nullptr, s);
+       }},
+      {"  cvt + NaN payload (default), 3 tiles", WidenHalfScan<F16, 3>},
+      {"  cvt + NaN payload, 2 tiles", WidenHalfScan<F16, 2>},
+      {"  hardware cvt alone, 3 tiles", WidenHalfScan<tune::HwHalf, 3>},
+      {"  integer conversion (before), 3 tiles", WidenHalfScan<tune::BitHalf, 3>},
+  };
+  BenchWidenOne<F16, float>("widen float16 -> float32 sum (inclusive, deterministic)", false, {24, 28, 30}, c, halves);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Reduce.
 template <class T, int kThreads, int kItems4, int kMaxBlocks, bool kStride, int kUnroll, kd::LoadHint kHint>
 cudaError_t PolicyReduce(void* tmp, std::size_t& bytes, const T* in, uint64_t n, T* out, cudaStream_t s) {
@@ -518,6 +708,7 @@ int main(int argc, char** argv) {
     BenchScan<int64_t>("i64", c);
     BenchScan<double>("f64", c);
   }
+  if (want("widen")) BenchWiden(c);
   CHECK(cudaStreamSynchronize(c.s));
   std::printf("\ndone\n");
   return 0;

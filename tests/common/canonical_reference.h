@@ -33,9 +33,10 @@ std::vector<T> HillisSteele(std::vector<T> y) {
 
 }  // namespace canonical_detail
 
-// Inclusive or exclusive canonical scan of the whole array.
+// Inclusive or exclusive canonical scan of the whole array. carry0: the tree's initial carry C_0
+// (none by default; the widening scans' carry in, gpuscan/kernels/scan_widen.h).
 template <class T, class Op>
-std::vector<T> CanonicalScanRef(const std::vector<T>& x, bool exclusive) {
+std::vector<T> CanonicalScanRef(const std::vector<T>& x, bool exclusive, std::optional<T> carry0 = std::nullopt) {
   using canonical_detail::HillisSteele;
   using canonical_detail::Join;
   constexpr std::size_t kSeg = 16, kTile = 4096, kSuper = 256;
@@ -61,6 +62,7 @@ std::vector<T> CanonicalScanRef(const std::vector<T>& x, bool exclusive) {
     p[s] = HillisSteele<T, Op>(a);
   }
   std::vector<std::optional<T>> carry(supers + 1);
+  carry[0] = carry0;
   for (std::size_t s = 0; s < supers; ++s) {
     carry[s + 1] = p[s].size() == kSuper ? Join<T, Op>(carry[s], p[s].back()) : std::nullopt;
   }

@@ -14,9 +14,11 @@
 #include <cuda_pipeline.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "common.cuh"
 #include "gpuscan/kernels/canonical_scan.h"
+#include "gpuscan/kernels/scan_widen.h"
 #include "device_facts.cuh"
 #include "tile_state.cuh"
 #include "tuning.cuh"
@@ -34,11 +36,13 @@ constexpr int kTile = kThreads * kItems;
 //    vectors, and the 8 threads of one 128-bit access phase (a quarter-warp) touch 8 different
 //    bank groups; so do the striped 16-byte copies to and from global memory. The padded layout
 //    before took 16 scalar accesses a segment (float32 +2.6 points of copy on the H200).
+//    2-byte inputs (the widening scan's float16, scan_widen.h) take the same layout, eight items
+//    a vector: a segment is two vectors, and the swizzle keeps a quarter-warp's on 8 bank groups.
 //  - 8-byte types: one padding item per 16 (a half-warp's 64-bit accesses then fall on 16
 //    different bank pairs), items one at a time: the vector layout ran float64 4 points slower
 //    on the H200 (bench/NOTES.md, 2026-11-26).
 template <class T>
-constexpr bool kVectorTile = sizeof(T) == 4;
+constexpr bool kVectorTile = sizeof(T) == 4 || sizeof(T) == 2;
 template <class T>
 constexpr int kVec = 16 / static_cast<int>(sizeof(T));  // items a vector
 constexpr int kPadEvery = 16;                              // 8-byte types: a padding item per 16
@@ -295,12 +299,44 @@ __global__ void __launch_bounds__(kThreads)
 template <int kStages>
 constexpr bool kTotalBesideCarry = kStages == 3;
 
-template <class T, int kStages>
+// In: the input's element type (the widening scan's; T for the others). A narrower In keeps its
+// stages as loaded and stages the scanned tile apart (out), for the store.
+template <class T, int kStages, class In = T, bool kSame = std::is_same_v<In, T>>
 struct alignas(kSmemAlign<T>) OnePassSmem {
   T items[kStages][kSmemItems<T>];
   T hs[2][kThreads];
   T totals_in[kTotalBesideCarry<kStages> ? kThreads : 1];  // the aggregates of the super t1 ends
 };
+template <class T, int kStages, class In>
+struct alignas(kSmemAlign<T> > kSmemAlign<In> ? kSmemAlign<T> : kSmemAlign<In>) OnePassSmem<T, kStages, In, false> {
+  In items[kStages][kSmemItems<In>];
+  T out[kSmemItems<T>];
+  T hs[2][kThreads];
+  T totals_in[kTotalBesideCarry<kStages> ? kThreads : 1];
+};
+
+// Where the scanned tile of stage buf is staged for its store: the stage itself, or `out`.
+template <class T, int kStages, class In>
+__device__ __forceinline__ T* OutSlots(OnePassSmem<T, kStages, In>& ps, int buf) {
+  if constexpr (std::is_same_v<In, T>) {
+    return ps.items[buf];
+  } else {
+    return ps.out;
+  }
+}
+
+// ReadSegment of a tile of In, converted to T (Widen, scan_widen.h).
+template <class T, class In>
+__device__ __forceinline__ void ReadSegmentAs(const In* items, T (&x)[kItems]) {
+  if constexpr (std::is_same_v<In, T>) {
+    ReadSegment(items, x);
+  } else {
+    In raw[kItems];
+    ReadSegment(items, raw);
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) x[i] = Widen<In, T>::Convert(raw[i]);
+  }
+}
 
 // Starts the copy of tile t's elements into items (striped: 16 bytes a copy when `vec`, the
 // input being 16-byte aligned, for 4-byte types; else an item a copy).
@@ -314,6 +350,9 @@ __device__ __forceinline__ void IssueTileLoad(const T* in, uint32_t t, T* items,
       const int k = r * kThreads + tid;
       __pipeline_memcpy_async(&VecAt(items, k), src + k * kVec<T>, sizeof(Vec<T>));
     }
+  } else if constexpr (sizeof(T) < 4) {  // cp.async copies 4, 8 or 16 bytes: plain loads
+#pragma unroll
+    for (int r = 0; r < kItems; ++r) items[StripeSlot<T>(tid, r)] = src[r * kThreads + tid];
   } else {
 #pragma unroll
     for (int r = 0; r < kItems; ++r) {
@@ -422,13 +461,16 @@ struct OnePassWords {
   }
 };
 
-template <class T, class Op, int kStages>
+// In: the input's element type, converted to T as each segment is read (the widening scan,
+// scan_widen.h); T for the plain scans, whose code this leaves as it was.
+template <class T, class Op, int kStages, class In = T>
 __global__ void __launch_bounds__(kThreads)
-    OnePassKernel(const T* in, T* out, bool exclusive, TempHeader* header, OnePassWords<T> w) {
+    OnePassKernel(const In* in, T* out, bool exclusive, TempHeader* header, OnePassWords<T> w) {
   static_assert(sizeof(T) <= 8, "a tile word carries up to 8 value bytes");
   static_assert(kStages == 2 || kStages == 3, "two or three tiles a block");
+  static_assert(std::is_same_v<In, T> || kVectorTile<In>, "a narrower input moves in 16-byte vectors");
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  auto& ps = *reinterpret_cast<OnePassSmem<T, kStages>*>(smem_raw);
+  auto& ps = *reinterpret_cast<OnePassSmem<T, kStages, In>*>(smem_raw);
   __shared__ uint32_t s_tile;
   __shared__ unsigned long long s_epoch;
   __shared__ int s_flag;
@@ -488,9 +530,9 @@ __global__ void __launch_bounds__(kThreads)
   __pipeline_commit();
 
   // Phase 1 of tile u (its elements in items): Q, A out, Q[tid-1].
-  auto phase1 = [&](uint32_t u, const T* items, T& q, T& q_prev) {
+  auto phase1 = [&](uint32_t u, const In* items, T& q, T& q_prev) {
     T x[kItems];
-    ReadSegment(items, x);
+    ReadSegmentAs(items, x);
     q = BlockHillisSteele<T, Op>(SegmentFold<T, Op>(x), ps.hs);
     if (tid == kThreads - 1) PublishTile(w.aggs, u, w.epoch, kFlagInclusive, q);  // A = Q[255]
     // Q[tid-1]: the lane before's; lane 0 computes the last level's node itself from hs[1],
@@ -552,7 +594,7 @@ __global__ void __launch_bounds__(kThreads)
     const uint64_t pos = static_cast<uint64_t>(w.j0) + t0;
     const auto b = static_cast<uint32_t>(pos / kThreads);
     const int j = static_cast<int>(pos % kThreads);
-    const T* items = ps.items[buf];
+    const In* items = ps.items[buf];
     // T_b of the super that t1 ends is computed here (three tiles a block), an iteration before
     // t1's phase 2, while the block waits for t0's carry anyway: the two waits overlap.
     const uint64_t pos1 = static_cast<uint64_t>(w.j0) + t1;
@@ -602,7 +644,7 @@ __global__ void __launch_bounds__(kThreads)
       has = true;
     }
     T x[kItems];
-    ReadSegment(items, x);
+    ReadSegmentAs(items, x);
     T y[kItems];
     if (exclusive) {
       T v = has ? sp : Op::identity();
@@ -621,7 +663,7 @@ __global__ void __launch_bounds__(kThreads)
         y[i] = v;
       }
     }
-    T* slots = ps.items[buf];
+    T* slots = OutSlots(ps, buf);
     WriteSegment(slots, y);  // this thread's own slots
     __syncthreads();
     StoreTile(slots, out + static_cast<uint64_t>(t0) * kTile, vec);

@@ -22,6 +22,9 @@
 
 #include <cuda/ptx>
 
+#include <type_traits>
+
+#include "gpuscan/kernels/scan_widen.h"
 #include "striped.cuh"
 #include "tile_state.cuh"
 
@@ -59,36 +62,81 @@ __device__ __forceinline__ void StoreTileElements(T* dst, const T* tile, int val
 //   Write(s, v, x)             what the scan writes for them
 //   StoreBulk(s, base) / StoreElements(s, base, valid)   the tile out
 // Here: arrays of T, `in` may alias `out`, the carry is a T.
-template <class T, class Op, int kItems, int kTile>
+//
+// In: the input's element type, converted by Widen<In, T> (scan_widen.h) as it is read (the
+// widening scans); T by default, and then nothing changes. A narrower In comes into its own
+// shared array (raw) by the same bulk copy; the threads read kVecElems of it at once (the In
+// elements under their 16-byte vector of T: 2 to 8 bytes) and convert them, and write their T
+// results to the T tile that goes out. A tile moved element by element keeps its In elements
+// raw too, and Read puts the identity past `valid` (an In may not hold Op's identity).
+template <class T, class Op, int kItems, int kTile, class In = T>
 struct ArrayBulkIO {
   using Layout = StripedLayout<T, kItems>;
   using Carry = T;
+  static constexpr bool kWidens = !std::is_same_v<In, T>;
   static constexpr int kVecElems = Layout::kVecElems, kThreads = kTile / kItems;
-  static constexpr uint32_t kLoadBytes = uint32_t(kTile) * sizeof(T);
-  struct Shared {
+  static constexpr uint32_t kLoadBytes = uint32_t(kTile) * sizeof(In);
+  static_assert(kLoadBytes % 16 == 0, "bulk copies move multiples of 16 bytes");
+  struct SameShared {
     alignas(128) T items[kTile];
   };
-  const T* in;
+  struct WideShared {
+    alignas(128) T items[kTile];  // the scanned tile (out)
+    alignas(128) In raw[kTile];   // the input tile, as it came
+  };
+  using Shared = std::conditional_t<kWidens, WideShared, SameShared>;
+  // kVecElems In elements as one shared-memory load.
+  static constexpr int kRawBytes = kVecElems * int(sizeof(In));
+  using RawWord = std::conditional_t<
+      kRawBytes == 2, unsigned short,
+      std::conditional_t<kRawBytes == 4, unsigned int, std::conditional_t<kRawBytes == 8, uint2, uint4>>>;
+  static_assert(sizeof(RawWord) == kRawBytes || !kWidens, "a vector's In elements load as one word");
+  union RawVec {
+    RawWord word;
+    In item[kVecElems];
+  };
+  const In* in;
   T* out;
 
   __device__ __forceinline__ bool Bulk(uint64_t base) const { return Aligned16(in + base) && Aligned16(out + base); }
   __device__ __forceinline__ void PrefetchL2(uint64_t base, int count) const {
-    detail::PrefetchL2(in + base, uint32_t(count) * sizeof(T));
+    detail::PrefetchL2(in + base, uint32_t(count) * sizeof(In));
   }
   __device__ __forceinline__ void LoadBulk(Shared& s, uint64_t base, uint64_t* bar) const {
 #if __CUDA_ARCH__ >= 900
-    cuda::ptx::cp_async_bulk(cuda::ptx::space_shared, cuda::ptx::space_global, s.items, in + base, uint32_t{kLoadBytes}, bar);
+    if constexpr (kWidens) {
+      cuda::ptx::cp_async_bulk(cuda::ptx::space_shared, cuda::ptx::space_global, s.raw, in + base, uint32_t{kLoadBytes}, bar);
+    } else {
+      cuda::ptx::cp_async_bulk(cuda::ptx::space_shared, cuda::ptx::space_global, s.items, in + base, uint32_t{kLoadBytes}, bar);
+    }
 #endif
   }
   __device__ __forceinline__ void Before(Shared&, uint64_t) const {}
   __device__ __forceinline__ void LoadElements(Shared& s, uint64_t base, int valid) const {
-    for (int i = threadIdx.x; i < kTile; i += kThreads) s.items[i] = i < valid ? in[base + i] : Op::identity();
+    if constexpr (kWidens) {
+      for (int i = threadIdx.x; i < valid; i += kThreads) s.raw[i] = in[base + i];
+    } else {
+      for (int i = threadIdx.x; i < kTile; i += kThreads) s.items[i] = i < valid ? in[base + i] : Op::identity();
+    }
   }
-  __device__ __forceinline__ void Read(Shared& s, int v, int /*valid*/, T (&x)[kVecElems]) const {
-    ItemVec<T, kVecElems> w;
-    w.vec[0] = *SharedVec<Layout>(s.items, v);
+  __device__ __forceinline__ void Read(Shared& s, int v, int valid, T (&x)[kVecElems]) const {
+    if constexpr (kWidens) {
+      const int first = Layout::First() + v * Layout::kRowStride;
+      if (valid == kTile) {
+        RawVec w;
+        w.word = *reinterpret_cast<const RawWord*>(s.raw + first);
 #pragma unroll
-    for (int j = 0; j < kVecElems; ++j) x[j] = w.item[j];
+        for (int j = 0; j < kVecElems; ++j) x[j] = Widen<In, T>::Convert(w.item[j]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kVecElems; ++j) x[j] = first + j < valid ? Widen<In, T>::Convert(s.raw[first + j]) : Op::identity();
+      }
+    } else {
+      ItemVec<T, kVecElems> w;
+      w.vec[0] = *SharedVec<Layout>(s.items, v);
+#pragma unroll
+      for (int j = 0; j < kVecElems; ++j) x[j] = w.item[j];
+    }
   }
   __device__ __forceinline__ void Write(Shared& s, int v, const T (&x)[kVecElems]) const {
     ItemVec<T, kVecElems> w;

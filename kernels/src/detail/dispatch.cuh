@@ -45,10 +45,12 @@ cudaError_t PassCarry(const T* carry_in, T* carry_out, cudaStream_t stream) {
 
 // ---------------------------------------------------------------------------------------------
 // Single-pass scan (decoupled look-back / chained); kBulk: the look-back kernel that keeps its
-// tile in shared memory (agent_single_pass_bulk.cuh).
-template <class T, class Op, class Policy, bool kChained, bool kBulk = false>
-cudaError_t SinglePassScan(void* d_temp, std::size_t& temp_bytes, const T* in, T* out, uint64_t n,
+// tile in shared memory (agent_single_pass_bulk.cuh). In: the input's element type (the bulk
+// kernel converts it to T as it reads, scan_widen.h); T for the plain scans.
+template <class T, class Op, class Policy, bool kChained, bool kBulk = false, class In = T>
+cudaError_t SinglePassScan(void* d_temp, std::size_t& temp_bytes, const In* in, T* out, uint64_t n,
                            bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream) {
+  static_assert(kBulk || std::is_same_v<In, T>, "only the bulk kernel converts its input");
   const std::size_t body = SinglePassBody<Policy>(n);
   if (d_temp == nullptr) {
     temp_bytes = TempBytesFor(body);
@@ -58,9 +60,53 @@ cudaError_t SinglePassScan(void* d_temp, std::size_t& temp_bytes, const T* in, T
   if (n == 0) return PassCarry<T, Op>(carry_in, carry_out, stream);
   TempView view;
   GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
-  using IO = std::conditional_t<kBulk, ArrayBulkIO<T, Op, Policy::kItems, Policy::kTile>, ArrayTileIO<T, Op, Policy::kItems>>;
+  using IO = std::conditional_t<kBulk, ArrayBulkIO<T, Op, Policy::kItems, Policy::kTile, In>,
+                                ArrayTileIO<T, Op, Policy::kItems>>;
   return LaunchSinglePass<T, Op, Policy, kChained, IO, kBulk>(view, n, exclusive, carry_in, carry_out, stream,
                                                        [&](uint64_t off, const T*) { return IO{in + off, out + off}; });
+}
+
+// The decoupled look-back scan (ScanAlgorithm::kDecoupledLookback) under the bulk tuning B
+// (BulkScanTuning's members: Tiny up to kTinyUpTo elements, Small, then Large from kLargeFrom,
+// or Wide on devices of more than kWideAboveGBs). In as SinglePassScan's.
+template <class T, class Op, class B, class In = T>
+cudaError_t LookBackScan(void* d_temp, std::size_t& temp_bytes, const In* in, T* out, uint64_t n, bool exclusive,
+                         const T* carry_in, T* carry_out, cudaStream_t stream) {
+  // The size asked for serves every call up to n (BulkScanTuning): Small's tiles for n, and
+  // Tiny's (shorter) for the calls of at most kTinyUpTo.
+  static_assert(B::Large::kTile >= B::Small::kTile && B::Wide::kTile >= B::Small::kTile,
+                "no more tile words than Small's for the same n");
+  static_assert(B::kTinyUpTo <= uint64_t(kIndexedTilesMax) * B::Tiny::kTile,
+                "tiny calls take their tiles by block index (their gain, bench/NOTES.md)");
+  if constexpr (!std::is_same_v<typename B::Tiny, typename B::Small>) {
+    if (d_temp == nullptr) {
+      std::size_t tiny = 0;
+      GPUSCAN_TRY((SinglePassScan<T, Op, typename B::Tiny, false, true, In>(
+          nullptr, tiny, in, out, std::min<uint64_t>(n, B::kTinyUpTo), exclusive, carry_in, carry_out, stream)));
+      GPUSCAN_TRY((SinglePassScan<T, Op, typename B::Small, false, true, In>(d_temp, temp_bytes, in, out, n, exclusive,
+                                                                             carry_in, carry_out, stream)));
+      temp_bytes = std::max(temp_bytes, tiny);
+      return cudaSuccess;
+    }
+    if (n <= B::kTinyUpTo) {
+      return SinglePassScan<T, Op, typename B::Tiny, false, true, In>(d_temp, temp_bytes, in, out, n, exclusive,
+                                                                      carry_in, carry_out, stream);
+    }
+  }
+  if constexpr (!std::is_same_v<typename B::Small, typename B::Large>) {
+    if (d_temp != nullptr && n >= B::kLargeFrom) {
+      double peak_gbs = 0;
+      GPUSCAN_TRY(PeakDramGBs(peak_gbs));
+      if (peak_gbs > kWideAboveGBs) {
+        return SinglePassScan<T, Op, typename B::Wide, false, true, In>(d_temp, temp_bytes, in, out, n, exclusive,
+                                                                        carry_in, carry_out, stream);
+      }
+      return SinglePassScan<T, Op, typename B::Large, false, true, In>(d_temp, temp_bytes, in, out, n, exclusive,
+                                                                       carry_in, carry_out, stream);
+    }
+  }
+  return SinglePassScan<T, Op, typename B::Small, false, true, In>(d_temp, temp_bytes, in, out, n, exclusive, carry_in,
+                                                                   carry_out, stream);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -99,41 +145,7 @@ cudaError_t ScanImpl(ScanAlgorithm algo, void* d_temp, std::size_t& temp_bytes, 
   using R = RtsTuning<kTunedArch, sizeof(T)>;
   switch (algo) {
     case ScanAlgorithm::kDecoupledLookback:
-      // The size asked for serves every call up to n (BulkScanTuning): Small's tiles for n, and
-      // Tiny's (shorter) for the calls of at most kTinyUpTo.
-      static_assert(B::Large::kTile >= B::Small::kTile && B::Wide::kTile >= B::Small::kTile,
-                    "no more tile words than Small's for the same n");
-      static_assert(B::kTinyUpTo <= uint64_t(kIndexedTilesMax) * B::Tiny::kTile,
-                    "tiny calls take their tiles by block index (their gain, bench/NOTES.md)");
-      if constexpr (!std::is_same_v<typename B::Tiny, typename B::Small>) {
-        if (d_temp == nullptr) {
-          std::size_t tiny = 0;
-          GPUSCAN_TRY((SinglePassScan<T, Op, typename B::Tiny, false, true>(
-              nullptr, tiny, in, out, std::min<uint64_t>(n, B::kTinyUpTo), exclusive, carry_in, carry_out, stream)));
-          GPUSCAN_TRY((SinglePassScan<T, Op, typename B::Small, false, true>(d_temp, temp_bytes, in, out, n, exclusive,
-                                                                             carry_in, carry_out, stream)));
-          temp_bytes = std::max(temp_bytes, tiny);
-          return cudaSuccess;
-        }
-        if (n <= B::kTinyUpTo) {
-          return SinglePassScan<T, Op, typename B::Tiny, false, true>(d_temp, temp_bytes, in, out, n, exclusive,
-                                                                      carry_in, carry_out, stream);
-        }
-      }
-      if constexpr (!std::is_same_v<typename B::Small, typename B::Large>) {
-        if (d_temp != nullptr && n >= B::kLargeFrom) {
-          double peak_gbs = 0;
-          GPUSCAN_TRY(PeakDramGBs(peak_gbs));
-          if (peak_gbs > kWideAboveGBs) {
-            return SinglePassScan<T, Op, typename B::Wide, false, true>(d_temp, temp_bytes, in, out, n, exclusive,
-                                                                        carry_in, carry_out, stream);
-          }
-          return SinglePassScan<T, Op, typename B::Large, false, true>(d_temp, temp_bytes, in, out, n, exclusive,
-                                                                       carry_in, carry_out, stream);
-        }
-      }
-      return SinglePassScan<T, Op, typename B::Small, false, true>(d_temp, temp_bytes, in, out, n, exclusive, carry_in,
-                                                                   carry_out, stream);
+      return LookBackScan<T, Op, B>(d_temp, temp_bytes, in, out, n, exclusive, carry_in, carry_out, stream);
     case ScanAlgorithm::kChained:
       return SinglePassScan<T, Op, P, true>(d_temp, temp_bytes, in, out, n, exclusive, carry_in, carry_out, stream);
     case ScanAlgorithm::kReduceThenScan:

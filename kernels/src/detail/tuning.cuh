@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 namespace gpuscan::kernels::detail {
 
@@ -202,6 +203,42 @@ struct BulkScanTuning<kArch, 8> {
 };
 constexpr double kWideAboveGBs = 4000;
 
+// The widening look-back scans (scan_widen.h, integers): the bulk kernel with a second shared
+// array for the input tile (kTile x kInSize bytes beside the kTile x kOutSize of the tile that
+// goes out; agent_single_pass_bulk.cuh). The shapes of the output size's BulkScanTuning, except
+//   - 8-byte outputs from kLargeFrom: 128 x 24 with 1200 / 600 ns sleeps (below);
+//   - 4-byte outputs of 2-byte inputs: Large is 128 x 44 (Wide's shape), as 256 x 32 would need
+//     48 KiB of static shared memory (not timed);
+//   - Wide without its register cap (9 blocks a SM): the input tile's shared memory lets no more
+//     than 6 to 8 such blocks onto a SM, so the cap would spill for nothing.
+// int8 -> int64 exclusive SUM, tune_bench widen on an H100 80GB HBM3, 2026-11-27, every output
+// checked against CUB's, % of a copy of the same bytes (9 per element) at 2^24 / 2^28 / 2^29.
+// Chosen on a first run (the build before; its output not kept):
+//   128x32 d2400/1200 (the int64 scan's Large)   84.3 / 84.3 / 84.7
+//   128x32 d1200/600 86.0 at 2^28 and 2^29; d600/300 84.2 / 84.1
+//   128x16 d2400/1200 (Small)  86.6 / 88.6 / 88.5;  d1200/600 88.7 / 88.3 / 88.1;  d600/300 85.4-86.9
+//   128x24 d1200/600           85.2 / 89.2 / 89.2   (chosen from 2^26: 27 KiB a block, 8 a SM)
+//   256x16 d1200/600 86.7-86.8; 64x32 d1200/600 85.5-85.7 (2^28, 2^29)
+// The final build's run (bench/results/scan-widen-h100-2026-11-27/tune.txt): 128x24 d1200/600
+// 77.5 / 88.6 / 89.4, d2400/1200 75.3 / 88.8 / 89.9, d1600/800 78.4 / 88.8 / 89.4, d1200/300
+// 78.7 / 88.7 / 89.3; 128x20 86.5 / 87.0, 128x28 84.4 / 85.0, 96x32 85.9 / 87.2 (2^28, 2^29);
+// 128x32 d2400/1200 69.3 / 83.8 / 85.0. The kernel suite at 2^30 (suite.txt there): 89.6% of
+// copy, 1.196x CUB over a transform iterator (85.2% with the int64 scan's shapes).
+// A tile moves 36 KiB where the int64 scan's moves 64: more, smaller blocks keep more bytes in
+// flight. int16 -> 8-byte takes the same shape (not timed apart); 4-byte outputs keep
+// BulkScanTuning's shapes (not timed).
+template <int kArch, int kInSize, int kOutSize>
+struct WidenScanTuning : BulkScanTuning<kArch, kOutSize> {
+  using Base = BulkScanTuning<kArch, kOutSize>;
+  using Large = std::conditional_t<kOutSize == 8, SinglePassPolicy<128, 24, true, 1200, 600>, typename Base::Large>;
+  using Wide = SinglePassPolicy<Base::Wide::kThreads, Base::Wide::kItems, true, Base::Wide::kFirstDelayNs,
+                                Base::Wide::kPollDelayNs, Base::Wide::kDelayMinTiles>;
+};
+template <int kArch>
+struct WidenScanTuning<kArch, 2, 4> : WidenScanTuning<kArch, 1, 4> {
+  using Large = typename WidenScanTuning<kArch, 1, 4>::Wide;
+};
+
 // Launches of at least this many tiles prefetch each block's likely tile into L2 before drawing
 // the ticket (tile_state.cuh PrefetchLikelyTile; the look-back scans, bulk and register kernels).
 // Kernel suite, bench/results/lookback-prefetch-2026-11-26, prefetch off -> on, % of copy at 2^28
@@ -379,6 +416,26 @@ struct ReduceByKeyTuning : SinglePassPolicy<128, 16, true, 1200, 600, 500, 8> {}
 template <int kArch, int kSize>
 struct CanonicalTuning {
   static constexpr int kStages = kSize == 4 ? 3 : 2;
+};
+
+// The widening deterministic scan (float16 -> float32, scan_widen.h): the same one pass, its
+// stages holding the 2-byte input tiles (8 KiB each) and one float32 tile staged for the store
+// (43 KiB a block against float32's 51). tune_bench widen, H100, 2026-11-27, inclusive SUM, % of a
+// copy of the same bytes (6 per element) at 2^24 / 2^28 / 2^30, a first run (the build before)
+// and the final build's run (bench/results/scan-widen-h100-2026-11-27/tune.txt):
+//   float16 by integer operations (HalfBitsToFloat), 3 tiles   71.1 / 83.1 / 85.4;  70.2 / 83.2 / 85.5
+//                                                    2 tiles   69.1 / 77.8 / 79.0
+//   by the hardware's cvt.f32.f16, 3 tiles                     82.2 / 88.1 / 90.1;  81.3 / 88.0 / 90.5
+//                                  2 tiles                     77.7 / 87.2 / 87.9
+//   cvt.f32.f16 with NaN payloads put back, 3 tiles            79.3 / 88.6 / 91.0;  76.0 / 86.9 / 88.8
+//                                           2 tiles                                 75.2 / 83.7 / 84.5
+// Chosen: the last, 3 tiles (the host's bits for every pattern, scan_widen.h Widen; the hardware's
+// alone drops NaN payloads, which the first element of an inclusive scan shows). Kernel suite at
+// 2^30, same run: 89.1% of copy, 1.226x CUB. Each element is converted twice (its tile's phase 1
+// and phase 2): the integer conversion, about ten operations, was most of the gap.
+template <int kArch, int kInSize, int kOutSize>
+struct CanonicalWidenTuning {
+  static constexpr int kStages = 3;
 };
 
 }  // namespace gpuscan::kernels::detail

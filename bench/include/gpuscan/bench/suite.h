@@ -18,8 +18,10 @@ struct SuiteSpec {
   // "scan", "reduce", "compact", "histogram" (float32 rows only); empty = all four. Also, only
   // when named: "segmented_scan", "reduce_by_key", "sort", "scan2d", "scan_axis" (axis=1 and
   // axis=0 sums of n / 256 x 256 and sqrt(n) x sqrt(n) matrices, axis=1 beside CUB's scan by
-  // row-index keys), and "pcie" (pinned host memory to the device, back, and both at once: the
-  // ceiling of shared-memory calls).
+  // row-index keys), "scan_widen" (narrow inputs scanned into a wider dtype in one pass: int8 ->
+  // int64 exclusive under dtype int64, float16 -> float32 inclusive under float32, beside CUB's
+  // scan over a converting transform iterator), and "pcie" (pinned host memory to the device,
+  // back, and both at once: the ceiling of shared-memory calls).
   std::vector<std::string> operations;
   // Names as the wire spells them: scan algorithms ("decoupled_lookback", "chained", ...,
   // "cub"), "one_pass"/"cub" for reduce, "single_pass"/"cub" for compact; empty = all.
