@@ -6,7 +6,8 @@
 # in, 8 GiB out). The kernels' own tests and suite rows: scripts/gpu-axis.sh.
 #   here:    scripts/gpu-narrow-axis.sh pack     builds and packs into .gpu-narrow/gpu.tar.xz
 #   device:  run(command="bash scripts/gpu-narrow-axis.sh", carry=[".gpu-narrow"], kind="nvidia-h100-x1", timeout_s=590)
-# Under $OUT: device.txt, integration_cuda.log, pytest_cuda.log, e2e_narrow.txt, server.log.
+# Under $OUT: device.txt, integration_cuda.log, pytest_cuda.log, e2e_narrow.txt, server.log
+# (NARROW_E2E=0 skips the end-to-end figure).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,7 +43,10 @@ GPUSCAN_TEST_ENGINE=cuda timeout 200 $B/integration_tests --gtest_brief=1 \
   | grep -v '\[info\]' | tee "$out/integration_cuda.log" | tail -6
 step "Python: axis scans, narrow dtypes, 2-D scans against numpy on the cuda engine"
 GPUSCAN_SERVER=$B/gpuscan-server GPUSCAN_TEST_ENGINE=cuda timeout 200 python3 -m pytest -q -p no:cacheprovider \
-  python/tests/test_scan_axis.py python/tests/test_narrow.py python/tests/test_scan2d.py 2>&1 | tee "$out/pytest_cuda.log" | tail -6
+  python/tests/test_scan_axis.py python/tests/test_narrow.py python/tests/test_narrow_ops.py python/tests/test_scan2d.py \
+  2>&1 | tee "$out/pytest_cuda.log" | tail -6
+
+[ "${NARROW_E2E:-1}" = 0 ] && exit 0
 
 step "end to end: 1 GiB uint8 flags -> int64 offsets (exclusive), narrow vs widened first"
 sock=/tmp/gpuscan-narrow.sock

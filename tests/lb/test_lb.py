@@ -43,10 +43,20 @@ class Replica:
 
     def __init__(self, binary: str):
         self.binary = binary
-        self.port = balancer.free_port()
-        self.metrics = f"127.0.0.1:{balancer.free_port()}"
+        # The server picks its gRPC port (one picked here could be taken, as another test's
+        # ephemeral port, before the server binds it); the metrics port is picked here, so a start
+        # that finds it taken tries another.
+        self.port = 0
         self.proc = None
-        self.start()
+        for attempt in range(3):
+            self.metrics = f"127.0.0.1:{balancer.free_port()}"
+            try:
+                self.start()
+                break
+            except RuntimeError:
+                if attempt == 2:
+                    raise
+        self.port = int(self.proc.target.rsplit(":", 1)[1])  # restart() comes back at the same one
 
     def start(self):
         self.proc = ServerProcess(self.binary, port=self.port,
