@@ -583,11 +583,8 @@ class _Calls:
         """The values of a call with dtype= (segmented_scan, reduce_by_key): (x checked, its wire
         dtype, the header's output_dtype or None). accumulate None: x checked as scan's; else
         (from _with_dtype) a narrow x, 1-D, contiguous and little-endian (copy=True copies it)."""
-        if accumulate is None:
-            x, wire = check_array(x, copy=copy)
-            return x, wire, None
-        x = self._narrow_array(x, copy)
-        return x, _types.narrow_wire(x), accumulate[0]
+        x, wire = check_array(x, copy=copy, narrow=accumulate is not None)
+        return x, wire, None if accumulate is None else accumulate[0]
 
     @staticmethod
     def _narrow_out(x, out, result: np.dtype) -> np.ndarray:
@@ -600,26 +597,14 @@ class _Calls:
             raise ValueError(f"gpuscan: out must be a writable contiguous {result} array of shape {x.shape}")
         return out
 
-    def _narrow_array(self, x, copy) -> np.ndarray:
-        """A narrow x as a 1-D C-contiguous little-endian array (copy=True copies one that is not)."""
-        if x.ndim != 1:
-            raise ValueError(f"gpuscan: x must be 1-D, got shape {x.shape}; pass x.ravel()")
-        if copy and (not x.flags.c_contiguous or x.dtype.byteorder == ">"):
-            x = np.ascontiguousarray(x, dtype=x.dtype.newbyteorder("="))
-        if not x.flags.c_contiguous or x.dtype.byteorder == ">":
-            raise ValueError(f"gpuscan: x is not contiguous and little-endian (strides {x.strides}, dtype "
-                             f"{x.dtype.str}); pass copy=True to send a copy")
-        return x
-
     def _prepare_narrow(self, x, accumulate, op, exclusive, algorithm, out, copy, retries, timeout,
                         scan: bool) -> _Prepared:
         """A narrow x's scan (scan=True) or reduce: the header with output_dtype, out of the
         result dtype (new if None); each chunk small enough that its results fit chunk_bytes."""
         wire, result = accumulate
-        x = self._narrow_array(x, copy)
+        x, narrow = check_array(x, copy=copy, narrow=True)
         retries, timeout = self._call_options(retries, timeout)
         per = _chunking.chunk_elements(self.chunk_bytes, max(x.itemsize, result.itemsize))
-        narrow = _types.narrow_wire(x)
         if not scan:
             request = self._reduce_request(narrow, op, len(x))
             request.header.output_dtype = wire

@@ -32,13 +32,10 @@ class CompactCall final
     if (auto s = ToEngine(header, &spec_, &narrow_); !s.ok()) return s;
     if (auto s = NarrowStreamedOnly(narrow_, header.has_shared_memory(), header.has_device_memory()); !s.ok()) return s;
     const std::optional<uint64_t> count = DeclaredCount(header);
-    if (narrow_) {
-      checker_.emplace(*narrow_, CompactSide(spec_), count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
-    } else {
-      checker_.emplace(spec_.dtype, CompactSide(spec_), count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
-    }
+    checker_.emplace(spec_.dtype, narrow_, CompactSide(spec_), count, ctx_.options->chunk_bytes,
+                     ctx_.options->max_request_bytes);
     elem_size_ = engine::SizeOf(spec_.dtype);
-    aligner_.emplace(narrow_ ? narrow_->size : elem_size_);
+    aligner_.emplace(WireSize(narrow_, spec_.dtype));
     SharedNeeds needs;
     needs.values_output = spec_.want_values;
     needs.indices_output = spec_.want_indices;
@@ -73,7 +70,7 @@ class CompactCall final
   void Process(CompactChunk& req, std::vector<CompactReply>& out) override {
     bytes_in_ += req.values.size() + req.flags.size();
     if (!spec_.use_flags) {
-      Select(req.values.data(), nullptr, req.values.size() / (narrow_ ? narrow_->size : elem_size_), out);
+      Select(req.values.data(), nullptr, req.values.size() / WireSize(narrow_, spec_.dtype), out);
       return;
     }
     aligner_->Add(req.values, req.flags, [&](const char* values, const uint8_t* flags, uint64_t n) {

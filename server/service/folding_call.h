@@ -34,7 +34,7 @@ class FoldingCall : public StreamingCall<Chunk, Response, grpc::ServerReadReacto
   // into the engine's dtype first (service/narrow.h).
   void Fold(const void* in, size_t bytes) {
     if (bytes == 0) return;
-    const uint64_t n = bytes / (narrow_ ? narrow_->size : engine::SizeOf(dtype_));
+    const uint64_t n = bytes / WireSize(narrow_, dtype_);
     Payload wide;
     if (narrow_) {
       wide = this->ctx_.payloads->Take(n * engine::SizeOf(dtype_));

@@ -31,11 +31,7 @@ class HistogramCall final
     if (auto s = NarrowStreamedOnly(narrow_, false, header.has_device_memory()); !s.ok()) return s;
     dtype_ = spec_.dtype;
     const std::optional<uint64_t> count = DeclaredCount(header);
-    if (narrow_) {
-      checker_.emplace(*narrow_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
-    } else {
-      checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
-    }
+    checker_.emplace(spec_.dtype, narrow_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     if (header.has_device_memory()) {
       SharedNeeds needs;
       needs.rpc = "Histogram";

@@ -90,10 +90,6 @@ void RoundToHalf(const void* src, void* out, uint64_t n) {
   }
 }
 
-}  // namespace gpuscan::server
-
-namespace gpuscan::server {
-
 std::string AccumulatedName(const std::optional<NarrowInput>& narrow, engine::DType engine) {
   const std::string wide(engine::Name(engine));
   if (!narrow) return wide;

@@ -32,6 +32,11 @@ const char* NarrowName(v1::DType wire);  // "int8" ... "float16", as engine::Nam
 // integers as C casts them (two's complement wrap into unsigned), FLOAT16 exactly.
 void Widen(const NarrowInput& in, engine::DType engine, const void* src, void* out, uint64_t n);
 
+// Bytes an element of a call's input on the wire: the narrow dtype's where set, else the engine's.
+inline size_t WireSize(const std::optional<NarrowInput>& narrow, engine::DType engine) {
+  return narrow ? narrow->size : engine::SizeOf(engine);
+}
+
 // For logs: "int8->int64" for a narrow input accumulated in the engine's dtype ("float16->float16"
 // for a FLOAT16 output), else the engine dtype's name.
 std::string AccumulatedName(const std::optional<NarrowInput>& narrow, engine::DType engine);

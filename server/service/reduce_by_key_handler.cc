@@ -31,12 +31,8 @@ class ReduceByKeyCall final
     if (auto s = ToEngine(header, &spec_, &narrow_); !s.ok()) return s;
     const std::optional<uint64_t> count = DeclaredCount(header);
     const PairedChecker::Side side = SegmentedScanSide(spec_);
-    if (narrow_) {
-      checker_.emplace(*narrow_, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
-    } else {
-      checker_.emplace(spec_.dtype, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
-    }
-    aligner_.emplace(narrow_ ? narrow_->size : engine::SizeOf(spec_.dtype), side.size);
+    checker_.emplace(spec_.dtype, narrow_, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    aligner_.emplace(WireSize(narrow_, spec_.dtype), side.size);
     return grpc::Status::OK;
   }
 

@@ -29,11 +29,7 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
     if (auto s = NarrowStreamedOnly(narrow_, header.has_shared_memory(), header.has_device_memory()); !s.ok()) return s;
     dtype_ = spec_.dtype;
     const std::optional<uint64_t> count = DeclaredCount(header);
-    if (narrow_) {
-      checker_.emplace(*narrow_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
-    } else {
-      checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
-    }
+    checker_.emplace(spec_.dtype, narrow_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     if (header.has_device_memory()) {
       return OpenDevice(*ctx_.device_ipc, Peer(), header.device_memory(), header.has_shared_memory(),
                         engine::SizeOf(spec_.dtype), SharedNeeds{}, count, &device_.emplace());

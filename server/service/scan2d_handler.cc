@@ -25,7 +25,7 @@ class Scan2DCall final : public StreamingCall<v1::Scan2DRequest, v1::ScanRespons
     if (header.has_rows()) rows = header.rows();
     checker_.emplace(spec_, rows, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes, narrow_);
     elem_size_ = engine::SizeOf(spec_.dtype);
-    cutter_.emplace(spec_.cols * (narrow_ ? narrow_->size : elem_size_));
+    cutter_.emplace(spec_.cols * WireSize(narrow_, spec_.dtype));
     return grpc::Status::OK;
   }
 

@@ -33,11 +33,7 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
       return s;
     }
     const std::optional<uint64_t> count = DeclaredCount(header);
-    if (narrow_) {
-      checker_.emplace(*narrow_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
-    } else {
-      checker_.emplace(spec_.dtype, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
-    }
+    checker_.emplace(spec_.dtype, narrow_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     SharedNeeds needs;
     needs.scan_output = true;
     if (header.has_device_memory()) {
@@ -97,7 +93,7 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
     if (req == nullptr) return true;
     const size_t bytes = req->data.size();
     if (!session_open) return bytes <= engine::kSmallChunkBytes;
-    return session_->on_host(bytes / InSize());
+    return session_->on_host(bytes / WireSize(narrow_, spec_.dtype));
   }
 
   grpc::Status Complete(std::vector<ScanReply>& out) override {
@@ -130,7 +126,6 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
   }
 
  private:
-  size_t InSize() const { return narrow_ ? narrow_->size : engine::SizeOf(spec_.dtype); }
 
   // A narrow input's chunk: widened into the engine's dtype, scanned, and for a FLOAT16 output
   // rounded once per element (service/narrow.h).

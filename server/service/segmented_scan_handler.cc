@@ -33,13 +33,9 @@ class SegmentedScanCall final
     if (auto s = NarrowStreamedOnly(narrow_, false, header.has_device_memory()); !s.ok()) return s;
     const std::optional<uint64_t> count = DeclaredCount(header);
     const PairedChecker::Side side = SegmentedScanSide(spec_);
-    if (narrow_) {
-      checker_.emplace(*narrow_, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
-    } else {
-      checker_.emplace(spec_.dtype, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
-    }
+    checker_.emplace(spec_.dtype, narrow_, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     elem_size_ = engine::SizeOf(spec_.dtype);
-    aligner_.emplace(narrow_ ? narrow_->size : elem_size_, side.size);
+    aligner_.emplace(WireSize(narrow_, spec_.dtype), side.size);
     if (header.has_device_memory()) {
       SharedNeeds needs;
       needs.scan_output = true;

@@ -27,11 +27,8 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
     if (auto s = NarrowStreamedOnly(narrow_values_, false, device, "header.values_dtype"); !s.ok()) return s;
     const std::optional<uint64_t> count = DeclaredCount(header);
     const PairedChecker::Side side = SortSide(spec_, narrow_values_);
-    if (narrow_keys_) {
-      checker_.emplace(*narrow_keys_, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
-    } else {
-      checker_.emplace(spec_.dtype, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
-    }
+    checker_.emplace(spec_.dtype, narrow_keys_, side, count, ctx_.options->chunk_bytes,
+                     ctx_.options->max_request_bytes);
     key_size_ = engine::SizeOf(spec_.dtype);
     value_size_ = spec_.has_values ? engine::SizeOf(spec_.values_dtype) : 0;
     budget_.emplace(spec_, ctx_.options->max_sort_bytes, narrow_keys_, narrow_values_);

@@ -459,18 +459,11 @@ v1::Scalar ElementToScalar(const void* element, engine::DType dtype) {
   return s;
 }
 
-ChunkChecker::ChunkChecker(engine::DType dtype, std::optional<uint64_t> declared_count,
-                           uint64_t max_chunk_bytes, uint64_t max_request_bytes)
-    : dtype_name_(engine::Name(dtype)),
-      size_(engine::SizeOf(dtype)),
-      declared_(declared_count),
-      max_chunk_bytes_(max_chunk_bytes),
-      max_request_bytes_(max_request_bytes) {}
-
-ChunkChecker::ChunkChecker(const NarrowInput& narrow, std::optional<uint64_t> declared_count,
-                           uint64_t max_chunk_bytes, uint64_t max_request_bytes)
-    : dtype_name_(NarrowName(narrow.wire)),
-      size_(narrow.size),
+ChunkChecker::ChunkChecker(engine::DType dtype, const std::optional<NarrowInput>& narrow,
+                           std::optional<uint64_t> declared_count, uint64_t max_chunk_bytes,
+                           uint64_t max_request_bytes)
+    : dtype_name_(narrow ? NarrowName(narrow->wire) : engine::Name(dtype)),
+      size_(WireSize(narrow, dtype)),
       declared_(declared_count),
       max_chunk_bytes_(max_chunk_bytes),
       max_request_bytes_(max_request_bytes) {}
@@ -521,8 +514,7 @@ Scan2DChecker::Scan2DChecker(const engine::Scan2DSpec& spec, std::optional<uint6
                              const std::optional<NarrowInput>& narrow)
     : cols_(spec.cols),
       rows_(declared_rows),
-      data_(narrow ? ChunkChecker(*narrow, std::nullopt, max_chunk_bytes, max_request_bytes)
-                   : ChunkChecker(spec.dtype, std::nullopt, max_chunk_bytes, max_request_bytes)) {}
+      data_(spec.dtype, narrow, std::nullopt, max_chunk_bytes, max_request_bytes) {}
 
 grpc::Status Scan2DChecker::Add(uint64_t bytes, uint64_t request_index) {
   if (auto s = data_.Add(bytes, "data", request_index); !s.ok()) return s;
@@ -546,19 +538,14 @@ grpc::Status Scan2DChecker::Finish() const {
   return grpc::Status::OK;
 }
 
-PairedChecker::PairedChecker(engine::DType dtype, const Side& side, std::optional<uint64_t> declared_count,
-                             uint64_t max_chunk_bytes, uint64_t max_request_bytes)
+PairedChecker::PairedChecker(engine::DType dtype, const std::optional<NarrowInput>& narrow, const Side& side,
+                             std::optional<uint64_t> declared_count, uint64_t max_chunk_bytes,
+                             uint64_t max_request_bytes)
     : side_(side),
-      element_size_(engine::SizeOf(dtype)),
+      // A narrow input's skew is bound by the wider of its two streams' bytes.
+      element_size_(narrow ? std::max<uint64_t>(narrow->size, side.size) : engine::SizeOf(dtype)),
       max_chunk_bytes_(max_chunk_bytes),
-      values_(dtype, declared_count, max_chunk_bytes, max_request_bytes) {}
-
-PairedChecker::PairedChecker(const NarrowInput& narrow, const Side& side, std::optional<uint64_t> declared_count,
-                             uint64_t max_chunk_bytes, uint64_t max_request_bytes)
-    : side_(side),
-      element_size_(std::max<uint64_t>(narrow.size, side.size)),  // the skew bound by the wider bytes
-      max_chunk_bytes_(max_chunk_bytes),
-      values_(narrow, declared_count, max_chunk_bytes, max_request_bytes) {}
+      values_(dtype, narrow, declared_count, max_chunk_bytes, max_request_bytes) {}
 
 grpc::Status PairedChecker::Add(uint64_t values_bytes, uint64_t side_bytes, uint64_t request_index) {
   if (auto s = values_.Add(values_bytes, side_.values_field, request_index); !s.ok()) return s;

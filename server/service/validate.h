@@ -71,10 +71,11 @@ v1::Scalar ElementToScalar(const void* element, engine::DType dtype);
 class ChunkChecker {
  public:
   ChunkChecker(engine::DType dtype, std::optional<uint64_t> declared_count, uint64_t max_chunk_bytes,
-               uint64_t max_request_bytes);
-  // Elements of a narrow input's size (the chunks arrive narrow).
-  ChunkChecker(const NarrowInput& narrow, std::optional<uint64_t> declared_count, uint64_t max_chunk_bytes,
-               uint64_t max_request_bytes);
+               uint64_t max_request_bytes)
+      : ChunkChecker(dtype, std::nullopt, declared_count, max_chunk_bytes, max_request_bytes) {}
+  // Elements of a narrow input's size where `narrow` is set (the chunks arrive narrow), else dtype's.
+  ChunkChecker(engine::DType dtype, const std::optional<NarrowInput>& narrow, std::optional<uint64_t> declared_count,
+               uint64_t max_chunk_bytes, uint64_t max_request_bytes);
   // `field` names the bytes field ("data", "values"); `request_index` counts from 0.
   grpc::Status Add(uint64_t bytes, const char* field, uint64_t request_index);
   // Counts payload bytes that are not elements (a compaction's flags) toward the per-call limit.
@@ -128,10 +129,11 @@ class PairedChecker {
   };
 
   PairedChecker(engine::DType dtype, const Side& side, std::optional<uint64_t> declared_count,
-                uint64_t max_chunk_bytes, uint64_t max_request_bytes);
-  // Values of a narrow input's size (the chunks arrive narrow).
-  PairedChecker(const NarrowInput& narrow, const Side& side, std::optional<uint64_t> declared_count,
-                uint64_t max_chunk_bytes, uint64_t max_request_bytes);
+                uint64_t max_chunk_bytes, uint64_t max_request_bytes)
+      : PairedChecker(dtype, std::nullopt, side, declared_count, max_chunk_bytes, max_request_bytes) {}
+  // Values of a narrow input's size where `narrow` is set (the chunks arrive narrow), else dtype's.
+  PairedChecker(engine::DType dtype, const std::optional<NarrowInput>& narrow, const Side& side,
+                std::optional<uint64_t> declared_count, uint64_t max_chunk_bytes, uint64_t max_request_bytes);
   grpc::Status Add(uint64_t values_bytes, uint64_t side_bytes, uint64_t request_index);
   grpc::Status Finish() const;
   uint64_t elements() const { return values_.elements(); }
