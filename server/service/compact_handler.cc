@@ -134,11 +134,7 @@ class CompactCall final
   void Select(const void* values, const uint8_t* flags, uint64_t n, std::vector<CompactReply>& out) {
     if (n == 0) return;
     Payload wide;
-    if (narrow_) {
-      wide = ctx_.payloads->Take(n * elem_size_);
-      Widen(*narrow_, spec_.dtype, values, wide.data(), n);
-      values = wide.data();
-    }
+    values = EngineElements(narrow_, spec_.dtype, values, n, *ctx_.payloads, &wide);
     CompactReply resp;
     if (spec_.want_values) resp.values = ctx_.payloads->Take(n * elem_size_);
     if (spec_.want_indices) resp.indices = ctx_.payloads->Take(n * sizeof(int64_t));

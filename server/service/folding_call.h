@@ -13,7 +13,6 @@
 
 #include "engine/engine.h"
 #include "service/narrow.h"
-#include "service/payload.h"
 #include "service/streaming_call.h"
 #include "service/wire.h"
 
@@ -36,12 +35,7 @@ class FoldingCall : public StreamingCall<Chunk, Response, grpc::ServerReadReacto
     if (bytes == 0) return;
     const uint64_t n = bytes / WireSize(narrow_, dtype_);
     Payload wide;
-    if (narrow_) {
-      wide = this->ctx_.payloads->Take(n * engine::SizeOf(dtype_));
-      Widen(*narrow_, dtype_, in, wide.data(), n);
-      in = wide.data();
-    }
-    session_->Process(in, n, this->stages_);
+    session_->Process(EngineElements(narrow_, dtype_, in, n, *this->ctx_.payloads, &wide), n, this->stages_);
     processed_ += n;
     this->bytes_in_ += bytes;
     ++this->chunks_;

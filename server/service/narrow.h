@@ -15,6 +15,7 @@
 #include "engine/types.h"
 #include "gpuscan/kernels/half.h"
 #include "gpuscan/v1/gpuscan.pb.h"
+#include "service/payload.h"
 
 namespace gpuscan::server {
 
@@ -35,6 +36,17 @@ void Widen(const NarrowInput& in, engine::DType engine, const void* src, void* o
 // Bytes an element of a call's input on the wire: the narrow dtype's where set, else the engine's.
 inline size_t WireSize(const std::optional<NarrowInput>& narrow, engine::DType engine) {
   return narrow ? narrow->size : engine::SizeOf(engine);
+}
+
+// The n elements at src as the engine's dtype: src itself, or for a narrow input the elements
+// widened into a payload of `pool` that *held keeps until the caller is done with them. (Inline:
+// the request fuzzer links narrow.cc without the payload pool.)
+inline const void* EngineElements(const std::optional<NarrowInput>& narrow, engine::DType engine, const void* src,
+                                  uint64_t n, PayloadPool& pool, Payload* held) {
+  if (!narrow) return src;
+  *held = pool.Take(n * engine::SizeOf(engine));
+  Widen(*narrow, engine, src, held->data(), n);
+  return held->data();
 }
 
 // For logs: "int8->int64" for a narrow input accumulated in the engine's dtype ("float16->float16"

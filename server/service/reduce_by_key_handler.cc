@@ -46,13 +46,10 @@ class ReduceByKeyCall final
     bytes_in_ += req.data.size() + req.keys.size();
     aligner_->Add(req.data, req.keys, [&](const char* values, const uint8_t* keys, uint64_t n) {
       v1::ReduceByKeyResponse resp;
-      Payload wide;
-      if (narrow_) {  // widened into the engine's dtype first (service/narrow.h)
-        wide = ctx_.payloads->Take(n * engine::SizeOf(spec_.dtype));
-        Widen(*narrow_, spec_.dtype, values, wide.data(), n);
-        values = wide.data();
-      }
-      const uint64_t runs = reducer_->Process(values, keys, n, resp.mutable_keys(), resp.mutable_values(), stages_);
+      Payload wide;  // a narrow input's values widened (service/narrow.h)
+      const void* wide_values = EngineElements(narrow_, spec_.dtype, values, n, *ctx_.payloads, &wide);
+      const uint64_t runs =
+          reducer_->Process(wide_values, keys, n, resp.mutable_keys(), resp.mutable_values(), stages_);
       processed_ += n;
       ++chunks_;
       Send(std::move(resp), runs, out);

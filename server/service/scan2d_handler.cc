@@ -45,16 +45,12 @@ class Scan2DCall final : public StreamingCall<v1::Scan2DRequest, v1::ScanRespons
       const uint64_t n = rows * spec_.cols;
       std::string* data = resp.mutable_data();
       data->resize(n * elem_size_);
-      if (narrow_) {  // widened into the engine's dtype, scanned, a FLOAT16 output rounded once (service/narrow.h)
-        wide_.resize(n * elem_size_);
-        Widen(*narrow_, spec_.dtype, rows_data, wide_.data(), n);
-        session_->Process(wide_.data(), data->data(), rows, stages_);
-        if (narrow_->half_out) {
-          RoundToHalf(data->data(), data->data(), n);  // in place, front to back
-          data->resize(n * 2);
-        }
-      } else {
-        session_->Process(rows_data, data->data(), rows, stages_);
+      Payload wide;  // a narrow matrix's rows widened, a FLOAT16 output rounded once (service/narrow.h)
+      session_->Process(EngineElements(narrow_, spec_.dtype, rows_data, n, *ctx_.payloads, &wide), data->data(),
+                        rows, stages_);
+      if (narrow_ && narrow_->half_out) {
+        RoundToHalf(data->data(), data->data(), n);  // in place, front to back
+        data->resize(n * 2);
       }
       resp.set_offset(processed_);
       processed_ += n;
@@ -85,7 +81,6 @@ class Scan2DCall final : public StreamingCall<v1::Scan2DRequest, v1::ScanRespons
  private:
   engine::Scan2DSpec spec_;
   std::optional<NarrowInput> narrow_;  // a narrow header.dtype: what each run of rows is widened from
-  std::string wide_;                   // narrow_: the run widened
   std::optional<Scan2DChecker> checker_;
   std::optional<RowCutter> cutter_;
   std::unique_ptr<engine::Scan2DSession> session_;

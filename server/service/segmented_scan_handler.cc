@@ -63,16 +63,12 @@ class SegmentedScanCall final
     aligner_->Add(req.data, req.keys, [&](const char* values, const uint8_t* keys, uint64_t n) {
       ScanReply& resp = out.emplace_back();
       resp.data = ctx_.payloads->Take(n * elem_size_);
-      if (narrow_) {  // widened into the engine's dtype, scanned, a FLOAT16 output rounded once (service/narrow.h)
-        Payload wide = ctx_.payloads->Take(n * elem_size_);
-        Widen(*narrow_, spec_.dtype, values, wide.data(), n);
-        session_->Process(wide.data(), keys, resp.data.data(), n, stages_);
-        if (narrow_->half_out) {
-          RoundToHalf(resp.data.data(), resp.data.data(), n);  // in place, front to back
-          resp.data.Truncate(n * 2);
-        }
-      } else {
-        session_->Process(values, keys, resp.data.data(), n, stages_);
+      Payload wide;  // a narrow input's values widened, a FLOAT16 output rounded once (service/narrow.h)
+      session_->Process(EngineElements(narrow_, spec_.dtype, values, n, *ctx_.payloads, &wide), keys,
+                        resp.data.data(), n, stages_);
+      if (narrow_ && narrow_->half_out) {
+        RoundToHalf(resp.data.data(), resp.data.data(), n);  // in place, front to back
+        resp.data.Truncate(n * 2);
       }
       resp.msg.set_offset(processed_);
       processed_ += n;
