@@ -60,7 +60,7 @@ def scan(x, op: str = "sum", exclusive: bool = False, *, algorithm: Optional[str
     dtype (integers wrap). op: sum, product, min, max, bit_and, bit_or, bit_xor (bitwise: integer
     dtypes only). exclusive=True: element i is op over x[:i] (the identity at 0). algorithm: a
     server scan algorithm (None: the server's default, deterministic for float sum/product).
-    Float sum/product bits may change with the chunking (see the module's doc). Bad arguments
+    Float sum/product bits may change with the chunking (see gpuscan.dask's doc). Bad arguments
     raise TypeError/ValueError here, before anything runs."""
     dtype = check_x(x, "scan")
     op = check_op(op, dtype, "scan")

@@ -22,7 +22,8 @@ PLUGIN_NAME = "gpuscan"
 class GpuscanPlugin(WorkerPlugin):
     """The worker plugin register() installs (name "gpuscan"): on each worker, one gpuscan.Client
     towards the worker's target, closed on teardown; calls that take shared memory copy their
-    blocks into arrays carved from that client's arena (Client.shared_array), made once. The block tasks of this module find it with distributed.get_worker()."""
+    blocks into arrays carved from that client's arena (Client.shared_array), made once. The
+    block tasks find it with plugin() (distributed.get_worker())."""
 
     name = PLUGIN_NAME
 
