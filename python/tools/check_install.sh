@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs the package the documented way into a throwaway venv (system site packages: Debian's
 # grpcio/protobuf/numpy; no network) from a copy of python/ and proto/, so the source tree stays
-# clean, then runs the stub and smoke tests with the installed package. It ships py.typed; with no
-# library built beside the copy, clients take grpcio and say why. With LIB (the built
-# libgpuscan_capi.so), a second install from a copy that has it where `make` puts it
-# (build/python/pkg/gpuscan) ships it, and clients take the native path from site-packages.
+# clean, then runs the stub and smoke tests with the installed package. It ships py.typed and the
+# gpuscan.dask subpackage; with no library built beside the copy, clients take grpcio and say why.
+# With LIB (the built libgpuscan_capi.so), a second install from a copy that has it where `make`
+# puts it (build/python/pkg/gpuscan) ships it, and clients take the native path from site-packages.
 #   check_install.sh PYTHON REPO_ROOT [LIB]
 set -euo pipefail
 py=$1 root=$2 lib=${3:-}
@@ -22,6 +22,7 @@ cd "$tmp"
 "$tmp/venv/bin/python" -c '
 import os, gpuscan
 assert os.path.isfile(os.path.join(os.path.dirname(gpuscan.__file__), "py.typed")), "no py.typed"
+assert os.path.isfile(os.path.join(os.path.dirname(gpuscan.__file__), "dask", "__init__.py")), "no gpuscan.dask"
 p = gpuscan.Client("127.0.0.1:1").data_path
 print("data path", p)
 assert p.name == "native" or p.reason, p  # grpcio: it says why'
