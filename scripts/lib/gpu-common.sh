@@ -64,9 +64,9 @@ gpu_at_exit() { _gpu_exit_cmds+="$1;"; }
 declare -gA gpu_pids=()
 _gpu_exit_cmds=
 _gpu_exit() {
-  local name
-  for name in "${!gpu_pids[@]}"; do kill -TERM "${gpu_pids[$name]}" 2>/dev/null; done
-  wait 2>/dev/null
+  local pid
+  for pid in "${gpu_pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${gpu_pids[@]}"; do wait "$pid" 2>/dev/null; done
   eval "$_gpu_exit_cmds"
   [ -z "${_gpu_logs_tgz:-}" ] || tar -czf "$final/$_gpu_logs_tgz" -C "$out" .
 }
@@ -82,6 +82,7 @@ gpu_server() {
   gpu_pids[$name]=$!
   for _ in $(seq 300); do
     grep -q "listening on" "$out/server_$name.log" && return 0
+    kill -0 "${gpu_pids[$name]}" 2>/dev/null || break
     sleep 0.1
   done
   echo "server $name did not start"

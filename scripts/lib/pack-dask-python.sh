@@ -92,6 +92,7 @@ for d in os.listdir(dist):  # the metadata of what is carried (importlib.metadat
 print("\n".join(sorted(tops)))
 PY
 echo "dist-packages carried: $(tr '\n' ' ' <"$work/entries.txt")"
+# shellcheck disable=SC2046  # one entry a line, none with spaces
 tar -C "$dist" --exclude=__pycache__ --exclude='*/tests' -cf - $(cat "$work/entries.txt") \
   | tar -C "$root/lib/python3/dist-packages" -xf -
 
