@@ -5,8 +5,8 @@
 # gpuscan.dask with both servers (worker i -> GPU i) and with one (both workers -> GPU 0), and
 # dask's own cumsum(axis=0), sum and histogram on the same array and cluster; every result checked
 # against dask's (dask_bench.py). Prints a table of GB/s (input bytes / best time) and the speedups.
-# Pack with --dask: the GPU machine's Python has no dask, so a Python 3.11 with dask travels
-# (.gpu-pack/python.tar.xz, scripts/lib/pack-dask-python.sh).
+# Pack with `--targets gpuscan-server --dask`: the GPU machine's Python has no dask, so a Python
+# 3.11 with dask travels (.gpu-pack/python.tar.xz, scripts/lib/pack-dask-python.sh).
 #   here, CPU servers, same steps: DASK_ENGINE=cpu DASK_GIB=0.25 DASK_THREADS=1 DASK_PYTHON=python3 scripts/gpu run dask
 # DASK_GIB (8), DASK_CHUNK_MIB (128), DASK_THREADS (threads per worker, 8), DASK_REPS (timed runs
 # after one warm-up, 3), DASK_BINS (256), DASK_ENGINE (cuda; cpu), DASK_PYTHON (an interpreter
