@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reads kernel-suite logs of an A/B of builds (scripts/gpu-ab.sh).
+"""Reads kernel-suite logs of an A/B of builds (`scripts/gpu run ab`).
 
     ab_summary.py LOG_DIR [BUILD ...]     for each row (op, algorithm, dtype, n) and build over the
                                           logs LOG_DIR/<build>_<round>.txt (default builds: main

@@ -23,7 +23,7 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-}
 # -O0 and line tables only: the sanitizer build is CI's longest step, and -O0 halves a TU's
 # compile (scan_handler.cc 15.4 -> 7.4 s; the whole build 333 s on 2 cores) while the suites run
 # as fast (254 s against 244 s at -O1; bench/notes/ci-time.md); stacks stay readable. CUDA is off: the sanitizers cover host code (the CUDA engine gets
-# compute-sanitizer on the GPU machine, scripts/gpu-suite.sh).
+# compute-sanitizer on the GPU machine, `scripts/gpu run suite`).
 stamp "configure $build"
 CC=${CC_SANITIZE:-clang} CXX=${CXX_SANITIZE:-clang++} cmake -S . -B "$build" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \

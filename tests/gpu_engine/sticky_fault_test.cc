@@ -1,7 +1,7 @@
 // A sticky CUDA error while serving: the call that meets it fails with UNAVAILABLE, the health
 // service turns NOT_SERVING, the log says why, and later calls are refused up front instead of
 // computing garbage. The fault corrupts the process's CUDA context, so this test must run in a
-// process of its own (CTest runs each discovered test alone; scripts/gpu-suite.sh filters it).
+// process of its own (CTest runs each discovered test alone; `scripts/gpu run suite` filters it).
 // DeviceDrainTest runs the server as processes instead: one worker per device.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>

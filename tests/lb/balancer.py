@@ -1,7 +1,7 @@
 """A balancer in front of gpuscan replicas on loopback, HAProxy or nginx, from the shipped
 deploy/haproxy/haproxy.cfg or deploy/nginx/nginx.conf with only its addresses (and nginx's
 scratch paths) replaced: the balancer under test is the one users deploy. Used by tests/lb and by
-scripts/gpu-net.sh (lanes through the balancer against lanes direct)."""
+`scripts/gpu run net` (lanes through the balancer against lanes direct)."""
 from __future__ import annotations
 
 import os

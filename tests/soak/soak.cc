@@ -20,7 +20,7 @@
 //
 //   gpuscan_soak --duration 30 --clients 64 --engine cpu --json soak.json     (CTest soak_30s)
 //   gpuscan_soak --duration 600 --engine cuda --server-binary .gpu-bin/gpuscan-server
-//                --heap-probe $PWD/.gpu-bin/libgpuscan_soak_heap_probe.so         (scripts/gpu-soak.sh)
+//                --heap-probe $PWD/.gpu-bin/libgpuscan_soak_heap_probe.so         (scripts/gpu run soak)
 //   gpuscan_soak --server 127.0.0.1:50051 --server-pid 1234 --duration 300    (a running server)
 //   gpuscan_soak ... -- --workers 8 --max-concurrent 32                       (extra server flags)
 #include <signal.h>

@@ -2,7 +2,7 @@
 # ON the GPU machine (carry .gpu-pack of 154c142's build: kernel_suite, gpu_kernel_tests,
 # tune_bench), asked as nvidia-h200: the committed rule for compaction's sleeps (scaled by
 # bandwidth: 1670 / 835 ns on the H200). Compaction tests, then three kernel-suite rounds.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 step compaction kernel tests
 timeout 200 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='*ompact*' 2>&1 | tee "$out/kernel_tests.log" | tail -2
 for r in 1 2 3; do

@@ -4,7 +4,7 @@
 # engine step. Both binaries' DeviceMemoryLimit tests, then the new one whole with its log kept,
 # and the failing test under memcheck.
 rm -rf .gpu-bin .gpu-rt
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 for b in gpu_engine_tests_old gpu_engine_tests; do
   step $b DeviceMemoryLimit

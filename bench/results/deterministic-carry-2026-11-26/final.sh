@@ -4,7 +4,7 @@
 # canonical tests, the engine tests if packed, then old / new alternating, ROUNDS rounds, with the
 # look-back scan and CUB in the same runs.
 rm -rf .gpu-bin .gpu-rt
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 if [ -x $B/gpu_kernel_tests ]; then
   step kernel tests

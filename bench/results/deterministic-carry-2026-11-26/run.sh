@@ -4,7 +4,7 @@
 # against the committed Carry, same binary: canonical kernel tests and memcheck with it, then the
 # two alternating, ROUNDS rounds.
 rm -rf .gpu-bin .gpu-rt
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 if [ -z "${SKIP_TESTS:-}" ]; then
   step kernel tests, fast carry

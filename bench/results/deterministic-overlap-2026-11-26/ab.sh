@@ -2,7 +2,7 @@
 # ON the GPU machine (carry .gpu-pack: kernel_suite of this change, kernel_suite_main = main, and
 # gpu_kernel_tests when the pack has it: the canonical and segmented tests first): main / new
 # alternating, float32 and float64 deterministic scans at 2^20, 2^24, 2^28, 2^30, ROUNDS rounds.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 if [ -x $B/gpu_kernel_tests ]; then
   step canonical tests

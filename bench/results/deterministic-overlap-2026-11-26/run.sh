@@ -3,7 +3,7 @@
 # total computed during the phase 2 of the tile before its last, not in the last tile's phase 1;
 # kernel_suite_main = main): the kernel tests, memcheck and synccheck on the canonical kernels,
 # then main / new alternating, ROUNDS rounds.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 step kernel tests

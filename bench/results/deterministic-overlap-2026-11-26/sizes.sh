@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ON the GPU machine (carry .gpu-pack: kernel_suite of this change): the deterministic and look-back
 # float scans at every size of the suite (2^10..2^30), CUB and copy in the same run, ROUNDS rounds.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 for r in $(seq 1 ${ROUNDS:-2}); do
   step round $r

@@ -3,7 +3,7 @@
 # kernel_suite_main before it): the canonical tests, memcheck and racecheck on them, then main / new
 # alternating on the deterministic float scans, small sizes and 2^28 (ROUNDS rounds, 301 calls a
 # row below 2^20).
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 step tests
 timeout 300 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='Canonical*:*Determin*:*Segmented*' 2>&1 | tail -3

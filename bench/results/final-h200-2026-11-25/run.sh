@@ -4,7 +4,7 @@
 # The committed build's checks (kernel, engine and RPC suites on the cuda engine; memcheck on the
 # 2-D scan), then the kernel suite's scan, compaction and 2-D rows against CUB and the copy, and
 # tune_bench's candidate policies, for issue 11's rows on this device.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee -a "$out/device.txt"
 step kernel tests

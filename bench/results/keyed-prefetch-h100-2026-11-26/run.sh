@@ -3,7 +3,7 @@
 # build before): the register look-back kernel's L2 prefetch before the ticket, for the segmented
 # scan and reduce by key (values and keys). Kernel tests and memcheck on the keyed tests, then the
 # kernel suite's keyed rows, old and new binaries alternating, two rounds.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 step kernel tests

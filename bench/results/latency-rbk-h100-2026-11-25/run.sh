@@ -2,7 +2,7 @@
 # ON the GPU machine (carry .gpu-pack: kernel_suite, gpu_kernel_tests, gpu_engine_tests):
 # the kernel and engine tests, memcheck on the deterministic and reduce-by-key kernel tests,
 # then two rounds of small-size scans (deterministic, look-back, CUB) and reduce by key beside CUB.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 step kernel tests
 timeout 240 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tee "$out/kernel.log" | tail -4
 step engine tests

@@ -6,7 +6,7 @@
 # tune_bench scan and scan8 (the register kernel and the bulk runners-up beside the default, every
 # output checked against CUB's) and two rounds of the kernel suite's scan rows.
 #   SUITE_ONLY=1: the benchmarks alone; TESTS_ONLY=1: the checks alone.  (tune_explore_h100.txt is the first, exploratory run.)
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ -z "${SUITE_ONLY:-}" ]; then

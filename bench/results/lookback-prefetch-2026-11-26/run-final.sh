@@ -3,7 +3,7 @@
 # kernel_suite): the committed build (prefetch from kBulkPrefetchMinTiles tiles, no switch):
 # every kernel test, memcheck on the look-back's scan tests, the engine tests and the RPC suites on
 # the cuda engine (CHECKS=0: skip them), then ROUNDS (default 2) kernel-suite rounds of the scans.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ "${CHECKS:-1}" = 1 ]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ON an H200 (carry .gpu-pack: gpu_kernel_tests, kernel_suite with GPUSCAN_PREFETCH=N, the
 # threshold build): the L2 prefetch always on (N = 0) against off, alternating, two rounds.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 step scan kernel tests, prefetch on
 GPUSCAN_PREFETCH=0 timeout 200 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='Algorithms/ScanTest.*/decoupled_lookback' 2>&1 | tail -2

@@ -2,7 +2,7 @@
 # ON the GPU machine (carry .gpu-pack: gpu_kernel_tests, kernel_suite with GPUSCAN_PREFETCH=N:
 # prefetch from N tiles a launch): where the L2 prefetch starts to pay. Off, from 0, 1500 and 3000
 # tiles, alternating, two rounds; the scan tests with the prefetch always on first.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 step scan kernel tests, prefetch from 0 tiles
 GPUSCAN_PREFETCH=0 timeout 200 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='Algorithms/ScanTest.*/decoupled_lookback' 2>&1 | tail -2

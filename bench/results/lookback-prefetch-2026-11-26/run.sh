@@ -3,7 +3,7 @@
 # switch GPUSCAN_PREFETCH): the bulk look-back kernel with and without an L2 prefetch of tile
 # blockIdx.x issued before the ticket is drawn; scan tests with the prefetch on, then the kernel
 # suite's look-back rows, off and on alternating.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 step scan kernel tests, prefetch on
 GPUSCAN_PREFETCH=1 timeout 200 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='Algorithms/ScanTest.*/decoupled_lookback' 2>&1 | tail -3

@@ -3,7 +3,7 @@
 # GPUSCAN_SCAN_POLICY, since removed): the bulk look-back scan's tile shape from 2^26 elements
 # (BulkScanTuning::Large). 4-byte: 0 = 256x32 (the policy), a = 128x48, b = 192x32, c = 128x32 (Small),
 # d = 256x24. 8-byte: 0 = 128x32, a = 128x24, b = 192x16, c = 96x32, d = 128x16. Alternating, ROUNDS rounds.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 for r in $(seq 1 ${ROUNDS:-2}); do
   for p in 0 a b c d; do

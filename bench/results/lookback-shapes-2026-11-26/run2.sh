@@ -4,7 +4,7 @@
 # (BulkScanTuning::Large), second sweep. 4-byte: 0 = 256x32 (the policy), c = 128x32 (Small), e = 128x40,
 # f = 128x32 compiled for 12 blocks a SM, g = 128x36, h = 64x64. 8-byte: 0 = 128x32, c = 128x24, e = 128x20,
 # f = 128x24 for 9 blocks a SM, g = 160x16, h = 128x28. Alternating, ROUNDS rounds.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 for r in $(seq 1 ${ROUNDS:-2}); do
   for p in 0 c e f g h; do

@@ -3,7 +3,7 @@
 # GPUSCAN_SCAN_SLEEPS, since removed): the H200's 4-byte Wide tiles (128 x 36) with other
 # look-back sleeps (first / poll ns): 0 = 2400/600 (the policy), a = 1600/400, b = 2000/500,
 # c = 1200/300, d = 3200/800, e = 1600/800. Alternating, two rounds.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 for r in 1 2; do
   for p in 0 a b c d e; do

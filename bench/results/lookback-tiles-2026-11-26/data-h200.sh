@@ -4,7 +4,7 @@
 # 0 = the suite's data (int32 in [-500, 500), float32 small integers), f = every bit random
 # (int32 any value, float32 uniform in [-0.5, 0.5)), z = int32 0 or 1 (float32 as 0).
 # nvidia-smi samples power and clocks during each run.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 for r in $(seq 1 ${ROUNDS:-3}); do
   for f in ${FILLS:-0 f z}; do

@@ -2,7 +2,7 @@
 # ON the GPU machine (carry .gpu-pack: gpu_kernel_tests, kernel_suite; the committed build, whose
 # 4-byte BulkScanTuning::Wide is 128 x 44 for 9 blocks a SM): kernel tests, memcheck on the
 # look-back scan's tests, then the kernel suite, two rounds.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 step kernel tests
 timeout 300 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tail -4

@@ -3,7 +3,7 @@
 # and GPUSCAN_L2HINT, since removed): L2 evict-first hints on the look-back scan's bulk copies.
 # Hint 0 = none (the kernel as committed), 1 = the tile's bulk store, 2 = its bulk load and store,
 # 3 = the load. Policies as shapes-h200.sh (0 = the device's own, c = 128x44 for 9 blocks a SM).
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 for r in $(seq 1 ${ROUNDS:-2}); do
   for p in ${POLICIES:-0 c}; do

@@ -4,7 +4,7 @@
 # before drawing the ticket, as launches of 4096 tiles or more do. 0 = 128x32 (Small, no
 # prefetch below 4096 tiles), p = 128x32 prefetching, q = 128x16 prefetching. 301 timed calls
 # a row (median), ROUNDS rounds, alternating.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 for r in $(seq 1 ${ROUNDS:-3}); do
   for p in ${POLICIES:-0 p q}; do

@@ -3,7 +3,7 @@
 # float32 by ~0.5-0.8 point of copy on both GPUs with the same tiles: ncu's warp states, memory
 # and speed-of-light sections of one look-back launch at 2^28 for each type, and the two
 # kernels' SASS instruction mix (cuobjdump).
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 which ncu cuobjdump nvdisasm 2>&1 | tee "$out/tools.txt"
 for d in int32 float32; do

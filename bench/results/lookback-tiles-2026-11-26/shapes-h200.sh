@@ -3,7 +3,7 @@
 # GPUSCAN_SCAN_POLICY, since removed): the H200's 4-byte look-back tiles from 2^26 elements
 # (BulkScanTuning::Wide). 0 = 128x36 (the policy, 9 blocks a SM), a = 128x36 compiled for 10
 # blocks a SM, b = 128x40 for 10, c = 128x44 for 9, d = 96x48, e = 160x28. Alternating, ROUNDS rounds.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 for r in $(seq 1 ${ROUNDS:-2}); do
   for p in ${POLICIES:-0 a b c d e}; do

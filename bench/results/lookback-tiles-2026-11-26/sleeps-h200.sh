@@ -2,7 +2,7 @@
 # ON the GPU machine (carry .gpu-pack: kernel_suite with the experiment switch GPUSCAN_SCAN_POLICY,
 # since removed): the look-back sleeps of the H200's 4-byte Wide tiles (128 x 44, 9 blocks a SM).
 # 0 = 2400/600 (the policy), a = 2800/700, b = 3200/800, c = 3600/900, d = 2000/500 ns.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 for r in $(seq 1 ${ROUNDS:-3}); do
   for p in ${POLICIES:-0 a b c d}; do

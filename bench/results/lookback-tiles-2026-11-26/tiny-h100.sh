@@ -2,7 +2,7 @@
 # ON the GPU machine (carry .gpu-pack: kernel_suite with the experiment switch GPUSCAN_SCAN_POLICY):
 # small calls' tiles (below 2^20 elements, 4-byte SUM). 0 = 128x32 (BulkScanTuning::Small),
 # t = 128x8, u = 128x16, v = 256x8, w = 64x16. 301 timed calls a row (median), ROUNDS rounds.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 for r in $(seq 1 ${ROUNDS:-2}); do
   for p in ${POLICIES:-0 t u v w}; do

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ON the GPU machine (carry .gpu-pack: kernel_suite): does uint32 SUM (the same additions in two's
 # complement) run the H200's 2^28 scan as int32 does (89.7%) or as float32 does (90.5%)?
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 for r in $(seq 1 ${ROUNDS:-3}); do
   step round $r

@@ -2,7 +2,7 @@
 # ON the GPU machine (carry .gpu-pack: kernel_suite_old = 91ddf3a, kernel_suite = the bulk kernel
 # with its inclusive/exclusive choice made once a tile instead of once an item): A/B, alternating,
 # ROUNDS rounds, every dtype.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 for r in $(seq 1 ${ROUNDS:-3}); do
   for b in kernel_suite_old kernel_suite; do

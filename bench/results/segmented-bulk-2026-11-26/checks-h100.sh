@@ -2,7 +2,7 @@
 # ON the GPU machine (carry .gpu-pack: gpu_kernel_tests, gpu_engine_tests, integration_tests and
 # their libraries): the session's last build on an H100: kernel tests, the CUDA engine's tests
 # (the sticky fault in its own process), and the RPC suites on the cuda engine.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 step kernel tests
 timeout 300 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tail -3

@@ -3,7 +3,7 @@
 # committed policy (128 x 24 for 4-byte values under keys of 4 bytes or less): kernel tests,
 # memcheck on the segmented tests, the CUDA engine's tests, then the kernel suite's segmented
 # rows (three rounds) and reduce by key (which keeps the register kernel; one round).
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 step kernel tests
 timeout 300 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tail -4

@@ -3,7 +3,7 @@
 # GPUSCAN_SEG_POLICY, since removed): the bulk segmented scan's tile shapes and sleeps, int32
 # values under uint32 keys; a = 128x32 (the policy), e = 128x28, f = 96x32, g = 128x24 (7, 9 and 9 blocks a SM);
 # alternating, three rounds.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 for r in 1 2 3; do
   for p in a e f g; do

@@ -3,7 +3,7 @@
 # GPUSCAN_SEG_POLICY, since removed): the bulk segmented scan's tile shapes and sleeps, int32
 # values under uint32 keys; a = 128x32 (the policy), g = 128x24, h = 128x20, i = 96x24, j = 192x16;
 # alternating, three rounds.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 for r in 1 2 3; do
   for p in a g h i j; do

@@ -3,7 +3,7 @@
 # bulk look-back kernel (values and keys in shared memory by bulk copies). Kernel tests and
 # memcheck first, then the kernel suite's segmented rows (two rounds) and the plain look-back
 # scan's (whose kernel now takes its tile through the same IO hooks).
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 step kernel tests
 timeout 300 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tail -4

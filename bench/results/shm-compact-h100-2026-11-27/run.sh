@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
 # Issue 45 check, second round: the pipelined compaction and the pcie ceiling rows.
-set -uo pipefail
-out=${OUT:-/tmp/o}; mkdir -p "$out"
-[ -d .gpu-bin ] || tar -xJf .gpu-pack/gpu.tar.xz
-B=$PWD/.gpu-bin
-nvidia-smi -L | tee "$out/device.txt"
-export LD_LIBRARY_PATH=$PWD/.gpu-rt
+source scripts/lib/gpu-common.sh && gpu_setup
+export LD_LIBRARY_PATH=$R
 echo "=== gpu_engine_tests"
 timeout 200 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='-StickyFault*:DeviceDrain*' 2>&1 | grep -v "\[info\]" | tail -3
 echo "=== integration on cuda (all)"
@@ -24,6 +20,6 @@ timeout 120 $B/gpuscan -s 127.0.0.1:50579 bench --e2e --op compact --dtype int32
 timeout 120 $B/gpuscan -s 127.0.0.1:50579 bench --e2e --op compact --dtype int32 --bytes $((1<<30)) --concurrency 1 --requests 5 --lanes 8 --check --json "$out/compact_lanes8.json" >"$out/compact_lanes8.log" 2>&1; tail -2 "$out/compact_lanes8.log"
 echo "=== python arena"
 unset LD_LIBRARY_PATH
-PYTHONPATH=$PWD/.gpu-py/pkg timeout 200 python3 -m gpuscan.bench --target 127.0.0.1:50579 --size 1GiB --peer off --repeat 5 --json "$out/py_bench.json" > "$out/py_bench.log" 2>&1; tail -11 "$out/py_bench.log"
+PYTHONPATH=$P timeout 200 python3 -m gpuscan.bench --target 127.0.0.1:50579 --size 1GiB --peer off --repeat 5 --json "$out/py_bench.json" > "$out/py_bench.log" 2>&1; tail -11 "$out/py_bench.log"
 kill %1 2>/dev/null
 true

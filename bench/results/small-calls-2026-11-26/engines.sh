@@ -2,7 +2,7 @@
 # ON the GPU machine (carry .gpu-pack: gpuscan, gpuscan-server + libraries): issue 11's small-call
 # cell (a 1024-element call at concurrency 1, p50 against the Transport ceiling's p50 in the same
 # run) on a cuda server and a cpu server of the same build on the same host, ROUNDS rounds.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 $B/gpuscan-server --address 127.0.0.1:50561 --engine cuda --log-level warn >"$out/server_cuda.log" 2>&1 &
 $B/gpuscan-server --address 127.0.0.1:50562 --engine cpu --log-level warn >"$out/server_cpu.log" 2>&1 &

@@ -6,7 +6,7 @@
 # alternating, ROUNDS rounds. Builds under test: inline-and-writes-h100 = small scan chunks and
 # a scan's end on gRPC's thread + small responses written by the worker itself; inline2-h100 =
 # the first without the second; final-h100 = inline2 + the final response sent with the status.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 step integration tests, cuda engine
 GPUSCAN_TEST_ENGINE=cuda timeout 400 $B/integration_tests --gtest_brief=1 >"$out/integration_cuda.txt" 2>&1

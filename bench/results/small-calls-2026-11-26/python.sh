@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# ON the GPU machine (carry .gpu-pack: gpuscan-server, gpuscan and their libraries; .gpu-small/pkg:
-# build/python/pkg with the C API library): the whole Python suite against a cuda server of the
+# ON the GPU machine (carry .gpu-pack from `scripts/gpu pack --python`: gpuscan-server, gpuscan,
+# their libraries and the Python package with its C API library): the whole Python suite against a cuda server of the
 # final build (small scan chunks on gRPC's thread, the final response with the status), on the
 # device's Python 3.12 / numpy 2.x / newer grpcio and protobuf.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 port=50651
 $B/gpuscan-server --address 127.0.0.1:$port --engine cuda >"$out/server.log" 2>&1 &
@@ -13,7 +13,7 @@ printf '#!/bin/sh\nexec %s "$@"\n' "$B/gpuscan-server" >"$B/server-wrapped"
 chmod +x "$B/server-wrapped"
 python3 -c 'import sys, numpy, grpc, google.protobuf as p; print(sys.version.split()[0], "numpy", numpy.__version__, "grpcio", grpc.__version__, "protobuf", p.__version__)'
 step "Python suite against the cuda server"
-PYTHONPATH=$PWD/.gpu-small/pkg PYTHONDONTWRITEBYTECODE=1 GPUSCAN_TARGET=127.0.0.1:$port GPUSCAN_TEST_ENGINE=cuda \
+PYTHONPATH=$P PYTHONDONTWRITEBYTECODE=1 GPUSCAN_TARGET=127.0.0.1:$port GPUSCAN_TEST_ENGINE=cuda \
   GPUSCAN_SERVER=$B/server-wrapped timeout 500 python3 -m pytest -q -p no:cacheprovider -x python/tests 2>&1 \
   | tee "$out/python_tests.log" | tail -6
 kill -TERM $spid; wait $spid

@@ -3,7 +3,7 @@
 # kernel_suite_idx with the tile by index only, kernel_suite_main before both): the scan tests and
 # compute-sanitizer on the look-back scan's, then main / idx / new alternating on small 4-byte
 # look-back scans (ROUNDS rounds, 301 calls a row).
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 step tests
 timeout 300 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='*ScanTest*:*Segmented*' 2>&1 | tail -3

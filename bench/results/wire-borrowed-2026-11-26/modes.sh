@@ -4,7 +4,7 @@
 # (the array in place, and copied with --plain-io), 8 lanes, shared memory (the ceiling: the host
 # copying, or for reduce reading, the same bytes on 8 threads). ROUNDS rounds, alternating; the
 # JSON feeds bench/plot_transport_modes.py.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 port=50661
 mkdir -p /dev/shm/gpuscan-shm

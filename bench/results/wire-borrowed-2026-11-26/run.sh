@@ -4,7 +4,7 @@
 # (borrowed slices) against --plain-io (a Source copied into each message, as every call did
 # before), each beside its ceiling in the same run (the input in place / a pattern copied).
 # ROUNDS rounds, the specs alternating; REQUESTS calls a row.
-source scripts/gpu-common.sh >/dev/null
+source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 port=50641
 $B/gpuscan-server --address 127.0.0.1:$port --engine cuda >"$out/server.log" 2>&1 &

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# ON the GPU machine (carry .gpu-lanes: gpuscan-server of an experiment build, gpuscan): how many
+# ON the GPU machine (carry .gpu-pack: gpuscan-server of an experiment build, gpuscan): how many
 # chunks a call may buffer (StreamingCall::kMaxBuffered, 3; the experiment build reads
 # GPUSCAN_MAX_BUFFERED) against one stream's share of the echo ceiling: three servers side by
 # side, 1 GiB int32 scan, one stream and 8 lanes checked, rounds alternating.
-GPU_PACK=.gpu-lanes/lanes.tar.xz GPU_LOGS_TGZ=buffered-logs.tgz source "$(dirname "$0")/../../../scripts/gpu-common.sh"
+source scripts/lib/gpu-common.sh && GPU_LOGS_TGZ=buffered-logs.tgz gpu_setup
 export LD_LIBRARY_PATH=$R
 pids=()
 for m in 3 6 12; do

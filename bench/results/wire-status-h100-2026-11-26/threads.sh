@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# ON the GPU machine (carry .gpu-lanes): where one stream's CPU goes. The image has no perf or
+# ON the GPU machine (carry .gpu-pack): where one stream's CPU goes. The image has no perf or
 # nsys, so this reads /proc: each thread's CPU time (utime + stime) in the server and the client
 # over 2 s in the middle of 1 GiB int32 scans at concurrency 1 (one stream, and 8 lanes checked),
 # printed as the busiest threads' share of one core.
-GPU_PACK=.gpu-lanes/lanes.tar.xz GPU_LOGS_TGZ=threads-logs.tgz source "$(dirname "$0")/../../../scripts/gpu-common.sh"
+source scripts/lib/gpu-common.sh && GPU_LOGS_TGZ=threads-logs.tgz gpu_setup
 export LD_LIBRARY_PATH=$R
 port=50651
 $B/gpuscan-server --address 127.0.0.1:$port --engine cuda >"$out/server.log" 2>&1 &

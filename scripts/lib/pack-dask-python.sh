@@ -4,8 +4,9 @@
 # Debian's /usr/bin/python3.11 with its standard library (no test suites, tkinter, idlelib,
 # ensurepip, lib2to3), the dist-packages that numpy, grpcio, protobuf, dask.array and distributed
 # import (found by running a LocalCluster here, in the client and in its workers, plus a fixed
-# list), and every shared library their binaries load but the C/C++ runtime, into one tarball:
-#   scripts/pack-dask-python.sh [OUT.tar.xz]      (default .gpu-dask/python.tar.xz; needs xz)
+# list), and every shared library their binaries load but the C/C++ runtime, into one tarball.
+# `scripts/gpu pack --dask` runs it once into .gpu-cache/ and packs it as .gpu-pack/python.tar.xz:
+#   scripts/lib/pack-dask-python.sh [OUT.tar.xz]      (default .gpu-cache/python.tar.xz; needs xz)
 # It unpacks to pyb/: run pyb/bin/python3 (a wrapper: PYTHONHOME and LD_LIBRARY_PATH set to the
 # bundle's, PYTHONNOUSERSITE, the caller's PYTHONPATH kept); the real interpreter is
 # pyb/bin/.python3.11, which spawned processes (dask's nannies) start with the same environment.
@@ -13,9 +14,10 @@
 # runs a LocalCluster of two worker processes.
 #   PY=/usr/bin/python3.11 (the interpreter to carry), PACK_XZ="-9 -T2" (xz options)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
+source scripts/lib/gpu-common.sh
 py=${PY:-/usr/bin/python3.11}
-out=${1:-.gpu-dask/python.tar.xz}
+out=${1:-.gpu-cache/python.tar.xz}
 dist=/usr/lib/python3/dist-packages
 ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 stdlib=/usr/lib/python$ver
@@ -90,6 +92,7 @@ for d in os.listdir(dist):  # the metadata of what is carried (importlib.metadat
 print("\n".join(sorted(tops)))
 PY
 echo "dist-packages carried: $(tr '\n' ' ' <"$work/entries.txt")"
+# shellcheck disable=SC2046  # one entry a line, none with spaces
 tar -C "$dist" --exclude=__pycache__ --exclude='*/tests' -cf - $(cat "$work/entries.txt") \
   | tar -C "$root/lib/python3/dist-packages" -xf -
 
@@ -103,7 +106,7 @@ tar -C "$(dirname "$stdlib")" --exclude=__pycache__ --exclude="python$ver/test" 
 cp "$(readlink -f "$py")" "$root/bin/.python$ver"
 cat >"$root/bin/python$ver" <<SH
 #!/bin/sh
-# The carried Python $ver (scripts/pack-dask-python.sh): its own standard library, dist-packages
+# The carried Python $ver (scripts/lib/pack-dask-python.sh): its own standard library, dist-packages
 # and shared libraries; the caller's PYTHONPATH is kept (e.g. the gpuscan package).
 here=\$(dirname "\$(readlink -f "\$0")")
 root=\$(dirname "\$here")
@@ -113,11 +116,10 @@ exec "\$here/.python$ver" "\$@"
 SH
 chmod +x "$root/bin/python$ver"
 ln -s "python$ver" "$root/bin/python3"
-skip='/(libc|libm|libgcc_s|libstdc\+\+|ld-linux-x86-64|libpthread|libdl|librt|libcuda|libutil)\.so'
 find "$root" -name '*.so*' -type f >"$work/bins.txt"
 echo "$root/bin/.python$ver" >>"$work/bins.txt"
 while read -r bin; do
-  ldd "$bin" 2>/dev/null | awk '/=> \//{print $3}' | grep -Ev "$skip" || true
+  ldd "$bin" 2>/dev/null | awk '/=> \//{print $3}' | grep -Ev "$GPU_SYSTEM_LIBS" || true
 done <"$work/bins.txt" | sort -u | while read -r lib; do cp -Lu "$lib" "$root/lib/so/"; done
 find "$root" -name '*.so*' -type f -exec strip --strip-unneeded {} + 2>/dev/null || true
 strip "$root/bin/.python$ver" 2>/dev/null || true

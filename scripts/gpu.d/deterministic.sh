@@ -1,17 +1,15 @@
-#!/usr/bin/env bash
-# Runs ON the GPU machine (device `run`, repo root): issue 11's one-pass deterministic float
-# scan. The canonical kernel tests (bit for bit against the tree's reference, calls split
-# anywhere, run twice) plain and under compute-sanitizer memcheck and racecheck; the CUDA
-# engine's deterministic and segmented tests (CPU and CUDA bits equal); the deterministic RPC
-# tests on the cuda engine; the kernel suite (deterministic beside the look-back, CUB and the
-# copy, float32 and float64). Needs .gpu-pack (scripts/gpu-check.sh), carried:
-#   run(command="bash scripts/gpu-deterministic.sh", carry=[".gpu-pack"], timeout_s=590)
-# Logs under $OUT: device.txt, kernel.log, memcheck.log, racecheck.log, engine.log,
-# integration.log, ks_det.{txt,json}.
-source "$(dirname "$0")/gpu-common.sh"
+# scripts/gpu run deterministic: the one-pass deterministic float scan (issue 11). The canonical
+# kernel tests (bit for bit against the tree's reference, calls split anywhere, run twice) plain and
+# under compute-sanitizer memcheck and racecheck; the CUDA engine's deterministic and segmented
+# tests (CPU and CUDA bits equal); the deterministic RPC tests on the cuda engine; the kernel suite
+# (deterministic beside the look-back, CUB and the copy, float32 and float64).
+# Logs: device.txt, kernel.log, memcheck.log, racecheck.log, engine.log, integration.log,
+# ks_det.{txt,json}.
+source scripts/lib/gpu-common.sh
+gpu_setup
+san=$(gpu_sanitizer)
 step kernel tests: canonical scan
 timeout 120 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='CanonicalKernel*' 2>&1 | tee "$out/kernel.log" | tail -6
-san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 step compute-sanitizer memcheck: canonical kernel tests
 timeout 150 "$san" --tool memcheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
   --gtest_filter='CanonicalKernelTest.Float32Sum:CanonicalKernelTest.Float64Product:CanonicalKernelTest.StateOnly*:CanonicalKernelTest.Unaligned*' \

@@ -1,16 +1,11 @@
-#!/usr/bin/env bash
-# Runs ON the GPU machine (device `run`), from the repo root, after scripts/gpu-check.sh packed
-# the binaries: the GPU test suites, compute-sanitizer on a subset, the kernel benchmark and an
-# end-to-end CLI scan through the CUDA server with its peak RSS. Logs go to $OUT.
-set -uo pipefail
-out=${OUT:-/tmp/gpuscan-out}
-mkdir -p "$out"
-[ -f .gpu-pack/gpu.tar.xz ] && tar -xJf .gpu-pack/gpu.tar.xz
-export LD_LIBRARY_PATH=$PWD/.gpu-rt
-B=.gpu-bin
-{ nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; } | tee "$out/device.txt"
-
-step() { echo; echo "=== $* ==="; }
+# scripts/gpu run suite: the GPU test suites, compute-sanitizer on a subset, the kernel benchmark and
+# an end-to-end CLI scan through the CUDA server with its peak RSS.
+# Logs: device.txt, gpu_kernel.log, gpu_engine.log, gpu_fault.log, gpu_drain.log,
+# integration_cuda.log, kernel_suite.{txt,json,svg}, e2e_cli.txt, e2e_1gib.json, e2e_1k.json,
+# server_e2e.log.
+source scripts/lib/gpu-common.sh
+gpu_setup
+export LD_LIBRARY_PATH=$R
 step kernel tests
 timeout 200 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tee "$out/gpu_kernel.log" | tail -4
 step engine tests
@@ -19,13 +14,13 @@ step sticky device fault "(own process: it corrupts the CUDA context)"
 timeout 60 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='StickyFault*' 2>&1 | grep -v '\[info\]' \
   | tee "$out/gpu_fault.log" | tail -8
 step "a sticky fault in a device's worker process (--isolate-devices; the 2-device test skips with one GPU)"
-GPUSCAN_BIN_DIR=$PWD/$B timeout 200 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='DeviceDrain*' 2>&1 \
+GPUSCAN_BIN_DIR=$B timeout 200 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='DeviceDrain*' 2>&1 \
   | grep -v '\[info\]' | tee "$out/gpu_drain.log" | tail -8
 step integration suites on the cuda engine
 GPUSCAN_TEST_ENGINE=cuda timeout 120 $B/integration_tests --gtest_brief=1 2>&1 | grep -v '\[info\]' \
   | tee "$out/integration_cuda.log" | tail -6
 step compute-sanitizer memcheck on the engine path
-san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+san=$(gpu_sanitizer)
 if [ -x "$san" ]; then
   timeout 120 "$san" --tool memcheck --error-exitcode 9 $B/gpu_engine_tests --gtest_brief=1 \
     --gtest_filter='*StageTimes*:*DescribesItsDevice*' 2>&1 | tail -3
@@ -37,9 +32,7 @@ timeout 200 $B/kernel_suite --json "$out/kernel_suite.json" --svg "$out/kernel_s
 grep -E "(decoupled_lookback|deterministic|one_pass|single_pass) +(int32|float32) +2\^(16|28) " "$out/kernel_suite.txt"
 
 step end to end through the cuda server
-$B/gpuscan-server --address 127.0.0.1:50551 --engine auto >"$out/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 50); do $B/gpuscan health -s 127.0.0.1:50551 >/dev/null 2>&1 && break; sleep 0.2; done
+gpu_server e2e 127.0.0.1:50551 --engine auto
 G="$B/gpuscan -s 127.0.0.1:50551"
 echo "--- 1 GiB int32 scan from the CLI (file in, file out)"
 head -c $((1 << 30)) /dev/urandom >/tmp/in.bin
@@ -52,6 +45,6 @@ echo "--- 1K-element requests"
 timeout 120 $G bench --e2e --op scan --dtype int32 --elements 1024 --concurrency 1,4,16,64 --duration 3 --json "$out/e2e_1k.json" 2>&1 | tail -8
 echo "--- Benchmark RPC from the CLI"
 timeout 60 $G bench --kernels --ops scan --dtypes int32 --sizes 2^16,2^28 2>&1 | tail -12
-grep -E "VmHWM" /proc/$pid/status
-kill -TERM $pid; wait $pid
-tail -2 "$out/server.log"
+grep -E "VmHWM" "/proc/${gpu_pids[e2e]}/status"
+gpu_stop e2e
+tail -2 "$out/server_e2e.log"

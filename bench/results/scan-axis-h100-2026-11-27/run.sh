@@ -4,35 +4,22 @@
 # and 2^14 x 2^14, int32 and float32, each beside the device copy of the same bytes and axis=1
 # beside CUB's scan by row keys), and CuPy's cumsum(m, axis=1 / 0) on the same shapes for
 # reference, all in one run.
-#   here:    scripts/gpu-axis.sh pack    builds and packs into .gpu-axis/gpu.tar.xz (BUILD_DIR, default build-axis)
-#   device:  run(command="bash scripts/gpu-axis.sh", carry=[".gpu-axis"], kind="nvidia-h100-x1", timeout_s=...)
+#   here:    scripts/gpu pack --targets "gpu_kernel_tests kernel_suite"
+#   device:  run(command="bash bench/results/scan-axis-h100-2026-11-27/run.sh", carry=[".gpu-pack"], kind="nvidia-h100-x1", timeout_s=590)
 # Under $OUT: device.txt, tests.log, suite.txt, suite.json, cupy.txt.
 # AXIS_TEST_FILTER / AXIS_SUITE_ARGS override what runs.
-set -uo pipefail
-cd "$(dirname "$0")/.."
+source scripts/lib/gpu-common.sh
+gpu_setup
+python3 -c 'import cupy; print("cupy", cupy.__version__)' 2>&1 | tee -a "$out/device.txt"
 
-. scripts/lib/gpu-kernel-pack.sh
-
-if [ "${1:-}" = pack ]; then
-  set -e
-  gpu_kernel_pack .gpu-axis "${BUILD_DIR:-build-axis}" gpu_kernel_tests kernel_suite
-  exit 0
-fi
-
-out=${OUT:-/tmp/gpuscan-out}
-mkdir -p "$out"
-gpu_kernel_unpack .gpu-axis /tmp/gpuscan-axis
-{ nvidia-smi -L; nvidia-smi --query-gpu=driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader;
-  python3 -c 'import cupy; print("cupy", cupy.__version__)'; } 2>&1 | tee "$out/device.txt"
-
-echo "=== kernel tests ==="
+step kernel tests
 timeout 300 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter="${AXIS_TEST_FILTER:-ScanAxis*}" 2>&1 | tee "$out/tests.log" | tail -15
 
-echo "=== kernel suite: scan_axis ==="
+step "kernel suite: scan_axis"
 timeout 200 $B/kernel_suite ${AXIS_SUITE_ARGS:---ops scan_axis --dtypes int32,float32 --sizes 2^28 --reps 25} \
   --json "$out/suite.json" 2>&1 | tee "$out/suite.txt"
 
-echo "=== CuPy cumsum on the same shapes ==="
+step "CuPy cumsum on the same shapes"
 PYTHONUNBUFFERED=1 timeout 120 python3 - <<'PY' 2>&1 | tee "$out/cupy.txt"
 import cupy as cp
 def bench(f, reps=15):

@@ -1,20 +1,13 @@
-#!/usr/bin/env bash
-# Runs ON the GPU machine (device `run`), from the repo root, after scripts/gpu-check.sh packed
-# the binaries (.gpu-pack/gpu.tar.xz with gpuscan-server, integration_tests, gpuscan_soak and
-# libgpuscan_soak_heap_probe.so): the bad input matrix on the CUDA engine, then the soak test
-# against a CUDA server, 60 s as in CI and a longer run. Logs and JSON go to $OUT.
+# scripts/gpu run soak: the bad input matrix on the CUDA engine, then the soak test against a CUDA
+# server (gpuscan_soak: 64 clients, every operation and transport, every result checked, the
+# server's live heap probed), 60 s as in CI and a longer run.
 #   SOAK_SECONDS   the longer run (default 300; 0 skips it)
-# Device call: run(command="bash scripts/gpu-soak.sh", carry=[".gpu-pack"], timeout_s=590)
-set -uo pipefail
-out=${OUT:-/tmp/gpuscan-out}
-mkdir -p "$out"
-[ -f .gpu-pack/gpu.tar.xz ] && tar -xJf .gpu-pack/gpu.tar.xz
-export LD_LIBRARY_PATH=$PWD/.gpu-rt
-B=$PWD/.gpu-bin
+# Logs: device.txt, matrix_cuda.log, soak_cuda_60s.{txt,json}, soak_cuda_long.{txt,json} and the
+# tail of each soak's server log.
+source scripts/lib/gpu-common.sh
+gpu_setup
+export LD_LIBRARY_PATH=$R
 long=${SOAK_SECONDS:-300}
-{ nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; nproc; } | tee "$out/device.txt"
-
-step() { echo; echo "=== $* ==="; }
 step "bad input matrix on the cuda engine"
 GPUSCAN_TEST_ENGINE=cuda timeout 120 "$B/integration_tests" --gtest_filter='*BadInputMatrix*' 2>&1 \
   | grep -v '\[info\]' >"$out/matrix_cuda.log"
