@@ -19,7 +19,7 @@ import pytest
 
 import gpuscan
 import reference as ref
-from gpuscan import _chunking, _wire
+from gpuscan import _checks, _chunking, _ops, _wire
 from gpuscan.errors import from_rpc_error
 from gpuscan.testing import ServerProcess
 from gpuscan.v1 import gpuscan_pb2 as pb
@@ -302,14 +302,14 @@ def test_requests_built_by_the_client():
     """Header fields per call (output, descending, values_dtype, element_count), before any call."""
     with gpuscan.Client("127.0.0.1:1", chunk_bytes=100) as c:
         x = np.arange(30, dtype=np.int32)
-        _, side, r = c._sort_args(x, None, False, pb.SORT_OUTPUT_KEYS)
+        _, side, r = _checks.sort_args(x, None, False, pb.SORT_OUTPUT_KEYS)
         assert side is None and r == pb.SortRequest(header=pb.SortHeader(dtype=pb.DTYPE_INT32, element_count=30))
-        assert c._sort_per(x, side) == 25
-        _, side, r = c._sort_args(x, np.zeros(30, np.float64), True, pb.SORT_OUTPUT_KEYS)
+        assert _ops.sort_per(c.chunk_bytes, x, side) == 25
+        _, side, r = _checks.sort_args(x, np.zeros(30, np.float64), True, pb.SORT_OUTPUT_KEYS)
         assert r.header == pb.SortHeader(dtype=pb.DTYPE_INT32, descending=True, element_count=30,
                                          output=pb.SORT_OUTPUT_KEYS_AND_VALUES, values_dtype=pb.DTYPE_FLOAT64)
-        assert c._sort_per(x, side) == 12
-        _, _, r = c._sort_args(np.zeros(0, np.uint64), None, False, pb.SORT_OUTPUT_KEYS_AND_INDICES)
+        assert _ops.sort_per(c.chunk_bytes, x, side) == 12
+        _, _, r = _checks.sort_args(np.zeros(0, np.uint64), None, False, pb.SORT_OUTPUT_KEYS_AND_INDICES)
         assert r.header.output == pb.SORT_OUTPUT_KEYS_AND_INDICES and r.header.HasField("element_count")
 
 
