@@ -9,23 +9,18 @@ the requests on the wire (a stand-in server records them), retries, malformed an
 what the client refuses (ValueError before any call) and what the server refuses
 (INVALID_ARGUMENT)."""
 import asyncio
-import threading
 
-import grpc
 import numpy as np
 import pytest
 
 import gpuscan
+import keyed
 import reference as ref
 from gpuscan import _chunking
-from gpuscan.errors import from_rpc_error
 from gpuscan.v1 import gpuscan_pb2 as pb
-from gpuscan.v1 import gpuscan_pb2_grpc as pb_grpc
+from keyed import CHUNK, FAST, PATTERNS, per_chunk, sizes, values
 
-CHUNK = 4096  # bytes per request: 1024 int32 / 512 int64 elements, a few chunks for a few thousand
 KEY_KINDS = ["int32", "int64", "uint32", "uint64"]
-PATTERNS = ["singles", "runs", "one"]
-FAST = (0.01, 0.05)  # retry backoff for tests
 
 _UFUNC = {"sum": np.add, "product": np.multiply, "min": np.minimum, "max": np.maximum,
           "bit_and": np.bitwise_and, "bit_or": np.bitwise_or, "bit_xor": np.bitwise_xor}
@@ -90,54 +85,13 @@ def check_scan_relation(client, got, x, keys, op, what=""):
     assert got[1].tobytes() == seg[ends].tobytes(), f"{what}: values are not the segmented scan at the run ends"
 
 
-def values(rng, dtype, n, op):
-    """Random, never all zero; float products near 1 (no under/overflow over long runs), NaN and
-    inf among float min/max inputs (NaN propagates within its run only)."""
-    if dtype.kind == "f" and op == "product":
-        return np.exp(rng.normal(0, 0.02, n)).astype(dtype)
-    x = ref.random_array(rng, dtype, n, op)
-    if dtype.kind == "f" and op in ("min", "max") and n > 2:
-        x[rng.random(n) < 0.01] = np.nan
-        x[rng.integers(0, n)] = np.inf if op == "min" else -np.inf
-    return x
-
-
-# Three key values per dtype, each pair differing (64-bit ones only above bit 32).
-_KEY_VALUES = {"int32": [-5, 7, 1 << 30], "uint32": [7, 7 + (1 << 31), 0xFFFFFFFF],
-               "int64": [7, 7 + (1 << 40), 7 - (1 << 40)], "uint64": [7, 7 + (1 << 40), 7 + (1 << 63)]}
-
-
 def make_keys(rng, n, pattern, per, kind):
     """Keys of `kind` for n elements: every element its own run, random runs (short ones and
     long ones spanning chunks), or one run."""
-    starts = np.zeros(n, bool)
-    if pattern == "singles":
-        starts[:] = True
-    elif pattern == "one":
-        starts[:1] = True
-    else:
-        at = 0
-        while at < n:
-            starts[at] = True
-            at += int(rng.integers(1, 5)) if rng.random() < 0.7 else int(rng.integers(per // 2, 5 * per // 2 + 2))
-    run = np.cumsum(starts) - 1
-    choice = np.zeros(int(starts.sum()), np.int64)  # each run's key differs from the one before
-    if len(choice) > 1:
-        choice[1:] = rng.integers(1, 3, len(choice) - 1)
-        choice = np.cumsum(choice) % 3
-    if pattern == "one" and n:
-        choice[:] = int(rng.integers(0, 3))
-    keys = np.array(_KEY_VALUES[kind], dtype=np.dtype(kind))[choice[run]] if n else np.zeros(0, kind)
+    starts = keyed.run_starts(rng, n, pattern, per)
+    keys = keyed.run_keys(rng, starts, pattern, kind)
     assert np.array_equal(run_starts_of(keys), np.flatnonzero(starts))
     return keys
-
-
-def per_chunk(dtype, kind, chunk=CHUNK):
-    return _chunking.chunk_elements(chunk, max(dtype.itemsize, np.dtype(kind).itemsize))
-
-
-def sizes(per):
-    return sorted({0, 1, 2, per - 1, per, per + 1, 3 * per + 5})
 
 
 def cases():
@@ -317,20 +271,14 @@ def test_framing_matches_generated_messages():
     assert k.tolist() == uk.tolist() and v.tolist() == uv.tolist() and asm.timing.chunks == 3
 
 
-class StandIn(pb_grpc.GpuScanServicer):
+class StandIn(keyed.StandIn):
     """ReduceByKey for int32 sums, by the reference: records each request's (header present,
     values, keys) lengths; answers the runs complete after each request (streamed as they
     complete), then the final response. Fails its first `fail` calls with UNAVAILABLE after one
     wrong run; `mangle(responses)` rewrites the answer (malformed servers)."""
 
-    def __init__(self, fail=0, mangle=None):
-        self.fail, self.mangle, self.calls, self.requests = fail, mangle, 0, []
-        self.lock = threading.Lock()
-
     def ReduceByKey(self, request_iterator, context):
-        with self.lock:
-            self.calls += 1
-            failing = self.calls <= self.fail
+        failing = self.begin()
         header, xs, ks, seen = None, [], [], []
         responses, sent = [], 0
         for r in request_iterator:
@@ -354,7 +302,7 @@ class StandIn(pb_grpc.GpuScanServicer):
                 sent = done
         if failing:  # at the end of the upload (a status mid-upload is lost by grpcio's asyncio client,
             # grpc/grpc#36066, which is not what this tests)
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"stand-in: call {self.calls} fails")
+            self.refuse(context)
         self.requests = seen
         x = np.concatenate(xs) if xs else np.zeros(0, np.int32)
         keys = np.frombuffer(b"".join(ks), ref.DTYPES[header.key_dtype - 1])
@@ -365,17 +313,10 @@ class StandIn(pb_grpc.GpuScanServicer):
         responses.append(pb.ReduceByKeyResponse(
             timing=pb.Timing(algorithm="stand-in", bytes_in=4 * len(x) + len(keys) * keys.itemsize, chunks=len(xs)),
             run_count=len(uk), element_count=len(x)))
-        if self.mangle is not None:
-            responses = self.mangle(responses)
-        yield from responses
+        yield from self.answer(responses)
 
 
-@pytest.fixture()
-def stand_in(serve_servicer):
-    def start(**kw):
-        servicer = StandIn(**kw)
-        return servicer, serve_servicer(servicer)
-    return start
+stand_in = keyed.stand_in_fixture(StandIn)
 
 
 def test_requests_on_the_wire(stand_in, rng):
@@ -390,10 +331,7 @@ def test_requests_on_the_wire(stand_in, rng):
                           ((np.arange(1000) // 37).astype(np.int32), 4)):
             k, v = c.reduce_by_key(x, keys)
             check((k, v), x, keys, "sum")
-            per = 100 // max(4, ksz)
-            assert [r[0] for r in srv.requests] == [True] + [False] * (len(srv.requests) - 1)
-            assert [r[1] // 4 for r in srv.requests] == [min(per, 1000 - s) for s in range(0, 1000, per)]
-            assert all(r[1] // 4 == r[2] // ksz and r[1] % 4 == 0 and r[2] % ksz == 0 for r in srv.requests)
+            keyed.assert_paired_requests(srv.requests, 1000, 100 // max(4, ksz), ksz)
             assert c.last_timing.algorithm == "stand-in" and c.last_timing.chunks == len(srv.requests)
         k, v = c.reduce_by_key(x[:0], np.zeros(0, np.int32))
         assert k.shape == v.shape == (0,)
@@ -491,17 +429,7 @@ def test_malformed_answers(stand_in, rng, mangle):
     srv, target = stand_in(mangle=mangle)
     x = ref.random_array(rng, np.dtype("int32"), 600)
     keys = (np.arange(600) // 5).astype(np.int64)
-    with gpuscan.Client(target, chunk_bytes=128, timeout=30, retries=3, backoff=FAST) as c:
-        with pytest.raises(gpuscan.Internal):
-            c.reduce_by_key(x, keys)
-    assert srv.calls == 1
-
-    async def main():
-        async with gpuscan.AsyncClient(target, chunk_bytes=128, timeout=30, retries=3, backoff=FAST) as ac:
-            with pytest.raises(gpuscan.Internal):
-                await ac.reduce_by_key(x, keys)
-    asyncio.run(main())
-    assert srv.calls == 2
+    keyed.assert_internal_and_not_retried(srv, target, 128, lambda c: c.reduce_by_key(x, keys))
 
 
 # -- refusals
@@ -545,13 +473,8 @@ def test_client_refusals_before_any_call(rng):
 
 
 def raw_call(target, header, data=b"", keys=b""):
-    """One ReduceByKey with a header the client would not build; grpc errors as gpuscan's."""
-    with grpc.insecure_channel(target) as ch:
-        try:
-            return list(pb_grpc.GpuScanStub(ch).ReduceByKey(
-                iter([pb.ReduceByKeyRequest(header=header, data=data, keys=keys)]), timeout=30))
-        except grpc.RpcError as e:
-            raise from_rpc_error(e) from None
+    """One ReduceByKey with a header the client would not build."""
+    return keyed.raw_call(target, "ReduceByKey", pb.ReduceByKeyRequest(header=header, data=data, keys=keys))
 
 
 def test_server_refusals(target):

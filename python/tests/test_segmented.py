@@ -8,23 +8,17 @@ close to a float64 reference and bit-identical across chunk sizes, repeats and t
 Then the requests on the wire (a stand-in server records them), retries, what the client refuses
 (ValueError before any call) and what the server refuses (INVALID_ARGUMENT)."""
 import asyncio
-import threading
 
-import grpc
 import numpy as np
 import pytest
 
 import gpuscan
+import keyed
 import reference as ref
-from gpuscan import _chunking
-from gpuscan.errors import from_rpc_error
 from gpuscan.v1 import gpuscan_pb2 as pb
-from gpuscan.v1 import gpuscan_pb2_grpc as pb_grpc
+from keyed import CHUNK, FAST, PATTERNS, per_chunk, sizes, values
 
-CHUNK = 4096  # bytes per request: 1024 int32 / 512 int64 elements, a few chunks for a few thousand
 KEY_KINDS = ["int32", "int64", "uint32", "uint64", "heads"]
-PATTERNS = ["singles", "runs", "one"]
-FAST = (0.01, 0.05)  # retry backoff for tests
 
 
 @pytest.fixture(scope="module")
@@ -77,42 +71,9 @@ def check(got, x, starts, op, exclusive, what=""):
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=4 * longest * eps, err_msg=what)
 
 
-def values(rng, dtype, n, op):
-    """Random, never all zero; float products near 1 (no under/overflow over long segments), NaN
-    and inf among float min/max inputs (NaN propagates within its segment only)."""
-    if dtype.kind == "f" and op == "product":
-        return np.exp(rng.normal(0, 0.02, n)).astype(dtype)
-    x = ref.random_array(rng, dtype, n, op)
-    if dtype.kind == "f" and op in ("min", "max") and n > 2:
-        x[rng.random(n) < 0.01] = np.nan
-        x[rng.integers(0, n)] = np.inf if op == "min" else -np.inf
-    return x
-
-
-# Three key values per dtype, each pair differing (64-bit ones only above bit 32).
-_KEY_VALUES = {"int32": [-5, 7, 1 << 30], "uint32": [7, 7 + (1 << 31), 0xFFFFFFFF],
-               "int64": [7, 7 + (1 << 40), 7 - (1 << 40)], "uint64": [7, 7 + (1 << 40), 7 + (1 << 63)]}
-
-
-def run_starts(rng, n, pattern, per):
-    """starts of an n-element array: every element its own segment, random runs (short ones and
-    long ones spanning chunks), or one segment."""
-    s = np.zeros(n, bool)
-    if pattern == "singles":
-        s[:] = True
-    elif pattern == "one":
-        s[:1] = True
-    else:
-        at = 0
-        while at < n:
-            s[at] = True
-            at += int(rng.integers(1, 5)) if rng.random() < 0.7 else int(rng.integers(per // 2, 5 * per // 2 + 2))
-    return s
-
-
 def segments(rng, n, pattern, per, kind):
     """(keys, heads, starts) for one pattern: keys of `kind` (heads None) or heads (keys None)."""
-    starts = run_starts(rng, n, pattern, per)
+    starts = keyed.run_starts(rng, n, pattern, per)
     if kind == "heads":
         dtype = [np.bool_, np.uint8, np.int8][int(rng.integers(0, 3))]
         heads = np.zeros(n, np.uint8)
@@ -121,24 +82,9 @@ def segments(rng, n, pattern, per, kind):
             heads[0] = 0  # element 0 begins a segment anyway
         heads = heads.astype(bool) if dtype is np.bool_ else heads.view(dtype)
         return None, heads, starts
-    run = np.cumsum(starts) - 1
-    choice = np.zeros(int(starts.sum()), np.int64)  # each run's value differs from the one before
-    if len(choice) > 1:
-        choice[1:] = rng.integers(1, 3, len(choice) - 1)
-        choice = np.cumsum(choice) % 3
-    if pattern == "one" and n:
-        choice[:] = int(rng.integers(0, 3))
-    keys = np.array(_KEY_VALUES[kind], dtype=np.dtype(kind))[choice[run]] if n else np.zeros(0, kind)
+    keys = keyed.run_keys(rng, starts, pattern, kind)
     assert np.array_equal(starts_of(n, keys=keys), starts)
     return keys, None, starts
-
-
-def per_chunk(dtype, kind, chunk=CHUNK):
-    return _chunking.chunk_elements(chunk, max(dtype.itemsize, 1 if kind == "heads" else np.dtype(kind).itemsize))
-
-
-def sizes(per):
-    return sorted({0, 1, 2, per - 1, per, per + 1, 3 * per + 5})
 
 
 def cases():
@@ -289,20 +235,14 @@ def test_empty_and_tiny(seg_client):
 
 # -- the wire, retries: a stand-in server
 
-class StandIn(pb_grpc.GpuScanServicer):
+class StandIn(keyed.StandIn):
     """SegmentedScan for int32 sums, by the reference: records each request's (header present,
     values, keys) lengths; fails its first `fail` calls with UNAVAILABLE after a wrong chunk (at
     the end of the upload: grpcio's asyncio client loses a status that comes mid-upload,
     grpc/grpc#36066, which is not what this tests)."""
 
-    def __init__(self, fail=0):
-        self.fail, self.calls, self.requests = fail, 0, []
-        self.lock = threading.Lock()
-
     def SegmentedScan(self, request_iterator, context):
-        with self.lock:
-            self.calls += 1
-            failing = self.calls <= self.fail
+        failing = self.begin()
         header, xs, ks, seen = None, [], [], []
         for r in request_iterator:
             if r.HasField("header"):
@@ -313,7 +253,7 @@ class StandIn(pb_grpc.GpuScanServicer):
             if failing and len(xs) == 1:
                 yield pb.ScanResponse(data=(xs[-1] ^ 0x5A5A).tobytes(), offset=0)
         if failing:
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"stand-in: call {self.calls} fails")
+            self.refuse(context)
         self.requests = seen
         x = np.concatenate(xs) if xs else np.zeros(0, np.int32)
         if header.WhichOneof("segments") == "heads":
@@ -329,12 +269,7 @@ class StandIn(pb_grpc.GpuScanServicer):
                               element_count=len(x))
 
 
-@pytest.fixture()
-def stand_in(serve_servicer):
-    def start(**kw):
-        servicer = StandIn(**kw)
-        return servicer, serve_servicer(servicer)
-    return start
+stand_in = keyed.stand_in_fixture(StandIn)
 
 
 def test_requests_on_the_wire(stand_in, rng):
@@ -348,10 +283,7 @@ def test_requests_on_the_wire(stand_in, rng):
                                  (None, rng.random(1000) < 0.1, 1)):
             got = c.segmented_scan(x, keys, heads=heads, exclusive=True)
             np.testing.assert_array_equal(got, segmented_ref(x, starts_of(1000, keys, heads), "sum", True))
-            per = 100 // max(4, ksz)
-            assert [r[0] for r in srv.requests] == [True] + [False] * (len(srv.requests) - 1)
-            assert [r[1] // 4 for r in srv.requests] == [min(per, 1000 - s) for s in range(0, 1000, per)]
-            assert all(r[1] // 4 == r[2] // ksz and r[1] % 4 == 0 and r[2] % ksz == 0 for r in srv.requests)
+            keyed.assert_paired_requests(srv.requests, 1000, 100 // max(4, ksz), ksz)
             assert c.last_timing.algorithm == "stand-in"
         assert c.segmented_scan(x[:0], np.zeros(0, np.int32)).shape == (0,)
         assert srv.requests == [(True, 0, 0)]
@@ -429,13 +361,8 @@ def test_client_refusals_before_any_call(rng):
 
 
 def raw_call(target, header, data=b"", keys=b""):
-    """One SegmentedScan with a header the client would not build; grpc errors as gpuscan's."""
-    with grpc.insecure_channel(target) as ch:
-        try:
-            return list(pb_grpc.GpuScanStub(ch).SegmentedScan(
-                iter([pb.SegmentedScanRequest(header=header, data=data, keys=keys)]), timeout=30))
-        except grpc.RpcError as e:
-            raise from_rpc_error(e) from None
+    """One SegmentedScan with a header the client would not build."""
+    return keyed.raw_call(target, "SegmentedScan", pb.SegmentedScanRequest(header=header, data=data, keys=keys))
 
 
 def test_server_refusals(target):

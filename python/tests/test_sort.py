@@ -11,22 +11,19 @@ answers (Internal), what the client refuses (ValueError before any call), what t
 import asyncio
 import re
 import subprocess
-import threading
 
-import grpc
 import numpy as np
 import pytest
 
 import gpuscan
+import keyed
 import reference as ref
 from gpuscan import _checks, _chunking, _ops, _wire
-from gpuscan.errors import from_rpc_error
 from gpuscan.testing import ServerProcess
 from gpuscan.v1 import gpuscan_pb2 as pb
-from gpuscan.v1 import gpuscan_pb2_grpc as pb_grpc
+from keyed import FAST, sizes
 
 CHUNK = 4096  # bytes per request: 1024 int32 / 512 int64 elements (keys and values: the wider's)
-FAST = (0.01, 0.05)  # retry backoff for tests
 UINT = {4: np.uint32, 8: np.uint64}
 
 
@@ -79,10 +76,6 @@ def random_keys(rng, dtype, n, distinct=None):
         pool = rng.integers(info.min, info.max, max(distinct or n, 1), dtype=dtype, endpoint=True)
         pool = np.concatenate((pool, np.array([info.min, info.max, 0], dtype)))
     return pool[rng.integers(0, len(pool), n)] if n else np.zeros(0, dtype)
-
-
-def sizes(per):
-    return sorted({0, 1, 2, per - 1, per, per + 1, 3 * per + 5})
 
 
 def check_sorted(client, x, descending=False, values=None, what=""):
@@ -313,20 +306,18 @@ def test_requests_built_by_the_client():
         assert r.header.output == pb.SORT_OUTPUT_KEYS_AND_INDICES and r.header.HasField("element_count")
 
 
-class StandIn(pb_grpc.GpuScanServicer):
+class StandIn(keyed.StandIn):
     """Sort by the reference: records each request's (header present, keys, values) lengths;
     answers after the upload in pieces of `piece` elements, then the final response. Fails its
     first `fail` calls with UNAVAILABLE after one wrong piece; `mangle(responses)` rewrites the
     answer (malformed servers)."""
 
     def __init__(self, fail=0, mangle=None, piece=100):
-        self.fail, self.mangle, self.piece, self.calls, self.requests = fail, mangle, piece, 0, []
-        self.lock = threading.Lock()
+        super().__init__(fail, mangle)
+        self.piece = piece
 
     def Sort(self, request_iterator, context):
-        with self.lock:
-            self.calls += 1
-            failing = self.calls <= self.fail
+        failing = self.begin()
         header, ks, vs, seen = None, [], [], []
         for r in request_iterator:
             if r.HasField("header"):
@@ -344,7 +335,7 @@ class StandIn(pb_grpc.GpuScanServicer):
             yield pb.SortResponse(keys=b"" if out == pb.SORT_OUTPUT_INDICES else keys[:1].tobytes(),
                                   values=b"" if vals is None else vals[:1].tobytes(),
                                   indices=np.zeros(1 if out >= pb.SORT_OUTPUT_INDICES else 0, np.int64).tobytes())
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"stand-in: call {self.calls} fails")
+            self.refuse(context)
         responses = []
         for s in range(0, len(keys), self.piece):
             o = order[s:s + self.piece]
@@ -359,17 +350,10 @@ class StandIn(pb_grpc.GpuScanServicer):
         responses.append(pb.SortResponse(
             timing=pb.Timing(algorithm="stand-in", bytes_in=sum(map(len, ks)) + sum(map(len, vs)), chunks=len(ks)),
             element_count=len(keys)))
-        if self.mangle is not None:
-            responses = self.mangle(responses)
-        yield from responses
+        yield from self.answer(responses)
 
 
-@pytest.fixture()
-def stand_in(serve_servicer):
-    def start(**kw):
-        servicer = StandIn(**kw)
-        return servicer, serve_servicer(servicer)
-    return start
+stand_in = keyed.stand_in_fixture(StandIn)
 
 
 def test_requests_on_the_wire(stand_in, rng):
@@ -387,10 +371,7 @@ def test_requests_on_the_wire(stand_in, rng):
                 assert got.tolist() == x[want].tolist()
             else:
                 assert got[0].tolist() == x[want].tolist() and bits(got[1]).tolist() == bits(vals[want]).tolist()
-            per = 100 // max(4, vsz)
-            assert [r[0] for r in srv.requests] == [True] + [False] * (len(srv.requests) - 1)
-            assert [r[1] // 4 for r in srv.requests] == [min(per, 1000 - s) for s in range(0, 1000, per)]
-            assert all(r[2] == (r[1] // 4) * vsz for r in srv.requests)
+            keyed.assert_paired_requests(srv.requests, 1000, 100 // max(4, vsz), vsz)
             assert c.last_timing.algorithm == "stand-in" and c.last_timing.chunks == len(srv.requests)
         assert c.sort(x[:0]).shape == (0,)
         assert srv.requests == [(True, 0, 0)]
@@ -489,17 +470,7 @@ def test_malformed_answers(stand_in, rng, mangle):
     srv, target = stand_in(mangle=mangle)
     x = rng.permutation(600).astype(np.int32)
     v = np.arange(600, dtype=np.int32)
-    with gpuscan.Client(target, chunk_bytes=128, timeout=30, retries=3, backoff=FAST) as c:
-        with pytest.raises(gpuscan.Internal):
-            c.sort(x, values=v)
-    assert srv.calls == 1
-
-    async def main():
-        async with gpuscan.AsyncClient(target, chunk_bytes=128, timeout=30, retries=3, backoff=FAST) as ac:
-            with pytest.raises(gpuscan.Internal):
-                await ac.sort(x, values=v)
-    asyncio.run(main())
-    assert srv.calls == 2
+    keyed.assert_internal_and_not_retried(srv, target, 128, lambda c: c.sort(x, values=v))
 
 
 def _swap_indices(rs):  # equal keys with their indices swapped: not stable
@@ -574,13 +545,8 @@ def test_client_refusals_before_any_call(rng):
 
 
 def raw_call(target, header, keys=b"", values=b""):
-    """One Sort with a header the client would not build; grpc errors as gpuscan's."""
-    with grpc.insecure_channel(target) as ch:
-        try:
-            return list(pb_grpc.GpuScanStub(ch).Sort(
-                iter([pb.SortRequest(header=header, keys=keys, values=values)]), timeout=30))
-        except grpc.RpcError as e:
-            raise from_rpc_error(e) from None
+    """One Sort with a header the client would not build."""
+    return keyed.raw_call(target, "Sort", pb.SortRequest(header=header, keys=keys, values=values))
 
 
 def test_server_refusals(target):
