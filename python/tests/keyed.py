@@ -104,6 +104,39 @@ class StandIn(pb_grpc.GpuScanServicer):
         return responses if self.mangle is None else self.mangle(responses)
 
 
+# -- malformed answers: mangle(responses) for a StandIn, the same for every operation's responses
+def shift(field: str, by: int):
+    """The second piece claims to start `by` elements (or runs: field "run_offset") later: a gap
+    (by > 0) or an overlap (by < 0)."""
+    def mangle(rs):
+        setattr(rs[1], field, getattr(rs[1], field) + by)
+        return rs
+    mangle.__name__ = "_gap" if by > 0 else "_overlap"
+    return mangle
+
+
+def _short_values(rs):
+    rs[0].values = rs[0].values[:-4]
+    return rs
+
+
+def _ragged_keys(rs):
+    rs[0].keys = rs[0].keys[:-1]
+    return rs
+
+
+def _elements(rs):
+    rs[-1].element_count -= 1
+    return rs
+
+
+def _no_final(rs):
+    return rs[:-1]
+
+
+MANGLED_PIECES = [_short_values, _ragged_keys, _elements, _no_final]
+
+
 def stand_in_fixture(cls):
     """A fixture: start(**kw) -> (a new cls(**kw), the target of a server running it)."""
     @pytest.fixture()
@@ -123,6 +156,28 @@ def raw_call(target, method: str, request):
             return list(getattr(pb_grpc.GpuScanStub(ch), method)(iter([request]), timeout=30))
         except grpc.RpcError as e:
             raise from_rpc_error(e) from None
+
+
+def assert_retried(srv, target, call, check):
+    """call(client, **kw) against a stand-in that fails its first two calls (fail=2): the first
+    failure raised without retries; with retries=1 the third call answers (check(result); on_retry
+    told of try 2); then an AsyncClient with retries=2 through one more failed call. A failed
+    try's pieces are dropped: the call starts over."""
+    seen = []
+    with gpuscan.Client(target, chunk_bytes=64, timeout=30, backoff=FAST,
+                        on_retry=lambda e, n, w: seen.append(n)) as c:
+        with pytest.raises(gpuscan.Unavailable, match="call 1 fails"):
+            call(c)
+        check(call(c, retries=1))
+        assert srv.calls == 3 and seen == [2] and c.last_timing.algorithm == "stand-in"
+    srv.fail = srv.calls + 1
+
+    async def main():
+        async with gpuscan.AsyncClient(target, chunk_bytes=64, timeout=30, retries=2, backoff=FAST) as ac:
+            check(await call(ac))
+            assert ac.last_timing.algorithm == "stand-in"
+    asyncio.run(main())
+    assert srv.calls == 5
 
 
 def assert_internal_and_not_retried(srv, target, chunk_bytes, call):

@@ -18,7 +18,7 @@ import keyed
 import reference as ref
 from gpuscan import _chunking
 from gpuscan.v1 import gpuscan_pb2 as pb
-from keyed import CHUNK, FAST, PATTERNS, per_chunk, sizes, values
+from keyed import CHUNK, PATTERNS, per_chunk, sizes, values
 
 KEY_KINDS = ["int32", "int64", "uint32", "uint64"]
 
@@ -347,60 +347,16 @@ def test_retries(stand_in, rng):
     x = ref.random_array(rng, np.dtype("int32"), 500)
     keys = (np.arange(500) // 13).astype(np.int64)
     want = rbk_ref(x, keys, "sum")
-    seen = []
-    with gpuscan.Client(target, chunk_bytes=64, timeout=30, backoff=FAST,
-                        on_retry=lambda e, n, w: seen.append(n)) as c:
-        with pytest.raises(gpuscan.Unavailable, match="call 1 fails"):
-            c.reduce_by_key(x, keys)
-        k, v = c.reduce_by_key(x, keys, retries=1)
-        assert srv.calls == 3 and seen == [2]
-        np.testing.assert_array_equal(k, want[0])
-        np.testing.assert_array_equal(v, want[1])
-        assert c.last_timing.algorithm == "stand-in"
-        srv.fail = srv.calls + 1
 
-    async def main():
-        async with gpuscan.AsyncClient(target, chunk_bytes=64, timeout=30, retries=2, backoff=FAST) as ac:
-            k, v = await ac.reduce_by_key(x, keys)
-            np.testing.assert_array_equal(k, want[0])
-            np.testing.assert_array_equal(v, want[1])
-            assert ac.last_timing.algorithm == "stand-in"
-    asyncio.run(main())
-    assert srv.calls == 5
-
-
-def _gap(rs):  # the second piece of runs claims to start one run later
-    rs[1].run_offset += 1
-    return rs
-
-
-def _overlap(rs):
-    rs[1].run_offset -= 1
-    return rs
-
-
-def _short_values(rs):
-    rs[0].values = rs[0].values[:-4]
-    return rs
-
-
-def _ragged_keys(rs):
-    rs[0].keys = rs[0].keys[:-1]
-    return rs
+    def check(got):
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    keyed.assert_retried(srv, target, lambda c, **kw: c.reduce_by_key(x, keys, **kw), check)
 
 
 def _count(rs):
     rs[-1].run_count += 1
     return rs
-
-
-def _elements(rs):
-    rs[-1].element_count -= 1
-    return rs
-
-
-def _no_final(rs):
-    return rs[:-1]
 
 
 def _after_final(rs):
@@ -422,8 +378,8 @@ def _final_with_runs(rs):
     return rs
 
 
-@pytest.mark.parametrize("mangle", [_gap, _overlap, _short_values, _ragged_keys, _count, _elements, _no_final,
-                                    _after_final, _split_run, _final_with_runs])
+@pytest.mark.parametrize("mangle", [keyed.shift("run_offset", 1), keyed.shift("run_offset", -1),
+                                    *keyed.MANGLED_PIECES, _count, _after_final, _split_run, _final_with_runs])
 def test_malformed_answers(stand_in, rng, mangle):
     """Whatever does not add up is gpuscan.Internal, not a wrong result, and is not retried."""
     srv, target = stand_in(mangle=mangle)

@@ -297,28 +297,17 @@ def test_retries(stand_in, rng):
     x = ref.random_array(rng, np.dtype("int32"), 500)
     keys = (np.arange(500) // 13).astype(np.int64)
     want = segmented_ref(x, starts_of(500, keys=keys), "sum", False)
-    seen = []
-    with gpuscan.Client(target, chunk_bytes=64, timeout=30, backoff=FAST,
-                        on_retry=lambda e, n, w: seen.append(n)) as c:
-        with pytest.raises(gpuscan.Unavailable, match="call 1 fails"):
-            c.segmented_scan(x, keys)
-        out = np.zeros(500, np.int32)
-        assert c.segmented_scan(x, keys, out=out, retries=1) is out and srv.calls == 3
-        np.testing.assert_array_equal(out, want)
-        assert seen == [2]
-        srv.fail = srv.calls + 1
-        y = x.copy()
+    out = np.zeros(500, np.int32)
+
+    def check(got):
+        assert got is out
+        np.testing.assert_array_equal(got, want)
+    keyed.assert_retried(srv, target, lambda c, **kw: c.segmented_scan(x, keys, out=out, **kw), check)
+    srv.fail = srv.calls + 1
+    y = x.copy()
+    with gpuscan.Client(target, chunk_bytes=64, timeout=30, backoff=FAST) as c:
         with pytest.raises(gpuscan.Unavailable):  # in place: not retried
             c.segmented_scan(y, keys, out=y, retries=3)
-        assert srv.calls == 4
-        srv.fail = srv.calls + 1
-
-    async def main():
-        async with gpuscan.AsyncClient(target, chunk_bytes=64, timeout=30, retries=2, backoff=FAST) as ac:
-            got = await ac.segmented_scan(x, keys)
-            np.testing.assert_array_equal(got, want)
-            assert ac.last_timing.algorithm == "stand-in"
-    asyncio.run(main())
     assert srv.calls == 6
 
 
