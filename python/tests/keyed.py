@@ -11,7 +11,6 @@ import pytest
 import gpuscan
 import reference as ref
 from gpuscan import _chunking
-from gpuscan.errors import from_rpc_error
 from gpuscan.v1 import gpuscan_pb2_grpc as pb_grpc
 
 CHUNK = 4096  # bytes per request: 1024 int32 / 512 int64 elements, a few chunks for a few thousand
@@ -146,16 +145,6 @@ def stand_in_fixture(cls):
             return servicer, serve_servicer(servicer)
         return start
     return stand_in
-
-
-def raw_call(target, method: str, request):
-    """One call of `method` with a single request the client would not build; grpc errors as
-    gpuscan's."""
-    with grpc.insecure_channel(target) as ch:
-        try:
-            return list(getattr(pb_grpc.GpuScanStub(ch), method)(iter([request]), timeout=30))
-        except grpc.RpcError as e:
-            raise from_rpc_error(e) from None
 
 
 def assert_retried(srv, target, call, check):

@@ -15,6 +15,7 @@ import pytest
 
 import gpuscan
 import keyed
+import raw
 import reference as ref
 from gpuscan import _chunking
 from gpuscan.v1 import gpuscan_pb2 as pb
@@ -430,7 +431,7 @@ def test_client_refusals_before_any_call(rng):
 
 def raw_call(target, header, data=b"", keys=b""):
     """One ReduceByKey with a header the client would not build."""
-    return keyed.raw_call(target, "ReduceByKey", pb.ReduceByKeyRequest(header=header, data=data, keys=keys))
+    return raw.call(target, "ReduceByKey", pb.ReduceByKeyRequest(header=header, data=data, keys=keys))
 
 
 def test_server_refusals(target):

@@ -14,6 +14,7 @@ import pytest
 
 import gpuscan
 import keyed
+import raw
 import reference as ref
 from gpuscan.v1 import gpuscan_pb2 as pb
 from keyed import CHUNK, FAST, PATTERNS, per_chunk, sizes, values
@@ -351,7 +352,7 @@ def test_client_refusals_before_any_call(rng):
 
 def raw_call(target, header, data=b"", keys=b""):
     """One SegmentedScan with a header the client would not build."""
-    return keyed.raw_call(target, "SegmentedScan", pb.SegmentedScanRequest(header=header, data=data, keys=keys))
+    return raw.call(target, "SegmentedScan", pb.SegmentedScanRequest(header=header, data=data, keys=keys))
 
 
 def test_server_refusals(target):

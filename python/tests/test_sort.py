@@ -17,6 +17,7 @@ import pytest
 
 import gpuscan
 import keyed
+import raw
 import reference as ref
 from gpuscan import _checks, _chunking, _ops, _wire
 from gpuscan.testing import ServerProcess
@@ -511,7 +512,7 @@ def test_client_refusals_before_any_call(rng):
 
 def raw_call(target, header, keys=b"", values=b""):
     """One Sort with a header the client would not build."""
-    return keyed.raw_call(target, "Sort", pb.SortRequest(header=header, keys=keys, values=values))
+    return raw.call(target, "Sort", pb.SortRequest(header=header, keys=keys, values=values))
 
 
 def test_server_refusals(target):
