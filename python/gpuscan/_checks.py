@@ -96,7 +96,7 @@ def scan_retries(x, out, retries: int) -> int:
 
 
 def segmented_retries(x, side, out, retries: int) -> int:
-    """As _scan_retries, with the keys or heads also an input that out must not overlap."""
+    """As scan_retries, with the keys or heads also an input that out must not overlap."""
     return 0 if np.may_share_memory(x, out) or np.may_share_memory(side, out) else retries
 
 
@@ -110,7 +110,7 @@ def scan_header(wire, op, exclusive, algorithm, n=None):
 
 
 def scan_args(x, op, exclusive, algorithm, out, copy=False):
-    """x checked, the first request, and out checked (None stays None: see _scan_out)."""
+    """x checked, the first request, and out checked (None stays None: see scan_out)."""
     x, wire = check_array(x, copy=copy)
     header = pb.ScanRequest(header=scan_header(wire, op, exclusive, algorithm, len(x)))
     check_out(x, out)
@@ -139,7 +139,7 @@ def one_segmentation(keys, heads) -> None:
 def values_and_wires(x, copy, accumulate) -> Tuple[np.ndarray, int, Optional[int]]:
     """The values of a call with dtype= (segmented_scan, reduce_by_key): (x checked, its wire
     dtype, the header's output_dtype or None). accumulate None: x checked as scan's; else
-    (from _with_dtype) a narrow x, 1-D, contiguous and little-endian (copy=True copies it)."""
+    (from with_dtype) a narrow x, 1-D, contiguous and little-endian (copy=True copies it)."""
     x, wire = check_array(x, copy=copy, narrow=accumulate is not None)
     return x, wire, None if accumulate is None else accumulate[0]
 
@@ -147,7 +147,7 @@ def values_and_wires(x, copy, accumulate) -> Tuple[np.ndarray, int, Optional[int
 def segmented_args(x, keys, heads, op, exclusive, out, copy=False, accumulate=None):
     """x checked as scan's, the keys or head bytes (`side`: contiguous, little-endian, len(x)
     elements), the first request, and out checked (None stays None; a narrow x's, with
-    `accumulate` from _with_dtype: out of the result dtype, new if None). Every check before
+    `accumulate` from with_dtype: out of the result dtype, new if None). Every check before
     any call: ValueError (a bitwise operator on floats: InvalidArgument, as scan's)."""
     one_segmentation(keys, heads)
     x, wire, output = values_and_wires(x, copy, accumulate)
@@ -175,7 +175,7 @@ def segmented_args(x, keys, heads, op, exclusive, out, copy=False, accumulate=No
 def scan2d_args(x, op, out, copy=False, what: str = "scan2d", accumulate=None):
     """x as a 2-D C-contiguous little-endian matrix (copy=True: a non-contiguous or big-endian
     one is copied) flattened without a copy, out (new if None; else checked as scan's, same
-    shape; a narrow x's, with `accumulate` from _with_dtype: of the result dtype) and its flat
+    shape; a narrow x's, with `accumulate` from with_dtype: of the result dtype) and its flat
     view, and the first request (a narrow x's with output_dtype). Every check before any
     call: ValueError (a bitwise operator on floats: InvalidArgument, as scan's)."""
     if not isinstance(x, np.ndarray):
@@ -208,7 +208,7 @@ def scan2d_args(x, op, out, copy=False, what: str = "scan2d", accumulate=None):
 
 
 def reduce_by_key_args(x, keys, op, copy=False, accumulate=None):
-    """x checked as scan's (a narrow one with `accumulate` as _segmented_args'), the keys
+    """x checked as scan's (a narrow one with `accumulate` as segmented_args'), the keys
     (contiguous, little-endian, widened as segmented_scan's, len(x) of them) and the first
     request. Every check before any call: ValueError (a bitwise operator on floats:
     InvalidArgument, as scan's)."""

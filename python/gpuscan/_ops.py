@@ -53,7 +53,7 @@ class Prepared:
     native_lanes: bool = False
     collect: Optional[Callable[["Prepared", int], Collector]] = None  # a streamed try's, over k lanes
     header_only: Optional[Callable[[Any], Collector]] = None  # the shared or device call's
-    finish: Callable[[Any], Any] = lambda result: result  # the result as the method returns it
+    returns: Callable[[Any], Any] = lambda result: result  # the result as the method returns it
 
     def requests(self) -> Iterator[bytes]:
         """The whole array's serialized requests, for one call."""
@@ -143,13 +143,13 @@ def _on_device(c, method: str, call: _device.Call, data_field: int, retries, tim
 # -- the operations
 def scan(c, x, op, exclusive, algorithm, out, axis, dtype, copy, lanes, retries, timeout) -> Prepared:
     """x a CUDA array: .device; x in shared memory: .shared (its result where out is None); a
-    matrix with axis 0 or 1: the scan along it; a narrow x: narrow(); else streamed into .out."""
+    matrix with axis 0 or 1: the scan along it; a narrow x: narrow_call(); else streamed into .out."""
     x, axis = _checks.scan_axis(x, axis, algorithm, copy)
     if axis is not None:
         return scan2d(c, x, op, out, copy, retries, timeout, axis, exclusive, dtype)
     x, accumulate = _checks.with_dtype(x, dtype, copy)
     if accumulate is not None:
-        return narrow(c, "Scan", x, accumulate, op, exclusive, algorithm, out, copy, retries, timeout)
+        return narrow_call(c, "Scan", x, accumulate, op, exclusive, algorithm, out, copy, retries, timeout)
     src = _device.source(x, out=out)
     if src is not None:
         request = pb.ScanRequest(header=_checks.scan_header(_types.wire_dtype(src.dtype), op, exclusive, algorithm,
@@ -171,7 +171,7 @@ def scan(c, x, op, exclusive, algorithm, out, axis, dtype, copy, lanes, retries,
     return p
 
 
-def narrow(c, method: str, x, accumulate, op, exclusive, algorithm, out, copy, retries, timeout) -> Prepared:
+def narrow_call(c, method: str, x, accumulate, op, exclusive, algorithm, out, copy, retries, timeout) -> Prepared:
     """A narrow x's Scan or Reduce: the header with output_dtype, out of the result dtype (new if
     None); each chunk small enough that its results fit chunk_bytes."""
     wire, result = accumulate
@@ -195,7 +195,7 @@ def narrow(c, method: str, x, accumulate, op, exclusive, algorithm, out, copy, r
 def reduce(c, x, op, dtype, copy, lanes, retries, timeout) -> Prepared:
     x, accumulate = _checks.with_dtype(x, dtype, copy)
     if accumulate is not None:
-        return narrow(c, "Reduce", x, accumulate, op, False, None, None, copy, retries, timeout)
+        return narrow_call(c, "Reduce", x, accumulate, op, False, None, None, copy, retries, timeout)
     src = _device.source(x)
     if src is not None:
         request = _checks.reduce_request(_types.wire_dtype(src.dtype), op, src.n)
@@ -339,7 +339,7 @@ def sort_per(chunk_bytes: int, x, side) -> int:
 def sort(c, x, values, descending, copy, retries, timeout) -> Prepared:
     """The sorted keys, or (keys, values) with values=."""
     p = _sorted(c, x, values, descending, pb.SORT_OUTPUT_KEYS, copy, retries, timeout)
-    p.finish = (lambda r: r[0]) if values is None else (lambda r: (r[0], r[1]))
+    p.returns = (lambda r: r[0]) if values is None else (lambda r: (r[0], r[1]))
     return p
 
 
@@ -347,7 +347,7 @@ def argsort(c, x, descending, return_keys, copy, retries, timeout) -> Prepared:
     """The permutation, or (keys, permutation) with return_keys=True."""
     output = pb.SORT_OUTPUT_KEYS_AND_INDICES if return_keys else pb.SORT_OUTPUT_INDICES
     p = _sorted(c, x, None, descending, output, copy, retries, timeout)
-    p.finish = (lambda r: (r[0], r[2])) if return_keys else (lambda r: r[2])
+    p.returns = (lambda r: (r[0], r[2])) if return_keys else (lambda r: r[2])
     return p
 
 

@@ -46,7 +46,7 @@ def place_compact(x, where, flags, request, want_values, want_indices) -> Option
     """Compact: kept values and indices into new regions of capacity len(x) next to x's
     (sparse: only the kept part takes memory), returned as views [:kept]; a where= mask that
     lies in a region (bool, int8 or uint8: nonzero keeps) is read there, any other is copied
-    (as `flags`, from _compact_args) into a temporary region."""
+    (as `flags`, from _checks.compact_args) into a temporary region."""
     src = shared.place(x)
     if src is None:
         return None

@@ -35,4 +35,4 @@ def run(c, p):
         transport = _t_stream
     result, timing = yield from transport.run(c, p)
     c._set_timing(timing)
-    return p.finish(result)
+    return p.returns(result)
