@@ -72,6 +72,43 @@ def sizes(per):
     return sorted({0, 1, 2, per - 1, per, per + 1, 3 * per + 5})
 
 
+def cases_in_turn(dtype, turn: int, kinds):
+    """(kind, per, n, pattern): every length and pattern, the key kinds taken in turn from `turn`
+    (so each dtype and operator meets every kind): each length and pattern once, with one kind;
+    the longest with every kind."""
+    for n_kind in range(len(kinds)):
+        kind = kinds[(turn + n_kind) % len(kinds)]
+        per = per_chunk(dtype, kind)
+        for i, n in enumerate(sizes(per)):
+            for pattern in (PATTERNS if n > 2 else PATTERNS[:1]):
+                if (i + PATTERNS.index(pattern)) % len(kinds) == n_kind or n == 3 * per + 5:
+                    yield kind, per, n, pattern
+
+
+def assert_keys_refused(call, x, k):
+    """What a keyed call(x, keys, **kw) refuses before any call, as every one does (ValueError; a
+    bitwise operator on floats x: InvalidArgument): keys that are not integers, of another
+    length, not 1-D; a dtype not served; an unknown operator; a bad timeout or retries."""
+    for bad in (k.astype(np.float32), k.astype(np.float64), k % 2 == 0, k.astype(np.float16)):
+        with pytest.raises(ValueError, match="keys must be an integer array"):
+            call(x, bad)
+    with pytest.raises(ValueError, match=r"keys has 9 elements but x has 10"):
+        call(x, k[:9])
+    with pytest.raises(ValueError, match="1-D"):
+        call(x, k.reshape(2, 5))
+    with pytest.raises(ValueError, match="not served"):
+        call(x.astype(np.complex64), k)
+    with pytest.raises(ValueError, match="unknown operator"):
+        call(x, k, op="mean")
+    with pytest.raises(ValueError, match="timeout"):
+        call(x, k, timeout=-1)
+    with pytest.raises(ValueError, match="retries"):
+        call(x, k, retries=-1)
+    for op in ("bit_and", "bit_or", "bit_xor"):
+        with pytest.raises(gpuscan.InvalidArgument, match="bitwise"):
+            call(x, k, op=op)
+
+
 def assert_paired_requests(requests, n, per, key_size, item=4):
     """A stand-in's (header present, data bytes, side bytes) per request: the header in the first
     only, each request's data and its side (keys, heads, values; key_size 0: none) covering the
@@ -79,6 +116,17 @@ def assert_paired_requests(requests, n, per, key_size, item=4):
     assert [r[0] for r in requests] == [True] + [False] * (len(requests) - 1)
     assert [r[1] // item for r in requests] == [min(per, n - s) for s in range(0, n, per)]
     assert all(r[1] % item == 0 and r[2] == (r[1] // item) * key_size for r in requests)
+
+
+def assert_edge_requests(srv, target, call):
+    """call(client, x, side) of int32 x and int64 keys or values: an empty array sends its header
+    alone; chunk_bytes below one element, one element a request."""
+    with gpuscan.Client(target, chunk_bytes=100, timeout=30) as c:
+        call(c, np.zeros(0, np.int32), np.zeros(0, np.int64))
+        assert srv.requests == [(True, 0, 0)]
+    with gpuscan.Client(target, chunk_bytes=3, timeout=30) as c:
+        call(c, np.arange(5, dtype=np.int32), np.arange(5, dtype=np.int64))
+        assert [r[1:] for r in srv.requests] == [(4, 8)] * 5
 
 
 class StandIn(pb_grpc.GpuScanServicer):

@@ -374,11 +374,7 @@ def test_requests_on_the_wire(stand_in, rng):
                 assert got[0].tolist() == x[want].tolist() and bits(got[1]).tolist() == bits(vals[want]).tolist()
             keyed.assert_paired_requests(srv.requests, 1000, 100 // max(4, vsz), vsz)
             assert c.last_timing.algorithm == "stand-in" and c.last_timing.chunks == len(srv.requests)
-        assert c.sort(x[:0]).shape == (0,)
-        assert srv.requests == [(True, 0, 0)]
-    with gpuscan.Client(target, chunk_bytes=3, timeout=30) as c:  # below one element: one a request
-        c.sort(x[:5], values=np.arange(5, dtype=np.int64))
-        assert [r[1:] for r in srv.requests] == [(4, 8)] * 5
+    keyed.assert_edge_requests(srv, target, lambda c, x, values: c.sort(x, values=values))
 
 
 def test_retries(stand_in, rng):
