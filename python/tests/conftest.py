@@ -64,6 +64,14 @@ def big_client(target):
         yield c
 
 
+@pytest.fixture(scope="module")
+def small_chunks(target):
+    """A client of 4096-byte requests: a matrix or a few thousand elements cross several chunks
+    (test_narrow's runs on both data paths)."""
+    with gpuscan.Client(target, chunk_bytes=4096, timeout=60) as c:
+        yield c
+
+
 @pytest.fixture()
 def serve_servicer():
     """serve_servicer(servicer, workers=4) -> target: a plain grpcio server for a GpuScan

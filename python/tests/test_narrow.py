@@ -5,14 +5,12 @@ float32 scan of the same values rounded once (its association is float32's); wha
 the server refuse."""
 import asyncio
 
-import grpc
 import numpy as np
 import pytest
 
 import gpuscan
-from gpuscan.errors import from_rpc_error
+import raw
 from gpuscan.v1 import gpuscan_pb2 as pb
-from gpuscan.v1 import gpuscan_pb2_grpc as pb_grpc
 
 NARROW = ["int8", "uint8", "int16", "uint16"]
 SIZES = [0, 1, 4095, 4096, 4097, 512 * 3 + 1, 100003]
@@ -107,12 +105,7 @@ def test_client_refusals(small_chunks):
 
 
 def raw_scan(target, header, *chunks):
-    reqs = [pb.ScanRequest(header=header)] + [pb.ScanRequest(data=d) for d in chunks]
-    with grpc.insecure_channel(target) as ch:
-        try:
-            return list(pb_grpc.GpuScanStub(ch).Scan(iter(reqs), timeout=30))
-        except grpc.RpcError as e:
-            raise from_rpc_error(e) from None
+    return raw.call(target, "Scan", pb.ScanRequest(header=header), *(pb.ScanRequest(data=d) for d in chunks))
 
 
 def test_server_refusals(target):

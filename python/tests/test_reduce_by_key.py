@@ -9,23 +9,19 @@ the requests on the wire (a stand-in server records them), retries, malformed an
 what the client refuses (ValueError before any call) and what the server refuses
 (INVALID_ARGUMENT)."""
 import asyncio
-import threading
 
-import grpc
 import numpy as np
 import pytest
 
 import gpuscan
+import keyed
+import raw
 import reference as ref
 from gpuscan import _chunking
-from gpuscan.errors import from_rpc_error
 from gpuscan.v1 import gpuscan_pb2 as pb
-from gpuscan.v1 import gpuscan_pb2_grpc as pb_grpc
+from keyed import CHUNK, per_chunk, values
 
-CHUNK = 4096  # bytes per request: 1024 int32 / 512 int64 elements, a few chunks for a few thousand
 KEY_KINDS = ["int32", "int64", "uint32", "uint64"]
-PATTERNS = ["singles", "runs", "one"]
-FAST = (0.01, 0.05)  # retry backoff for tests
 
 _UFUNC = {"sum": np.add, "product": np.multiply, "min": np.minimum, "max": np.maximum,
           "bit_and": np.bitwise_and, "bit_or": np.bitwise_or, "bit_xor": np.bitwise_xor}
@@ -90,54 +86,13 @@ def check_scan_relation(client, got, x, keys, op, what=""):
     assert got[1].tobytes() == seg[ends].tobytes(), f"{what}: values are not the segmented scan at the run ends"
 
 
-def values(rng, dtype, n, op):
-    """Random, never all zero; float products near 1 (no under/overflow over long runs), NaN and
-    inf among float min/max inputs (NaN propagates within its run only)."""
-    if dtype.kind == "f" and op == "product":
-        return np.exp(rng.normal(0, 0.02, n)).astype(dtype)
-    x = ref.random_array(rng, dtype, n, op)
-    if dtype.kind == "f" and op in ("min", "max") and n > 2:
-        x[rng.random(n) < 0.01] = np.nan
-        x[rng.integers(0, n)] = np.inf if op == "min" else -np.inf
-    return x
-
-
-# Three key values per dtype, each pair differing (64-bit ones only above bit 32).
-_KEY_VALUES = {"int32": [-5, 7, 1 << 30], "uint32": [7, 7 + (1 << 31), 0xFFFFFFFF],
-               "int64": [7, 7 + (1 << 40), 7 - (1 << 40)], "uint64": [7, 7 + (1 << 40), 7 + (1 << 63)]}
-
-
 def make_keys(rng, n, pattern, per, kind):
     """Keys of `kind` for n elements: every element its own run, random runs (short ones and
     long ones spanning chunks), or one run."""
-    starts = np.zeros(n, bool)
-    if pattern == "singles":
-        starts[:] = True
-    elif pattern == "one":
-        starts[:1] = True
-    else:
-        at = 0
-        while at < n:
-            starts[at] = True
-            at += int(rng.integers(1, 5)) if rng.random() < 0.7 else int(rng.integers(per // 2, 5 * per // 2 + 2))
-    run = np.cumsum(starts) - 1
-    choice = np.zeros(int(starts.sum()), np.int64)  # each run's key differs from the one before
-    if len(choice) > 1:
-        choice[1:] = rng.integers(1, 3, len(choice) - 1)
-        choice = np.cumsum(choice) % 3
-    if pattern == "one" and n:
-        choice[:] = int(rng.integers(0, 3))
-    keys = np.array(_KEY_VALUES[kind], dtype=np.dtype(kind))[choice[run]] if n else np.zeros(0, kind)
+    starts = keyed.run_starts(rng, n, pattern, per)
+    keys = keyed.run_keys(rng, starts, pattern, kind)
     assert np.array_equal(run_starts_of(keys), np.flatnonzero(starts))
     return keys
-
-
-def per_chunk(dtype, kind, chunk=CHUNK):
-    return _chunking.chunk_elements(chunk, max(dtype.itemsize, np.dtype(kind).itemsize))
-
-
-def sizes(per):
-    return sorted({0, 1, 2, per - 1, per, per + 1, 3 * per + 5})
 
 
 def cases():
@@ -152,20 +107,13 @@ def cases():
 def test_against_numpy(rbk_client, rng, dtype, op):
     """Every length and pattern, the key kinds taken in turn (each dtype/op meets every kind);
     each result also against the segmented scan at the run ends."""
-    turn = ref.DTYPES.index(dtype) + len(op)
-    for n_kind in range(len(KEY_KINDS)):
-        kind = KEY_KINDS[(turn + n_kind) % len(KEY_KINDS)]
-        per = per_chunk(dtype, kind)
-        for i, n in enumerate(sizes(per)):
-            for pattern in (PATTERNS if n > 2 else PATTERNS[:1]):
-                if (i + PATTERNS.index(pattern)) % len(KEY_KINDS) != n_kind and n != 3 * per + 5:
-                    continue  # each length/pattern once, with one kind; the longest with every kind
-                x = values(rng, dtype, n, op)
-                keys = make_keys(rng, n, pattern, per, kind)
-                got = rbk_client.reduce_by_key(x, keys, op=op)
-                what = f"n={n} {pattern} {kind}"
-                check(got, x, keys, op, what)
-                check_scan_relation(rbk_client, got, x, keys, op, what)
+    for kind, per, n, pattern in keyed.cases_in_turn(dtype, ref.DTYPES.index(dtype) + len(op), KEY_KINDS):
+        x = values(rng, dtype, n, op)
+        keys = make_keys(rng, n, pattern, per, kind)
+        got = rbk_client.reduce_by_key(x, keys, op=op)
+        what = f"n={n} {pattern} {kind}"
+        check(got, x, keys, op, what)
+        check_scan_relation(rbk_client, got, x, keys, op, what)
 
 
 @pytest.mark.parametrize("kind", KEY_KINDS)
@@ -317,20 +265,14 @@ def test_framing_matches_generated_messages():
     assert k.tolist() == uk.tolist() and v.tolist() == uv.tolist() and asm.timing.chunks == 3
 
 
-class StandIn(pb_grpc.GpuScanServicer):
+class StandIn(keyed.StandIn):
     """ReduceByKey for int32 sums, by the reference: records each request's (header present,
     values, keys) lengths; answers the runs complete after each request (streamed as they
     complete), then the final response. Fails its first `fail` calls with UNAVAILABLE after one
     wrong run; `mangle(responses)` rewrites the answer (malformed servers)."""
 
-    def __init__(self, fail=0, mangle=None):
-        self.fail, self.mangle, self.calls, self.requests = fail, mangle, 0, []
-        self.lock = threading.Lock()
-
     def ReduceByKey(self, request_iterator, context):
-        with self.lock:
-            self.calls += 1
-            failing = self.calls <= self.fail
+        failing = self.begin()
         header, xs, ks, seen = None, [], [], []
         responses, sent = [], 0
         for r in request_iterator:
@@ -354,7 +296,7 @@ class StandIn(pb_grpc.GpuScanServicer):
                 sent = done
         if failing:  # at the end of the upload (a status mid-upload is lost by grpcio's asyncio client,
             # grpc/grpc#36066, which is not what this tests)
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"stand-in: call {self.calls} fails")
+            self.refuse(context)
         self.requests = seen
         x = np.concatenate(xs) if xs else np.zeros(0, np.int32)
         keys = np.frombuffer(b"".join(ks), ref.DTYPES[header.key_dtype - 1])
@@ -365,17 +307,10 @@ class StandIn(pb_grpc.GpuScanServicer):
         responses.append(pb.ReduceByKeyResponse(
             timing=pb.Timing(algorithm="stand-in", bytes_in=4 * len(x) + len(keys) * keys.itemsize, chunks=len(xs)),
             run_count=len(uk), element_count=len(x)))
-        if self.mangle is not None:
-            responses = self.mangle(responses)
-        yield from responses
+        yield from self.answer(responses)
 
 
-@pytest.fixture()
-def stand_in(serve_servicer):
-    def start(**kw):
-        servicer = StandIn(**kw)
-        return servicer, serve_servicer(servicer)
-    return start
+stand_in = keyed.stand_in_fixture(StandIn)
 
 
 def test_requests_on_the_wire(stand_in, rng):
@@ -390,17 +325,9 @@ def test_requests_on_the_wire(stand_in, rng):
                           ((np.arange(1000) // 37).astype(np.int32), 4)):
             k, v = c.reduce_by_key(x, keys)
             check((k, v), x, keys, "sum")
-            per = 100 // max(4, ksz)
-            assert [r[0] for r in srv.requests] == [True] + [False] * (len(srv.requests) - 1)
-            assert [r[1] // 4 for r in srv.requests] == [min(per, 1000 - s) for s in range(0, 1000, per)]
-            assert all(r[1] // 4 == r[2] // ksz and r[1] % 4 == 0 and r[2] % ksz == 0 for r in srv.requests)
+            keyed.assert_paired_requests(srv.requests, 1000, 100 // max(4, ksz), ksz)
             assert c.last_timing.algorithm == "stand-in" and c.last_timing.chunks == len(srv.requests)
-        k, v = c.reduce_by_key(x[:0], np.zeros(0, np.int32))
-        assert k.shape == v.shape == (0,)
-        assert srv.requests == [(True, 0, 0)]
-    with gpuscan.Client(target, chunk_bytes=3, timeout=30) as c:  # below one element: one a request
-        c.reduce_by_key(x[:5], np.arange(5, dtype=np.int64))
-        assert [r[1:] for r in srv.requests] == [(4, 8)] * 5
+    keyed.assert_edge_requests(srv, target, lambda c, x, keys: c.reduce_by_key(x, keys))
 
 
 def test_retries(stand_in, rng):
@@ -409,60 +336,16 @@ def test_retries(stand_in, rng):
     x = ref.random_array(rng, np.dtype("int32"), 500)
     keys = (np.arange(500) // 13).astype(np.int64)
     want = rbk_ref(x, keys, "sum")
-    seen = []
-    with gpuscan.Client(target, chunk_bytes=64, timeout=30, backoff=FAST,
-                        on_retry=lambda e, n, w: seen.append(n)) as c:
-        with pytest.raises(gpuscan.Unavailable, match="call 1 fails"):
-            c.reduce_by_key(x, keys)
-        k, v = c.reduce_by_key(x, keys, retries=1)
-        assert srv.calls == 3 and seen == [2]
-        np.testing.assert_array_equal(k, want[0])
-        np.testing.assert_array_equal(v, want[1])
-        assert c.last_timing.algorithm == "stand-in"
-        srv.fail = srv.calls + 1
 
-    async def main():
-        async with gpuscan.AsyncClient(target, chunk_bytes=64, timeout=30, retries=2, backoff=FAST) as ac:
-            k, v = await ac.reduce_by_key(x, keys)
-            np.testing.assert_array_equal(k, want[0])
-            np.testing.assert_array_equal(v, want[1])
-            assert ac.last_timing.algorithm == "stand-in"
-    asyncio.run(main())
-    assert srv.calls == 5
-
-
-def _gap(rs):  # the second piece of runs claims to start one run later
-    rs[1].run_offset += 1
-    return rs
-
-
-def _overlap(rs):
-    rs[1].run_offset -= 1
-    return rs
-
-
-def _short_values(rs):
-    rs[0].values = rs[0].values[:-4]
-    return rs
-
-
-def _ragged_keys(rs):
-    rs[0].keys = rs[0].keys[:-1]
-    return rs
+    def check(got):
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    keyed.assert_retried(srv, target, lambda c, **kw: c.reduce_by_key(x, keys, **kw), check)
 
 
 def _count(rs):
     rs[-1].run_count += 1
     return rs
-
-
-def _elements(rs):
-    rs[-1].element_count -= 1
-    return rs
-
-
-def _no_final(rs):
-    return rs[:-1]
 
 
 def _after_final(rs):
@@ -484,24 +367,14 @@ def _final_with_runs(rs):
     return rs
 
 
-@pytest.mark.parametrize("mangle", [_gap, _overlap, _short_values, _ragged_keys, _count, _elements, _no_final,
-                                    _after_final, _split_run, _final_with_runs])
+@pytest.mark.parametrize("mangle", [keyed.shift("run_offset", 1), keyed.shift("run_offset", -1),
+                                    *keyed.MANGLED_PIECES, _count, _after_final, _split_run, _final_with_runs])
 def test_malformed_answers(stand_in, rng, mangle):
     """Whatever does not add up is gpuscan.Internal, not a wrong result, and is not retried."""
     srv, target = stand_in(mangle=mangle)
     x = ref.random_array(rng, np.dtype("int32"), 600)
     keys = (np.arange(600) // 5).astype(np.int64)
-    with gpuscan.Client(target, chunk_bytes=128, timeout=30, retries=3, backoff=FAST) as c:
-        with pytest.raises(gpuscan.Internal):
-            c.reduce_by_key(x, keys)
-    assert srv.calls == 1
-
-    async def main():
-        async with gpuscan.AsyncClient(target, chunk_bytes=128, timeout=30, retries=3, backoff=FAST) as ac:
-            with pytest.raises(gpuscan.Internal):
-                await ac.reduce_by_key(x, keys)
-    asyncio.run(main())
-    assert srv.calls == 2
+    keyed.assert_internal_and_not_retried(srv, target, 128, lambda c: c.reduce_by_key(x, keys))
 
 
 # -- refusals
@@ -518,40 +391,17 @@ def test_client_refusals_before_any_call(rng):
             c.reduce_by_key(x)  # keys are required
         with pytest.raises(TypeError):
             c.reduce_by_key(x, heads=np.ones(10, bool))  # no head flags here
-        for bad in (k.astype(np.float32), k.astype(np.float64), k % 2 == 0, k.astype(np.float16)):
-            with pytest.raises(ValueError, match="keys must be an integer array"):
-                c.reduce_by_key(x, bad)
-        with pytest.raises(ValueError, match=r"keys has 9 elements but x has 10"):
-            c.reduce_by_key(x, k[:9])
+        keyed.assert_keys_refused(c.reduce_by_key, x, k)
+        keyed.assert_keys_refused(c.reduce_by_key, x.astype(np.float64), k)
         with pytest.raises(ValueError, match=r"keys has 11 elements but x has 10"):
             c.reduce_by_key(x, np.arange(11))
         with pytest.raises(ValueError, match="1-D"):
-            c.reduce_by_key(x, k.reshape(2, 5))
-        with pytest.raises(ValueError, match="1-D"):
             c.reduce_by_key(x.reshape(2, 5), k)
-        with pytest.raises(ValueError, match="not served"):
-            c.reduce_by_key(x.astype(np.complex64), k)
-        with pytest.raises(ValueError, match="unknown operator"):
-            c.reduce_by_key(x, k, op="mean")
-        with pytest.raises(ValueError, match="timeout"):
-            c.reduce_by_key(x, k, timeout=-1)
-        with pytest.raises(ValueError, match="retries"):
-            c.reduce_by_key(x, k, retries=-1)
-        for op in ("bit_and", "bit_or", "bit_xor"):
-            with pytest.raises(gpuscan.InvalidArgument, match="bitwise"):
-                c.reduce_by_key(x, k, op=op)
-            with pytest.raises(gpuscan.InvalidArgument, match="bitwise"):
-                c.reduce_by_key(x.astype(np.float64), k, op=op)
 
 
 def raw_call(target, header, data=b"", keys=b""):
-    """One ReduceByKey with a header the client would not build; grpc errors as gpuscan's."""
-    with grpc.insecure_channel(target) as ch:
-        try:
-            return list(pb_grpc.GpuScanStub(ch).ReduceByKey(
-                iter([pb.ReduceByKeyRequest(header=header, data=data, keys=keys)]), timeout=30))
-        except grpc.RpcError as e:
-            raise from_rpc_error(e) from None
+    """One ReduceByKey with a header the client would not build."""
+    return raw.call(target, "ReduceByKey", pb.ReduceByKeyRequest(header=header, data=data, keys=keys))
 
 
 def test_server_refusals(target):

@@ -7,14 +7,12 @@ chunk_bytes; out=; what the client refuses (ValueError before any call) and what
 refuses (INVALID_ARGUMENT / RESOURCE_EXHAUSTED naming the field)."""
 import asyncio
 
-import grpc
 import numpy as np
 import pytest
 
 import gpuscan
-from gpuscan.errors import from_rpc_error
+import raw
 from gpuscan.v1 import gpuscan_pb2 as pb
-from gpuscan.v1 import gpuscan_pb2_grpc as pb_grpc
 
 DTYPES = ["int32", "int64", "uint32", "uint64", "float32", "float64"]
 UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}  # float16 too (test_scan_axis.py)
@@ -49,12 +47,6 @@ def matrix(rng, rows, cols, dtype, op):
     if op == "bit_and":
         return (~(np.ones(n, dt) << rng.integers(0, 8 * dt.itemsize, n).astype(dt))).astype(dt) | dt.type(1)
     return rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
-
-
-@pytest.fixture(scope="module")
-def small_chunks(target):
-    with gpuscan.Client(target, chunk_bytes=4096, timeout=60) as c:
-        yield c
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -125,13 +117,8 @@ def test_client_refusals(small_chunks):
 
 
 def raw_call(target, header, *chunks):
-    """One Scan2D with a header (and chunks) the client would not send; grpc errors as gpuscan's."""
-    reqs = [pb.Scan2DRequest(header=header)] + [pb.Scan2DRequest(data=d) for d in chunks]
-    with grpc.insecure_channel(target) as ch:
-        try:
-            return list(pb_grpc.GpuScanStub(ch).Scan2D(iter(reqs), timeout=30))
-        except grpc.RpcError as e:
-            raise from_rpc_error(e) from None
+    """One Scan2D with a header (and chunks) the client would not send."""
+    return raw.call(target, "Scan2D", pb.Scan2DRequest(header=header), *(pb.Scan2DRequest(data=d) for d in chunks))
 
 
 def test_server_refusals(target, client):

@@ -42,12 +42,6 @@ def reference(x, op, axis, exclusive=False):
     return out
 
 
-@pytest.fixture(scope="module")
-def small_chunks(target):
-    with gpuscan.Client(target, chunk_bytes=4096, timeout=60) as c:
-        yield c
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_every_operator_both_axes_bit_for_bit(small_chunks, rng, dtype):
     ops = ["sum", "product", "min", "max"] + (["bit_and", "bit_or", "bit_xor"] if dtype[0] != "f" else [])

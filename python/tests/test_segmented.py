@@ -8,23 +8,18 @@ close to a float64 reference and bit-identical across chunk sizes, repeats and t
 Then the requests on the wire (a stand-in server records them), retries, what the client refuses
 (ValueError before any call) and what the server refuses (INVALID_ARGUMENT)."""
 import asyncio
-import threading
 
-import grpc
 import numpy as np
 import pytest
 
 import gpuscan
+import keyed
+import raw
 import reference as ref
-from gpuscan import _chunking
-from gpuscan.errors import from_rpc_error
 from gpuscan.v1 import gpuscan_pb2 as pb
-from gpuscan.v1 import gpuscan_pb2_grpc as pb_grpc
+from keyed import CHUNK, FAST, per_chunk, values
 
-CHUNK = 4096  # bytes per request: 1024 int32 / 512 int64 elements, a few chunks for a few thousand
 KEY_KINDS = ["int32", "int64", "uint32", "uint64", "heads"]
-PATTERNS = ["singles", "runs", "one"]
-FAST = (0.01, 0.05)  # retry backoff for tests
 
 
 @pytest.fixture(scope="module")
@@ -77,42 +72,9 @@ def check(got, x, starts, op, exclusive, what=""):
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=4 * longest * eps, err_msg=what)
 
 
-def values(rng, dtype, n, op):
-    """Random, never all zero; float products near 1 (no under/overflow over long segments), NaN
-    and inf among float min/max inputs (NaN propagates within its segment only)."""
-    if dtype.kind == "f" and op == "product":
-        return np.exp(rng.normal(0, 0.02, n)).astype(dtype)
-    x = ref.random_array(rng, dtype, n, op)
-    if dtype.kind == "f" and op in ("min", "max") and n > 2:
-        x[rng.random(n) < 0.01] = np.nan
-        x[rng.integers(0, n)] = np.inf if op == "min" else -np.inf
-    return x
-
-
-# Three key values per dtype, each pair differing (64-bit ones only above bit 32).
-_KEY_VALUES = {"int32": [-5, 7, 1 << 30], "uint32": [7, 7 + (1 << 31), 0xFFFFFFFF],
-               "int64": [7, 7 + (1 << 40), 7 - (1 << 40)], "uint64": [7, 7 + (1 << 40), 7 + (1 << 63)]}
-
-
-def run_starts(rng, n, pattern, per):
-    """starts of an n-element array: every element its own segment, random runs (short ones and
-    long ones spanning chunks), or one segment."""
-    s = np.zeros(n, bool)
-    if pattern == "singles":
-        s[:] = True
-    elif pattern == "one":
-        s[:1] = True
-    else:
-        at = 0
-        while at < n:
-            s[at] = True
-            at += int(rng.integers(1, 5)) if rng.random() < 0.7 else int(rng.integers(per // 2, 5 * per // 2 + 2))
-    return s
-
-
 def segments(rng, n, pattern, per, kind):
     """(keys, heads, starts) for one pattern: keys of `kind` (heads None) or heads (keys None)."""
-    starts = run_starts(rng, n, pattern, per)
+    starts = keyed.run_starts(rng, n, pattern, per)
     if kind == "heads":
         dtype = [np.bool_, np.uint8, np.int8][int(rng.integers(0, 3))]
         heads = np.zeros(n, np.uint8)
@@ -121,24 +83,9 @@ def segments(rng, n, pattern, per, kind):
             heads[0] = 0  # element 0 begins a segment anyway
         heads = heads.astype(bool) if dtype is np.bool_ else heads.view(dtype)
         return None, heads, starts
-    run = np.cumsum(starts) - 1
-    choice = np.zeros(int(starts.sum()), np.int64)  # each run's value differs from the one before
-    if len(choice) > 1:
-        choice[1:] = rng.integers(1, 3, len(choice) - 1)
-        choice = np.cumsum(choice) % 3
-    if pattern == "one" and n:
-        choice[:] = int(rng.integers(0, 3))
-    keys = np.array(_KEY_VALUES[kind], dtype=np.dtype(kind))[choice[run]] if n else np.zeros(0, kind)
+    keys = keyed.run_keys(rng, starts, pattern, kind)
     assert np.array_equal(starts_of(n, keys=keys), starts)
     return keys, None, starts
-
-
-def per_chunk(dtype, kind, chunk=CHUNK):
-    return _chunking.chunk_elements(chunk, max(dtype.itemsize, 1 if kind == "heads" else np.dtype(kind).itemsize))
-
-
-def sizes(per):
-    return sorted({0, 1, 2, per - 1, per, per + 1, 3 * per + 5})
 
 
 def cases():
@@ -153,18 +100,12 @@ def cases():
 @pytest.mark.parametrize("dtype,op,exclusive", list(cases()))
 def test_against_numpy(seg_client, rng, dtype, op, exclusive):
     """Every length and pattern, the key kinds taken in turn (each dtype/op meets every kind)."""
-    turn = ref.DTYPES.index(dtype) + len(op) + exclusive
-    for n_kind in range(len(KEY_KINDS)):
-        kind = KEY_KINDS[(turn + n_kind) % len(KEY_KINDS)]
-        per = per_chunk(dtype, kind)
-        for i, n in enumerate(sizes(per)):
-            for pattern in (PATTERNS if n > 2 else PATTERNS[:1]):
-                if (i + PATTERNS.index(pattern)) % len(KEY_KINDS) != n_kind and n != 3 * per + 5:
-                    continue  # each length/pattern once, with one kind; the longest with every kind
-                x = values(rng, dtype, n, op)
-                keys, heads, starts = segments(rng, n, pattern, per, kind)
-                got = seg_client.segmented_scan(x, keys, heads=heads, op=op, exclusive=exclusive)
-                check(got, x, starts, op, exclusive, f"n={n} {pattern} {kind}")
+    for kind, per, n, pattern in keyed.cases_in_turn(dtype, ref.DTYPES.index(dtype) + len(op) + exclusive,
+                                                     KEY_KINDS):
+        x = values(rng, dtype, n, op)
+        keys, heads, starts = segments(rng, n, pattern, per, kind)
+        got = seg_client.segmented_scan(x, keys, heads=heads, op=op, exclusive=exclusive)
+        check(got, x, starts, op, exclusive, f"n={n} {pattern} {kind}")
 
 
 @pytest.mark.parametrize("kind", KEY_KINDS)
@@ -289,20 +230,14 @@ def test_empty_and_tiny(seg_client):
 
 # -- the wire, retries: a stand-in server
 
-class StandIn(pb_grpc.GpuScanServicer):
+class StandIn(keyed.StandIn):
     """SegmentedScan for int32 sums, by the reference: records each request's (header present,
     values, keys) lengths; fails its first `fail` calls with UNAVAILABLE after a wrong chunk (at
     the end of the upload: grpcio's asyncio client loses a status that comes mid-upload,
     grpc/grpc#36066, which is not what this tests)."""
 
-    def __init__(self, fail=0):
-        self.fail, self.calls, self.requests = fail, 0, []
-        self.lock = threading.Lock()
-
     def SegmentedScan(self, request_iterator, context):
-        with self.lock:
-            self.calls += 1
-            failing = self.calls <= self.fail
+        failing = self.begin()
         header, xs, ks, seen = None, [], [], []
         for r in request_iterator:
             if r.HasField("header"):
@@ -313,7 +248,7 @@ class StandIn(pb_grpc.GpuScanServicer):
             if failing and len(xs) == 1:
                 yield pb.ScanResponse(data=(xs[-1] ^ 0x5A5A).tobytes(), offset=0)
         if failing:
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"stand-in: call {self.calls} fails")
+            self.refuse(context)
         self.requests = seen
         x = np.concatenate(xs) if xs else np.zeros(0, np.int32)
         if header.WhichOneof("segments") == "heads":
@@ -329,12 +264,7 @@ class StandIn(pb_grpc.GpuScanServicer):
                               element_count=len(x))
 
 
-@pytest.fixture()
-def stand_in(serve_servicer):
-    def start(**kw):
-        servicer = StandIn(**kw)
-        return servicer, serve_servicer(servicer)
-    return start
+stand_in = keyed.stand_in_fixture(StandIn)
 
 
 def test_requests_on_the_wire(stand_in, rng):
@@ -348,16 +278,9 @@ def test_requests_on_the_wire(stand_in, rng):
                                  (None, rng.random(1000) < 0.1, 1)):
             got = c.segmented_scan(x, keys, heads=heads, exclusive=True)
             np.testing.assert_array_equal(got, segmented_ref(x, starts_of(1000, keys, heads), "sum", True))
-            per = 100 // max(4, ksz)
-            assert [r[0] for r in srv.requests] == [True] + [False] * (len(srv.requests) - 1)
-            assert [r[1] // 4 for r in srv.requests] == [min(per, 1000 - s) for s in range(0, 1000, per)]
-            assert all(r[1] // 4 == r[2] // ksz and r[1] % 4 == 0 and r[2] % ksz == 0 for r in srv.requests)
+            keyed.assert_paired_requests(srv.requests, 1000, 100 // max(4, ksz), ksz)
             assert c.last_timing.algorithm == "stand-in"
-        assert c.segmented_scan(x[:0], np.zeros(0, np.int32)).shape == (0,)
-        assert srv.requests == [(True, 0, 0)]
-    with gpuscan.Client(target, chunk_bytes=3, timeout=30) as c:  # below one element: one a request
-        c.segmented_scan(x[:5], np.arange(5, dtype=np.int64))
-        assert [r[1:] for r in srv.requests] == [(4, 8)] * 5
+    keyed.assert_edge_requests(srv, target, lambda c, x, keys: c.segmented_scan(x, keys))
 
 
 def test_retries(stand_in, rng):
@@ -365,28 +288,17 @@ def test_retries(stand_in, rng):
     x = ref.random_array(rng, np.dtype("int32"), 500)
     keys = (np.arange(500) // 13).astype(np.int64)
     want = segmented_ref(x, starts_of(500, keys=keys), "sum", False)
-    seen = []
-    with gpuscan.Client(target, chunk_bytes=64, timeout=30, backoff=FAST,
-                        on_retry=lambda e, n, w: seen.append(n)) as c:
-        with pytest.raises(gpuscan.Unavailable, match="call 1 fails"):
-            c.segmented_scan(x, keys)
-        out = np.zeros(500, np.int32)
-        assert c.segmented_scan(x, keys, out=out, retries=1) is out and srv.calls == 3
-        np.testing.assert_array_equal(out, want)
-        assert seen == [2]
-        srv.fail = srv.calls + 1
-        y = x.copy()
+    out = np.zeros(500, np.int32)
+
+    def check(got):
+        assert got is out
+        np.testing.assert_array_equal(got, want)
+    keyed.assert_retried(srv, target, lambda c, **kw: c.segmented_scan(x, keys, out=out, **kw), check)
+    srv.fail = srv.calls + 1
+    y = x.copy()
+    with gpuscan.Client(target, chunk_bytes=64, timeout=30, backoff=FAST) as c:
         with pytest.raises(gpuscan.Unavailable):  # in place: not retried
             c.segmented_scan(y, keys, out=y, retries=3)
-        assert srv.calls == 4
-        srv.fail = srv.calls + 1
-
-    async def main():
-        async with gpuscan.AsyncClient(target, chunk_bytes=64, timeout=30, retries=2, backoff=FAST) as ac:
-            got = await ac.segmented_scan(x, keys)
-            np.testing.assert_array_equal(got, want)
-            assert ac.last_timing.algorithm == "stand-in"
-    asyncio.run(main())
     assert srv.calls == 6
 
 
@@ -402,40 +314,18 @@ def test_client_refusals_before_any_call(rng):
             c.segmented_scan(x, k, heads=np.ones(10, bool))
         with pytest.raises(ValueError, match="exactly one of keys"):
             c.segmented_scan(x)
-        for bad in (k.astype(np.float32), k.astype(np.float64), k % 2 == 0, k.astype(np.float16)):
-            with pytest.raises(ValueError, match="keys must be an integer array"):
-                c.segmented_scan(x, bad)
-        with pytest.raises(ValueError, match=r"keys has 9 elements but x has 10"):
-            c.segmented_scan(x, k[:9])
+        keyed.assert_keys_refused(c.segmented_scan, x, k)
         with pytest.raises(ValueError, match=r"heads has 11 elements but x has 10"):
             c.segmented_scan(x, heads=np.ones(11, bool))
         with pytest.raises(ValueError, match="heads must be a bool, int8 or uint8"):
             c.segmented_scan(x, heads=k)
         with pytest.raises(ValueError, match="1-D"):
-            c.segmented_scan(x, k.reshape(2, 5))
-        with pytest.raises(ValueError, match="1-D"):
             c.segmented_scan(x, heads=np.ones((2, 5), bool))
-        with pytest.raises(ValueError, match="not served"):
-            c.segmented_scan(x.astype(np.complex64), k)
-        with pytest.raises(ValueError, match="unknown operator"):
-            c.segmented_scan(x, k, op="mean")
-        with pytest.raises(ValueError, match="timeout"):
-            c.segmented_scan(x, k, timeout=-1)
-        with pytest.raises(ValueError, match="retries"):
-            c.segmented_scan(x, k, retries=-1)
-        for op in ("bit_and", "bit_or", "bit_xor"):
-            with pytest.raises(gpuscan.InvalidArgument, match="bitwise"):
-                c.segmented_scan(x, k, op=op)
 
 
 def raw_call(target, header, data=b"", keys=b""):
-    """One SegmentedScan with a header the client would not build; grpc errors as gpuscan's."""
-    with grpc.insecure_channel(target) as ch:
-        try:
-            return list(pb_grpc.GpuScanStub(ch).SegmentedScan(
-                iter([pb.SegmentedScanRequest(header=header, data=data, keys=keys)]), timeout=30))
-        except grpc.RpcError as e:
-            raise from_rpc_error(e) from None
+    """One SegmentedScan with a header the client would not build."""
+    return raw.call(target, "SegmentedScan", pb.SegmentedScanRequest(header=header, data=data, keys=keys))
 
 
 def test_server_refusals(target):

@@ -11,22 +11,20 @@ answers (Internal), what the client refuses (ValueError before any call), what t
 import asyncio
 import re
 import subprocess
-import threading
 
-import grpc
 import numpy as np
 import pytest
 
 import gpuscan
+import keyed
+import raw
 import reference as ref
-from gpuscan import _chunking, _wire
-from gpuscan.errors import from_rpc_error
+from gpuscan import _checks, _chunking, _ops, _wire
 from gpuscan.testing import ServerProcess
 from gpuscan.v1 import gpuscan_pb2 as pb
-from gpuscan.v1 import gpuscan_pb2_grpc as pb_grpc
+from keyed import FAST, sizes
 
 CHUNK = 4096  # bytes per request: 1024 int32 / 512 int64 elements (keys and values: the wider's)
-FAST = (0.01, 0.05)  # retry backoff for tests
 UINT = {4: np.uint32, 8: np.uint64}
 
 
@@ -79,10 +77,6 @@ def random_keys(rng, dtype, n, distinct=None):
         pool = rng.integers(info.min, info.max, max(distinct or n, 1), dtype=dtype, endpoint=True)
         pool = np.concatenate((pool, np.array([info.min, info.max, 0], dtype)))
     return pool[rng.integers(0, len(pool), n)] if n else np.zeros(0, dtype)
-
-
-def sizes(per):
-    return sorted({0, 1, 2, per - 1, per, per + 1, 3 * per + 5})
 
 
 def check_sorted(client, x, descending=False, values=None, what=""):
@@ -302,31 +296,29 @@ def test_requests_built_by_the_client():
     """Header fields per call (output, descending, values_dtype, element_count), before any call."""
     with gpuscan.Client("127.0.0.1:1", chunk_bytes=100) as c:
         x = np.arange(30, dtype=np.int32)
-        _, side, r = c._sort_args(x, None, False, pb.SORT_OUTPUT_KEYS)
+        _, side, r = _checks.sort_args(x, None, False, pb.SORT_OUTPUT_KEYS)
         assert side is None and r == pb.SortRequest(header=pb.SortHeader(dtype=pb.DTYPE_INT32, element_count=30))
-        assert c._sort_per(x, side) == 25
-        _, side, r = c._sort_args(x, np.zeros(30, np.float64), True, pb.SORT_OUTPUT_KEYS)
+        assert _ops.sort_per(c.chunk_bytes, x, side) == 25
+        _, side, r = _checks.sort_args(x, np.zeros(30, np.float64), True, pb.SORT_OUTPUT_KEYS)
         assert r.header == pb.SortHeader(dtype=pb.DTYPE_INT32, descending=True, element_count=30,
                                          output=pb.SORT_OUTPUT_KEYS_AND_VALUES, values_dtype=pb.DTYPE_FLOAT64)
-        assert c._sort_per(x, side) == 12
-        _, _, r = c._sort_args(np.zeros(0, np.uint64), None, False, pb.SORT_OUTPUT_KEYS_AND_INDICES)
+        assert _ops.sort_per(c.chunk_bytes, x, side) == 12
+        _, _, r = _checks.sort_args(np.zeros(0, np.uint64), None, False, pb.SORT_OUTPUT_KEYS_AND_INDICES)
         assert r.header.output == pb.SORT_OUTPUT_KEYS_AND_INDICES and r.header.HasField("element_count")
 
 
-class StandIn(pb_grpc.GpuScanServicer):
+class StandIn(keyed.StandIn):
     """Sort by the reference: records each request's (header present, keys, values) lengths;
     answers after the upload in pieces of `piece` elements, then the final response. Fails its
     first `fail` calls with UNAVAILABLE after one wrong piece; `mangle(responses)` rewrites the
     answer (malformed servers)."""
 
     def __init__(self, fail=0, mangle=None, piece=100):
-        self.fail, self.mangle, self.piece, self.calls, self.requests = fail, mangle, piece, 0, []
-        self.lock = threading.Lock()
+        super().__init__(fail, mangle)
+        self.piece = piece
 
     def Sort(self, request_iterator, context):
-        with self.lock:
-            self.calls += 1
-            failing = self.calls <= self.fail
+        failing = self.begin()
         header, ks, vs, seen = None, [], [], []
         for r in request_iterator:
             if r.HasField("header"):
@@ -344,7 +336,7 @@ class StandIn(pb_grpc.GpuScanServicer):
             yield pb.SortResponse(keys=b"" if out == pb.SORT_OUTPUT_INDICES else keys[:1].tobytes(),
                                   values=b"" if vals is None else vals[:1].tobytes(),
                                   indices=np.zeros(1 if out >= pb.SORT_OUTPUT_INDICES else 0, np.int64).tobytes())
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"stand-in: call {self.calls} fails")
+            self.refuse(context)
         responses = []
         for s in range(0, len(keys), self.piece):
             o = order[s:s + self.piece]
@@ -359,17 +351,10 @@ class StandIn(pb_grpc.GpuScanServicer):
         responses.append(pb.SortResponse(
             timing=pb.Timing(algorithm="stand-in", bytes_in=sum(map(len, ks)) + sum(map(len, vs)), chunks=len(ks)),
             element_count=len(keys)))
-        if self.mangle is not None:
-            responses = self.mangle(responses)
-        yield from responses
+        yield from self.answer(responses)
 
 
-@pytest.fixture()
-def stand_in(serve_servicer):
-    def start(**kw):
-        servicer = StandIn(**kw)
-        return servicer, serve_servicer(servicer)
-    return start
+stand_in = keyed.stand_in_fixture(StandIn)
 
 
 def test_requests_on_the_wire(stand_in, rng):
@@ -387,16 +372,9 @@ def test_requests_on_the_wire(stand_in, rng):
                 assert got.tolist() == x[want].tolist()
             else:
                 assert got[0].tolist() == x[want].tolist() and bits(got[1]).tolist() == bits(vals[want]).tolist()
-            per = 100 // max(4, vsz)
-            assert [r[0] for r in srv.requests] == [True] + [False] * (len(srv.requests) - 1)
-            assert [r[1] // 4 for r in srv.requests] == [min(per, 1000 - s) for s in range(0, 1000, per)]
-            assert all(r[2] == (r[1] // 4) * vsz for r in srv.requests)
+            keyed.assert_paired_requests(srv.requests, 1000, 100 // max(4, vsz), vsz)
             assert c.last_timing.algorithm == "stand-in" and c.last_timing.chunks == len(srv.requests)
-        assert c.sort(x[:0]).shape == (0,)
-        assert srv.requests == [(True, 0, 0)]
-    with gpuscan.Client(target, chunk_bytes=3, timeout=30) as c:  # below one element: one a request
-        c.sort(x[:5], values=np.arange(5, dtype=np.int64))
-        assert [r[1:] for r in srv.requests] == [(4, 8)] * 5
+    keyed.assert_edge_requests(srv, target, lambda c, x, values: c.sort(x, values=values))
 
 
 def test_retries(stand_in, rng):
@@ -405,44 +383,17 @@ def test_retries(stand_in, rng):
     x = random_keys(rng, np.dtype("float32"), 500, distinct=10)
     v = np.arange(500, dtype=np.int32)
     want = ref_argsort(x)
-    seen = []
-    with gpuscan.Client(target, chunk_bytes=64, timeout=30, backoff=FAST,
-                        on_retry=lambda e, n, w: seen.append(n)) as c:
-        with pytest.raises(gpuscan.Unavailable, match="call 1 fails"):
-            c.sort(x, values=v)
-        k, sv = c.sort(x, values=v, retries=1)
-        assert srv.calls == 3 and seen == [2]
+
+    def check(got):
+        k, sv = got
         assert bits(k).tolist() == bits(x[want]).tolist() and sv.tolist() == want.tolist()
-        assert c.last_timing.algorithm == "stand-in"
-        srv.fail = srv.calls + 1
+    keyed.assert_retried(srv, target, lambda c, **kw: c.sort(x, values=v, **kw), check)
+    srv.fail = srv.calls + 1
 
-    async def main():
-        async with gpuscan.AsyncClient(target, chunk_bytes=64, timeout=30, retries=2, backoff=FAST) as ac:
-            idx = await ac.argsort(x)
-            assert idx.tolist() == want.tolist()
-            assert ac.last_timing.algorithm == "stand-in"
-    asyncio.run(main())
-    assert srv.calls == 5
-
-
-def _gap(rs):  # the second piece claims to start one element later
-    rs[1].offset += 1
-    return rs
-
-
-def _overlap(rs):
-    rs[1].offset -= 1
-    return rs
-
-
-def _short_values(rs):
-    rs[0].values = rs[0].values[:-4]
-    return rs
-
-
-def _ragged_keys(rs):
-    rs[0].keys = rs[0].keys[:-1]
-    return rs
+    async def argsorted():
+        async with gpuscan.AsyncClient(target, chunk_bytes=64, timeout=30, retries=1, backoff=FAST) as ac:
+            return await ac.argsort(x)
+    assert asyncio.run(argsorted()).tolist() == want.tolist() and srv.calls == 7
 
 
 def _unasked_indices(rs):
@@ -450,18 +401,9 @@ def _unasked_indices(rs):
     return rs
 
 
-def _elements(rs):
-    rs[-1].element_count -= 1
-    return rs
-
-
 def _missing_piece(rs):
     del rs[-2]
     return rs
-
-
-def _no_final(rs):
-    return rs[:-1]
 
 
 def _after_final(rs):
@@ -482,24 +424,15 @@ def _out_of_order(rs):  # two keys swapped (they differ: few duplicates at the s
     return rs
 
 
-@pytest.mark.parametrize("mangle", [_gap, _overlap, _short_values, _ragged_keys, _unasked_indices, _elements,
-                                    _missing_piece, _no_final, _after_final, _final_with_elements, _out_of_order])
+@pytest.mark.parametrize("mangle", [keyed.shift("offset", 1), keyed.shift("offset", -1), *keyed.MANGLED_PIECES,
+                                    _unasked_indices, _missing_piece, _after_final, _final_with_elements,
+                                    _out_of_order])
 def test_malformed_answers(stand_in, rng, mangle):
     """Whatever does not add up is gpuscan.Internal, not a wrong result, and is not retried."""
     srv, target = stand_in(mangle=mangle)
     x = rng.permutation(600).astype(np.int32)
     v = np.arange(600, dtype=np.int32)
-    with gpuscan.Client(target, chunk_bytes=128, timeout=30, retries=3, backoff=FAST) as c:
-        with pytest.raises(gpuscan.Internal):
-            c.sort(x, values=v)
-    assert srv.calls == 1
-
-    async def main():
-        async with gpuscan.AsyncClient(target, chunk_bytes=128, timeout=30, retries=3, backoff=FAST) as ac:
-            with pytest.raises(gpuscan.Internal):
-                await ac.sort(x, values=v)
-    asyncio.run(main())
-    assert srv.calls == 2
+    keyed.assert_internal_and_not_retried(srv, target, 128, lambda c: c.sort(x, values=v))
 
 
 def _swap_indices(rs):  # equal keys with their indices swapped: not stable
@@ -574,13 +507,8 @@ def test_client_refusals_before_any_call(rng):
 
 
 def raw_call(target, header, keys=b"", values=b""):
-    """One Sort with a header the client would not build; grpc errors as gpuscan's."""
-    with grpc.insecure_channel(target) as ch:
-        try:
-            return list(pb_grpc.GpuScanStub(ch).Sort(
-                iter([pb.SortRequest(header=header, keys=keys, values=values)]), timeout=30))
-        except grpc.RpcError as e:
-            raise from_rpc_error(e) from None
+    """One Sort with a header the client would not build."""
+    return raw.call(target, "Sort", pb.SortRequest(header=header, keys=keys, values=values))
 
 
 def test_server_refusals(target):
