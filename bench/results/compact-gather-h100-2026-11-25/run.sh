@@ -10,11 +10,7 @@ source scripts/lib/gpu-common.sh
 gpu_setup
 step kernel tests
 timeout 240 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tee "$out/kernel_tests.log" | tail -4
-step memcheck on the compaction kernel tests
-san=$(gpu_sanitizer)
-timeout 200 "$san" --tool memcheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
-  --gtest_filter='GpuTest.CompactSplitOverLaunches:Impl/CompactTest.Int32/own:Impl/CompactTest.Double/own' 2>&1 \
-  | tail -3; echo "memcheck exit ${PIPESTATUS[0]}"
+gpu_sanitize memcheck 'GpuTest.CompactSplitOverLaunches:Impl/CompactTest.Int32/own:Impl/CompactTest.Double/own'
 step engine and RPC compaction on the cuda engine
 LD_LIBRARY_PATH=$R timeout 150 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='*Compact*' 2>&1 | grep -v '\[info\]' | tail -3
 GPUSCAN_TEST_ENGINE=cuda LD_LIBRARY_PATH=$R timeout 150 $B/integration_tests --gtest_brief=1 --gtest_filter='*Compact*' 2>&1 \

@@ -13,9 +13,7 @@ export LD_LIBRARY_PATH=$R
 if [ -x "$B/gpu_kernel_tests" ]; then
   step kernel tests
   timeout 300 "$B/gpu_kernel_tests" --gtest_brief=1 2>&1 | tail -3
-  step memcheck, canonical tests
-  timeout 300 "$(gpu_sanitizer)" --tool memcheck --error-exitcode 9 "$B/gpu_kernel_tests" --gtest_brief=1 \
-    --gtest_filter='Canonical*' 2>&1 | tail -3
+  gpu_sanitize memcheck 'Canonical*'
 fi
 if [ -x "$B/gpu_engine_tests" ]; then
   step "engine tests (the sticky fault alone: it corrupts the CUDA context)"

@@ -8,14 +8,9 @@
 # Under $OUT: device.txt, {small,large}/{main,new}_<round>.txt and summary.txt.
 source scripts/lib/gpu-common.sh
 gpu_setup >/dev/null
-export LD_LIBRARY_PATH=$R
 step tests
 timeout 300 "$B/gpu_kernel_tests" --gtest_brief=1 --gtest_filter='Canonical*:*Determin*:*Segmented*' 2>&1 | tail -3
-for tool in memcheck racecheck; do
-  step $tool
-  timeout 240 "$(gpu_sanitizer)" --tool $tool --error-exitcode 9 "$B/gpu_kernel_tests" --gtest_brief=1 \
-    --gtest_filter='CanonicalKernelTest.Float32Sum:CanonicalKernelTest.Float64Sum' 2>&1 | tail -3
-done
+for tool in memcheck racecheck; do gpu_sanitize $tool 'CanonicalKernelTest.Float32Sum:CanonicalKernelTest.Float64Sum'; done
 ab() {  # ab DIR kernel_suite options...: main / new alternating, logs in $out/DIR
   mkdir -p "$out/$1"
   OUT=$out/$1 GPU_LOGS_TGZ='' bash scripts/gpu run ab --ops scan --algorithms deterministic --dtypes float32,float64 "${@:2}"

@@ -10,9 +10,6 @@ gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 step kernel tests
 timeout 240 "$B/gpu_kernel_tests" --gtest_brief=1 2>&1 | tee "$out/kernel_tests.log" | tail -3
-step memcheck, segmented scan and reduce by key tests
-timeout 240 "$(gpu_sanitizer)" --tool memcheck --error-exitcode 9 "$B/gpu_kernel_tests" --gtest_brief=1 \
-  --gtest_filter='*Segmented*:*ReduceByKey*' >"$out/memcheck.log" 2>&1
-echo "rc $?"; tail -2 "$out/memcheck.log"
+gpu_sanitize memcheck '*Segmented*:*ReduceByKey*'
 OUT=$out GPU_LOGS_TGZ='' ROUNDS=2 VARIANTS="old new" bash scripts/gpu run ab --ops segmented_scan,reduce_by_key \
   --dtypes int32 --sizes 2^20,2^24,2^26,2^28,2^30

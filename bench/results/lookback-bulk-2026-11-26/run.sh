@@ -10,18 +10,11 @@
 source scripts/lib/gpu-common.sh
 gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
-san=$(gpu_sanitizer)
 if [ -z "${SUITE_ONLY:-}" ]; then
   step kernel tests
   timeout 240 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tee "$out/kernel_tests.log" | tail -3
-  step memcheck, scan kernel tests "(look-back algorithm)"
-  timeout 240 $san --tool memcheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
-    --gtest_filter='Algorithms/ScanTest.*/decoupled_lookback' >"$out/memcheck.log" 2>&1
-  echo "rc $?"; tail -3 "$out/memcheck.log"
-  step racecheck, scan kernel tests "(look-back, int32 and in place / unaligned)"
-  timeout 240 $san --tool racecheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
-    --gtest_filter='Algorithms/ScanTest.Int32/decoupled_lookback:Algorithms/ScanTest.InPlaceAndUnaligned/decoupled_lookback' >"$out/racecheck.log" 2>&1
-  echo "rc $?"; tail -3 "$out/racecheck.log"
+  gpu_sanitize memcheck 'Algorithms/ScanTest.*/decoupled_lookback'
+  gpu_sanitize racecheck 'Algorithms/ScanTest.Int32/decoupled_lookback:Algorithms/ScanTest.InPlaceAndUnaligned/decoupled_lookback'
   step engine tests
   timeout 240 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='-StickyFault*:DeviceDrain*' 2>&1 | grep -v '\[info\]' \
     | tee "$out/engine.log" | tail -3

@@ -11,11 +11,7 @@ source scripts/lib/gpu-common.sh
 gpu_setup
 step kernel tests
 timeout 240 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tee "$out/kernel_tests.log" | tail -4
-step memcheck on the scans
-san=$(gpu_sanitizer)
-timeout 150 "$san" --tool memcheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
-  --gtest_filter='Algorithms/ScanTest.Double/decoupled_lookback:Algorithms/ScanTest.SplitOverLaunches/decoupled_lookback:Algorithms/ScanTest.InPlaceAndUnaligned/decoupled_lookback' 2>&1 \
-  | tail -3; echo "memcheck exit ${PIPESTATUS[0]}"
+gpu_sanitize memcheck 'Algorithms/ScanTest.Double/decoupled_lookback:Algorithms/ScanTest.SplitOverLaunches/decoupled_lookback:Algorithms/ScanTest.InPlaceAndUnaligned/decoupled_lookback'
 step engine tests and the RPC suites on the cuda engine
 LD_LIBRARY_PATH=$R timeout 200 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='-StickyFault*:DeviceDrain*' 2>&1 \
   | grep -v '\[info\]' | tee "$out/engine.log" | tail -3

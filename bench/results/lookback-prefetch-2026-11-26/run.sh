@@ -10,14 +10,10 @@
 source scripts/lib/gpu-common.sh
 gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
-san=$(gpu_sanitizer)
 if [ "${CHECKS:-1}" = 1 ]; then
   step kernel tests
   timeout 240 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tee "$out/kernel_tests.log" | tail -3
-  step memcheck, scan kernel tests "(look-back algorithm)"
-  timeout 240 $san --tool memcheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
-    --gtest_filter='Algorithms/ScanTest.*/decoupled_lookback' >"$out/memcheck.log" 2>&1
-  echo "rc $?"; tail -2 "$out/memcheck.log"
+  gpu_sanitize memcheck 'Algorithms/ScanTest.*/decoupled_lookback'
   if [ -x $B/gpu_engine_tests ]; then  # packs under the 64 MiB limit may leave the service suites out
   step engine tests
   timeout 240 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='-StickyFault*:DeviceDrain*' 2>&1 | grep -v '\[info\]' \

@@ -7,12 +7,9 @@
 # Under $OUT (in logs.tgz): device.txt, ks_final_{1,2}.txt.
 source scripts/lib/gpu-common.sh
 gpu_setup >/dev/null
-export LD_LIBRARY_PATH=$R
 step kernel tests
 timeout 300 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tail -4
-step memcheck, look-back scan tests
-timeout 300 "$(gpu_sanitizer)" --tool memcheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
-  --gtest_filter='Algorithms/ScanTest.*/decoupled_lookback' 2>&1 | tail -3
+gpu_sanitize memcheck 'Algorithms/ScanTest.*/decoupled_lookback'
 for r in 1 2; do
   step look-back scan round $r
   timeout 200 $B/kernel_suite --ops scan --algorithms decoupled_lookback --dtypes int32,float32,int64,float64 \

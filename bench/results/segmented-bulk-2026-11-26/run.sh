@@ -11,9 +11,7 @@ gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 step kernel tests
 timeout 300 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tail -4
-step memcheck, segmented tests
-timeout 300 "$(gpu_sanitizer)" --tool memcheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
-  --gtest_filter='*Segmented*' 2>&1 | tail -3
+gpu_sanitize memcheck '*Segmented*'
 step engine tests
 timeout 300 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='-StickyFault*:DeviceDrain*' 2>&1 | tail -4
 step sticky device fault "(own process: it corrupts the CUDA context)"

@@ -8,13 +8,8 @@
 # Under $OUT (in x.tgz): device.txt, {main,idx,new}_<round>.txt, summary.txt.
 source scripts/lib/gpu-common.sh
 gpu_setup >/dev/null
-export LD_LIBRARY_PATH=$R
 step tests
 timeout 300 "$B/gpu_kernel_tests" --gtest_brief=1 --gtest_filter='*ScanTest*:*Segmented*' 2>&1 | tail -3
-for tool in memcheck racecheck; do
-  step $tool
-  timeout 240 "$(gpu_sanitizer)" --tool $tool --error-exitcode 9 "$B/gpu_kernel_tests" --gtest_brief=1 \
-    --gtest_filter='Algorithms/ScanTest.*/decoupled_lookback-*Large*:*SplitOver*' 2>&1 | tail -3
-done
+for tool in memcheck racecheck; do gpu_sanitize $tool 'Algorithms/ScanTest.*/decoupled_lookback-*Large*:*SplitOver*'; done
 OUT=$out GPU_LOGS_TGZ='' VARIANTS="main idx new" bash scripts/gpu run ab --ops scan --algorithms decoupled_lookback \
   --dtypes int32,float32 --sizes 2^10,2^12,2^13,2^14,2^15,2^16,2^17,2^18,2^20 --reps 301
