@@ -126,3 +126,14 @@ gpu_pytest() {
 
 # gpu_sanitizer: compute-sanitizer's path (not on PATH on every image).
 gpu_sanitizer() { command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer; }
+
+# gpu_sanitize TOOL FILTER: compute-sanitizer's TOOL (memcheck, racecheck, ...) on the kernel tests
+# that FILTER picks, failing on any error; the output in $out/TOOL.log, its exit status and tail
+# printed. The run scripts of bench/results check a kernel change this way before timing it.
+gpu_sanitize() {
+  step "$1: $2"
+  timeout 300 "$(gpu_sanitizer)" --tool "$1" --error-exitcode 9 "$B/gpu_kernel_tests" --gtest_brief=1 \
+    --gtest_filter="$2" >"$out/$1.log" 2>&1
+  echo "$1 exit $?"
+  tail -3 "$out/$1.log"
+}

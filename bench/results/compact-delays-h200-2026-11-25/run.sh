@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# ON the GPU machine (carry .gpu-pack: tune_bench, gpu_kernel_tests, kernel_suite), asked as
-# nvidia-h200: the compaction look-back's sleeps swept now that they are a launch argument
-# (tuning.cuh CompactDelays), two rounds; the scan's longer tiles once; the compaction tests and
-# the kernel suite's compaction rows with the library's per-device choice.
-source scripts/gpu-common.sh >/dev/null
+# Compaction's look-back sleeps swept now that they are a launch argument (tuning.cuh CompactDelays),
+# two tune_bench rounds; the scan's longer tiles once; the compaction tests and the kernel suite's
+# compaction rows with the library's per-device choice. Asked as nvidia-h200.
+#   here:    scripts/gpu pack --targets "gpu_kernel_tests kernel_suite tune_bench"
+#   device:  run(command="bash bench/results/compact-delays-h200-2026-11-25/run.sh", carry=[".gpu-pack"], kind="nvidia-h200", timeout_s=590)
+# Under $OUT: device.txt, kernel_tests.log, tune_compact_{1,2}.txt, tune_scan.txt, ks_compact_{1,2}.{txt,json}.
+source scripts/lib/gpu-common.sh
+gpu_setup >/dev/null
 step compaction kernel tests
 timeout 200 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='*ompact*' 2>&1 | tee "$out/kernel_tests.log" | tail -3
 for r in 1 2; do

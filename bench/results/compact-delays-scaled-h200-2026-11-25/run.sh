@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# ON the GPU machine (carry .gpu-pack of 154c142's build: kernel_suite, gpu_kernel_tests,
-# tune_bench), asked as nvidia-h200: the committed rule for compaction's sleeps (scaled by
-# bandwidth: 1670 / 835 ns on the H200). Compaction tests, then three kernel-suite rounds.
-source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
+# The committed rule for compaction's sleeps (scaled by bandwidth: 1670 / 835 ns on the H200):
+# compaction tests, then three kernel-suite rounds. Asked as nvidia-h200; the build of 154c142.
+#   here:    scripts/gpu pack --targets "gpu_kernel_tests kernel_suite"
+#   device:  run(command="bash bench/results/compact-delays-scaled-h200-2026-11-25/run.sh", carry=[".gpu-pack"], kind="nvidia-h200", timeout_s=590)
+# Under $OUT: device.txt, kernel_tests.log, ks_compact_{1,2,3}.{txt,json}.
+source scripts/lib/gpu-common.sh
+gpu_setup >/dev/null
 step compaction kernel tests
 timeout 200 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='*ompact*' 2>&1 | tee "$out/kernel_tests.log" | tail -2
 for r in 1 2 3; do

@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# ON the GPU machine (carry .gpu-pack: tune_bench, kernel_suite), asked as nvidia-h200: the
-# deterministic scan's tiles a block (2 or 3) and persistent blocks a SM, two rounds, every variant
-# checked bit for bit against the default; then Nsight Compute on its one-pass kernel and on the
-# int32 look-back at 2^28, to see where the H200 loses what the H100 has.
-source scripts/gpu-common.sh >/dev/null
+# The deterministic scan's tiles padded for 8-byte types (one element per 16, not 32: the
+# half-warp's 8-byte accesses were two-way bank conflicted), A/B against the build before it
+# (tune_bench_v1: its "v1" rows are that kernel), alternating, two rounds; the canonical kernel
+# tests on the new build first. Made 4-pad-h100 and 4-pad-h200 (the figures tuning.cuh cites).
+#   here:    scripts/gpu pack --targets "gpu_kernel_tests tune_bench" --extra tune_bench_v1=V1_BUILD/bin/tune_bench
+#   device:  run(command="bash bench/results/deterministic-phase2-2026-11-26/run.sh", carry=[".gpu-pack"], kind="nvidia-h100-x1", timeout_s=590)
+# Under $OUT: device.txt, before_{1,2}.txt, after_{1,2}.txt.
+source scripts/lib/gpu-common.sh
+gpu_setup >/dev/null
+step canonical kernel tests
+timeout 200 $B/gpu_kernel_tests --gtest_brief=1 --gtest_filter='*anonical*:*egmented*' 2>&1 | tail -3
 for r in 1 2; do
-  step tune_bench det round $r
-  timeout 250 $B/tune_bench det >"$out/tune_det_$r.txt" 2>&1; echo "rc $?"
-  head -1 "$out/tune_det_$r.txt"; grep -E "MISMATCH" "$out/tune_det_$r.txt" | head -3
-  grep -E " (16777216|268435456|1073741824|536870912) " "$out/tune_det_$r.txt"
+  step round $r: before
+  timeout 250 $B/tune_bench_v1 det >"$out/before_$r.txt" 2>&1; echo "rc $?"
+  grep -E "MISMATCH" "$out/before_$r.txt" | head -3
+  grep -E " (16777216|268435456|1073741824|536870912) " "$out/before_$r.txt" | grep -E "cub|v1: "
+  step round $r: padded by 128 bytes
+  timeout 250 $B/tune_bench det >"$out/after_$r.txt" 2>&1; echo "rc $?"
+  grep -E "MISMATCH" "$out/after_$r.txt" | head -3
+  grep -E " (16777216|268435456|1073741824|536870912) " "$out/after_$r.txt" | grep -v "^copy"
 done
-ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || echo ncu)
-secs="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis"
-prof() {  # name kernel-regex dtype algorithm
-  step "ncu $1"
-  timeout 150 $ncu $secs -k "regex:$2" --launch-skip 2 --launch-count 1 $B/kernel_suite --ops scan --algorithms "$4" \
-    --dtypes "$3" --sizes 2^28 --reps 3 >"$out/ncu_$1.txt" 2>&1
-  grep -E "Duration|DRAM Throughput|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Limit|Warp Cycles Per Issued|Stall|Issued Ipc|Eligible|No Eligible|Dynamic Shared" "$out/ncu_$1.txt" | head -30
-}
-prof det_f32 OnePassKernel float32 deterministic
-prof lookback_i32 SinglePassScanKernel int32 decoupled_lookback

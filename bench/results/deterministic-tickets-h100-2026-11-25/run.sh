@@ -1,39 +1,20 @@
 #!/usr/bin/env bash
-# ON the GPU machine (device `run`, repo root, carry .gpu-pack): the deterministic scan's one
-# pass without a global round trip a tile on the block's path (tickets drawn an iteration ahead,
-# finished tiles counted once a block: GPUSCAN_CANON_VARIANT=1) and with P[j-1] by one warp
-# (=2), against the kernel as it was (=0); each with and without the predecessors' words loaded
-# early (GPUSCAN_CANON_PREFETCH). Experiment switches read by the dispatch.
-# Correctness first (bit for bit against the tree's reference for every variant, also on 3
-# persistent blocks; memcheck, racecheck, engine and RPC determinism tests), then the suite.
-#   ROUNDS (default 1), COMBOS (default "0:0 0:1 1:0 1:1 2:0 2:1", variant:prefetch)
-source scripts/gpu-common.sh
-san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-COMBOS=${COMBOS:-"0:0 0:1 1:0 1:1 2:0 2:1"}
-step kernel tests: canonical scan, every variant
-for c in $COMBOS; do
-  GPUSCAN_CANON_VARIANT=${c%:*} GPUSCAN_CANON_PREFETCH=${c#*:} timeout 120 $B/gpu_kernel_tests --gtest_brief=1 \
-    --gtest_filter='CanonicalKernel*' >"$out/kernel_${c/:/_}.log" 2>&1
-  echo "variant:prefetch $c: $(tail -1 "$out/kernel_${c/:/_}.log")"; grep -m3 -B2 -A6 "Failure" "$out/kernel_${c/:/_}.log"
-done
-step memcheck, racecheck: default variant
-timeout 150 "$san" --tool memcheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
-  --gtest_filter='CanonicalKernelTest.Float32Sum:CanonicalKernelTest.Float64Product:CanonicalKernelTest.StateOnly*:CanonicalKernelTest.Unaligned*' \
-  >"$out/memcheck.txt" 2>&1; echo "memcheck exit $?"; tail -2 "$out/memcheck.txt"
-timeout 150 "$san" --tool racecheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
-  --gtest_filter='CanonicalKernelTest.StateOnly*:CanonicalKernelTest.Unaligned*' >"$out/racecheck.txt" 2>&1
-echo "racecheck exit $?"; tail -2 "$out/racecheck.txt"
-step engine and RPC tests: default variant
-LD_LIBRARY_PATH=$R timeout 200 $B/gpu_engine_tests --gtest_brief=1 \
-  --gtest_filter='CudaDeterministic*:*Segmented*:*ReduceEveryDType*' 2>&1 | tee "$out/engine.log" | tail -2
-GPUSCAN_TEST_ENGINE=cuda LD_LIBRARY_PATH=$R timeout 200 $B/integration_tests --gtest_brief=1 \
-  --gtest_filter='*Deterministic*:*Segmented*' 2>&1 | grep -v '\[info\]' | grep -v ' -> ' | tee "$out/integration.log" | tail -2
-for round in $(seq 1 "${ROUNDS:-1}"); do
-  for c in $COMBOS; do
-    step "kernel suite, variant:prefetch $c, round $round"
-    GPUSCAN_CANON_VARIANT=${c%:*} GPUSCAN_CANON_PREFETCH=${c#*:} timeout 200 $B/kernel_suite --ops scan \
-      --algorithms deterministic,cub --dtypes float32,float64 --sizes ${SIZES:-2^16,2^20,2^24,2^28,2^30} --reps 15 \
-      --json "$out/ks_${c/:/_}_$round.json" >"$out/ks_${c/:/_}_$round.txt" 2>&1
-    grep -E "deterministic" "$out/ks_${c/:/_}_$round.txt" | awk '{print $3, $4, $5, $8, $9, $10}'
-  done
+# The kept deterministic kernel (variant 2 without prefetch, no switches; commit d0549f8): the
+# checks of `scripts/gpu run deterministic` (canonical kernel tests, memcheck, racecheck, engine and
+# RPC determinism tests), the segmented kernel tests, then the kernel suite's deterministic rows
+# beside CUB, two rounds. Made final/.
+#   here:    scripts/gpu pack
+#   device:  run(command="bash bench/results/deterministic-tickets-h100-2026-11-25/run.sh", carry=[".gpu-pack"], kind="nvidia-h100-x1", timeout_s=590)
+# Under $OUT: the deterministic suite's logs, kernel_segmented.log, ks_{1,2}.{txt,json}.
+source scripts/lib/gpu-common.sh
+gpu_setup >/dev/null
+OUT=$out GPU_LOGS_TGZ='' bash scripts/gpu run deterministic
+step kernel tests: segmented scans
+timeout 200 "$B/gpu_kernel_tests" --gtest_brief=1 --gtest_filter='*Segmented*' >"$out/kernel_segmented.log" 2>&1
+tail -1 "$out/kernel_segmented.log"; grep -m3 -B2 -A6 "Failure" "$out/kernel_segmented.log"
+for round in 1 2; do
+  step "kernel suite, round $round"
+  timeout 200 "$B/kernel_suite" --ops scan --algorithms deterministic,cub --dtypes float32,float64 \
+    --sizes 2^12,2^16,2^20,2^22,2^24,2^26,2^28,2^30 --reps 15 --json "$out/ks_$round.json" >"$out/ks_$round.txt" 2>&1
+  grep -E "deterministic" "$out/ks_$round.txt" | awk '{print $3, $4, $5, $7, $8, $9}'
 done

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# ON the GPU machine (carry .gpu-pack: gpu_kernel_tests, gpu_engine_tests, integration_tests,
-# kernel_suite, tune_bench), asked as nvidia-h200 (an H100 may come instead: device.txt says).
-# The committed build's checks (kernel, engine and RPC suites on the cuda engine; memcheck on the
-# 2-D scan), then the kernel suite's scan, compaction and 2-D rows against CUB and the copy, and
-# tune_bench's candidate policies, for issue 11's rows on this device.
-source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
+# The committed build on an H200 (an H100 may come instead: device.txt says): kernel, engine and
+# RPC suites on the cuda engine, memcheck on the 2-D scan, then the kernel suite's scan,
+# compaction and 2-D rows against CUB and the copy, and tune_bench's candidate policies, for
+# issue 11's rows on this device.
+#   here:    scripts/gpu pack --targets "gpu_kernel_tests gpu_engine_tests integration_tests kernel_suite tune_bench"
+#   device:  run(command="bash bench/results/final-h200-2026-11-25/run.sh", carry=[".gpu-pack"], kind="nvidia-h200", timeout_s=590)
+# Under $OUT: device.txt, kernel_tests.log, engine.log, integration.log, memcheck.txt, ks_{1,2}.{txt,json}, tune.txt.
+source scripts/lib/gpu-common.sh
+gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem --format=csv | tee -a "$out/device.txt"
 step kernel tests
@@ -16,7 +19,7 @@ step integration on cuda
 GPUSCAN_TEST_ENGINE=cuda timeout 200 $B/integration_tests --gtest_brief=1 2>&1 \
   | grep -v '\[info\]' | grep -v ' -> ' | tee "$out/integration.log" | tail -3
 step memcheck scan2d
-san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+san=$(gpu_sanitizer)
 timeout 200 $san --tool memcheck $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='*Scan2D*' 2>&1 | tee "$out/memcheck.txt" | tail -2
 for r in 1 2; do
   step kernel suite round $r

@@ -1,23 +1,15 @@
 #!/usr/bin/env bash
-# ON the GPU machine (carry .gpu-pack: gpu_kernel_tests, kernel_suite, and kernel_suite_old, the
-# build before): the register look-back kernel's L2 prefetch before the ticket, for the segmented
-# scan and reduce by key (values and keys). Kernel tests and memcheck on the keyed tests, then the
-# kernel suite's keyed rows, old and new binaries alternating, two rounds.
-source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
+# The register look-back kernel's L2 prefetch before the ticket, for the segmented scan and reduce
+# by key (values and keys): every kernel test and memcheck on the keyed tests, then the kernel
+# suite's keyed rows, old (the build before) and new alternating (scripts/gpu run ab), two rounds.
+#   here:    scripts/gpu pack --targets "gpu_kernel_tests kernel_suite" --extra kernel_suite_old=OLD_BUILD/bin/kernel_suite
+#   device:  run(command="bash bench/results/keyed-prefetch-h100-2026-11-26/run.sh", carry=[".gpu-pack"], kind="nvidia-h100-x1", timeout_s=590)
+# Under $OUT: device.txt, kernel_tests.log, memcheck.log, {old,new}_{1,2}.txt, summary.txt.
+source scripts/lib/gpu-common.sh
+gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
-san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 step kernel tests
-timeout 240 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tee "$out/kernel_tests.log" | tail -3
-step memcheck, segmented scan and reduce by key tests
-timeout 240 $san --tool memcheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
-  --gtest_filter='*Segmented*:*ReduceByKey*' >"$out/memcheck.log" 2>&1
-echo "rc $?"; tail -2 "$out/memcheck.log"
-for r in 1 2; do
-  for v in old new; do
-    bin=$B/kernel_suite; [ $v = old ] && bin=$B/kernel_suite_old
-    step $v round $r
-    timeout 150 $bin --ops segmented_scan,reduce_by_key --dtypes int32 --sizes 2^20,2^24,2^26,2^28,2^30 \
-      >"$out/ks_${v}_$r.txt" 2>&1; echo "rc $?"
-    grep -E "^(segmented_scan|reduce_by_key) " "$out/ks_${v}_$r.txt" | grep -v " cub " | awk '{print $1, $2, $3, $4, $5, $7, $8, $9}'
-  done
-done
+timeout 240 "$B/gpu_kernel_tests" --gtest_brief=1 2>&1 | tee "$out/kernel_tests.log" | tail -3
+gpu_sanitize memcheck '*Segmented*:*ReduceByKey*'
+OUT=$out GPU_LOGS_TGZ='' ROUNDS=2 VARIANTS="old new" bash scripts/gpu run ab --ops segmented_scan,reduce_by_key \
+  --dtypes int32 --sizes 2^20,2^24,2^26,2^28,2^30

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# ON the GPU machine (carry .gpu-pack: kernel_suite, gpu_kernel_tests, gpu_engine_tests):
-# the kernel and engine tests, memcheck on the deterministic and reduce-by-key kernel tests,
-# then two rounds of small-size scans (deterministic, look-back, CUB) and reduce by key beside CUB.
-source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
+# Reduce by key with heads counted, and the deterministic scan's small calls: the kernel and
+# engine tests, memcheck on the deterministic and reduce-by-key kernel tests, then two rounds of
+# small-size scans (deterministic, look-back, CUB) and reduce by key beside CUB.
+#   here:    scripts/gpu pack --targets "gpu_kernel_tests gpu_engine_tests kernel_suite"
+#   device:  run(command="bash bench/results/latency-rbk-h100-2026-11-25/run.sh", carry=[".gpu-pack"], kind="nvidia-h100-x1", timeout_s=590)
+# Under $OUT: device.txt, kernel.log, engine.log, memcheck.txt, ks_small_{1,2}.*, ks_rbk_{1,2}.*.
+source scripts/lib/gpu-common.sh
+gpu_setup >/dev/null
 step kernel tests
 timeout 240 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tee "$out/kernel.log" | tail -4
 step engine tests
 timeout 200 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='-StickyFault*:DeviceDrain*' 2>&1 | tee "$out/engine.log" | tail -4
 step memcheck
-san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+san=$(gpu_sanitizer)
 timeout 240 $san --tool memcheck $B/gpu_kernel_tests --gtest_brief=1 \
   --gtest_filter='CanonicalKernelTest.Float32Sum:CanonicalKernelTest.StateOnly*:ReduceByKeyTest.*' 2>&1 | tee "$out/memcheck.txt" | tail -3
 for r in 1 2; do

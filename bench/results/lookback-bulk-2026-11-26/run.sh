@@ -1,25 +1,20 @@
 #!/usr/bin/env bash
-# ON the GPU machine (carry .gpu-pack: gpu_kernel_tests, gpu_engine_tests, integration_tests,
-# kernel_suite, tune_bench): the build whose look-back scan keeps its tile in shared memory
-# (agent_single_pass_bulk.cuh), checked whole: every kernel test, memcheck and racecheck on the
-# scan tests, the engine tests (the sticky fault alone), the RPC suites on the cuda engine; then
-# tune_bench scan and scan8 (the register kernel and the bulk runners-up beside the default, every
-# output checked against CUB's) and two rounds of the kernel suite's scan rows.
-#   SUITE_ONLY=1: the benchmarks alone; TESTS_ONLY=1: the checks alone.  (tune_explore_h100.txt is the first, exploratory run.)
-source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
+# The build whose look-back scan keeps its tile in shared memory (agent_single_pass_bulk.cuh),
+# checked whole: every kernel test, memcheck and racecheck on the scan tests, the engine tests
+# (the sticky fault alone), the RPC suites on the cuda engine; then tune_bench scan and scan8 (the
+# register kernel and the bulk runners-up beside the default, every output checked against CUB's)
+# and two rounds of the kernel suite's scan rows. (tune_explore_h100.txt is the first, exploratory run.)
+#   here:    scripts/gpu pack --add tune_bench
+#   device:  run(command="bash bench/results/lookback-bulk-2026-11-26/run.sh", carry=[".gpu-pack"], kind="nvidia-h100-x1", timeout_s=590)
+# SUITE_ONLY=1: the benchmarks alone; TESTS_ONLY=1: the checks alone.
+source scripts/lib/gpu-common.sh
+gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
-san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ -z "${SUITE_ONLY:-}" ]; then
   step kernel tests
   timeout 240 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tee "$out/kernel_tests.log" | tail -3
-  step memcheck, scan kernel tests "(look-back algorithm)"
-  timeout 240 $san --tool memcheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
-    --gtest_filter='Algorithms/ScanTest.*/decoupled_lookback' >"$out/memcheck.log" 2>&1
-  echo "rc $?"; tail -3 "$out/memcheck.log"
-  step racecheck, scan kernel tests "(look-back, int32 and in place / unaligned)"
-  timeout 240 $san --tool racecheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
-    --gtest_filter='Algorithms/ScanTest.Int32/decoupled_lookback:Algorithms/ScanTest.InPlaceAndUnaligned/decoupled_lookback' >"$out/racecheck.log" 2>&1
-  echo "rc $?"; tail -3 "$out/racecheck.log"
+  gpu_sanitize memcheck 'Algorithms/ScanTest.*/decoupled_lookback'
+  gpu_sanitize racecheck 'Algorithms/ScanTest.Int32/decoupled_lookback:Algorithms/ScanTest.InPlaceAndUnaligned/decoupled_lookback'
   step engine tests
   timeout 240 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='-StickyFault*:DeviceDrain*' 2>&1 | grep -v '\[info\]' \
     | tee "$out/engine.log" | tail -3

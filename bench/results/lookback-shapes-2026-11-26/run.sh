@@ -1,15 +1,7 @@
 #!/usr/bin/env bash
-# ON the GPU machine (carry .gpu-pack: kernel_suite built with the experiment switch
-# GPUSCAN_SCAN_POLICY, since removed): the bulk look-back scan's tile shape from 2^26 elements
-# (BulkScanTuning::Large). 4-byte: 0 = 256x32 (the policy), a = 128x48, b = 192x32, c = 128x32 (Small),
-# d = 256x24. 8-byte: 0 = 128x32, a = 128x24, b = 192x16, c = 96x32, d = 128x16. Alternating, ROUNDS rounds.
-source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
-export LD_LIBRARY_PATH=$R
-for r in $(seq 1 ${ROUNDS:-2}); do
-  for p in 0 a b c d; do
-    step policy $p round $r
-    GPUSCAN_SCAN_POLICY=$p timeout 150 $B/kernel_suite --ops scan --algorithms decoupled_lookback --dtypes int32,float32,int64,float64 \
-      --sizes 2^26,2^28,2^30 >"$out/ks_${p}_$r.txt" 2>&1
-    grep -E "^scan +decoupled" "$out/ks_${p}_$r.txt" | awk '{printf "%s %s %s %s | ", $3, $4, $7, $8} NR%3==0 {print ""}'
-  done
-done
+# The committed build (BulkScanTuning::Wide from 2^26 elements on GPUs of more than 4000 GB/s):
+# the same checks and two kernel-suite rounds as lookback-tiles-2026-11-26/run.sh, which this runs.
+# Made final-h200/ (on the build of its day, Wide = 128 x 36).
+#   here:    scripts/gpu pack --targets "gpu_kernel_tests kernel_suite"
+#   device:  run(command="GPU_LOGS_TGZ=logs.tgz bash bench/results/lookback-shapes-2026-11-26/run.sh", carry=[".gpu-pack"], kind="nvidia-h200", timeout_s=590)
+exec bash bench/results/lookback-tiles-2026-11-26/run.sh "$@"

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# ON the GPU machine: Nsight Compute on three kernels at 2^28 (one launch each, after warm-up):
-# the deterministic one pass (float32) and the decoupled look-back (int64 and float64, whose
-# 3-point gap issue 11 asks about). Speed of light, occupancy, warp states, source hot spots.
-source scripts/gpu-common.sh
+# Nsight Compute on three kernels at 2^28 (one launch each, after warm-up): the deterministic one
+# pass (float32) and the decoupled look-back (int64 and float64, whose 3-point gap issue 11 asks
+# about). Speed of light, occupancy, warp states, source hot spots. Made ncu/.
+#   here:    scripts/gpu pack --targets kernel_suite
+#   device:  run(command="bash bench/results/profile-h100-2026-11-25/run.sh", carry=[".gpu-pack"], kind="nvidia-h100-x1", timeout_s=590)
+# Under $OUT: device.txt, ncu_{det_f32,lookback_i64,lookback_f64}.txt.
+source scripts/lib/gpu-common.sh
+gpu_setup
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || echo ncu)
 secs="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats --section SourceCounters --section MemoryWorkloadAnalysis"
 prof() {  # name kernel-regex dtype algorithm

@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
-# Issue 45 check, second round: the pipelined compaction and the pcie ceiling rows.
-source scripts/lib/gpu-common.sh && gpu_setup
+# Issue 45, second round: the pipelined compaction and the pcie ceiling rows. The engine tests, the
+# whole integration suite on the cuda engine, `bench --e2e --shm` scan/reduce/compact of 1 GiB
+# int32, the streamed compaction at 1 and 8 lanes (checked), the Python arena rows.
+#   here:    scripts/gpu pack --python
+#   device:  run(command="bash bench/results/shm-compact-h100-2026-11-27/run.sh", carry=[".gpu-pack"], kind="nvidia-h100-x1", timeout_s=590)
+# Under $OUT: device.txt, integration_cuda.log, shm_{scan,reduce,compact}.{log,json},
+# compact_{stream,lanes8}.{log,json}, py_bench.{log,json}, server.log.
+source scripts/lib/gpu-common.sh
+gpu_setup
 export LD_LIBRARY_PATH=$R
 echo "=== gpu_engine_tests"
 timeout 200 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='-StickyFault*:DeviceDrain*' 2>&1 | grep -v "\[info\]" | tail -3

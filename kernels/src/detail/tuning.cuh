@@ -362,13 +362,13 @@ LookBackDelays CompactDelays(double peak_gbs) {
 // Since 2026-11-26 the tiles run on the bulk kernel (values and keys in shared memory by bulk
 // copies; register kernel 111-126 registers, 4 blocks a SM; bulk 65 registers and 33 KB, 6
 // blocks). kernel_suite, H100, int32 under uint32 keys, three rounds alternating
-// (bench/results/segmented-bulk-2026-11-26/policies.sh), x CUB at 2^20 / 2^24 / 2^26 / 2^28 / 2^30:
+// (bench/results/segmented-bulk-2026-11-26/policies), x CUB at 2^20 / 2^24 / 2^26 / 2^28 / 2^30:
 //   128x32 2400/600  1.15-1.20 / 1.09-1.11 / 1.100-1.104 / 1.097-1.100 / 1.102-1.103
 //   128x16           1.07-1.12 / 1.13-1.14 / 1.107-1.112 / 1.100-1.101 / 1.098-1.100
 //   128x32 3200/800  1.16-1.18 / 1.10-1.11 / 1.101-1.107 / 1.098-1.099 / 1.102
 //   64x32            1.03-1.08 / 1.07-1.12 / 1.099-1.106 / 1.093-1.096 / 1.094-1.096
 // (the register kernel: 2^28 1.092-1.096x, 2^30 1.095-1.097x). Then by blocks a SM (shared
-// memory, registers; occupancy.sh and occupancy2.sh, three rounds each, 128x32 in both):
+// memory, registers; occupancy/ and occupancy2/ there, three rounds each, 128x32 in both):
 //   128x32  6 blocks  2^28 1.095-1.099 / 2^30 1.100-1.103
 //   128x28  7         1.090-1.092 / 1.092-1.095
 //   96x32   9         1.101-1.104 / 1.106-1.107

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# ON the GPU machine (carry .gpu-pack: gpuscan, gpuscan-server = the build under test,
-# gpuscan-server-old = the commit before (HEAD of the session, 73c8bd7), integration_tests): the
-# integration suites on the cuda engine, then issue 11's small-call cell (1024 elements,
-# concurrency 1, p50 against the Transport ceiling's p50 in the same run) on both servers
-# alternating, ROUNDS rounds. Builds under test: inline-and-writes-h100 = small scan chunks and
-# a scan's end on gRPC's thread + small responses written by the worker itself; inline2-h100 =
-# the first without the second; final-h100 = inline2 + the final response sent with the status.
-source scripts/lib/gpu-common.sh && gpu_setup >/dev/null
+# Issue 11's small-call cell (1024 elements, concurrency 1, p50 against the Transport ceiling's p50
+# in the same run) on the build under test and the commit before it (73c8bd7), servers alternating,
+# ROUNDS rounds, after the integration suites on the cuda engine. Made inline-and-writes-h100,
+# inline2-h100 (ROUNDS=4) and final-h100 (ROUNDS=4: the committed build; README.md says which
+# build each folder measured).
+#   here:    scripts/gpu pack --targets "gpuscan gpuscan-server integration_tests" --extra gpuscan-server-old=OLD_BUILD/bin/gpuscan-server
+#   device:  run(command="ROUNDS=4 bash bench/results/small-calls-2026-11-26/run.sh", carry=[".gpu-pack"], kind="nvidia-h100-x1", timeout_s=590)
+# Under $OUT: device.txt, integration_cuda.txt, {old,new}_<op>_<dtype>_r<round>.json, server logs.
+source scripts/lib/gpu-common.sh
+gpu_setup >/dev/null
 export LD_LIBRARY_PATH=$R
 step integration tests, cuda engine
 GPUSCAN_TEST_ENGINE=cuda timeout 400 $B/integration_tests --gtest_brief=1 >"$out/integration_cuda.txt" 2>&1

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# ON the GPU machine (device run, repo root, .gpu-pack carried): the compaction tuning of
-# 2026-11-25 checked and measured. Kernel tests (all), compute-sanitizer on the compaction
-# tests, the engine's and the RPCs' compaction tests on the cuda engine, tune_bench compact
-# (old defaults beside the new) and the kernel suite's compaction rows against CUB and a copy.
-source scripts/gpu-common.sh
+# The compaction tuning of 2026-11-25 (slim gather, long tiles) checked and measured: every kernel
+# test, compute-sanitizer on the compaction tests, the engine's and the RPCs' compaction tests on
+# the cuda engine, tune_bench compact (old defaults beside the new) and the kernel suite's
+# compaction rows against CUB and a copy (ks_compact.txt, cited by tuning.cuh and RESULTS.md).
+#   here:    scripts/gpu pack --add tune_bench
+#   device:  run(command="bash bench/results/compact-gather-h100-2026-11-25/run.sh", carry=[".gpu-pack"], kind="nvidia-h100-x1", timeout_s=590)
+# Under $OUT: device.txt, kernel_tests.log, tune_compact_final.txt, ks_compact.{txt,json}.
+source scripts/lib/gpu-common.sh
+gpu_setup
 step kernel tests
 timeout 240 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tee "$out/kernel_tests.log" | tail -4
-step memcheck on the compaction kernel tests
-san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-timeout 200 "$san" --tool memcheck --error-exitcode 9 $B/gpu_kernel_tests --gtest_brief=1 \
-  --gtest_filter='GpuTest.CompactSplitOverLaunches:Impl/CompactTest.Int32/own:Impl/CompactTest.Double/own' 2>&1 \
-  | tail -3; echo "memcheck exit ${PIPESTATUS[0]}"
+gpu_sanitize memcheck 'GpuTest.CompactSplitOverLaunches:Impl/CompactTest.Int32/own:Impl/CompactTest.Double/own'
 step engine and RPC compaction on the cuda engine
 LD_LIBRARY_PATH=$R timeout 150 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='*Compact*' 2>&1 | grep -v '\[info\]' | tail -3
 GPUSCAN_TEST_ENGINE=cuda LD_LIBRARY_PATH=$R timeout 150 $B/integration_tests --gtest_brief=1 --gtest_filter='*Compact*' 2>&1 \
