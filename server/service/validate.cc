@@ -149,6 +149,15 @@ grpc::Status ToEngineInput(int dtype, int output, int op, engine::DType* engine,
   return grpc::Status::OK;
 }
 
+// header.kind of the scan-like calls: whether the scan is exclusive.
+grpc::Status ToEngineKind(int kind, bool* exclusive) {
+  if (!v1::ScanKind_IsValid(kind)) {
+    return InvalidArgument("header.kind=" + std::to_string(kind) + " is not a known ScanKind");
+  }
+  *exclusive = kind == v1::SCAN_KIND_EXCLUSIVE;
+  return grpc::Status::OK;
+}
+
 // A dtype taken as it is (Compact, Sort, Histogram): a narrow one runs as its carrier where
 // `narrow` is given (service/narrow.h).
 grpc::Status ToEngineCarried(int wire, engine::DType* engine, std::optional<NarrowInput>* narrow,
@@ -176,10 +185,7 @@ v1::ScanAlgorithm ToWire(engine::ScanAlgorithm a) { return static_cast<v1::ScanA
 grpc::Status ToEngine(const v1::ScanHeader& h, engine::ScanSpec* spec, std::optional<NarrowInput>* narrow) {
   if (auto s = ToEngineInput(h.dtype(), h.output_dtype(), h.op(), &spec->dtype, narrow); !s.ok()) return s;
   if (auto s = ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op); !s.ok()) return s;
-  if (!v1::ScanKind_IsValid(h.kind())) {
-    return InvalidArgument("header.kind=" + std::to_string(h.kind()) + " is not a known ScanKind");
-  }
-  spec->exclusive = h.kind() == v1::SCAN_KIND_EXCLUSIVE;
+  if (auto s = ToEngineKind(h.kind(), &spec->exclusive); !s.ok()) return s;
   if (!v1::ScanAlgorithm_IsValid(h.algorithm())) {
     return InvalidArgument("header.algorithm=" + std::to_string(h.algorithm()) + " is not a known ScanAlgorithm");
   }
@@ -203,10 +209,7 @@ grpc::Status ToEngine(const v1::SegmentedScanHeader& h, engine::SegmentedScanSpe
                       std::optional<NarrowInput>* narrow) {
   if (auto s = ToEngineInput(h.dtype(), h.output_dtype(), h.op(), &spec->dtype, narrow); !s.ok()) return s;
   if (auto s = ToEngineOp(h.op(), spec->dtype, "header.op", &spec->op); !s.ok()) return s;
-  if (!v1::ScanKind_IsValid(h.kind())) {
-    return InvalidArgument("header.kind=" + std::to_string(h.kind()) + " is not a known ScanKind");
-  }
-  spec->exclusive = h.kind() == v1::SCAN_KIND_EXCLUSIVE;
+  if (auto s = ToEngineKind(h.kind(), &spec->exclusive); !s.ok()) return s;
   switch (h.segments_case()) {
     case v1::SegmentedScanHeader::kHeads:
       if (!h.heads()) {
@@ -252,10 +255,7 @@ grpc::Status ToEngine(const v1::Scan2DHeader& h, uint64_t max_row_bytes, engine:
     case v1::SCAN_AXIS_ROWS: spec->axis = engine::ScanAxis::kRows; break;
     default: return InvalidArgument("header.axis=" + std::to_string(h.axis()) + " is not a known ScanAxis");
   }
-  if (!v1::ScanKind_IsValid(h.kind())) {
-    return InvalidArgument("header.kind=" + std::to_string(h.kind()) + " is not a known ScanKind");
-  }
-  spec->exclusive = h.kind() == v1::SCAN_KIND_EXCLUSIVE;
+  if (auto s = ToEngineKind(h.kind(), &spec->exclusive); !s.ok()) return s;
   if (spec->exclusive && spec->axis == engine::ScanAxis::kBoth) {
     return InvalidArgument("header.kind=SCAN_KIND_EXCLUSIVE applies to axis scans only; header.axis=SCAN_AXIS_BOTH "
                            "(the 2-D scan) is inclusive");
