@@ -1,5 +1,5 @@
-// The CPU engine: blocked, multi-threaded (oneTBB) scans, reductions and compactions whose
-// float results depend only on the input and its chunking, never on the thread count.
+// The CPU engine: blocked, multi-threaded (oneTBB) sessions whose float results depend only on
+// the input and its chunking, never on the thread count. Its families: engine/cpu/sessions.h.
 #pragma once
 
 #include <cstdint>
