@@ -1,5 +1,5 @@
-// The CPU engine: blocked, multi-threaded (oneTBB) scans, reductions and compactions whose
-// float results depend only on the input and its chunking, never on the thread count.
+// The CPU engine: blocked, multi-threaded (oneTBB) sessions whose float results depend only on
+// the input and its chunking, never on the thread count. Its families: engine/cpu/sessions.h.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +11,8 @@
 
 namespace gpuscan::engine {
 
-namespace cpu_detail {
-struct Pool;  // the TBB arena the sessions share; defined in cpu_engine.cc
+namespace cpu {
+struct Pool;  // the TBB arena the sessions share (engine/cpu/blocks.h)
 }
 
 class CpuEngine : public Engine {
@@ -47,7 +47,7 @@ class CpuEngine : public Engine {
 
  private:
   // Shared with the sessions, so a session may outlive the engine that made it.
-  std::shared_ptr<cpu_detail::Pool> pool_;
+  std::shared_ptr<cpu::Pool> pool_;
   std::string device_name_;
 };
 
