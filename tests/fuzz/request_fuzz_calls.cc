@@ -37,6 +37,17 @@ engine::CpuEngine& Engine() {
   return *e;
 }
 
+// Opens the engine's session (open()) for a header validation accepted: if it throws, an
+// invariant is broken (request_fuzz_target.h).
+template <class Open>
+auto OpenSession(const char* rpc, Open&& open) {
+  try {
+    return open();
+  } catch (const std::exception& e) {
+    Fail(std::string("a validated ") + rpc + " header made the engine throw: " + e.what());
+  }
+}
+
 // A rejected call: one of the codes validation may give, and a message naming a field.
 void CheckRejected(const grpc::Status& s) {
   const auto code = s.error_code();
@@ -142,12 +153,7 @@ void RunScanEngine(const engine::ScanSpec& spec, const std::vector<const std::st
   engine::Visit(spec.dtype, spec.op, [&](auto t, auto o) {
     using T = typename decltype(t)::type;
     using Op = typename decltype(o)::type;
-    std::unique_ptr<engine::ScanSession> session;
-    try {
-      session = Engine().NewScan(spec);
-    } catch (const std::exception& e) {
-      Fail(std::string("a validated Scan header made the engine throw: ") + e.what());
-    }
+    const auto session = OpenSession("Scan", [&] { return Engine().NewScan(spec); });
     engine::StageTimes times;
     std::vector<T> x, got;
     for (const std::string* chunk : chunks) {
@@ -216,12 +222,7 @@ void RunReduceEngine(const engine::ReduceSpec& spec, const std::vector<const std
   engine::Visit(spec.dtype, spec.op, [&](auto t, auto o) {
     using T = typename decltype(t)::type;
     using Op = typename decltype(o)::type;
-    std::unique_ptr<engine::ReduceSession> session;
-    try {
-      session = Engine().NewReduce(spec);
-    } catch (const std::exception& e) {
-      Fail(std::string("a validated Reduce header made the engine throw: ") + e.what());
-    }
+    const auto session = OpenSession("Reduce", [&] { return Engine().NewReduce(spec); });
     engine::StageTimes times;
     std::vector<T> x;
     int scaled = 0;
@@ -254,12 +255,7 @@ Result FuzzReduce(const std::vector<Request>& requests, uint64_t chunk_bytes, ui
 void RunCompactEngine(const engine::CompactSpec& spec, const std::vector<const Request*>& requests) {
   engine::VisitDType(spec.dtype, [&](auto t) {
     using T = typename decltype(t)::type;
-    std::unique_ptr<engine::CompactSession> session;
-    try {
-      session = Engine().NewCompact(spec);
-    } catch (const std::exception& e) {
-      Fail(std::string("a validated Compact header made the engine throw: ") + e.what());
-    }
+    const auto session = OpenSession("Compact", [&] { return Engine().NewCompact(spec); });
     engine::StageTimes times;
     std::vector<T> given, kept;             // values handed to the engine; kept values
     std::vector<uint8_t> given_flags;       // flags handed to the engine (use_flags)
@@ -389,12 +385,7 @@ Result FuzzCompact(const std::vector<Request>& requests, uint64_t chunk_bytes, u
 void RunHistogramEngine(const engine::HistogramSpec& spec, const std::vector<const std::string*>& chunks) {
   engine::VisitDType(spec.dtype, [&](auto t) {
     using T = typename decltype(t)::type;
-    std::unique_ptr<engine::HistogramSession> session;
-    try {
-      session = Engine().NewHistogram(spec);
-    } catch (const std::exception& e) {
-      Fail(std::string("a validated Histogram header made the engine throw: ") + e.what());
-    }
+    const auto session = OpenSession("Histogram", [&] { return Engine().NewHistogram(spec); });
     engine::StageTimes times;
     std::vector<T> x;
     for (const std::string* chunk : chunks) {
@@ -427,12 +418,7 @@ void RunScan2DEngine(const engine::Scan2DSpec& spec, const std::vector<const std
   engine::Visit(spec.dtype, spec.op, [&](auto t, auto o) {
     using T = typename decltype(t)::type;
     using Op = typename decltype(o)::type;
-    std::unique_ptr<engine::Scan2DSession> session;
-    try {
-      session = Engine().NewScan2D(spec);
-    } catch (const std::exception& e) {
-      Fail(std::string("a validated Scan2D header made the engine throw: ") + e.what());
-    }
+    const auto session = OpenSession("Scan2D", [&] { return Engine().NewScan2D(spec); });
     engine::StageTimes times;
     std::string in_rows, out_rows;
     server::RowCutter cutter(spec.cols * sizeof(T));
@@ -542,12 +528,7 @@ void RunSegmentedScanEngine(const engine::SegmentedScanSpec& spec, const std::ve
   engine::Visit(spec.dtype, spec.op, [&](auto t, auto o) {
     using T = typename decltype(t)::type;
     using Op = typename decltype(o)::type;
-    std::unique_ptr<engine::SegmentedScanSession> session;
-    try {
-      session = Engine().NewSegmentedScan(spec);
-    } catch (const std::exception& e) {
-      Fail(std::string("a validated SegmentedScan header made the engine throw: ") + e.what());
-    }
+    const auto session = OpenSession("SegmentedScan", [&] { return Engine().NewSegmentedScan(spec); });
     const std::string what = "segmented scan " + std::string(engine::Name(spec.op)) + " " +
                              std::string(engine::Name(spec.dtype)) + (spec.exclusive ? " exclusive" : " inclusive") +
                              ", " + SegmentsName(spec);
