@@ -5,7 +5,10 @@
 
 #include <stdexcept>
 
+#include "lanes_option.h"
 #include "names.h"
+#include "shards_option.h"
+#include "shm_option.h"
 
 namespace gpuscan::cli {
 
@@ -36,6 +39,23 @@ void AddOutputOptions(CLI::App* cmd, ArrayArgs& a) {
   cmd->add_option("--out-format", a.out_format, "result format")
       ->check(CLI::IsMember({"auto", "npy", "raw", "text"}))
       ->capture_default_str();
+}
+
+CLI::App* AddArrayCommand(CLI::App& app, const std::string& name, const std::string& description, ArrayArgs& a) {
+  CLI::App* cmd = app.add_subcommand(name, description);
+  AddInputOptions(cmd, a);
+  AddOutputOptions(cmd, a);
+  return cmd;
+}
+
+void AddTransportOptions(CLI::App* cmd, ArrayArgs& a) {
+  AddLanesOption(cmd, a.lanes);
+  AddShardsOption(cmd, a.shards);
+  AddShmOption(cmd, a.shm, a.shm_dir);
+}
+
+CLI::Option* AddOperatorOption(CLI::App* cmd, std::string& op) {
+  return cmd->add_option("--op", op, "operator")->check(CLI::IsMember(OperatorNames()))->capture_default_str();
 }
 
 InputSpec MakeInputSpec(const ArrayArgs& a) {

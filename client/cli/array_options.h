@@ -30,6 +30,12 @@ struct ArrayArgs {
 
 void AddInputOptions(CLI::App* cmd, ArrayArgs& a);
 void AddOutputOptions(CLI::App* cmd, ArrayArgs& a);
+// A subcommand that reads an array and writes one: `name`, with the input and output options.
+CLI::App* AddArrayCommand(CLI::App& app, const std::string& name, const std::string& description, ArrayArgs& a);
+// The transports of Scan, Reduce and Compact: --lanes, --shards, --shm and --shm-dir.
+void AddTransportOptions(CLI::App* cmd, ArrayArgs& a);
+// --op: the operator (OperatorNames()), `op`'s value the default shown.
+CLI::Option* AddOperatorOption(CLI::App* cmd, std::string& op);
 InputSpec MakeInputSpec(const ArrayArgs& a);
 
 // Where results go. -o FILE: that file (format by --out-format or extension). -o -: stdout.

@@ -156,10 +156,8 @@ int RunCompact(const CompactArgs& a, const GlobalOptions& g) {
 
 Command AddCompactCommand(CLI::App& app, const GlobalOptions& g) {
   auto a = std::make_shared<CompactArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "compact", "Keep the elements selected by a flags file or a predicate (stable)");
-  AddInputOptions(cmd, a->io);
-  AddOutputOptions(cmd, a->io);
+  CLI::App* cmd =
+      AddArrayCommand(app, "compact", "Keep the elements selected by a flags file or a predicate (stable)", a->io);
   auto* flags = cmd->add_option(
       "--flags", a->flags,
       "selection flags, one per element, nonzero = keep: .npy of bool/uint8/int8, or raw bytes");
@@ -176,9 +174,7 @@ Command AddCompactCommand(CLI::App& app, const GlobalOptions& g) {
       ->capture_default_str();
   cmd->add_option("--indices-output", a->indices_output,
                   "file for the indices with --output-kind both (-o gets the values)");
-  AddLanesOption(cmd, a->io.lanes);
-  AddShardsOption(cmd, a->io.shards);
-  AddShmOption(cmd, a->io.shm, a->io.shm_dir);
+  AddTransportOptions(cmd, a->io);
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunCompact(*a, g); }};
 }

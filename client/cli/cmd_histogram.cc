@@ -119,10 +119,8 @@ int RunHistogram(const HistogramArgs& a, const GlobalOptions& g) {
 
 Command AddHistogramCommand(CLI::App& app, const GlobalOptions& g) {
   auto a = std::make_shared<HistogramArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "histogram", "Count an array's elements in bins (numpy.histogram's semantics); counts (uint64) to -o");
-  AddInputOptions(cmd, a->io);
-  AddOutputOptions(cmd, a->io);
+  CLI::App* cmd = AddArrayCommand(
+      app, "histogram", "Count an array's elements in bins (numpy.histogram's semantics); counts (uint64) to -o", a->io);
   auto* bins = cmd->add_option("--bins", a->bins, "even bins over --range")->capture_default_str();
   auto* range = cmd->add_option("--range", a->range, "LO,HI of the even bins (default: the input's min and max)")
                     ->delimiter(',')

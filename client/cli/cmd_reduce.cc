@@ -171,16 +171,12 @@ Command AddReduceCommand(CLI::App& app, const GlobalOptions& g) {
   auto a = std::make_shared<ReduceArgs>();
   CLI::App* cmd = app.add_subcommand("reduce", "Reduce an array to one value (printed on stdout)");
   AddInputOptions(cmd, a->io);
-  cmd->add_option("--op", a->op, "operator")
-      ->check(CLI::IsMember(OperatorNames()))
-      ->capture_default_str();
+  AddOperatorOption(cmd, a->op);
   cmd->add_option("--out-dtype", a->out_dtype,
                   "accumulator and value's dtype, as numpy's dtype= (int8/uint8/int16/uint16/float16 inputs; "
                   "default int64, uint64, float16)")
       ->check(CLI::IsMember(DTypeNames()));
-  AddLanesOption(cmd, a->io.lanes);
-  AddShardsOption(cmd, a->io.shards);
-  AddShmOption(cmd, a->io.shm, a->io.shm_dir);
+  AddTransportOptions(cmd, a->io);
   CLI::Option* by_key = cmd->add_option("--by-key", a->by_key,
                                         "reduce each run of equal consecutive keys (integer keys, one per element: "
                                         ".npy, text, or raw); values to -o, keys to --keys-out");

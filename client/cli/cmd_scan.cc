@@ -139,19 +139,13 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
 
 Command AddScanCommand(CLI::App& app, const GlobalOptions& g) {
   auto a = std::make_shared<ScanArgs>();
-  CLI::App* cmd = app.add_subcommand("scan", "Prefix scan (inclusive or exclusive) of an array");
-  AddInputOptions(cmd, a->io);
-  AddOutputOptions(cmd, a->io);
-  cmd->add_option("--op", a->op, "operator")
-      ->check(CLI::IsMember(OperatorNames()))
-      ->capture_default_str();
+  CLI::App* cmd = AddArrayCommand(app, "scan", "Prefix scan (inclusive or exclusive) of an array", a->io);
+  AddOperatorOption(cmd, a->op);
   cmd->add_flag("--exclusive", a->exclusive, "exclusive scan (starts from the identity)");
   cmd->add_option("--algorithm", a->algorithm, "scan algorithm (the server lists its own: info)")
       ->check(CLI::IsMember(AlgorithmNames()))
       ->capture_default_str();
-  AddLanesOption(cmd, a->io.lanes);
-  AddShardsOption(cmd, a->io.shards);
-  AddShmOption(cmd, a->io.shm, a->io.shm_dir);
+  AddTransportOptions(cmd, a->io);
   CLI::Option* keys = cmd->add_option("--keys", a->keys,
                                       "segmented scan: integer keys, one per element (.npy, text, or raw with "
                                       "its dtype in a .npy); each run of equal keys is scanned on its own");

@@ -100,10 +100,9 @@ int RunScan2D(const Scan2DArgs& a, const GlobalOptions& g) {
 
 Command AddScan2DCommand(CLI::App& app, const GlobalOptions& g) {
   auto a = std::make_shared<Scan2DArgs>();
-  CLI::App* cmd = app.add_subcommand("scan2d", "2-D inclusive scan (summed-area table) of a row-major matrix");
-  AddInputOptions(cmd, a->io);
-  AddOutputOptions(cmd, a->io);
-  cmd->add_option("--op", a->op, "operator")->check(CLI::IsMember(OperatorNames()))->capture_default_str();
+  CLI::App* cmd =
+      AddArrayCommand(app, "scan2d", "2-D inclusive scan (summed-area table) of a row-major matrix", a->io);
+  AddOperatorOption(cmd, a->op);
   cmd->add_option("--cols", a->cols, "row length, for inputs that are not a 2-D .npy")->check(CLI::PositiveNumber);
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunScan2D(*a, g); }};

@@ -88,10 +88,10 @@ int RunSort(const SortArgs& a, const GlobalOptions& g) {
 
 Command AddSortCommand(CLI::App& app, const GlobalOptions& g) {
   auto a = std::make_shared<SortArgs>();
-  CLI::App* cmd = app.add_subcommand("sort", "Stable sort of an array (floats in IEEE total order: -NaN < -inf < ... "
-                                             "< -0 < +0 < ... < inf < NaN)");
-  AddInputOptions(cmd, a->io);
-  AddOutputOptions(cmd, a->io);
+  CLI::App* cmd = AddArrayCommand(app, "sort",
+                                  "Stable sort of an array (floats in IEEE total order: -NaN < -inf < ... "
+                                  "< -0 < +0 < ... < inf < NaN)",
+                                  a->io);
   cmd->add_flag("--descending", a->descending, "largest first (still stable: equal keys keep their input order)");
   CLI::Option* values = cmd->add_option("--values", a->values, "a file of values (one per key) moved with the keys");
   cmd->add_option("--values-out", a->values_out, "where the moved values go (needs --values)")->needs(values);

@@ -47,6 +47,9 @@ inline grpc::ChannelArguments BaseChannelArguments(const ClientOptions& options)
   return args;
 }
 
+// A new array's id (Lanes.array_id): 16 random bytes.
+std::string NewArrayId();
+
 }  // namespace detail
 
 class Client::LanePool {

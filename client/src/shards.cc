@@ -271,12 +271,7 @@ CompactResult<T> ShardedCompact(const std::vector<Client*>& clients, const std::
                                             v1::Operator, uint32_t);                                               \
   template CompactResult<T> ShardedCompact<T>(const std::vector<Client*>&, const std::vector<size_t>&, const T*,    \
                                               const CompactOptions&);
-GPUSCAN_INSTANTIATE(int32_t)
-GPUSCAN_INSTANTIATE(int64_t)
-GPUSCAN_INSTANTIATE(uint32_t)
-GPUSCAN_INSTANTIATE(uint64_t)
-GPUSCAN_INSTANTIATE(float)
-GPUSCAN_INSTANTIATE(double)
+GPUSCAN_FOR_EACH_ELEMENT_TYPE(GPUSCAN_INSTANTIATE)
 #undef GPUSCAN_INSTANTIATE
 
 }  // namespace gpuscan::detail

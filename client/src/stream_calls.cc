@@ -43,6 +43,22 @@ void WriteRawChunks(Stream& stream, detail::RawOut<Msg> req, Source& in, size_t 
   }
 }
 
+// Reads a raw scan's responses (Scan, SegmentedScan) to the end: their data to `feeder`, counted;
+// returns the final response's Timing.
+template <class Stream>
+Timing ReadScanResponses(Stream& stream, detail::ElementFeeder& feeder, ProgressTracker& tracker) {
+  Timing timing;
+  detail::RawIn<v1::ScanResponse> resp;
+  while (stream.Read(&resp)) {
+    if (resp.data_bytes()) {
+      feeder.Feed(resp.split.field);
+      tracker.Received(resp.data_bytes());
+    }
+    if (resp.has_timing()) timing = FromProto(resp.msg.timing());
+  }
+  return timing;
+}
+
 // A bidirectional call with one byte stream each way (Scan2D): the header rides with the
 // first chunk, each request holds up to one chunk, responses are read as they come.
 template <class Req, class Resp, class Stream, class Header>
@@ -100,15 +116,8 @@ Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
     WriteRawChunks(*stream, std::move(first), in, chunk, tracker, borrowed);
   };
   auto read_all = [&] {
-    detail::RawIn<v1::ScanResponse> resp;
     detail::ElementFeeder feeder(out, out_size);
-    while (stream->Read(&resp)) {
-      if (resp.data_bytes()) {
-        feeder.Feed(resp.split.field);
-        tracker.Received(resp.data_bytes());
-      }
-      if (resp.has_timing()) timing = FromProto(resp.msg.timing());
-    }
+    timing = ReadScanResponses(*stream, feeder, tracker);
   };
   detail::RunBidi(*ctx, *stream, write_all, read_all);
   return timing;
@@ -143,36 +152,36 @@ void FinishUpload(grpc::ClientContext& ctx, Stream& stream, WriteAll&& write_all
   if (!status.ok()) throw RpcError(status);
 }
 
+// A client-streaming call of raw requests (Reduce, Histogram): the header rides with the first
+// chunk, each chunk leaves as one slice (WriteRawChunks); returns the server's one answer.
+template <class Req, class Resp, class Header, class NewContext>
+Resp RawUpload(const std::shared_ptr<grpc::Channel>& channel, const char* method, NewContext&& new_context,
+               const Header& header, Source& in, size_t chunk, Progress progress) {
+  detail::BorrowedSlices borrowed;  // before the call: it outlives the slices gRPC still holds
+  auto ctx = new_context();
+  Resp response;
+  auto stream = detail::RawWriter<Req>(channel, method, ctx.get(), &response);
+  ProgressTracker tracker(std::move(progress));
+  detail::RawOut<Req> first;
+  *first.msg.mutable_header() = header;
+  FinishUpload(*ctx, *stream, [&] { WriteRawChunks(*stream, std::move(first), in, chunk, tracker, borrowed); });
+  return response;
+}
+
 }  // namespace
 
 v1::ReduceResponse Client::ReduceStream(const v1::ReduceHeader& header, Source in,
                                         Progress progress, uint32_t lanes) {
   if (LanesFor(lanes) > 1) return ReduceLanes(header, std::move(in), std::move(progress), LanesFor(lanes));
-  // Raw requests, as ScanStream's: the Source's slice is what gRPC sends.
-  detail::BorrowedSlices borrowed;  // before the call: it outlives the slices gRPC still holds
-  auto ctx = NewContext();
-  v1::ReduceResponse response;
-  auto stream = detail::RawWriter<v1::ReduceRequest>(channel_, detail::kReduceMethod, ctx.get(), &response);
-  ProgressTracker tracker(std::move(progress));
-  detail::RawOut<v1::ReduceRequest> first;
-  *first.msg.mutable_header() = header;
-  const size_t chunk = ChunkBytes(std::max<size_t>(DTypeSize(header.dtype()), 1));
-  FinishUpload(*ctx, *stream, [&] { WriteRawChunks(*stream, std::move(first), in, chunk, tracker, borrowed); });
-  return response;
+  return RawUpload<v1::ReduceRequest, v1::ReduceResponse>(
+      channel_, detail::kReduceMethod, [this] { return NewContext(); }, header, in,
+      ChunkBytes(std::max<size_t>(DTypeSize(header.dtype()), 1)), std::move(progress));
 }
 
 v1::HistogramResponse Client::HistogramStream(const v1::HistogramHeader& header, Source in, Progress progress) {
-  // Raw requests, as ReduceStream's.
-  detail::BorrowedSlices borrowed;  // before the call: it outlives the slices gRPC still holds
-  auto ctx = NewContext();
-  v1::HistogramResponse response;
-  auto stream = detail::RawWriter<v1::HistogramRequest>(channel_, detail::kHistogramMethod, ctx.get(), &response);
-  ProgressTracker tracker(std::move(progress));
-  detail::RawOut<v1::HistogramRequest> first;
-  *first.msg.mutable_header() = header;
-  const size_t chunk = ChunkBytes(std::max<size_t>(DTypeSize(header.dtype()), 1));
-  FinishUpload(*ctx, *stream, [&] { WriteRawChunks(*stream, std::move(first), in, chunk, tracker, borrowed); });
-  return response;
+  return RawUpload<v1::HistogramRequest, v1::HistogramResponse>(
+      channel_, detail::kHistogramMethod, [this] { return NewContext(); }, header, in,
+      ChunkBytes(std::max<size_t>(DTypeSize(header.dtype()), 1)), std::move(progress));
 }
 
 namespace {
@@ -218,6 +227,23 @@ void WriteRawWithKeys(Stream& stream, const Header& header, Source& values, Sour
                      });
 }
 
+// Reads a raw call's responses that carry two element streams (Compact: kept values and
+// indices; ReduceByKey: the runs' keys and values) to the end; returns the final response (the
+// one with the timing).
+template <class Resp, class Stream>
+Resp ReadPairedResponses(Stream& stream, detail::ElementFeeder& first, detail::ElementFeeder& second,
+                         ProgressTracker& tracker) {
+  Resp final_response;
+  detail::RawIn<Resp> resp;
+  while (stream.Read(&resp)) {
+    first.Feed(resp.split.field);
+    second.Feed(resp.split.second);
+    tracker.Received(resp.data_bytes() + resp.second_bytes());
+    if (resp.has_timing()) final_response = std::move(resp.msg);
+  }
+  return final_response;
+}
+
 // Elements per request: neither the values nor the keys may exceed the chunk limit.
 size_t KeyedChunk(size_t chunk_bytes, size_t esize, size_t ksize) {
   return std::max<size_t>(chunk_bytes / std::max(esize, ksize), 1);
@@ -254,14 +280,8 @@ v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Sourc
                                          tracker, borrowed);
   };
   auto read_all = [&] {
-    detail::RawIn<v1::CompactResponse> resp;
     detail::ElementFeeder kept_values(values_out, esize), kept_indices(indices_out, sizeof(int64_t));
-    while (stream->Read(&resp)) {
-      kept_values.Feed(resp.split.field);
-      kept_indices.Feed(resp.split.second);
-      tracker.Received(resp.data_bytes() + resp.second_bytes());
-      if (resp.has_timing()) final_response = std::move(resp.msg);
-    }
+    final_response = ReadPairedResponses<v1::CompactResponse>(*stream, kept_values, kept_indices, tracker);
   };
   detail::RunBidi(*ctx, *stream, write_all, read_all);
   return final_response;
@@ -284,15 +304,8 @@ Timing Client::SegmentedScanStream(const v1::SegmentedScanHeader& header, Source
                                                KeyedChunk(options_.chunk_bytes, esize, ksize), tracker, borrowed);
   };
   auto read_all = [&] {
-    detail::RawIn<v1::ScanResponse> resp;
     detail::ElementFeeder feeder(out, esize, /*gather=*/true);
-    while (stream->Read(&resp)) {
-      if (resp.data_bytes()) {
-        feeder.Feed(resp.split.field);
-        tracker.Received(resp.data_bytes());
-      }
-      if (resp.has_timing()) timing = FromProto(resp.msg.timing());
-    }
+    timing = ReadScanResponses(*stream, feeder, tracker);
   };
   detail::RunBidi(*ctx, *stream, write_all, read_all);
   return timing;
@@ -313,14 +326,8 @@ v1::ReduceByKeyResponse Client::ReduceByKeyStream(const v1::ReduceByKeyHeader& h
                                              KeyedChunk(options_.chunk_bytes, esize, ksize), tracker, borrowed);
   };
   auto read_all = [&] {
-    detail::RawIn<v1::ReduceByKeyResponse> resp;
     detail::ElementFeeder run_keys(keys_out, ksize, /*gather=*/true), run_values(values_out, esize, /*gather=*/true);
-    while (stream->Read(&resp)) {
-      run_keys.Feed(resp.split.field);
-      run_values.Feed(resp.split.second);
-      tracker.Received(resp.data_bytes() + resp.second_bytes());
-      if (resp.has_timing()) final_response = std::move(resp.msg);
-    }
+    final_response = ReadPairedResponses<v1::ReduceByKeyResponse>(*stream, run_keys, run_values, tracker);
   };
   detail::RunBidi(*ctx, *stream, write_all, read_all);
   return final_response;

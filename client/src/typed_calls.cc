@@ -99,24 +99,10 @@ HistogramResult Client::Histogram(const T* data, size_t n, const HistogramBins& 
   return ToHistogramResult(HistogramStream(header, MemoryReplay(data, n * sizeof(T))));
 }
 
-namespace {
-
-template <class T>
-v1::SegmentedScanHeader SegmentedHeaderFor(const SegmentedScanOptions& options, size_t n) {
-  v1::SegmentedScanHeader header;
-  header.set_dtype(DTypeOf<T>());
-  header.set_op(options.op);
-  header.set_kind(options.exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
-  header.set_element_count(n);
-  return header;
-}
-
-}  // namespace
-
 template <class T, class K>
 ScanResult<T> Client::SegmentedScan(const T* data, size_t n, const K* keys, const SegmentedScanOptions& options) {
   static_assert(std::is_integral_v<K> && (sizeof(K) == 4 || sizeof(K) == 8), "keys: 32- or 64-bit integers");
-  v1::SegmentedScanHeader header = SegmentedHeaderFor<T>(options, n);
+  v1::SegmentedScanHeader header = detail::ScanKindHeader<v1::SegmentedScanHeader, T>(options, n);
   header.set_key_dtype(DTypeOf<K>());
   ScanResult<T> result;
   result.values.reserve(n);
@@ -130,7 +116,7 @@ ScanResult<T> Client::SegmentedScan(const T* data, size_t n, const K* keys, cons
 template <class T>
 ScanResult<T> Client::SegmentedScanHeads(const T* data, size_t n, const uint8_t* heads,
                                          const SegmentedScanOptions& options) {
-  v1::SegmentedScanHeader header = SegmentedHeaderFor<T>(options, n);
+  v1::SegmentedScanHeader header = detail::ScanKindHeader<v1::SegmentedScanHeader, T>(options, n);
   header.set_heads(true);
   ScanResult<T> result;
   result.values.reserve(n);
@@ -324,12 +310,7 @@ CompactResult<T> Client::Compact(const T* data, size_t n, const CompactOptions& 
   template SortResult<T, uint64_t> Client::SortPairs<T, uint64_t>(const T*, const uint64_t*, size_t, bool); \
   template SortResult<T, float> Client::SortPairs<T, float>(const T*, const float*, size_t, bool); \
   template SortResult<T, double> Client::SortPairs<T, double>(const T*, const double*, size_t, bool);
-GPUSCAN_INSTANTIATE(int32_t)
-GPUSCAN_INSTANTIATE(int64_t)
-GPUSCAN_INSTANTIATE(uint32_t)
-GPUSCAN_INSTANTIATE(uint64_t)
-GPUSCAN_INSTANTIATE(float)
-GPUSCAN_INSTANTIATE(double)
+GPUSCAN_FOR_EACH_ELEMENT_TYPE(GPUSCAN_INSTANTIATE)
 #undef GPUSCAN_INSTANTIATE
 
 }  // namespace gpuscan

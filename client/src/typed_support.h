@@ -88,16 +88,26 @@ class BufferSink {
   std::atomic<uint64_t> end_{0};
 };
 
-template <class T>
-v1::ScanHeader ScanHeaderFor(const ScanOptions& options, size_t n) {
-  v1::ScanHeader header;
+// The header fields a scan and a segmented scan share: dtype, operator, kind and element count.
+template <class Header, class T, class Options>
+Header ScanKindHeader(const Options& options, size_t n) {
+  Header header;
   header.set_dtype(DTypeOf<T>());
   header.set_op(options.op);
   header.set_kind(options.exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
-  header.set_algorithm(options.algorithm);
   header.set_element_count(n);
   return header;
 }
+
+template <class T>
+v1::ScanHeader ScanHeaderFor(const ScanOptions& options, size_t n) {
+  v1::ScanHeader header = ScanKindHeader<v1::ScanHeader, T>(options, n);
+  header.set_algorithm(options.algorithm);
+  return header;
+}
+
+// Instantiates M(T) for every element type of the typed API.
+#define GPUSCAN_FOR_EACH_ELEMENT_TYPE(M) M(int32_t) M(int64_t) M(uint32_t) M(uint64_t) M(float) M(double)
 
 template <class T>
 v1::ReduceHeader ReduceHeaderFor(v1::Operator op, size_t n) {

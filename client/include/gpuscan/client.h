@@ -527,7 +527,7 @@ class Client {
   // options_.chunk_bytes rounded down to whole elements of `element_size` (at least one).
   size_t ChunkBytes(size_t element_size) const;
 
-  // Striped lanes (src/lanes.cc).
+  // Striped lanes (src/lanes.cc; their connections and UsableLanes: src/lane_pool.cc).
   uint32_t LanesFor(uint32_t lanes) const { return lanes ? lanes : (options_.lanes ? options_.lanes : 1); }
   // `wanted` (> 1) capped by the server's Limits.max_lanes, asked once per Client.
   uint32_t UsableLanes(uint32_t wanted);
