@@ -3,6 +3,8 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "service/device_memory.h"
 #include "service/handlers.h"
 #include "service/raw_wire.h"
@@ -107,9 +109,7 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
     } else if (auto s = checker_->Finish(); !s.ok()) {
       return s;
     }
-    v1::ScanResponse& last = out.emplace_back().msg;
-    last.set_element_count(processed_);
-    FillTiming(last.mutable_timing(), session_->algorithm());
+    FillFinal(out.emplace_back().msg, processed_, session_->algorithm());
     return grpc::Status::OK;
   }
 

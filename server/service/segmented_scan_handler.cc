@@ -4,6 +4,8 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "service/device_memory.h"
 #include "service/flags_aligner.h"
 #include "service/handlers.h"
@@ -87,9 +89,7 @@ class SegmentedScanCall final
     } else if (auto s = checker_->Finish(); !s.ok()) {
       return s;
     }
-    v1::ScanResponse& last = out.emplace_back().msg;
-    last.set_element_count(processed_);
-    FillTiming(last.mutable_timing(), session_->algorithm());
+    FillFinal(out.emplace_back().msg, processed_, session_->algorithm());
     return grpc::Status::OK;
   }
 
