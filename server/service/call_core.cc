@@ -208,6 +208,86 @@ void CallCore::MaybeWorkLocked() {
   ctx_.executor->Post([this] { Work(false); });
 }
 
+// Takes the worker's part for gRPC's thread when what is pending runs inline (RunsInline),
+// opening the session here if need be (cheap; an Open that throws is left to a worker, which
+// reports it). True: the caller must unlock and call Work(true).
+bool CallCore::WorkInlineLocked() {
+  if (join_ || !WorkWaitingLocked()) return false;
+  if (!NextRunsInlineLocked(opened_)) return false;
+  if (!opened_) {
+    try {
+      Open();
+    } catch (...) {
+      return false;
+    }
+    opened_ = true;
+    if (!NextRunsInlineLocked(true)) return false;
+  }
+  worker_running_ = true;
+  ++refs_;
+  return true;
+}
+
+// Worker task: processes pending requests in order until none is left. on_grpc_thread: run
+// inline by gRPC's thread (WorkInlineLocked), which hands over to a worker as soon as what
+// comes next does not run inline.
+void CallCore::Work(bool on_grpc_thread) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (join_) return WorkLane(lock);
+  while (!finish_requested_) {
+    const bool open_needed = !opened_;
+    const bool have_request = PendingLocked() > 0;
+    const bool at_end = !have_request && read_closed_;
+    if (!have_request && !at_end) break;
+    if (on_grpc_thread && !NextRunsInlineLocked(!open_needed)) {
+      ctx_.executor->Post([this] { Work(false); });  // worker_running_ and the reference go with it
+      return;
+    }
+    const grpc::Status status = RunNextLocked(lock, open_needed);
+    if (!status.ok()) {
+      worker_running_ = false;
+      --refs_;
+      FailAndMaybeFinish(lock, status);
+      return;
+    }
+    if (finish_requested_) break;
+    if (at_end) completed_ = true;
+    MaybeWriteLocked(on_grpc_thread);
+    MaybeReadLocked();
+    if (completed_) break;
+  }
+  worker_running_ = false;
+  --refs_;
+  if (completed_ && !finish_requested_) {
+    finish_requested_ = true;  // status_ stays OK: finish once the last response is out
+  }
+  MaybeFinish(lock);
+}
+
+// Worker task of a lane: hands its chunks to the join in order (the join runs them in global
+// order, maybe right here), then tells it the lane has ended.
+void CallCore::WorkLane(std::unique_lock<std::mutex>& lock) {
+  while (!finish_requested_ && !lane_closed_) {
+    if (PendingLocked() == 0 && !read_closed_) break;
+    if (PendingLocked() == 0) {
+      lane_closed_ = true;
+      lock.unlock();
+      join_->Closed(lane_spec_.lane);
+      lock.lock();
+      break;
+    }
+    std::unique_ptr<LaneChunk> chunk = PopLaneChunkLocked();
+    if (chunk) ++parked_;  // counts toward kMaxBuffered until its results come back
+    lock.unlock();
+    if (chunk) join_->Submit(lane_spec_.lane, std::move(chunk));
+    lock.lock();
+    MaybeReadLocked();
+  }
+  worker_running_ = false;
+  --refs_;
+  MaybeFinish(lock);
+}
+
 grpc::Status CallCore::EngineFailure(std::exception_ptr error) {
   grpc::Status status = StatusFromException(error);
   if (ctx_.on_engine_failure) ctx_.on_engine_failure();

@@ -97,7 +97,12 @@ class CallCore : public LaneEndpoint, protected CallLifetime {
   virtual size_t OutgoingLocked() const = 0;    // responses queued and not yet written
   virtual void DropQueuedLocked() = 0;          // a failure: pending and unsent ones go
   virtual void MaybeWriteLocked(bool on_grpc_thread) = 0;
-  virtual void Work(bool on_grpc_thread) = 0;   // the worker task (streaming_call.h)
+  // The worker's typed steps (streaming_call.h): whether what comes next runs inline
+  // (RunsInline), run the next request or the end (RunNextLocked: unlocks while the engine
+  // works), and a lane's next request boxed for its join (null: no chunk in it).
+  virtual bool NextRunsInlineLocked(bool session_open) const = 0;
+  virtual grpc::Status RunNextLocked(std::unique_lock<std::mutex>& lock, bool open_needed) = 0;
+  virtual std::unique_ptr<LaneChunk> PopLaneChunkLocked() = 0;
   virtual void FinishUnlocked(const grpc::Status& status) = 0;  // the reactor's Finish
   virtual void WriteLastAndFinishUnlocked() = 0;  // the front response together with OK
 
@@ -108,6 +113,9 @@ class CallCore : public LaneEndpoint, protected CallLifetime {
   void MaybeReadLocked();
   bool WorkWaitingLocked() const;
   void MaybeWorkLocked();
+  bool WorkInlineLocked();
+  void Work(bool on_grpc_thread);
+  void WorkLane(std::unique_lock<std::mutex>& lock);
   void FailAndMaybeFinish(std::unique_lock<std::mutex>& lock, const grpc::Status& status);
   void MaybeFinish(std::unique_lock<std::mutex>& lock);
   bool LastWithStatusLocked() const;

@@ -9,7 +9,7 @@
 //   order → Finish.
 //
 // The RPC-specific parts are the virtual hooks. A lane of a striped array (header.lanes) hands
-// its chunks to the array's join instead of running them (WorkLane; lane_join.h).
+// its chunks to the array's join instead of running them (CallCore::WorkLane; lane_join.h).
 #pragma once
 
 #include <cstdint>
@@ -226,27 +226,6 @@ class StreamingCall : public ReactorBase, public CallCore {
     return JoinArray(header, spec, DeclaredCount(header), typeid(Req));
   }
 
-  // Takes the worker's part for gRPC's thread when what is pending runs inline (RunsInline),
-  // opening the session here if need be (cheap; an Open that throws is left to a worker, which
-  // reports it). True: the caller must unlock and call Work(true).
-  bool WorkInlineLocked() {
-    if (join_ || !WorkWaitingLocked()) return false;
-    const Req* next = pending_.empty() ? nullptr : &pending_.front();
-    if (!RunsInline(next, opened_)) return false;
-    if (!opened_) {
-      try {
-        Open();
-      } catch (...) {
-        return false;
-      }
-      opened_ = true;
-      if (!RunsInline(next, true)) return false;
-    }
-    worker_running_ = true;
-    ++refs_;
-    return true;
-  }
-
   // Starts the next write. StartWrite serializes the response (with ProtoWire a copy of its MiB
   // of data; a raw RPC's payload is only referenced) and often writes the socket inline: as
   // long as computing the chunk. A worker or a lane join's driver therefore hands it to another
@@ -270,92 +249,53 @@ class StreamingCall : public ReactorBase, public CallCore {
     }
   }
 
-  // Worker task: processes pending requests in order until none is left. on_grpc_thread: run
-  // inline by gRPC's thread (WorkInlineLocked), which hands over to a worker as soon as what
-  // comes next does not run inline.
-  void Work(bool on_grpc_thread) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (join_) return WorkLane(lock);
-    while (!finish_requested_) {
-      const bool open_needed = !opened_;
-      const bool have_request = !pending_.empty();
-      const bool at_end = !have_request && read_closed_;
-      if (!have_request && !at_end) break;
-      if (on_grpc_thread && !RunsInline(have_request ? &pending_.front() : nullptr, !open_needed)) {
-        ctx_.executor->Post([this] { Work(false); });  // worker_running_ and the reference go with it
-        return;
-      }
-      Req req;
-      if (have_request) {
-        req = std::move(pending_.front());
-        pending_.pop_front();
-      }
-      lock.unlock();
-      std::vector<Resp> out;
-      grpc::Status status;
-      try {
-        if (open_needed) Open();
-        if (have_request) {
-          Process(req, out);
-        } else {
-          status = Complete(out);
-        }
-      } catch (...) {
-        status = EngineFailure(std::current_exception());
-      }
-      lock.lock();
-      opened_ = true;
-      if (!status.ok()) {
-        worker_running_ = false;
-        --refs_;
-        FailAndMaybeFinish(lock, status);
-        return;
-      }
-      if (finish_requested_) break;
-      for (auto& r : out) outgoing_.push_back(Wire::Encode(std::move(r)));
-      if (at_end) completed_ = true;
-      MaybeWriteLocked(on_grpc_thread);
-      MaybeReadLocked();
-      if (completed_) break;
-    }
-    worker_running_ = false;
-    --refs_;
-    if (completed_ && !finish_requested_) {
-      finish_requested_ = true;  // status_ stays OK: finish once the last response is out
-    }
-    MaybeFinish(lock);
+  // --- the worker's typed steps, for CallCore::Work
+  bool NextRunsInlineLocked(bool session_open) const override {
+    return RunsInline(pending_.empty() ? nullptr : &pending_.front(), session_open);
   }
 
-  // Worker task of a lane: hands its chunks to the join in order (the join runs them in global
-  // order, maybe right here), then tells it the lane has ended.
-  void WorkLane(std::unique_lock<std::mutex>& lock) {
-    while (!finish_requested_ && !lane_closed_) {
-      if (pending_.empty() && !read_closed_) break;
-      if (pending_.empty()) {
-        lane_closed_ = true;
-        lock.unlock();
-        join_->Closed(lane_spec_.lane);
-        lock.lock();
-        break;
-      }
-      Req req = std::move(pending_.front());
+  // Takes the next request (none: the end, to Complete), runs it without the lock (opening the
+  // session first if need be), and, back under the lock, queues its responses unless the call
+  // is finishing meanwhile.
+  grpc::Status RunNextLocked(std::unique_lock<std::mutex>& lock, bool open_needed) override {
+    const bool have_request = !pending_.empty();
+    Req req;
+    if (have_request) {
+      req = std::move(pending_.front());
       pending_.pop_front();
-      const uint64_t elements = RequestElements(req, lane_spec_.element_size);
-      if (elements > 0) ++parked_;  // counts toward kMaxBuffered until its results come back
-      lock.unlock();
-      if (elements > 0) {
-        auto chunk = std::make_unique<LaneChunkOf<Req>>();
-        chunk->elements = elements;
-        chunk->bytes = RequestBytes(req);
-        chunk->req = std::move(req);
-        join_->Submit(lane_spec_.lane, std::move(chunk));
-      }
-      lock.lock();
-      MaybeReadLocked();
     }
-    worker_running_ = false;
-    --refs_;
-    MaybeFinish(lock);
+    lock.unlock();
+    std::vector<Resp> out;
+    grpc::Status status;
+    try {
+      if (open_needed) Open();
+      if (have_request) {
+        Process(req, out);
+      } else {
+        status = Complete(out);
+      }
+    } catch (...) {
+      status = EngineFailure(std::current_exception());
+    }
+    lock.lock();
+    opened_ = true;
+    if (status.ok() && !finish_requested_) {
+      for (auto& r : out) outgoing_.push_back(Wire::Encode(std::move(r)));
+    }
+    return status;
+  }
+
+  // A lane's next request, boxed for its join; null when it carries no chunk (a header alone).
+  std::unique_ptr<LaneChunk> PopLaneChunkLocked() override {
+    Req req = std::move(pending_.front());
+    pending_.pop_front();
+    const uint64_t elements = RequestElements(req, lane_spec_.element_size);
+    if (elements == 0) return nullptr;
+    auto chunk = std::make_unique<LaneChunkOf<Req>>();
+    chunk->elements = elements;
+    chunk->bytes = RequestBytes(req);
+    chunk->req = std::move(req);
+    return chunk;
   }
 
   // --- the I/O and the queues, for CallCore
