@@ -53,7 +53,9 @@ inline grpc::Status EngineUnavailable(const engine::Engine& engine) {
   return {grpc::StatusCode::UNAVAILABLE, "the " + engine.name() + " engine is unavailable: " + engine.unhealthy_reason()};
 }
 
-class CallCore : public LaneEndpoint, protected CallLifetime {
+// CallLifetime first: `delete this` in ReleaseIfUnused then frees CallCore's own address (GCC warned
+// -Wfree-nonheap-object on the other order, speculating a CallLifetime alone).
+class CallCore : protected CallLifetime, public LaneEndpoint {
  public:
   static constexpr size_t kMaxBuffered = 3;  // requests waiting + responses unsent, per call
 
