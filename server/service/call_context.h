@@ -10,7 +10,7 @@
 #include "service/admission.h"
 #include "service/device_memory.h"
 #include "service/executor.h"
-#include "service/lane_join.h"
+#include "service/lane_registry.h"
 #include "service/payload.h"
 #include "service/server.h"
 #include "service/shm_region.h"

@@ -1,5 +1,5 @@
 // CallLifetime: who holds a reactor, and its end; one place for every reactor of the service
-// (StreamingCall, Transport, Benchmark).
+// (StreamingCall through CallCore, Transport, Benchmark).
 //
 // gRPC holds a call from its start until OnDone; the admission queue holds it while it waits for
 // a slot; a worker task, a lane join or the suite thread while they use it (the owner counts

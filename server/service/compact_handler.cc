@@ -3,6 +3,8 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "service/device_memory.h"
 #include "service/flags_aligner.h"
 #include "service/handlers.h"
@@ -93,8 +95,7 @@ class CompactCall final
     }
     v1::CompactResponse& last = out.emplace_back().msg;
     last.set_kept_count(kept_);
-    last.set_element_count(processed_);
-    FillTiming(last.mutable_timing(), session_->algorithm());
+    FillFinal(last, processed_, session_->algorithm());
     return grpc::Status::OK;
   }
 

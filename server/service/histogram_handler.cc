@@ -4,6 +4,8 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "engine/histogram.h"
 #include "service/device_memory.h"
 #include "service/folding_call.h"
@@ -65,9 +67,8 @@ class HistogramCall final
     response.set_below(slots[bins + engine::kHistogramBelow]);
     response.set_above(slots[bins + engine::kHistogramAbove]);
     response.set_nan_count(slots[bins + engine::kHistogramNan]);
-    response.set_element_count(processed_);
     bytes_out_ += response.counts().size() + response.edges().size();
-    FillTiming(response.mutable_timing(), session_->algorithm());
+    FillFinal(response, processed_, session_->algorithm());
     SetResponse(response);
     return grpc::Status::OK;
   }

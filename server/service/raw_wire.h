@@ -1,5 +1,5 @@
 // RawWire: how a raw RPC's messages cross the wire, StreamingCall's Wire parameter (ProtoWire in
-// streaming_call.h is the typed one). Each request's bytes are gathered once into payload blocks
+// proto_wire.h is the typed one). Each request's bytes are gathered once into payload blocks
 // (DecodeChunk, wire.h; kWhat names the message when its bytes are not valid). Each reply becomes
 // what the stream writes: for a bidi RPC (Out = grpc::ByteBuffer) its encoding, whose payloads go
 // out by reference; for a client-streaming RPC (Out = the response) the response itself, which

@@ -4,6 +4,8 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "engine/reduce_by_key.h"
 #include "service/flags_aligner.h"
 #include "service/handlers.h"
@@ -63,8 +65,7 @@ class ReduceByKeyCall final
     Send(std::move(tail), runs, out);
     v1::ReduceByKeyResponse& last = out.emplace_back();
     last.set_run_count(runs_);
-    last.set_element_count(processed_);
-    FillTiming(last.mutable_timing(), reducer_->algorithm());
+    FillFinal(last, processed_, reducer_->algorithm());
     return grpc::Status::OK;
   }
 

@@ -3,6 +3,8 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "service/device_memory.h"
 #include "service/folding_call.h"
 #include "service/handlers.h"
@@ -72,9 +74,8 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
       response_.mutable_value()->set_float_value(HalfToFloat(h));
     }
     response_.set_raw_value(value, size);
-    response_.set_element_count(processed_);
     bytes_out_ += size;
-    FillTiming(response_.mutable_timing(), session_->algorithm());
+    FillFinal(response_, processed_, session_->algorithm());
     SetResponse(response_);
     return grpc::Status::OK;
   }

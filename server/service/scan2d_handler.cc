@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "service/handlers.h"
 #include "service/row_cutter.h"
 #include "service/streaming_call.h"
@@ -61,9 +63,7 @@ class Scan2DCall final : public StreamingCall<v1::Scan2DRequest, v1::ScanRespons
 
   grpc::Status Complete(std::vector<v1::ScanResponse>& out) override {
     if (auto s = checker_->Finish(); !s.ok()) return s;
-    v1::ScanResponse& last = out.emplace_back();
-    last.set_element_count(processed_);
-    FillTiming(last.mutable_timing(), session_->algorithm());
+    FillFinal(out.emplace_back(), processed_, session_->algorithm());
     return grpc::Status::OK;
   }
 

@@ -3,6 +3,8 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "service/device_memory.h"
 #include "service/handlers.h"
 #include "service/raw_wire.h"
@@ -97,19 +99,10 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
   }
 
   grpc::Status Complete(std::vector<ScanReply>& out) override {
-    if (shared_) {
-      if (auto s = ScanShared(); !s.ok()) return s;
-    } else if (device_) {
-      session_->ProcessDevice(device_->in, device_->out, device_->elements, stages_);
-      processed_ = device_->elements;
-      bytes_in_ = bytes_out_ = processed_ * engine::SizeOf(spec_.dtype);
-      ++chunks_;
-    } else if (auto s = checker_->Finish(); !s.ok()) {
-      return s;
-    }
-    v1::ScanResponse& last = out.emplace_back().msg;
-    last.set_element_count(processed_);
-    FillTiming(last.mutable_timing(), session_->algorithm());
+    // The array in the client's region or device memory runs now; a streamed one has run.
+    const grpc::Status s = shared_ ? ScanShared() : device_ ? ScanDevice() : checker_->Finish();
+    if (!s.ok()) return s;
+    FillFinal(out.emplace_back().msg, processed_, session_->algorithm());
     return grpc::Status::OK;
   }
 
@@ -126,6 +119,15 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
   }
 
  private:
+  // header.device_memory: the whole array at once, in the caller's device memory.
+  grpc::Status ScanDevice() {
+    session_->ProcessDevice(device_->in, device_->out, device_->elements, stages_);
+    processed_ = device_->elements;
+    bytes_in_ = bytes_out_ = processed_ * engine::SizeOf(spec_.dtype);
+    ++chunks_;
+    return grpc::Status::OK;
+  }
+
 
   // A narrow input's chunk: widened into the engine's dtype, scanned, and for a FLOAT16 output
   // rounded once per element (service/narrow.h).

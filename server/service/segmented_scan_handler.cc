@@ -4,6 +4,8 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "service/device_memory.h"
 #include "service/flags_aligner.h"
 #include "service/handlers.h"
@@ -78,18 +80,9 @@ class SegmentedScanCall final
   }
 
   grpc::Status Complete(std::vector<ScanReply>& out) override {
-    if (device_) {
-      session_->ProcessDevice(device_->in, device_->keys, device_->out, device_->elements, stages_);
-      processed_ = device_->elements;
-      bytes_in_ = processed_ * (elem_size_ + SegmentedScanSide(spec_).size);
-      bytes_out_ = processed_ * elem_size_;
-      ++chunks_;
-    } else if (auto s = checker_->Finish(); !s.ok()) {
-      return s;
-    }
-    v1::ScanResponse& last = out.emplace_back().msg;
-    last.set_element_count(processed_);
-    FillTiming(last.mutable_timing(), session_->algorithm());
+    // The array in device memory runs now; a streamed one has run.
+    if (const grpc::Status s = device_ ? ScanDevice() : checker_->Finish(); !s.ok()) return s;
+    FillFinal(out.emplace_back().msg, processed_, session_->algorithm());
     return grpc::Status::OK;
   }
 
@@ -106,6 +99,16 @@ class SegmentedScanCall final
   }
 
  private:
+  // header.device_memory: the whole array at once, values and keys in the caller's device memory.
+  grpc::Status ScanDevice() {
+    session_->ProcessDevice(device_->in, device_->keys, device_->out, device_->elements, stages_);
+    processed_ = device_->elements;
+    bytes_in_ = processed_ * (elem_size_ + SegmentedScanSide(spec_).size);
+    bytes_out_ = processed_ * elem_size_;
+    ++chunks_;
+    return grpc::Status::OK;
+  }
+
   engine::SegmentedScanSpec spec_;
   std::optional<NarrowInput> narrow_;   // a narrow header.dtype: what each run is widened from
   std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges

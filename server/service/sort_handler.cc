@@ -6,6 +6,8 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "service/device_memory.h"
 #include "service/handlers.h"
 #include "service/streaming_call.h"
@@ -97,9 +99,7 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
       bytes_out_ += resp.keys().size() + resp.values().size() + resp.indices().size();
     }
     processed_ = n;
-    v1::SortResponse& last = out.emplace_back();
-    last.set_element_count(n);
-    FillTiming(last.mutable_timing(), algorithm_);
+    FillFinal(out.emplace_back(), n, algorithm_);
     return grpc::Status::OK;
   }
 
@@ -146,9 +146,7 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
     bytes_in_ = processed_ * (key_size_ + value_size_);
     bytes_out_ = processed_ * ((spec_.want_keys ? key_size_ : 0) + value_size_ + (spec_.want_indices ? 8 : 0));
     ++chunks_;
-    v1::SortResponse& last = out.emplace_back();
-    last.set_element_count(processed_);
-    FillTiming(last.mutable_timing(), algorithm_);
+    FillFinal(out.emplace_back(), processed_, algorithm_);
     return grpc::Status::OK;
   }
 
