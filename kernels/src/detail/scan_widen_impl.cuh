@@ -130,15 +130,13 @@ cudaError_t WidenCanonicalScan(void* d_temp, std::size_t& temp_bytes, const In* 
   const auto m = static_cast<int>(n % kTile);
   const std::size_t words = Round16(OnePassBytes(OnePassLaunchTiles(tiles)));
   const std::size_t body = words + Round16(sizeof(CanonicalState<T>));
-  if (d_temp == nullptr) {
-    temp_bytes = TempBytesFor(body);
-    return cudaSuccess;
-  }
-  if (n > 0 && (in == nullptr || out == nullptr)) return cudaErrorInvalidValue;
-  if (n == 0) return PassCarry<T, Op>(carry_in, carry_out, stream);
-  if (tiles > 0x7fffffffu) return cudaErrorInvalidValue;
   TempView view;
-  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
+  cudaError_t rc;
+  if (StartCall<T, Op>(d_temp, temp_bytes, body, n == 0 || (in != nullptr && out != nullptr), n, carry_in, carry_out,
+                       stream, view, rc)) {
+    return rc;
+  }
+  if (tiles > 0x7fffffffu) return cudaErrorInvalidValue;
   auto* state = reinterpret_cast<CanonicalState<T>*>(view.body + words);
   if (tiles > 0) {
     if (carry_in != nullptr) {
