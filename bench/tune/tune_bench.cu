@@ -31,7 +31,7 @@
 #include <utility>
 #include <vector>
 
-#include "detail/agent_canonical.cuh"
+#include "detail/dispatch_canonical.cuh"
 #include "detail/dispatch.cuh"
 #include "detail/scan_widen_impl.cuh"
 #include "gpuscan/kernels/compact.h"

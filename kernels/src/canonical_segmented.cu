@@ -1,7 +1,7 @@
 // The canonical tree over float32 (head, value) pairs, SUM and PRODUCT: reproducible segmented
 // scans (gpuscan/kernels/segmented.h). float64 pairs (16 bytes) would need more static shared
 // memory than a block may have, so the engine runs those on the host.
-#include "detail/agent_canonical.cuh"
+#include "detail/dispatch_canonical.cuh"
 #include "gpuscan/kernels/segmented.h"
 
 #define GPUSCAN_INSTANTIATE_CANONICAL_PAIRS(T, OP)                                                \

@@ -96,24 +96,16 @@ __global__ void __launch_bounds__(Policy::kThreads)
         }
       }
     } else {
-#pragma unroll
-      for (int v = 0; v < kVecs; ++v) {
-#pragma unroll
-        for (int j = 0; j < kVecElems; ++j) {
-          const int idx = first + v * kRowStride + j;
-          keep |= (idx < tile_valid && f[v * kRowStride + j] != 0) ? (Mask{1} << (v * kVecElems + j)) : Mask{0};
-        }
-      }
+      Layout::ForEachItem([&](int i, int off) {
+        const int idx = first + off;
+        keep |= (idx < tile_valid && f[off] != 0) ? (Mask{1} << i) : Mask{0};
+      });
     }
   } else {
-#pragma unroll
-    for (int v = 0; v < kVecs; ++v) {
-#pragma unroll
-      for (int j = 0; j < kVecElems; ++j) {
-        const int idx = first + v * kRowStride + j;
-        keep |= (idx < tile_valid && Keep(pred, items[v * kVecElems + j])) ? (Mask{1} << (v * kVecElems + j)) : Mask{0};
-      }
-    }
+    Layout::ForEachItem([&](int i, int off) {
+      const int idx = first + off;
+      keep |= (idx < tile_valid && Keep(pred, items[i])) ? (Mask{1} << i) : Mask{0};
+    });
   }
 
   // Ranks in the warp, index order (row by row; in a row lane by lane): row_rank[v] = kept

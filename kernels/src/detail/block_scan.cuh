@@ -101,6 +101,21 @@ struct BlockScan<T, Op, kThreads, BlockScanAlgo::kHillisSteele> {
 // Blelloch do not pile onto one bank.
 __device__ __forceinline__ int Padded(int i) { return i + (i >> 5); }
 
+// The up-sweep of Brent-Kung and Blelloch: x at position tid, then the reduction tree in place
+// (position (m + 1) * 2^k - 1 ends up with the combination of the 2^k positions up to it).
+template <class T, class Op, int kN>
+__device__ __forceinline__ void UpSweep(T x, T* a) {
+  const Op op;
+  const int tid = int(threadIdx.x);
+  a[Padded(tid)] = x;
+#pragma unroll
+  for (int stride = 1; stride < kN; stride <<= 1) {
+    __syncthreads();
+    const int i = (tid + 1) * stride * 2 - 1;
+    if (i < kN) a[Padded(i)] = op(a[Padded(i - stride)], a[Padded(i)]);
+  }
+}
+
 // Brent-Kung: up-sweep reduction tree, then a down-sweep that fills in the inclusive prefixes
 // of the remaining positions. 2 log2(n) steps, O(n) work; kThreads/2 threads active at most.
 template <class T, class Op, int kThreads>
@@ -112,13 +127,7 @@ struct BlockScan<T, Op, kThreads, BlockScanAlgo::kBrentKung> {
   __device__ __forceinline__ static void ExclusiveScan(T x, T& excl, T& total, Storage& s) {
     const Op op;
     const int tid = int(threadIdx.x);
-    s.a[Padded(tid)] = x;
-#pragma unroll
-    for (int stride = 1; stride < kN; stride <<= 1) {
-      __syncthreads();
-      const int i = (tid + 1) * stride * 2 - 1;
-      if (i < kN) s.a[Padded(i)] = op(s.a[Padded(i - stride)], s.a[Padded(i)]);
-    }
+    UpSweep<T, Op, kN>(x, s.a);
 #pragma unroll
     for (int stride = kN / 4; stride >= 1; stride >>= 1) {
       __syncthreads();
@@ -143,13 +152,7 @@ struct BlockScan<T, Op, kThreads, BlockScanAlgo::kBlelloch> {
   __device__ __forceinline__ static void ExclusiveScan(T x, T& excl, T& total, Storage& s) {
     const Op op;
     const int tid = int(threadIdx.x);
-    s.a[Padded(tid)] = x;
-#pragma unroll
-    for (int stride = 1; stride < kN; stride <<= 1) {
-      __syncthreads();
-      const int i = (tid + 1) * stride * 2 - 1;
-      if (i < kN) s.a[Padded(i)] = op(s.a[Padded(i - stride)], s.a[Padded(i)]);
-    }
+    UpSweep<T, Op, kN>(x, s.a);
     __syncthreads();
     if (tid == 0) {
       s.total = s.a[Padded(kN - 1)];

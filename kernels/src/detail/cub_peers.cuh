@@ -68,14 +68,12 @@ cudaError_t CubScan(void* d_temp, std::size_t& temp_bytes, const T* in, T* out, 
   GPUSCAN_TRY(Inclusive::Dispatch(nullptr, incl_bytes, in, out, CubOp{}, none, chunk, stream));
   GPUSCAN_TRY(Exclusive::Dispatch(nullptr, excl_bytes, in, out, CubOp{}, none, chunk, stream));
   const std::size_t cub_bytes = std::max(incl_bytes, excl_bytes);
-  if (d_temp == nullptr) {
-    temp_bytes = TempBytesFor(cub_bytes);
-    return cudaSuccess;
-  }
-  if (n > 0 && (in == nullptr || out == nullptr)) return cudaErrorInvalidValue;
-  if (n == 0) return PassCarry<T, Op>(carry_in, carry_out, stream);
   TempView view;
-  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, cub_bytes, view));
+  cudaError_t rc;
+  if (StartCall<T, Op>(d_temp, temp_bytes, cub_bytes, n == 0 || (in != nullptr && out != nullptr), n, carry_in,
+                       carry_out, stream, view, rc)) {
+    return rc;
+  }
   const T* cin = carry_in;
   int k = 0;
   for (uint64_t off = 0; off < n; off += kCubMaxItems, ++k) {
@@ -111,14 +109,12 @@ cudaError_t CubReduce(void* d_temp, std::size_t& temp_bytes, const T* in, uint64
   T* null_out = nullptr;
   GPUSCAN_TRY(cub::DeviceReduce::Reduce(nullptr, cub_bytes, in, null_out, static_cast<int64_t>(std::max<uint64_t>(n, 1)),
                                         Op{}, Op::identity(), stream));
-  if (d_temp == nullptr) {
-    temp_bytes = TempBytesFor(cub_bytes);
-    return cudaSuccess;
-  }
-  if (out == nullptr || (n > 0 && in == nullptr)) return cudaErrorInvalidValue;
-  if (n == 0) return PassCarry<T, Op>(carry_in, out, stream);
   TempView view;
-  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, cub_bytes, view));
+  cudaError_t rc;
+  if (StartCall<T, Op>(d_temp, temp_bytes, cub_bytes, out != nullptr && (n == 0 || in != nullptr), n, carry_in, out,
+                       stream, view, rc)) {
+    return rc;
+  }
   T* partial = Slot<T>(view.header, 2);
   std::size_t bytes = cub_bytes;
   GPUSCAN_TRY(cub::DeviceReduce::Reduce(view.body, bytes, in, partial, static_cast<int64_t>(n), Op{},

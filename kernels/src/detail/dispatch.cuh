@@ -43,6 +43,29 @@ cudaError_t PassCarry(const T* carry_in, T* carry_out, cudaStream_t stream) {
   return cudaSuccess;
 }
 
+// How a call of the scans and reductions starts: a null d_temp asks for the temp size
+// (TempBytesFor(body)); bad pointers are refused; no elements pass carry_in through to
+// carry_out; else `view` is the call's temp storage. True: the call is answered, `rc` its status.
+template <class T, class Op>
+bool StartCall(void* d_temp, std::size_t& temp_bytes, std::size_t body, bool pointers_ok, uint64_t n,
+               const T* carry_in, T* carry_out, cudaStream_t stream, TempView& view, cudaError_t& rc) {
+  rc = cudaSuccess;
+  if (d_temp == nullptr) {
+    temp_bytes = TempBytesFor(body);
+    return true;
+  }
+  if (!pointers_ok) {
+    rc = cudaErrorInvalidValue;
+    return true;
+  }
+  if (n == 0) {
+    rc = PassCarry<T, Op>(carry_in, carry_out, stream);
+    return true;
+  }
+  rc = ViewTemp(d_temp, temp_bytes, body, view);
+  return rc != cudaSuccess;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Single-pass scan (decoupled look-back / chained); kBulk: the look-back kernel that keeps its
 // tile in shared memory (agent_single_pass_bulk.cuh). In: the input's element type (the bulk
@@ -52,14 +75,12 @@ cudaError_t SinglePassScan(void* d_temp, std::size_t& temp_bytes, const In* in, 
                            bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream) {
   static_assert(kBulk || std::is_same_v<In, T>, "only the bulk kernel converts its input");
   const std::size_t body = SinglePassBody<Policy>(n);
-  if (d_temp == nullptr) {
-    temp_bytes = TempBytesFor(body);
-    return cudaSuccess;
-  }
-  if (n > 0 && (in == nullptr || out == nullptr)) return cudaErrorInvalidValue;
-  if (n == 0) return PassCarry<T, Op>(carry_in, carry_out, stream);
   TempView view;
-  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
+  cudaError_t rc;
+  if (StartCall<T, Op>(d_temp, temp_bytes, body, n == 0 || (in != nullptr && out != nullptr), n, carry_in, carry_out,
+                       stream, view, rc)) {
+    return rc;
+  }
   using IO = std::conditional_t<kBulk, ArrayBulkIO<T, Op, Policy::kItems, Policy::kTile, In>,
                                 ArrayTileIO<T, Op, Policy::kItems>>;
   return LaunchSinglePass<T, Op, Policy, kChained, IO, kBulk>(view, n, exclusive, carry_in, carry_out, stream,
@@ -116,14 +137,12 @@ cudaError_t RtsScan(void* d_temp, std::size_t& temp_bytes, const T* in, T* out, 
                     bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream) {
   const EvenShare share = MakeEvenShare(DivUp(n, Policy::kTile), Policy::kMaxBlocks);
   const std::size_t body = std::size_t(share.blocks) * sizeof(T);
-  if (d_temp == nullptr) {
-    temp_bytes = TempBytesFor(body);
-    return cudaSuccess;
-  }
-  if (n > 0 && (in == nullptr || out == nullptr)) return cudaErrorInvalidValue;
-  if (n == 0) return PassCarry<T, Op>(carry_in, carry_out, stream);
   TempView view;
-  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
+  cudaError_t rc;
+  if (StartCall<T, Op>(d_temp, temp_bytes, body, n == 0 || (in != nullptr && out != nullptr), n, carry_in, carry_out,
+                       stream, view, rc)) {
+    return rc;
+  }
   T* partials = reinterpret_cast<T*>(view.body);
   RtsReduceKernel<T, Op, Policy><<<share.blocks, Policy::kThreads, 0, stream>>>(in, n, share, partials);
   GPUSCAN_CHECK_LAUNCH();
@@ -171,14 +190,12 @@ cudaError_t OwnReduce(void* d_temp, std::size_t& temp_bytes, const T* in, uint64
                       const T* carry_in, T* out, cudaStream_t stream) {
   const EvenShare share = MakeReduceShare<Policy>(DivUp(n, Policy::kTile));
   const std::size_t body = std::size_t(share.blocks) * sizeof(T);
-  if (d_temp == nullptr) {
-    temp_bytes = TempBytesFor(body);
-    return cudaSuccess;
-  }
-  if (out == nullptr || (n > 0 && in == nullptr)) return cudaErrorInvalidValue;
-  if (n == 0) return PassCarry<T, Op>(carry_in, out, stream);
   TempView view;
-  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
+  cudaError_t rc;
+  if (StartCall<T, Op>(d_temp, temp_bytes, body, out != nullptr && (n == 0 || in != nullptr), n, carry_in, out, stream,
+                       view, rc)) {
+    return rc;
+  }
   ReduceKernel<T, Op, Policy><<<share.blocks, Policy::kThreads, 0, stream>>>(
       in, n, share, reinterpret_cast<T*>(view.body), view.header, carry_in, out);
   GPUSCAN_CHECK_LAUNCH();

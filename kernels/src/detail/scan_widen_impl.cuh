@@ -5,16 +5,17 @@
 //                    Signed and unsigned outputs of one size share their kernels: a C cast into
 //                    either gives the same bits, and SUM wraps alike.
 //   float16->float32 the canonical tree (canonical_tree.h): OnePassKernel with In = Float16 for
-//                    the call's whole tiles (agent_canonical.cuh), then one block (WidenTailKernel)
-//                    for the partial last tile and the carry out, from the state the one pass
-//                    leaves. The state lives in the temp storage, behind the tile words.
+//                    the call's whole tiles, launched as the canonical scan's (LaunchOnePass,
+//                    dispatch_canonical.cuh), then one block (WidenTailKernel) for the partial
+//                    last tile and the carry out, from the state the one pass leaves. The state
+//                    lives in the temp storage, behind the tile words.
 #pragma once
 
 #include <algorithm>
 #include <type_traits>
 
-#include "agent_canonical.cuh"
 #include "dispatch.cuh"
+#include "dispatch_canonical.cuh"
 #include "gpuscan/kernels/canonical_tree.h"
 #include "gpuscan/kernels/scan_widen.h"
 
@@ -127,46 +128,23 @@ cudaError_t WidenCanonicalScan(void* d_temp, std::size_t& temp_bytes, const In* 
                                bool exclusive, const T* carry_in, T* carry_out, cudaStream_t stream) {
   const uint64_t tiles = n / kTile;
   const auto m = static_cast<int>(n % kTile);
-  const uint64_t launch_tiles = std::min<uint64_t>(std::max<uint64_t>(tiles, 1),
-                                                   std::min<uint64_t>(MaxTilesPerLaunch(), kMaxTilesPerLaunch - 65536));
-  const std::size_t words = Round16(OnePassBytes(launch_tiles));
+  const std::size_t words = Round16(OnePassBytes(OnePassLaunchTiles(tiles)));
   const std::size_t body = words + Round16(sizeof(CanonicalState<T>));
-  if (d_temp == nullptr) {
-    temp_bytes = TempBytesFor(body);
-    return cudaSuccess;
-  }
-  if (n > 0 && (in == nullptr || out == nullptr)) return cudaErrorInvalidValue;
-  if (n == 0) return PassCarry<T, Op>(carry_in, carry_out, stream);
-  if (tiles > 0x7fffffffu) return cudaErrorInvalidValue;
   TempView view;
-  GPUSCAN_TRY(ViewTemp(d_temp, temp_bytes, body, view));
+  cudaError_t rc;
+  if (StartCall<T, Op>(d_temp, temp_bytes, body, n == 0 || (in != nullptr && out != nullptr), n, carry_in, carry_out,
+                       stream, view, rc)) {
+    return rc;
+  }
+  if (tiles > 0x7fffffffu) return cudaErrorInvalidValue;
   auto* state = reinterpret_cast<CanonicalState<T>*>(view.body + words);
   if (tiles > 0) {
     if (carry_in != nullptr) {
       WidenStateInitKernel<T><<<1, 1, 0, stream>>>(carry_in, state);
       GPUSCAN_CHECK_LAUNCH();
     }
-    constexpr auto kernel = OnePassKernel<T, Op, kStages, In>;
-    constexpr int smem = sizeof(OnePassSmem<T, kStages, In>);
-    uint64_t resident = 0;
-    GPUSCAN_TRY(ResidentBlocks<kernel>(kThreads, smem, resident));
-    if (MaxPersistentBlocks() != 0) resident = std::min<uint64_t>(resident, MaxPersistentBlocks());
-    auto* tile_words = reinterpret_cast<TileWord*>(view.body);
-    for (uint64_t done = 0; done < tiles; done += launch_tiles) {
-      const auto launch = static_cast<uint32_t>(std::min(launch_tiles, tiles - done));
-      const auto grid = static_cast<uint32_t>(std::min<uint64_t>(launch, resident));
-      OnePassWords<T> w{};
-      w.aggs = tile_words;
-      w.totals = tile_words + launch;
-      w.carries = w.totals + OnePassSupers(launch);
-      w.tiles = launch;
-      w.j0 = static_cast<int>(done % kThreads);
-      w.fresh = done == 0 && carry_in == nullptr;
-      w.walk_only = CanonicalCarryWalk();
-      w.state = state;
-      kernel<<<grid, kThreads, smem, stream>>>(in + done * kTile, out + done * kTile, exclusive, view.header, w);
-      GPUSCAN_CHECK_LAUNCH();
-    }
+    GPUSCAN_TRY((LaunchOnePass<T, Op, kStages, In>(in, out, tiles, 0, carry_in == nullptr, exclusive, view, state,
+                                                   stream)));
   }
   if (m > 0 || carry_out != nullptr || tiles > 0) {  // tiles > 0: the state is zeroed there
     WidenTailKernel<T, Op, In><<<1, kThreads, 0, stream>>>(in + tiles * kTile, out + tiles * kTile, m,

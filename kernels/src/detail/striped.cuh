@@ -33,6 +33,17 @@ struct StripedLayout {
   }
   static constexpr int kRowStride = kWarpThreads * kVecElems;  // elements between rows
 
+  // f(i, off) for each of this thread's items: i = v * kVecElems + j its index in the thread,
+  // off = v * kRowStride + j its offset in the tile from First().
+  template <class F>
+  __device__ __forceinline__ static void ForEachItem(F f) {
+#pragma unroll
+    for (int v = 0; v < kVecs; ++v) {
+#pragma unroll
+      for (int j = 0; j < kVecElems; ++j) f(v * kVecElems + j, v * kRowStride + j);
+    }
+  }
+
   // kHint: how the 16-byte loads go through the cache (LoadHint).
   template <LoadHint kHint = LoadHint::kDefault>
   __device__ __forceinline__ static void Load(const T* tile, int tile_valid, bool vec, T fill, T (&items)[kItems]) {
@@ -45,14 +56,10 @@ struct StripedLayout {
 #pragma unroll
       for (int i = 0; i < kItems; ++i) items[i] = u.item[i];
     } else {
-#pragma unroll
-      for (int v = 0; v < kVecs; ++v) {
-#pragma unroll
-        for (int j = 0; j < kVecElems; ++j) {
-          const int idx = first + v * kRowStride + j;
-          items[v * kVecElems + j] = idx < tile_valid ? tile[idx] : fill;
-        }
-      }
+      ForEachItem([&](int i, int off) {
+        const int idx = first + off;
+        items[i] = idx < tile_valid ? tile[idx] : fill;
+      });
     }
   }
 
@@ -66,14 +73,10 @@ struct StripedLayout {
 #pragma unroll
       for (int v = 0; v < kVecs; ++v) p[v * kWarpThreads] = u.vec[v];
     } else {
-#pragma unroll
-      for (int v = 0; v < kVecs; ++v) {
-#pragma unroll
-        for (int j = 0; j < kVecElems; ++j) {
-          const int idx = first + v * kRowStride + j;
-          if (idx < tile_valid) tile[idx] = items[v * kVecElems + j];
-        }
-      }
+      ForEachItem([&](int i, int off) {
+        const int idx = first + off;
+        if (idx < tile_valid) tile[idx] = items[i];
+      });
     }
   }
 };
