@@ -248,7 +248,7 @@ C WithShm(C r, const std::string& region, uint64_t bytes = 64) {
 
 // ---- device memory (header.device_memory): this matrix's server has no --allow-device-ipc, so
 // every well-formed header gets FAILED_PRECONDITION; what the header alone shows comes first.
-// The calls on real handles (CUDA IPC) are in python/tests/test_device_ipc.py and the unit
+// The calls on real handles (CUDA IPC) are in python/tests/test_device_ipc_*.py and the unit
 // test of the handles (tests/unit/device_memory_test.cc).
 template <class C>
 C WithDevice(C r, uint64_t bytes = 64) {

@@ -3,7 +3,7 @@
 // client's pages. Results are checked against the references and against the streamed path
 // (same bits for floats), on random data, at sizes around the engines' sub-chunks; the region
 // cache must never serve stale pages; a region that shrinks mid-call fails that call only.
-// Field-by-field refusals are rows of the bad-input matrix (invalid_input_test.cc).
+// Field-by-field refusals are rows of the bad-input matrix (invalid_input_transport_rows.cc).
 #include <sys/stat.h>
 #include <unistd.h>
 

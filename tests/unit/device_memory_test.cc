@@ -1,7 +1,7 @@
 // Device memory's checks and the cache of opened handles (service/device_memory.h), without a
 // GPU: an engine whose OpenIpc hands out host buffers stands in for the CUDA one, so the range
 // rules, the device check, the reuse of opened handles and the idle sweep run here. The calls on
-// real CUDA IPC handles run on the GPU machine (python/tests/test_device_ipc.py).
+// real CUDA IPC handles run on the GPU machine (python/tests/test_device_ipc_*.py).
 #include "service/device_memory.h"
 
 #include <atomic>
