@@ -6,6 +6,9 @@
 source scripts/lib/gpu-common.sh
 gpu_setup
 export LD_LIBRARY_PATH=$R
+# The engine tests start gpuscan-server (DeviceIpcTest) and themselves as workers (DeviceDrainTest):
+# from the pack, not from the build folder's path compiled into them.
+export GPUSCAN_BIN_DIR=$B
 step kernel tests
 timeout 200 $B/gpu_kernel_tests --gtest_brief=1 2>&1 | tee "$out/gpu_kernel.log" | tail -4
 step engine tests
@@ -14,7 +17,7 @@ step sticky device fault "(own process: it corrupts the CUDA context)"
 timeout 60 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='StickyFault*' 2>&1 | grep -v '\[info\]' \
   | tee "$out/gpu_fault.log" | tail -8
 step "a sticky fault in a device's worker process (--isolate-devices; the 2-device test skips with one GPU)"
-GPUSCAN_BIN_DIR=$B timeout 200 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='DeviceDrain*' 2>&1 \
+timeout 200 $B/gpu_engine_tests --gtest_brief=1 --gtest_filter='DeviceDrain*' 2>&1 \
   | grep -v '\[info\]' | tee "$out/gpu_drain.log" | tail -8
 step integration suites on the cuda engine
 GPUSCAN_TEST_ENGINE=cuda timeout 120 $B/integration_tests --gtest_brief=1 2>&1 | grep -v '\[info\]' \
