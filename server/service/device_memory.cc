@@ -11,11 +11,10 @@
 namespace gpuscan::server {
 namespace {
 
-const std::string kPrefix = "header.device_memory.";
+const std::string kDevicePrefix = "header.device_memory.";
 constexpr size_t kHandleBytes = 64;  // sizeof(cudaIpcMemHandle_t)
 constexpr size_t kUuidBytes = 16;    // sizeof(cudaUUID_t)
 
-grpc::Status Invalid(const std::string& message) { return {grpc::StatusCode::INVALID_ARGUMENT, message}; }
 
 NamedRange Handle(const std::string& handle, uint64_t offset) {
   return {!handle.empty(), "(" + std::to_string(handle.size()) + " bytes)", offset};
@@ -26,12 +25,12 @@ grpc::Status OpenRange(IpcHandles& handles, const std::string& uuid, const std::
                        const std::string& handle, uint64_t offset, uint64_t bytes,
                        std::shared_ptr<engine::IpcMemory>* memory, std::byte** at) {
   const std::string offset_field = field == "handle" ? "offset" : field.substr(0, field.size() - 6) + "offset";
-  if (auto s = handles.Open(kPrefix + field, uuid, handle, memory); !s.ok()) return s;
+  if (auto s = handles.Open(kDevicePrefix + field, uuid, handle, memory); !s.ok()) return s;
   const uint64_t size = (*memory)->bytes;
   if (offset > size || bytes > size - offset) {
-    return {grpc::StatusCode::OUT_OF_RANGE, kPrefix + offset_field + " " + std::to_string(offset) + " + " +
+    return {grpc::StatusCode::OUT_OF_RANGE, kDevicePrefix + offset_field + " " + std::to_string(offset) + " + " +
                                                 std::to_string(bytes) + " bytes is beyond the " + std::to_string(size) +
-                                                "-byte allocation of " + kPrefix + field};
+                                                "-byte allocation of " + kDevicePrefix + field};
   }
   *at = static_cast<std::byte*>((*memory)->base) + offset;
   return grpc::Status::OK;
@@ -45,7 +44,7 @@ struct Span {
 
 grpc::Status Disjoint(const Span& a, const Span& b) {
   if (a.bytes == 0 || b.bytes == 0 || a.at + a.bytes <= b.at || b.at + b.bytes <= a.at) return grpc::Status::OK;
-  return Invalid(kPrefix + a.field + " overlaps " + kPrefix + b.field + ": output ranges may not overlap other ranges");
+  return InvalidArgument(kDevicePrefix + a.field + " overlaps " + kDevicePrefix + b.field + ": output ranges may not overlap other ranges");
 }
 
 }  // namespace
@@ -68,7 +67,7 @@ IpcHandles::~IpcHandles() {
 grpc::Status IpcHandles::Open(const std::string& field, const std::string& uuid, const std::string& handle,
                               std::shared_ptr<engine::IpcMemory>* out) {
   if (handle.size() != kHandleBytes) {
-    return Invalid(field + " has " + std::to_string(handle.size()) + " bytes; a CUDA IPC handle (cudaIpcMemHandle_t) has " +
+    return InvalidArgument(field + " has " + std::to_string(handle.size()) + " bytes; a CUDA IPC handle (cudaIpcMemHandle_t) has " +
                    std::to_string(kHandleBytes));
   }
   const std::string key = uuid + handle;
@@ -116,7 +115,7 @@ grpc::Status IpcHandles::CheckDevice(const std::string& uuid) const {
     if (d.uuid == uuid) return grpc::Status::OK;
     served += (served.empty() ? "" : ", ") + d.name + " " + HexText(d.uuid);
   }
-  return {grpc::StatusCode::FAILED_PRECONDITION, kPrefix + "device_uuid " + HexText(uuid) +
+  return {grpc::StatusCode::FAILED_PRECONDITION, kDevicePrefix + "device_uuid " + HexText(uuid) +
                                                      " is not a device of this server (it serves " + served +
                                                      "): call the server of that GPU"};
 }
@@ -170,10 +169,10 @@ namespace {
 grpc::Status CheckHeader(const v1::DeviceMemory& h, bool with_shared_memory, size_t element_size, size_t value_size,
                          std::optional<uint64_t> declared_count) {
   if (with_shared_memory) {
-    return Invalid("header.device_memory: cannot be combined with header.shared_memory (the array lies in one place)");
+    return InvalidArgument("header.device_memory: cannot be combined with header.shared_memory (the array lies in one place)");
   }
   if (h.device_uuid().size() != kUuidBytes) {
-    return Invalid(kPrefix + "device_uuid has " + std::to_string(h.device_uuid().size()) + " bytes; a device UUID has " +
+    return InvalidArgument(kDevicePrefix + "device_uuid has " + std::to_string(h.device_uuid().size()) + " bytes; a device UUID has " +
                    std::to_string(kUuidBytes));
   }
   for (const auto& [handle, field] :
@@ -182,7 +181,7 @@ grpc::Status CheckHeader(const v1::DeviceMemory& h, bool with_shared_memory, siz
         std::pair{&h.indices_handle(), "indices_handle"}, std::pair{&h.flags_handle(), "flags_handle"},
         std::pair{&h.values_handle(), "values_handle"}, std::pair{&h.values_output_handle(), "values_output_handle"}}) {
     if (handle->size() == kHandleBytes || (handle->empty() && std::string(field) != "handle")) continue;
-    return Invalid(kPrefix + field + " has " + std::to_string(handle->size()) +
+    return InvalidArgument(kDevicePrefix + field + " has " + std::to_string(handle->size()) +
                    " bytes; a CUDA IPC handle (cudaIpcMemHandle_t) has " + std::to_string(kHandleBytes));
   }
   for (const auto& [offset, field, size] :
@@ -191,14 +190,14 @@ grpc::Status CheckHeader(const v1::DeviceMemory& h, bool with_shared_memory, siz
         std::tuple{h.values_offset(), "values_offset", std::max<size_t>(value_size, 1)},
         std::tuple{h.values_output_offset(), "values_output_offset", std::max<size_t>(value_size, 1)}}) {
     if (offset % size == 0) continue;
-    return Invalid(kPrefix + field + " " + std::to_string(offset) + " is not a multiple of the element size " +
+    return InvalidArgument(kDevicePrefix + field + " " + std::to_string(offset) + " is not a multiple of the element size " +
                    std::to_string(size));
   }
   if (h.bytes() % element_size != 0) {
-    return Invalid(kPrefix + "bytes " + std::to_string(h.bytes()) + " is not a multiple of the element size " +
+    return InvalidArgument(kDevicePrefix + "bytes " + std::to_string(h.bytes()) + " is not a multiple of the element size " +
                    std::to_string(element_size));
   }
-  return CheckDeclaredCount(kPrefix, h.bytes(), element_size, declared_count);
+  return CheckDeclaredCount(kDevicePrefix, h.bytes(), element_size, declared_count);
 }
 
 // Whether this server opens the caller's memory at all: the switch, the caller's host, the device.
@@ -264,20 +263,20 @@ grpc::Status OpenDevice(IpcHandles& handles, const std::string& peer, const v1::
                      Handle(h.flags_handle(), h.flags_offset()),   "output_handle",
                      "indices_handle",                             "flags_handle",
                      "output_offset"};
-  if (auto s = CheckRangeFields(kPrefix, fields, needs); !s.ok()) return s;
+  if (auto s = CheckRangeFields(kDevicePrefix, fields, needs); !s.ok()) return s;
   for (const auto& [r, field] : {std::pair{Handle(h.values_handle(), h.values_offset()), "values_handle"},
                                  std::pair{Handle(h.values_output_handle(), h.values_output_offset()),
                                            "values_output_handle"}}) {
     if (!r.set && r.offset == 0) continue;
-    return Invalid(kPrefix + field + " " + r.shown + ": only a Sort with values reads and writes them");
+    return InvalidArgument(kDevicePrefix + field + " " + r.shown + ": only a Sort with values reads and writes them");
   }
   const NamedRange keys = Handle(h.keys_handle(), h.keys_offset());
   if (needs.key_bytes == 0 && (keys.set || keys.offset != 0)) {
-    return Invalid(kPrefix + "keys_handle " + keys.shown + ": only a SegmentedScan reads keys");
+    return InvalidArgument(kDevicePrefix + "keys_handle " + keys.shown + ": only a SegmentedScan reads keys");
   }
-  if (needs.key_bytes > 0 && !keys.set) return Invalid(kPrefix + "keys_handle: required for the segment keys");
+  if (needs.key_bytes > 0 && !keys.set) return InvalidArgument(kDevicePrefix + "keys_handle: required for the segment keys");
   if (needs.key_bytes > 0 && h.keys_offset() % needs.key_bytes != 0) {
-    return Invalid(kPrefix + "keys_offset " + std::to_string(h.keys_offset()) +
+    return InvalidArgument(kDevicePrefix + "keys_offset " + std::to_string(h.keys_offset()) +
                    " is not a multiple of the element size " + std::to_string(needs.key_bytes));
   }
   if (auto s = Admit(handles, peer, h.device_uuid()); !s.ok()) return s;
@@ -344,10 +343,10 @@ grpc::Status OpenDeviceSort(IpcHandles& handles, const std::string& peer, const 
   };
   for (const auto& side : sides) {
     if (side.wanted && !side.range.set) {
-      return Invalid(kPrefix + side.field + ": required for " + side.why + " (header.output)");
+      return InvalidArgument(kDevicePrefix + side.field + ": required for " + side.why + " (header.output)");
     }
     if (!side.wanted && (side.range.set || side.range.offset != 0)) {
-      return Invalid(kPrefix + side.field + " " + side.range.shown + ": this Sort's output does not use it");
+      return InvalidArgument(kDevicePrefix + side.field + " " + side.range.shown + ": this Sort's output does not use it");
     }
   }
   if (auto s = Admit(handles, peer, h.device_uuid()); !s.ok()) return s;

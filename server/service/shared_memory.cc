@@ -1,28 +1,27 @@
 #include "service/shared_memory.h"
+#include "service/status.h"
 
 #include <algorithm>
 
 namespace gpuscan::server {
 namespace {
 
-const std::string kPrefix = "header.shared_memory.";
-
-grpc::Status Invalid(const std::string& message) { return {grpc::StatusCode::INVALID_ARGUMENT, message}; }
+const std::string kSharedPrefix = "header.shared_memory.";
 
 // A range the RPC does not use must be left empty (a set one would be silently ignored).
 grpc::Status Unused(const std::string& prefix, const NamedRange& r, const char* field, const char* why) {
   if (!r.set && r.offset == 0) return grpc::Status::OK;
-  return Invalid(prefix + field + " " + r.shown + ": " + why);
+  return InvalidArgument(prefix + field + " " + r.shown + ": " + why);
 }
 
 grpc::Status Required(const std::string& prefix, const NamedRange& r, const char* field, const char* why) {
   if (r.set) return grpc::Status::OK;
-  return Invalid(prefix + field + ": required " + why);
+  return InvalidArgument(prefix + field + ": required " + why);
 }
 
 grpc::Status Disjoint(const shm::RegionView& a, const char* a_field, const shm::RegionView& b, const char* b_field) {
   if (!a.Overlaps(b)) return grpc::Status::OK;
-  return Invalid(kPrefix + a_field + " \"" + a.name() + "\" overlaps " + kPrefix + b_field + " \"" + b.name() +
+  return InvalidArgument(kSharedPrefix + a_field + " \"" + a.name() + "\" overlaps " + kSharedPrefix + b_field + " \"" + b.name() +
                  "\": output ranges may not overlap other ranges");
 }
 
@@ -55,7 +54,7 @@ grpc::Status CheckRangeFields(const std::string& prefix, const RangeFields& f, c
     if (auto s = Required(prefix, f.flags, f.flags_field, "with use_flags"); !s.ok()) return s;
   }
   if (needs.scan_output && !f.output.set && f.output.offset != 0) {
-    return Invalid(prefix + f.output_offset_field + " " + std::to_string(f.output.offset) + ": set without " +
+    return InvalidArgument(prefix + f.output_offset_field + " " + std::to_string(f.output.offset) + ": set without " +
                    prefix + f.output_field + " (an in-place scan writes over its input)");
   }
   return grpc::Status::OK;
@@ -65,7 +64,7 @@ grpc::Status CheckDeclaredCount(const std::string& prefix, uint64_t bytes, size_
                                 std::optional<uint64_t> declared_count) {
   const uint64_t n = bytes / element_size;
   if (declared_count && bytes % element_size == 0 && *declared_count != n) {
-    return Invalid("header.element_count " + std::to_string(*declared_count) + " differs from " + prefix + "bytes " +
+    return InvalidArgument("header.element_count " + std::to_string(*declared_count) + " differs from " + prefix + "bytes " +
                    std::to_string(bytes) + " (" + std::to_string(n) + " elements)");
   }
   return grpc::Status::OK;
@@ -78,17 +77,17 @@ grpc::Status OpenShared(shm::RegionDir& regions, const v1::SharedMemory& h, size
                      Region(h.flags_region(), h.flags_offset()),   "output_region",
                      "indices_region",                             "flags_region",
                      "output_offset"};
-  if (auto s = CheckRangeFields(kPrefix, fields, needs); !s.ok()) return s;
+  if (auto s = CheckRangeFields(kSharedPrefix, fields, needs); !s.ok()) return s;
   if (max_request_bytes && h.bytes() > max_request_bytes) {
-    return {grpc::StatusCode::RESOURCE_EXHAUSTED, kPrefix + "bytes " + std::to_string(h.bytes()) +
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED, kSharedPrefix + "bytes " + std::to_string(h.bytes()) +
                                                       " exceeds this server's limit of " +
                                                       std::to_string(max_request_bytes) + " (--max-request-bytes)"};
   }
-  if (auto s = CheckDeclaredCount(kPrefix, h.bytes(), element_size, declared_count); !s.ok()) return s;
+  if (auto s = CheckDeclaredCount(kSharedPrefix, h.bytes(), element_size, declared_count); !s.ok()) return s;
   const uint64_t n = h.bytes() / element_size;
   out->elements = n;
   out->in_place = needs.scan_output && h.output_region().empty();
-  if (auto s = regions.Map(kPrefix + "region", h.region(), h.offset(), h.bytes(), element_size, out->in_place, &out->in,
+  if (auto s = regions.Map(kSharedPrefix + "region", h.region(), h.offset(), h.bytes(), element_size, out->in_place, &out->in,
                            h.arena());
       !s.ok()) {
     return s;
@@ -96,7 +95,7 @@ grpc::Status OpenShared(shm::RegionDir& regions, const v1::SharedMemory& h, size
   if (out->in_place) {
     out->out = out->in;
   } else if (needs.scan_output || needs.values_output) {
-    if (auto s = regions.Map(kPrefix + "output_region", h.output_region(), h.output_offset(), h.bytes(), element_size,
+    if (auto s = regions.Map(kSharedPrefix + "output_region", h.output_region(), h.output_offset(), h.bytes(), element_size,
                              true, &out->out, h.arena());
         !s.ok()) {
       return s;
@@ -109,7 +108,7 @@ grpc::Status OpenShared(shm::RegionDir& regions, const v1::SharedMemory& h, size
     }
   }
   if (needs.indices_output) {
-    if (auto s = regions.Map(kPrefix + "indices_region", h.indices_region(), h.indices_offset(), n * sizeof(int64_t),
+    if (auto s = regions.Map(kSharedPrefix + "indices_region", h.indices_region(), h.indices_offset(), n * sizeof(int64_t),
                              sizeof(int64_t), true, &out->indices, h.arena());
         !s.ok()) {
       return s;
@@ -118,7 +117,7 @@ grpc::Status OpenShared(shm::RegionDir& regions, const v1::SharedMemory& h, size
     if (auto s = Disjoint(out->indices, "indices_region", out->out, "output_region"); !s.ok()) return s;
   }
   if (needs.flags_input) {
-    if (auto s = regions.Map(kPrefix + "flags_region", h.flags_region(), h.flags_offset(), n, 1, false, &out->flags,
+    if (auto s = regions.Map(kSharedPrefix + "flags_region", h.flags_region(), h.flags_offset(), n, 1, false, &out->flags,
                              h.arena());
         !s.ok()) {
       return s;
@@ -131,7 +130,7 @@ grpc::Status OpenShared(shm::RegionDir& regions, const v1::SharedMemory& h, size
 
 grpc::Status NoInlinePayload(uint64_t bytes, const char* field, uint64_t request_index, const char* header_field) {
   if (bytes == 0) return grpc::Status::OK;
-  return Invalid(std::string(field) + ": request " + std::to_string(request_index) + " carries " +
+  return InvalidArgument(std::string(field) + ": request " + std::to_string(request_index) + " carries " +
                  std::to_string(bytes) + " bytes, but a call with " + header_field + " sends no array data");
 }
 
@@ -148,7 +147,7 @@ grpc::Status ForEachPiece(uint64_t elements, size_t element_size, const std::fun
 grpc::Status CheckIntact(const SharedRanges& r) {
   for (const auto& [view, field] : {std::pair{&r.in, "region"}, std::pair{&r.out, "output_region"},
                                     std::pair{&r.indices, "indices_region"}, std::pair{&r.flags, "flags_region"}}) {
-    if (auto s = view->CheckIntact(kPrefix + field); !s.ok()) return s;
+    if (auto s = view->CheckIntact(kSharedPrefix + field); !s.ok()) return s;
   }
   return grpc::Status::OK;
 }
