@@ -88,6 +88,7 @@ int gpuscan::server::RunServerMain(int argc, char** argv) {
   int64_t grace_ms = options.shutdown_grace.count();
   int64_t connection_age_ms = 0;
   int64_t lane_wait_ms = options.lane_wait.count();
+  int64_t resident_ttl_ms = options.resident_ttl.count();
 
   CLI::App app{"gpuscan-server: prefix scans, reductions and stream compaction over gRPC"};
   app.option_defaults()->always_capture_default();
@@ -196,6 +197,18 @@ int gpuscan::server::RunServerMain(int argc, char** argv) {
                  "registered for DMA with the cuda engine, so a chunk is copied once on the server); chunks "
                  "beyond it use the heap; 0 = heap only")
       ->envname("GPUSCAN_PAYLOAD_POOL_BYTES");
+  app.add_option("--resident-bytes", options.resident_bytes,
+                 "resident arrays (PutArray, header.resident): the bytes every tenant's arrays may hold together, "
+                 "in device memory on the cuda engine, host memory on the cpu engine; 0 = not served")
+      ->envname("GPUSCAN_RESIDENT_BYTES");
+  app.add_option("--tenant-quota-bytes", options.tenant_quota_bytes,
+                 "resident arrays: the bytes one tenant's arrays may hold (0 = no cap beyond --resident-bytes)")
+      ->envname("GPUSCAN_TENANT_QUOTA_BYTES");
+  app.add_option("--resident-ttl-ms", resident_ttl_ms,
+                 "resident arrays: milliseconds an array may stay unused before it is dropped (the default ttl "
+                 "and the longest a Put may ask for)")
+      ->check(CLI::Range(int64_t{1}, int64_t{30} * 24 * 3600 * 1000))
+      ->envname("GPUSCAN_RESIDENT_TTL_MS");
   app.add_option("--grpc-arg", options.grpc_int_args,
                  "a gRPC core channel argument of the server, NAME=INT (repeatable), e.g. "
                  "grpc.http2.max_frame_size=1048576; applied as given")
@@ -236,6 +249,7 @@ int gpuscan::server::RunServerMain(int argc, char** argv) {
   options.shutdown_grace = std::chrono::milliseconds(grace_ms);
   options.max_connection_age = std::chrono::milliseconds(connection_age_ms);
   options.lane_wait = std::chrono::milliseconds(lane_wait_ms);
+  options.resident_ttl = std::chrono::milliseconds(resident_ttl_ms);
   const sigset_t signals = BlockShutdownSignals();
 
   // Isolation: which devices get a worker each.

@@ -3,8 +3,10 @@
 // layout that makes the results independent of the thread count is explained).
 #include "engine/cpu_engine.h"
 
+#include <cstring>
 #include <fstream>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -27,7 +29,28 @@ std::string CpuModelName() {
   return {};
 }
 
+// A resident array in host memory: what the cpu engine's sessions compute on anyway.
+class HostResident final : public ResidentMemory {
+ public:
+  HostResident(uint64_t bytes, Engine* owner) : data_(new (std::nothrow) std::byte[bytes]), bytes_(bytes) {
+    if (!data_) throw Error(ErrorCode::kResourceExhausted, "no host memory for " + std::to_string(bytes) + " bytes");
+    engine = owner;
+  }
+  std::byte* data() const override { return data_.get(); }
+  uint64_t bytes() const override { return bytes_; }
+  void Write(uint64_t offset, const void* host, uint64_t n) override { std::memcpy(data_.get() + offset, host, n); }
+  void Read(uint64_t offset, void* host, uint64_t n) const override { std::memcpy(host, data_.get() + offset, n); }
+
+ private:
+  std::unique_ptr<std::byte[]> data_;
+  uint64_t bytes_;
+};
+
 }  // namespace
+
+std::unique_ptr<ResidentMemory> CpuEngine::AllocateResident(uint64_t bytes) {
+  return std::make_unique<HostResident>(bytes, this);
+}
 
 CpuEngine::CpuEngine(int threads) {
   if (threads < 0) {

@@ -35,6 +35,9 @@ class CpuEngine : public Engine {
   std::vector<std::string> reduce_algorithms() const override;
   std::vector<std::string> compact_algorithms() const override;
 
+  // Host memory: the cpu engine's "device" (its sessions' ProcessDevice take host pointers).
+  std::unique_ptr<ResidentMemory> AllocateResident(uint64_t bytes) override;
+
   std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) override;
   std::unique_ptr<ReduceSession> NewReduce(const ReduceSpec& spec) override;
   std::unique_ptr<CompactSession> NewCompact(const CompactSpec& spec) override;

@@ -39,6 +39,38 @@ namespace {
 
 using cuda::Shared;
 
+// A resident array in the device's memory: cudaMalloc rather than the stream-ordered pool, so a
+// long-lived array does not hold pool blocks that calls' temporaries would reuse. The copies are
+// synchronous (cudaMemcpy): a Put or Get chunk is done when they return.
+class DeviceResident final : public ResidentMemory {
+ public:
+  DeviceResident(std::shared_ptr<Shared> sh, uint64_t bytes, Engine* owner) : sh_(std::move(sh)), bytes_(bytes) {
+    cuda::Check(cudaSetDevice(sh_->device), "cudaSetDevice");
+    void* p = nullptr;
+    cuda::Check(cudaMalloc(&p, bytes), "cudaMalloc (a resident array)");
+    ptr_ = static_cast<std::byte*>(p);
+    engine = owner;
+  }
+  ~DeviceResident() override {
+    if (cudaSetDevice(sh_->device) != cudaSuccess || cudaFree(ptr_) != cudaSuccess) cudaGetLastError();
+  }
+  std::byte* data() const override { return ptr_; }
+  uint64_t bytes() const override { return bytes_; }
+  void Write(uint64_t offset, const void* host, uint64_t n) override {
+    cuda::Check(cudaSetDevice(sh_->device), "cudaSetDevice");
+    cuda::Check(cudaMemcpy(ptr_ + offset, host, n, cudaMemcpyHostToDevice), "cudaMemcpy to a resident array");
+  }
+  void Read(uint64_t offset, void* host, uint64_t n) const override {
+    cuda::Check(cudaSetDevice(sh_->device), "cudaSetDevice");
+    cuda::Check(cudaMemcpy(host, ptr_ + offset, n, cudaMemcpyDeviceToHost), "cudaMemcpy from a resident array");
+  }
+
+ private:
+  std::shared_ptr<Shared> sh_;
+  std::byte* ptr_ = nullptr;
+  uint64_t bytes_;
+};
+
 class CudaEngine final : public Engine {
  public:
   explicit CudaEngine(std::shared_ptr<Shared> sh) : sh_(std::move(sh)) {}
@@ -147,6 +179,10 @@ class CudaEngine final : public Engine {
     });
     mem->bytes = AllocationBytes(base);
     return mem;
+  }
+
+  std::unique_ptr<ResidentMemory> AllocateResident(uint64_t bytes) override {
+    return std::make_unique<DeviceResident>(sh_, bytes, this);
   }
 
   std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) override { return cuda::NewScan(sh_, spec); }

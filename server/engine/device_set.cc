@@ -59,6 +59,22 @@ std::shared_ptr<IpcMemory> DeviceSet::OpenIpc(const std::string& device_uuid, co
   throw Error(ErrorCode::kFailedPrecondition, "the device is none of this server's " + device_name());
 }
 
+std::unique_ptr<ResidentMemory> DeviceSet::AllocateResident(uint64_t bytes) {
+  size_t best = 0;
+  uint64_t best_free = 0;
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    const auto m = devices_[i]->device_memory();
+    const uint64_t free = m ? m->total_bytes - m->used_bytes : 0;
+    if (i == 0 || free > best_free) {
+      best = i;
+      best_free = free;
+    }
+  }
+  auto mem = devices_[best]->AllocateResident(bytes);
+  mem->device = labels_[best];
+  return mem;
+}
+
 std::string DeviceSet::device_name() const {
   std::string s = std::to_string(devices_.size()) + " devices: ";
   for (size_t i = 0; i < labels_.size(); ++i) s += (i ? ", " : "") + labels_[i];

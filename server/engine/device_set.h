@@ -38,6 +38,8 @@ class DeviceSet final : public Engine {
   bool registered(const void* p, uint64_t bytes) const override;
   // Opened by the member whose device the UUID names; sessions on it run there.
   std::shared_ptr<IpcMemory> OpenIpc(const std::string& device_uuid, const std::string& handle) override;
+  // On the device with the most free memory now (ties: the lowest index).
+  std::unique_ptr<ResidentMemory> AllocateResident(uint64_t bytes) override;
 
   std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) override;
   std::unique_ptr<ReduceSession> NewReduce(const ReduceSpec& spec) override;

@@ -6,6 +6,7 @@
 // one thread at a time; different sessions run concurrently.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -197,6 +198,24 @@ struct IpcMemory {
   std::string device;
 };
 
+// Memory an engine computes on that outlives any call: a resident array's bytes (the service's
+// ResidentStore owns them). On the cuda engine device memory of one device, on the cpu engine
+// host memory; sessions of `engine` take data() as their ProcessDevice pointers. Freed when the
+// last holder lets it go.
+class ResidentMemory {
+ public:
+  virtual ~ResidentMemory() = default;
+  virtual std::byte* data() const = 0;
+  virtual uint64_t bytes() const = 0;
+  // Copies between the caller's host memory and [offset, offset + n) of this memory; the copy
+  // has ended when they return. Throw Error (kInternal) when the device fails. Any thread.
+  virtual void Write(uint64_t offset, const void* host, uint64_t n) = 0;
+  virtual void Read(uint64_t offset, void* host, uint64_t n) const = 0;
+
+  Engine* engine = nullptr;  // the engine of the device it lies on: sessions come from it
+  std::string device;        // how Timing names that device (empty: the engine's device_name())
+};
+
 // Device memory as the driver reports it, in bytes.
 struct DeviceMemory {
   uint64_t used_bytes = 0;   // total - free: every process's allocations on the device, not only ours
@@ -262,6 +281,13 @@ class Engine {
   // its process gone). Any thread.
   virtual std::shared_ptr<IpcMemory> OpenIpc(const std::string& /*device_uuid*/, const std::string& /*handle*/) {
     throw Error(ErrorCode::kFailedPrecondition, "the " + name() + " engine has no device memory to open");
+  }
+
+  // Memory for a resident array of `bytes` (at least 1), on the device with the fewest resident
+  // bytes when the engine has several. Throws Error: kResourceExhausted when the device cannot
+  // hold it, kUnimplemented when the engine keeps no memory between calls. Any thread.
+  virtual std::unique_ptr<ResidentMemory> AllocateResident(uint64_t /*bytes*/) {
+    throw Error(ErrorCode::kUnimplemented, "the " + name() + " engine keeps no resident arrays");
   }
 
   // These throw Error: kUnimplemented for an algorithm this engine lacks, kInvalidArgument for

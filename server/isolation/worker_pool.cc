@@ -77,7 +77,10 @@ const std::set<std::string>& FrontOnlyFlags() {
   static const std::set<std::string> flags = {"--address",  "--metrics-address", "--devices",
                                               "--device",   "--isolate-devices", "--max-connection-age",
                                               "--tls-cert", "--tls-key",         "--tls-client-ca",
-                                              "--worker-exe"};
+                                              "--worker-exe",
+                                              // A front keeps no resident arrays yet: its workers' would each
+                                              // hold their own, and calls spread over them would not find them.
+                                              "--resident-bytes", "--tenant-quota-bytes", "--resident-ttl-ms"};
   return flags;
 }
 
@@ -85,7 +88,7 @@ const std::set<std::string>& FrontOnlyVariables() {
   static const std::set<std::string> vars = {
       "GPUSCAN_ADDRESS",  "GPUSCAN_METRICS_ADDRESS", "GPUSCAN_DEVICES",  "GPUSCAN_DEVICE",
       "GPUSCAN_ISOLATE_DEVICES", "GPUSCAN_MAX_CONNECTION_AGE", "GPUSCAN_TLS_CERT", "GPUSCAN_TLS_KEY",
-      "GPUSCAN_TLS_CLIENT_CA"};
+      "GPUSCAN_TLS_CLIENT_CA", "GPUSCAN_RESIDENT_BYTES", "GPUSCAN_TENANT_QUOTA_BYTES", "GPUSCAN_RESIDENT_TTL_MS"};
   return vars;
 }
 

@@ -12,6 +12,7 @@
 #include "service/executor.h"
 #include "service/lane_registry.h"
 #include "service/payload.h"
+#include "service/resident_store.h"
 #include "service/server.h"
 #include "service/shm_region.h"
 
@@ -35,6 +36,8 @@ struct CallContext {
   IpcHandles* device_ipc = nullptr;
   // Where raw RPCs (Scan, Reduce) put their chunks' bytes: blocks registered with the engine.
   PayloadPool* payloads = nullptr;
+  // Arrays kept between calls (PutArray, header.resident; not served without --resident-bytes).
+  ResidentStore* resident = nullptr;
 };
 
 }  // namespace gpuscan::server

@@ -40,5 +40,13 @@ grpc::ServerWriteReactor<v1::BenchmarkRow>* StartBenchmark(CallContext ctx, cons
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StartTransport(
     CallContext ctx, grpc::CallbackServerContext* rpc);
 void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info);
+// Resident arrays (resident_handler.cc): PutArray is raw like Reduce; the others typed.
+grpc::ServerReadReactor<grpc::ByteBuffer>* StartPutArray(CallContext ctx, grpc::CallbackServerContext* rpc,
+                                                         grpc::ByteBuffer* response);
+grpc::ServerWriteReactor<v1::GetArrayResponse>* StartGetArray(const CallContext& ctx, grpc::CallbackServerContext* rpc,
+                                                              const v1::GetArrayRequest* request);
+grpc::Status DropArray(const CallContext& ctx, const grpc::CallbackServerContext& rpc,
+                       const v1::DropArrayRequest& request, v1::DropArrayResponse* response);
+grpc::Status ListArrays(const CallContext& ctx, const grpc::CallbackServerContext& rpc, v1::ListArraysResponse* response);
 
 }  // namespace gpuscan::server

@@ -49,6 +49,12 @@ void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info) {
                          "scan_axis"}) {
     info->add_operations(op);
   }
+  if (ctx.resident != nullptr && ctx.resident->CheckServed().ok()) {
+    info->add_operations("resident");
+    limits->set_resident_bytes(ctx.resident->options().budget_bytes);
+    limits->set_tenant_quota_bytes(ctx.resident->options().tenant_quota_bytes);
+    limits->set_resident_ttl_ms(static_cast<uint64_t>(ctx.resident->options().max_ttl.count()));
+  }
   info->set_cpu_threads(ctx.executor->threads());
 }
 

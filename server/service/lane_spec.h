@@ -66,6 +66,10 @@ uint64_t RequestFlags(const KeyedChunk<Msg>&) { return 0; }
 inline uint64_t RequestElements(const v1::SortRequest& r, size_t esize) { return r.keys().size() / esize; }
 inline uint64_t RequestBytes(const v1::SortRequest& r) { return r.keys().size() + r.values().size(); }
 inline uint64_t RequestFlags(const v1::SortRequest&) { return 0; }
+// PutArray has no lanes either.
+inline uint64_t RequestElements(const RawChunk<v1::PutArrayRequest>& r, size_t esize) { return r.data.size() / esize; }
+inline uint64_t RequestBytes(const RawChunk<v1::PutArrayRequest>& r) { return r.data.size(); }
+inline uint64_t RequestFlags(const RawChunk<v1::PutArrayRequest>&) { return 0; }
 
 // The checks of one lane request that need no other lane (gRPC thread, after the RPC's own
 // CheckRequest): one chunk per request, full except the lane's last; with flags, the chunk's

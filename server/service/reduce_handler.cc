@@ -9,6 +9,7 @@
 #include "service/folding_call.h"
 #include "service/handlers.h"
 #include "service/raw_wire.h"
+#include "service/resident_call.h"
 #include "service/shared_memory.h"
 #include "service/validate.h"
 
@@ -32,6 +33,12 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
     dtype_ = spec_.dtype;
     const std::optional<uint64_t> count = DeclaredCount(header);
     checker_.emplace(spec_.dtype, narrow_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    if (header.has_resident()) {
+      const ResidentConflicts conflicts{header.has_shared_memory(), header.has_device_memory(), header.has_lanes(),
+                                        narrow_.has_value(), false};
+      return OpenResident(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, conflicts,
+                          &resident_.emplace(), &device_.emplace());
+    }
     if (header.has_device_memory()) {
       return OpenDevice(*ctx_.device_ipc, Peer(), header.device_memory(), header.has_shared_memory(),
                         engine::SizeOf(spec_.dtype), SharedNeeds{}, count, &device_.emplace());
@@ -45,6 +52,7 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
 
   grpc::Status CheckRequest(const ReduceChunk& req, uint64_t index) override {
     if (shared_) return NoInlinePayload(req.data.size(), "data", index);
+    if (resident_) return NoInlinePayload(req.data.size(), "data", index, "header.resident");
     if (device_) return NoInlinePayload(req.data.size(), "data", index, "header.device_memory");
     return checker_->Add(req.data.size(), "data", index);
   }
@@ -56,8 +64,9 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
   grpc::Status Complete(std::vector<v1::ReduceResponse>&) override {
     if (shared_) {
       if (auto s = ReduceShared(); !s.ok()) return s;
-    } else if (device_) {
+    } else if (device_) {  // device memory, or a resident array's
       FoldOnDevice(device_->in, device_->elements);
+      if (resident_) bytes_in_ = 0;  // nothing crossed the wire
     } else if (auto s = checker_->Finish(); !s.ok()) {
       return s;
     }
@@ -107,7 +116,8 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
 
   v1::ReduceResponse response_;
   std::optional<SharedRanges> shared_;  // header.shared_memory: the mapped ranges
-  std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges
+  std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges (header.resident: the array's)
+  std::optional<ResidentCall> resident_;  // header.resident
   engine::ReduceSpec spec_;
   std::optional<ChunkChecker> checker_;
 };

@@ -8,6 +8,7 @@
 #include "service/device_memory.h"
 #include "service/handlers.h"
 #include "service/raw_wire.h"
+#include "service/resident_call.h"
 #include "service/shared_memory.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
@@ -36,6 +37,12 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
     }
     const std::optional<uint64_t> count = DeclaredCount(header);
     checker_.emplace(spec_.dtype, narrow_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    if (header.has_resident()) {
+      const ResidentConflicts conflicts{header.has_shared_memory(), header.has_device_memory(), header.has_lanes(),
+                                        narrow_.has_value(), true};
+      return OpenResident(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, conflicts,
+                          &resident_.emplace(), &device_.emplace());
+    }
     SharedNeeds needs;
     needs.scan_output = true;
     if (header.has_device_memory()) {
@@ -51,6 +58,7 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
 
   grpc::Status CheckRequest(const ScanChunk& req, uint64_t index) override {
     if (shared_) return NoInlinePayload(req.data.size(), "data", index);
+    if (resident_) return NoInlinePayload(req.data.size(), "data", index, "header.resident");
     if (device_) return NoInlinePayload(req.data.size(), "data", index, "header.device_memory");
     return checker_->Add(req.data.size(), "data", index);
   }
@@ -99,10 +107,16 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
   }
 
   grpc::Status Complete(std::vector<ScanReply>& out) override {
-    // The array in the client's region or device memory runs now; a streamed one has run.
-    const grpc::Status s = shared_ ? ScanShared() : device_ ? ScanDevice() : checker_->Finish();
+    // The array in the client's region, device memory or on the server runs now; a streamed one has run.
+    v1::ArrayInfo kept;
+    const grpc::Status s = shared_     ? ScanShared()
+                           : resident_ ? ScanResident(out, &kept)
+                           : device_   ? ScanDevice()
+                                       : checker_->Finish();
     if (!s.ok()) return s;
-    FillFinal(out.emplace_back().msg, processed_, session_->algorithm());
+    v1::ScanResponse& final = out.emplace_back().msg;
+    FillFinal(final, processed_, session_->algorithm());
+    if (!kept.id().empty()) *final.mutable_array() = std::move(kept);
     return grpc::Status::OK;
   }
 
@@ -128,6 +142,30 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
     return grpc::Status::OK;
   }
 
+
+  // header.resident: the whole array at once where it lies, into a kept array or a scratch one
+  // read back in chunks (nothing crossed the wire on the way in).
+  grpc::Status ScanResident(std::vector<ScanReply>& out, v1::ArrayInfo* kept) {
+    const size_t size = engine::SizeOf(spec_.dtype);
+    const uint64_t bytes = device_->elements * size;
+    std::shared_ptr<engine::ResidentMemory> result;
+    if (auto s = ResidentOutput(*ctx_.resident, *resident_, bytes, &result); !s.ok()) return s;
+    device_->out = result->data();
+    ScanDevice();
+    bytes_in_ = bytes_out_ = 0;
+    if (resident_->keep) {
+      *kept = ctx_.resident->Add(resident_->tenant, ToWire(spec_.dtype), processed_, std::move(result),
+                                 resident_->ttl_ms, resident_->label);
+      return grpc::Status::OK;
+    }
+    ReadBack(*result, bytes, size, ctx_.options->chunk_bytes, *ctx_.payloads, [&](Payload p, uint64_t first) {
+      ScanReply& reply = out.emplace_back();
+      bytes_out_ += p.size();
+      reply.data = std::move(p);
+      reply.msg.set_offset(first);
+    });
+    return grpc::Status::OK;
+  }
 
   // A narrow input's chunk: widened into the engine's dtype, scanned, and for a FLOAT16 output
   // rounded once per element (service/narrow.h).
@@ -185,7 +223,8 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
   engine::ScanSpec spec_;
   std::optional<NarrowInput> narrow_;   // a narrow header.dtype: what each chunk is widened from
   std::optional<SharedRanges> shared_;  // header.shared_memory: the mapped ranges
-  std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges
+  std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges (header.resident: the array's)
+  std::optional<ResidentCall> resident_;  // header.resident
   std::optional<ChunkChecker> checker_;
   std::unique_ptr<engine::ScanSession> session_;
   uint64_t processed_ = 0;

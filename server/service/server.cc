@@ -59,7 +59,7 @@ void ConfigureListener(const ServerOptions& o, grpc::ServerBuilder& builder, int
 namespace {
 
 // The generated callback service with Scan, Reduce, Histogram, Compact, SegmentedScan, ReduceByKey and Transport
-// registered raw (grpc::ByteBuffer in and out, wire.h) and every other method typed (Sort and Scan2D measured
+// registered raw (grpc::ByteBuffer in and out, wire.h), PutArray too, and every other method typed (Sort and Scan2D measured
 // slower raw: bench/notes/wire.md). A method missing here answers UNIMPLEMENTED: the
 // integration tests call every one.
 using ServiceMethods = v1::GpuScan::WithRawCallbackMethod_Scan<v1::GpuScan::WithRawCallbackMethod_Reduce<v1::GpuScan::WithRawCallbackMethod_Compact<
@@ -67,7 +67,9 @@ using ServiceMethods = v1::GpuScan::WithRawCallbackMethod_Scan<v1::GpuScan::With
         v1::GpuScan::WithRawCallbackMethod_ReduceByKey<v1::GpuScan::WithCallbackMethod_Sort<
             v1::GpuScan::WithCallbackMethod_Scan2D<v1::GpuScan::WithCallbackMethod_GetServerInfo<
                 v1::GpuScan::WithCallbackMethod_Benchmark<v1::GpuScan::WithRawCallbackMethod_Transport<
-                    v1::GpuScan::Service>>>>>>>>>>>;
+                    v1::GpuScan::WithRawCallbackMethod_PutArray<v1::GpuScan::WithCallbackMethod_GetArray<
+                        v1::GpuScan::WithCallbackMethod_DropArray<v1::GpuScan::WithCallbackMethod_ListArrays<
+                            v1::GpuScan::Service>>>>>>>>>>>>>>>;
 
 class GpuScanService final : public ServiceMethods {
  public:
@@ -111,6 +113,26 @@ class GpuScanService final : public ServiceMethods {
     FillServerInfo(ctx_, info);
     grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  grpc::ServerReadReactor<grpc::ByteBuffer>* PutArray(grpc::CallbackServerContext* rpc,
+                                                      grpc::ByteBuffer* response) override {
+    return StartPutArray(ctx_, rpc, response);
+  }
+  grpc::ServerWriteReactor<v1::GetArrayResponse>* GetArray(grpc::CallbackServerContext* rpc,
+                                                           const v1::GetArrayRequest* request) override {
+    return StartGetArray(ctx_, rpc, request);
+  }
+  grpc::ServerUnaryReactor* DropArray(grpc::CallbackServerContext* rpc, const v1::DropArrayRequest* request,
+                                      v1::DropArrayResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
+    reactor->Finish(server::DropArray(ctx_, *rpc, *request, response));
+    return reactor;
+  }
+  grpc::ServerUnaryReactor* ListArrays(grpc::CallbackServerContext* rpc, const v1::ListArraysRequest*,
+                                       v1::ListArraysResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
+    reactor->Finish(server::ListArrays(ctx_, *rpc, response));
     return reactor;
   }
 
@@ -172,6 +194,17 @@ class ServerImpl final : public Server {
                                       return engine->RegisterHost(data, bytes, false);
                                     });
     ctx.payloads = payloads_.get();
+    ResidentOptions resident;
+    resident.budget_bytes = options_.resident_bytes;
+    resident.tenant_quota_bytes = options_.tenant_quota_bytes;
+    resident.max_ttl = options_.resident_ttl;
+    resident_ = std::make_unique<ResidentStore>(engine_.get(), resident);
+    ctx.resident = resident_.get();
+    if (options_.resident_bytes) {
+      spdlog::info("resident arrays: up to {} bytes ({} a tenant), idle for at most {} ms", options_.resident_bytes,
+                   options_.tenant_quota_bytes ? std::to_string(options_.tenant_quota_bytes) : "no cap",
+                   options_.resident_ttl.count());
+    }
     service_ = std::make_unique<GpuScanService>(std::move(ctx));
 
     grpc::EnableDefaultHealthCheckService(true);
@@ -263,6 +296,7 @@ class ServerImpl final : public Server {
   // Raw RPCs' payloads: like the regions, after the workers and before the engine. A slice gRPC
   // still holds keeps its pool (and the registration) alive past this reference.
   std::shared_ptr<PayloadPool> payloads_;
+  std::unique_ptr<ResidentStore> resident_;  // after the engine: its arrays are the engine's memory
   std::atomic<bool> benchmark_running_{false};
   // Destroyed in reverse: the metrics endpoint (its scrapes read the metrics, admission and the
   // engine), the gRPC server, the workers (which may still release admission slots), the

@@ -61,6 +61,11 @@ struct ServerOptions {
   // Host memory for the chunks of raw RPCs (Scan, Reduce, Compact), in blocks of chunk_bytes made as needed and
   // registered for DMA with the CUDA engine; chunks beyond it use the heap. 0 = heap only.
   uint64_t payload_pool_bytes = uint64_t{256} << 20;
+  // Resident arrays (PutArray, header.resident): the bytes every tenant's arrays may hold together
+  // (0 = not served), each tenant's cap (0 = none), and the longest idle time (also the default).
+  uint64_t resident_bytes = 0;
+  uint64_t tenant_quota_bytes = 0;
+  std::chrono::milliseconds resident_ttl{std::chrono::hours(1)};
   // gRPC core channel arguments of the listening server (name -> int, e.g.
   // grpc.http2.max_frame_size), after the server's own: a tuning knob, applied as given.
   std::map<std::string, int> grpc_int_args;

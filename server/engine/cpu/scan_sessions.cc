@@ -69,6 +69,8 @@ class CpuScan final : public ScanSession {
     KernelTimer timer(times);
     scanner_.Run(*pool_, static_cast<const unsigned char*>(in), static_cast<unsigned char*>(out), n);
   }
+  // The cpu engine's "device" memory is host memory (a resident array): one chunk of it all.
+  void ProcessDevice(const void* in, void* out, uint64_t n, StageTimes& times) override { Process(in, out, n, times); }
 
   std::string algorithm() const override { return Scanner::kAlgorithm; }
   bool on_host(uint64_t n) const override { return n * sizeof(T) <= kSmallChunkBytes; }

@@ -1,0 +1,231 @@
+// The resident arrays' own RPCs: PutArray (client streaming, a StreamingCall like Reduce: admitted,
+// in order, back-pressured), GetArray (a write reactor reading the array back chunk by chunk),
+// DropArray and ListArrays (unary). The operations' header.resident: resident_call.h.
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "service/handlers.h"
+#include "service/raw_wire.h"
+#include "service/resident_store.h"
+#include "service/status.h"
+#include "service/streaming_call.h"
+
+namespace gpuscan::server {
+namespace {
+
+inline constexpr char kPutRequest[] = "the PutArrayRequest";
+using PutChunk = RawChunk<v1::PutArrayRequest>;
+using PutWire = RawWire<PutChunk, v1::ArrayInfo, kPutRequest, v1::ArrayInfo>;
+
+// The chunks go straight into the array's memory when the header declares the element count
+// (allocated once admitted); otherwise they are held until the end, when the size is known.
+class PutCall final
+    : public StreamingCall<PutChunk, v1::ArrayInfo, grpc::ServerReadReactor<grpc::ByteBuffer>, PutWire> {
+ public:
+  PutCall(CallContext ctx, grpc::CallbackServerContext* rpc, grpc::ByteBuffer* response)
+      : StreamingCall(std::move(ctx), rpc, "put_array"), wire_response_(response) {}
+
+ protected:
+  grpc::Status OnHeader(const v1::PutArrayHeader& header) override {
+    if (auto s = ctx_.resident->CheckServed(); !s.ok()) return s;
+    size_ = WireDTypeSize(header.dtype());
+    if (size_ == 0) {
+      return InvalidArgument("header.dtype " + std::to_string(header.dtype()) + " (" +
+                             v1::DType_Name(header.dtype()) + "): not an element type");
+    }
+    if (auto s = ResidentStore::CheckLabel(header.label(), "header.label"); !s.ok()) return s;
+    if (auto s = TenantOf(*rpc_, &tenant_); !s.ok()) return s;
+    header_ = header;
+    if (header.has_element_count()) {
+      const uint64_t budget = ctx_.resident->options().budget_bytes;
+      if (header.element_count() > budget / size_) {
+        return ResourceExhausted(fmt::format("header.element_count {} ({} bytes each) is more than the resident "
+                                             "budget of {} bytes (--resident-bytes)",
+                                             header.element_count(), size_, budget));
+      }
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CheckRequest(const PutChunk& req, uint64_t index) override {
+    const uint64_t bytes = req.data.size();
+    if (bytes > ctx_.options->chunk_bytes) {
+      return ResourceExhausted(fmt::format("data of request {} has {} bytes; a chunk holds at most {} "
+                                           "(Limits.max_chunk_bytes)", index, bytes, ctx_.options->chunk_bytes));
+    }
+    if (bytes % size_) {
+      return InvalidArgument(fmt::format("data of request {} has {} bytes, not a multiple of the element size {} ({})",
+                                         index, bytes, size_, v1::DType_Name(header_.dtype())));
+    }
+    arrived_ += bytes;
+    if (header_.has_element_count() && arrived_ > header_.element_count() * size_) {
+      return InvalidArgument(fmt::format("more elements arrived than header.element_count {}", header_.element_count()));
+    }
+    if (arrived_ > ctx_.resident->options().budget_bytes) {
+      return ResourceExhausted(fmt::format("the array passed the resident budget of {} bytes (--resident-bytes)",
+                                           ctx_.resident->options().budget_bytes));
+    }
+    return grpc::Status::OK;
+  }
+
+  void Open() override {
+    if (!header_.has_element_count()) return;
+    if (auto s = ctx_.resident->Allocate(tenant_, header_.element_count() * size_, &memory_); !s.ok()) {
+      throw engine::Error(engine::ErrorCode::kResourceExhausted, s.error_message());
+    }
+  }
+
+  void Process(PutChunk& req, std::vector<v1::ArrayInfo>&) override {
+    const uint64_t bytes = req.data.size();
+    if (bytes == 0) return;
+    if (memory_) {
+      memory_->Write(written_, req.data.data(), bytes);
+    } else {
+      held_.push_back(std::move(req.data));
+    }
+    written_ += bytes;
+    bytes_in_ += bytes;
+    ++chunks_;
+  }
+
+  grpc::Status Complete(std::vector<v1::ArrayInfo>&) override {
+    if (header_.has_element_count() && written_ != header_.element_count() * size_) {
+      return InvalidArgument(fmt::format("header.element_count {} but {} elements arrived", header_.element_count(),
+                                         written_ / size_));
+    }
+    if (!memory_) {
+      if (auto s = ctx_.resident->Allocate(tenant_, written_, &memory_); !s.ok()) return s;
+      uint64_t at = 0;
+      for (Payload& p : held_) {
+        memory_->Write(at, p.data(), p.size());
+        at += p.size();
+      }
+      held_.clear();
+    }
+    const v1::ArrayInfo info = ctx_.resident->Add(tenant_, header_.dtype(), written_ / size_, std::move(memory_),
+                                                  header_.ttl_ms(), header_.label());
+    device_ = info.device();
+    *wire_response_ = EncodeMessage(info);
+    return grpc::Status::OK;
+  }
+
+  std::string LogFields() const override {
+    return fmt::format("dtype={} n={} label={}", v1::DType_Name(header_.dtype()), written_ / std::max<size_t>(size_, 1),
+                       header_.label());
+  }
+
+  MetricLabels Labels() const override { return {v1::DType_Name(header_.dtype()), "", device_}; }
+
+ private:
+  grpc::ByteBuffer* wire_response_;  // gRPC's
+  v1::PutArrayHeader header_;
+  std::string tenant_;
+  size_t size_ = 1;
+  uint64_t arrived_ = 0;  // bytes checked (gRPC thread)
+  uint64_t written_ = 0;  // bytes processed (worker)
+  std::shared_ptr<engine::ResidentMemory> memory_;
+  std::vector<Payload> held_;  // no declared count: the chunks until the end
+  std::string device_;
+};
+
+// GetArray: one chunk read from the array's memory per write, the next once gRPC has sent it.
+class GetReactor final : public grpc::ServerWriteReactor<v1::GetArrayResponse> {
+ public:
+  GetReactor(const CallContext& ctx, grpc::CallbackServerContext* rpc, const v1::GetArrayRequest& request) {
+    grpc::Status s = Start(ctx, *rpc, request);
+    if (!s.ok()) {
+      Finish(s);
+      return;
+    }
+    Next();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) return Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+    Next();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  grpc::Status Start(const CallContext& ctx, grpc::CallbackServerContext& rpc, const v1::GetArrayRequest& request) {
+    std::string tenant;
+    if (auto s = TenantOf(rpc, &tenant); !s.ok()) return s;
+    if (auto s = ctx.resident->Find(tenant, request.id(), "id", &array_); !s.ok()) return s;
+    const uint64_t count = array_->count;
+    if (request.offset() > count) {
+      return {grpc::StatusCode::OUT_OF_RANGE,
+              fmt::format("offset {} is past the array's end ({} elements)", request.offset(), count)};
+    }
+    const uint64_t left = count - request.offset();
+    if (request.has_count() && request.count() > left) {
+      return {grpc::StatusCode::OUT_OF_RANGE, fmt::format("offset {} + count {} is past the array's end ({} elements)",
+                                                          request.offset(), request.count(), count)};
+    }
+    size_ = WireDTypeSize(array_->dtype);
+    first_ = next_ = request.offset();
+    end_ = request.offset() + (request.has_count() ? request.count() : left);
+    const uint64_t chunk = request.chunk_bytes() ? std::min<uint64_t>(request.chunk_bytes(), ctx.options->chunk_bytes)
+                                                 : ctx.options->chunk_bytes;
+    step_ = std::max<uint64_t>(1, chunk / size_);
+    info_ = ctx.resident->Info(*array_);
+    return grpc::Status::OK;
+  }
+
+  void Next() {
+    if (next_ == end_ && next_ != first_) return Finish(grpc::Status::OK);
+    response_.Clear();
+    if (next_ == first_) *response_.mutable_info() = info_;
+    const uint64_t n = std::min(step_, end_ - next_);
+    std::string* data = response_.mutable_data();
+    data->resize(n * size_);
+    try {
+      array_->memory->Read(next_ * size_, data->data(), n * size_);
+    } catch (const engine::Error& e) {
+      return Finish(ToStatus(e));
+    }
+    response_.set_offset(next_);
+    next_ += n;
+    if (next_ == end_) return StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+    StartWrite(&response_);
+  }
+
+  std::shared_ptr<const ResidentArray> array_;  // held until the call ends
+  v1::ArrayInfo info_;
+  v1::GetArrayResponse response_;
+  size_t size_ = 1;
+  uint64_t first_ = 0, next_ = 0, end_ = 0, step_ = 1;
+};
+
+}  // namespace
+
+grpc::ServerReadReactor<grpc::ByteBuffer>* StartPutArray(CallContext ctx, grpc::CallbackServerContext* rpc,
+                                                         grpc::ByteBuffer* response) {
+  return StartCall<PutCall>(std::move(ctx), rpc, response);
+}
+
+grpc::ServerWriteReactor<v1::GetArrayResponse>* StartGetArray(const CallContext& ctx, grpc::CallbackServerContext* rpc,
+                                                              const v1::GetArrayRequest* request) {
+  return new GetReactor(ctx, rpc, *request);
+}
+
+grpc::Status DropArray(const CallContext& ctx, const grpc::CallbackServerContext& rpc,
+                       const v1::DropArrayRequest& request, v1::DropArrayResponse* response) {
+  std::string tenant;
+  if (auto s = TenantOf(rpc, &tenant); !s.ok()) return s;
+  return ctx.resident->Drop(tenant, request.id(), response->mutable_info());
+}
+
+grpc::Status ListArrays(const CallContext& ctx, const grpc::CallbackServerContext& rpc, v1::ListArraysResponse* response) {
+  if (auto s = ctx.resident->CheckServed(); !s.ok()) return s;
+  std::string tenant;
+  if (auto s = TenantOf(rpc, &tenant); !s.ok()) return s;
+  ctx.resident->List(tenant, response);
+  return grpc::Status::OK;
+}
+
+}  // namespace gpuscan::server

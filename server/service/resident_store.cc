@@ -1,0 +1,311 @@
+#include "service/resident_store.h"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include <grpcpp/security/auth_context.h>
+
+#include "service/status.h"
+
+namespace gpuscan::server {
+namespace {
+
+// Bytes from the kernel's CSPRNG (getrandom: /dev/urandom's pool, never blocking once seeded).
+std::string RandomBytes(size_t n) {
+  std::string out(n, '\0');
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = getrandom(out.data() + got, n - got, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error("getrandom failed: no random bytes for a resident array id");
+    }
+    got += static_cast<size_t>(r);
+  }
+  return out;
+}
+
+uint64_t UnixMillis(std::chrono::system_clock::time_point t) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count());
+}
+
+std::string Figure(uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
+
+}  // namespace
+
+size_t WireDTypeSize(int dtype) {
+  switch (dtype) {
+    case v1::DTYPE_INT8:
+    case v1::DTYPE_UINT8:
+      return 1;
+    case v1::DTYPE_INT16:
+    case v1::DTYPE_UINT16:
+    case v1::DTYPE_FLOAT16:
+      return 2;
+    case v1::DTYPE_INT32:
+    case v1::DTYPE_UINT32:
+    case v1::DTYPE_FLOAT32:
+      return 4;
+    case v1::DTYPE_INT64:
+    case v1::DTYPE_UINT64:
+    case v1::DTYPE_FLOAT64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+// Bytes held by tenant: memory is counted from Allocate until its last holder lets it go, so a
+// dropped array still in use stays in the budget until that call ends.
+struct ResidentStore::Accounts {
+  std::mutex mu;
+  uint64_t used = 0;
+  std::map<std::string, uint64_t> by_tenant;
+
+  void Give(const std::string& tenant, uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu);
+    used -= bytes;
+    auto it = by_tenant.find(tenant);
+    if (it != by_tenant.end() && (it->second -= bytes) == 0) by_tenant.erase(it);
+  }
+};
+
+ResidentStore::ResidentStore(engine::Engine* engine, ResidentOptions options)
+    : engine_(engine), options_(options), epoch_(RandomBytes(8)), accounts_(std::make_shared<Accounts>()) {
+  if (options_.budget_bytes == 0) return;  // not served: no sweeper either
+  sweeper_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      wake_.wait_for(lock, options_.sweep_every);
+      if (stopping_) break;
+      lock.unlock();
+      Expire();
+      lock.lock();
+    }
+  });
+}
+
+ResidentStore::~ResidentStore() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (sweeper_.joinable()) sweeper_.join();
+}
+
+grpc::Status ResidentStore::CheckServed() const {
+  if (options_.budget_bytes) return grpc::Status::OK;
+  return {grpc::StatusCode::UNIMPLEMENTED,
+          "this server keeps no resident arrays (start gpuscan-server with --resident-bytes)"};
+}
+
+grpc::Status ResidentStore::CheckLabel(const std::string& label, const std::string& field) {
+  if (label.size() <= kMaxLabelBytes) return grpc::Status::OK;
+  return InvalidArgument(field + " has " + std::to_string(label.size()) + " bytes; at most " +
+                         std::to_string(kMaxLabelBytes));
+}
+
+grpc::Status ResidentStore::Allocate(const std::string& tenant, uint64_t bytes,
+                                     std::shared_ptr<engine::ResidentMemory>* out) {
+  if (auto s = CheckServed(); !s.ok()) return s;
+  {
+    std::lock_guard<std::mutex> lock(accounts_->mu);
+    const uint64_t mine = accounts_->by_tenant.count(tenant) ? accounts_->by_tenant[tenant] : 0;
+    if (bytes > options_.budget_bytes - std::min(accounts_->used, options_.budget_bytes)) {
+      return ResourceExhausted("resident arrays: " + Figure(bytes) + " more would pass the budget of " +
+                               Figure(options_.budget_bytes) + " (--resident-bytes), " + Figure(accounts_->used) +
+                               " in use; drop arrays (DropArray) or wait for their ttl");
+    }
+    if (options_.tenant_quota_bytes && bytes > options_.tenant_quota_bytes - std::min(mine, options_.tenant_quota_bytes)) {
+      return ResourceExhausted("resident arrays: " + Figure(bytes) + " more would pass this tenant's quota of " +
+                               Figure(options_.tenant_quota_bytes) + " (--tenant-quota-bytes), " + Figure(mine) +
+                               " in use by it");
+    }
+    accounts_->used += bytes;
+    accounts_->by_tenant[tenant] += bytes;
+  }
+  std::unique_ptr<engine::ResidentMemory> memory;
+  try {
+    memory = engine_->AllocateResident(std::max<uint64_t>(bytes, 1));
+  } catch (const engine::Error& e) {
+    accounts_->Give(tenant, bytes);
+    return ToStatus(e);
+  } catch (const std::bad_alloc&) {
+    accounts_->Give(tenant, bytes);
+    return ResourceExhausted("resident arrays: no memory for " + Figure(bytes));
+  }
+  *out = std::shared_ptr<engine::ResidentMemory>(
+      memory.release(), [accounts = accounts_, tenant, bytes](engine::ResidentMemory* m) {
+        delete m;
+        accounts->Give(tenant, bytes);
+      });
+  return grpc::Status::OK;
+}
+
+v1::ArrayInfo ResidentStore::Add(const std::string& tenant, int dtype, uint64_t count,
+                                 std::shared_ptr<engine::ResidentMemory> memory, uint64_t ttl_ms,
+                                 const std::string& label) {
+  auto array = std::make_shared<ResidentArray>();
+  array->id = RandomBytes(kIdBytes - epoch_.size()) + epoch_;
+  array->tenant = tenant;
+  array->dtype = dtype;
+  array->count = count;
+  array->label = label;
+  const auto cap = static_cast<uint64_t>(options_.max_ttl.count());
+  array->ttl = std::chrono::milliseconds(ttl_ms == 0 || ttl_ms > cap ? cap : ttl_ms);
+  array->memory = std::move(memory);
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry& entry = tenants_[tenant][array->id];
+  entry.array = std::move(array);
+  entry.last_used = std::chrono::steady_clock::now();
+  entry.order = next_order_++;
+  return InfoLocked(entry);
+}
+
+grpc::Status ResidentStore::NotFound(const std::string& id, const std::string& field) const {
+  if (id.size() == kIdBytes && id.compare(kIdBytes - epoch_.size(), epoch_.size(), epoch_) != 0) {
+    return {grpc::StatusCode::NOT_FOUND, field + " " + HexText(id) +
+                                             ": the server restarted since this id was issued (its arrays are gone)"};
+  }
+  return {grpc::StatusCode::NOT_FOUND,
+          field + " " + HexText(id) + ": no such resident array (unknown, dropped, or idle past its ttl)"};
+}
+
+grpc::Status ResidentStore::Find(const std::string& tenant, const std::string& id, const std::string& field,
+                                 std::shared_ptr<const ResidentArray>* out) {
+  if (auto s = CheckServed(); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto t = tenants_.find(tenant);
+  if (t == tenants_.end()) return NotFound(id, field);
+  auto it = t->second.find(id);
+  if (it == t->second.end()) return NotFound(id, field);
+  const auto now = std::chrono::steady_clock::now();
+  if (now - it->second.last_used >= it->second.array->ttl) return NotFound(id, field);  // the sweeper's next
+  it->second.last_used = now;
+  *out = it->second.array;
+  return grpc::Status::OK;
+}
+
+grpc::Status ResidentStore::Drop(const std::string& tenant, const std::string& id, v1::ArrayInfo* info) {
+  if (auto s = CheckServed(); !s.ok()) return s;
+  std::shared_ptr<ResidentArray> dropped;  // freed (when no call holds it) outside the lock
+  std::lock_guard<std::mutex> lock(mu_);
+  auto t = tenants_.find(tenant);
+  if (t == tenants_.end()) return NotFound(id, "id");
+  auto it = t->second.find(id);
+  if (it == t->second.end()) return NotFound(id, "id");
+  *info = InfoLocked(it->second);
+  dropped = std::move(it->second.array);
+  t->second.erase(it);
+  if (t->second.empty()) tenants_.erase(t);
+  return grpc::Status::OK;
+}
+
+void ResidentStore::List(const std::string& tenant, v1::ListArraysResponse* out) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto t = tenants_.find(tenant); t != tenants_.end()) {
+      std::vector<const Entry*> entries;
+      for (const auto& [id, entry] : t->second) entries.push_back(&entry);
+      std::sort(entries.begin(), entries.end(), [](const Entry* a, const Entry* b) { return a->order < b->order; });
+      for (const Entry* e : entries) *out->add_arrays() = InfoLocked(*e);
+    }
+  }
+  std::lock_guard<std::mutex> lock(accounts_->mu);
+  auto mine = accounts_->by_tenant.find(tenant);
+  out->set_tenant_bytes(mine == accounts_->by_tenant.end() ? 0 : mine->second);
+  out->set_tenant_quota_bytes(options_.tenant_quota_bytes);
+  out->set_budget_bytes(options_.budget_bytes);
+  out->set_used_bytes(accounts_->used);
+}
+
+v1::ArrayInfo ResidentStore::Info(const ResidentArray& array) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto t = tenants_.find(array.tenant); t != tenants_.end()) {
+    if (auto it = t->second.find(array.id); it != t->second.end()) return InfoLocked(it->second);
+  }
+  Entry gone;  // dropped meanwhile: expires now
+  gone.array = std::make_shared<ResidentArray>(array);
+  gone.last_used = std::chrono::steady_clock::now() - array.ttl;
+  return InfoLocked(gone);
+}
+
+v1::ArrayInfo ResidentStore::InfoLocked(const Entry& entry) const {
+  const ResidentArray& a = *entry.array;
+  v1::ArrayInfo info;
+  info.set_id(a.id);
+  info.set_dtype(static_cast<v1::DType>(a.dtype));
+  info.set_element_count(a.count);
+  info.set_bytes(a.count * WireDTypeSize(a.dtype));
+  info.set_device(a.memory->device.empty() ? a.memory->engine->device_name() : a.memory->device);
+  info.set_ttl_ms(static_cast<uint64_t>(a.ttl.count()));
+  const auto left = a.ttl - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now() - entry.last_used);
+  info.set_expires_unix_ms(UnixMillis(std::chrono::system_clock::now()) +
+                           static_cast<uint64_t>(std::max<int64_t>(0, left.count())));
+  info.set_label(a.label);
+  return info;
+}
+
+size_t ResidentStore::Expire() {
+  std::vector<std::shared_ptr<ResidentArray>> expired;  // freed outside the lock
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    for (auto t = tenants_.begin(); t != tenants_.end();) {
+      for (auto it = t->second.begin(); it != t->second.end();) {
+        if (now - it->second.last_used >= it->second.array->ttl) {
+          expired.push_back(std::move(it->second.array));
+          it = t->second.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      t = t->second.empty() ? tenants_.erase(t) : std::next(t);
+    }
+  }
+  return expired.size();
+}
+
+size_t ResidentStore::arrays() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [tenant, ids] : tenants_) n += ids.size();
+  return n;
+}
+
+uint64_t ResidentStore::used_bytes() const {
+  std::lock_guard<std::mutex> lock(accounts_->mu);
+  return accounts_->used;
+}
+
+grpc::Status TenantOf(const grpc::ServerContextBase& ctx, std::string* tenant) {
+  tenant->clear();
+  if (const auto auth = ctx.auth_context(); auth && auth->IsPeerAuthenticated()) {
+    // Mutual TLS: the certificate names the tenant; metadata cannot claim another.
+    for (const char* property : {GRPC_X509_CN_PROPERTY_NAME, GRPC_X509_SAN_PROPERTY_NAME}) {
+      const auto values = auth->FindPropertyValues(property);
+      if (!values.empty()) {
+        *tenant = "x509:" + std::string(values.front().data(), values.front().size());
+        return grpc::Status::OK;
+      }
+    }
+  }
+  const auto& metadata = ctx.client_metadata();
+  auto it = metadata.find("gpuscan-tenant");
+  if (it == metadata.end()) return grpc::Status::OK;
+  if (it->second.size() > 128) {
+    return InvalidArgument("metadata gpuscan-tenant has " + std::to_string(it->second.size()) +
+                           " bytes; at most 128");
+  }
+  *tenant = "md:" + std::string(it->second.data(), it->second.size());
+  return grpc::Status::OK;
+}
+
+}  // namespace gpuscan::server

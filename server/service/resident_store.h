@@ -1,0 +1,115 @@
+// ResidentStore: the arrays callers keep on the server (PutArray, an operation's header.resident):
+// their ids, tenants, ttl, the budget of every tenant's arrays together and each tenant's quota.
+// The memory itself is the engine's (engine::ResidentMemory: the device's on the cuda engine).
+// One per server; thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/status.h>
+
+#include "engine/engine.h"
+#include "gpuscan/v1/gpuscan.pb.h"
+
+namespace gpuscan::server {
+
+struct ResidentOptions {
+  uint64_t budget_bytes = 0;        // --resident-bytes: every tenant's arrays together; 0 = not served
+  uint64_t tenant_quota_bytes = 0;  // --tenant-quota-bytes: each tenant's; 0 = no cap
+  std::chrono::milliseconds max_ttl{std::chrono::hours(1)};  // --resident-ttl-ms: the default and the cap
+  std::chrono::milliseconds sweep_every{200};                 // how often expired arrays are dropped
+};
+
+// One resident array. A call that uses it holds it (a shared_ptr), so memory dropped during the
+// call is freed, and leaves the budget, when that call ends.
+struct ResidentArray {
+  std::string id;  // kIdBytes: random, then the store's epoch
+  std::string tenant;
+  int dtype = 0;  // a v1::DType (narrow ones too: a Put takes any)
+  uint64_t count = 0;
+  std::string label;
+  std::chrono::milliseconds ttl{0};
+  std::shared_ptr<engine::ResidentMemory> memory;
+};
+
+class ResidentStore {
+ public:
+  static constexpr size_t kIdBytes = 24;     // 16 random bytes, then 8 of the epoch
+  static constexpr size_t kMaxLabelBytes = 128;
+
+  ResidentStore(engine::Engine* engine, ResidentOptions options);
+  ~ResidentStore();  // stops the sweeper; arrays still held by calls are freed when those end
+  ResidentStore(const ResidentStore&) = delete;
+  ResidentStore& operator=(const ResidentStore&) = delete;
+
+  const ResidentOptions& options() const { return options_; }
+  // UNIMPLEMENTED naming --resident-bytes when the server keeps no arrays.
+  grpc::Status CheckServed() const;
+
+  // Memory for a new array of `bytes` for `tenant`, counted against the budget and the tenant's
+  // quota until it is freed: RESOURCE_EXHAUSTED with the figures when it would pass either or the
+  // engine cannot hold it.
+  grpc::Status Allocate(const std::string& tenant, uint64_t bytes, std::shared_ptr<engine::ResidentMemory>* out);
+  // Registers filled memory (from Allocate) as a new array of `tenant`; returns its info.
+  // ttl_ms 0 or past the cap: the cap. The label has been checked (CheckLabel).
+  v1::ArrayInfo Add(const std::string& tenant, int dtype, uint64_t count, std::shared_ptr<engine::ResidentMemory> memory,
+                    uint64_t ttl_ms, const std::string& label);
+  // The array `id` of `tenant`, renewed (its idle time starts again). NOT_FOUND naming `field`
+  // for an unknown id, another tenant's and an expired or dropped one alike; an id of an earlier
+  // run of the server says that the server restarted.
+  grpc::Status Find(const std::string& tenant, const std::string& id, const std::string& field,
+                    std::shared_ptr<const ResidentArray>* out);
+  // Forgets the array (its memory goes once no call holds it): Find's NOT_FOUND otherwise.
+  grpc::Status Drop(const std::string& tenant, const std::string& id, v1::ArrayInfo* info);
+  void List(const std::string& tenant, v1::ListArraysResponse* out) const;
+  v1::ArrayInfo Info(const ResidentArray& array) const;  // expiry from its last use
+
+  // Drops the arrays idle for their ttl; returns how many (the sweeper's step; tests call it).
+  size_t Expire();
+  size_t arrays() const;
+  uint64_t used_bytes() const;  // memory held for arrays now, dropped ones still in use included
+
+  // INVALID_ARGUMENT naming `field` for a label over kMaxLabelBytes.
+  static grpc::Status CheckLabel(const std::string& label, const std::string& field);
+
+ private:
+  struct Accounts;  // bytes by tenant, shared with the memory's deleters
+  struct Entry {
+    std::shared_ptr<ResidentArray> array;
+    std::chrono::steady_clock::time_point last_used;
+    uint64_t order = 0;  // creation order, for List
+  };
+  grpc::Status NotFound(const std::string& id, const std::string& field) const;
+  v1::ArrayInfo InfoLocked(const Entry& entry) const;
+
+  engine::Engine* engine_;
+  const ResidentOptions options_;
+  std::string epoch_;  // 8 random bytes of this run
+  std::shared_ptr<Accounts> accounts_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  uint64_t next_order_ = 0;
+  std::map<std::string, std::unordered_map<std::string, Entry>> tenants_;  // tenant -> id -> entry
+  std::thread sweeper_;  // last: started once the rest is built
+};
+
+// A v1::DType's element size in bytes, narrow ones included; 0 for a value that is none.
+size_t WireDTypeSize(int dtype);
+
+// The caller's tenant: under mutual TLS the client certificate's identity (its subject's common
+// name, else its first subject alternative name); otherwise the `gpuscan-tenant` request
+// metadata ("" when absent: the default tenant). INVALID_ARGUMENT naming the metadata when it
+// has more than 128 bytes.
+grpc::Status TenantOf(const grpc::ServerContextBase& ctx, std::string* tenant);
+
+}  // namespace gpuscan::server

@@ -1,0 +1,418 @@
+// Resident arrays (PutArray, GetArray, DropArray, ListArrays, header.resident of Scan and Reduce),
+// through the raw stub against an in-process server: every result bit for bit the streamed
+// call's, on random data and sizes around the chunk boundaries; tenants, ttl, budget and quota.
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "test_server.h"
+
+namespace gpuscan::testing {
+namespace {
+
+constexpr uint64_t kChunk = 4096;  // the server's chunk: small, so arrays cross many
+
+server::ServerOptions ResidentOptions(uint64_t budget = uint64_t{64} << 20) {
+  server::ServerOptions o;
+  o.chunk_bytes = kChunk;
+  o.resident_bytes = budget;
+  return o;
+}
+
+std::string RandomBytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+// Floats kept finite and small, so sums stay meaningful (the bits still compared exactly).
+std::string RandomArray(v1::DType dtype, uint64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string s;
+  if (dtype == v1::DTYPE_FLOAT32) {
+    std::vector<float> v(n);
+    for (float& x : v) x = std::uniform_real_distribution<float>(-1, 1)(rng);
+    s.assign(reinterpret_cast<const char*>(v.data()), n * 4);
+  } else if (dtype == v1::DTYPE_FLOAT64) {
+    std::vector<double> v(n);
+    for (double& x : v) x = std::uniform_real_distribution<double>(-1, 1)(rng);
+    s.assign(reinterpret_cast<const char*>(v.data()), n * 8);
+  } else {
+    const size_t size = dtype == v1::DTYPE_INT64 || dtype == v1::DTYPE_UINT64 ? 8 : 4;
+    s = RandomBytes(n * size, seed);
+  }
+  return s;
+}
+
+size_t SizeOf(v1::DType d) {
+  return d == v1::DTYPE_INT64 || d == v1::DTYPE_UINT64 || d == v1::DTYPE_FLOAT64 ? 8 : 4;
+}
+
+void Tenant(grpc::ClientContext* ctx, const std::string& tenant) {
+  if (!tenant.empty()) ctx->AddMetadata("gpuscan-tenant", tenant);
+}
+
+grpc::Status Put(v1::GpuScan::Stub& stub, v1::DType dtype, const std::string& data, v1::ArrayInfo* info,
+                 const std::string& tenant = "", bool declare = true, uint64_t ttl_ms = 0) {
+  grpc::ClientContext ctx;
+  Tenant(&ctx, tenant);
+  auto writer = stub.PutArray(&ctx, info);
+  v1::PutArrayRequest req;
+  req.mutable_header()->set_dtype(dtype);
+  if (declare) req.mutable_header()->set_element_count(data.size() / SizeOf(dtype));
+  req.mutable_header()->set_ttl_ms(ttl_ms);
+  req.mutable_header()->set_label("test");
+  writer->Write(req);
+  for (size_t at = 0; at < data.size(); at += kChunk) {
+    v1::PutArrayRequest chunk;
+    chunk.set_data(data.substr(at, kChunk));
+    if (!writer->Write(chunk)) break;
+  }
+  writer->WritesDone();
+  return writer->Finish();
+}
+
+grpc::Status Get(v1::GpuScan::Stub& stub, const std::string& id, std::string* data, const std::string& tenant = "",
+                 uint64_t offset = 0, std::optional<uint64_t> count = std::nullopt) {
+  grpc::ClientContext ctx;
+  Tenant(&ctx, tenant);
+  v1::GetArrayRequest req;
+  req.set_id(id);
+  req.set_offset(offset);
+  if (count) req.set_count(*count);
+  auto reader = stub.GetArray(&ctx, req);
+  v1::GetArrayResponse resp;
+  data->clear();
+  while (reader->Read(&resp)) *data += resp.data();
+  return reader->Finish();
+}
+
+// A Scan: streamed when `data` is given, else on the resident `id`; the result's data or kept info.
+grpc::Status Scan(v1::GpuScan::Stub& stub, v1::ScanHeader header, const std::string* data, std::string* out,
+                  v1::ArrayInfo* kept = nullptr, const std::string& tenant = "") {
+  grpc::ClientContext ctx;
+  Tenant(&ctx, tenant);
+  auto stream = stub.Scan(&ctx);
+  v1::ScanRequest req;
+  *req.mutable_header() = header;
+  stream->Write(req);
+  if (data) {
+    for (size_t at = 0; at < data->size(); at += kChunk) {
+      v1::ScanRequest chunk;
+      chunk.set_data(data->substr(at, kChunk));
+      stream->Write(chunk);
+    }
+  }
+  stream->WritesDone();
+  v1::ScanResponse resp;
+  out->clear();
+  while (stream->Read(&resp)) {
+    *out += resp.data();
+    if (kept && resp.has_array()) *kept = resp.array();
+  }
+  return stream->Finish();
+}
+
+grpc::Status Reduce(v1::GpuScan::Stub& stub, v1::ReduceHeader header, const std::string* data, std::string* raw,
+                    const std::string& tenant = "") {
+  grpc::ClientContext ctx;
+  Tenant(&ctx, tenant);
+  v1::ReduceResponse resp;
+  auto writer = stub.Reduce(&ctx, &resp);
+  v1::ReduceRequest req;
+  *req.mutable_header() = header;
+  writer->Write(req);
+  if (data) {
+    for (size_t at = 0; at < data->size(); at += kChunk) {
+      v1::ReduceRequest chunk;
+      chunk.set_data(data->substr(at, kChunk));
+      writer->Write(chunk);
+    }
+  }
+  writer->WritesDone();
+  grpc::Status s = writer->Finish();
+  *raw = resp.raw_value();
+  return s;
+}
+
+class ResidentTest : public ::testing::Test {
+ protected:
+  TestServer server_{ResidentOptions()};
+  std::unique_ptr<v1::GpuScan::Stub> stub_ = server_.stub();
+};
+
+TEST_F(ResidentTest, PutGetRoundTripsAroundChunkBoundaries) {
+  uint32_t seed = 1;
+  for (uint64_t n : {0ull, 1ull, 1023ull, 1024ull, 1025ull, 4095ull, 4096ull, 10007ull}) {
+    for (bool declare : {true, false}) {
+      const std::string data = RandomArray(v1::DTYPE_INT32, n, seed++);
+      v1::ArrayInfo info;
+      ASSERT_TRUE(Put(*stub_, v1::DTYPE_INT32, data, &info, "", declare).ok()) << n;
+      EXPECT_EQ(info.id().size(), 24u);
+      EXPECT_EQ(info.element_count(), n);
+      EXPECT_EQ(info.bytes(), n * 4);
+      EXPECT_EQ(info.label(), "test");
+      std::string back;
+      ASSERT_TRUE(Get(*stub_, info.id(), &back).ok());
+      EXPECT_EQ(back, data) << n;
+      if (n > 10) {
+        ASSERT_TRUE(Get(*stub_, info.id(), &back, "", 3, n - 10).ok());
+        EXPECT_EQ(back, data.substr(12, (n - 10) * 4));
+      }
+    }
+  }
+}
+
+TEST_F(ResidentTest, NarrowDtypesArePutAndGotAsTheyAre) {
+  const std::string data = RandomBytes(2001 * 2, 7);  // one chunk of at most kChunk
+  v1::ArrayInfo info;
+  grpc::ClientContext ctx;
+  auto writer = stub_->PutArray(&ctx, &info);
+  v1::PutArrayRequest req;
+  req.mutable_header()->set_dtype(v1::DTYPE_FLOAT16);
+  req.set_data(data);  // the header's request may carry data too
+  writer->Write(req);
+  writer->WritesDone();
+  ASSERT_TRUE(writer->Finish().ok());
+  EXPECT_EQ(info.element_count(), 2001u);
+  std::string back;
+  ASSERT_TRUE(Get(*stub_, info.id(), &back).ok());
+  EXPECT_EQ(back, data);
+}
+
+TEST_F(ResidentTest, ScanAndReduceOnResidentArraysEqualTheStreamedCallsBitForBit) {
+  uint32_t seed = 100;
+  for (v1::DType dtype : {v1::DTYPE_INT32, v1::DTYPE_INT64, v1::DTYPE_UINT32, v1::DTYPE_UINT64, v1::DTYPE_FLOAT32,
+                          v1::DTYPE_FLOAT64}) {
+    for (uint64_t n : {1ull, 1000ull, 1024ull, 5000ull, 70001ull}) {
+      const std::string data = RandomArray(dtype, n, seed++);
+      v1::ArrayInfo info;
+      ASSERT_TRUE(Put(*stub_, dtype, data, &info).ok());
+      for (v1::Operator op : {v1::OPERATOR_SUM, v1::OPERATOR_MAX, v1::OPERATOR_PRODUCT}) {
+        for (v1::ScanKind kind : {v1::SCAN_KIND_INCLUSIVE, v1::SCAN_KIND_EXCLUSIVE}) {
+          v1::ScanHeader h;
+          h.set_dtype(dtype);
+          h.set_op(op);
+          h.set_kind(kind);
+          std::string streamed, resident, kept_data;
+          ASSERT_TRUE(Scan(*stub_, h, &data, &streamed).ok());
+          h.mutable_resident()->set_values(info.id());
+          ASSERT_TRUE(Scan(*stub_, h, nullptr, &resident).ok());
+          EXPECT_EQ(resident, streamed) << v1::DType_Name(dtype) << " n=" << n << " op=" << op << " kind=" << kind;
+          h.mutable_resident()->set_keep(true);
+          v1::ArrayInfo kept;
+          std::string none;
+          ASSERT_TRUE(Scan(*stub_, h, nullptr, &none, &kept).ok());
+          EXPECT_TRUE(none.empty());
+          ASSERT_EQ(kept.element_count(), n);
+          EXPECT_EQ(kept.dtype(), dtype);
+          ASSERT_TRUE(Get(*stub_, kept.id(), &kept_data).ok());
+          EXPECT_EQ(kept_data, streamed);
+          v1::DropArrayRequest drop;
+          drop.set_id(kept.id());
+          v1::DropArrayResponse dropped;
+          grpc::ClientContext dctx;
+          ASSERT_TRUE(stub_->DropArray(&dctx, drop, &dropped).ok());
+        }
+        v1::ReduceHeader r;
+        r.set_dtype(dtype);
+        r.set_op(op);
+        std::string streamed, resident;
+        ASSERT_TRUE(Reduce(*stub_, r, &data, &streamed).ok());
+        r.mutable_resident()->set_values(info.id());
+        ASSERT_TRUE(Reduce(*stub_, r, nullptr, &resident).ok());
+        EXPECT_EQ(resident, streamed) << v1::DType_Name(dtype) << " n=" << n << " op=" << op;
+      }
+    }
+  }
+}
+
+TEST_F(ResidentTest, AChainOfKeptScansNeverLeavesTheServer) {
+  const std::string data = RandomArray(v1::DTYPE_INT64, 9999, 5);
+  v1::ArrayInfo a;
+  ASSERT_TRUE(Put(*stub_, v1::DTYPE_INT64, data, &a).ok());
+  v1::ScanHeader h;
+  h.set_dtype(v1::DTYPE_INT64);
+  h.set_op(v1::OPERATOR_SUM);
+  h.mutable_resident()->set_values(a.id());
+  h.mutable_resident()->set_keep(true);
+  v1::ArrayInfo b, c;
+  std::string none, twice, direct;
+  ASSERT_TRUE(Scan(*stub_, h, nullptr, &none, &b).ok());
+  h.mutable_resident()->set_values(b.id());
+  ASSERT_TRUE(Scan(*stub_, h, nullptr, &none, &c).ok());
+  ASSERT_TRUE(Get(*stub_, c.id(), &twice).ok());
+  v1::ScanHeader plain;
+  plain.set_dtype(v1::DTYPE_INT64);
+  plain.set_op(v1::OPERATOR_SUM);
+  std::string once;
+  ASSERT_TRUE(Scan(*stub_, plain, &data, &once).ok());
+  ASSERT_TRUE(Scan(*stub_, plain, &once, &direct).ok());
+  EXPECT_EQ(twice, direct);
+}
+
+TEST_F(ResidentTest, AnotherTenantsIdsAreNotFoundExactlyAsUnknownOnes) {
+  const std::string data = RandomArray(v1::DTYPE_INT32, 100, 9);
+  v1::ArrayInfo info;
+  ASSERT_TRUE(Put(*stub_, v1::DTYPE_INT32, data, &info, "alice").ok());
+  std::string back;
+  EXPECT_TRUE(Get(*stub_, info.id(), &back, "alice").ok());
+  const grpc::Status other = Get(*stub_, info.id(), &back, "bob");
+  const grpc::Status none = Get(*stub_, info.id(), &back, "");
+  std::string mutated = info.id();
+  mutated[0] ^= 1;
+  const grpc::Status guessed = Get(*stub_, mutated, &back, "alice");
+  for (const grpc::Status& s : {other, none, guessed}) {
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_NE(s.error_message().find("no such resident array"), std::string::npos) << s.error_message();
+  }
+  v1::ListArraysResponse alice, bob;
+  grpc::ClientContext a, b;
+  Tenant(&a, "alice");
+  Tenant(&b, "bob");
+  ASSERT_TRUE(stub_->ListArrays(&a, {}, &alice).ok());
+  ASSERT_TRUE(stub_->ListArrays(&b, {}, &bob).ok());
+  ASSERT_EQ(alice.arrays_size(), 1);
+  EXPECT_EQ(alice.arrays(0).id(), info.id());
+  EXPECT_EQ(alice.tenant_bytes(), 400u);
+  EXPECT_EQ(bob.arrays_size(), 0);
+  v1::ReduceHeader r;
+  r.set_dtype(v1::DTYPE_INT32);
+  r.set_op(v1::OPERATOR_SUM);
+  r.mutable_resident()->set_values(info.id());
+  std::string raw;
+  EXPECT_EQ(Reduce(*stub_, r, nullptr, &raw, "bob").error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ResidentTest, DroppedArraysAreGoneAndTheirBytesReturn) {
+  v1::ArrayInfo info;
+  ASSERT_TRUE(Put(*stub_, v1::DTYPE_FLOAT64, RandomArray(v1::DTYPE_FLOAT64, 1000, 3), &info).ok());
+  v1::DropArrayRequest drop;
+  drop.set_id(info.id());
+  v1::DropArrayResponse dropped;
+  grpc::ClientContext c1, c2, c3;
+  ASSERT_TRUE(stub_->DropArray(&c1, drop, &dropped).ok());
+  EXPECT_EQ(dropped.info().id(), info.id());
+  EXPECT_EQ(stub_->DropArray(&c2, drop, &dropped).error_code(), grpc::StatusCode::NOT_FOUND);
+  v1::ListArraysResponse list;
+  ASSERT_TRUE(stub_->ListArrays(&c3, {}, &list).ok());
+  EXPECT_EQ(list.used_bytes(), 0u);
+}
+
+// What needs a real array to refuse (the bad-input matrix has the rows that need none).
+TEST_F(ResidentTest, HeadersThatDoNotFitTheArrayNameTheField) {
+  v1::ArrayInfo info;
+  ASSERT_TRUE(Put(*stub_, v1::DTYPE_INT32, RandomArray(v1::DTYPE_INT32, 100, 4), &info).ok());
+  auto scan = [&](v1::ScanHeader h, const std::string* data = nullptr) {
+    std::string out;
+    return Scan(*stub_, h, data, &out);
+  };
+  v1::ScanHeader h;
+  h.set_dtype(v1::DTYPE_INT64);
+  h.set_op(v1::OPERATOR_SUM);
+  h.mutable_resident()->set_values(info.id());
+  grpc::Status s = scan(h);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("header.dtype DTYPE_INT64 differs from the resident array's DTYPE_INT32"),
+            std::string::npos) << s.error_message();
+  h.set_dtype(v1::DTYPE_INT32);
+  h.set_element_count(99);
+  s = scan(h);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("header.element_count 99 differs"), std::string::npos) << s.error_message();
+  h.clear_element_count();
+  const std::string data = RandomArray(v1::DTYPE_INT32, 10, 5);
+  s = scan(h, &data);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("header.resident"), std::string::npos) << s.error_message();
+  std::string back;
+  s = Get(*stub_, info.id(), &back, "", 101);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_NE(s.error_message().find("offset 101"), std::string::npos) << s.error_message();
+  s = Get(*stub_, info.id(), &back, "", 50, 51);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_NE(s.error_message().find("count 51"), std::string::npos) << s.error_message();
+  EXPECT_TRUE(Get(*stub_, info.id(), &back, "", 100).ok());  // the empty range at the end
+  EXPECT_TRUE(back.empty());
+}
+
+TEST(ResidentLimits, IdleArraysExpireAfterTheirTtlAndUseRenewsThem) {
+  server::ServerOptions o = ResidentOptions();
+  o.resident_ttl = std::chrono::milliseconds(400);
+  TestServer server(o);
+  auto stub = server.stub();
+  v1::ArrayInfo kept, idle;
+  ASSERT_TRUE(Put(*stub, v1::DTYPE_INT32, RandomArray(v1::DTYPE_INT32, 10, 1), &kept).ok());
+  ASSERT_TRUE(Put(*stub, v1::DTYPE_INT32, RandomArray(v1::DTYPE_INT32, 10, 2), &idle, "", true, 100000).ok());
+  EXPECT_EQ(idle.ttl_ms(), 400u);  // cut to --resident-ttl-ms
+  std::string back;
+  for (int i = 0; i < 6; ++i) {  // 600 ms of use, every 100 ms
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_TRUE(Get(*stub, kept.id(), &back).ok()) << i;
+  }
+  EXPECT_EQ(Get(*stub, idle.id(), &back).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST(ResidentLimits, TheBudgetAndTheQuotaAreNeverPassed) {
+  server::ServerOptions o = ResidentOptions(40000);
+  o.tenant_quota_bytes = 25000;
+  TestServer server(o);
+  auto stub = server.stub();
+  v1::ArrayInfo a, b, c;
+  const std::string six = RandomArray(v1::DTYPE_INT32, 5000, 1);  // 20000 bytes
+  ASSERT_TRUE(Put(*stub, v1::DTYPE_INT32, six, &a, "t1").ok());
+  grpc::Status quota = Put(*stub, v1::DTYPE_INT32, six, &b, "t1");
+  EXPECT_EQ(quota.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(quota.error_message().find("--tenant-quota-bytes"), std::string::npos) << quota.error_message();
+  ASSERT_TRUE(Put(*stub, v1::DTYPE_INT32, six, &b, "t2").ok());
+  grpc::Status budget = Put(*stub, v1::DTYPE_INT32, six, &c, "t3", false);  // undeclared: found at the end
+  EXPECT_EQ(budget.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(budget.error_message().find("--resident-bytes"), std::string::npos) << budget.error_message();
+  // A kept scan result counts too.
+  v1::ScanHeader h;
+  h.set_dtype(v1::DTYPE_INT32);
+  h.set_op(v1::OPERATOR_SUM);
+  h.mutable_resident()->set_values(a.id());
+  h.mutable_resident()->set_keep(true);
+  std::string none;
+  v1::ArrayInfo kept;
+  grpc::ClientContext ctx;
+  EXPECT_EQ(Scan(*stub, h, nullptr, &none, &kept, "t1").error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  h.mutable_resident()->set_keep(false);  // streamed back: scratch, outside the budget
+  EXPECT_TRUE(Scan(*stub, h, nullptr, &none, &kept, "t1").ok());
+  EXPECT_EQ(none.size(), six.size());
+}
+
+TEST(ResidentLimits, AnIdOfAnEarlierRunSaysTheServerRestarted) {
+  std::string id;
+  {
+    TestServer first(ResidentOptions());
+    v1::ArrayInfo info;
+    ASSERT_TRUE(Put(*first.stub(), v1::DTYPE_INT32, RandomArray(v1::DTYPE_INT32, 10, 1), &info).ok());
+    id = info.id();
+  }
+  TestServer second(ResidentOptions());
+  std::string back;
+  const grpc::Status s = Get(*second.stub(), id, &back);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(s.error_message().find("restarted"), std::string::npos) << s.error_message();
+}
+
+TEST(ResidentLimits, AServerWithoutABudgetAnswersUnimplemented) {
+  TestServer server;
+  std::string back;
+  EXPECT_EQ(Get(*server.stub(), std::string(24, 'x'), &back).error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  v1::ArrayInfo info;
+  const grpc::Status s = Put(*server.stub(), v1::DTYPE_INT32, "abcd", &info);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_NE(s.error_message().find("--resident-bytes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuscan::testing
