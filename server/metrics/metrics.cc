@@ -64,6 +64,17 @@ class ScrapeTimeGauges final : public prometheus::Collectable {
       AddSample(f, static_cast<double>(gauges_.admission_queued()));
       out.push_back(std::move(f));
     }
+    if (gauges_.resident_bytes) {
+      auto f = GaugeFamily("gpuscan_resident_bytes",
+                           "Memory held for resident arrays now (dropped ones still in use included).");
+      AddSample(f, static_cast<double>(gauges_.resident_bytes()));
+      out.push_back(std::move(f));
+    }
+    if (gauges_.resident_arrays) {
+      auto f = GaugeFamily("gpuscan_resident_arrays", "Resident arrays kept now, every tenant's.");
+      AddSample(f, static_cast<double>(gauges_.resident_arrays()));
+      out.push_back(std::move(f));
+    }
     // One sample per device (a DeviceSet has several). Memory is absent (not 0) when the engine
     // has no device or it cannot be read: 0 would read as "a device with no memory".
     auto used = GaugeFamily("gpuscan_device_memory_used_bytes",

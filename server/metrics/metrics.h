@@ -8,6 +8,7 @@
 //   gpuscan_stage_duration_seconds{op,stage}   histogram, successful calls
 //   gpuscan_requests_in_flight   gauge
 //   gpuscan_admission_running, gpuscan_admission_queued   gauges (scrape time)
+//   gpuscan_resident_bytes, gpuscan_resident_arrays   gauges (scrape time; with --resident-bytes)
 //   gpuscan_device_memory_used_bytes{device}, gpuscan_device_memory_total_bytes{device},
 //   gpuscan_device_memory_pool_bytes{device}   gauges (scrape time; absent without a device)
 //   gpuscan_info{version,engine,device}   gauge, always 1
@@ -58,6 +59,8 @@ class Metrics {
   struct Gauges {
     std::function<uint64_t()> admission_running;
     std::function<uint64_t()> admission_queued;
+    std::function<uint64_t()> resident_bytes;   // a server with --resident-bytes
+    std::function<uint64_t()> resident_arrays;
   };
 
   // `engine` must outlive this object: its name and device label gpuscan_info, and its

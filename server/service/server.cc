@@ -142,14 +142,22 @@ class GpuScanService final : public ServiceMethods {
 
 constexpr const char* kServiceName = "gpuscan.v1.GpuScan";
 
+ResidentOptions ResidentOptionsOf(const ServerOptions& o) {
+  ResidentOptions r;
+  r.budget_bytes = o.resident_bytes;
+  r.tenant_quota_bytes = o.tenant_quota_bytes;
+  r.max_ttl = o.resident_ttl;
+  return r;
+}
+
 class ServerImpl final : public Server {
  public:
   ServerImpl(const ServerOptions& options, std::unique_ptr<engine::Engine> engine)
       : options_(options),
         engine_(std::move(engine)),
+        resident_(std::make_unique<ResidentStore>(engine_.get(), ResidentOptionsOf(options))),
         admission_(options.max_concurrent, options.max_queued, options.max_inflight_bytes),
-        metrics_(*engine_, GPUSCAN_VERSION,
-                 {[this] { return uint64_t{admission_.active()}; }, [this] { return uint64_t{admission_.queued()}; }}),
+        metrics_(*engine_, GPUSCAN_VERSION, Gauges()),
         executor_(options.workers ? options.workers : std::max(2u, std::thread::hardware_concurrency())) {
     // The metrics endpoint first: an address that cannot be bound fails before anything serves.
     if (!options_.metrics_address.empty()) {
@@ -194,11 +202,6 @@ class ServerImpl final : public Server {
                                       return engine->RegisterHost(data, bytes, false);
                                     });
     ctx.payloads = payloads_.get();
-    ResidentOptions resident;
-    resident.budget_bytes = options_.resident_bytes;
-    resident.tenant_quota_bytes = options_.tenant_quota_bytes;
-    resident.max_ttl = options_.resident_ttl;
-    resident_ = std::make_unique<ResidentStore>(engine_.get(), resident);
     ctx.resident = resident_.get();
     if (options_.resident_bytes) {
       spdlog::info("resident arrays: up to {} bytes ({} a tenant), idle for at most {} ms", options_.resident_bytes,
@@ -288,6 +291,9 @@ class ServerImpl final : public Server {
 
   ServerOptions options_;
   std::unique_ptr<engine::Engine> engine_;
+  // Resident arrays: after the engine in destruction (their memory is the engine's), made before
+  // the metrics that read it.
+  std::unique_ptr<ResidentStore> resident_;
   // Shared-memory regions (mapped, registered with the engine): after the workers in
   // destruction, as calls hold views of them; before the engine they are registered with.
   std::unique_ptr<shm::RegionDir> regions_;
@@ -296,7 +302,16 @@ class ServerImpl final : public Server {
   // Raw RPCs' payloads: like the regions, after the workers and before the engine. A slice gRPC
   // still holds keeps its pool (and the registration) alive past this reference.
   std::shared_ptr<PayloadPool> payloads_;
-  std::unique_ptr<ResidentStore> resident_;  // after the engine: its arrays are the engine's memory
+
+  // Read at scrape time.
+  Metrics::Gauges Gauges() {
+    Metrics::Gauges g{[this] { return uint64_t{admission_.active()}; }, [this] { return uint64_t{admission_.queued()}; }};
+    if (options_.resident_bytes) {
+      g.resident_bytes = [this] { return resident_->used_bytes(); };
+      g.resident_arrays = [this] { return uint64_t{resident_->arrays()}; };
+    }
+    return g;
+  }
   std::atomic<bool> benchmark_running_{false};
   // Destroyed in reverse: the metrics endpoint (its scrapes read the metrics, admission and the
   // engine), the gRPC server, the workers (which may still release admission slots), the
