@@ -57,6 +57,8 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
     return checker_->Add(req.data.size(), "data", index);
   }
 
+  bool HeaderEndsStream() const override { return resident_.has_value(); }
+
   void Open() override {
     session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewReduce(spec_); });
   }

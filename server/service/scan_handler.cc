@@ -63,6 +63,8 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
     return checker_->Add(req.data.size(), "data", index);
   }
 
+  bool HeaderEndsStream() const override { return resident_.has_value(); }
+
   void Open() override {
     session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewScan(spec_); });
   }

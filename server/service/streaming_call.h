@@ -96,6 +96,10 @@ class StreamingCall : public ReactorBase, public CallCore {
     if (status.ok() && join_) status = CheckLaneChunk(req, index, lane_spec_, &lane_short_seen_);
     if (!status.ok()) return FailAndMaybeFinish(lock, status);
     pending_.push_back(std::move(req));
+    if (index == 0 && header_accepted_ && HeaderEndsStream()) {
+      read_closed_ = true;  // the input is on the server: nothing more to read
+      last_read_ = Clock::now();
+    }
     if (WorkInlineLocked()) {
       MaybeReadLocked();  // the next read is under way while this thread works
       lock.unlock();

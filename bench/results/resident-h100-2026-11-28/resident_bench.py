@@ -73,25 +73,35 @@ def main():
     r = stub.Reduce(iter([pb.ReduceRequest(header=red)]))
     res["reduce_correct"] = r.value.int_value == int(x.max())
 
-    kernel_us, total_us = [], []
+    kernel_us, total_us, stages = [], [], []
     def record(f):
         kernel_us.append(f.timing.kernel_us)
         total_us.append(f.timing.total_us)
+        t = f.timing
+        stages.append((t.receive_us, t.queue_us, t.h2d_us, t.kernel_us, t.d2h_us, t.send_us, t.total_us))
+    def stage_medians(key):
+        names = ("receive", "queue", "h2d", "kernel", "d2h", "send", "total")
+        res[key] = {n: statistics.median(s[i] for s in stages) for i, n in enumerate(names)}
+        stages.clear()
     res["scan_keep_ms"], res["scan_keep_min_ms"] = median_ms(scan_keep, after=lambda f: (record(f), drop(f)))
     res["scan_keep_kernel_us_median"] = statistics.median(kernel_us)
     res["scan_keep_server_us_median"] = statistics.median(total_us)
+    stage_medians("scan_keep_stages_us")
     kernel_us.clear()
     total_us.clear()
     res["reduce_max_ms"], _ = median_ms(lambda: stub.Reduce(iter([pb.ReduceRequest(header=red)])), after=record)
     res["reduce_max_kernel_us_median"] = statistics.median(kernel_us)
     res["reduce_max_server_us_median"] = statistics.median(total_us)
+    stage_medians("reduce_max_stages_us")
 
     small = put(stub, x[:1024].copy())
     small_scan = pb.ScanHeader(dtype=pb.DTYPE_INT32, op=pb.OPERATOR_SUM, resident=pb.Resident(values=small.id))
     total_us.clear()
+    kernel_us.clear()
     res["scan_1k_resident_p50_ms"], _ = median_ms(lambda: list(stub.Scan(iter([pb.ScanRequest(header=small_scan)])))[-1],
-                                                  reps=200, after=lambda f: total_us.append(f.timing.total_us))
+                                                  reps=200, after=record)
     res["scan_1k_resident_server_us_p50"] = statistics.median(total_us)
+    stage_medians("scan_1k_stages_us")
     # The same through a unary-style reduce (no request iterator thread in grpcio's stream call).
     small_red = pb.ReduceHeader(dtype=pb.DTYPE_INT32, op=pb.OPERATOR_SUM, resident=pb.Resident(values=small.id))
     res["reduce_1k_resident_p50_ms"], _ = median_ms(lambda: stub.Reduce(iter([pb.ReduceRequest(header=small_red)])),
