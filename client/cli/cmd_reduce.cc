@@ -12,6 +12,7 @@
 #include "names.h"
 #include "progress.h"
 #include "report.h"
+#include "resident_info.h"
 #include "shards_option.h"
 #include "shm_option.h"
 #include "text_format.h"
@@ -25,6 +26,7 @@ struct ReduceArgs {
   std::string by_key;    // reduce by key: a file of integer keys, one per element
   std::string keys_out;  // reduce by key: where the runs' keys go
   std::string out_dtype;  // the accumulator and value's dtype (numpy's dtype=); empty: the default
+  std::string ref;        // a resident array's id: reduced where the server keeps it
 };
 
 // The reduced value as one raw element: raw_value when the server sent it, else the Scalar.
@@ -110,7 +112,12 @@ int RunReduceByKey(const ReduceArgs& a, const GlobalOptions& g, ArrayInput& in) 
   return 0;
 }
 
+int PrintReduced(const ReduceArgs& a, const GlobalOptions& g, ShardedReduceResult& result, v1::DType in_dtype,
+                 v1::DType out_dtype);
+int RunResidentReduce(const ReduceArgs& a, const GlobalOptions& g);
+
 int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
+  if (!a.ref.empty()) return RunResidentReduce(a, g);
   auto in = ArrayInput::Open(MakeInputSpec(a.io));
   if (!a.by_key.empty()) return RunReduceByKey(a, g, *in);
   v1::ReduceHeader header;
@@ -149,7 +156,30 @@ int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
     result.timing = FromProto(response.timing());
   }
   bar.Clear();
+  return PrintReduced(a, g, result, in->dtype(), out_dtype);
+}
 
+// reduce --ref: the array the server keeps, reduced there.
+int RunResidentReduce(const ReduceArgs& a, const GlobalOptions& g) {
+  const std::string id = ParseArrayId(a.ref, "--ref");
+  Client client(MakeClientOptions(g));
+  const v1::ArrayInfo info = AskArrayInfo(client, id);  // its dtype, for the header
+  v1::ReduceHeader header;
+  header.set_dtype(info.dtype());
+  header.set_op(ParseOperator(a.op));
+  header.set_element_count(info.element_count());
+  header.mutable_resident()->set_values(id);
+  const v1::ReduceResponse response = client.ReduceResident(header);
+  ShardedReduceResult result;
+  result.raw_value = RawValue(response, info.dtype());
+  result.element_count = response.element_count();
+  result.timing = FromProto(response.timing());
+  return PrintReduced(a, g, result, info.dtype(), info.dtype());
+}
+
+// The value on stdout (text) or in the JSON report, and the timing.
+int PrintReduced(const ReduceArgs& a, const GlobalOptions& g, ShardedReduceResult& result, v1::DType in_dtype,
+                 v1::DType out_dtype) {
   const std::string& raw = result.raw_value;
   Timing& timing = result.timing;
   Report report(g.json);
@@ -157,8 +187,8 @@ int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
   report.Field("element_count", std::to_string(result.element_count));
   report.Field("dtype", JsonQuote(DTypeName(out_dtype)));
   report.Field("op", JsonQuote(a.op));
-  report.Note("reduced " + std::to_string(result.element_count) + " " +
-              DTypeName(in->dtype()) + " elements (" + a.op + ")");
+  report.Note("reduced " + std::to_string(result.element_count) + " " + DTypeName(in_dtype) + " elements" +
+              (a.ref.empty() ? "" : " of resident array " + a.ref) + " (" + a.op + ")");
   if (!g.json) std::printf("%s\n", FormatElement(raw.data(), out_dtype).c_str());
   std::fflush(stdout);
   report.Print(&timing);
@@ -184,6 +214,12 @@ Command AddReduceCommand(CLI::App& app, const GlobalOptions& g) {
   cmd->get_option("-o")->needs(by_key);
   cmd->add_option("--keys-out", a->keys_out, "with --by-key: write each run's key to this file")->needs(by_key);
   for (const char* other : {"--lanes", "--shards", "--shm"}) by_key->excludes(cmd->get_option(other));
+  CLI::Option* ref = cmd->add_option("--ref", a->ref,
+                                     "reduce the resident array of this id (gpuscan put) where the server keeps it, "
+                                     "instead of an input file");
+  for (const char* other : {"-i", "--format", "--dtype", "--out-dtype", "--lanes", "--shards", "--shm", "--by-key"}) {
+    ref->excludes(cmd->get_option(other));
+  }
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunReduce(*a, g); }};
 }

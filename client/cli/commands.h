@@ -26,6 +26,7 @@ struct GlobalOptions {
   TlsOptions tls;
   std::string lb_policy;  // "" = gRPC's default (pick_first)
   std::map<std::string, int> channel_args;  // gRPC core channel arguments, NAME=INT
+  std::string tenant;  // gpuscan-tenant metadata: whose resident arrays the calls see
   bool json = false;
   bool no_progress = false;
 };
@@ -50,5 +51,10 @@ Command AddScan2DCommand(CLI::App& app, const GlobalOptions& g);
 int RunMatrixScan(const ArrayArgs& io, const std::string& op, uint64_t cols_option, v1::ScanAxis axis,
                   bool exclusive, const std::string& out_dtype_option, const GlobalOptions& g);
 Command AddBenchCommand(CLI::App& app, const GlobalOptions& g);
+// Resident arrays: put, get, arrays, drop (scan and reduce take --ref).
+Command AddPutCommand(CLI::App& app, const GlobalOptions& g);
+Command AddGetCommand(CLI::App& app, const GlobalOptions& g);
+Command AddArraysCommand(CLI::App& app, const GlobalOptions& g);
+Command AddDropCommand(CLI::App& app, const GlobalOptions& g);
 
 }  // namespace gpuscan::cli

@@ -20,6 +20,7 @@ ClientOptions MakeClientOptions(const GlobalOptions& g) {
   o.tls = g.tls;
   o.load_balancing_policy = g.lb_policy;
   for (const auto& [name, value] : g.channel_args) o.channel_int_args[name] = value;
+  o.tenant = g.tenant;
   o.retry.attempts = g.retries + 1;
   o.retry.on_retry = [](const RpcError& e, uint32_t next, std::chrono::milliseconds wait) {
     std::fprintf(stderr, "gpuscan: %s: %s; try %u in %lld ms\n", StatusCodeName(e.code()).c_str(),
@@ -49,6 +50,8 @@ int main(int argc, char** argv) {
       "  seq 1 10 | gpuscan scan --dtype int32\n"
       "  gpuscan bench --kernels --ops scan --sizes 2^20,2^28 --json k.json --svg k.svg\n"
       "  gpuscan bench --e2e --op scan --elements 1048576 --concurrency 1,4,16,64 --duration 5\n"
+      "  ID=$(gpuscan put x.npy --ttl-ms 600000 --label x); gpuscan reduce --ref $ID --op max\n"
+      "  P=$(gpuscan scan --ref $ID --keep); gpuscan get $P -o prefix.npy; gpuscan drop $P\n"
       "Exit status: 0 success, 1 error (\"error: CODE: message\" on stderr), 2 health not "
       "SERVING.");
 
@@ -98,6 +101,10 @@ int main(int argc, char** argv) {
                  "grpc.http2.max_frame_size=1048576")
       ->delimiter('=')
       ->type_name("NAME=INT");
+  app.add_option("--tenant", g.tenant,
+                 "tenant of the resident arrays the calls put, see and drop (gpuscan-tenant metadata; with mutual "
+                 "TLS the certificate decides instead)")
+      ->envname("GPUSCAN_CLIENT_TENANT");
   app.add_flag("--json", g.json, "print the report (timing, results) as one JSON object on stdout");
   app.add_flag("--no-progress", g.no_progress, "never draw the progress bar");
 
@@ -105,7 +112,9 @@ int main(int argc, char** argv) {
                                    AddScanCommand(app, g), AddReduceCommand(app, g),
                                    AddCompactCommand(app, g), AddHistogramCommand(app, g), AddSortCommand(app, g),
                                    AddScan2DCommand(app, g),
-                                   AddBenchCommand(app, g)};
+                                   AddBenchCommand(app, g),
+                                   AddPutCommand(app, g), AddGetCommand(app, g), AddArraysCommand(app, g),
+                                   AddDropCommand(app, g)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

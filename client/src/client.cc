@@ -80,6 +80,7 @@ bool Client::ServesOperation(const std::string& operation) {
 detail::ContextPtr Client::NewContext() const {
   auto ctx = std::make_unique<grpc::ClientContext>();
   if (const detail::Deadline deadline = detail::CallDeadline(options_)) ctx->set_deadline(*deadline);
+  if (!options_.tenant.empty()) ctx->AddMetadata(kTenantMetadata, options_.tenant);
   return calls_->Track(std::move(ctx));
 }
 

@@ -530,6 +530,7 @@ TransportResult Client::TransportLanes(uint64_t total_bytes, bool echo, uint32_t
         grpc::ClientContext ctx;
         if (options_.timeout.count() > 0) ctx.set_deadline(std::chrono::system_clock::now() + options_.timeout);
         ctx.AddMetadata(kArrayIdMetadata, id_text);  // one replica behind a balancer, as a striped array's
+        if (!options_.tenant.empty()) ctx.AddMetadata(kTenantMetadata, options_.tenant);
         const detail::TransportInput input{data != nullptr ? &array : nullptr, l, lanes};
         results[l] = detail::RunTransport(channels[l], ctx, bytes, echo, chunk_bytes, input, &borrowed);
       } catch (...) {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -25,6 +26,8 @@
 
 #include "gpuscan/rpc_error.h"
 #include "gpuscan/device_array.h"
+#include "gpuscan/dtypes.h"
+#include "gpuscan/remote_array.h"
 #include "gpuscan/shared_arena.h"
 #include "gpuscan/shared_region.h"
 #include "gpuscan/timing.h"
@@ -74,6 +77,9 @@ struct RetryOptions {
 // Request metadata every lane of a striped array carries: the array id as 32 lowercase hex
 // digits, for an L7 balancer to hash an array's lanes to one replica (Lanes in gpuscan.proto).
 inline constexpr char kArrayIdMetadata[] = "gpuscan-array-id";
+// Request metadata naming the caller's tenant (ClientOptions::tenant): whose resident arrays a
+// call sees (see ArrayInfo in gpuscan.proto). With mutual TLS the certificate decides instead.
+inline constexpr char kTenantMetadata[] = "gpuscan-tenant";
 
 struct ClientOptions {
   // Any gRPC target: host:port, dns:///host:port (every address the name resolves to),
@@ -108,6 +114,10 @@ struct ClientOptions {
   RetryOptions retry;  // off by default (attempts = 1)
   // Extra integer gRPC channel arguments (e.g. keepalive settings).
   std::map<std::string, int> channel_int_args;
+  // Sent as kTenantMetadata on every call (lanes and shards included) when not empty: the
+  // tenant whose resident arrays the calls put, see and drop (at most 128 bytes). No security
+  // boundary without mutual TLS, where the client certificate names the tenant.
+  std::string tenant;
 };
 
 // Channel credentials for `tls` (insecure when !tls.wanted()). Throws std::invalid_argument
@@ -260,33 +270,6 @@ struct CompactOptions {
   uint32_t shards = 0;  // shards for this call; 0 = ClientOptions::shards
 };
 
-// The wire dtype of a C++ element type.
-template <class T>
-constexpr v1::DType DTypeOf() {
-  if constexpr (std::is_same_v<T, int32_t>) return v1::DTYPE_INT32;
-  else if constexpr (std::is_same_v<T, int64_t>) return v1::DTYPE_INT64;
-  else if constexpr (std::is_same_v<T, uint32_t>) return v1::DTYPE_UINT32;
-  else if constexpr (std::is_same_v<T, uint64_t>) return v1::DTYPE_UINT64;
-  else if constexpr (std::is_same_v<T, float>) return v1::DTYPE_FLOAT32;
-  else if constexpr (std::is_same_v<T, double>) return v1::DTYPE_FLOAT64;
-  else static_assert(sizeof(T) == 0, "gpuscan: unsupported element type");
-}
-
-// f(T{}) with the C++ element type of a wire dtype; std::invalid_argument for any other value.
-template <class F>
-decltype(auto) WithElementType(v1::DType dtype, F&& f) {
-  switch (dtype) {
-    case v1::DTYPE_INT32: return f(int32_t{});
-    case v1::DTYPE_INT64: return f(int64_t{});
-    case v1::DTYPE_UINT32: return f(uint32_t{});
-    case v1::DTYPE_UINT64: return f(uint64_t{});
-    case v1::DTYPE_FLOAT32: return f(float{});
-    case v1::DTYPE_FLOAT64: return f(double{});
-    default: throw std::invalid_argument("gpuscan: dtype " + std::to_string(static_cast<int>(dtype)) +
-                                         " is not a served DType");
-  }
-}
-
 // What Client::Transport measured: the transport ceiling for one call of this size.
 struct TransportResult {
   uint64_t bytes_in = 0;        // payload bytes the server received (its count)
@@ -296,14 +279,6 @@ struct TransportResult {
   uint64_t wall_us = 0;         // the call as this client saw it: start until Finish (microseconds)
   uint64_t server_total_us = 0; // the server's total_us: call start until the final response
 };
-
-// Bytes per element of a dtype; 0 for DTYPE_UNSPECIFIED or an unknown value.
-size_t DTypeSize(v1::DType dtype);
-// The element size of a scan's results: header.output_dtype's, else a narrow dtype's default
-// output (numpy's: 8 bytes for INT8/UINT8/INT16/UINT16, FLOAT16 stays 2), else the dtype's.
-size_t ScanOutputSize(const v1::ScanHeader& header);
-// The same for any header that accumulates (Scan2D, SegmentedScan, ReduceByKey): its dtype and output_dtype.
-size_t ScanOutputSize(v1::DType dtype, v1::DType output_dtype);
 
 class Client {
  public:
@@ -506,6 +481,46 @@ class Client {
   // summed, wall_us is the whole run's. With `data`, lane l sends chunks l, l + lanes, ... of it.
   TransportResult TransportLanes(uint64_t total_bytes, bool echo, uint32_t lanes, size_t chunk_bytes = 0,
                                  const void* data = nullptr);
+
+  // Resident arrays (src/resident_calls.cc; RemoteArray in remote_array.h; Resident in
+  // gpuscan.proto): kept by a server started with --resident-bytes (else UNIMPLEMENTED), under
+  // ClientOptions::tenant, on the server the Client's calls reach (pick_first: one; not spread
+  // over several by round_robin or shards). Calls on them are one call each: ClientOptions::lanes
+  // and shards do not apply, and ScanOptions asking for lanes or shards get std::invalid_argument.
+  // Calls that only read (GetArray, ListArrays, Scan without keep, Reduce) are retried as
+  // RetryOptions says; those that make or drop an array (Put, a keeping Scan, DropArray) are not,
+  // as a try whose answer was lost would have left an array behind or dropped it already.
+  // Put: n elements of T, or `bytes` of raw little-endian elements of any dtype (narrow ones too).
+  template <class T>
+  RemoteArray Put(const T* data, size_t n, const ResidentOptions& options = {}) {
+    return Put(DTypeOf<T>(), data, n * sizeof(T), options);
+  }
+  template <class T>
+  RemoteArray Put(const std::vector<T>& x, const ResidentOptions& options = {}) {
+    return Put(x.data(), x.size(), options);
+  }
+  RemoteArray Put(v1::DType dtype, const void* data, size_t bytes, const ResidentOptions& options = {});
+  // A PutArray of the header as given and the Source's elements: the new array's info (not owned).
+  v1::ArrayInfo PutStream(const v1::PutArrayHeader& header, Source in, Progress progress = {});
+  // Elements [offset, offset + count) (count unset: to the end) of array `id`, as raw bytes to
+  // `out` in order or returned; the array's info comes back or into *info.
+  v1::ArrayInfo GetArrayStream(const std::string& id, Sink out, uint64_t offset = 0,
+                               std::optional<uint64_t> count = std::nullopt, Progress progress = {});
+  std::string GetArray(const std::string& id, uint64_t offset = 0, std::optional<uint64_t> count = std::nullopt,
+                       v1::ArrayInfo* info = nullptr);
+  v1::ArrayInfo DropArray(const std::string& id);  // its last info
+  v1::ListArraysResponse ListArrays();              // the tenant's arrays, and the bytes they hold
+  // Scans of a resident array (the same bits as the streamed Scan of its elements): the values
+  // (T its dtype, else std::invalid_argument), or the result kept as a new resident array.
+  template <class T>
+  ScanResult<T> Scan(const RemoteArray& in, const ScanOptions& options = {});
+  RemoteArray Scan(const RemoteArray& in, const ScanOptions& options, const ResidentOptions& keep);
+  template <class T>
+  ReduceResult<T> Reduce(const RemoteArray& in, v1::Operator op);
+  // The raw calls: header.resident as the caller set it; the results (unless kept) to `out`.
+  // Returns the final response (timing, element_count, and with keep the kept array's info).
+  v1::ScanResponse ScanResident(const v1::ScanHeader& header, Sink out = {});
+  v1::ReduceResponse ReduceResident(const v1::ReduceHeader& header);
 
   v1::ServerInfo Info();
   // grpc.health.v1 status of `service` ("" = the whole server): "SERVING", "NOT_SERVING",
