@@ -3,10 +3,11 @@
 // layout that makes the results independent of the thread count is explained).
 #include "engine/cpu_engine.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -29,20 +30,25 @@ std::string CpuModelName() {
   return {};
 }
 
-// A resident array in host memory: what the cpu engine's sessions compute on anyway.
+// A resident array in host memory: what the cpu engine's sessions compute on anyway. Mapped
+// with its pages populated up front (MAP_POPULATE): a scan writing into fresh heap memory paid
+// its page faults inside the kernel, 50 ms for 24 MB against 3-9 ms streamed into pooled chunks.
 class HostResident final : public ResidentMemory {
  public:
-  HostResident(uint64_t bytes, Engine* owner) : data_(new (std::nothrow) std::byte[bytes]), bytes_(bytes) {
-    if (!data_) throw Error(ErrorCode::kResourceExhausted, "no host memory for " + std::to_string(bytes) + " bytes");
+  HostResident(uint64_t bytes, Engine* owner) : bytes_(bytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (p == MAP_FAILED) throw Error(ErrorCode::kResourceExhausted, "no host memory for " + std::to_string(bytes) + " bytes");
+    data_ = static_cast<std::byte*>(p);
     engine = owner;
   }
-  std::byte* data() const override { return data_.get(); }
+  ~HostResident() override { munmap(data_, bytes_); }
+  std::byte* data() const override { return data_; }
   uint64_t bytes() const override { return bytes_; }
-  void Write(uint64_t offset, const void* host, uint64_t n) override { std::memcpy(data_.get() + offset, host, n); }
-  void Read(uint64_t offset, void* host, uint64_t n) const override { std::memcpy(host, data_.get() + offset, n); }
+  void Write(uint64_t offset, const void* host, uint64_t n) override { std::memcpy(data_ + offset, host, n); }
+  void Read(uint64_t offset, void* host, uint64_t n) const override { std::memcpy(host, data_ + offset, n); }
 
  private:
-  std::unique_ptr<std::byte[]> data_;
+  std::byte* data_ = nullptr;
   uint64_t bytes_;
 };
 

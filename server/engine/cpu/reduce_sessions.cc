@@ -3,6 +3,7 @@
 //
 // Blocked fold: fold every block (parallel) -> combine the totals in block order -> fold that
 // into the session's partial result.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -60,8 +61,11 @@ class CpuReduce final : public ReduceSession {
     KernelTimer timer(times);
     reducer_.Run(*pool_, static_cast<const unsigned char*>(in), n);
   }
-  // The cpu engine's "device" memory is host memory (a resident array): one chunk of it all.
-  void ProcessDevice(const void* in, uint64_t n, StageTimes& times) override { Process(in, n, times); }
+  // The cpu engine's "device" memory is host memory (a resident array), in pieces as a scan's.
+  void ProcessDevice(const void* in, uint64_t n, StageTimes& times) override {
+    const uint64_t piece = kResidentPieceBytes / sizeof(T);
+    for (uint64_t at = 0; at < n; at += piece) Process(static_cast<const T*>(in) + at, std::min(piece, n - at), times);
+  }
 
   void Result(void* value) const override {
     const T v = reducer_.total();

@@ -14,6 +14,11 @@ namespace gpuscan::engine::cpu {
 
 struct Pool;  // blocks.h
 
+// A resident array (host memory here) is computed in pieces of this many bytes, a client's default
+// chunk: the same chunking as a streamed call's, and pieces that stay in the cache between the
+// blocked algorithms' passes.
+inline constexpr uint64_t kResidentPieceBytes = uint64_t{4} << 20;
+
 std::unique_ptr<ScanSession> NewScan(const std::shared_ptr<Pool>& pool, const ScanSpec& spec);
 std::unique_ptr<ReduceSession> NewReduce(const std::shared_ptr<Pool>& pool, const ReduceSpec& spec);
 std::unique_ptr<SegmentedScanSession> NewSegmentedScan(const std::shared_ptr<Pool>& pool,
