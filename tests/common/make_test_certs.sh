@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes throwaway TLS material for the TLS tests into DIR (created): a CA and a server
-# certificate for localhost/127.0.0.1 signed by it, a client certificate signed by it, and a
+# certificate for localhost/127.0.0.1 signed by it, two client certificates signed by it, and a
 # second, unrelated CA with a client certificate of its own (which a mutual-TLS server must refuse).
 # EC P-256 keys: generated in milliseconds.
 set -euo pipefail
@@ -25,5 +25,6 @@ ca rogue-ca
 leaf server ca "subjectAltName=DNS:localhost,IP:127.0.0.1
 extendedKeyUsage=serverAuth"
 leaf client ca "extendedKeyUsage=clientAuth"
+leaf client2 ca "extendedKeyUsage=clientAuth"  # another tenant under mutual TLS (resident arrays)
 leaf rogue-client rogue-ca "extendedKeyUsage=clientAuth"
 echo "test certificates in $dir"

@@ -134,6 +134,32 @@ void ExpectStartRefused(server::ServerOptions o, const std::string& needle) {
   }
 }
 
+// Resident arrays under mutual TLS belong to the certificate's identity: another certificate's
+// client gets NOT_FOUND, and gpuscan-tenant metadata cannot claim another tenant.
+TEST_F(TlsTest, MutualTlsTenantsAreTheCertificatesAndMetadataCannotChangeThem) {
+  server::ServerOptions o = TlsServer(true);
+  o.resident_bytes = 1 << 20;
+  TestServer server(o);
+  ClientOptions first = WithTls(server, Tls("ca.crt", "client.crt", "client.key"));
+  ClientOptions second = WithTls(server, Tls("ca.crt", "client2.crt", "client2.key"));
+  second.tenant = "x509:gpuscan test client";  // claims the first's identity through metadata
+  Client a(first), b(second);
+  GPUSCAN_SEEDED_RNG(rng);
+  const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(1000, rng);
+  RemoteArray r = a.Put(x);
+  EXPECT_EQ(a.GetArray(r.info().id()).size(), x.size() * sizeof(int32_t));
+  try {
+    b.GetArray(r.info().id());
+    ADD_FAILURE() << "another certificate's client read the array";
+  } catch (const RpcError& e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::NOT_FOUND) << e.what();
+  }
+  EXPECT_EQ(b.ListArrays().arrays_size(), 0);
+  first.tenant = "someone-else";  // the certificate still decides
+  Client a2(first);
+  EXPECT_EQ(a2.ListArrays().arrays_size(), 1);
+}
+
 TEST_F(TlsTest, BadTlsOptionsStopTheServerAtStart) {
   server::ServerOptions cert_only;
   cert_only.tls_cert_file = File("server.crt");
