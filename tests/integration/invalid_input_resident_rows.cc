@@ -214,6 +214,15 @@ void PutArrayRows(std::vector<Row>& rows) {
     row.raw = {PutHead().SerializeAsString(), std::string("\x12\x05" "abc", 5)};  // data says 5 bytes, 3 follow
     row.expect = {"request #1", "the PutArrayRequest is not a valid message", "field 2 says 5 bytes, 3 remain"};
     rows.push_back(row);
+    // A label is a proto3 string: bytes that are not UTF-8 fail to parse.
+    row.name = "PutArray_LabelNotUtf8";
+    row.raw = {std::string("\x0a\x05\x08\x01\x22\x01\xff", 7)};  // header {dtype 1, label "\xff"}
+    row.expect = {"request #0", "the PutArrayRequest is not a valid message", "protobuf could not parse"};
+    rows.push_back(row);
+    Row scan{"Scan_ResidentLabelNotUtf8", Rpc::kScan};
+    scan.raw = {std::string("\x0a\x0a\x08\x01\x10\x01\xba\x01\x03\x22\x01\xff", 12)};  // resident {label "\xff"}
+    scan.expect = {"request #0", "the ScanRequest is not a valid message", "protobuf could not parse"};
+    rows.push_back(scan);
     row.name = "PutArray_MalformedHeader";
     row.raw = {std::string("\x0a\x04\x08\x01", 4)};  // header says 4 bytes, 2 follow
     row.expect = {"request #0", "the PutArrayRequest is not a valid message"};
