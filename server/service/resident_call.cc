@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 #include "service/status.h"
 
 namespace gpuscan::server {
@@ -51,6 +53,77 @@ grpc::Status OpenResident(ResidentStore& store, const grpc::ServerContextBase& c
   device->elements = a.count;
   device->engine = a.memory->engine;
   device->device = a.memory->device;
+  return grpc::Status::OK;
+}
+
+grpc::Status PutChecks::Header(const v1::PutArrayHeader& header, const grpc::ServerContextBase& ctx,
+                               std::string* tenant) {
+  if (auto s = store_.CheckServed(); !s.ok()) return s;
+  size_ = WireDTypeSize(header.dtype());
+  if (size_ == 0) {
+    return InvalidArgument("header.dtype " + std::to_string(header.dtype()) + " (" +
+                           (v1::DType_IsValid(header.dtype()) ? v1::DType_Name(header.dtype()) : "not a known DType") +
+                           "): not an element type");
+  }
+  if (auto s = ResidentStore::CheckLabel(header.label(), "header.label"); !s.ok()) return s;
+  if (auto s = TenantOf(ctx, tenant); !s.ok()) return s;
+  header_ = header;
+  if (header.has_element_count()) {
+    const uint64_t budget = store_.options().budget_bytes;
+    if (header.element_count() > budget / size_) {
+      return ResourceExhausted(fmt::format("header.element_count {} ({} bytes each) is more than the resident "
+                                           "budget of {} bytes (--resident-bytes)",
+                                           header.element_count(), size_, budget));
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status PutChecks::Chunk(uint64_t bytes, uint64_t index) {
+  if (bytes > chunk_bytes_) {
+    return ResourceExhausted(fmt::format("data of request {} has {} bytes; a chunk holds at most {} "
+                                         "(Limits.max_chunk_bytes)", index, bytes, chunk_bytes_));
+  }
+  if (bytes % size_) {
+    return InvalidArgument(fmt::format("data of request {} has {} bytes, not a multiple of the element size {} ({})",
+                                       index, bytes, size_, v1::DType_Name(header_.dtype())));
+  }
+  arrived_ += bytes;
+  if (header_.has_element_count() && arrived_ > header_.element_count() * size_) {
+    return InvalidArgument(fmt::format("more elements arrived than header.element_count {}", header_.element_count()));
+  }
+  if (arrived_ > store_.options().budget_bytes) {
+    return ResourceExhausted(fmt::format("the array passed the resident budget of {} bytes (--resident-bytes)",
+                                         store_.options().budget_bytes));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status PutChecks::Finish(uint64_t bytes) const {
+  if (header_.has_element_count() && bytes != header_.element_count() * size_) {
+    return InvalidArgument(
+        fmt::format("header.element_count {} but {} elements arrived", header_.element_count(), bytes / size_));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status PlanGet(const v1::GetArrayRequest& request, const ResidentArray& array, uint64_t chunk_bytes,
+                     GetRange* range) {
+  const uint64_t count = array.count;
+  if (request.offset() > count) {
+    return {grpc::StatusCode::OUT_OF_RANGE,
+            fmt::format("offset {} is past the array's end ({} elements)", request.offset(), count)};
+  }
+  const uint64_t left = count - request.offset();
+  if (request.has_count() && request.count() > left) {
+    return {grpc::StatusCode::OUT_OF_RANGE, fmt::format("offset {} + count {} is past the array's end ({} elements)",
+                                                        request.offset(), request.count(), count)};
+  }
+  const size_t size = WireDTypeSize(array.dtype);
+  range->first = request.offset();
+  range->end = request.offset() + (request.has_count() ? request.count() : left);
+  const uint64_t chunk = request.chunk_bytes() ? std::min<uint64_t>(request.chunk_bytes(), chunk_bytes) : chunk_bytes;
+  range->step = std::max<uint64_t>(1, chunk / size);
   return grpc::Status::OK;
 }
 

@@ -51,6 +51,41 @@ grpc::Status OpenResident(ResidentStore& store, const grpc::ServerContextBase& c
 grpc::Status ResidentOutput(ResidentStore& store, const ResidentCall& call, uint64_t bytes,
                             std::shared_ptr<engine::ResidentMemory>* out);
 
+// PutArray's checks, in the handler's order (resident_handler.cc; the request fuzzer runs them
+// too): the header, then each request's data as it arrives, then the stream's end.
+class PutChecks {
+ public:
+  PutChecks(const ResidentStore& store, uint64_t chunk_bytes) : store_(store), chunk_bytes_(chunk_bytes) {}
+  // UNIMPLEMENTED when the server keeps no arrays; INVALID_ARGUMENT naming header.dtype,
+  // header.label or the tenant metadata; RESOURCE_EXHAUSTED for a header.element_count past the
+  // budget. On success *tenant is the caller's (TenantOf).
+  grpc::Status Header(const v1::PutArrayHeader& header, const grpc::ServerContextBase& ctx, std::string* tenant);
+  // Request `index`'s data of `bytes`: RESOURCE_EXHAUSTED past the chunk limit or (with what came
+  // before) the budget; INVALID_ARGUMENT for part of an element or more elements than declared.
+  grpc::Status Chunk(uint64_t bytes, uint64_t index);
+  // The stream's end, `bytes` received in all: INVALID_ARGUMENT for fewer elements than declared.
+  grpc::Status Finish(uint64_t bytes) const;
+
+  const v1::PutArrayHeader& header() const { return header_; }  // once Header accepted it
+  size_t element_size() const { return size_; }
+
+ private:
+  const ResidentStore& store_;
+  uint64_t chunk_bytes_;
+  v1::PutArrayHeader header_;
+  size_t size_ = 1;
+  uint64_t arrived_ = 0;  // bytes checked
+};
+
+// GetArray's range (resident_handler.cc; the request fuzzer runs it too): elements [first, end)
+// of the array, `step` elements a response (the request's chunk_bytes, at most the server's).
+struct GetRange {
+  uint64_t first = 0, end = 0, step = 1;
+};
+// OUT_OF_RANGE naming the offset (and count) that pass the array's end.
+grpc::Status PlanGet(const v1::GetArrayRequest& request, const ResidentArray& array, uint64_t chunk_bytes,
+                     GetRange* range);
+
 // The result memory's `bytes` read back in pieces of at most chunk_bytes (whole elements of
 // element_size), each into a payload: f(payload, first_element) for each, in order.
 template <class F>

@@ -12,6 +12,7 @@
 
 #include "service/handlers.h"
 #include "service/raw_wire.h"
+#include "service/resident_call.h"
 #include "service/resident_store.h"
 #include "service/status.h"
 #include "service/streaming_call.h"
@@ -29,49 +30,21 @@ class PutCall final
     : public StreamingCall<PutChunk, v1::ArrayInfo, grpc::ServerReadReactor<grpc::ByteBuffer>, PutWire> {
  public:
   PutCall(CallContext ctx, grpc::CallbackServerContext* rpc, grpc::ByteBuffer* response)
-      : StreamingCall(std::move(ctx), rpc, "put_array"), wire_response_(response) {}
+      : StreamingCall(std::move(ctx), rpc, "put_array"),
+        wire_response_(response),
+        checks_(*ctx_.resident, ctx_.options->chunk_bytes) {}
 
  protected:
+  // The checks: resident_call.h's PutChecks (the request fuzzer runs the same).
   grpc::Status OnHeader(const v1::PutArrayHeader& header) override {
-    if (auto s = ctx_.resident->CheckServed(); !s.ok()) return s;
-    size_ = WireDTypeSize(header.dtype());
-    if (size_ == 0) {
-      return InvalidArgument("header.dtype " + std::to_string(header.dtype()) + " (" +
-                             v1::DType_Name(header.dtype()) + "): not an element type");
-    }
-    if (auto s = ResidentStore::CheckLabel(header.label(), "header.label"); !s.ok()) return s;
-    if (auto s = TenantOf(*rpc_, &tenant_); !s.ok()) return s;
+    if (auto s = checks_.Header(header, *rpc_, &tenant_); !s.ok()) return s;
     header_ = header;
-    if (header.has_element_count()) {
-      const uint64_t budget = ctx_.resident->options().budget_bytes;
-      if (header.element_count() > budget / size_) {
-        return ResourceExhausted(fmt::format("header.element_count {} ({} bytes each) is more than the resident "
-                                             "budget of {} bytes (--resident-bytes)",
-                                             header.element_count(), size_, budget));
-      }
-    }
+    size_ = checks_.element_size();
     return grpc::Status::OK;
   }
 
   grpc::Status CheckRequest(const PutChunk& req, uint64_t index) override {
-    const uint64_t bytes = req.data.size();
-    if (bytes > ctx_.options->chunk_bytes) {
-      return ResourceExhausted(fmt::format("data of request {} has {} bytes; a chunk holds at most {} "
-                                           "(Limits.max_chunk_bytes)", index, bytes, ctx_.options->chunk_bytes));
-    }
-    if (bytes % size_) {
-      return InvalidArgument(fmt::format("data of request {} has {} bytes, not a multiple of the element size {} ({})",
-                                         index, bytes, size_, v1::DType_Name(header_.dtype())));
-    }
-    arrived_ += bytes;
-    if (header_.has_element_count() && arrived_ > header_.element_count() * size_) {
-      return InvalidArgument(fmt::format("more elements arrived than header.element_count {}", header_.element_count()));
-    }
-    if (arrived_ > ctx_.resident->options().budget_bytes) {
-      return ResourceExhausted(fmt::format("the array passed the resident budget of {} bytes (--resident-bytes)",
-                                           ctx_.resident->options().budget_bytes));
-    }
-    return grpc::Status::OK;
+    return checks_.Chunk(req.data.size(), index);
   }
 
   void Open() override {
@@ -95,10 +68,7 @@ class PutCall final
   }
 
   grpc::Status Complete(std::vector<v1::ArrayInfo>&) override {
-    if (header_.has_element_count() && written_ != header_.element_count() * size_) {
-      return InvalidArgument(fmt::format("header.element_count {} but {} elements arrived", header_.element_count(),
-                                         written_ / size_));
-    }
+    if (auto s = checks_.Finish(written_); !s.ok()) return s;
     if (!memory_) {
       if (auto s = ctx_.resident->Allocate(tenant_, written_, &memory_); !s.ok()) return s;
       uint64_t at = 0;
@@ -124,10 +94,10 @@ class PutCall final
 
  private:
   grpc::ByteBuffer* wire_response_;  // gRPC's
-  v1::PutArrayHeader header_;
+  PutChecks checks_;                 // its chunk count: bytes checked (gRPC thread)
+  v1::PutArrayHeader header_;        // once accepted
   std::string tenant_;
   size_t size_ = 1;
-  uint64_t arrived_ = 0;  // bytes checked (gRPC thread)
   uint64_t written_ = 0;  // bytes processed (worker)
   std::shared_ptr<engine::ResidentMemory> memory_;
   std::vector<Payload> held_;  // no declared count: the chunks until the end
@@ -156,22 +126,12 @@ class GetReactor final : public grpc::ServerWriteReactor<v1::GetArrayResponse> {
     std::string tenant;
     if (auto s = TenantOf(rpc, &tenant); !s.ok()) return s;
     if (auto s = ctx.resident->Find(tenant, request.id(), "id", &array_); !s.ok()) return s;
-    const uint64_t count = array_->count;
-    if (request.offset() > count) {
-      return {grpc::StatusCode::OUT_OF_RANGE,
-              fmt::format("offset {} is past the array's end ({} elements)", request.offset(), count)};
-    }
-    const uint64_t left = count - request.offset();
-    if (request.has_count() && request.count() > left) {
-      return {grpc::StatusCode::OUT_OF_RANGE, fmt::format("offset {} + count {} is past the array's end ({} elements)",
-                                                          request.offset(), request.count(), count)};
-    }
+    GetRange range;
+    if (auto s = PlanGet(request, *array_, ctx.options->chunk_bytes, &range); !s.ok()) return s;
     size_ = WireDTypeSize(array_->dtype);
-    first_ = next_ = request.offset();
-    end_ = request.offset() + (request.has_count() ? request.count() : left);
-    const uint64_t chunk = request.chunk_bytes() ? std::min<uint64_t>(request.chunk_bytes(), ctx.options->chunk_bytes)
-                                                 : ctx.options->chunk_bytes;
-    step_ = std::max<uint64_t>(1, chunk / size_);
+    first_ = next_ = range.first;
+    end_ = range.end;
+    step_ = range.step;
     info_ = ctx.resident->Info(*array_);
     return grpc::Status::OK;
   }

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include <grpc/grpc_security_constants.h>
 #include <grpcpp/security/auth_context.h>
 
 #include "service/status.h"

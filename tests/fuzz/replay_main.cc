@@ -13,8 +13,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -35,6 +37,11 @@ constexpr int kScan = 0, kReduce = 1, kCompact = 2, kHistogram = 3, kScan2D = 4,
 constexpr uint8_t kChunk1K = 7, kChunk256 = 5, kChunk64 = 3;
 constexpr uint8_t kMax512 = 2 << 3, kMax4K = 3 << 3;
 constexpr uint8_t kSortMax512 = 2 << 5;  // Sort's --max-sort-bytes=512
+// Resident calls (EncodeInput's rpc 8..13); their limits byte: --resident-bytes {4096, 0, 512,
+// 65536}[(b >> 3) & 3] (4096 unless set), --tenant-quota-bytes {0, 64, 512, 4096}[(b >> 5) & 3].
+constexpr int kPutArray = 8, kGetArray = 9, kDropArray = 10, kListArrays = 11, kScanResident = 12,
+              kReduceResident = 13;
+constexpr uint8_t kNotServed = 1 << 3, kBudget512 = 2 << 3, kQuota64 = 1 << 5;
 
 std::mt19937_64 rng(20261122);  // fixed: the seeds are reproducible
 
@@ -196,6 +203,8 @@ std::string Keys(size_t n) {
   }
   return s;
 }
+
+void WriteResidentSeeds(const std::function<void(const std::string&, int, uint8_t, const std::vector<SeedRequest>&)>& put);
 
 void WriteSeeds(const fs::path& dir) {
   fs::create_directories(dir);
@@ -428,7 +437,96 @@ void WriteSeeds(const fs::path& dir) {
             Keys<float>(9))});
   put("reject_sort_keys_not_whole_elements", kSort, kChunk256,
       {Head(SortH(v1::DTYPE_INT64, v1::SORT_OUTPUT_KEYS)), Chunk(NonZero(13))});
+  WriteResidentSeeds(put);
   std::printf("wrote %d seeds to %s\n", written, dir.c_str());
+}
+
+v1::PutArrayHeader PutH(v1::DType d, std::optional<uint64_t> count = std::nullopt, uint64_t ttl_ms = 0) {
+  v1::PutArrayHeader h;
+  h.set_dtype(d);
+  if (count) h.set_element_count(*count);
+  h.set_ttl_ms(ttl_ms);
+  h.set_label("seed");
+  return h;
+}
+// GetArray's request; an id of one byte (or none) names an array the fuzzer puts from the data.
+v1::GetArrayRequest GetR(const std::string& id, uint64_t offset, std::optional<uint64_t> count, uint64_t chunk_bytes = 0) {
+  v1::GetArrayRequest r;
+  r.set_id(id);
+  r.set_offset(offset);
+  if (count) r.set_count(*count);
+  r.set_chunk_bytes(chunk_bytes);
+  return r;
+}
+v1::DropArrayRequest DropR(const std::string& id) {
+  v1::DropArrayRequest r;
+  r.set_id(id);
+  return r;
+}
+template <class H>
+H WithResidentH(H h, const std::string& values, bool keep = false) {
+  h.mutable_resident()->set_values(values);
+  h.mutable_resident()->set_keep(keep);
+  return h;
+}
+
+// The seeds of the resident calls (WriteSeeds' last: the earlier seeds' bytes stay as they were).
+void WriteResidentSeeds(const std::function<void(const std::string&, int, uint8_t, const std::vector<SeedRequest>&)>& put) {
+  const std::string other_run(24, '\x5a');
+  put("accept_put_array_int32_declared", kPutArray, kChunk256,
+      {Head(PutH(v1::DTYPE_INT32, 100), NonZero(256, 4)), Chunk(NonZero(144, 4))});
+  put("accept_put_array_float16_undeclared", kPutArray, kChunk64,
+      {Head(PutH(v1::DTYPE_FLOAT16, std::nullopt, 5000)), Chunk(NonZero(64, 2)), Chunk(""), Chunk(NonZero(6, 2))});
+  put("reject_put_array_past_budget", kPutArray, kChunk1K | kBudget512, {Head(PutH(v1::DTYPE_UINT8)), Chunk(NonZero(1024))});
+  put("reject_put_array_past_tenant_quota", kPutArray, kChunk1K | kQuota64,
+      {Head(PutH(v1::DTYPE_INT64, 16)), Chunk(NonZero(128, 8))});
+  put("reject_put_array_not_served", kPutArray, kChunk256 | kNotServed, {Head(PutH(v1::DTYPE_INT32), NonZero(16, 4))});
+  put("reject_put_array_count_larger", kPutArray, kChunk256, {Head(PutH(v1::DTYPE_INT32, 10), NonZero(8, 4))});
+  put("reject_put_array_unknown_dtype", kPutArray, kChunk256,
+      {Head(PutH(static_cast<v1::DType>(99)), NonZero(8, 4))});
+  put("reject_put_array_partial_element", kPutArray, kChunk256, {Head(PutH(v1::DTYPE_FLOAT64)), Chunk(NonZero(12))});
+  put("accept_get_array_range", kGetArray, kChunk64, {Head(GetR("\x05", 3, 20, 24), NonZero(256, 8))});
+  put("accept_get_array_whole", kGetArray, kChunk64, {Head(GetR("", 0, std::nullopt), NonZero(100, 4))});
+  put("reject_get_array_offset_past_end", kGetArray, kChunk64, {Head(GetR(std::string(1, '\0'), 5, std::nullopt), NonZero(16, 4))});
+  put("reject_get_array_count_past_end", kGetArray, kChunk64, {Head(GetR("", 1, 4), NonZero(16, 4))});
+  put("reject_get_array_other_run", kGetArray, kChunk64, {Head(GetR(other_run, 0, std::nullopt))});
+  put("accept_drop_array", kDropArray, kChunk256, {Head(DropR(""), NonZero(40, 4))});
+  put("reject_drop_array_other_run", kDropArray, kChunk256, {Head(DropR(other_run))});
+  {
+    SeedRequest first = Chunk(NonZero(64, 8));
+    first.has_header = true;
+    first.header = "\x04";  // ListArrays: the array's dtype (FLOAT32)
+    put("accept_list_arrays", kListArrays, kChunk256, {first, Chunk(NonZero(10)), Chunk("")});
+  }
+  put("reject_list_arrays_not_served", kListArrays, kChunk256 | kNotServed, {Chunk(NonZero(10))});
+  put("accept_scan_resident_int32_sum", kScanResident, kChunk256,
+      {Head(WithResidentH(ScanH(v1::DTYPE_INT32, v1::OPERATOR_SUM), ""), NonZero(400, 4))});
+  {
+    v1::ScanHeader h = WithResidentH(ScanH(v1::DTYPE_FLOAT32, v1::OPERATOR_SUM, true), "", true);
+    h.mutable_resident()->set_label("kept");
+    put("accept_scan_resident_float32_keep", kScanResident, kChunk256, {Head(h, NonZero(200, 4))});
+  }
+  put("accept_reduce_resident_float64_sum", kReduceResident, kChunk256,
+      {Head(WithResidentH(ReduceH(v1::DTYPE_FLOAT64, v1::OPERATOR_SUM), ""), NonZero(256, 8))});
+  put("accept_reduce_resident_uint64_bitxor", kReduceResident, kChunk256,
+      {Head(WithResidentH(ReduceH(v1::DTYPE_UINT64, v1::OPERATOR_BIT_XOR), ""), NonZero(64, 8))});
+  put("reject_scan_resident_dtype_differs", kScanResident, kChunk256,
+      {Head(WithResidentH(ScanH(v1::DTYPE_INT64, v1::OPERATOR_MAX), std::string(1, '\0')), NonZero(64, 4))});
+  put("reject_scan_resident_with_data", kScanResident, kChunk256,
+      {Head(WithResidentH(ScanH(v1::DTYPE_INT32, v1::OPERATOR_SUM), ""), NonZero(16, 4)), Chunk(NonZero(16, 4))});
+  put("reject_reduce_resident_keep", kReduceResident, kChunk256,
+      {Head(WithResidentH(ReduceH(v1::DTYPE_INT32, v1::OPERATOR_SUM), "", true), NonZero(16, 4))});
+  put("reject_scan_resident_other_run", kScanResident, kChunk256,
+      {Head(WithResidentH(ScanH(v1::DTYPE_INT32, v1::OPERATOR_SUM), other_run))});
+  put("reject_scan_resident_narrow", kScanResident, kChunk256,
+      {Head(WithResidentH(ScanH(v1::DTYPE_INT8, v1::OPERATOR_SUM), ""), NonZero(16))});
+  {
+    v1::ReduceHeader h = WithResidentH(ReduceH(v1::DTYPE_INT32, v1::OPERATOR_MIN), "");
+    h.set_element_count(5);
+    put("reject_reduce_resident_count_differs", kReduceResident, kChunk256, {Head(h, NonZero(16, 4))});
+  }
+  put("reject_scan_resident_not_served", kScanResident, kChunk256 | kNotServed,
+      {Head(WithResidentH(ScanH(v1::DTYPE_INT32, v1::OPERATOR_SUM), ""), NonZero(16, 4))});
 }
 
 std::string ReadFile(const fs::path& p) {

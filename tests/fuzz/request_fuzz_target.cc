@@ -19,6 +19,12 @@ constexpr size_t kMaxRequests = 64;
 constexpr uint64_t kMaxRequestBytesChoices[] = {0, 64, 512, 4096};
 // Sort's --max-sort-bytes (limits bits 5-6): the server's default, or small enough to reach.
 constexpr uint64_t kMaxSortBytesChoices[] = {uint64_t{4} << 30, 64, 512, 4096};
+// Resident calls (byte 0 from kResidentFirst): --resident-bytes (0: not served) and
+// --tenant-quota-bytes (0: none), from the limits byte's bits 3-4 and 5-6.
+constexpr uint8_t kResidentFirst = 0xE0;
+constexpr int kResidentKinds = 6;
+constexpr uint64_t kResidentBytesChoices[] = {4096, 0, 512, 65536};
+constexpr uint64_t kTenantQuotaChoices[] = {0, 64, 512, 4096};
 
 // Reads the input front to back; past the end every read gives zeros / nothing.
 class Reader {
@@ -84,6 +90,7 @@ void CheckWireDecode(const uint8_t* data, size_t size) {
 int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
   CheckWireDecode<v1::ScanRequest, v1::ScanRequest::kDataFieldNumber>(data, size);
   CheckWireDecode<v1::ReduceRequest, v1::ReduceRequest::kDataFieldNumber>(data, size);
+  CheckWireDecode<v1::PutArrayRequest, v1::PutArrayRequest::kDataFieldNumber>(data, size);
   CheckWireDecode<v1::CompactRequest, v1::CompactRequest::kValuesFieldNumber, v1::CompactRequest::kFlagsFieldNumber>(
       data, size);
   CheckWireDecode<v1::HistogramRequest, v1::HistogramRequest::kDataFieldNumber>(data, size);
@@ -92,7 +99,9 @@ int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
   CheckWireDecode<v1::ReduceByKeyRequest, v1::ReduceByKeyRequest::kDataFieldNumber,
                   v1::ReduceByKeyRequest::kKeysFieldNumber>(data, size);
   Reader in(data, size);
-  const int rpc = in.U8() % 8;
+  const uint8_t first = in.U8();
+  const bool resident = first >= kResidentFirst;
+  const int rpc = resident ? 8 + (first - kResidentFirst) % kResidentKinds : first % 8;
   const uint8_t limits = in.U8();
   const uint64_t chunk_bytes = uint64_t{8} << (limits & 7);
   const uint64_t max_request_bytes = kMaxRequestBytesChoices[(limits >> 3) & 3];
@@ -106,10 +115,14 @@ int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
     if (HasSecondStream(rpc)) r.flags = in.Bytes(in.U16());
     requests.push_back(std::move(r));
   }
-  const Result r = FuzzCall(rpc, requests, chunk_bytes, max_request_bytes, max_sort_bytes);
+  const Result r = resident ? FuzzResidentCall(rpc - 8, requests, chunk_bytes, kResidentBytesChoices[(limits >> 3) & 3],
+                                                kTenantQuotaChoices[(limits >> 5) & 3])
+                            : FuzzCall(rpc, requests, chunk_bytes, max_request_bytes, max_sort_bytes);
   if (outcome) {
-    static const char* const kRpc[] = {"scan",   "reduce",         "compact",       "histogram",
-                                       "scan2d", "segmented_scan", "reduce_by_key", "sort"};
+    static const char* const kRpc[] = {"scan",      "reduce",         "compact",       "histogram",
+                                       "scan2d",    "segmented_scan", "reduce_by_key", "sort",
+                                       "put_array", "get_array",      "drop_array",    "list_arrays",
+                                       "scan_resident", "reduce_resident"};
     *outcome = std::string(kRpc[rpc]) + ", " + std::to_string(requests.size()) + " requests: " +
                (r.status.ok() ? "accepted, " + std::to_string(r.elements) + " elements"
                               : "rejected, code " + std::to_string(int(r.status.error_code())) + ": " +
@@ -120,7 +133,7 @@ int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
 
 std::string EncodeInput(int rpc, uint8_t limits, const std::vector<SeedRequest>& requests) {
   std::string out;
-  out.push_back(static_cast<char>(rpc));
+  out.push_back(static_cast<char>(rpc < 8 ? rpc : kResidentFirst + (rpc - 8)));
   out.push_back(static_cast<char>(limits));
   auto u16 = [&](size_t n) {
     out.push_back(static_cast<char>(n & 0xff));

@@ -5,15 +5,20 @@
 // One input is one streaming call, decoded from bytes as follows (short reads give zeros, and a
 // record cut off by the end of the input keeps what it got):
 //
-//   byte 0    the RPC (modulo 8): 0 Scan, 1 Reduce, 2 Compact, 3 Histogram, 4 Scan2D,
-//             5 SegmentedScan, 6 ReduceByKey, 7 Sort
+//   byte 0    the RPC: below 0xE0 (modulo 8) 0 Scan, 1 Reduce, 2 Compact, 3 Histogram, 4 Scan2D,
+//             5 SegmentedScan, 6 ReduceByKey, 7 Sort; from 0xE0 a resident call ((b - 0xE0) modulo
+//             6, EncodeInput's rpc 8..13): 8 PutArray, 9 GetArray, 10 DropArray, 11 ListArrays,
+//             12 Scan and 13 Reduce with header.resident (request_fuzz_calls.cc's resident section)
 //   byte 1    the server's limits: --chunk-bytes = 8 << (b & 7) (8..1024 bytes),
 //             --max-request-bytes = {0 (unlimited), 64, 512, 4096}[(b >> 3) & 3],
-//             Sort's --max-sort-bytes = {4 GiB (the default), 64, 512, 4096}[(b >> 5) & 3]
+//             Sort's --max-sort-bytes = {4 GiB (the default), 64, 512, 4096}[(b >> 5) & 3];
+//             resident calls: --resident-bytes = {4096, 0 (not served), 512, 65536}[(b >> 3) & 3],
+//             --tenant-quota-bytes = {0 (none), 64, 512, 4096}[(b >> 5) & 3]
 //   then up to 64 records, one per request message of the call:
 //     u8        bit 0: the request carries a header
-//     [u8 len, len bytes]   if bit 0: the serialized header of that RPC
-//                           (unparseable bytes give an empty header)
+//     [u8 len, len bytes]   if bit 0: the serialized header of that RPC (PutArrayHeader;
+//                           GetArray's and DropArray's one request; ListArrays: the first byte
+//                           is the request's array's dtype) (unparseable bytes give an empty header)
 //     u16 le    data length, then that many bytes: the request's `data` (Compact, SegmentedScan,
 //               ReduceByKey: the values; Sort: `keys`)
 //     u16 le    RPCs with a second stream only (Compact, SegmentedScan, ReduceByKey, Sort): its

@@ -2,7 +2,8 @@
 // invalid_input_test.cc (the fixture and the tests, which run every row) and the rows by family,
 // invalid_input_stream_rows.cc (the stream and header checks of Scan, Reduce and Compact),
 // invalid_input_transport_rows.cc (lanes, shared memory, device memory) and
-// invalid_input_op_rows.cc (Histogram, SegmentedScan, ReduceByKey, Sort, Scan2D, narrow dtypes).
+// invalid_input_op_rows.cc (Histogram, SegmentedScan, ReduceByKey, Sort, Scan2D, narrow dtypes) and
+// invalid_input_resident_rows.cc (PutArray, GetArray, DropArray, ListArrays, header.resident).
 // A named namespace, not an anonymous one: the files share these, and the unity build puts some
 // of them in one translation unit with the other integration tests.
 #pragma once
@@ -18,6 +19,7 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "test_server.h"
@@ -26,6 +28,9 @@ namespace gpuscan::matrix {
 
 constexpr uint64_t kChunkBytes = 4096;
 constexpr uint64_t kMaxRequestBytes = 64 * 1024;
+// Resident arrays: every tenant's together, and each tenant's (the valid calls' arrays are ~12 KiB).
+constexpr uint64_t kResidentBytes = 256 * 1024;
+constexpr uint64_t kTenantQuotaBytes = 128 * 1024;
 constexpr auto kInvalid = grpc::StatusCode::INVALID_ARGUMENT;
 constexpr auto kExhausted = grpc::StatusCode::RESOURCE_EXHAUSTED;
 constexpr auto kUnimplemented = grpc::StatusCode::UNIMPLEMENTED;
@@ -67,11 +72,16 @@ inline server::ServerOptions MatrixServerOptions() {
   o.chunk_bytes = kChunkBytes;
   o.max_request_bytes = kMaxRequestBytes;
   o.lane_wait = std::chrono::milliseconds(300);  // the missing-lane row waits this long
+  o.resident_bytes = kResidentBytes;               // resident arrays are served (PutArray, header.resident)
+  o.tenant_quota_bytes = kTenantQuotaBytes;
   return o;
 }
 inline const uint64_t kReceiveLimit = server::MaxReceiveMessageBytes(MatrixServerOptions());
 
-enum class Rpc { kScan, kReduce, kCompact, kHistogram, kSegmented, kReduceByKey, kSort, kScan2D };
+enum class Rpc {
+  kScan, kReduce, kCompact, kHistogram, kSegmented, kReduceByKey, kSort, kScan2D,
+  kPutArray, kGetArray, kDropArray, kListArrays
+};
 
 struct Row {
   std::string name;
@@ -85,12 +95,23 @@ struct Row {
   std::vector<v1::ReduceByKeyRequest> by_key;
   std::vector<v1::SortRequest> sort;
   std::vector<v1::Scan2DRequest> scan2d;
-  // Scan and Reduce rows: request messages as raw bytes (malformed encodings), sent instead.
+  std::vector<v1::PutArrayRequest> put;
+  v1::GetArrayRequest get;    // GetArray's one request
+  v1::DropArrayRequest drop;  // DropArray's one request
+  // Request metadata of the call (gpuscan-tenant).
+  std::vector<std::pair<std::string, std::string>> metadata;
+  // Scan, Reduce and PutArray rows: request messages as raw bytes (malformed encodings), sent instead.
   std::vector<std::string> raw;
   grpc::StatusCode code = kInvalid;
   std::vector<std::string> expect;  // substrings of the message: the field and the value
   // Set the header's algorithm to one this server's engine lacks (and expect its name).
   bool missing_algorithm = false;
+  // The resident id of the row (header.resident.values, or GetArray's / DropArray's id) gets this
+  // server run's epoch as its last 8 bytes: an id of this run that names no array.
+  bool same_epoch = false;
+  // That id becomes the id of an array the default tenant holds (the row runs as another tenant:
+  // the runner checks that the array is still there after the row).
+  bool foreign_id = false;
 };
 
 // Test names and failure messages show a row by its name.
@@ -185,6 +206,7 @@ template <> struct Slot<v1::SegmentedScanRequest> { static constexpr const char*
 template <> struct Slot<v1::ReduceByKeyRequest> { static constexpr const char* kPrefix = "ReduceByKey_"; static constexpr Rpc kRpc = Rpc::kReduceByKey; static constexpr auto kField = &Row::by_key; };
 template <> struct Slot<v1::SortRequest> { static constexpr const char* kPrefix = "Sort_"; static constexpr Rpc kRpc = Rpc::kSort; static constexpr auto kField = &Row::sort; };
 template <> struct Slot<v1::Scan2DRequest> { static constexpr const char* kPrefix = "Scan2D_"; static constexpr Rpc kRpc = Rpc::kScan2D; static constexpr auto kField = &Row::scan2d; };
+template <> struct Slot<v1::PutArrayRequest> { static constexpr const char* kPrefix = "PutArray_"; static constexpr Rpc kRpc = Rpc::kPutArray; static constexpr auto kField = &Row::put; };
 
 // A row of the RPC that requests of type C drive, named "<Rpc>_<name>".
 template <class C>
@@ -379,5 +401,6 @@ void ReduceByKeyRows(std::vector<Row>& rows);
 void SortRows(std::vector<Row>& rows);
 void Scan2DRows(std::vector<Row>& rows);
 void NarrowRows(std::vector<Row>& rows);
+void ResidentRows(std::vector<Row>& rows);
 
 }  // namespace gpuscan::matrix

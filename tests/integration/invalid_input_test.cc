@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,6 +46,7 @@ std::vector<Row> Rows() {
   SortRows(rows);
   Scan2DRows(rows);
   NarrowRows(rows);
+  ResidentRows(rows);
   return rows;
 }
 
@@ -104,14 +106,23 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
+    std::lock_guard<std::mutex> lock(resident_mu_);
+    epoch_.clear();
+    foreign_id_.clear();
+  }
+
+  // A call's context: a deadline, and the row's metadata.
+  static void InitContext(grpc::ClientContext* ctx, const Row& row) {
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    for (const auto& [key, value] : row.metadata) ctx->AddMetadata(key, value);
   }
 
   // Sends the row's requests on one call (stopping where the server has already failed it),
   // half-closes, drains the responses and returns the status.
   template <class Req, class Resp, class Start>
-  static grpc::Status RunBidi(Start start, const std::vector<Req>& requests) {
+  static grpc::Status RunBidi(const Row& row, Start start, const std::vector<Req>& requests) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    InitContext(&ctx, row);
     auto stream = start(&ctx);
     for (const Req& r : requests) {
       if (!stream->Write(r)) break;
@@ -124,9 +135,9 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
   }
 
   template <class Req, class Start>
-  static grpc::Status RunUnary(Start start, const std::vector<Req>& requests) {
+  static grpc::Status RunUnary(const Row& row, Start start, const std::vector<Req>& requests) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    InitContext(&ctx, row);
     auto writer = start(&ctx);
     for (const Req& r : requests) {
       if (!writer->Write(r)) break;
@@ -135,11 +146,10 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
     return writer->Finish();
   }
 
-  // A Reduce call whose requests are the given bytes, as they are, on the wire.
-  static grpc::Status RunRawReduce(const std::vector<std::string>& messages) {
+  // A client-streaming call (Reduce, PutArray) whose requests are the given bytes, as they are, on the wire.
+  static grpc::Status RunRawClientStreaming(const char* method_name, const std::vector<std::string>& messages) {
     auto channel = grpc::CreateChannel(server_->target(), grpc::InsecureChannelCredentials());
-    grpc::internal::RpcMethod method("/gpuscan.v1.GpuScan/Reduce", grpc::internal::RpcMethod::CLIENT_STREAMING,
-                                     channel);
+    grpc::internal::RpcMethod method(method_name, grpc::internal::RpcMethod::CLIENT_STREAMING, channel);
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     grpc::ByteBuffer response;
@@ -176,44 +186,116 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
   static grpc::Status Send(v1::GpuScan::Stub& stub, const Row& row) {
     if (!row.raw.empty()) {
       switch (row.rpc) {
-        case Rpc::kReduce: return RunRawReduce(row.raw);
+        case Rpc::kReduce: return RunRawClientStreaming("/gpuscan.v1.GpuScan/Reduce", row.raw);
+        case Rpc::kPutArray: return RunRawClientStreaming("/gpuscan.v1.GpuScan/PutArray", row.raw);
         case Rpc::kCompact: return RunRawBidi("/gpuscan.v1.GpuScan/Compact", row.raw);
         default: return RunRawBidi("/gpuscan.v1.GpuScan/Scan", row.raw);
       }
     }
     switch (row.rpc) {
       case Rpc::kScan:
-        return RunBidi<v1::ScanRequest, v1::ScanResponse>([&](grpc::ClientContext* c) { return stub.Scan(c); },
+        return RunBidi<v1::ScanRequest, v1::ScanResponse>(row, [&](grpc::ClientContext* c) { return stub.Scan(c); },
                                                           row.scan);
       case Rpc::kCompact:
         return RunBidi<v1::CompactRequest, v1::CompactResponse>(
-            [&](grpc::ClientContext* c) { return stub.Compact(c); }, row.compact);
+            row, [&](grpc::ClientContext* c) { return stub.Compact(c); }, row.compact);
       case Rpc::kReduce: {
         v1::ReduceResponse resp;
-        return RunUnary([&](grpc::ClientContext* c) { return stub.Reduce(c, &resp); }, row.reduce);
+        return RunUnary(row, [&](grpc::ClientContext* c) { return stub.Reduce(c, &resp); }, row.reduce);
       }
       case Rpc::kHistogram: {
         v1::HistogramResponse resp;
-        return RunUnary([&](grpc::ClientContext* c) { return stub.Histogram(c, &resp); }, row.histogram);
+        return RunUnary(row, [&](grpc::ClientContext* c) { return stub.Histogram(c, &resp); }, row.histogram);
       }
       case Rpc::kSegmented:
         return RunBidi<v1::SegmentedScanRequest, v1::ScanResponse>(
-            [&](grpc::ClientContext* c) { return stub.SegmentedScan(c); }, row.segmented);
+            row, [&](grpc::ClientContext* c) { return stub.SegmentedScan(c); }, row.segmented);
       case Rpc::kReduceByKey:
         return RunBidi<v1::ReduceByKeyRequest, v1::ReduceByKeyResponse>(
-            [&](grpc::ClientContext* c) { return stub.ReduceByKey(c); }, row.by_key);
+            row, [&](grpc::ClientContext* c) { return stub.ReduceByKey(c); }, row.by_key);
       case Rpc::kSort:
-        return RunBidi<v1::SortRequest, v1::SortResponse>([&](grpc::ClientContext* c) { return stub.Sort(c); },
+        return RunBidi<v1::SortRequest, v1::SortResponse>(row, [&](grpc::ClientContext* c) { return stub.Sort(c); },
                                                           row.sort);
       case Rpc::kScan2D:
-        return RunBidi<v1::Scan2DRequest, v1::ScanResponse>([&](grpc::ClientContext* c) { return stub.Scan2D(c); },
+        return RunBidi<v1::Scan2DRequest, v1::ScanResponse>(row, [&](grpc::ClientContext* c) { return stub.Scan2D(c); },
                                                             row.scan2d);
+      case Rpc::kPutArray: {
+        v1::ArrayInfo info;
+        return RunUnary(row, [&](grpc::ClientContext* c) { return stub.PutArray(c, &info); }, row.put);
+      }
+      case Rpc::kGetArray: {
+        grpc::ClientContext ctx;
+        InitContext(&ctx, row);
+        auto reader = stub.GetArray(&ctx, row.get);
+        v1::GetArrayResponse resp;
+        while (reader->Read(&resp)) {
+        }
+        return reader->Finish();
+      }
+      case Rpc::kDropArray: {
+        grpc::ClientContext ctx;
+        InitContext(&ctx, row);
+        v1::DropArrayResponse resp;
+        return stub.DropArray(&ctx, row.drop, &resp);
+      }
+      case Rpc::kListArrays: {
+        grpc::ClientContext ctx;
+        InitContext(&ctx, row);
+        v1::ListArraysResponse resp;
+        return stub.ListArrays(&ctx, v1::ListArraysRequest(), &resp);
+      }
     }
     return {grpc::StatusCode::INTERNAL, "unknown rpc"};
   }
 
-  // The row as this server's engine needs it (the algorithm it lacks, for that one row).
+  // This server run's epoch: the last 8 bytes of every id it issues (those of a put array).
+  // (Each suite has a server of its own, and so an epoch: learned once a suite, under resident_mu_.)
+  static std::string Epoch() {
+    std::lock_guard<std::mutex> lock(resident_mu_);
+    if (epoch_.empty()) {
+      auto stub = server_->stub();
+      v1::ArrayInfo info;
+      const std::string id = PutArray(*stub, std::string(16, '\x01'), &info).ok() ? info.id() : std::string();
+      EXPECT_EQ(id.size(), 24u) << "no array to learn the server's epoch from";
+      DropArray(*stub, id);
+      epoch_ = id.size() == 24 ? id.substr(16) : std::string(8, '\0');
+    }
+    return epoch_;
+  }
+
+  // An array of the default tenant, put once and kept: the rows of another tenant name it.
+  static std::string ForeignArrayId() {
+    std::lock_guard<std::mutex> lock(resident_mu_);
+    if (foreign_id_.empty()) {
+      auto stub = server_->stub();
+      v1::ArrayInfo info;
+      EXPECT_TRUE(PutArray(*stub, std::string(64, '\x02'), &info).ok()) << "no array for the other-tenant rows";
+      foreign_id_ = info.id();
+    }
+    return foreign_id_;
+  }
+  static void ExpectForeignArrayKept() {
+    auto stub = server_->stub();
+    std::string got;
+    const grpc::Status s = GetArray(*stub, ForeignArrayId(), 0, -1, &got);
+    EXPECT_TRUE(s.ok() && got == std::string(64, '\x02'))
+        << "another tenant's row changed the default tenant's array: " << s.error_message();
+  }
+
+  // The row as this server needs it: the algorithm its engine lacks, its epoch or an array of
+  // the default tenant in a resident id.
   static Row Prepare(Row row) {
+    if (row.same_epoch || row.foreign_id) {
+      std::string* id = row.rpc == Rpc::kGetArray    ? row.get.mutable_id()
+                        : row.rpc == Rpc::kDropArray ? row.drop.mutable_id()
+                        : row.rpc == Rpc::kReduce    ? row.reduce[0].mutable_header()->mutable_resident()->mutable_values()
+                                                     : row.scan[0].mutable_header()->mutable_resident()->mutable_values();
+      if (row.foreign_id) {
+        *id = ForeignArrayId();
+      } else if (id->size() >= 8) {
+        id->replace(id->size() - 8, 8, Epoch());
+      }
+    }
     if (!row.missing_algorithm) return row;
     const auto offered = server_->server().engine().scan_algorithms();
     for (int a = v1::ScanAlgorithm_MIN; a <= v1::ScanAlgorithm_MAX; ++a) {
@@ -234,6 +316,116 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
     for (const std::string& e : row.expect) {
       EXPECT_THAT(s.error_message(), HasSubstr(e)) << row.name;
     }
+  }
+
+  // A PutArray of int32 `data` (declared count, chunks of kChunkBytes) on the raw stub.
+  static grpc::Status PutArray(v1::GpuScan::Stub& stub, const std::string& data, v1::ArrayInfo* info) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    auto writer = stub.PutArray(&ctx, info);
+    v1::PutArrayRequest head;
+    head.mutable_header()->set_dtype(v1::DTYPE_INT32);
+    head.mutable_header()->set_element_count(data.size() / 4);
+    head.mutable_header()->set_label("matrix");
+    writer->Write(head);
+    for (size_t at = 0; at < data.size(); at += kChunkBytes) {
+      v1::PutArrayRequest chunk;
+      chunk.set_data(data.substr(at, kChunkBytes));
+      if (!writer->Write(chunk)) break;
+    }
+    writer->WritesDone();
+    return writer->Finish();
+  }
+  static grpc::Status DropArray(v1::GpuScan::Stub& stub, const std::string& id) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::DropArrayRequest req;
+    req.set_id(id);
+    v1::DropArrayResponse resp;
+    return stub.DropArray(&ctx, req, &resp);
+  }
+  // GetArray of [offset, offset + count) (count < 0: to the end), the data concatenated.
+  static grpc::Status GetArray(v1::GpuScan::Stub& stub, const std::string& id, uint64_t offset, int64_t count,
+                               std::string* data) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::GetArrayRequest req;
+    req.set_id(id);
+    req.set_offset(offset);
+    if (count >= 0) req.set_count(static_cast<uint64_t>(count));
+    auto reader = stub.GetArray(&ctx, req);
+    v1::GetArrayResponse resp;
+    data->clear();
+    uint64_t next = offset;
+    while (reader->Read(&resp)) {
+      EXPECT_EQ(resp.offset(), next) << "GetArray's responses out of order";
+      next += resp.data().size() / 4;
+      *data += resp.data();
+    }
+    return reader->Finish();
+  }
+
+  // The resident RPCs' valid call: random int32 put, read back whole and in part, listed,
+  // scanned and reduced where it lies (against the reference), dropped, then gone.
+  static void ExpectValidResidentCalls(std::mt19937_64& rng, size_t n) {
+    auto stub = server_->stub();
+    const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(n, rng);
+    const std::string bytes(reinterpret_cast<const char*>(x.data()), n * 4);
+    v1::ArrayInfo info;
+    const grpc::Status put = PutArray(*stub, bytes, &info);
+    ASSERT_TRUE(put.ok()) << "the valid PutArray failed: " << put.error_message();
+    EXPECT_EQ(info.dtype(), v1::DTYPE_INT32);
+    EXPECT_EQ(info.element_count(), n);
+    EXPECT_EQ(info.bytes(), n * 4);
+    EXPECT_EQ(info.label(), "matrix");
+    std::string got;
+    EXPECT_TRUE(GetArray(*stub, info.id(), 0, -1, &got).ok());
+    EXPECT_TRUE(got == bytes) << "GetArray gave back other bytes than were put";
+    EXPECT_TRUE(GetArray(*stub, info.id(), 7, 1000, &got).ok());
+    EXPECT_TRUE(got == bytes.substr(7 * 4, 1000 * 4)) << "GetArray of a range gave back other bytes";
+    {
+      grpc::ClientContext ctx;
+      v1::ListArraysResponse list;
+      EXPECT_TRUE(stub->ListArrays(&ctx, v1::ListArraysRequest(), &list).ok());
+      EXPECT_TRUE(std::any_of(list.arrays().begin(), list.arrays().end(),
+                              [&](const v1::ArrayInfo& a) { return a.id() == info.id(); }))
+          << "ListArrays lacks the put array";
+      EXPECT_EQ(list.budget_bytes(), kResidentBytes);
+    }
+    {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      auto stream = stub->Scan(&ctx);
+      v1::ScanRequest head = ScanHead(v1::DTYPE_INT32);
+      head.mutable_header()->mutable_resident()->set_values(info.id());
+      stream->Write(head);
+      stream->WritesDone();
+      v1::ScanResponse resp;
+      std::vector<int32_t> scanned;
+      while (stream->Read(&resp)) {
+        const size_t at = scanned.size();
+        scanned.resize(at + resp.data().size() / 4);
+        if (!resp.data().empty()) std::memcpy(scanned.data() + at, resp.data().data(), resp.data().size());
+      }
+      const grpc::Status s = stream->Finish();
+      EXPECT_TRUE(s.ok()) << "the valid resident Scan failed: " << s.error_message();
+      EXPECT_EQ(scanned, (testing::ScanRef<int32_t, ops::Sum<int32_t>>(x, false)));
+    }
+    {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      v1::ReduceResponse resp;
+      auto writer = stub->Reduce(&ctx, &resp);
+      v1::ReduceRequest head = ReduceHead(v1::DTYPE_INT32, v1::OPERATOR_MAX);
+      head.mutable_header()->mutable_resident()->set_values(info.id());
+      writer->Write(head);
+      writer->WritesDone();
+      const grpc::Status s = writer->Finish();
+      EXPECT_TRUE(s.ok()) << "the valid resident Reduce failed: " << s.error_message();
+      EXPECT_EQ(resp.value().int_value(), (testing::ReduceRef<int32_t, ops::Max<int32_t>>(x)));
+    }
+    EXPECT_TRUE(DropArray(*stub, info.id()).ok());
+    EXPECT_EQ(GetArray(*stub, info.id(), 0, -1, &got).error_code(), grpc::StatusCode::NOT_FOUND);
   }
 
   // A valid call of `rpc` on a fresh client, checked against the reference.
@@ -310,13 +502,23 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
         EXPECT_EQ(r.values, (testing::Scan2DRef<int32_t, ops::Sum<int32_t>>(head, n / 10, 10)));
         break;
       }
+      case Rpc::kPutArray:
+      case Rpc::kGetArray:
+      case Rpc::kDropArray:
+      case Rpc::kListArrays:
+        ExpectValidResidentCalls(rng, n);
+        break;
     }
     EXPECT_EQ(client.Health(), "SERVING");
   }
 
   static TestServer* server_;
+  static std::mutex resident_mu_;
+  static std::string epoch_, foreign_id_;  // this suite's server's (Epoch, ForeignArrayId)
 };
 TestServer* BadInputMatrix::server_ = nullptr;
+std::mutex BadInputMatrix::resident_mu_;
+std::string BadInputMatrix::epoch_, BadInputMatrix::foreign_id_;
 
 TEST_P(BadInputMatrix, RightCodeAndMessageWhileServingOthers) {
   const Row row = Prepare(GetParam());
@@ -325,6 +527,7 @@ TEST_P(BadInputMatrix, RightCodeAndMessageWhileServingOthers) {
   const grpc::Status s = Send(*stub, row);
   std::printf("%s -> %s: %s\n", row.name.c_str(), StatusCodeName(s.error_code()).c_str(), s.error_message().c_str());
   ExpectStatus(row, s);
+  if (row.foreign_id) ExpectForeignArrayKept();
   valid.Finish();
   ExpectValidCall(row.rpc);  // and the server keeps serving
 }
@@ -339,7 +542,8 @@ TEST_F(BadInputMatrix, AllRowsAtOnce) {
   std::atomic<bool> stop{false};
   std::atomic<int> valid_calls{0};
   std::vector<std::thread> valid;
-  for (Rpc rpc : {Rpc::kScan, Rpc::kReduce, Rpc::kCompact, Rpc::kHistogram, Rpc::kSegmented, Rpc::kReduceByKey, Rpc::kSort}) {
+  for (Rpc rpc : {Rpc::kScan, Rpc::kReduce, Rpc::kCompact, Rpc::kHistogram, Rpc::kSegmented, Rpc::kReduceByKey, Rpc::kSort,
+                  Rpc::kPutArray}) {
     valid.emplace_back([&, rpc] {
       while (!stop) {
         ExpectValidCall(rpc);
@@ -358,6 +562,7 @@ TEST_F(BadInputMatrix, AllRowsAtOnce) {
   stop = true;
   for (auto& t : valid) t.join();
   for (size_t i = 0; i < rows.size(); ++i) ExpectStatus(Prepare(rows[i]), got[i]);
+  ExpectForeignArrayKept();
   EXPECT_GE(valid_calls.load(), 3);
 }
 
