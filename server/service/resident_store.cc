@@ -11,7 +11,9 @@
 #include <grpc/grpc_security_constants.h>
 #include <grpcpp/security/auth_context.h>
 
+#include "service/narrow.h"
 #include "service/status.h"
+#include "service/validate.h"
 
 namespace gpuscan::server {
 namespace {
@@ -40,25 +42,9 @@ std::string Figure(uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
 }  // namespace
 
 size_t WireDTypeSize(int dtype) {
-  switch (dtype) {
-    case v1::DTYPE_INT8:
-    case v1::DTYPE_UINT8:
-      return 1;
-    case v1::DTYPE_INT16:
-    case v1::DTYPE_UINT16:
-    case v1::DTYPE_FLOAT16:
-      return 2;
-    case v1::DTYPE_INT32:
-    case v1::DTYPE_UINT32:
-    case v1::DTYPE_FLOAT32:
-      return 4;
-    case v1::DTYPE_INT64:
-    case v1::DTYPE_UINT64:
-    case v1::DTYPE_FLOAT64:
-      return 8;
-    default:
-      return 0;
-  }
+  engine::DType wide;
+  if (dtype >= v1::DTYPE_INT8 && dtype <= v1::DTYPE_FLOAT16) return NarrowSize(static_cast<v1::DType>(dtype));
+  return ToEngineDType(dtype, &wide).ok() ? engine::SizeOf(wide) : 0;
 }
 
 // Bytes held by tenant: memory is counted from Allocate until its last holder lets it go, so a
@@ -170,6 +156,7 @@ v1::ArrayInfo ResidentStore::Add(const std::string& tenant, int dtype, uint64_t 
 }
 
 grpc::Status ResidentStore::NotFound(const std::string& id, const std::string& field) const {
+  if (id.empty()) return InvalidArgument(field + " is required (an ArrayInfo.id); it has 0 bytes");
   if (id.size() == kIdBytes && id.compare(kIdBytes - epoch_.size(), epoch_.size(), epoch_) != 0) {
     return {grpc::StatusCode::NOT_FOUND, field + " " + HexText(id) +
                                              ": the server restarted since this id was issued (its arrays are gone)"};

@@ -235,7 +235,7 @@ void GetDropListRows(std::vector<Row>& rows) {
   rows.back().same_epoch = true;
   rows.push_back(GetRow("IdOfAnotherRun", kOtherRunId, kNotFound, {"id " + kOtherRunHex, "the server restarted"}));
   rows.push_back(GetRow("IdShort", "\x01\x02\x03", kNotFound, {"id 010203:", "no such resident array"}));
-  rows.push_back(GetRow("IdEmpty", "", kNotFound, {"no such resident array"}));
+  rows.push_back(GetRow("IdEmpty", "", kInvalid, {"id is required", "0 bytes"}));
   {
     Row row = GetRow("UnknownIdWithRange", kOtherRunId, kNotFound, {"the server restarted"});
     row.get.set_offset(~uint64_t{0});
@@ -248,7 +248,7 @@ void GetDropListRows(std::vector<Row>& rows) {
   rows.back().same_epoch = true;
   rows.push_back(DropRow("IdOfAnotherRun", kOtherRunId, kNotFound, {"id " + kOtherRunHex, "the server restarted"}));
   rows.push_back(DropRow("IdShort", "\x01\x02\x03", kNotFound, {"id 010203:", "no such resident array"}));
-  rows.push_back(DropRow("IdEmpty", "", kNotFound, {"no such resident array"}));
+  rows.push_back(DropRow("IdEmpty", "", kInvalid, {"id is required", "0 bytes"}));
   rows.push_back(AsTenant(DropRow("TenantTooLong", kOtherRunId, kInvalid, {"metadata gpuscan-tenant has 129 bytes"}), 129));
   for (Row row : {GetRow("OtherTenantsArray", kThisRunId, kNotFound, {"id ", "no such resident array"}),
                   DropRow("OtherTenantsArray", kThisRunId, kNotFound, {"id ", "no such resident array"})}) {
