@@ -305,7 +305,14 @@ int Run(const Options& opt) {
       if (!opt.keep_tcache) env.push_back(join("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0", ':'));
       env.push_back("GPUSCAN_SOAK_HEAP_FILE=" + heap_file);
     }
-    child = std::make_unique<ServerProcess>(opt.server_binary, opt.engine, opt.server_args, env, opt.server_log,
+    // Resident arrays: a budget every client's put and kept result fit at once (a refusal would
+    // count as a failed call), unless the flags after -- say otherwise.
+    std::vector<std::string> server_args = opt.server_args;
+    if (std::none_of(server_args.begin(), server_args.end(),
+                     [](const std::string& a) { return a.rfind("--resident-bytes", 0) == 0; })) {
+      server_args.push_back("--resident-bytes=" + std::to_string(2 * uint64_t(opt.clients) * opt.max_bytes + (64 << 20)));
+    }
+    child = std::make_unique<ServerProcess>(opt.server_binary, opt.engine, server_args, env, opt.server_log,
                                             std::chrono::seconds(60), 0, !opt.no_shm);
     target = child->target();
     pid = child->pid();
@@ -313,6 +320,7 @@ int Run(const Options& opt) {
   std::string engine_name = "?";
   std::string shm_dir;  // shared-memory calls' regions go here; empty: none
   uint32_t max_lanes = opt.lanes;
+  bool resident = false;  // the server keeps resident arrays: Scan and Reduce over them too
   {
     ClientOptions o;
     o.target = target;
@@ -325,13 +333,15 @@ int Run(const Options& opt) {
       struct stat st {};
       if (!child && (stat(shm_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) shm_dir.clear();
     }
+    resident = info.limits().resident_bytes() > 0;  // the child's --resident-bytes, or the server's own
     if (info.limits().max_lanes() < 2) max_lanes = 0;  // a server that does not join lanes
     max_lanes = std::min<uint32_t>(max_lanes, info.limits().max_lanes());
   }
   const bool probe = pid > 0 && HasHeapProbe(pid);
-  std::printf("transports: stream; %s; %s\n",
+  std::printf("transports: stream; %s; %s; %s\n",
               max_lanes >= 2 ? ("striped lanes, 2.." + std::to_string(max_lanes) + " per call").c_str() : "no striped lanes",
-              shm_dir.empty() ? "no shared memory" : ("shared memory in " + shm_dir).c_str());
+              shm_dir.empty() ? "no shared memory" : ("shared memory in " + shm_dir).c_str(),
+              resident ? "resident arrays (scan, reduce)" : "no resident arrays");
   std::printf("server %s (pid %d, engine %s, log %s; %s)\n", target.c_str(), int(pid), engine_name.c_str(),
               child ? opt.server_log.c_str() : "-",
               probe ? (opt.keep_tcache ? "heap probe loaded, tcache kept: growth judged on the live heap"
@@ -363,6 +373,7 @@ int Run(const Options& opt) {
       transports.max_lanes = max_lanes;
       transports.client_lanes = o.lanes;
       transports.shm_dir = shm_dir;
+      transports.resident = resident;
       const Workload workload(opt.max_bytes, o.chunk_bytes, transports);
       std::mt19937_64 rng(seed + 7919 * uint64_t(i));
       auto report = [&](const Plan& plan, const Outcome& out, const char* how) {
@@ -513,11 +524,13 @@ int Run(const Options& opt) {
   std::vector<Transport> transports = {Transport::kStream};
   if (max_lanes >= 2) transports.push_back(Transport::kLanes);
   if (!shm_dir.empty()) transports.push_back(Transport::kShm);
+  if (resident) transports.push_back(Transport::kResident);
   for (int i = 0; i < kOperations; ++i) {
     const auto op = static_cast<Operation>(i);
     if (stats.by_op[Name(op)].calls == 0) problems.push_back(std::string("no successful ") + Name(op) + " call");
     if (!HasTransports(op)) continue;
     for (Transport t : transports) {
+      if (t == Transport::kResident && !HasResident(op)) continue;
       if (stats.by_op_transport[Name(op)][Name(t)] == 0) {
         problems.push_back(std::string("no successful ") + Name(op) + " call over " + Name(t));
       }
@@ -572,8 +585,9 @@ int Run(const Options& opt) {
   }
   for (const char* op : {"scan", "reduce", "compact"}) {
     auto& m = stats.by_op_transport[op];
-    std::printf("  %-14s stream %llu, lanes %llu, shm %llu\n", op, static_cast<unsigned long long>(m["stream"]),
-                static_cast<unsigned long long>(m["lanes"]), static_cast<unsigned long long>(m["shm"]));
+    std::printf("  %-14s stream %llu, lanes %llu, shm %llu, resident %llu\n", op,
+                static_cast<unsigned long long>(m["stream"]), static_cast<unsigned long long>(m["lanes"]),
+                static_cast<unsigned long long>(m["shm"]), static_cast<unsigned long long>(m["resident"]));
   }
   std::printf("  total          %7llu calls  %9.3f GB (in + out), %.0f MB/s, %llu errors, %llu wrong results\n",
               static_cast<unsigned long long>(calls), double(bytes) / 1e9,

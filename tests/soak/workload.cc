@@ -46,6 +46,7 @@ const char* Name(Transport t) {
     case Transport::kStream: return "stream";
     case Transport::kLanes: return "lanes";
     case Transport::kShm: return "shm";
+    case Transport::kResident: return "resident";
   }
   return "?";
 }
@@ -53,6 +54,7 @@ const char* Name(Transport t) {
 bool HasTransports(Operation op) {
   return op == Operation::kScan || op == Operation::kReduce || op == Operation::kCompact;
 }
+bool HasResident(Operation op) { return op == Operation::kScan || op == Operation::kReduce; }
 
 SharedRegion RegionPool::Take(uint64_t bytes) {
   for (auto it = idle_.begin(); it != idle_.end(); ++it) {
@@ -118,6 +120,8 @@ std::string Plan::Describe() const {
     s << " lanes=" << (lanes ? std::to_string(lanes) : std::string("client default"));
   } else if (transport == Transport::kShm) {
     s << " shm" << (operation == Operation::kScan && in_place ? " in place" : "");
+  } else if (transport == Transport::kResident) {
+    s << " resident" << (operation == Operation::kScan && in_place ? " kept" : "");
   }
   s << " n=" << elements;
   return s.str();
@@ -255,13 +259,15 @@ Plan Workload::Draw(std::mt19937_64& rng) const {
   p.transport = Transport::kStream;
   p.lanes = 1;  // explicitly one stream, whatever the Client's default
   if (HasTransports(p.operation)) {
-    const uint64_t r = rng() % 4;
+    const uint64_t r = rng() % 5;
     if (r == 0 && transports_.max_lanes >= 2) {
       p.transport = Transport::kLanes;
       p.lanes = 2 + uint32_t(rng() % (transports_.max_lanes - 1));
       if (transports_.client_lanes > 1 && (rng() & 1)) p.lanes = 0;  // ClientOptions::lanes
     } else if (r == 1 && !transports_.shm_dir.empty()) {
       p.transport = Transport::kShm;
+    } else if (r == 2 && transports_.resident && HasResident(p.operation)) {
+      p.transport = Transport::kResident;
     }
   }
   const uint32_t lanes =

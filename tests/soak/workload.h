@@ -36,12 +36,14 @@ inline constexpr int kOperations = 11;
 const char* Name(Operation op);
 
 // How the array travels. Only Scan, Reduce and Compact have lanes and shared memory; every
-// other operation is one stream.
-enum class Transport { kStream, kLanes, kShm };
-inline constexpr int kTransports = 3;
+// other operation is one stream. kResident (Scan and Reduce): the array is put on the server
+// first (PutArray), the call names it, and a scan keeps its result there half the time.
+enum class Transport { kStream, kLanes, kShm, kResident };
+inline constexpr int kTransports = 4;
 const char* Name(Transport t);
-// Whether the operation can go over lanes and shared memory.
+// Whether the operation can go over lanes and shared memory; and whether over kResident.
 bool HasTransports(Operation op);
+bool HasResident(Operation op);
 
 // What the calls may use besides one stream.
 struct Transports {
@@ -53,6 +55,8 @@ struct Transports {
   uint32_t client_lanes = 1;
   // The server's --shm-dir as this process sees it; empty: no shared-memory calls.
   std::string shm_dir;
+  // The server keeps resident arrays (--resident-bytes): Scan and Reduce over kResident.
+  bool resident = false;
 };
 
 struct Plan {
@@ -62,7 +66,8 @@ struct Plan {
   v1::DType dtype = v1::DTYPE_INT32;
   v1::Operator op = v1::OPERATOR_SUM;        // scan, reduce, segmented scans, reduce by key, scan2d
   bool exclusive = false;                     // scan, segmented scans
-  bool in_place = false;                      // scan over shared memory: the result over the input
+  bool in_place = false;                      // scan over shared memory: the result over the input;
+                                              // resident: the result kept on the server
   bool use_flags = false;                     // compact: flags, else a predicate
   v1::PredicateOp predicate = v1::PREDICATE_OP_NONZERO;
   v1::CompactOutput output = v1::COMPACT_OUTPUT_VALUES;

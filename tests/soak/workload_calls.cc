@@ -276,6 +276,19 @@ void RunScan(Client& client, const Plan& plan, std::mt19937_64& rng, RegionPool*
   ScanOptions o;
   o.op = plan.op;
   o.exclusive = plan.exclusive;
+  if (plan.transport == Transport::kResident) {
+    // Put, then the scan where the array lies: its result streamed back, or kept and got.
+    RemoteArray a = client.Put(x);
+    const std::vector<T> values = plan.in_place ? client.Scan(a, o, ResidentOptions{}).template Get<T>()
+                                                : client.Scan<T>(a, o).values;
+    out.rpc_ok = true;
+    out.correct = CheckScan<T, Op>(x, values.data(), values.size(), plan.exclusive, &out.error);
+    if (out.correct && values.size() != x.size()) {
+      out.correct = false;
+      out.error = std::to_string(values.size()) + " elements, expected " + std::to_string(x.size());
+    }
+    return;
+  }
   o.lanes = plan.lanes;
   const ScanResult<T> r = client.Scan(x, o);
   out.rpc_ok = true;
@@ -303,6 +316,9 @@ void RunReduce(Client& client, const Plan& plan, std::mt19937_64& rng, RegionPoo
     }
     std::memcpy(&r.value, resp.raw_value().data(), sizeof(T));
     r.element_count = resp.element_count();
+  } else if (plan.transport == Transport::kResident) {
+    RemoteArray a = client.Put(x);
+    r = client.Reduce<T>(a, plan.op);
   } else {
     r = client.Reduce(x, plan.op, plan.lanes);
   }
