@@ -287,7 +287,7 @@ grpc::Status TenantOf(const grpc::ServerContextBase& ctx, std::string* tenant) {
   }
   const auto& metadata = ctx.client_metadata();
   auto it = metadata.find("gpuscan-tenant");
-  if (it == metadata.end()) return grpc::Status::OK;
+  if (it == metadata.end() || it->second.empty()) return grpc::Status::OK;  // empty: the default tenant
   if (it->second.size() > 128) {
     return InvalidArgument("metadata gpuscan-tenant has " + std::to_string(it->second.size()) +
                            " bytes; at most 128");
