@@ -223,6 +223,7 @@ def test_tenants_apart(target, rng, monkeypatch):
         listed = alice.arrays()
         assert [q.id for q in listed] == [r.id] and listed.tenant_bytes == 160
         same_bits(alice.scan(r), np.cumsum(x, dtype=np.int32))  # still there, still alice's
+        same_bits(alice.scan(x, lanes=3), np.cumsum(x, dtype=np.int32))  # lanes carry the tenant too
         r.drop()
         assert len(alice.arrays()) == 0
     for bad in ("x" * 129, "caf\u00e9", "tab\there", 5):
@@ -316,6 +317,28 @@ def test_ttl_quota_and_budget(server_binary, rng):
             c.put(data(rng, "int64", 100))  # past the budget
         with pytest.raises(gpuscan.ResourceExhausted, match="budget"):
             a.put(data(rng, "int64", 1000))
+
+
+def test_ids_of_a_restarted_server(server_binary, rng):
+    """A restarted server's arrays are gone: NotFound saying so (the client's retries reconnect)."""
+    x = data(rng, "int32", 33)
+    args = ["--resident-bytes", "65536"]
+    srv = ServerProcess(server_binary, extra=args)
+    try:
+        with gpuscan.Client(srv.target, chunk_bytes=SMALL_CHUNK_BYTES, retries=5, backoff=(0.05, 0.5),
+                            timeout=30) as c:
+            r = c.put(x)
+            port = int(srv.target.rsplit(":", 1)[1])
+            srv.kill()
+            srv.stop()
+            srv = ServerProcess(server_binary, extra=args, port=port)
+            with pytest.raises(gpuscan.NotFound, match="restarted"):
+                c.get(r)
+            with pytest.raises(gpuscan.NotFound, match="restarted"):
+                c.scan(r)
+            same_bits(c.put(x).get(), x)
+    finally:
+        srv.stop()
 
 
 def test_server_without_resident_arrays(server_binary, rng):
