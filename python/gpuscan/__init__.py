@@ -13,6 +13,8 @@ server.
         with c.shared_array(1 << 20, "int32") as a:            # on the server's host: no copy
             a[:] = 1
             y = c.scan(a)                                      # a SharedArray too
+        with c.put(x) as r:                                    # kept by the server (--resident-bytes)
+            s, t = c.reduce(r), c.scan(r, keep=True)           # computed there; t a RemoteArray too
 
 The gRPC stubs (gpuscan.v1) are generated from proto/ when the package is built.
 """
@@ -22,6 +24,7 @@ from .errors import (Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceed
                      Unknown)
 from ._types import (DTYPE_NAMES, OPERATORS, PREDICATES, DataPath, HistogramResult, Table, Timing,
                      TransportResult)
+from ._resident import RemoteArray, ResidentArrays
 from .client import Client, Tls
 from .shared import SharedArray
 from .shared import create as shared_array
@@ -38,7 +41,8 @@ def __getattr__(name):
 
 
 __all__ = [
-    "Client", "AsyncClient", "Tls", "SharedArray", "shared_array", "Timing", "TransportResult", "Table", "DataPath",
+    "Client", "AsyncClient", "Tls", "SharedArray", "shared_array", "RemoteArray", "ResidentArrays", "Timing",
+    "TransportResult", "Table", "DataPath",
     "HistogramResult", "DTYPE_NAMES", "OPERATORS", "PREDICATES", "Error", "Aborted", "AlreadyExists", "Cancelled",
     "DataLoss", "DeadlineExceeded", "FailedPrecondition", "Internal", "InvalidArgument", "NotFound", "OutOfRange",
     "PermissionDenied", "ResourceExhausted", "Unauthenticated", "Unavailable", "Unimplemented", "Unknown",

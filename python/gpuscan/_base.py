@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import grpc
 
-from . import _chunking, _device, _retry, _types, shared
+from . import _chunking, _device, _resident, _retry, _types, shared
 from ._channel import check_lanes, lane_channel_args, method_path
 from ._checks import scan_header
 from ._effects import Program, Stepper
@@ -20,7 +20,9 @@ from .v1 import gpuscan_pb2_grpc as pb_grpc
 
 # The data RPCs and their shapes (the multi-callables a channel makes for them).
 _STREAM_STREAM = ("Scan", "Compact", "SegmentedScan", "ReduceByKey", "Sort", "Scan2D", "Transport")
-_STREAM_UNARY = ("Reduce", "Histogram")
+_STREAM_UNARY = ("Reduce", "Histogram", "PutArray")
+_UNARY_STREAM = ("GetArray",)
+_UNARY_UNARY = ("DropArray", "ListArrays")
 
 
 def data_methods(channel) -> Dict[str, Any]:
@@ -28,6 +30,8 @@ def data_methods(channel) -> Dict[str, Any]:
     sends and receives serialized bytes (see _wire)."""
     methods = {name: channel.stream_stream(method_path(name)) for name in _STREAM_STREAM}
     methods.update((name, channel.stream_unary(method_path(name))) for name in _STREAM_UNARY)
+    methods.update((name, channel.unary_stream(method_path(name))) for name in _UNARY_STREAM)
+    methods.update((name, channel.unary_unary(method_path(name))) for name in _UNARY_UNARY)
     return methods
 
 
@@ -36,10 +40,14 @@ class ClientBase:
     channels the client makes (grpc or grpc.aio: the same calls)."""
 
     _grpc: Any = grpc
+    _awaits = False  # AsyncClient: its methods are coroutines (RemoteArray asks)
 
     def _init_common(self, target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry,
-                     shm_arena_bytes=None):
+                     shm_arena_bytes=None, tenant=None):
         self.target = target
+        # tenant=: the gpuscan-tenant metadata on every call (None: none, the default tenant).
+        self._metadata = _resident.check_tenant(tenant)
+        self.tenant = None if self._metadata is None else tenant
         # shared_array's arenas, one per (directory, mode), made on first use (see shared.Arena).
         self._arenas: Dict[Tuple[str, int], shared.Arena] = {}
         self._arena_lock = threading.Lock()
@@ -120,6 +128,12 @@ class ClientBase:
             channels, self._lane_channels, self._lane_methods = self._lane_channels, [], []
         return channels
 
+    def _with_tenant(self, metadata):
+        """A call's metadata with the tenant's added (None where both are none)."""
+        if self._metadata is None:
+            return metadata
+        return tuple(metadata or ()) + self._metadata
+
     def _wanted_lanes(self, lanes) -> int:
         return self.lanes if lanes is None else check_lanes(lanes)
 
@@ -164,6 +178,7 @@ class ClientBase:
     def _host_chunks(chunks):
         """scan_iter's arrays, each refused when it is a CUDA array (no device path)."""
         for c in chunks:
+            _resident.refuse("scan_iter", chunk=c)
             _device.refuse("scan_iter", chunk=c)
             yield c
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Generator, Iterable, List, Optional
 
-# The stream-unary data RPCs (one response); the others stream both ways.
-UNARY = frozenset({"Reduce", "Histogram"})
+# The stream-unary RPCs (one response); the others that Call runs stream both ways.
+UNARY = frozenset({"Reduce", "Histogram", "PutArray"})
+# The unary-request RPCs that Single runs and that stream their responses; the others answer one.
+STREAMED_REPLY = frozenset({"GetArray"})
 
 # The room _native.NativeClient.header_call gives a final response, at least (a histogram's
 # grows with its bins).
@@ -23,6 +25,16 @@ class Call:
     """One call of `method` on the main channel; each response to feed(0, raw)."""
     method: str
     requests: Iterable
+    timeout: Optional[float]
+    feed: Feed
+
+
+@dataclasses.dataclass
+class Single:
+    """One call of a unary-request RPC (GetArray, DropArray, ListArrays) on the main channel: its
+    serialized request; each response (GetArray's stream, or the one) to feed(0, raw)."""
+    method: str
+    request: bytes
     timeout: Optional[float]
     feed: Feed
 

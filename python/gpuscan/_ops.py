@@ -1,5 +1,6 @@
 """The request model: each data operation (scan, scan along an axis, scan2d, segmented_scan,
-reduce, histogram, compact, reduce_by_key, sort, argsort) checked and built once, for both clients,
+reduce, histogram, compact, reduce_by_key, sort, argsort; scan and reduce of a resident array)
+checked and built once, for both clients,
 as a Prepared call: its requests, how a try's responses become its result, and which transports
 may run it (see _transport, which picks one). Every check runs here, before any call."""
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any, Callable, Iterator, Optional, Tuple
 
 import numpy as np
 
-from . import _chunking, _checks, _device, _t_shared, _types, _wire
+from . import _chunking, _checks, _device, _resident, _t_shared, _types, _wire
 from . import shared as _shared
 from ._effects import Feed
 from ._types import Timing, check_array
@@ -141,9 +142,17 @@ def _on_device(c, method: str, call: _device.Call, data_field: int, retries, tim
 
 
 # -- the operations
-def scan(c, x, op, exclusive, algorithm, out, axis, dtype, copy, lanes, retries, timeout) -> Prepared:
-    """x a CUDA array: .device; x in shared memory: .shared (its result where out is None); a
-    matrix with axis 0 or 1: the scan along it; a narrow x: narrow_call(); else streamed into .out."""
+def scan(c, x, op, exclusive, algorithm, out, axis, dtype, copy, lanes, retries, timeout, keep=False, ttl=None,
+         label=None) -> Prepared:
+    """x a RemoteArray: resident_scan(); x a CUDA array: .device; x in shared memory: .shared (its
+    result where out is None); a matrix with axis 0 or 1: the scan along it; a narrow x:
+    narrow_call(); else streamed into .out."""
+    if isinstance(x, _resident.RemoteArray):
+        return resident_scan(c, x, op, exclusive, algorithm, out, axis, dtype, retries, timeout, keep, ttl, label)
+    if keep or ttl is not None or label is not None:
+        raise ValueError("gpuscan: keep=, ttl= and label= take a RemoteArray (c.put(x) first): the server keeps "
+                         "no streamed input's result yet")
+    _resident.refuse("scan", out=out)
     x, axis = _checks.scan_axis(x, axis, algorithm, copy)
     if axis is not None:
         return scan2d(c, x, op, out, copy, retries, timeout, axis, exclusive, dtype)
@@ -193,6 +202,8 @@ def narrow_call(c, method: str, x, accumulate, op, exclusive, algorithm, out, co
 
 
 def reduce(c, x, op, dtype, copy, lanes, retries, timeout) -> Prepared:
+    if isinstance(x, _resident.RemoteArray):
+        return resident_reduce(c, x, op, dtype, retries, timeout)
     x, accumulate = _checks.with_dtype(x, dtype, copy)
     if accumulate is not None:
         return narrow_call(c, "Reduce", x, accumulate, op, False, None, None, copy, retries, timeout)
@@ -222,6 +233,7 @@ def compact(c, x, where, predicate, indices, values, copy, lanes, retries, timeo
                                            call.indices[:kept] if indices else None, values, indices), call.finish()
         return Collector(lambda lane, raw: call.feed_compact(raw), finish)
 
+    _resident.refuse("compact", x=x, where=where)
     src = _device.source(x, where=where)
     if src is not None:
         header = _checks.compact_header(_types.wire_dtype(src.dtype), src.dtype, src.n, where, predicate, indices,
@@ -250,6 +262,7 @@ def compact(c, x, where, predicate, indices, values, copy, lanes, retries, timeo
 
 
 def histogram(c, x, bins, range_, copy, retries, timeout) -> Prepared:
+    _resident.refuse("histogram", x=x)
     src = _device.source(x)
     if src is not None:
         # The header the host path sends for an array of x's dtype: with range=None (even bins
@@ -270,6 +283,7 @@ def histogram(c, x, bins, range_, copy, retries, timeout) -> Prepared:
 def segmented_scan(c, x, keys, heads, op, exclusive, out, copy, retries, timeout, dtype=None) -> Prepared:
     """x a CUDA array (keys or heads and out too): .device; else streamed into .out (dtype=: as
     scan's; a narrow x travels narrow, out of the accumulator's dtype)."""
+    _resident.refuse("segmented_scan", x=x, keys=keys, heads=heads, out=out)
     x, accumulate = _checks.with_dtype(x, dtype, copy)
     src = _device.source(x, keys=keys, heads=heads, out=out)
     if src is not None:
@@ -297,6 +311,7 @@ def scan2d(c, x, op, out, copy, retries, timeout, axis: Optional[int] = None, ex
     """.out: the flat view of .result, the 2-D out. axis 0 or 1: the scan along that axis
     (scan's axis=, from a server that lists "scan_axis"), else the 2-D scan. dtype=: as scan's (a
     narrow matrix travels narrow, out of the accumulator's dtype)."""
+    _resident.refuse("scan2d" if axis is None else "scan along an axis", x=x, out=out)
     _device.refuse("scan2d" if axis is None else "scan along an axis", x=x, out=out)
     x, accumulate = _checks.with_dtype(x, dtype, copy)
     flat, out, out_flat, request = _checks.scan2d_args(x, op, out, copy, "scan2d" if axis is None else "scan",
@@ -317,6 +332,7 @@ def scan2d(c, x, op, out, copy, retries, timeout, axis: Optional[int] = None, ex
 
 def reduce_by_key(c, x, keys, op, copy, retries, timeout, dtype=None) -> Prepared:
     """.result_dtype: the runs' values' (dtype=: as scan's)."""
+    _resident.refuse("reduce_by_key", x=x, keys=keys)
     _device.refuse("reduce_by_key", x=x, keys=keys)
     x, accumulate = _checks.with_dtype(x, dtype, copy)
     x, side, request = _checks.reduce_by_key_args(x, keys, op, copy, accumulate)
@@ -353,6 +369,7 @@ def argsort(c, x, descending, return_keys, copy, retries, timeout) -> Prepared:
 
 def _sorted(c, x, values, descending, output: int, copy, retries, timeout) -> Prepared:
     """A Sort call: its result (keys, values, indices), None where not asked."""
+    _resident.refuse("sort" if output == pb.SORT_OUTPUT_KEYS else "argsort", x=x, values=values)
     src = _device.source(x, values=values)
     if src is not None:
         _checks.check_descending(descending)
@@ -369,3 +386,80 @@ def _sorted(c, x, values, descending, output: int, copy, retries, timeout) -> Pr
                                                   h.descending, len(p.x)))
     return Prepared("Sort", x, request, retries, timeout, _wire.SORT_KEYS, per=sort_per(c.chunk_bytes, x, side),
                     side=side, side_field=_wire.SORT_VALUES, collect=assembled)
+
+
+# -- a resident input (_resident): the header names it, no data crosses the wire
+def _resident_accumulation(r, dtype) -> Tuple[int, Optional[int], np.dtype]:
+    """(the array's wire dtype, the header's output_dtype or None, the result's dtype): a narrow
+    array's as a streamed one's (numpy's defaults; the server refuses narrow resident inputs so
+    far), a wide one's its own (another dtype= would need a conversion the server does not do)."""
+    wire = _types.wire_dtype(r.dtype, narrow=True)
+    if _types.narrow_wire(np.empty(0, r.dtype)) is not None:
+        _, output, result = _types.accumulation(np.empty(0, r.dtype), dtype, "the resident array")
+        return wire, output, result
+    if dtype is not None and np.dtype(dtype).newbyteorder("=") != r.dtype:
+        raise ValueError(f"gpuscan: dtype={np.dtype(dtype)} for a resident array of {r.dtype}: the server computes "
+                         "it in its own dtype (put a converted copy instead)")
+    return wire, None, r.dtype
+
+
+def resident_scan(c, r, op, exclusive, algorithm, out, axis, dtype, retries, timeout, keep, ttl, label) -> Prepared:
+    """header.resident.values = r.id and no data; the result streams back into .out, or with keep
+    stays on the server: the final response's ArrayInfo as a new RemoteArray."""
+    if axis is not None:
+        raise ValueError("gpuscan: axis= takes host matrices; a resident array is 1-D")
+    wire, output, result = _resident_accumulation(r, dtype)
+    header = _checks.scan_header(wire, op, exclusive, algorithm, r.size)
+    if output is not None:
+        header.output_dtype = output
+    header.resident.values = r.id
+    if keep:
+        if out is not None:
+            raise ValueError("gpuscan: out= and keep=True: a kept result stays on the server")
+        header.resident.keep = True
+        header.resident.ttl_ms = _resident.ttl_ms(ttl)
+        header.resident.label = _resident.check_label(label)
+    elif ttl is not None or label is not None:
+        raise ValueError("gpuscan: ttl= and label= describe a kept result: they need keep=True")
+    retries, timeout = c._call_options(retries, timeout)
+    p = Prepared("Scan", np.empty(0, r.dtype), pb.ScanRequest(header=header), retries, timeout, _wire.SCAN_DATA, per=1)
+    if keep:
+        p.collect = lambda p, k: _kept(c)
+    else:
+        p.out = _checks.narrow_out(np.empty(r.size, r.dtype), out, result)
+        p.collect = _scanned
+    return p
+
+
+def _kept(c) -> Collector:
+    """A kept scan's responses: no data, the final one's ArrayInfo (ScanResponse.array) and Timing."""
+    got: dict = {}
+
+    def feed(lane: int, raw: bytes) -> None:
+        f = _wire.parse(raw)
+        for field, name in ((_wire.SCAN_TIMING, "timing"), (_wire.SCAN_ARRAY, "array")):
+            if field in f:
+                s, e = f[field]
+                got[name] = memoryview(raw)[s:e]
+        if _wire.SCAN_RESULT in f and f[_wire.SCAN_RESULT][1] > f[_wire.SCAN_RESULT][0]:
+            raise Internal("the server sent the result of a scan with keep=True")
+
+    def finish():
+        if "array" not in got:
+            raise Internal("the server's last response to a scan with keep=True named no kept array "
+                           "(ScanResponse.array)")
+        timing = Timing.from_bytes(got["timing"]) if "timing" in got else Timing()
+        return _resident.RemoteArray(c, pb.ArrayInfo.FromString(bytes(got["array"]))), timing
+    return Collector(feed, finish)
+
+
+def resident_reduce(c, r, op, dtype, retries, timeout) -> Prepared:
+    """header.resident.values = r.id and no data: the value as a streamed reduce's."""
+    wire, output, result = _resident_accumulation(r, dtype)
+    request = _checks.reduce_request(wire, op, r.size)
+    if output is not None:
+        request.header.output_dtype = output
+    request.header.resident.values = r.id
+    retries, timeout = c._call_options(retries, timeout)
+    return Prepared("Reduce", np.empty(0, r.dtype), request, retries, timeout, _wire.REDUCE_DATA, per=1,
+                    result_dtype=result, collect=_reduced)

@@ -160,6 +160,6 @@ def result_of(start: Callable[[], Any]) -> Any:
     return value
 
 
-def unary(method, request, timeout) -> Any:
+def unary(method, request, timeout, metadata=None) -> Any:
     """A unary-unary call whose wait Ctrl-C can interrupt safely (see the module's note)."""
-    return result_of(lambda: method.future(request, timeout=timeout))
+    return result_of(lambda: method.future(request, timeout=timeout, metadata=metadata))

@@ -132,6 +132,15 @@ def numpy_dtype(wire: int) -> np.dtype:
     return _NP_OF_WIRE[wire]
 
 
+def any_dtype(wire: int) -> np.dtype:
+    """The numpy dtype of any wire DType, narrow ones too (UINT8: uint8, whether it was put as bool
+    or not); ValueError for one this package does not know (a newer server's)."""
+    d = _NP_OF_WIRE.get(wire) or {v: k for k, v in _NARROW.items() if k.kind != "b"}.get(wire)
+    if d is None:
+        raise ValueError(f"gpuscan: the server named dtype {wire}, which this client does not know")
+    return d.newbyteorder("=")
+
+
 def check_array(x, what: str = "x", copy: bool = False, narrow: bool = False) -> Tuple[np.ndarray, int]:
     """x as a 1-D C-contiguous little-endian array of a served dtype, and its wire dtype.
 

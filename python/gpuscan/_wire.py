@@ -22,6 +22,13 @@ SORT_VALUES = 3        # SortRequest.values (the values of the same elements)
 SCAN2D_DATA = 2        # Scan2DRequest.data (a chunk may end mid-row)
 TRANSPORT_DATA = 1     # TransportRequest.data
 TRANSPORT_ECHO = 2     # TransportRequest.echo
+PUT_DATA = 2           # PutArrayRequest.data
+GET_DATA = 1           # GetArrayResponse.data
+GET_OFFSET = 2         # GetArrayResponse.offset (elements, in the whole array)
+GET_INFO = 3           # GetArrayResponse.info (first response only)
+SCAN_RESULT = 1        # ScanResponse.data
+SCAN_TIMING = 3        # ScanResponse.timing
+SCAN_ARRAY = 5         # ScanResponse.array (the final response of a kept scan)
 
 
 def varint(n: int) -> bytes:

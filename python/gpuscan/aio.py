@@ -16,10 +16,10 @@ import grpc
 import grpc.aio
 import numpy as np
 
-from . import _chunking, _device, _ops, _retry, _tally, _transport, _types, shared
+from . import _chunking, _device, _ops, _resident, _retry, _tally, _transport, _types, shared
 from ._base import ClientBase
 from ._channel import Tls, channel_args, channel_credentials, decode_health_response, encode_health_request
-from ._effects import UNARY, Call, HeaderOnly, Info, Lanes, Program, Retry
+from ._effects import STREAMED_REPLY, UNARY, Call, HeaderOnly, Info, Lanes, Program, Retry, Single
 from ._types import HistogramResult, Timing, TransportResult
 from .client import DEFAULT_CHUNK_BYTES, Client
 from .errors import Internal, from_rpc_error, raised
@@ -79,11 +79,13 @@ class _AsyncUpload:
 async def _feed_async(feeder: _chunking.ScanIterFeeder, chunks) -> AsyncIterator[bytes]:
     if hasattr(chunks, "__aiter__"):
         async for arr in chunks:
+            _resident.refuse("scan_iter", chunk=arr)
             _device.refuse("scan_iter", chunk=arr)
             for r in feeder.requests_for(arr):
                 yield r
     else:
         for arr in chunks:
+            _resident.refuse("scan_iter", chunk=arr)
             _device.refuse("scan_iter", chunk=arr)
             for r in feeder.requests_for(arr):
                 yield r
@@ -108,14 +110,16 @@ class AsyncClient(ClientBase):
     called on the event loop). No native path: data_path is always "grpcio"."""
 
     _grpc = grpc.aio
+    _awaits = True
 
     def __init__(self, target: str = "127.0.0.1:50051", *, tls: Union[None, bool, Tls] = None,
                  timeout: Optional[float] = None, lanes: int = 1, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  credentials: Optional[grpc.ChannelCredentials] = None,
                  load_balancing_policy: Optional[str] = None, options=None, retries: int = 0,
                  backoff: Tuple[float, float] = (0.1, 2.0), on_retry: Optional[_retry.OnRetry] = None,
-                 shm_arena_bytes: Optional[int] = None):
-        self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry, shm_arena_bytes)
+                 shm_arena_bytes: Optional[int] = None, tenant: Optional[str] = None):
+        self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry, shm_arena_bytes,
+                          tenant)
         self._bind(channel_credentials(tls, credentials), channel_args(self.chunk_bytes, load_balancing_policy,
                                                                        options, tls), options, tls)
         # Per task, as the sync client's is per thread: concurrent tasks each see their own.
@@ -166,7 +170,19 @@ class AsyncClient(ClientBase):
                     e.feed(0, raw)
         elif isinstance(e, Lanes):
             await self._fan_out(list(zip(self._lanes(len(e.requests), e.method), e.requests)), e.feed, e.timeout,
-                                unary=e.method in UNARY, metadata=e.metadata)
+                                unary=e.method in UNARY, metadata=self._with_tenant(e.metadata))
+        elif isinstance(e, Single):
+            call = self._methods[e.method](e.request, timeout=e.timeout, metadata=self._metadata)
+            try:
+                with raised():
+                    if e.method in STREAMED_REPLY:
+                        async for raw in call:
+                            e.feed(0, raw)
+                    else:
+                        e.feed(0, await call)
+            except BaseException:
+                call.cancel()
+                raise
         elif isinstance(e, Info):
             return await (self._info_message(e.timeout) if e.message else self._info(e.timeout))
         elif isinstance(e, Retry):
@@ -214,7 +230,7 @@ class AsyncClient(ClientBase):
 
     async def _stream(self, method, requests, timeout: Optional[float]) -> AsyncIterator[bytes]:
         upload = _AsyncUpload(requests)
-        call = method(upload.__aiter__(), timeout=timeout)
+        call = method(upload.__aiter__(), timeout=timeout, metadata=self._metadata)
         upload.call = call
         try:
             async for raw in call:
@@ -233,7 +249,7 @@ class AsyncClient(ClientBase):
 
     async def _unary(self, method, requests, timeout: Optional[float]) -> bytes:
         """One stream-unary call (Reduce, Histogram): the serialized response."""
-        call = method(requests, timeout=timeout)
+        call = method(requests, timeout=timeout, metadata=self._metadata)
         try:
             with raised():
                 return await call
@@ -245,9 +261,10 @@ class AsyncClient(ClientBase):
     async def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
                    out: Optional[np.ndarray] = None, *, axis: Optional[int] = None, dtype=None,
                    copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None,
-                   timeout: Optional[float] = None) -> np.ndarray:
+                   timeout: Optional[float] = None, keep: bool = False, ttl: Optional[float] = None,
+                   label: Optional[str] = None):
         return await self._drive(_transport.run(self, _ops.scan(self, x, op, exclusive, algorithm, out, axis, dtype,
-                                                                copy, lanes, retries, timeout)))
+                                                                copy, lanes, retries, timeout, keep, ttl, label)))
 
     @_client_doc("no native path")
     async def segmented_scan(self, x, keys=None, *, heads=None, op: str = "sum", exclusive: bool = False,
@@ -314,6 +331,24 @@ class AsyncClient(ClientBase):
         return await self._drive(_transport.run(self, _ops.compact(self, x, where, predicate, indices, values, copy,
                                                                    lanes, retries, timeout)))
 
+    @_client_doc("a RemoteArray of this client: `await r.get()`, `await r.drop()`, `async with r:`")
+    async def put(self, x, *, ttl: Optional[float] = None, label: Optional[str] = None, copy: bool = False,
+                  retries: Optional[int] = None, timeout: Optional[float] = None) -> _resident.RemoteArray:
+        return await self._drive(_resident.put(self, x, ttl, label, copy, retries, timeout))
+
+    @_client_doc()
+    async def get(self, r, offset: int = 0, count: Optional[int] = None, *, retries: Optional[int] = None,
+                  timeout: Optional[float] = None) -> np.ndarray:
+        return await self._drive(_resident.get(self, r, offset, count, retries, timeout))
+
+    @_client_doc()
+    async def drop(self, r, *, timeout: Optional[float] = None) -> Dict[str, Any]:
+        return await self._drive(_resident.drop(self, r, timeout))
+
+    @_client_doc()
+    async def arrays(self, *, timeout: Optional[float] = None) -> _resident.ResidentArrays:
+        return await self._drive(_resident.arrays(self, timeout))
+
     @_client_doc("data_path is always grpcio's")
     async def info(self, *, timeout: Optional[float] = None) -> Dict[str, Any]:
         return self._with_data_path(await self._info(self._call_timeout(timeout)))
@@ -323,13 +358,13 @@ class AsyncClient(ClientBase):
 
     async def _info_message(self, timeout: Optional[float]) -> "pb.ServerInfo":
         with raised():
-            return await self._stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=timeout)
+            return await self._stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=timeout, metadata=self._metadata)
 
     @_client_doc()
     async def health(self, service: str = "", *, timeout: Optional[float] = None) -> str:
         timeout = self._call_timeout(timeout)
         try:
-            raw = await self._health(encode_health_request(service), timeout=timeout)
+            raw = await self._health(encode_health_request(service), timeout=timeout, metadata=self._metadata)
         except grpc.RpcError as e:
             return self._health_failed(e)
         return decode_health_response(raw)
@@ -341,7 +376,7 @@ class AsyncClient(ClientBase):
         req = _types.bench_request(operations, algorithms, dtypes, sizes, repetitions, warmup, devices)
         timeout = self._call_timeout(timeout)
         table, add = self._bench_table(on_row)
-        call = self._stub.Benchmark(req, timeout=timeout)
+        call = self._stub.Benchmark(req, timeout=timeout, metadata=self._metadata)
         try:
             with raised():
                 async for row in call:

@@ -13,10 +13,10 @@ from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, Uni
 import grpc
 import numpy as np
 
-from . import _chunking, _native, _ops, _pump, _retry, _tally, _transport, _types, shared
+from . import _chunking, _native, _ops, _pump, _resident, _retry, _tally, _transport, _types, shared
 from ._base import ClientBase
 from ._channel import Tls, channel_args, channel_credentials, decode_health_response, encode_health_request
-from ._effects import UNARY, Call, HeaderOnly, Info, Lanes, Native, Program, Retry
+from ._effects import STREAMED_REPLY, UNARY, Call, HeaderOnly, Info, Lanes, Native, Program, Retry, Single
 from ._effects import NATIVE_RESPONSE_BYTES  # noqa: F401 (gpuscan.client's name, which tests size bins by)
 from ._types import DataPath, HistogramResult, Timing, TransportResult
 from .errors import Internal, from_rpc_error, raised
@@ -30,7 +30,10 @@ class Client(ClientBase):
 
     Client(target, *, tls=None|True|Tls(...), timeout=None (seconds per call), lanes=1,
            chunk_bytes=1 MiB, credentials=None, load_balancing_policy=None, options=None,
-           retries=0, backoff=(0.1, 2.0), on_retry=None)
+           retries=0, backoff=(0.1, 2.0), on_retry=None, native=None, shm_arena_bytes=None, tenant=None)
+
+    tenant="name": sent as gpuscan-tenant metadata on every call: the owner of the resident arrays it
+    puts, the only one that finds them (None: the default; mTLS: the certificate's identity instead).
 
     lanes=K (or a call's lanes=K): scan/reduce/compact stripe an array over K concurrent calls, each
     on its own connection (chunk i on lane i mod K), capped by the server's Limits.max_lanes and
@@ -52,7 +55,7 @@ class Client(ClientBase):
     retries=, stays on grpcio); Ctrl-C cancels the client's native calls in flight. None (the
     default): on where the library loads and the client speaks plaintext with no `credentials`
     or `options`, else off (the environment's GPUSCAN_NATIVE=0 or 1 overrides it); True: required
-    (ValueError where it cannot be); False: off. `data_path` (and info()["data_path"]) says which
+    (ValueError where it cannot be, as with tenant=: the C API sends no metadata); False: off. `data_path` (and info()["data_path"]) says which
     path the client took: "native" and the library's file, or "grpcio" and why (see
     gpuscan._native.candidates for where the library is looked for).
     Streamed histograms and sorts (the other operations too), scan_iter and in-place scans of host
@@ -69,8 +72,9 @@ class Client(ClientBase):
                  credentials: Optional[grpc.ChannelCredentials] = None,
                  load_balancing_policy: Optional[str] = None, options=None, retries: int = 0,
                  backoff: Tuple[float, float] = (0.1, 2.0), on_retry: Optional[_retry.OnRetry] = None,
-                 native: Optional[bool] = None, shm_arena_bytes: Optional[int] = None):
-        self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry, shm_arena_bytes)
+                 native: Optional[bool] = None, shm_arena_bytes: Optional[int] = None, tenant: Optional[str] = None):
+        self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry, shm_arena_bytes,
+                          tenant)
         args = channel_args(self.chunk_bytes, load_balancing_policy, options, tls)
         creds = channel_credentials(tls, credentials)
         why_not = "native=False"
@@ -82,11 +86,13 @@ class Client(ClientBase):
             lib, why_lib = _native.library()
             why_not = ("tls/credentials: the native path speaks plaintext gRPC" if creds is not None else
                        "options=: grpc channel options apply to grpcio's channel only" if options else
+                       "tenant=: the C API sends no request metadata" if self._metadata else
                        f"no C API: {why_lib}" if lib is None else "")
             native = not why_not
         if native:
-            if creds is not None:
-                raise ValueError("gpuscan: native=True speaks plaintext gRPC: it takes no tls or credentials")
+            if creds is not None or self._metadata:
+                raise ValueError("gpuscan: native=True speaks plaintext gRPC without metadata: it takes no tls, "
+                                 "credentials or tenant")
             try:
                 self._native = _native.NativeClient(target, self.chunk_bytes, self.timeout, self.lanes, self.retries,
                                                     self.backoff, load_balancing_policy)
@@ -141,7 +147,7 @@ class Client(ClientBase):
             self._call(self._methods[e.method], e.method in UNARY, e.requests, e.timeout, e.feed)
         elif isinstance(e, Lanes):
             _chunking.fan_out(list(zip(self._lanes(len(e.requests), e.method), e.requests)), e.feed, e.timeout,
-                              unary=e.method in UNARY, metadata=e.metadata)
+                              unary=e.method in UNARY, metadata=self._with_tenant(e.metadata))
         elif isinstance(e, HeaderOnly):
             # Through the C API where it loaded and the call's timeout is the handle's: one write
             # with the half-close and one read on its thread, about 0.7 ms less than grpcio's
@@ -151,6 +157,15 @@ class Client(ClientBase):
                                                    response_bytes=e.room))
             else:
                 self._call(self._methods[e.method], e.method in UNARY, [e.request], e.timeout, e.feed)
+        elif isinstance(e, Single):
+            method = self._methods[e.method]
+            if e.method in STREAMED_REPLY:
+                # through _stream with its one request bound and nothing to upload
+                for raw in self._stream(lambda _, **kw: method(e.request, **kw), (), e.timeout):
+                    e.feed(0, raw)
+            else:
+                with raised():
+                    e.feed(0, _pump.unary(method, e.request, e.timeout, self._metadata))
         elif isinstance(e, Info):
             return self._info_message(e.timeout) if e.message else self._info(e.timeout)
         elif isinstance(e, Native):
@@ -173,7 +188,7 @@ class Client(ClientBase):
         upload = _chunking.Upload(requests)
 
         def start():
-            call = method(iter(upload), timeout=timeout)
+            call = method(iter(upload), timeout=timeout, metadata=self._metadata)
             upload.attach(call)
             return call
         responses = _pump.ResponsePump(start)  # created and read off this thread: Ctrl-C-safe (see _pump)
@@ -196,7 +211,7 @@ class Client(ClientBase):
         upload = _chunking.Upload(requests)
 
         def start():
-            fut = method.future(iter(upload), timeout=timeout)
+            fut = method.future(iter(upload), timeout=timeout, metadata=self._metadata)
             upload.attach(fut)
             return fut
         with raised():
@@ -226,8 +241,8 @@ class Client(ClientBase):
     # call runs on the transport _transport picks. AsyncClient's methods share these docstrings.
     def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
              out: Optional[np.ndarray] = None, *, axis: Optional[int] = None, dtype=None, copy: bool = False,
-             lanes: Optional[int] = None, retries: Optional[int] = None,
-             timeout: Optional[float] = None) -> np.ndarray:
+             lanes: Optional[int] = None, retries: Optional[int] = None, timeout: Optional[float] = None,
+             keep: bool = False, ttl: Optional[float] = None, label: Optional[str] = None):
         """Prefix scan of a 1-D array (inclusive unless exclusive=True); returns `out` (new if None).
         dtype: the accumulator and result dtype, as np.cumsum's. A narrow x (int8, uint8, int16,
         uint16, bool, float16) travels as it is (1-2 bytes an element) and the server accumulates
@@ -267,9 +282,14 @@ class Client(ClientBase):
         is waited for before the call; the result is complete when the call returns. The server
         must serve device memory (info()["limits"]["device_ipc"]: --allow-device-ipc on the cuda
         engine) on x's GPU, else gpuscan.FailedPrecondition, before any export. Host and CUDA
-        arrays mixed: TypeError. copy= and lanes do not apply; not retried."""
+        arrays mixed: TypeError. copy= and lanes do not apply; not retried.
+
+        x a RemoteArray (see put): scanned where it lies (nothing uploaded; the streamed call's
+        bits) into `out` (new if None), or with keep=True kept there: a new RemoteArray (ttl=,
+        label= as put's; keep= takes RemoteArrays only). No lanes or axis; a narrow one is
+        refused by the server so far (gpuscan.InvalidArgument)."""
         return self._drive(_transport.run(self, _ops.scan(self, x, op, exclusive, algorithm, out, axis, dtype, copy,
-                                                           lanes, retries, timeout)))
+                                                           lanes, retries, timeout, keep, ttl, label)))
 
     def segmented_scan(self, x, keys=None, *, heads=None, op: str = "sum", exclusive: bool = False,
                        out: Optional[np.ndarray] = None, dtype=None, copy: bool = False,
@@ -420,7 +440,8 @@ class Client(ClientBase):
         """Reduction of a 1-D array: a numpy scalar of x's dtype (the identity for an empty array).
         op, dtype= (the accumulator and result: a narrow x as scan's, np.sum's defaults), copy=,
         lanes, retries and timeout as scan's. x in shared memory, or a CUDA array (as scan's):
-        read there by the server, lanes and retries do not apply."""
+        read there by the server, lanes and retries do not apply. x a RemoteArray: reduced where
+        it lies on the server (see scan)."""
         return self._drive(_transport.run(self, _ops.reduce(self, x, op, dtype, copy, lanes, retries, timeout)))
 
     def histogram(self, x, bins=10, range=None, *, copy: bool = False,
@@ -477,6 +498,34 @@ class Client(ClientBase):
         return self._drive(_transport.run(self, _ops.compact(self, x, where, predicate, indices, values, copy, lanes,
                                                              retries, timeout)))
 
+    # -- resident arrays (_resident): the server keeps them between calls
+    def put(self, x, *, ttl: Optional[float] = None, label: Optional[str] = None, copy: bool = False,
+            retries: Optional[int] = None, timeout: Optional[float] = None) -> _resident.RemoteArray:
+        """Uploads a 1-D array (any dtype the package takes; int8, uint8, int16, uint16, float16 as
+        they are, bool as uint8) for the server to keep: a RemoteArray naming it, owned by this
+        client's tenant. ttl: seconds unused before the server drops it (None: its --resident-ttl-ms,
+        which also caps it). label: a name arrays() shows (<= 128 bytes). copy=, retries, timeout
+        as scan's. A server without --resident-bytes: gpuscan.Unimplemented; past its budget or
+        the tenant's quota: gpuscan.ResourceExhausted."""
+        return self._drive(_resident.put(self, x, ttl, label, copy, retries, timeout))
+
+    def get(self, r, offset: int = 0, count: Optional[int] = None, *, retries: Optional[int] = None,
+            timeout: Optional[float] = None) -> np.ndarray:
+        """Elements [offset, offset + count) of a resident array (a RemoteArray or its id; count
+        None: to its end) as a new numpy array. Past the end: gpuscan.OutOfRange; an id unknown to
+        this tenant, dropped or idle past its ttl: gpuscan.NotFound. retries, timeout as scan's."""
+        return self._drive(_resident.get(self, r, offset, count, retries, timeout))
+
+    def drop(self, r, *, timeout: Optional[float] = None) -> Dict[str, Any]:
+        """Frees a resident array (a RemoteArray or its id) once the calls using it end: its last
+        info (as RemoteArray.info). gpuscan.NotFound when it is gone already. Not retried."""
+        return self._drive(_resident.drop(self, r, timeout))
+
+    def arrays(self, *, timeout: Optional[float] = None) -> _resident.ResidentArrays:
+        """This tenant's resident arrays: a ResidentArrays (its RemoteArrays, oldest first, and
+        tenant_bytes, tenant_quota_bytes, budget_bytes, used_bytes). Not retried."""
+        return self._drive(_resident.arrays(self, timeout))
+
     # -- diagnostics
     def info(self, *, timeout: Optional[float] = None) -> Dict[str, Any]:
         """What the server runs on and accepts (ServerInfo as a dict), and "data_path": this
@@ -489,14 +538,14 @@ class Client(ClientBase):
 
     def _info_message(self, timeout: Optional[float]) -> "pb.ServerInfo":
         with raised():
-            return _pump.unary(self._stub.GetServerInfo, pb.GetServerInfoRequest(), timeout)
+            return _pump.unary(self._stub.GetServerInfo, pb.GetServerInfoRequest(), timeout, self._metadata)
 
     def health(self, service: str = "", *, timeout: Optional[float] = None) -> str:
         """grpc.health.v1 status: "SERVING", "NOT_SERVING", "UNKNOWN" or "SERVICE_UNKNOWN" (of the
         whole server, or of `service`). timeout as scan's."""
         timeout = self._call_timeout(timeout)
         try:
-            raw = _pump.unary(self._health, encode_health_request(service), timeout)
+            raw = _pump.unary(self._health, encode_health_request(service), timeout, self._metadata)
         except grpc.RpcError as e:
             return self._health_failed(e)
         return decode_health_response(raw)
@@ -511,7 +560,7 @@ class Client(ClientBase):
         timeout = self._call_timeout(timeout)
         table, add = self._bench_table(on_row)
         with raised():
-            for row in _pump.ResponsePump(lambda: self._stub.Benchmark(req, timeout=timeout)):
+            for row in _pump.ResponsePump(lambda: self._stub.Benchmark(req, timeout=timeout, metadata=self._metadata)):
                 add(row)
         return table
 

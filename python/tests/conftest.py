@@ -1,5 +1,6 @@
 """Fixtures: one CPU gpuscan-server for the session (port 0, stopped at the end; shared memory
-from a directory of /dev/shm made for the session and removed after it), or the server at
+from a directory of /dev/shm made for the session and removed after it; resident arrays within
+RESIDENT_BYTES), or the server at
 $GPUSCAN_TARGET when set (e.g. a CUDA server on the GPU machine)."""
 import os
 import shutil
@@ -20,6 +21,10 @@ except ImportError:  # the property tests skip
 
 # Tiny chunks so small arrays cross many chunk boundaries: 64 bytes = 16 int32 / 8 int64.
 SMALL_CHUNK_BYTES = 64
+
+# The session server keeps resident arrays (test_resident.py): 256 MiB for every tenant together.
+RESIDENT_BYTES = 256 << 20
+RESIDENT_ARGS = ("--resident-bytes", str(RESIDENT_BYTES))
 
 
 def _binary():
@@ -46,7 +51,8 @@ def target():
         return
     shm_dir = make_shm_dir()
     try:
-        with ServerProcess(_binary(), engine=os.environ.get("GPUSCAN_TEST_ENGINE", "cpu"), shm_dir=shm_dir) as srv:
+        with ServerProcess(_binary(), engine=os.environ.get("GPUSCAN_TEST_ENGINE", "cpu"), shm_dir=shm_dir,
+                           extra=RESIDENT_ARGS) as srv:
             yield srv.target
     finally:
         shutil.rmtree(shm_dir, ignore_errors=True)

@@ -36,7 +36,9 @@ SLOW_CALLS = {
     "transport": ((SLOW_N * 4,), {"chunk_bytes": SLOW_CHUNK}),
 }
 QUICK_CALLS = {"info": ((), {}), "health": ((), {}), "benchmark": ((), {})}  # one request each
-PUBLIC_CALLS = set(SLOW_CALLS) | set(QUICK_CALLS) | {"scan_iter", "shared_array"}
+# resident arrays (test_resident.py): a call each, by id where it takes one
+RESIDENT_CALLS = {"put": ((_x,), {}), "get": ((bytes(24),), {}), "drop": ((bytes(24),), {}), "arrays": ((), {})}
+PUBLIC_CALLS = set(SLOW_CALLS) | set(QUICK_CALLS) | set(RESIDENT_CALLS) | {"scan_iter", "shared_array"}
 
 
 def public_methods(cls):
@@ -85,12 +87,12 @@ _ASYNC_DEADLINE_LOST = pytest.mark.xfail(
 @pytest.mark.parametrize("bad", [-1, "1", True, float("nan"), float("inf")], ids=repr)
 def test_timeout_is_checked_before_any_call(bad):
     with gpuscan.Client("127.0.0.1:1", native=False) as c:  # nothing listens: a call would fail otherwise
-        for name, (args, kw) in {**SLOW_CALLS, **QUICK_CALLS}.items():
+        for name, (args, kw) in {**SLOW_CALLS, **QUICK_CALLS, **RESIDENT_CALLS}.items():
             with pytest.raises(ValueError, match="timeout"):
                 _sync(c, name, args, dict(kw, timeout=bad))
         with pytest.raises(ValueError, match="timeout"):
             list(c.scan_iter([_x[:10]], timeout=bad))
-    for name, (args, kw) in SLOW_CALLS.items():
+    for name, (args, kw) in {**SLOW_CALLS, **RESIDENT_CALLS}.items():
         with pytest.raises(ValueError, match="timeout"):
             _async("127.0.0.1:1", {}, name, args, dict(kw, timeout=bad))
 
