@@ -422,6 +422,8 @@ def resident_scan(c, r, op, exclusive, algorithm, out, axis, dtype, retries, tim
     elif ttl is not None or label is not None:
         raise ValueError("gpuscan: ttl= and label= describe a kept result: they need keep=True")
     retries, timeout = c._call_options(retries, timeout)
+    if keep:
+        retries = 0  # a lost answer may have kept the result: a retry would keep a second (as put)
     p = Prepared("Scan", np.empty(0, r.dtype), pb.ScanRequest(header=header), retries, timeout, _wire.SCAN_DATA, per=1)
     if keep:
         p.collect = lambda p, k: _kept(c)

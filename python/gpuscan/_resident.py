@@ -237,7 +237,9 @@ def _retried(retries: int, timeout: Optional[float], attempt) -> Program:
 
 def put(c, x, ttl, label, copy, retries, timeout) -> Program:
     """PutArray of a 1-D host array of any dtype the package takes (narrow ones as they are,
-    bool as uint8): a RemoteArray. Retried as a scan is (its input replays)."""
+    bool as uint8): a RemoteArray. Not retried (retries= is checked): a try whose answer was lost
+    may have made the array, and a retry would leave a second one behind until its ttl (the C++
+    client does the same)."""
     refuse("put", x=x)
     _device.refuse("put", x=x)
     x, wire = _types.check_array(x, copy=copy, narrow=True)
@@ -249,7 +251,7 @@ def put(c, x, ttl, label, copy, retries, timeout) -> Program:
         raws = [b""]
         yield Call("PutArray", _chunking.data_requests(request, _wire.PUT_DATA, x, per), t, raws.__setitem__)
         return RemoteArray(c, pb.ArrayInfo.FromString(raws[0]))
-    return _retried(retries, timeout, attempt)
+    return _retried(0, timeout, attempt)
 
 
 class _Fetched:

@@ -289,6 +289,16 @@ TEST_F(ResidentTest, AnotherTenantsIdsAreNotFoundExactlyAsUnknownOnes) {
   std::string back;
   EXPECT_TRUE(Get(*stub_, info.id(), &back, "alice").ok());
   const grpc::Status other = Get(*stub_, info.id(), &back, "bob");
+  {  // empty metadata is the default tenant: it sees the array put without metadata
+    v1::ArrayInfo plain;
+    ASSERT_TRUE(Put(*stub_, v1::DTYPE_INT32, data, &plain).ok());
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("gpuscan-tenant", "");
+    v1::ListArraysResponse mine;
+    ASSERT_TRUE(stub_->ListArrays(&ctx, {}, &mine).ok());
+    ASSERT_EQ(mine.arrays_size(), 1);
+    EXPECT_EQ(mine.arrays(0).id(), plain.id());
+  }
   const grpc::Status none = Get(*stub_, info.id(), &back, "");
   std::string mutated = info.id();
   mutated[0] ^= 1;
