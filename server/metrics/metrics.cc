@@ -54,27 +54,18 @@ class ScrapeTimeGauges final : public prometheus::Collectable {
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     std::vector<prometheus::MetricFamily> out;
-    if (gauges_.admission_running) {
-      auto f = GaugeFamily("gpuscan_admission_running", "Calls holding an admission slot (computing) now.");
-      AddSample(f, static_cast<double>(gauges_.admission_running()));
+    // One sample each, read now; a gauge with no reader is left out.
+    auto scalar = [&out](const std::function<uint64_t()>& read, const char* name, const char* help) {
+      if (!read) return;
+      auto f = GaugeFamily(name, help);
+      AddSample(f, static_cast<double>(read()));
       out.push_back(std::move(f));
-    }
-    if (gauges_.admission_queued) {
-      auto f = GaugeFamily("gpuscan_admission_queued", "Calls waiting for an admission slot now.");
-      AddSample(f, static_cast<double>(gauges_.admission_queued()));
-      out.push_back(std::move(f));
-    }
-    if (gauges_.resident_bytes) {
-      auto f = GaugeFamily("gpuscan_resident_bytes",
-                           "Memory held for resident arrays now (dropped ones still in use included).");
-      AddSample(f, static_cast<double>(gauges_.resident_bytes()));
-      out.push_back(std::move(f));
-    }
-    if (gauges_.resident_arrays) {
-      auto f = GaugeFamily("gpuscan_resident_arrays", "Resident arrays kept now, every tenant's.");
-      AddSample(f, static_cast<double>(gauges_.resident_arrays()));
-      out.push_back(std::move(f));
-    }
+    };
+    scalar(gauges_.admission_running, "gpuscan_admission_running", "Calls holding an admission slot (computing) now.");
+    scalar(gauges_.admission_queued, "gpuscan_admission_queued", "Calls waiting for an admission slot now.");
+    scalar(gauges_.resident_bytes, "gpuscan_resident_bytes",
+           "Memory held for resident arrays now (dropped ones still in use included).");
+    scalar(gauges_.resident_arrays, "gpuscan_resident_arrays", "Resident arrays kept now, every tenant's.");
     // One sample per device (a DeviceSet has several). Memory is absent (not 0) when the engine
     // has no device or it cannot be read: 0 would read as "a device with no memory".
     auto used = GaugeFamily("gpuscan_device_memory_used_bytes",

@@ -124,6 +124,7 @@ grpc::Status PlanGet(const v1::GetArrayRequest& request, const ResidentArray& ar
   range->end = request.offset() + (request.has_count() ? request.count() : left);
   const uint64_t chunk = request.chunk_bytes() ? std::min<uint64_t>(request.chunk_bytes(), chunk_bytes) : chunk_bytes;
   range->step = std::max<uint64_t>(1, chunk / size);
+  range->element_size = size;
   return grpc::Status::OK;
 }
 

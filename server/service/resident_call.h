@@ -78,9 +78,11 @@ class PutChecks {
 };
 
 // GetArray's range (resident_handler.cc; the request fuzzer runs it too): elements [first, end)
-// of the array, `step` elements a response (the request's chunk_bytes, at most the server's).
+// of the array, `step` elements a response (the request's chunk_bytes, at most the server's),
+// each of element_size bytes.
 struct GetRange {
   uint64_t first = 0, end = 0, step = 1;
+  size_t element_size = 1;
 };
 // OUT_OF_RANGE naming the offset (and count) that pass the array's end.
 grpc::Status PlanGet(const v1::GetArrayRequest& request, const ResidentArray& array, uint64_t chunk_bytes,

@@ -36,20 +36,16 @@ class PutCall final
 
  protected:
   // The checks: resident_call.h's PutChecks (the request fuzzer runs the same).
-  grpc::Status OnHeader(const v1::PutArrayHeader& header) override {
-    if (auto s = checks_.Header(header, *rpc_, &tenant_); !s.ok()) return s;
-    header_ = header;
-    size_ = checks_.element_size();
-    return grpc::Status::OK;
-  }
+  grpc::Status OnHeader(const v1::PutArrayHeader& header) override { return checks_.Header(header, *rpc_, &tenant_); }
 
   grpc::Status CheckRequest(const PutChunk& req, uint64_t index) override {
     return checks_.Chunk(req.data.size(), index);
   }
 
   void Open() override {
-    if (!header_.has_element_count()) return;
-    if (auto s = ctx_.resident->Allocate(tenant_, header_.element_count() * size_, &memory_); !s.ok()) {
+    const v1::PutArrayHeader& header = checks_.header();
+    if (!header.has_element_count()) return;
+    if (auto s = ctx_.resident->Allocate(tenant_, header.element_count() * checks_.element_size(), &memory_); !s.ok()) {
       throw engine::Error(engine::ErrorCode::kResourceExhausted, s.error_message());
     }
   }
@@ -78,26 +74,27 @@ class PutCall final
       }
       held_.clear();
     }
-    const v1::ArrayInfo info = ctx_.resident->Add(tenant_, header_.dtype(), written_ / size_, std::move(memory_),
-                                                  header_.ttl_ms(), header_.label());
+    const v1::PutArrayHeader& header = checks_.header();
+    const v1::ArrayInfo info = ctx_.resident->Add(tenant_, header.dtype(), written_ / checks_.element_size(),
+                                                  std::move(memory_), header.ttl_ms(), header.label());
     device_ = info.device();
     *wire_response_ = EncodeMessage(info);
     return grpc::Status::OK;
   }
 
   std::string LogFields() const override {
-    return fmt::format("dtype={} n={} label={}", v1::DType_Name(header_.dtype()), written_ / std::max<size_t>(size_, 1),
-                       header_.label());
+    const v1::PutArrayHeader& header = checks_.header();
+    return fmt::format("dtype={} n={} label={}", v1::DType_Name(header.dtype()),
+                       written_ / std::max<size_t>(checks_.element_size(), 1),
+                       header.label());
   }
 
-  MetricLabels Labels() const override { return {v1::DType_Name(header_.dtype()), "", device_}; }
+  MetricLabels Labels() const override { return {v1::DType_Name(checks_.header().dtype()), "", device_}; }
 
  private:
   grpc::ByteBuffer* wire_response_;  // gRPC's
-  PutChecks checks_;                 // its chunk count: bytes checked (gRPC thread)
-  v1::PutArrayHeader header_;        // once accepted
+  PutChecks checks_;                 // the header once accepted, and the bytes checked (gRPC thread)
   std::string tenant_;
-  size_t size_ = 1;
   uint64_t written_ = 0;  // bytes processed (worker)
   std::shared_ptr<engine::ResidentMemory> memory_;
   std::vector<Payload> held_;  // no declared count: the chunks until the end
@@ -126,39 +123,36 @@ class GetReactor final : public grpc::ServerWriteReactor<v1::GetArrayResponse> {
     std::string tenant;
     if (auto s = TenantOf(rpc, &tenant); !s.ok()) return s;
     if (auto s = ctx.resident->Find(tenant, request.id(), "id", &array_); !s.ok()) return s;
-    GetRange range;
-    if (auto s = PlanGet(request, *array_, ctx.options->chunk_bytes, &range); !s.ok()) return s;
-    size_ = WireDTypeSize(array_->dtype);
-    first_ = next_ = range.first;
-    end_ = range.end;
-    step_ = range.step;
+    if (auto s = PlanGet(request, *array_, ctx.options->chunk_bytes, &range_); !s.ok()) return s;
+    next_ = range_.first;
     info_ = ctx.resident->Info(*array_);
     return grpc::Status::OK;
   }
 
   void Next() {
-    if (next_ == end_ && next_ != first_) return Finish(grpc::Status::OK);
+    const uint64_t end = range_.end, size = range_.element_size;
+    if (next_ == end && next_ != range_.first) return Finish(grpc::Status::OK);
     response_.Clear();
-    if (next_ == first_) *response_.mutable_info() = info_;
-    const uint64_t n = std::min(step_, end_ - next_);
+    if (next_ == range_.first) *response_.mutable_info() = info_;
+    const uint64_t n = std::min(range_.step, end - next_);
     std::string* data = response_.mutable_data();
-    data->resize(n * size_);
+    data->resize(n * size);
     try {
-      array_->memory->Read(next_ * size_, data->data(), n * size_);
+      array_->memory->Read(next_ * size, data->data(), n * size);
     } catch (const engine::Error& e) {
       return Finish(ToStatus(e));
     }
     response_.set_offset(next_);
     next_ += n;
-    if (next_ == end_) return StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+    if (next_ == end) return StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
     StartWrite(&response_);
   }
 
   std::shared_ptr<const ResidentArray> array_;  // held until the call ends
   v1::ArrayInfo info_;
   v1::GetArrayResponse response_;
-  size_t size_ = 1;
-  uint64_t first_ = 0, next_ = 0, end_ = 0, step_ = 1;
+  GetRange range_;
+  uint64_t next_ = 0;  // the next element to send
 };
 
 }  // namespace
