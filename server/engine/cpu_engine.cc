@@ -46,6 +46,9 @@ class HostResident final : public ResidentMemory {
   uint64_t bytes() const override { return bytes_; }
   void Write(uint64_t offset, const void* host, uint64_t n) override { std::memcpy(data_ + offset, host, n); }
   void Read(uint64_t offset, void* host, uint64_t n) const override { std::memcpy(host, data_ + offset, n); }
+  void CopyTo(uint64_t offset, ResidentMemory& dst, uint64_t dst_offset, uint64_t n) const override {
+    std::memcpy(dst.data() + dst_offset, data_ + offset, n);
+  }
 
  private:
   std::byte* data_ = nullptr;

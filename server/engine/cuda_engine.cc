@@ -105,6 +105,11 @@ class DeviceResident final : public ResidentMemory {
     cuda::Check(cudaSetDevice(sh_->device), "cudaSetDevice");
     cuda::Check(cudaMemcpy(host, ptr_ + offset, n, cudaMemcpyDeviceToHost), "cudaMemcpy from a resident array");
   }
+  void CopyTo(uint64_t offset, ResidentMemory& dst, uint64_t dst_offset, uint64_t n) const override {
+    cuda::Check(cudaSetDevice(sh_->device), "cudaSetDevice");
+    cuda::Check(cudaMemcpy(dst.data() + dst_offset, ptr_ + offset, n, cudaMemcpyDeviceToDevice),
+                "cudaMemcpy between resident arrays");
+  }
 
  private:
   std::shared_ptr<Shared> sh_;

@@ -211,6 +211,9 @@ class ResidentMemory {
   // has ended when they return. Throw Error (kInternal) when the device fails. Any thread.
   virtual void Write(uint64_t offset, const void* host, uint64_t n) = 0;
   virtual void Read(uint64_t offset, void* host, uint64_t n) const = 0;
+  // Copies [offset, offset + n) of this memory to dst_offset of `dst`, memory of the same engine
+  // (a result cut to its size: Compact's kept values); ended when it returns.
+  virtual void CopyTo(uint64_t offset, ResidentMemory& dst, uint64_t dst_offset, uint64_t n) const = 0;
 
   Engine* engine = nullptr;  // the engine of the device it lies on: sessions come from it
   std::string device;        // how Timing names that device (empty: the engine's device_name())

@@ -9,6 +9,10 @@
 namespace gpuscan::server {
 namespace {
 
+std::string DTypeText(int dtype) {
+  return v1::DType_IsValid(dtype) ? v1::DType_Name(static_cast<v1::DType>(dtype)) : std::to_string(dtype);
+}
+
 grpc::Status Cannot(const char* other, const char* why) {
   return InvalidArgument(std::string("header.resident: cannot be combined with ") + other + " (" + why + ")");
 }
@@ -18,12 +22,26 @@ grpc::Status Cannot(const char* other, const char* why) {
 grpc::Status OpenResident(ResidentStore& store, const grpc::ServerContextBase& ctx, const v1::Resident& header,
                           int header_dtype, std::optional<uint64_t> declared_count, const ResidentConflicts& conflicts,
                           ResidentCall* call, DeviceRanges* device) {
+  if (auto s = OpenResidentInputs(store, ctx, header, header_dtype, declared_count, {}, conflicts, call); !s.ok()) {
+    return s;
+  }
+  const ResidentArray& a = *call->values;
+  device->in = a.memory->data();
+  device->elements = a.count;
+  device->engine = a.memory->engine;
+  device->device = a.memory->device;
+  return grpc::Status::OK;
+}
+
+grpc::Status OpenResidentInputs(ResidentStore& store, const grpc::ServerContextBase& ctx, const v1::Resident& header,
+                                int header_dtype, std::optional<uint64_t> declared_count, const ResidentWants& wants,
+                                const ResidentConflicts& conflicts, ResidentCall* call) {
   if (auto s = store.CheckServed(); !s.ok()) return s;
   if (conflicts.shared_memory) return Cannot("header.shared_memory", "the array is on the server already");
   if (conflicts.device_memory) return Cannot("header.device_memory", "the array is on the server already");
   if (conflicts.lanes) return Cannot("header.lanes", "one call reads the whole array");
   if (conflicts.narrow) {
-    return InvalidArgument("header.resident: narrow dtypes (" + v1::DType_Name(static_cast<v1::DType>(header_dtype)) +
+    return InvalidArgument("header.resident: narrow dtypes (" + DTypeText(header_dtype) +
                            ") are not computed on resident arrays yet; Put and Get take them");
   }
   if (header.keep() && !conflicts.keep_allowed) {
@@ -33,26 +51,80 @@ grpc::Status OpenResident(ResidentStore& store, const grpc::ServerContextBase& c
     return InvalidArgument("header.resident.values: required (the id of the input array; a streamed input's "
                            "result is not kept yet)");
   }
+  struct Other {
+    const std::string& id;
+    bool wanted;
+    const char* field;
+    const char* what;  // what the header asks for it by
+  };
+  const Other others[] = {
+      {header.flags(), wants.flags, "header.resident.flags", "use_flags or heads"},
+      {header.keys(), wants.keys_dtype != 0, "header.resident.keys", "key_dtype (ReduceByKey: always)"},
+      {header.sort_values(), wants.sort_values_dtype != 0, "header.resident.sort_values",
+       "output SORT_OUTPUT_KEYS_AND_VALUES"},
+  };
+  for (const Other& o : others) {
+    if (o.wanted && o.id.empty()) {
+      return InvalidArgument(std::string(o.field) + ": required (the header asks for it: " + o.what + ")");
+    }
+    if (!o.wanted && !o.id.empty()) {
+      return InvalidArgument(std::string(o.field) + ": this call takes no such input (only with " + o.what + ")");
+    }
+  }
   if (auto s = ResidentStore::CheckLabel(header.label(), "header.resident.label"); !s.ok()) return s;
   if (auto s = TenantOf(ctx, &call->tenant); !s.ok()) return s;
   if (auto s = store.Find(call->tenant, header.values(), "header.resident.values", &call->values); !s.ok()) return s;
   const ResidentArray& a = *call->values;
   if (a.dtype != header_dtype) {
-    return InvalidArgument("header.dtype " + v1::DType_Name(static_cast<v1::DType>(header_dtype)) +
-                           " differs from the resident array's " + v1::DType_Name(static_cast<v1::DType>(a.dtype)) +
-                           " (header.resident.values " + HexText(a.id) + ")");
+    return InvalidArgument("header.dtype " + DTypeText(header_dtype) + " differs from the resident array's " +
+                           DTypeText(a.dtype) + " (header.resident.values " + HexText(a.id) + ")");
   }
   if (declared_count && *declared_count != a.count) {
     return InvalidArgument("header.element_count " + std::to_string(*declared_count) + " differs from the resident " +
                            "array's " + std::to_string(a.count) + " elements");
   }
+  // The other inputs: found, of the dtype the header says, as long as the values.
+  auto other = [&](const std::string& id, const char* field, std::shared_ptr<const ResidentArray>* out) {
+    if (auto s = store.Find(call->tenant, id, field, out); !s.ok()) return s;
+    const ResidentArray& o = **out;
+    if (o.count != a.count) {
+      return InvalidArgument(std::string(field) + " " + HexText(o.id) + " has " + std::to_string(o.count) +
+                             " elements; header.resident.values has " + std::to_string(a.count));
+    }
+    if (o.memory->engine != a.memory->engine) {
+      return InvalidArgument(std::string(field) + " " + HexText(o.id) + " lies on device '" + o.memory->device +
+                             "', header.resident.values on '" + a.memory->device + "': one call reads one device");
+    }
+    return grpc::Status::OK;
+  };
+  if (wants.flags) {
+    auto s = other(header.flags(), "header.resident.flags", &call->flags);
+    if (!s.ok()) return s;
+    if (WireDTypeSize(call->flags->dtype) != 1) {
+      return InvalidArgument("header.resident.flags " + HexText(call->flags->id) + " is " +
+                             DTypeText(call->flags->dtype) + "; flags are one byte an element (UINT8 or INT8)");
+    }
+  }
+  if (wants.keys_dtype != 0) {
+    auto s = other(header.keys(), "header.resident.keys", &call->keys);
+    if (!s.ok()) return s;
+    if (call->keys->dtype != wants.keys_dtype) {
+      return InvalidArgument("header.resident.keys " + HexText(call->keys->id) + " is " + DTypeText(call->keys->dtype) +
+                             "; header.key_dtype is " + DTypeText(wants.keys_dtype));
+    }
+  }
+  if (wants.sort_values_dtype != 0) {
+    auto s = other(header.sort_values(), "header.resident.sort_values", &call->sort_values);
+    if (!s.ok()) return s;
+    if (call->sort_values->dtype != wants.sort_values_dtype) {
+      return InvalidArgument("header.resident.sort_values " + HexText(call->sort_values->id) + " is " +
+                             DTypeText(call->sort_values->dtype) + "; header.values_dtype is " +
+                             DTypeText(wants.sort_values_dtype));
+    }
+  }
   call->keep = header.keep();
   call->ttl_ms = header.ttl_ms();
   call->label = header.label();
-  device->in = a.memory->data();
-  device->elements = a.count;
-  device->engine = a.memory->engine;
-  device->device = a.memory->device;
   return grpc::Status::OK;
 }
 

@@ -23,10 +23,18 @@ namespace gpuscan::server {
 
 struct ResidentCall {
   std::string tenant;
-  std::shared_ptr<const ResidentArray> values;  // held until the call ends
+  // The inputs, held until the call ends (null: not named).
+  std::shared_ptr<const ResidentArray> values, flags, keys, sort_values;
   bool keep = false;
   uint64_t ttl_ms = 0;
   std::string label;
+};
+
+// The inputs besides values that the RPC's header asks for (see Resident in the proto).
+struct ResidentWants {
+  bool flags = false;         // Compact with use_flags, SegmentedScan with heads: 1 byte an element
+  int keys_dtype = 0;         // SegmentedScan with key_dtype, ReduceByKey: the keys' v1::DType (0: none)
+  int sort_values_dtype = 0;  // Sort with KEYS_AND_VALUES: the values' v1::DType (0: none)
 };
 
 // What else the header sets, for the refusals of what cannot go with header.resident.
@@ -34,7 +42,7 @@ struct ResidentConflicts {
   bool shared_memory = false;
   bool device_memory = false;
   bool lanes = false;
-  bool narrow = false;      // a narrow dtype (header.dtype)
+  bool narrow = false;      // a narrow dtype (header.dtype) that the RPC does not compute resident
   bool keep_allowed = true;  // the RPC has a result array to keep (Reduce: no)
 };
 
@@ -45,6 +53,12 @@ struct ResidentConflicts {
 grpc::Status OpenResident(ResidentStore& store, const grpc::ServerContextBase& ctx, const v1::Resident& header,
                           int header_dtype, std::optional<uint64_t> declared_count, const ResidentConflicts& conflicts,
                           ResidentCall* call, DeviceRanges* device);
+// The same for an RPC of several inputs: also INVALID_ARGUMENT naming header.resident.flags, .keys
+// or .sort_values when one the header asks for (`wants`) is missing or one it does not is set,
+// and when a found one's dtype or element count does not go with the values'. Fills *call only.
+grpc::Status OpenResidentInputs(ResidentStore& store, const grpc::ServerContextBase& ctx, const v1::Resident& header,
+                                int header_dtype, std::optional<uint64_t> declared_count, const ResidentWants& wants,
+                                const ResidentConflicts& conflicts, ResidentCall* call);
 
 // The memory a kept result goes into (counted against the budget from now), or a scratch
 // buffer of the engine's for a result that streams back: RESOURCE_EXHAUSTED when neither fits.
