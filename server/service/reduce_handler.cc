@@ -69,7 +69,8 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
       if (auto s = ReduceShared(); !s.ok()) return s;
     } else if (resident_ && narrow_) {  // no device path: fed chunk by chunk, widened as streamed
       ResidentFeed feed(*ctx_.resident, *resident_, ctx_.options->chunk_bytes, *ctx_.payloads);
-      auto s = feed.Each([this] { return Cancelled(); }, [&](Payload values, Payload) { Fold(values.data(), values.size()); });
+      auto s = feed.Each([this] { return Cancelled(); },
+                         [&](Payload values, Payload) { Fold(values.data(), values.size()); });
       if (!s.ok()) return s;
       bytes_in_ = 0;  // nothing crossed the wire
     } else if (device_) {  // device memory, or a resident array's

@@ -111,7 +111,8 @@ class Scan2DCall final : public StreamingCall<v1::Scan2DRequest, v1::ScanRespons
     }
     if (rows && n / spec_.cols != *rows) {
       return InvalidArgument("header.rows=" + std::to_string(*rows) + " but " + array + " (" +
-                             std::to_string(n / spec_.cols) + " rows of header.cols=" + std::to_string(spec_.cols) + ")");
+                             std::to_string(n / spec_.cols) + " rows of header.cols=" + std::to_string(spec_.cols) +
+                             ")");
     }
     return grpc::Status::OK;
   }

@@ -71,8 +71,8 @@ void ResidentKeyedRows(std::vector<Row>& rows) {
                          kInvalid, {"header.resident: cannot be combined with header.device_memory"}));
   rows.push_back(MakeRow("ResidentIdOfAnotherRun", G{Resident(SegHead(), {kKeyedOtherRunId, kSomeId})},
                          grpc::StatusCode::NOT_FOUND, kKeyedRestarted));
-  rows.push_back(MakeRow("ResidentNarrowDTypeIsServed", G{Resident(SegHead(v1::DTYPE_INT8), {kKeyedOtherRunId, kSomeId})},
-                         grpc::StatusCode::NOT_FOUND, kKeyedRestarted));
+  rows.push_back(MakeRow("ResidentNarrowDTypeIsServed",
+                         G{Resident(SegHead(v1::DTYPE_INT8), {kKeyedOtherRunId, kSomeId})}, grpc::StatusCode::NOT_FOUND, kKeyedRestarted));
   // ---- ReduceByKey: keys always, nothing else
   rows.push_back(MakeRow("ResidentKeysMissing", B{Resident(ByKeyHead(), {})}, kInvalid, keys_required));
   rows.push_back(MakeRow("ResidentFlagsGiven", B{Resident(ByKeyHead(), {kKeyedOtherRunId, kSomeId, kSomeId})},
