@@ -91,7 +91,7 @@ void WriteResidentSeeds(const std::function<void(const std::string&, int, uint8_
       {Head(WithResidentH(ReduceH(v1::DTYPE_INT32, v1::OPERATOR_SUM), "", true), NonZero(16, 4))});
   put("reject_scan_resident_other_run", kScanResident, kChunk256,
       {Head(WithResidentH(ScanH(v1::DTYPE_INT32, v1::OPERATOR_SUM), other_run))});
-  put("reject_scan_resident_narrow", kScanResident, kChunk256,
+  put("accept_scan_resident_narrow", kScanResident, kChunk256,
       {Head(WithResidentH(ScanH(v1::DTYPE_INT8, v1::OPERATOR_SUM), ""), NonZero(16))});
   {
     v1::ReduceHeader h = WithResidentH(ReduceH(v1::DTYPE_INT32, v1::OPERATOR_MIN), "");
