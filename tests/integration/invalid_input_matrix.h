@@ -3,7 +3,8 @@
 // invalid_input_stream_rows.cc (the stream and header checks of Scan, Reduce and Compact),
 // invalid_input_transport_rows.cc (lanes, shared memory, device memory) and
 // invalid_input_op_rows.cc (Histogram, SegmentedScan, ReduceByKey, Sort, Scan2D, narrow dtypes) and
-// invalid_input_resident_rows.cc (PutArray, GetArray, DropArray, ListArrays, header.resident).
+// invalid_input_resident_rows.cc (PutArray, GetArray, DropArray, ListArrays, header.resident) and
+// invalid_input_resident_select_rows.cc (Compact's, Histogram's and Sort's header.resident).
 // A named namespace, not an anonymous one: the files share these, and the unity build puts some
 // of them in one translation unit with the other integration tests.
 #pragma once
@@ -402,5 +403,6 @@ void SortRows(std::vector<Row>& rows);
 void Scan2DRows(std::vector<Row>& rows);
 void NarrowRows(std::vector<Row>& rows);
 void ResidentRows(std::vector<Row>& rows);
+void ResidentSelectRows(std::vector<Row>& rows);  // Compact's, Histogram's and Sort's header.resident
 
 }  // namespace gpuscan::matrix
