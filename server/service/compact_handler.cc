@@ -159,8 +159,12 @@ class CompactCall final
           return s;
         }
       }
-      if (values) *kept->mutable_values_array() = Keep(*values, std::move(kept_values), elem_size_, resident_->values->dtype);
-      if (indices) *kept->mutable_indices_array() = Keep(*indices, std::move(kept_indices), sizeof(int64_t), v1::DTYPE_INT64);
+      if (values) {
+        *kept->mutable_values_array() = Keep(*values, std::move(kept_values), elem_size_, resident_->values->dtype);
+      }
+      if (indices) {
+        *kept->mutable_indices_array() = Keep(*indices, std::move(kept_indices), sizeof(int64_t), v1::DTYPE_INT64);
+      }
       return grpc::Status::OK;
     }
     // Responses of whole elements, neither part above the chunk limit; kept_offset as streamed.

@@ -39,7 +39,8 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
     if (header.has_resident()) {
       if (narrow_values_ && !narrow_keys_) {  // OpenResident names the keys' narrow dtype
         return InvalidArgument("header.resident: narrow dtypes (" + v1::DType_Name(header.values_dtype()) +
-                               " as header.values_dtype) are not computed on resident arrays yet; Put and Get take them");
+                               " as header.values_dtype) are not computed on resident arrays yet; Put and Get "
+                               "take them");
       }
       ResidentWants wants;
       wants.sort_values_dtype = spec_.has_values ? header.values_dtype() : 0;
@@ -160,7 +161,8 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
   // read(output, byte offset, bytes, dst) copies that part of output 0, 1 or 2 (OutputSizes).
   template <class Read>
   void Respond(uint64_t n, const std::array<size_t, 3>& sizes, std::vector<v1::SortResponse>& out, Read&& read) {
-    const uint64_t per = std::max<uint64_t>(ctx_.options->chunk_bytes / *std::max_element(sizes.begin(), sizes.end()), 1);
+    const size_t widest = *std::max_element(sizes.begin(), sizes.end());
+    const uint64_t per = std::max<uint64_t>(ctx_.options->chunk_bytes / widest, 1);
     for (uint64_t first = 0; first < n; first += per) {
       const uint64_t m = std::min(per, n - first);
       v1::SortResponse& resp = out.emplace_back();
@@ -196,7 +198,9 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
       const int dtypes[3] = {resident_->values->dtype, spec_.has_values ? resident_->sort_values->dtype : 0,
                              v1::DTYPE_INT64};
       auto info = [&](int f) {  // only those kept are set
-        return f == 0 ? final.mutable_keys_array() : f == 1 ? final.mutable_values_array() : final.mutable_indices_array();
+        return f == 0   ? final.mutable_keys_array()
+               : f == 1 ? final.mutable_values_array()
+                        : final.mutable_indices_array();
       };
       for (int f = 0; f < 3; ++f) {
         if (sizes[f] == 0) continue;
