@@ -111,12 +111,13 @@ grpc::Status ResidentStore::CheckLabel(const std::string& label, const std::stri
 }
 
 grpc::Status ResidentStore::Allocate(const std::string& tenant, uint64_t bytes,
-                                     std::shared_ptr<engine::ResidentMemory>* out) {
-  return AllocateDevice(tenant, bytes, false, out);
+                                     std::shared_ptr<engine::ResidentMemory>* out, const engine::ResidentMemory* near) {
+  return AllocateDevice(tenant, bytes, false, out, near);
 }
 
 grpc::Status ResidentStore::AllocateDevice(const std::string& tenant, uint64_t bytes, bool restoring,
-                                           std::shared_ptr<engine::ResidentMemory>* out) {
+                                           std::shared_ptr<engine::ResidentMemory>* out,
+                                           const engine::ResidentMemory* near) {
   if (auto s = CheckServed(); !s.ok()) return s;
   for (;;) {
     uint64_t used = 0, spilled = 0;
@@ -151,7 +152,8 @@ grpc::Status ResidentStore::AllocateDevice(const std::string& tenant, uint64_t b
   }
   std::unique_ptr<engine::ResidentMemory> memory;
   try {
-    memory = engine_->AllocateResident(std::max<uint64_t>(bytes, 1));
+    memory = (near ? near->engine : engine_)->AllocateResident(std::max<uint64_t>(bytes, 1));
+    if (near) memory->device = near->device;  // a DeviceSet's label of that device
   } catch (const engine::Error& e) {
     accounts_->Give(tenant, bytes, false);
     return ToStatus(e);
@@ -218,7 +220,7 @@ grpc::Status ResidentStore::Restore(const std::shared_ptr<ResidentArray>& array,
   }
   // The caller holds the array, so no spill takes it while it comes back.
   std::shared_ptr<engine::ResidentMemory> memory;
-  if (auto s = AllocateDevice(array->tenant, host->bytes(), true, &memory); !s.ok()) {
+  if (auto s = AllocateDevice(array->tenant, host->bytes(), true, &memory, nullptr); !s.ok()) {
     return {s.error_code(), field + " " + HexText(array->id) + " spilled to host memory and cannot come back: " +
                                 s.error_message()};
   }

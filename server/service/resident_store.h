@@ -63,8 +63,11 @@ class ResidentStore {
   // Memory for a new array of `bytes` for `tenant`, counted against the budget and the tenant's
   // quota until it is freed. Past the budget, arrays no call holds spill (least recently used
   // first) while --spill-bytes has room. RESOURCE_EXHAUSTED with the figures when it would pass
-  // the quota, when spilling cannot make room, or when the engine cannot hold it.
-  grpc::Status Allocate(const std::string& tenant, uint64_t bytes, std::shared_ptr<engine::ResidentMemory>* out);
+  // the quota, when spilling cannot make room, or when the engine cannot hold it. `near`: memory
+  // the new memory must lie beside (a call's input: its kernels write the result there), else
+  // the engine's choice (a DeviceSet's freest device).
+  grpc::Status Allocate(const std::string& tenant, uint64_t bytes, std::shared_ptr<engine::ResidentMemory>* out,
+                        const engine::ResidentMemory* near = nullptr);
   // Registers filled memory (from Allocate) as a new array of `tenant`; returns its info.
   // ttl_ms 0 or past the cap: the cap. The label has been checked (CheckLabel).
   v1::ArrayInfo Add(const std::string& tenant, int dtype, uint64_t count, std::shared_ptr<engine::ResidentMemory> memory,
@@ -104,7 +107,7 @@ class ResidentStore {
   // Allocate's: `bytes` of device memory counted for `tenant` (the quota unchecked when `restoring`:
   // the array's spilled bytes count already and go once it is back).
   grpc::Status AllocateDevice(const std::string& tenant, uint64_t bytes, bool restoring,
-                              std::shared_ptr<engine::ResidentMemory>* out);
+                              std::shared_ptr<engine::ResidentMemory>* out, const engine::ResidentMemory* near);
   // Spills the least recently used array no call holds to host memory: false when none can
   // (extra_room: bytes it may take past --spill-bytes, a restore's own).
   bool SpillOne(uint64_t extra_room);
