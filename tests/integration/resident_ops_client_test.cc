@@ -62,6 +62,11 @@ std::vector<uint8_t> Flags(size_t n, uint32_t seed) {
   return f;
 }
 
+// Flags and heads: a UINT8 array (the typed Put takes the 4- and 8-byte dtypes).
+RemoteArray PutBytes(Client& c, const std::vector<uint8_t>& bytes) {
+  return c.Put(v1::DTYPE_UINT8, bytes.data(), bytes.size());
+}
+
 template <class T>
 bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
@@ -91,7 +96,7 @@ TYPED_TEST(ResidentOpsTyped, CompactAndHistogram) {
   for (size_t n : Sizes<T>()) {
     const std::vector<T> x = Random<T>(n, seed++);
     const std::vector<uint8_t> flags = Flags(n, seed++);
-    RemoteArray a = c.Put(x), f = c.Put(flags);
+    RemoteArray a = c.Put(x), f = PutBytes(c, flags);
     for (v1::CompactOutput output : {v1::COMPACT_OUTPUT_VALUES, v1::COMPACT_OUTPUT_INDICES,
                                      v1::COMPACT_OUTPUT_VALUES_AND_INDICES}) {
       CompactOptions by_flags;
@@ -141,7 +146,7 @@ TYPED_TEST(ResidentOpsTyped, SegmentedScanAndReduceByKey) {
     const std::vector<T> x = Random<T>(n, seed++);
     const std::vector<int64_t> keys = Keys<int64_t>(n, seed++);
     const std::vector<uint8_t> heads = Flags(n, seed++);
-    RemoteArray a = c.Put(x), k = c.Put(keys), h = c.Put(heads);
+    RemoteArray a = c.Put(x), k = c.Put(keys), h = PutBytes(c, heads);
     for (bool exclusive : {false, true}) {
       SegmentedScanOptions o;
       o.op = v1::OPERATOR_MAX;
@@ -248,7 +253,7 @@ TEST_F(ResidentOpsTest, MisuseIsRefusedBeforeOrByTheServer) {
   TestServer other(ResidentServer());
   Client elsewhere(other.client_options(kChunk));
   RemoteArray theirs = elsewhere.Put(x);
-  EXPECT_THROW(SortPairs<int32_t, int32_t>(a, theirs), std::invalid_argument);  // another Client's
+  EXPECT_THROW((SortPairs<int32_t, int32_t>(a, theirs)), std::invalid_argument);  // another Client's
   // The server judges what the client cannot: float keys, a 4-byte flags array.
   RemoteArray f = client_.Put(Random<float>(100, 2)), wide = client_.Put(std::vector<uint32_t>(100, 1));
   try {
