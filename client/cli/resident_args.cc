@@ -72,7 +72,7 @@ void ReportKept(Report& report, std::initializer_list<std::pair<const char*, con
   for (const auto& [name, info] : kept) {
     if (info->id().empty()) continue;
     report.Field(name, ArrayInfoJson(*info));
-    report.Note(std::string("kept ") + name + " " + ArrayInfoText(*info));
+    report.Note("kept " + ArrayInfoText(*info) + " (" + name + ")");
     if (!report.json()) std::printf("%s\n", ArrayIdHex(info->id()).c_str());
   }
   std::fflush(stdout);
