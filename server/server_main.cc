@@ -204,6 +204,10 @@ int gpuscan::server::RunServerMain(int argc, char** argv) {
   app.add_option("--tenant-quota-bytes", options.tenant_quota_bytes,
                  "resident arrays: the bytes one tenant's arrays may hold (0 = no cap beyond --resident-bytes)")
       ->envname("GPUSCAN_TENANT_QUOTA_BYTES");
+  app.add_option("--spill-bytes", options.spill_bytes,
+                 "resident arrays: host memory (pinned on the cuda engine) the least recently used arrays spill to "
+                 "past --resident-bytes; they come back on their next use; 0 = no spill (a Put past the budget fails)")
+      ->envname("GPUSCAN_SPILL_BYTES");
   app.add_option("--resident-ttl-ms", resident_ttl_ms,
                  "resident arrays: milliseconds an array may stay unused before it is dropped (the default ttl "
                  "and the longest a Put may ask for)")

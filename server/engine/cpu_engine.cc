@@ -61,6 +61,10 @@ std::unique_ptr<ResidentMemory> CpuEngine::AllocateResident(uint64_t bytes) {
   return std::make_unique<HostResident>(bytes, this);
 }
 
+std::unique_ptr<ResidentMemory> CpuEngine::AllocateSpill(uint64_t bytes) {
+  return std::make_unique<HostResident>(bytes, this);
+}
+
 CpuEngine::CpuEngine(int threads) {
   if (threads < 0) {
     throw Error(ErrorCode::kInvalidArgument,

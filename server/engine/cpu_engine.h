@@ -37,6 +37,7 @@ class CpuEngine : public Engine {
 
   // Host memory: the cpu engine's "device" (its sessions' ProcessDevice take host pointers).
   std::unique_ptr<ResidentMemory> AllocateResident(uint64_t bytes) override;
+  std::unique_ptr<ResidentMemory> AllocateSpill(uint64_t bytes) override;  // host memory as well
 
   std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) override;
   std::unique_ptr<ReduceSession> NewReduce(const ReduceSpec& spec) override;

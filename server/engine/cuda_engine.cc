@@ -118,6 +118,32 @@ class DeviceResident final : public ResidentMemory {
   uint64_t bytes_;
 };
 
+// Pinned host memory a resident array spills to: the device copies to and from it at the PCIe
+// link's speed (pageable memory is staged through a driver buffer).
+class PinnedSpill final : public ResidentMemory {
+ public:
+  PinnedSpill(int device, uint64_t bytes, Engine* owner) : bytes_(bytes) {
+    cuda::Check(cudaSetDevice(device), "cudaSetDevice");
+    if (cudaMallocHost(&ptr_, bytes) != cudaSuccess) {
+      cudaGetLastError();
+      throw Error(ErrorCode::kResourceExhausted, "no pinned host memory for " + std::to_string(bytes) + " bytes");
+    }
+    engine = owner;
+  }
+  ~PinnedSpill() override { cudaFreeHost(ptr_); }
+  std::byte* data() const override { return static_cast<std::byte*>(ptr_); }
+  uint64_t bytes() const override { return bytes_; }
+  void Write(uint64_t offset, const void* host, uint64_t n) override { std::memcpy(data() + offset, host, n); }
+  void Read(uint64_t offset, void* host, uint64_t n) const override { std::memcpy(host, data() + offset, n); }
+  void CopyTo(uint64_t offset, ResidentMemory& dst, uint64_t dst_offset, uint64_t n) const override {
+    dst.Write(dst_offset, data() + offset, n);
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  uint64_t bytes_;
+};
+
 class CudaEngine final : public Engine {
  public:
   explicit CudaEngine(std::shared_ptr<Shared> sh)
@@ -231,6 +257,9 @@ class CudaEngine final : public Engine {
 
   std::unique_ptr<ResidentMemory> AllocateResident(uint64_t bytes) override {
     return std::make_unique<DeviceResident>(sh_, resident_pool_, bytes, this);
+  }
+  std::unique_ptr<ResidentMemory> AllocateSpill(uint64_t bytes) override {
+    return std::make_unique<PinnedSpill>(sh_->device, bytes, this);
   }
 
   std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) override { return cuda::NewScan(sh_, spec); }

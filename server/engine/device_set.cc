@@ -75,6 +75,8 @@ std::unique_ptr<ResidentMemory> DeviceSet::AllocateResident(uint64_t bytes) {
   return mem;
 }
 
+std::unique_ptr<ResidentMemory> DeviceSet::AllocateSpill(uint64_t bytes) { return devices_[0]->AllocateSpill(bytes); }
+
 std::string DeviceSet::device_name() const {
   std::string s = std::to_string(devices_.size()) + " devices: ";
   for (size_t i = 0; i < labels_.size(); ++i) s += (i ? ", " : "") + labels_[i];

@@ -40,6 +40,7 @@ class DeviceSet final : public Engine {
   std::shared_ptr<IpcMemory> OpenIpc(const std::string& device_uuid, const std::string& handle) override;
   // On the device with the most free memory now (ties: the lowest index).
   std::unique_ptr<ResidentMemory> AllocateResident(uint64_t bytes) override;
+  std::unique_ptr<ResidentMemory> AllocateSpill(uint64_t bytes) override;  // the first device's
 
   std::unique_ptr<ScanSession> NewScan(const ScanSpec& spec) override;
   std::unique_ptr<ReduceSession> NewReduce(const ReduceSpec& spec) override;

@@ -292,6 +292,12 @@ class Engine {
   virtual std::unique_ptr<ResidentMemory> AllocateResident(uint64_t /*bytes*/) {
     throw Error(ErrorCode::kUnimplemented, "the " + name() + " engine keeps no resident arrays");
   }
+  // Host memory of `bytes` (at least 1) that a resident array spills to past the budget: pinned
+  // where the engine copies from it fastest (its data() is a host pointer that AllocateResident
+  // memory's Read and Write take). Throws as AllocateResident. Any thread.
+  virtual std::unique_ptr<ResidentMemory> AllocateSpill(uint64_t /*bytes*/) {
+    throw Error(ErrorCode::kUnimplemented, "the " + name() + " engine keeps no resident arrays");
+  }
 
   // These throw Error: kUnimplemented for an algorithm this engine lacks, kInvalidArgument for
   // an operator the dtype does not support, kResourceExhausted when out of memory.

@@ -80,7 +80,8 @@ const std::set<std::string>& FrontOnlyFlags() {
                                               "--worker-exe",
                                               // A front keeps no resident arrays yet: its workers' would each
                                               // hold their own, and calls spread over them would not find them.
-                                              "--resident-bytes", "--tenant-quota-bytes", "--resident-ttl-ms"};
+                                              "--resident-bytes", "--tenant-quota-bytes", "--resident-ttl-ms",
+                                              "--spill-bytes"};
   return flags;
 }
 

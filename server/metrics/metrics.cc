@@ -66,6 +66,23 @@ class ScrapeTimeGauges final : public prometheus::Collectable {
     scalar(gauges_.resident_bytes, "gpuscan_resident_bytes",
            "Memory held for resident arrays now (dropped ones still in use included).");
     scalar(gauges_.resident_arrays, "gpuscan_resident_arrays", "Resident arrays kept now, every tenant's.");
+    scalar(gauges_.resident_spilled_bytes, "gpuscan_resident_spilled_bytes",
+           "Host memory held for resident arrays spilled past the budget now.");
+    auto counter = [&out](const std::function<uint64_t()>& read, const char* name, const char* help) {
+      if (!read) return;
+      prometheus::MetricFamily f;
+      f.name = name;
+      f.help = help;
+      f.type = prometheus::MetricType::Counter;
+      prometheus::ClientMetric m;
+      m.counter.value = static_cast<double>(read());
+      f.metric.push_back(std::move(m));
+      out.push_back(std::move(f));
+    };
+    counter(gauges_.resident_spills, "gpuscan_resident_spills_total",
+            "Resident arrays spilled to host memory past the budget since the start.");
+    counter(gauges_.resident_restores, "gpuscan_resident_restores_total",
+            "Spilled resident arrays copied back to the device for a call since the start.");
     // One sample per device (a DeviceSet has several). Memory is absent (not 0) when the engine
     // has no device or it cannot be read: 0 would read as "a device with no memory".
     auto used = GaugeFamily("gpuscan_device_memory_used_bytes",

@@ -9,6 +9,8 @@
 //   gpuscan_requests_in_flight   gauge
 //   gpuscan_admission_running, gpuscan_admission_queued   gauges (scrape time)
 //   gpuscan_resident_bytes, gpuscan_resident_arrays   gauges (scrape time; with --resident-bytes)
+//   gpuscan_resident_spilled_bytes   gauge, gpuscan_resident_spills_total,
+//   gpuscan_resident_restores_total   counters (scrape time; with --spill-bytes)
 //   gpuscan_device_memory_used_bytes{device}, gpuscan_device_memory_total_bytes{device},
 //   gpuscan_device_memory_pool_bytes{device}   gauges (scrape time; absent without a device)
 //   gpuscan_info{version,engine,device}   gauge, always 1
@@ -61,6 +63,9 @@ class Metrics {
     std::function<uint64_t()> admission_queued;
     std::function<uint64_t()> resident_bytes;   // a server with --resident-bytes
     std::function<uint64_t()> resident_arrays;
+    std::function<uint64_t()> resident_spilled_bytes;  // a server with --spill-bytes
+    std::function<uint64_t()> resident_spills;          // counters: since the start
+    std::function<uint64_t()> resident_restores;
   };
 
   // `engine` must outlive this object: its name and device label gpuscan_info, and its

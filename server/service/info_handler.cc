@@ -54,6 +54,7 @@ void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info) {
     limits->set_resident_bytes(ctx.resident->options().budget_bytes);
     limits->set_tenant_quota_bytes(ctx.resident->options().tenant_quota_bytes);
     limits->set_resident_ttl_ms(static_cast<uint64_t>(ctx.resident->options().max_ttl.count()));
+    limits->set_spill_bytes(ctx.resident->options().spill_bytes);
   }
   info->set_cpu_threads(ctx.executor->threads());
 }

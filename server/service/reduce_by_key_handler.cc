@@ -10,6 +10,8 @@
 #include "service/flags_aligner.h"
 #include "service/handlers.h"
 #include "service/raw_wire.h"
+#include "service/resident_call.h"
+#include "service/resident_feed.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
 #include "service/wire.h"
@@ -35,14 +37,26 @@ class ReduceByKeyCall final
     const PairedChecker::Side side = SegmentedScanSide(spec_);
     checker_.emplace(spec_.dtype, narrow_, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     aligner_.emplace(WireSize(narrow_, spec_.dtype), side.size);
-    return grpc::Status::OK;
+    if (!header.has_resident()) return grpc::Status::OK;
+    ResidentWants wants;
+    wants.keys_dtype = header.key_dtype();
+    return OpenResidentInputs(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, wants,
+                              ResidentConflicts{}, &resident_.emplace());
   }
 
   grpc::Status CheckRequest(const ReduceByKeyChunk& req, uint64_t index) override {
+    if (resident_) {
+      if (auto s = NoInlinePayload(req.data.size(), "data", index, "header.resident"); !s.ok()) return s;
+      return NoInlinePayload(req.keys.size(), "keys", index, "header.resident");
+    }
     return checker_->Add(req.data.size(), req.keys.size(), index);
   }
 
-  void Open() override { reducer_ = ctx_.engine->NewReduceByKey(spec_); }
+  bool HeaderEndsStream() const override { return resident_.has_value(); }
+
+  void Open() override {
+    reducer_ = OpenFedSession(*ctx_.engine, resident_, [&](engine::Engine& e) { return e.NewReduceByKey(spec_); });
+  }
 
   void Process(ReduceByKeyChunk& req, std::vector<v1::ReduceByKeyResponse>& out) override {
     bytes_in_ += req.data.size() + req.keys.size();
@@ -59,10 +73,9 @@ class ReduceByKeyCall final
   }
 
   grpc::Status Complete(std::vector<v1::ReduceByKeyResponse>& out) override {
+    if (resident_) return CompleteResident(out);
     if (auto s = checker_->Finish(); !s.ok()) return s;
-    v1::ReduceByKeyResponse tail;
-    const uint64_t runs = reducer_->Finish(tail.mutable_keys(), tail.mutable_values());
-    Send(std::move(tail), runs, out);
+    FinishRuns(out);
     v1::ReduceByKeyResponse& last = out.emplace_back();
     last.set_run_count(runs_);
     FillFinal(last, processed_, reducer_->algorithm());
@@ -81,6 +94,59 @@ class ReduceByKeyCall final
   }
 
  private:
+  // The last run, if any, queued.
+  void FinishRuns(std::vector<v1::ReduceByKeyResponse>& out) {
+    v1::ReduceByKeyResponse tail;
+    const uint64_t runs = reducer_->Finish(tail.mutable_keys(), tail.mutable_values());
+    Send(std::move(tail), runs, out);
+  }
+
+  // header.resident: no device path; the arrays are fed to Process chunk by chunk
+  // (resident_feed.h), bit for bit the streamed call's. keep: the runs' keys and values go into
+  // scratch on the device as they complete, then into kept arrays of exactly run_count.
+  grpc::Status CompleteResident(std::vector<v1::ReduceByKeyResponse>& out) {
+    ResidentStore& store = *ctx_.resident;
+    ResidentFeed keys(store, *resident_, ctx_.options->chunk_bytes, *ctx_.payloads);
+    ResidentFeed values(store, *resident_, ctx_.options->chunk_bytes, *ctx_.payloads);  // its result only
+    const int values_dtype = ResultDType(narrow_, spec_.dtype);
+    const bool keep = resident_->keep;
+    if (keep) {
+      const uint64_t most = resident_->values->count;  // runs: at most one an element
+      if (auto s = keys.OpenResult(most * engine::SizeOf(spec_.key_dtype), false); !s.ok()) return s;
+      if (auto s = values.OpenResult(most * WireDTypeSize(values_dtype), false); !s.ok()) return s;
+    }
+    std::vector<v1::ReduceByKeyResponse> made;
+    auto collect = [&] {
+      for (auto& r : made) {
+        if (!keep) {
+          out.push_back(std::move(r));
+          continue;
+        }
+        keys.Append(r.keys().data(), r.keys().size());
+        values.Append(r.values().data(), r.values().size());
+      }
+      made.clear();
+    };
+    auto s = keys.Each([this] { return Cancelled(); }, [&](Payload v, Payload k) {
+      ReduceByKeyChunk req;
+      req.data = std::move(v);
+      req.keys = std::move(k);
+      Process(req, made);
+      collect();
+    });
+    if (!s.ok()) return s;
+    FinishRuns(made);
+    collect();
+    v1::ReduceByKeyResponse& last = out.emplace_back();
+    last.set_run_count(runs_);
+    FillFinal(last, processed_, reducer_->algorithm());
+    bytes_in_ = 0;
+    if (!keep) return grpc::Status::OK;
+    bytes_out_ = 0;
+    if (auto k = keys.Keep(ToWire(spec_.key_dtype), last.mutable_keys_array()); !k.ok()) return k;
+    return values.Keep(values_dtype, last.mutable_values_array());
+  }
+
   // Queues a response holding `runs` completed runs (none: nothing to send).
   void Send(v1::ReduceByKeyResponse resp, uint64_t runs, std::vector<v1::ReduceByKeyResponse>& out) {
     if (runs == 0) return;
@@ -100,6 +166,7 @@ class ReduceByKeyCall final
   std::optional<PairedChecker> checker_;
   std::unique_ptr<engine::ReduceByKeySession> reducer_;
   std::optional<FlagsAligner> aligner_;  // matches keys with values by position
+  std::optional<ResidentCall> resident_;  // header.resident
   uint64_t processed_ = 0;
   uint64_t runs_ = 0;
 };

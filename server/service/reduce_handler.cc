@@ -10,6 +10,7 @@
 #include "service/handlers.h"
 #include "service/raw_wire.h"
 #include "service/resident_call.h"
+#include "service/resident_feed.h"
 #include "service/shared_memory.h"
 #include "service/validate.h"
 
@@ -35,7 +36,7 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
     checker_.emplace(spec_.dtype, narrow_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     if (header.has_resident()) {
       const ResidentConflicts conflicts{header.has_shared_memory(), header.has_device_memory(), header.has_lanes(),
-                                        narrow_.has_value(), false};
+                                        false, false};
       return OpenResident(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, conflicts,
                           &resident_.emplace(), &device_.emplace());
     }
@@ -66,9 +67,15 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
   grpc::Status Complete(std::vector<v1::ReduceResponse>&) override {
     if (shared_) {
       if (auto s = ReduceShared(); !s.ok()) return s;
+    } else if (resident_ && narrow_) {  // no device path: fed chunk by chunk, widened as streamed
+      ResidentFeed feed(*ctx_.resident, *resident_, ctx_.options->chunk_bytes, *ctx_.payloads);
+      auto s = feed.Each([this] { return Cancelled(); },
+                         [&](Payload values, Payload) { Fold(values.data(), values.size()); });
+      if (!s.ok()) return s;
+      bytes_in_ = 0;  // nothing crossed the wire
     } else if (device_) {  // device memory, or a resident array's
       FoldOnDevice(device_->in, device_->elements);
-      if (resident_) bytes_in_ = 0;  // nothing crossed the wire
+      if (resident_) bytes_in_ = 0;
     } else if (auto s = checker_->Finish(); !s.ok()) {
       return s;
     }

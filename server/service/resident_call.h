@@ -37,6 +37,32 @@ struct ResidentWants {
   int sort_values_dtype = 0;  // Sort with KEYS_AND_VALUES: the values' v1::DType (0: none)
 };
 
+// What a header (accepted by ToEngine) asks for besides values: one rule for the handlers and the
+// request fuzzer.
+inline ResidentWants WantsOf(const v1::CompactHeader& h) {
+  ResidentWants w;
+  w.flags = h.selector_case() == v1::CompactHeader::kUseFlags && h.use_flags();
+  return w;
+}
+inline ResidentWants WantsOf(const v1::SegmentedScanHeader& h) {
+  ResidentWants w;
+  w.flags = h.segments_case() == v1::SegmentedScanHeader::kHeads;
+  if (h.segments_case() == v1::SegmentedScanHeader::kKeyDtype) w.keys_dtype = h.key_dtype();
+  return w;
+}
+inline ResidentWants WantsOf(const v1::ReduceByKeyHeader& h) {
+  ResidentWants w;
+  w.keys_dtype = h.key_dtype();
+  return w;
+}
+inline ResidentWants WantsOf(const v1::SortHeader& h) {
+  ResidentWants w;
+  if (h.output() == v1::SORT_OUTPUT_KEYS_AND_VALUES) w.sort_values_dtype = h.values_dtype();
+  return w;
+}
+inline ResidentWants WantsOf(const v1::HistogramHeader&) { return {}; }
+inline ResidentWants WantsOf(const v1::Scan2DHeader&) { return {}; }
+
 // What else the header sets, for the refusals of what cannot go with header.resident.
 struct ResidentConflicts {
   bool shared_memory = false;

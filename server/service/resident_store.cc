@@ -48,19 +48,31 @@ size_t WireDTypeSize(int dtype) {
 }
 
 // Bytes held by tenant: memory is counted from Allocate until its last holder lets it go, so a
-// dropped array still in use stays in the budget until that call ends.
+// dropped array still in use stays in the budget until that call ends. Spilled copies count in
+// `spilled` (--spill-bytes) and in their tenant's bytes (the quota covers both).
 struct ResidentStore::Accounts {
   std::mutex mu;
-  uint64_t used = 0;
+  uint64_t used = 0;     // device memory (the budget)
+  uint64_t spilled = 0;  // host memory of spilled arrays
   std::map<std::string, uint64_t> by_tenant;
 
-  void Give(const std::string& tenant, uint64_t bytes) {
+  void Give(const std::string& tenant, uint64_t bytes, bool spill) {
     std::lock_guard<std::mutex> lock(mu);
-    used -= bytes;
+    (spill ? spilled : used) -= bytes;
     auto it = by_tenant.find(tenant);
     if (it != by_tenant.end() && (it->second -= bytes) == 0) by_tenant.erase(it);
   }
 };
+
+std::shared_ptr<engine::ResidentMemory> ResidentStore::Counted(std::unique_ptr<engine::ResidentMemory> memory,
+                                                               std::shared_ptr<Accounts> accounts,
+                                                               const std::string& tenant, uint64_t bytes, bool spill) {
+  return std::shared_ptr<engine::ResidentMemory>(
+      memory.release(), [accounts = std::move(accounts), tenant, bytes, spill](engine::ResidentMemory* m) {
+        delete m;
+        accounts->Give(tenant, bytes, spill);
+      });
+}
 
 ResidentStore::ResidentStore(engine::Engine* engine, ResidentOptions options)
     : engine_(engine), options_(options), epoch_(RandomBytes(8)), accounts_(std::make_shared<Accounts>()) {
@@ -100,38 +112,125 @@ grpc::Status ResidentStore::CheckLabel(const std::string& label, const std::stri
 
 grpc::Status ResidentStore::Allocate(const std::string& tenant, uint64_t bytes,
                                      std::shared_ptr<engine::ResidentMemory>* out) {
+  return AllocateDevice(tenant, bytes, false, out);
+}
+
+grpc::Status ResidentStore::AllocateDevice(const std::string& tenant, uint64_t bytes, bool restoring,
+                                           std::shared_ptr<engine::ResidentMemory>* out) {
   if (auto s = CheckServed(); !s.ok()) return s;
-  {
-    std::lock_guard<std::mutex> lock(accounts_->mu);
-    const uint64_t mine = accounts_->by_tenant.count(tenant) ? accounts_->by_tenant[tenant] : 0;
-    if (bytes > options_.budget_bytes - std::min(accounts_->used, options_.budget_bytes)) {
-      return ResourceExhausted("resident arrays: " + Figure(bytes) + " more would pass the budget of " +
-                               Figure(options_.budget_bytes) + " (--resident-bytes), " + Figure(accounts_->used) +
-                               " in use; drop arrays (DropArray) or wait for their ttl");
+  for (;;) {
+    uint64_t used = 0, spilled = 0;
+    {
+      std::lock_guard<std::mutex> lock(accounts_->mu);
+      const uint64_t mine = accounts_->by_tenant.count(tenant) ? accounts_->by_tenant[tenant] : 0;
+      const uint64_t quota = options_.tenant_quota_bytes;
+      if (!restoring && quota && bytes > quota - std::min(mine, quota)) {
+        return ResourceExhausted("resident arrays: " + Figure(bytes) + " more would pass this tenant's quota of " +
+                                 Figure(quota) + " (--tenant-quota-bytes), " + Figure(mine) + " in use by it");
+      }
+      if (bytes <= options_.budget_bytes - std::min(accounts_->used, options_.budget_bytes)) {
+        accounts_->used += bytes;
+        accounts_->by_tenant[tenant] += bytes;
+        break;
+      }
+      used = accounts_->used;
+      spilled = accounts_->spilled;
     }
-    if (options_.tenant_quota_bytes && bytes > options_.tenant_quota_bytes - std::min(mine, options_.tenant_quota_bytes)) {
-      return ResourceExhausted("resident arrays: " + Figure(bytes) + " more would pass this tenant's quota of " +
-                               Figure(options_.tenant_quota_bytes) + " (--tenant-quota-bytes), " + Figure(mine) +
-                               " in use by it");
+    // Past the budget: make room by spilling, while an array can go and the room it makes can help.
+    // A restore may spill past --spill-bytes by its own bytes, which leave the spill room as
+    // soon as it is back: else a full spill room would keep every spilled array out for good.
+    if (bytes > options_.budget_bytes || !SpillOne(restoring ? bytes : 0)) {
+      std::string m = "resident arrays: " + Figure(bytes) + " more would pass the budget of " +
+                      Figure(options_.budget_bytes) + " (--resident-bytes), " + Figure(used) + " in use";
+      if (options_.spill_bytes) {
+        m += ", and no array can spill (" + Figure(spilled) + " of " + Figure(options_.spill_bytes) +
+             " (--spill-bytes) in use, the rest held by calls)";
+      }
+      return ResourceExhausted(m + "; drop arrays (DropArray) or wait for their ttl");
     }
-    accounts_->used += bytes;
-    accounts_->by_tenant[tenant] += bytes;
   }
   std::unique_ptr<engine::ResidentMemory> memory;
   try {
     memory = engine_->AllocateResident(std::max<uint64_t>(bytes, 1));
   } catch (const engine::Error& e) {
-    accounts_->Give(tenant, bytes);
+    accounts_->Give(tenant, bytes, false);
     return ToStatus(e);
   } catch (const std::bad_alloc&) {
-    accounts_->Give(tenant, bytes);
+    accounts_->Give(tenant, bytes, false);
     return ResourceExhausted("resident arrays: no memory for " + Figure(bytes));
   }
-  *out = std::shared_ptr<engine::ResidentMemory>(
-      memory.release(), [accounts = accounts_, tenant, bytes](engine::ResidentMemory* m) {
-        delete m;
-        accounts->Give(tenant, bytes);
-      });
+  *out = Counted(std::move(memory), accounts_, tenant, bytes, false);
+  return grpc::Status::OK;
+}
+
+bool ResidentStore::SpillOne(uint64_t extra_room) {
+  if (options_.spill_bytes == 0) return false;
+  std::shared_ptr<engine::ResidentMemory> freed;  // the device memory, freed once the lock is let go
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t room = 0;
+  {
+    std::lock_guard<std::mutex> a(accounts_->mu);
+    room = options_.spill_bytes + extra_room - std::min(accounts_->spilled, options_.spill_bytes + extra_room);
+  }
+  // The least recently used array on the device that no call holds (the entry's is the only
+  // reference: a call takes one only under mu_) and that the spill room takes.
+  Entry* victim = nullptr;
+  for (auto& [tenant, ids] : tenants_) {
+    for (auto& [id, entry] : ids) {
+      const ResidentArray& a = *entry.array;
+      if (entry.array.use_count() != 1 || !a.memory || a.count == 0 || a.memory->bytes() > room) continue;
+      if (!victim || entry.last_used < victim->last_used) victim = &entry;
+    }
+  }
+  if (!victim) return false;
+  ResidentArray& a = *victim->array;
+  const uint64_t bytes = a.memory->bytes();
+  {
+    std::lock_guard<std::mutex> acc(accounts_->mu);
+    accounts_->spilled += bytes;
+    accounts_->by_tenant[a.tenant] += bytes;
+  }
+  std::shared_ptr<engine::ResidentMemory> host;
+  try {
+    host = Counted(engine_->AllocateSpill(bytes), accounts_, a.tenant, bytes, true);
+  } catch (const std::exception&) {  // no host memory: nothing spilled
+    accounts_->Give(a.tenant, bytes, true);
+    return false;
+  }
+  try {
+    a.memory->Read(0, host->data(), bytes);
+  } catch (const std::exception&) {  // the device failed: nothing spilled (host gives its bytes back)
+    return false;
+  }
+  a.spilled = std::move(host);
+  freed = std::move(a.memory);
+  ++spills_;
+  return true;
+}
+
+grpc::Status ResidentStore::Restore(const std::shared_ptr<ResidentArray>& array, const std::string& field) {
+  std::lock_guard<std::mutex> one(restore_mu_);
+  std::shared_ptr<engine::ResidentMemory> host;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!array->spilled) return grpc::Status::OK;  // another call brought it back meanwhile
+    host = array->spilled;
+  }
+  // The caller holds the array, so no spill takes it while it comes back.
+  std::shared_ptr<engine::ResidentMemory> memory;
+  if (auto s = AllocateDevice(array->tenant, host->bytes(), true, &memory); !s.ok()) {
+    return {s.error_code(), field + " " + HexText(array->id) + " spilled to host memory and cannot come back: " +
+                                s.error_message()};
+  }
+  try {
+    memory->Write(0, host->data(), host->bytes());
+  } catch (const engine::Error& e) {
+    return ToStatus(e);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  array->memory = std::move(memory);
+  array->spilled.reset();  // its host memory goes with `host`, outside the lock
+  ++restores_;
   return grpc::Status::OK;
 }
 
@@ -168,7 +267,7 @@ grpc::Status ResidentStore::NotFound(const std::string& id, const std::string& f
 grpc::Status ResidentStore::Find(const std::string& tenant, const std::string& id, const std::string& field,
                                  std::shared_ptr<const ResidentArray>* out) {
   if (auto s = CheckServed(); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   auto t = tenants_.find(tenant);
   if (t == tenants_.end()) return NotFound(id, field);
   auto it = t->second.find(id);
@@ -176,7 +275,12 @@ grpc::Status ResidentStore::Find(const std::string& tenant, const std::string& i
   const auto now = std::chrono::steady_clock::now();
   if (now - it->second.last_used >= it->second.array->ttl) return NotFound(id, field);  // the sweeper's next
   it->second.last_used = now;
-  *out = it->second.array;
+  std::shared_ptr<ResidentArray> array = it->second.array;
+  if (array->spilled) {
+    lock.unlock();
+    if (auto s = Restore(array, field); !s.ok()) return s;
+  }
+  *out = std::move(array);
   return grpc::Status::OK;
 }
 
@@ -211,6 +315,8 @@ void ResidentStore::List(const std::string& tenant, v1::ListArraysResponse* out)
   out->set_tenant_quota_bytes(options_.tenant_quota_bytes);
   out->set_budget_bytes(options_.budget_bytes);
   out->set_used_bytes(accounts_->used);
+  out->set_spill_bytes(options_.spill_bytes);
+  out->set_spilled_bytes(accounts_->spilled);
 }
 
 v1::ArrayInfo ResidentStore::Info(const ResidentArray& array) const {
@@ -231,7 +337,9 @@ v1::ArrayInfo ResidentStore::InfoLocked(const Entry& entry) const {
   info.set_dtype(static_cast<v1::DType>(a.dtype));
   info.set_element_count(a.count);
   info.set_bytes(a.count * WireDTypeSize(a.dtype));
-  info.set_device(a.memory->device.empty() ? a.memory->engine->device_name() : a.memory->device);
+  const engine::ResidentMemory& where = a.memory ? *a.memory : *a.spilled;
+  info.set_device(a.memory ? (where.device.empty() ? where.engine->device_name() : where.device) : "host (spilled)");
+  info.set_spilled(!a.memory);
   info.set_ttl_ms(static_cast<uint64_t>(a.ttl.count()));
   const auto left = a.ttl - std::chrono::duration_cast<std::chrono::milliseconds>(
                                 std::chrono::steady_clock::now() - entry.last_used);
@@ -271,6 +379,21 @@ size_t ResidentStore::arrays() const {
 uint64_t ResidentStore::used_bytes() const {
   std::lock_guard<std::mutex> lock(accounts_->mu);
   return accounts_->used;
+}
+
+uint64_t ResidentStore::spilled_bytes() const {
+  std::lock_guard<std::mutex> lock(accounts_->mu);
+  return accounts_->spilled;
+}
+
+uint64_t ResidentStore::spills() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return spills_;
+}
+
+uint64_t ResidentStore::restores() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return restores_;
 }
 
 grpc::Status TenantOf(const grpc::ServerContextBase& ctx, std::string* tenant) {

@@ -1,7 +1,8 @@
 // ResidentStore: the arrays callers keep on the server (PutArray, an operation's header.resident):
 // their ids, tenants, ttl, the budget of every tenant's arrays together and each tenant's quota.
 // The memory itself is the engine's (engine::ResidentMemory: the device's on the cuda engine).
-// One per server; thread-safe.
+// Past the budget, the least recently used arrays that no call holds spill to host memory (up
+// to --spill-bytes) and come back on their next use (Find). One per server; thread-safe.
 #pragma once
 
 #include <chrono>
@@ -24,7 +25,8 @@ namespace gpuscan::server {
 
 struct ResidentOptions {
   uint64_t budget_bytes = 0;        // --resident-bytes: every tenant's arrays together; 0 = not served
-  uint64_t tenant_quota_bytes = 0;  // --tenant-quota-bytes: each tenant's; 0 = no cap
+  uint64_t tenant_quota_bytes = 0;  // --tenant-quota-bytes: each tenant's (device and spilled); 0 = no cap
+  uint64_t spill_bytes = 0;         // --spill-bytes: host memory arrays spill to past the budget; 0 = none
   std::chrono::milliseconds max_ttl{std::chrono::hours(1)};  // --resident-ttl-ms: the default and the cap
   std::chrono::milliseconds sweep_every{200};                 // how often expired arrays are dropped
 };
@@ -38,7 +40,10 @@ struct ResidentArray {
   uint64_t count = 0;
   std::string label;
   std::chrono::milliseconds ttl{0};
-  std::shared_ptr<engine::ResidentMemory> memory;
+  // Where it lies. A call's array (Find's) is never spilled: memory is set for as long as it holds
+  // it. In the store, one of the two is set (under the store's lock).
+  std::shared_ptr<engine::ResidentMemory> memory;   // on the device
+  std::shared_ptr<engine::ResidentMemory> spilled;  // in host memory (AllocateSpill), past the budget
 };
 
 class ResidentStore {
@@ -56,16 +61,19 @@ class ResidentStore {
   grpc::Status CheckServed() const;
 
   // Memory for a new array of `bytes` for `tenant`, counted against the budget and the tenant's
-  // quota until it is freed: RESOURCE_EXHAUSTED with the figures when it would pass either or the
-  // engine cannot hold it.
+  // quota until it is freed. Past the budget, arrays no call holds spill (least recently used
+  // first) while --spill-bytes has room. RESOURCE_EXHAUSTED with the figures when it would pass
+  // the quota, when spilling cannot make room, or when the engine cannot hold it.
   grpc::Status Allocate(const std::string& tenant, uint64_t bytes, std::shared_ptr<engine::ResidentMemory>* out);
   // Registers filled memory (from Allocate) as a new array of `tenant`; returns its info.
   // ttl_ms 0 or past the cap: the cap. The label has been checked (CheckLabel).
   v1::ArrayInfo Add(const std::string& tenant, int dtype, uint64_t count, std::shared_ptr<engine::ResidentMemory> memory,
                     uint64_t ttl_ms, const std::string& label);
-  // The array `id` of `tenant`, renewed (its idle time starts again). NOT_FOUND naming `field`
-  // for an unknown id, another tenant's and an expired or dropped one alike; an id of an earlier
-  // run of the server says that the server restarted.
+  // The array `id` of `tenant`, renewed (its idle time starts again) and, when it had spilled,
+  // copied back to the device first, spilling others for room (for the moment of that swap the
+  // spilled bytes may pass --spill-bytes by its own); RESOURCE_EXHAUSTED when calls hold the room. NOT_FOUND
+  // naming `field` for an unknown id, another tenant's and an expired or dropped one alike; an id
+  // of an earlier run of the server says that the server restarted.
   grpc::Status Find(const std::string& tenant, const std::string& id, const std::string& field,
                     std::shared_ptr<const ResidentArray>* out);
   // Forgets the array (its memory goes once no call holds it): Find's NOT_FOUND otherwise.
@@ -77,6 +85,9 @@ class ResidentStore {
   size_t Expire();
   size_t arrays() const;
   uint64_t used_bytes() const;  // memory held for arrays now, dropped ones still in use included
+  uint64_t spilled_bytes() const;  // host memory held for spilled arrays now
+  uint64_t spills() const;         // arrays spilled since the start
+  uint64_t restores() const;       // spilled arrays copied back since the start
 
   // INVALID_ARGUMENT naming `field` for a label over kMaxLabelBytes.
   static grpc::Status CheckLabel(const std::string& label, const std::string& field);
@@ -90,6 +101,18 @@ class ResidentStore {
   };
   grpc::Status NotFound(const std::string& id, const std::string& field) const;
   v1::ArrayInfo InfoLocked(const Entry& entry) const;
+  // Allocate's: `bytes` of device memory counted for `tenant` (the quota unchecked when `restoring`:
+  // the array's spilled bytes count already and go once it is back).
+  grpc::Status AllocateDevice(const std::string& tenant, uint64_t bytes, bool restoring,
+                              std::shared_ptr<engine::ResidentMemory>* out);
+  // Spills the least recently used array no call holds to host memory: false when none can
+  // (extra_room: bytes it may take past --spill-bytes, a restore's own).
+  bool SpillOne(uint64_t extra_room);
+  // Memory that gives its bytes back to the accounts (device or spill) when its last holder lets it go.
+  static std::shared_ptr<engine::ResidentMemory> Counted(std::unique_ptr<engine::ResidentMemory> memory,
+                                                         std::shared_ptr<Accounts> accounts, const std::string& tenant,
+                                                         uint64_t bytes, bool spill);
+  grpc::Status Restore(const std::shared_ptr<ResidentArray>& array, const std::string& field);
 
   engine::Engine* engine_;
   const ResidentOptions options_;
@@ -99,6 +122,8 @@ class ResidentStore {
   std::condition_variable wake_;
   bool stopping_ = false;
   uint64_t next_order_ = 0;
+  uint64_t spills_ = 0, restores_ = 0;  // under mu_
+  std::mutex restore_mu_;  // one restore at a time: a second Find of the array waits for the first
   std::map<std::string, std::unordered_map<std::string, Entry>> tenants_;  // tenant -> id -> entry
   std::thread sweeper_;  // last: started once the rest is built
 };

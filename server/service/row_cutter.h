@@ -13,9 +13,10 @@ class RowCutter {
   explicit RowCutter(uint64_t row_bytes) : row_bytes_(row_bytes) {}
 
   // Calls emit(rows_data, rows) for each run of whole rows `data` completes, in order.
-  template <class Emit>
-  void Add(const std::string& data, const Emit& emit) {
-    const char* p = data.data();
+  // Bytes: anything with data() and size() (a std::string, a Payload).
+  template <class Bytes, class Emit>
+  void Add(const Bytes& data, const Emit& emit) {
+    const char* p = reinterpret_cast<const char*>(data.data());
     uint64_t left = data.size();
     if (!partial_.empty()) {  // complete the row begun by earlier pieces
       const uint64_t take = std::min<uint64_t>(left, row_bytes_ - partial_.size());

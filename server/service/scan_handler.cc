@@ -9,6 +9,7 @@
 #include "service/handlers.h"
 #include "service/raw_wire.h"
 #include "service/resident_call.h"
+#include "service/resident_feed.h"
 #include "service/shared_memory.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
@@ -39,7 +40,7 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
     checker_.emplace(spec_.dtype, narrow_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     if (header.has_resident()) {
       const ResidentConflicts conflicts{header.has_shared_memory(), header.has_device_memory(), header.has_lanes(),
-                                        narrow_.has_value(), true};
+                                        false, true};
       return OpenResident(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, conflicts,
                           &resident_.emplace(), &device_.emplace());
     }
@@ -146,26 +147,33 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
 
 
   // header.resident: the whole array at once where it lies, into a kept array or a scratch one
-  // read back in chunks (nothing crossed the wire on the way in).
+  // read back in chunks (nothing crossed the wire on the way in). A narrow array has no device
+  // path: it is fed to Process chunk by chunk (resident_feed.h), widened as a streamed one is.
   grpc::Status ScanResident(std::vector<ScanReply>& out, v1::ArrayInfo* kept) {
-    const size_t size = engine::SizeOf(spec_.dtype);
-    const uint64_t bytes = device_->elements * size;
+    ResidentFeed feed(*ctx_.resident, *resident_, ctx_.options->chunk_bytes, *ctx_.payloads);
+    if (narrow_) {
+      const int dtype = ResultDType(narrow_, spec_.dtype);
+      const grpc::Status status = FeedOneArray(
+          feed, [this] { return Cancelled(); }, dtype, device_->elements * WireDTypeSize(dtype), out,
+          [&](Payload values, Payload, std::vector<ScanReply>& made) {
+            ScanChunk req;
+            req.data = std::move(values);
+            Process(req, made);
+          },
+          [](const ScanReply& r) -> const Payload& { return r.data; }, kept);
+      bytes_in_ = 0;
+      if (resident_->keep) bytes_out_ = 0;
+      return status;
+    }
     std::shared_ptr<engine::ResidentMemory> result;
-    if (auto s = ResidentOutput(*ctx_.resident, *resident_, bytes, &result); !s.ok()) return s;
+    if (auto s = ResidentOutput(*ctx_.resident, *resident_, device_->elements * engine::SizeOf(spec_.dtype), &result);
+        !s.ok()) {
+      return s;
+    }
     device_->out = result->data();
     ScanDevice();
     bytes_in_ = bytes_out_ = 0;
-    if (resident_->keep) {
-      *kept = ctx_.resident->Add(resident_->tenant, ToWire(spec_.dtype), processed_, std::move(result),
-                                 resident_->ttl_ms, resident_->label);
-      return grpc::Status::OK;
-    }
-    ReadBack(*result, bytes, size, ctx_.options->chunk_bytes, *ctx_.payloads, [&](Payload p, uint64_t first) {
-      ScanReply& reply = out.emplace_back();
-      bytes_out_ += p.size();
-      reply.data = std::move(p);
-      reply.msg.set_offset(first);
-    });
+    feed.KeepOrReadBack(std::move(result), ToWire(spec_.dtype), processed_, out, &bytes_out_, kept);
     return grpc::Status::OK;
   }
 

@@ -10,6 +10,8 @@
 #include "service/flags_aligner.h"
 #include "service/handlers.h"
 #include "service/raw_wire.h"
+#include "service/resident_call.h"
+#include "service/resident_feed.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
 #include "service/wire.h"
@@ -38,6 +40,7 @@ class SegmentedScanCall final
     checker_.emplace(spec_.dtype, narrow_, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     elem_size_ = engine::SizeOf(spec_.dtype);
     aligner_.emplace(WireSize(narrow_, spec_.dtype), side.size);
+    if (header.has_resident()) return OpenResidentCall(header, count);
     if (header.has_device_memory()) {
       SharedNeeds needs;
       needs.scan_output = true;
@@ -49,12 +52,18 @@ class SegmentedScanCall final
   }
 
   grpc::Status CheckRequest(const SegmentedScanChunk& req, uint64_t index) override {
+    if (resident_) {
+      if (auto s = NoInlinePayload(req.data.size(), "data", index, "header.resident"); !s.ok()) return s;
+      return NoInlinePayload(req.keys.size(), "keys", index, "header.resident");
+    }
     if (device_) {
       if (auto s = NoInlinePayload(req.data.size(), "data", index, "header.device_memory"); !s.ok()) return s;
       return NoInlinePayload(req.keys.size(), "keys", index, "header.device_memory");
     }
     return checker_->Add(req.data.size(), req.keys.size(), index);
   }
+
+  bool HeaderEndsStream() const override { return resident_.has_value(); }
 
   void Open() override {
     session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewSegmentedScan(spec_); });
@@ -80,9 +89,13 @@ class SegmentedScanCall final
   }
 
   grpc::Status Complete(std::vector<ScanReply>& out) override {
-    // The array in device memory runs now; a streamed one has run.
-    if (const grpc::Status s = device_ ? ScanDevice() : checker_->Finish(); !s.ok()) return s;
-    FillFinal(out.emplace_back().msg, processed_, session_->algorithm());
+    // The array in device memory or on the server runs now; a streamed one has run.
+    v1::ArrayInfo kept;
+    const grpc::Status s = resident_ ? ScanResident(out, &kept) : device_ ? ScanDevice() : checker_->Finish();
+    if (!s.ok()) return s;
+    v1::ScanResponse& final = out.emplace_back().msg;
+    FillFinal(final, processed_, session_->algorithm());
+    if (!kept.id().empty()) *final.mutable_array() = std::move(kept);
     return grpc::Status::OK;
   }
 
@@ -109,9 +122,75 @@ class SegmentedScanCall final
     return grpc::Status::OK;
   }
 
+  // header.resident: the values and their keys or head flags (checked and held), and the
+  // device-memory path pointed at them.
+  grpc::Status OpenResidentCall(const v1::SegmentedScanHeader& header, std::optional<uint64_t> count) {
+    ResidentWants wants;
+    wants.flags = spec_.heads;
+    if (!spec_.heads) wants.keys_dtype = header.key_dtype();
+    const ResidentConflicts conflicts{false, header.has_device_memory(), false, false, true};
+    ResidentCall& call = resident_.emplace();
+    if (auto s = OpenResidentInputs(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, wants, conflicts,
+                                    &call);
+        !s.ok()) {
+      return s;
+    }
+    DeviceRanges& d = device_.emplace();
+    d.in = call.values->memory->data();
+    d.keys = (call.keys ? call.keys : call.flags)->memory->data();
+    d.elements = call.values->count;
+    d.engine = call.values->memory->engine;
+    d.device = call.values->memory->device;
+    return grpc::Status::OK;
+  }
+
+  // Whether the session scans device memory: a call of n = 0 does nothing where it does and
+  // throws kUnimplemented where it does not (float SUM/PRODUCT's canonical tree: its pairs are
+  // packed on the host; the cpu engine's segmented scans).
+  bool HasDevicePath() {
+    try {
+      session_->ProcessDevice(nullptr, nullptr, nullptr, 0, stages_);
+    } catch (const engine::Error& e) {
+      if (e.code() != engine::ErrorCode::kUnimplemented) throw;
+      return false;
+    }
+    return true;
+  }
+
+  // header.resident: on the device path where the session has one (as ScanResident in
+  // scan_handler.cc); else fed to Process chunk by chunk (resident_feed.h), bit for bit the
+  // streamed call's (a narrow input widened as a streamed one is).
+  grpc::Status ScanResident(std::vector<ScanReply>& out, v1::ArrayInfo* kept) {
+    ResidentFeed feed(*ctx_.resident, *resident_, ctx_.options->chunk_bytes, *ctx_.payloads);
+    const int dtype = ResultDType(narrow_, spec_.dtype);
+    const uint64_t bytes = device_->elements * WireDTypeSize(dtype);
+    if (!narrow_ && HasDevicePath()) {
+      std::shared_ptr<engine::ResidentMemory> result;
+      if (auto s = ResidentOutput(*ctx_.resident, *resident_, bytes, &result); !s.ok()) return s;
+      device_->out = result->data();
+      ScanDevice();
+      bytes_in_ = bytes_out_ = 0;
+      feed.KeepOrReadBack(std::move(result), dtype, processed_, out, &bytes_out_, kept);
+      return grpc::Status::OK;
+    }
+    const grpc::Status status = FeedOneArray(
+        feed, [this] { return Cancelled(); }, dtype, bytes, out,
+        [&](Payload values, Payload keys, std::vector<ScanReply>& made) {
+          SegmentedScanChunk req;
+          req.data = std::move(values);
+          req.keys = std::move(keys);
+          Process(req, made);
+        },
+        [](const ScanReply& r) -> const Payload& { return r.data; }, kept);
+    bytes_in_ = 0;
+    if (resident_->keep) bytes_out_ = 0;
+    return status;
+  }
+
   engine::SegmentedScanSpec spec_;
   std::optional<NarrowInput> narrow_;   // a narrow header.dtype: what each run is widened from
-  std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges
+  std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges (header.resident: the arrays')
+  std::optional<ResidentCall> resident_;  // header.resident
   std::optional<PairedChecker> checker_;
   std::unique_ptr<engine::SegmentedScanSession> session_;
   size_t elem_size_ = 4;

@@ -146,6 +146,7 @@ ResidentOptions ResidentOptionsOf(const ServerOptions& o) {
   ResidentOptions r;
   r.budget_bytes = o.resident_bytes;
   r.tenant_quota_bytes = o.tenant_quota_bytes;
+  r.spill_bytes = o.spill_bytes;
   r.max_ttl = o.resident_ttl;
   return r;
 }
@@ -204,9 +205,10 @@ class ServerImpl final : public Server {
     ctx.payloads = payloads_.get();
     ctx.resident = resident_.get();
     if (options_.resident_bytes) {
-      spdlog::info("resident arrays: up to {} bytes ({} a tenant), idle for at most {} ms", options_.resident_bytes,
+      spdlog::info("resident arrays: up to {} bytes ({} a tenant), spilling up to {} bytes, idle for at most {} ms",
+                   options_.resident_bytes,
                    options_.tenant_quota_bytes ? std::to_string(options_.tenant_quota_bytes) : "no cap",
-                   options_.resident_ttl.count());
+                   options_.spill_bytes, options_.resident_ttl.count());
     }
     service_ = std::make_unique<GpuScanService>(std::move(ctx));
 
@@ -309,6 +311,11 @@ class ServerImpl final : public Server {
     if (options_.resident_bytes) {
       g.resident_bytes = [this] { return resident_->used_bytes(); };
       g.resident_arrays = [this] { return uint64_t{resident_->arrays()}; };
+    }
+    if (options_.resident_bytes && options_.spill_bytes) {
+      g.resident_spilled_bytes = [this] { return resident_->spilled_bytes(); };
+      g.resident_spills = [this] { return resident_->spills(); };
+      g.resident_restores = [this] { return resident_->restores(); };
     }
     return g;
   }

@@ -65,6 +65,7 @@ struct ServerOptions {
   // (0 = not served), each tenant's cap (0 = none), and the longest idle time (also the default).
   uint64_t resident_bytes = 0;
   uint64_t tenant_quota_bytes = 0;
+  uint64_t spill_bytes = 0;  // --spill-bytes: host memory resident arrays spill to past resident_bytes
   std::chrono::milliseconds resident_ttl{std::chrono::hours(1)};
   // gRPC core channel arguments of the listening server (name -> int, e.g.
   // grpc.http2.max_frame_size), after the server's own: a tuning knob, applied as given.

@@ -15,23 +15,13 @@
 #include "gpuscan/v1/gpuscan.pb.h"
 #include "request_fuzz_calls.h"
 #include "request_fuzz_common.h"
+#include "request_fuzz_store.h"
 #include "service/resident_call.h"
 #include "service/resident_store.h"
 #include "service/shared_memory.h"
 #include "service/validate.h"
 
 namespace gpuscan::fuzz {
-namespace {
-
-// ---------------------------------------------------------------------------------------------
-// Resident arrays (issue 56): PutArray, GetArray, DropArray, ListArrays and Scan's and Reduce's
-// header.resident, through the handlers' own checks (resident_call.h: PutChecks, PlanGet,
-// OpenResident) on a ResidentStore of the input's own over the CPU engine, then what the calls
-// would answer against what was put. Ids the input cannot know: an id of at most one byte (a
-// resident values id, a GetArray/DropArray id) names an array the fuzzer puts first (its dtype
-// from that byte), so the calls that need one are reachable. TTLs below a minute are raised by a
-// minute (the sweeper's clock is no part of the input). At the end every array is dropped, and
-// the store must account for no bytes.
 
 // The caller: a server context of no call (no metadata, no TLS peer): the default tenant.
 const grpc::ServerContextBase& NoCall() {
@@ -59,6 +49,18 @@ void CheckResidentRejected(const grpc::Status& s) {
   }
 }
 
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Resident arrays (issue 56): PutArray, GetArray, DropArray, ListArrays and Scan's and Reduce's
+// header.resident, through the handlers' own checks (resident_call.h: PutChecks, PlanGet,
+// OpenResident) on a ResidentStore of the input's own over the CPU engine, then what the calls
+// would answer against what was put. Ids the input cannot know: an id of at most one byte (a
+// resident values id, a GetArray/DropArray id) names an array the fuzzer puts first (its dtype
+// from that byte), so the calls that need one are reachable. TTLs below a minute are raised by a
+// minute (the sweeper's clock is no part of the input). At the end every array is dropped, and
+// the store must account for no bytes.
+
 // The array `info` names holds exactly `bytes`, as `info` says.
 void ExpectHeld(server::ResidentStore& store, const std::string& tenant, const v1::ArrayInfo& info,
                 const std::string& bytes, const std::string& what) {
@@ -80,6 +82,8 @@ void ExpectHeld(server::ResidentStore& store, const std::string& tenant, const v
   }
 }
 
+}  // namespace
+
 // An array put straight into the store (no call): `bytes` cut to whole elements of dtype and to
 // the budget; nullopt where the store refuses it (no budget, the budget or quota spent).
 std::optional<v1::ArrayInfo> PutDirect(server::ResidentStore& store, int dtype, std::string* bytes) {
@@ -100,6 +104,8 @@ std::optional<v1::ArrayInfo> PutDirect(server::ResidentStore& store, int dtype, 
 
 // A dtype every array may have (narrow ones too), from one byte.
 int AnyDType(uint8_t b) { return 1 + b % 11; }
+
+namespace {
 
 Result FuzzPutArray(server::ResidentStore& store, const std::vector<Request>& requests, uint64_t chunk_bytes) {
   grpc::Status st = requests.empty() ? server::EmptyStreamStatus() : grpc::Status::OK;
@@ -293,8 +299,8 @@ Result FuzzResidentOp(server::ResidentStore& store, const std::vector<Request>& 
     if (st.ok()) st = server::CheckScanAlgorithm(spec.algorithm, Engine().scan_algorithms(), Engine().name());
   }
   if (st.ok()) {
-    const server::ResidentConflicts conflicts{h.has_shared_memory(), h.has_device_memory(), h.has_lanes(),
-                                              narrow.has_value(), kScan};
+    const server::ResidentConflicts conflicts{h.has_shared_memory(), h.has_device_memory(), h.has_lanes(), false,
+                                              kScan};
     st = server::OpenResident(store, NoCall(), h.resident(), h.dtype(), DeclaredCount(h), conflicts, &call, &device);
   }
   for (uint64_t i = 0; st.ok() && i < requests.size(); ++i) {
@@ -306,6 +312,9 @@ Result FuzzResidentOp(server::ResidentStore& store, const std::vector<Request>& 
     CheckResidentRejected(st);
     return {st, 0};
   }
+  // A narrow array goes to the handler's streamed path (ResidentFeed), whose narrow input this
+  // fuzzer's streamed calls do not reach (the integration tests compare it with the streamed call).
+  if (narrow) return {st, device.elements};
   const uint64_t n = device.elements;
   std::string x_bytes(n * engine::SizeOf(spec.dtype), '\0');
   if (n) call.values->memory->Read(0, x_bytes.data(), x_bytes.size());
@@ -353,7 +362,8 @@ Result FuzzResidentKind(int kind, server::ResidentStore& store, const std::vecto
     case 2: return FuzzDropArray(store, requests);
     case 3: return FuzzListArrays(store, requests);
     case 4: return FuzzResidentOp<true>(store, requests, chunk_bytes);
-    default: return FuzzResidentOp<false>(store, requests, chunk_bytes);
+    case 5: return FuzzResidentOp<false>(store, requests, chunk_bytes);
+    default: return FuzzResidentInputs(kind - 4, store, requests, chunk_bytes);  // 6..11: rpc 2..7
   }
 }
 

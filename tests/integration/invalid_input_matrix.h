@@ -2,8 +2,10 @@
 // invalid_input_test.cc (the fixture and the tests, which run every row) and the rows by family,
 // invalid_input_stream_rows.cc (the stream and header checks of Scan, Reduce and Compact),
 // invalid_input_transport_rows.cc (lanes, shared memory, device memory) and
-// invalid_input_op_rows.cc (Histogram, SegmentedScan, ReduceByKey, Sort, Scan2D, narrow dtypes) and
-// invalid_input_resident_rows.cc (PutArray, GetArray, DropArray, ListArrays, header.resident).
+// invalid_input_op_rows.cc (Histogram, SegmentedScan, ReduceByKey, Sort, Scan2D, narrow dtypes),
+// invalid_input_resident_rows.cc (PutArray, GetArray, DropArray, ListArrays, Scan's and Reduce's
+// header.resident) and invalid_input_resident_keyed_rows.cc (header.resident of SegmentedScan,
+// ReduceByKey and Scan2D).
 // A named namespace, not an anonymous one: the files share these, and the unity build puts some
 // of them in one translation unit with the other integration tests.
 #pragma once
@@ -402,5 +404,6 @@ void SortRows(std::vector<Row>& rows);
 void Scan2DRows(std::vector<Row>& rows);
 void NarrowRows(std::vector<Row>& rows);
 void ResidentRows(std::vector<Row>& rows);
+void ResidentKeyedRows(std::vector<Row>& rows);  // invalid_input_resident_keyed_rows.cc
 
 }  // namespace gpuscan::matrix
