@@ -185,13 +185,11 @@ int RunResidentReduce(const ReduceArgs& a, const GlobalOptions& g) {
     header.set_element_count(info.element_count());
     SetResident(header.mutable_resident(), a.r, arrays);
     std::optional<ArrayOutput> values_out, keys_out;
-    if (!a.r.keep) {  // the runs' keys as sent streamed: narrow ones widened to int32 or uint32
-      const v1::DType k = arrays.keys.dtype();
-      const v1::DType run_keys = DTypeSize(k) >= 4                                      ? k
-                                 : (k == v1::DTYPE_INT8 || k == v1::DTYPE_INT16) ? v1::DTYPE_INT32
-                                                                                  : v1::DTYPE_UINT32;
+    if (!a.r.keep) {  // (resident keys are 4- or 8-byte integers: the server refuses narrower ones)
       values_out.emplace(ResolveOutput(a.io.output, a.io.out_format, g.json, std::nullopt), out_dtype, std::nullopt);
-      if (!a.keys_out.empty()) keys_out.emplace(ResolveOutput(a.keys_out, "auto", false, std::nullopt), run_keys, std::nullopt);
+      if (!a.keys_out.empty()) {
+        keys_out.emplace(ResolveOutput(a.keys_out, "auto", false, std::nullopt), arrays.keys.dtype(), std::nullopt);
+      }
     }
     const v1::ReduceByKeyResponse last = client.ReduceByKeyResident(
         header, keys_out ? keys_out->AsSink() : Sink{}, values_out ? values_out->AsSink() : Sink{});

@@ -327,7 +327,7 @@ def get(c, r, offset, count, retries, timeout) -> Program:
         out = fetched.finish()
         if isinstance(r, RemoteArray) and fetched.info is not None:
             r._update(fetched.info)
-            if r.ndim == 2 and offset == 0 and len(out) == r.size:
+            if r.ndim == 2 and offset == 0 and count is None:  # the whole matrix asked for
                 out = out.reshape(r.shape)
         return out
     return _retried(retries, timeout, attempt)

@@ -208,16 +208,12 @@ def segmented_scan(c, r, keys, heads, op, exclusive, out, retries, timeout, dtyp
 
 
 def _key_wire(op: str, keys: RemoteArray) -> int:
-    if keys.dtype.kind not in "iu":
-        raise ValueError(f"gpuscan: {op}: keys must be a resident integer array, got {keys.dtype}")
-    return _types.wire_dtype(keys.dtype, narrow=True)
-
-
-def _runs_key_dtype(keys: RemoteArray) -> np.dtype:
-    """The runs' keys come back as a streamed call's: narrow keys widened to int32 or uint32."""
-    if keys.dtype.itemsize < 4:
-        return np.dtype(np.int32 if keys.dtype.kind == "i" else np.uint32)
-    return keys.dtype
+    """Resident keys of 4 or 8 bytes: a streamed call widens narrower ones here, which a resident
+    array cannot be (the server refuses them too)."""
+    if keys.dtype.kind not in "iu" or keys.dtype.itemsize < 4:
+        raise ValueError(f"gpuscan: {op}: keys must be a resident int32, int64, uint32 or uint64 array, got "
+                         f"{keys.dtype} (put keys.astype(np.int32) instead)")
+    return _types.wire_dtype(keys.dtype)
 
 
 def scan2d(c, r, op, out, retries, timeout, axis: Optional[int], exclusive, dtype, keep, ttl,
@@ -270,7 +266,7 @@ def reduce_by_key(c, r, keys, op, retries, timeout, dtype, keep, ttl, label) -> 
     if keep:
         p.collect = lambda p, k: _kept(c, pb.ReduceByKeyResponse, ("keys_array", "values_array"))
     else:
-        p.collect = lambda p, k: _ops._assembled(_chunking.ReduceByKeyAssembler(_runs_key_dtype(keys), result,
+        p.collect = lambda p, k: _ops._assembled(_chunking.ReduceByKeyAssembler(keys.dtype, result,
                                                                                 r.size))
     return p
 

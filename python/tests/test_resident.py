@@ -1,6 +1,7 @@
 """Resident arrays (issue 56): put/get/drop/arrays, scan (keep chains) and reduce of a RemoteArray with
-the streamed calls' bits, every dtype, sizes around the test client's 64-byte chunks, tenants,
-ttl and quotas on servers of their own, a server that keeps none, and the AsyncClient alike."""
+the streamed calls' bits, every dtype (narrow ones widened by the server), sizes around the test
+client's 64-byte chunks, tenants, ttl and quotas on servers of their own, a server that keeps none,
+and the AsyncClient alike (the other operations: test_resident_ops.py)."""
 import asyncio
 import time
 
@@ -167,14 +168,19 @@ def test_float_keep_chain_bits(own, rng):
 
 
 @pytest.mark.parametrize("dtype", NARROW)
-def test_narrow_put_get_but_not_computed(own, rng, dtype):
-    x = data(rng, dtype, 65)
-    r = own.put(x)
-    same_bits(r.get(), x.view(np.uint8) if dtype == "bool" else x)
-    with pytest.raises(gpuscan.InvalidArgument, match="narrow"):
-        own.scan(r)
-    with pytest.raises(gpuscan.InvalidArgument, match="narrow"):
-        own.reduce(r)
+def test_narrow_scan_and_reduce_equal_the_streamed_calls(own, rng, dtype):
+    """The server widens a narrow resident array as the streamed call does (bool: kept as uint8)."""
+    for n in (0, 1, 63, 64, 65, 1000):
+        x = data(rng, dtype, n)
+        kept = x.view(np.uint8) if dtype == "bool" else x
+        r = own.put(x)
+        same_bits(r.get(), kept)
+        same_bits(own.scan(r), own.scan(kept))
+        same_bits(own.scan(r, exclusive=True, op="max"), own.scan(kept, exclusive=True, op="max"))
+        same_bits(own.reduce(r), own.reduce(kept))
+        if dtype != "float16":
+            same_bits(own.scan(r, dtype="int32"), own.scan(kept, dtype="int32"))
+        same_bits(own.scan(r, keep=True).get(), own.scan(kept))
 
 
 def test_streams_refuse_a_remote_array(own, rng):
