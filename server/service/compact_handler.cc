@@ -1,5 +1,6 @@
 // Compact: bidirectional streaming. Values (and, with use_flags, a flags stream matched to them
 // by element position) are compacted chunk by chunk; kept values and/or indices stream back.
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -9,6 +10,7 @@
 #include "service/flags_aligner.h"
 #include "service/handlers.h"
 #include "service/raw_wire.h"
+#include "service/resident_call.h"
 #include "service/shared_memory.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
@@ -42,6 +44,12 @@ class CompactCall final
     needs.values_output = spec_.want_values;
     needs.indices_output = spec_.want_indices;
     needs.flags_input = spec_.use_flags;
+    if (header.has_resident()) {
+      const ResidentConflicts conflicts{header.has_shared_memory(), header.has_device_memory(), header.has_lanes(),
+                                        narrow_.has_value(), true};
+      return OpenResident(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, conflicts,
+                          &resident_.emplace(), &device_.emplace(), WantsOf(header));
+    }
     if (header.has_device_memory()) {
       return OpenDevice(*ctx_.device_ipc, Peer(), header.device_memory(), header.has_shared_memory(), elem_size_,
                         needs, count, &device_.emplace());
@@ -54,16 +62,15 @@ class CompactCall final
   }
 
   grpc::Status CheckRequest(const CompactChunk& req, uint64_t index) override {
-    if (shared_) {
-      if (auto s = NoInlinePayload(req.values.size(), "values", index); !s.ok()) return s;
-      return NoInlinePayload(req.flags.size(), "flags", index);
-    }
-    if (device_) {
-      if (auto s = NoInlinePayload(req.values.size(), "values", index, "header.device_memory"); !s.ok()) return s;
-      return NoInlinePayload(req.flags.size(), "flags", index, "header.device_memory");
+    if (shared_ || device_) {
+      const char* header = shared_ ? "header.shared_memory" : resident_ ? "header.resident" : "header.device_memory";
+      if (auto s = NoInlinePayload(req.values.size(), "values", index, header); !s.ok()) return s;
+      return NoInlinePayload(req.flags.size(), "flags", index, header);
     }
     return checker_->Add(req.values.size(), req.flags.size(), index);
   }
+
+  bool HeaderEndsStream() const override { return resident_.has_value(); }
 
   void Open() override {
     session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewCompact(spec_); });
@@ -81,19 +88,18 @@ class CompactCall final
   }
 
   grpc::Status Complete(std::vector<CompactReply>& out) override {
+    v1::CompactResponse kept;  // header.resident.keep: the kept arrays' info
     if (shared_) {
       if (auto s = CompactShared(); !s.ok()) return s;
+    } else if (resident_) {
+      if (auto s = CompactResident(out, &kept); !s.ok()) return s;
     } else if (device_) {
-      const DeviceRanges& r = *device_;
-      kept_ = session_->ProcessDevice(r.in, r.flags, r.elements, r.out, r.indices, stages_);
-      processed_ = r.elements;
-      bytes_in_ = processed_ * elem_size_ + (spec_.use_flags ? processed_ : 0);
-      bytes_out_ = kept_ * ((spec_.want_values ? elem_size_ : 0) + (spec_.want_indices ? sizeof(int64_t) : 0));
-      ++chunks_;
+      CompactDevice();
     } else if (auto s = checker_->Finish(); !s.ok()) {
       return s;
     }
     v1::CompactResponse& last = out.emplace_back().msg;
+    last = std::move(kept);
     last.set_kept_count(kept_);
     FillFinal(last, processed_, session_->algorithm());
     return grpc::Status::OK;
@@ -112,6 +118,80 @@ class CompactCall final
   }
 
  private:
+  // The whole array at once where it lies (the caller's device memory, or a resident array's).
+  void CompactDevice() {
+    const DeviceRanges& r = *device_;
+    kept_ = session_->ProcessDevice(r.in, r.flags, r.elements, r.out, r.indices, stages_);
+    processed_ = r.elements;
+    bytes_in_ = processed_ * elem_size_ + (spec_.use_flags ? processed_ : 0);
+    bytes_out_ = kept_ * ((spec_.want_values ? elem_size_ : 0) + (spec_.want_indices ? sizeof(int64_t) : 0));
+    ++chunks_;
+  }
+
+  // header.resident: compacted into scratch memory of the whole array's size (the kept count is
+  // known only after), then either cut to the kept count into new arrays (keep: the budget
+  // counts what is kept) or read back in responses as a streamed call's.
+  grpc::Status CompactResident(std::vector<CompactReply>& out, v1::CompactResponse* kept) {
+    const uint64_t n = device_->elements;
+    ResidentCall scratch = *resident_;
+    scratch.keep = false;
+    std::shared_ptr<engine::ResidentMemory> values, indices;
+    if (spec_.want_values) {
+      if (auto s = ResidentOutput(*ctx_.resident, scratch, n * elem_size_, &values); !s.ok()) return s;
+      device_->out = values->data();
+    }
+    if (spec_.want_indices) {
+      if (auto s = ResidentOutput(*ctx_.resident, scratch, n * sizeof(int64_t), &indices); !s.ok()) return s;
+      device_->indices = reinterpret_cast<int64_t*>(indices->data());
+    }
+    CompactDevice();
+    bytes_in_ = bytes_out_ = 0;  // nothing crossed the wire
+    if (resident_->keep) {
+      // Both allocated before either is kept, so that a refusal keeps neither.
+      std::shared_ptr<engine::ResidentMemory> kept_values, kept_indices;
+      if (values) {
+        if (auto s = ctx_.resident->Allocate(resident_->tenant, kept_ * elem_size_, &kept_values); !s.ok()) return s;
+      }
+      if (indices) {
+        if (auto s = ctx_.resident->Allocate(resident_->tenant, kept_ * sizeof(int64_t), &kept_indices); !s.ok()) {
+          return s;
+        }
+      }
+      if (values) {
+        *kept->mutable_values_array() = Keep(*values, std::move(kept_values), elem_size_, resident_->values->dtype);
+      }
+      if (indices) {
+        *kept->mutable_indices_array() = Keep(*indices, std::move(kept_indices), sizeof(int64_t), v1::DTYPE_INT64);
+      }
+      return grpc::Status::OK;
+    }
+    // Responses of whole elements, neither part above the chunk limit; kept_offset as streamed.
+    const size_t widest = std::max(values ? elem_size_ : 0, indices ? sizeof(int64_t) : 0);
+    const uint64_t per = std::max<uint64_t>(ctx_.options->chunk_bytes / widest, 1);
+    auto read = [&](const engine::ResidentMemory& from, size_t size, uint64_t first, uint64_t m) {
+      Payload p = ctx_.payloads->Take(m * size);
+      from.Read(first * size, p.data(), m * size);
+      bytes_out_ += m * size;
+      return p;
+    };
+    for (uint64_t first = 0; first < kept_; first += per) {
+      const uint64_t m = std::min(per, kept_ - first);
+      CompactReply& reply = out.emplace_back();
+      if (values) reply.values = read(*values, elem_size_, first, m);
+      if (indices) reply.indices = read(*indices, sizeof(int64_t), first, m);
+      reply.msg.set_kept_offset(first);
+    }
+    return grpc::Status::OK;
+  }
+
+  // The first kept_ elements of a scratch result, copied into `memory` (of exactly their size) and
+  // kept as a new array.
+  v1::ArrayInfo Keep(const engine::ResidentMemory& scratch, std::shared_ptr<engine::ResidentMemory> memory, size_t size,
+                     int dtype) {
+    if (kept_ > 0) scratch.CopyTo(0, *memory, 0, kept_ * size);
+    return ctx_.resident->Add(resident_->tenant, dtype, kept_, std::move(memory), resident_->ttl_ms, resident_->label);
+  }
+
   // The whole region, piece by piece: kept values and indices go straight into their regions.
   grpc::Status CompactShared() {
     const SharedRanges& r = *shared_;
@@ -161,7 +241,8 @@ class CompactCall final
   engine::CompactSpec spec_;
   std::optional<NarrowInput> narrow_;   // a narrow header.dtype: run as its carrier (service/narrow.h)
   std::optional<SharedRanges> shared_;  // header.shared_memory: the mapped ranges
-  std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges
+  std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges (header.resident: the arrays')
+  std::optional<ResidentCall> resident_;  // header.resident
   std::optional<PairedChecker> checker_;
   std::unique_ptr<engine::CompactSession> session_;
   size_t elem_size_ = 4;

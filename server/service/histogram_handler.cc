@@ -11,6 +11,7 @@
 #include "service/folding_call.h"
 #include "service/handlers.h"
 #include "service/raw_wire.h"
+#include "service/resident_call.h"
 #include "service/validate.h"
 
 namespace gpuscan::server {
@@ -34,6 +35,12 @@ class HistogramCall final
     dtype_ = spec_.dtype;
     const std::optional<uint64_t> count = DeclaredCount(header);
     checker_.emplace(spec_.dtype, narrow_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
+    if (header.has_resident()) {
+      // Narrow dtypes too: read back in chunks and folded as a streamed call's (Complete).
+      const ResidentConflicts conflicts{false, header.has_device_memory(), false, false, false};
+      return OpenResident(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, conflicts,
+                          &resident_.emplace(), &device_.emplace());
+    }
     if (header.has_device_memory()) {
       SharedNeeds needs;
       needs.rpc = "Histogram";
@@ -44,17 +51,26 @@ class HistogramCall final
   }
 
   grpc::Status CheckRequest(const HistogramChunk& req, uint64_t index) override {
+    if (resident_) return NoInlinePayload(req.data.size(), "data", index, "header.resident");
     if (device_) return NoInlinePayload(req.data.size(), "data", index, "header.device_memory");
     return checker_->Add(req.data.size(), "data", index);
   }
+
+  bool HeaderEndsStream() const override { return resident_.has_value(); }
 
   void Open() override {
     session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewHistogram(spec_); });
   }
 
   grpc::Status Complete(std::vector<v1::HistogramResponse>&) override {
-    if (device_) {
+    if (resident_ && narrow_) {
+      const engine::ResidentMemory& in = *resident_->values->memory;
+      ReadBack(in, device_->elements * narrow_->size, narrow_->size, ctx_.options->chunk_bytes, *ctx_.payloads,
+               [&](Payload p, uint64_t) { Fold(p.data(), p.size()); });
+      bytes_in_ = 0;  // nothing crossed the wire
+    } else if (device_) {  // device memory, or a resident array's
       FoldOnDevice(device_->in, device_->elements);
+      if (resident_) bytes_in_ = 0;
     } else if (auto s = checker_->Finish(); !s.ok()) {
       return s;
     }
@@ -83,7 +99,8 @@ class HistogramCall final
  private:
   engine::HistogramSpec spec_;
   std::optional<ChunkChecker> checker_;
-  std::optional<DeviceRanges> device_;  // header.device_memory: the opened range
+  std::optional<DeviceRanges> device_;  // header.device_memory: the opened range (header.resident: the array's)
+  std::optional<ResidentCall> resident_;  // header.resident
 };
 
 }  // namespace

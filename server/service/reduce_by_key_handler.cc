@@ -38,9 +38,7 @@ class ReduceByKeyCall final
     checker_.emplace(spec_.dtype, narrow_, side, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     aligner_.emplace(WireSize(narrow_, spec_.dtype), side.size);
     if (!header.has_resident()) return grpc::Status::OK;
-    ResidentWants wants;
-    wants.keys_dtype = header.key_dtype();
-    return OpenResidentInputs(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, wants,
+    return OpenResidentInputs(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, WantsOf(header),
                               ResidentConflicts{}, &resident_.emplace());
   }
 

@@ -21,12 +21,15 @@ grpc::Status Cannot(const char* other, const char* why) {
 
 grpc::Status OpenResident(ResidentStore& store, const grpc::ServerContextBase& ctx, const v1::Resident& header,
                           int header_dtype, std::optional<uint64_t> declared_count, const ResidentConflicts& conflicts,
-                          ResidentCall* call, DeviceRanges* device) {
-  if (auto s = OpenResidentInputs(store, ctx, header, header_dtype, declared_count, {}, conflicts, call); !s.ok()) {
+                          ResidentCall* call, DeviceRanges* device, const ResidentWants& wants) {
+  if (auto s = OpenResidentInputs(store, ctx, header, header_dtype, declared_count, wants, conflicts, call); !s.ok()) {
     return s;
   }
   const ResidentArray& a = *call->values;
   device->in = a.memory->data();
+  if (call->flags) device->flags = reinterpret_cast<uint8_t*>(call->flags->memory->data());
+  if (call->keys) device->keys = call->keys->memory->data();
+  if (call->sort_values) device->values = call->sort_values->memory->data();
   device->elements = a.count;
   device->engine = a.memory->engine;
   device->device = a.memory->device;

@@ -75,10 +75,11 @@ struct ResidentConflicts {
 // Checks header.resident and finds its array: UNIMPLEMENTED when the server keeps none,
 // INVALID_ARGUMENT naming the field for what cannot go with it, a missing values id, a dtype or
 // element count that differs from the array's, a long label; ResidentStore::Find's NOT_FOUND.
-// On success *device points the call's device-memory path at the array (in; out unset).
+// On success *device points the call's device-memory path at the arrays (in, and flags, keys or
+// values for the other inputs `wants` names; the outputs unset).
 grpc::Status OpenResident(ResidentStore& store, const grpc::ServerContextBase& ctx, const v1::Resident& header,
                           int header_dtype, std::optional<uint64_t> declared_count, const ResidentConflicts& conflicts,
-                          ResidentCall* call, DeviceRanges* device);
+                          ResidentCall* call, DeviceRanges* device, const ResidentWants& wants = {});
 // The same for an RPC of several inputs: also INVALID_ARGUMENT naming header.resident.flags, .keys
 // or .sort_values when one the header asks for (`wants`) is missing or one it does not is set,
 // and when a found one's dtype or element count does not go with the values'. Fills *call only.

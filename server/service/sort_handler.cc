@@ -2,6 +2,7 @@
 // --max-sort-bytes; after the client half-closes the engine sorts them whole and the result
 // goes back in chunks of --chunk-bytes, in order; the final response carries Timing.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 
 #include "service/device_memory.h"
 #include "service/handlers.h"
+#include "service/resident_call.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
 
@@ -34,6 +36,20 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
     key_size_ = engine::SizeOf(spec_.dtype);
     value_size_ = spec_.has_values ? engine::SizeOf(spec_.values_dtype) : 0;
     budget_.emplace(spec_, ctx_.options->max_sort_bytes, narrow_keys_, narrow_values_);
+    if (header.has_resident()) {
+      if (narrow_values_ && !narrow_keys_) {  // OpenResident names the keys' narrow dtype
+        return InvalidArgument("header.resident: narrow dtypes (" + v1::DType_Name(header.values_dtype()) +
+                               " as header.values_dtype) are not computed on resident arrays yet; Put and Get "
+                               "take them");
+      }
+      const ResidentConflicts conflicts{false, device, false, narrow_keys_.has_value(), true};
+      if (auto s = OpenResident(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, conflicts,
+                                &resident_.emplace(), &device_.emplace(), WantsOf(header));
+          !s.ok()) {
+        return s;
+      }
+      return budget_->CheckDeclared(device_->elements);
+    }
     if (header.has_device_memory()) {
       SortNeeds needs;
       needs.key_size = key_size_;
@@ -51,12 +67,15 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
 
   grpc::Status CheckRequest(const v1::SortRequest& req, uint64_t index) override {
     if (device_) {
-      if (auto s = NoInlinePayload(req.keys().size(), "keys", index, "header.device_memory"); !s.ok()) return s;
-      return NoInlinePayload(req.values().size(), "values", index, "header.device_memory");
+      const char* header = resident_ ? "header.resident" : "header.device_memory";
+      if (auto s = NoInlinePayload(req.keys().size(), "keys", index, header); !s.ok()) return s;
+      return NoInlinePayload(req.values().size(), "values", index, header);
     }
     if (auto s = checker_->Add(req.keys().size(), req.values().size(), index); !s.ok()) return s;
     return budget_->Add(req.keys().size() + req.values().size());
   }
+
+  bool HeaderEndsStream() const override { return resident_.has_value(); }
 
   void Open() override {}
 
@@ -68,7 +87,12 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
   }
 
   grpc::Status Complete(std::vector<v1::SortResponse>& out) override {
-    if (device_) return SortDevice(out);
+    if (resident_) return SortResident(out);
+    if (device_) {
+      SortDevice();
+      FillFinal(out.emplace_back(), processed_, algorithm_);
+      return grpc::Status::OK;
+    }
     if (auto s = checker_->Finish(); !s.ok()) return s;
     const uint64_t n = checker_->elements();
     Widened(narrow_keys_, spec_.dtype, n, keys_);  // narrow keys and values run as their carriers
@@ -85,19 +109,10 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
     values_.shrink_to_fit();
     const size_t key_out = Narrowed(narrow_keys_, spec_.dtype, n, sorted_keys);
     const size_t value_out = Narrowed(narrow_values_, spec_.values_dtype, n, sorted_values);
-    // Chunks of whole elements, no part above the chunk limit.
-    const size_t widest =
-        std::max({spec_.want_keys ? key_out : 0, spec_.has_values ? value_out : 0, spec_.want_indices ? size_t{8} : 0});
-    const uint64_t per = std::max<uint64_t>(ctx_.options->chunk_bytes / widest, 1);
-    for (uint64_t first = 0; first < n; first += per) {
-      const uint64_t m = std::min(per, n - first);
-      v1::SortResponse& resp = out.emplace_back();
-      if (spec_.want_keys) resp.set_keys(sorted_keys.data() + first * key_out, m * key_out);
-      if (spec_.has_values) resp.set_values(sorted_values.data() + first * value_out, m * value_out);
-      if (spec_.want_indices) resp.set_indices(indices.data() + first, m * sizeof(int64_t));
-      resp.set_offset(first);
-      bytes_out_ += resp.keys().size() + resp.values().size() + resp.indices().size();
-    }
+    const char* sorted[3] = {sorted_keys.data(), sorted_values.data(), reinterpret_cast<const char*>(indices.data())};
+    Respond(n, OutputSizes(key_out, value_out), out, [&](int f, uint64_t at, uint64_t bytes, char* dst) {
+      std::memcpy(dst, sorted[f] + at, bytes);
+    });
     processed_ = n;
     FillFinal(out.emplace_back(), n, algorithm_);
     return grpc::Status::OK;
@@ -135,8 +150,71 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
     return narrow->size;
   }
 
-  // The arrays in the caller's device memory: sorted where they lie, only the final response back.
-  grpc::Status SortDevice(std::vector<v1::SortResponse>& out) {
+  // The element size of each output (keys, values, indices), 0 for those not asked for.
+  std::array<size_t, 3> OutputSizes(size_t key_out, size_t value_out) const {
+    return {spec_.want_keys ? key_out : 0, spec_.has_values ? value_out : 0, spec_.want_indices ? sizeof(int64_t) : 0};
+  }
+
+  // The sorted outputs in responses of whole elements, no part above the chunk limit:
+  // read(output, byte offset, bytes, dst) copies that part of output 0, 1 or 2 (OutputSizes).
+  template <class Read>
+  void Respond(uint64_t n, const std::array<size_t, 3>& sizes, std::vector<v1::SortResponse>& out, Read&& read) {
+    const size_t widest = *std::max_element(sizes.begin(), sizes.end());
+    const uint64_t per = std::max<uint64_t>(ctx_.options->chunk_bytes / widest, 1);
+    for (uint64_t first = 0; first < n; first += per) {
+      const uint64_t m = std::min(per, n - first);
+      v1::SortResponse& resp = out.emplace_back();
+      std::string* fields[3] = {resp.mutable_keys(), resp.mutable_values(), resp.mutable_indices()};
+      for (int f = 0; f < 3; ++f) {
+        if (sizes[f] == 0) continue;
+        fields[f]->resize(m * sizes[f]);
+        read(f, first * sizes[f], m * sizes[f], fields[f]->data());
+        bytes_out_ += m * sizes[f];
+      }
+      resp.set_offset(first);
+    }
+  }
+
+  // header.resident: sorted from the arrays into new memory (never in place: the inputs stay as
+  // they are), kept as new arrays or read back in responses as a streamed call's.
+  grpc::Status SortResident(std::vector<v1::SortResponse>& out) {
+    const uint64_t n = device_->elements;
+    const std::array<size_t, 3> sizes = OutputSizes(key_size_, value_size_);
+    std::shared_ptr<engine::ResidentMemory> outputs[3];
+    for (int f = 0; f < 3; ++f) {
+      if (sizes[f] == 0) continue;
+      if (auto s = ResidentOutput(*ctx_.resident, *resident_, n * sizes[f], &outputs[f]); !s.ok()) return s;
+    }
+    auto data = [](const std::shared_ptr<engine::ResidentMemory>& m) { return m ? m->data() : nullptr; };
+    device_->out = data(outputs[0]);
+    device_->values_output = data(outputs[1]);
+    device_->indices = reinterpret_cast<int64_t*>(data(outputs[2]));
+    SortDevice();
+    bytes_in_ = bytes_out_ = 0;  // nothing crossed the wire
+    v1::SortResponse final;
+    if (resident_->keep) {
+      const int dtypes[3] = {resident_->values->dtype, spec_.has_values ? resident_->sort_values->dtype : 0,
+                             v1::DTYPE_INT64};
+      auto info = [&](int f) {  // only those kept are set
+        return f == 0   ? final.mutable_keys_array()
+               : f == 1 ? final.mutable_values_array()
+                        : final.mutable_indices_array();
+      };
+      for (int f = 0; f < 3; ++f) {
+        if (sizes[f] == 0) continue;
+        *info(f) = ctx_.resident->Add(resident_->tenant, dtypes[f], n, std::move(outputs[f]), resident_->ttl_ms,
+                                       resident_->label);
+      }
+    } else {
+      Respond(n, sizes, out, [&](int f, uint64_t at, uint64_t bytes, char* dst) { outputs[f]->Read(at, dst, bytes); });
+    }
+    FillFinal(final, processed_, algorithm_);
+    out.push_back(std::move(final));
+    return grpc::Status::OK;
+  }
+
+  // The whole arrays at once where they lie (the caller's device memory, or resident arrays).
+  void SortDevice() {
     const DeviceRanges& r = *device_;
     auto session = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewSort(spec_); });
     session->Run(r.in, r.values, r.elements, spec_.want_keys ? r.out : nullptr,
@@ -146,8 +224,6 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
     bytes_in_ = processed_ * (key_size_ + value_size_);
     bytes_out_ = processed_ * ((spec_.want_keys ? key_size_ : 0) + value_size_ + (spec_.want_indices ? 8 : 0));
     ++chunks_;
-    FillFinal(out.emplace_back(), processed_, algorithm_);
-    return grpc::Status::OK;
   }
 
   engine::SortSpec spec_;
@@ -156,7 +232,8 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
   std::optional<SortBudget> budget_;
   size_t key_size_ = 4, value_size_ = 0;
   std::string keys_, values_;  // the whole input, held until the client half-closes
-  std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges
+  std::optional<DeviceRanges> device_;  // header.device_memory: the opened ranges (header.resident: the arrays')
+  std::optional<ResidentCall> resident_;  // header.resident
   std::string algorithm_;
   uint64_t processed_ = 0;
 };

@@ -4,8 +4,9 @@
 // invalid_input_transport_rows.cc (lanes, shared memory, device memory) and
 // invalid_input_op_rows.cc (Histogram, SegmentedScan, ReduceByKey, Sort, Scan2D, narrow dtypes),
 // invalid_input_resident_rows.cc (PutArray, GetArray, DropArray, ListArrays, Scan's and Reduce's
-// header.resident) and invalid_input_resident_keyed_rows.cc (header.resident of SegmentedScan,
-// ReduceByKey and Scan2D).
+// header.resident), invalid_input_resident_keyed_rows.cc (header.resident of SegmentedScan,
+// ReduceByKey and Scan2D) and invalid_input_resident_select_rows.cc (Compact's, Histogram's and
+// Sort's header.resident).
 // A named namespace, not an anonymous one: the files share these, and the unity build puts some
 // of them in one translation unit with the other integration tests.
 #pragma once
@@ -405,5 +406,6 @@ void Scan2DRows(std::vector<Row>& rows);
 void NarrowRows(std::vector<Row>& rows);
 void ResidentRows(std::vector<Row>& rows);
 void ResidentKeyedRows(std::vector<Row>& rows);  // invalid_input_resident_keyed_rows.cc
+void ResidentSelectRows(std::vector<Row>& rows);  // Compact's, Histogram's and Sort's header.resident
 
 }  // namespace gpuscan::matrix

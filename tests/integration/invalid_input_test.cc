@@ -48,6 +48,7 @@ std::vector<Row> Rows() {
   NarrowRows(rows);
   ResidentRows(rows);
   ResidentKeyedRows(rows);
+  ResidentSelectRows(rows);
   return rows;
 }
 

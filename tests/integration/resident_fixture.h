@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "test_server.h"
 
 namespace gpuscan::testing::resident {
@@ -136,6 +138,12 @@ inline grpc::Status Reduce(v1::GpuScan::Stub& stub, v1::ReduceHeader header, con
   grpc::Status s = writer->Finish();
   *raw = resp.raw_value();
   return s;
+}
+
+// A refusal: its code, and a message that holds each of `parts` (the field, the value).
+inline void ExpectRefused(const grpc::Status& s, grpc::StatusCode code, const std::vector<std::string>& parts) {
+  EXPECT_EQ(s.error_code(), code) << s.error_message();
+  for (const std::string& p : parts) EXPECT_NE(s.error_message().find(p), std::string::npos) << s.error_message();
 }
 
 }  // namespace gpuscan::testing::resident

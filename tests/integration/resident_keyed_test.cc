@@ -397,11 +397,6 @@ TEST_F(ResidentKeyedTest, NarrowScanAndReduceEqualTheStreamedCallsBitForBit) {
   }
 }
 
-void ExpectRefused(const grpc::Status& s, grpc::StatusCode code, const std::vector<std::string>& parts) {
-  EXPECT_EQ(s.error_code(), code) << s.error_message();
-  for (const std::string& p : parts) EXPECT_NE(s.error_message().find(p), std::string::npos) << s.error_message();
-}
-
 TEST_F(ResidentKeyedTest, RefusalsNameTheField) {
   const uint64_t n = 1000;
   const std::string values_id = PutOk(v1::DTYPE_INT32, Values(v1::DTYPE_INT32, n, 1));

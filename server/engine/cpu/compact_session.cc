@@ -1,5 +1,6 @@
 // Stream compaction on the pool: count the kept elements of every block (parallel) -> offsets
 // in block order -> write every block's kept elements at its offset (parallel; stable order).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -103,6 +104,19 @@ class CpuCompact final : public CompactSession {
       });
     }
     offset_ += n;
+    return kept;
+  }
+  // The cpu engine's "device" memory is host memory (a resident array): in pieces, as a scan's;
+  // each piece's kept elements follow the last piece's.
+  uint64_t ProcessDevice(const void* values, const uint8_t* flags, uint64_t n, void* out_values,
+                         int64_t* out_indices, StageTimes& times) override {
+    const uint64_t piece = kResidentPieceBytes / sizeof(T);
+    uint64_t kept = 0;
+    for (uint64_t at = 0; at < n; at += piece) {
+      kept += Process(values ? static_cast<const T*>(values) + at : nullptr, flags ? flags + at : nullptr,
+                      std::min(piece, n - at), out_values ? static_cast<T*>(out_values) + kept : nullptr,
+                      out_indices ? out_indices + kept : nullptr, times);
+    }
     return kept;
   }
 

@@ -2,6 +2,7 @@
 // after the chunk (integer counts: the sum is the same in any order).
 #include <oneapi/tbb/enumerable_thread_specific.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -39,6 +40,12 @@ class CpuHistogram final : public HistogramSession {
     for (std::vector<uint64_t>& local : per_thread_) {
       for (size_t i = 0; i < local.size(); ++i) totals_[i] += std::exchange(local[i], 0);
     }
+  }
+
+  // The cpu engine's "device" memory is host memory (a resident array): in pieces, as a scan's.
+  void ProcessDevice(const void* in, uint64_t n, StageTimes& times) override {
+    const uint64_t piece = kResidentPieceBytes / sizeof(T);
+    for (uint64_t at = 0; at < n; at += piece) Process(static_cast<const T*>(in) + at, std::min(piece, n - at), times);
   }
 
   std::vector<uint64_t> Result() const override { return totals_; }
