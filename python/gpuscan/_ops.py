@@ -247,20 +247,26 @@ def compact(c, x, where, predicate, indices, values, copy, lanes, retries, timeo
     # A narrow x streams on one call: the server takes it in the stream only (a shared one too).
     is_narrow = _types.narrow_wire(x) is not None
 
-    def assembled(p: Prepared, k: int) -> Collector:  # each lane's kept pieces placed by their kept_offset
-        asm = _chunking.CompactAssembler(p.x.dtype)
-        return Collector(lambda lane, raw: asm.feed(raw, lane),
-                         lambda: (_checks.compact_outputs(*asm.result(values, indices), values, indices),
-                                  asm.timing or Timing()))
-
     def native(nc, k):
         v, i, timing = nc.compact(x, request.header.SerializeToString(), flags, values, indices, k)
         return _checks.compact_outputs(v, i, values, indices), timing
     return Prepared("Compact", x, request, retries, timeout, _wire.COMPACT_VALUES, side=flags,
                     per=_chunking.chunk_elements(c.chunk_bytes, x.itemsize), narrow=is_narrow,
                     shared=None if is_narrow else _t_shared.place_compact(x, where, flags, request, values, indices),
-                    lanes=1 if is_narrow else lanes, striped=not is_narrow, collect=assembled, native=native,
+                    lanes=1 if is_narrow else lanes, striped=not is_narrow, collect=compacted(values, indices),
+                    native=native,
                     native_lanes=True, header_only=outputs)
+
+
+def compacted(values, indices) -> Callable[[Prepared, int], Collector]:
+    """A streamed compact's collect (a resident one's too): each lane's kept pieces placed by their
+    kept_offset, returned as compact returns them."""
+    def collect(p: Prepared, k: int) -> Collector:
+        asm = _chunking.CompactAssembler(p.x.dtype)
+        return Collector(lambda lane, raw: asm.feed(raw, lane),
+                         lambda: (_checks.compact_outputs(*asm.result(values, indices), values, indices),
+                                  asm.timing or Timing()))
+    return collect
 
 
 def histogram(c, x, bins, range_, copy, retries, timeout) -> Prepared:

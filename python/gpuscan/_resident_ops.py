@@ -6,7 +6,7 @@ returns without keep. A call that keeps is not retried: a try whose answer was l
 its results, and a retry would keep them twice (as put). _ops calls in here when inputs() says so."""
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -123,9 +123,16 @@ def scan(c, r, op, exclusive, algorithm, out, axis, dtype, retries, timeout, kee
         header.output_dtype = output
     header.resident.values = r.id
     keep = _keep(header.resident, keep, ttl, label, out)
-    p = _prepared(c, "Scan", pb.ScanRequest(header=header), r, _wire.SCAN_DATA, retries, timeout, keep)
+    return _scanned(c, _prepared(c, "Scan", pb.ScanRequest(header=header), r, _wire.SCAN_DATA, retries, timeout, keep),
+                    r, out, result, keep)
+
+
+def _scanned(c, p: "_ops.Prepared", r: RemoteArray, out, result: np.dtype, keep: bool,
+             shape=None) -> "_ops.Prepared":
+    """A scan-like call's results (Scan, SegmentedScan, Scan2D): into out (new if None; 1-D, of the
+    result dtype), or kept: ScanResponse.array as a RemoteArray (of `shape`)."""
     if keep:
-        p.collect = lambda p, k: _kept(c, pb.ScanResponse, ("array",))
+        p.collect = lambda p, k: _kept(c, pb.ScanResponse, ("array",), shape)
     else:
         p.out = _checks.narrow_out(np.empty(r.size, r.dtype), out, result)
         p.collect = _ops._scanned
@@ -167,13 +174,11 @@ def compact(c, r, where, predicate, indices, values, retries, timeout, keep, ttl
         header.resident.flags = where.id
     keep = _keep(header.resident, keep, ttl, label)
     p = _prepared(c, "Compact", pb.CompactRequest(header=header), r, _wire.COMPACT_VALUES, retries, timeout, keep)
-
-    def assembled(p, k) -> "_ops.Collector":
-        asm = _chunking.CompactAssembler(r.dtype)
-        return _ops.Collector(lambda lane, raw: asm.feed(raw, lane),
-                              lambda: (asm.result(values, indices), asm.timing or Timing()))
-    p.collect = (lambda p, k: _kept(c, pb.CompactResponse, ("values_array", "indices_array"))) if keep else assembled
-    p.returns = lambda vi: _checks.compact_outputs(vi[0], vi[1], values, indices)
+    if not keep:
+        p.collect = _ops.compacted(values, indices)
+        return p
+    p.collect = lambda p, k: _kept(c, pb.CompactResponse, ("values_array", "indices_array"))
+    p.returns = lambda kept: _checks.compact_outputs(kept[0], kept[1], values, indices)
     return p
 
 
@@ -199,12 +204,7 @@ def segmented_scan(c, r, keys, heads, op, exclusive, out, retries, timeout, dtyp
     keep = _keep(header.resident, keep, ttl, label, out)
     p = _prepared(c, "SegmentedScan", pb.SegmentedScanRequest(header=header), r, _wire.SEGMENTED_DATA, retries,
                   timeout, keep)
-    if keep:
-        p.collect = lambda p, k: _kept(c, pb.ScanResponse, ("array",))
-    else:
-        p.out = _checks.narrow_out(np.empty(r.size, r.dtype), out, result)
-        p.collect = _ops._scanned
-    return p
+    return _scanned(c, p, r, out, result, keep)
 
 
 def _key_wire(op: str, keys: RemoteArray) -> int:
@@ -237,16 +237,13 @@ def scan2d(c, r, op, out, retries, timeout, axis: Optional[int], exclusive, dtyp
     keep = _keep(header.resident, keep, ttl, label, out)
     p = _prepared(c, "Scan2D", pb.Scan2DRequest(header=header), r, _wire.SCAN2D_DATA, retries, timeout, keep,
                   needs=None if axis is None else "scan_axis")
-    if keep:
-        p.collect = lambda p, k: _kept(c, pb.ScanResponse, ("array",), (rows, cols))
-        return p
-    if out is None:
-        out = np.empty(r.shape, result)
-    elif not isinstance(out, np.ndarray) or out.shape != r.shape or not out.flags.c_contiguous:
-        raise ValueError(f"gpuscan: out must be a writable contiguous {result} array of shape {r.shape}")
-    p.out = _checks.narrow_out(np.empty(r.size, r.dtype), out.reshape(-1), result)
-    p.result, p.collect = out, _ops._scanned
-    return p
+    if not keep:  # the 2-D out, whose flat view the results land in
+        if out is None:
+            out = np.empty(r.shape, result)
+        elif not isinstance(out, np.ndarray) or out.shape != r.shape or not out.flags.c_contiguous:
+            raise ValueError(f"gpuscan: out must be a writable contiguous {result} array of shape {r.shape}")
+        p.result = out
+    return _scanned(c, p, r, None if out is None else out.reshape(-1), result, keep, (rows, cols))
 
 
 def reduce_by_key(c, r, keys, op, retries, timeout, dtype, keep, ttl, label) -> "_ops.Prepared":
