@@ -17,7 +17,8 @@
 #include "gpuscan/resident_ops.h"
 #include "test_server.h"
 
-// A namespace of its own: the unity build puts this file beside others with helpers of these names.
+// A namespace of its own: the unity build puts this file beside others with helpers of these names
+// (and types and functions of the client's names: so those are named ::gpuscan::).
 namespace gpuscan::testing::resident_ops_client {
 namespace {
 
@@ -103,12 +104,12 @@ TYPED_TEST(ResidentOpsTyped, CompactAndHistogram) {
       by_flags.output = output;
       CompactOptions host_flags = by_flags;
       host_flags.flags = flags;
-      const CompactResult<T> streamed = c.Compact(x, host_flags);
-      const CompactResult<T> resident = Compact<T>(a, by_flags, &f);
+      const ::gpuscan::CompactResult<T> streamed = c.Compact(x, host_flags);
+      const ::gpuscan::CompactResult<T> resident = ::gpuscan::Compact<T>(a, by_flags, &f);
       EXPECT_TRUE(SameBits(resident.values, streamed.values)) << n << " output " << output;
       EXPECT_TRUE(SameBits(resident.indices, streamed.indices)) << n;
       EXPECT_EQ(resident.kept_count, streamed.kept_count);
-      const KeptArrays kept = Compact(a, by_flags, &f, {std::chrono::seconds(60), "kept"});
+      const KeptArrays kept = ::gpuscan::Compact(a, by_flags, &f, {std::chrono::seconds(60), "kept"});
       EXPECT_EQ(kept.count, streamed.kept_count);
       EXPECT_EQ(bool(kept.values), output != v1::COMPACT_OUTPUT_INDICES);
       EXPECT_EQ(bool(kept.indices), output != v1::COMPACT_OUTPUT_VALUES);
@@ -125,12 +126,12 @@ TYPED_TEST(ResidentOpsTyped, CompactAndHistogram) {
       } else {
         gt.predicate.mutable_threshold()->set_uint_value(500);
       }
-      const CompactResult<T> streamed_gt = c.Compact(x, gt);
-      EXPECT_TRUE(SameBits(Compact<T>(a, gt).values, streamed_gt.values)) << n;
-      EXPECT_TRUE(SameBits(Compact<T>(a, gt).indices, streamed_gt.indices)) << n;
+      const ::gpuscan::CompactResult<T> streamed_gt = c.Compact(x, gt);
+      EXPECT_TRUE(SameBits(::gpuscan::Compact<T>(a, gt).values, streamed_gt.values)) << n;
+      EXPECT_TRUE(SameBits(::gpuscan::Compact<T>(a, gt).indices, streamed_gt.indices)) << n;
     }
     const HistogramBins bins{7, -1.0, 900.0, {}};
-    const HistogramResult hs = c.Histogram(x, bins), hr = Histogram(a, bins);
+    const HistogramResult hs = c.Histogram(x, bins), hr = ::gpuscan::Histogram(a, bins);
     EXPECT_EQ(hr.counts, hs.counts) << n;
     EXPECT_EQ(hr.edges, hs.edges);
     EXPECT_EQ(hr.below + hr.above + hr.nan_count, hs.below + hs.above + hs.nan_count);
@@ -152,18 +153,18 @@ TYPED_TEST(ResidentOpsTyped, SegmentedScanAndReduceByKey) {
       o.op = v1::OPERATOR_MAX;
       o.exclusive = exclusive;
       const std::vector<T> by_keys = c.SegmentedScan(x, keys, o).values;
-      EXPECT_TRUE(SameBits(SegmentedScan<T>(a, k, o).values, by_keys)) << n << " excl " << exclusive;
-      EXPECT_TRUE(SameBits(SegmentedScan(a, k, o, {}).template Get<T>(), by_keys)) << n;
+      EXPECT_TRUE(SameBits(::gpuscan::SegmentedScan<T>(a, k, o).values, by_keys)) << n << " excl " << exclusive;
+      EXPECT_TRUE(SameBits(::gpuscan::SegmentedScan(a, k, o, {}).template Get<T>(), by_keys)) << n;
       o.op = v1::OPERATOR_SUM;
       const std::vector<T> by_heads = c.SegmentedScanHeads(x.data(), n, heads.data(), o).values;
-      EXPECT_TRUE(SameBits(SegmentedScanHeads<T>(a, h, o).values, by_heads)) << n;
-      EXPECT_TRUE(SameBits(SegmentedScanHeads(a, h, o, {}).template Get<T>(), by_heads)) << n;
+      EXPECT_TRUE(SameBits(::gpuscan::SegmentedScanHeads<T>(a, h, o).values, by_heads)) << n;
+      EXPECT_TRUE(SameBits(::gpuscan::SegmentedScanHeads(a, h, o, {}).template Get<T>(), by_heads)) << n;
     }
-    const ReduceByKeyResult<T, int64_t> streamed = c.ReduceByKey(x, keys, v1::OPERATOR_SUM);
-    const ReduceByKeyResult<T, int64_t> resident = ReduceByKey<T, int64_t>(a, k, v1::OPERATOR_SUM);
+    const ::gpuscan::ReduceByKeyResult<T, int64_t> streamed = c.ReduceByKey(x, keys, v1::OPERATOR_SUM);
+    const auto resident = ::gpuscan::ReduceByKey<T, int64_t>(a, k, v1::OPERATOR_SUM);
     EXPECT_TRUE(SameBits(resident.keys, streamed.keys)) << n;
     EXPECT_TRUE(SameBits(resident.values, streamed.values)) << n;
-    const KeptArrays kept = ReduceByKey(a, k, v1::OPERATOR_SUM, {});
+    const KeptArrays kept = ::gpuscan::ReduceByKey(a, k, v1::OPERATOR_SUM, {});
     EXPECT_EQ(kept.count, streamed.keys.size());
     EXPECT_TRUE(SameBits(kept.keys.template Get<int64_t>(), streamed.keys)) << n;
     EXPECT_TRUE(SameBits(kept.values.template Get<T>(), streamed.values)) << n;
@@ -180,19 +181,19 @@ TYPED_TEST(ResidentOpsTyped, SortArgsortAndPairs) {
     const std::vector<uint32_t> v = Random<uint32_t>(n, seed++);
     RemoteArray a = c.Put(x), b = c.Put(v);
     for (bool descending : {false, true}) {
-      const SortResult<T> keys = c.Sort(x.data(), n, descending);
-      EXPECT_TRUE(SameBits(Sort<T>(a, descending).keys, keys.keys)) << n;
-      const SortResult<T> perm = c.Argsort(x.data(), n, descending);
-      EXPECT_TRUE(SameBits(Argsort<T>(a, descending).indices, perm.indices)) << n;
-      const SortResult<T, uint32_t> pairs = c.SortPairs(x.data(), v.data(), n, descending);
-      const SortResult<T, uint32_t> resident = SortPairs<T, uint32_t>(a, b, descending);
+      const ::gpuscan::SortResult<T> keys = c.Sort(x.data(), n, descending);
+      EXPECT_TRUE(SameBits(::gpuscan::Sort<T>(a, descending).keys, keys.keys)) << n;
+      const ::gpuscan::SortResult<T> perm = c.Argsort(x.data(), n, descending);
+      EXPECT_TRUE(SameBits(::gpuscan::Argsort<T>(a, descending).indices, perm.indices)) << n;
+      const ::gpuscan::SortResult<T, uint32_t> pairs = c.SortPairs(x.data(), v.data(), n, descending);
+      const ::gpuscan::SortResult<T, uint32_t> resident = ::gpuscan::SortPairs<T, uint32_t>(a, b, descending);
       EXPECT_TRUE(SameBits(resident.keys, pairs.keys)) << n;
       EXPECT_TRUE(SameBits(resident.values, pairs.values)) << n;
-      const KeptArrays kept = Sort(a, &b, v1::SORT_OUTPUT_KEYS_AND_VALUES, descending, {});
+      const KeptArrays kept = ::gpuscan::Sort(a, &b, v1::SORT_OUTPUT_KEYS_AND_VALUES, descending, {});
       EXPECT_FALSE(kept.indices);
       EXPECT_TRUE(SameBits(kept.keys.template Get<T>(), pairs.keys)) << n;
       EXPECT_TRUE(SameBits(kept.values.template Get<uint32_t>(), pairs.values)) << n;
-      const KeptArrays kept_perm = Sort(a, nullptr, v1::SORT_OUTPUT_KEYS_AND_INDICES, descending, {});
+      const KeptArrays kept_perm = ::gpuscan::Sort(a, nullptr, v1::SORT_OUTPUT_KEYS_AND_INDICES, descending, {});
       EXPECT_FALSE(kept_perm.values);
       EXPECT_TRUE(SameBits(kept_perm.keys.template Get<T>(), keys.keys)) << n;
       EXPECT_TRUE(SameBits(kept_perm.indices.template Get<int64_t>(), perm.indices)) << n;
@@ -209,13 +210,16 @@ TYPED_TEST(ResidentOpsTyped, Scan2DAndScanAlong) {
     const std::vector<T> x = Random<T>(rows * cols, seed++);
     RemoteArray a = c.Put(x);
     const std::vector<T> table = c.Scan2D(x.data(), rows, cols, v1::OPERATOR_SUM).values;
-    EXPECT_TRUE(SameBits(Scan2D<T>(a, cols).values, table)) << rows << "x" << cols;
-    EXPECT_TRUE(SameBits(Scan2D(a, cols, v1::OPERATOR_SUM, {}).template Get<T>(), table)) << rows << "x" << cols;
+    EXPECT_TRUE(SameBits(::gpuscan::Scan2D<T>(a, cols).values, table)) << rows << "x" << cols;
+    const RemoteArray kept = ::gpuscan::Scan2D(a, cols, v1::OPERATOR_SUM, {});
+    EXPECT_TRUE(SameBits(kept.template Get<T>(), table)) << rows << "x" << cols;
     for (int axis : {0, 1}) {
       for (bool exclusive : {false, true}) {
         const std::vector<T> along = c.ScanAlong(x.data(), rows, cols, axis, v1::OPERATOR_MAX, exclusive).values;
-        EXPECT_TRUE(SameBits(ScanAlong<T>(a, cols, axis, v1::OPERATOR_MAX, exclusive).values, along)) << axis;
-        EXPECT_TRUE(SameBits(ScanAlong(a, cols, axis, v1::OPERATOR_MAX, exclusive, {}).template Get<T>(), along));
+        const auto resident = ::gpuscan::ScanAlong<T>(a, cols, axis, v1::OPERATOR_MAX, exclusive);
+        EXPECT_TRUE(SameBits(resident.values, along)) << axis;
+        const RemoteArray kept = ::gpuscan::ScanAlong(a, cols, axis, v1::OPERATOR_MAX, exclusive, {});
+        EXPECT_TRUE(SameBits(kept.template Get<T>(), along)) << axis;
       }
     }
   }
@@ -227,11 +231,10 @@ TEST_F(ResidentOpsTest, KeptResultsChainAcrossOperations) {
   const std::vector<int32_t> k = Keys<int32_t>(n, 7);
   const std::vector<double> v = Random<double>(n, 8);
   RemoteArray keys = client_.Put(k), values = client_.Put(v);
-  const KeptArrays sorted = Sort(keys, &values, v1::SORT_OUTPUT_KEYS_AND_VALUES, false, {});
-  const KeptArrays runs = ReduceByKey(sorted.values, sorted.keys, v1::OPERATOR_SUM, {});
-  const SortResult<int32_t, double> host_sorted = client_.SortPairs(k.data(), v.data(), n);
-  const ReduceByKeyResult<double, int32_t> host_runs = client_.ReduceByKey(host_sorted.values, host_sorted.keys,
-                                                                           v1::OPERATOR_SUM);
+  const KeptArrays sorted = ::gpuscan::Sort(keys, &values, v1::SORT_OUTPUT_KEYS_AND_VALUES, false, {});
+  const KeptArrays runs = ::gpuscan::ReduceByKey(sorted.values, sorted.keys, v1::OPERATOR_SUM, {});
+  const ::gpuscan::SortResult<int32_t, double> host_sorted = client_.SortPairs(k.data(), v.data(), n);
+  const auto host_runs = client_.ReduceByKey(host_sorted.values, host_sorted.keys, v1::OPERATOR_SUM);
   EXPECT_TRUE(SameBits(runs.keys.Get<int32_t>(), host_runs.keys));
   EXPECT_TRUE(SameBits(client_.Scan<double>(runs.values).values, client_.Scan(host_runs.values).values));
 }
@@ -241,29 +244,29 @@ TEST_F(ResidentOpsTest, MisuseIsRefusedBeforeOrByTheServer) {
   RemoteArray a = client_.Put(x), short_flags = client_.Put(std::vector<uint32_t>(10, 1)), empty;
   CompactOptions o;
   o.use_flags = true;
-  EXPECT_THROW(Compact<int32_t>(a, o), std::invalid_argument);               // flags missing
-  EXPECT_THROW(Compact<int32_t>(a, {}, &short_flags), std::invalid_argument);  // another length
+  EXPECT_THROW(::gpuscan::Compact<int32_t>(a, o), std::invalid_argument);               // flags missing
+  EXPECT_THROW(::gpuscan::Compact<int32_t>(a, {}, &short_flags), std::invalid_argument);  // another length
   o.flags = {1, 0};
-  EXPECT_THROW(Compact<int32_t>(a, o, &a), std::invalid_argument);  // host flags with a resident array
-  EXPECT_THROW(Sort<int64_t>(a), std::invalid_argument);            // another dtype
-  EXPECT_THROW(Sort<int32_t>(empty), std::invalid_argument);
-  EXPECT_THROW(Sort(a, nullptr, v1::SORT_OUTPUT_KEYS_AND_VALUES, false, {}), std::invalid_argument);
-  EXPECT_THROW(Scan2D<int32_t>(a, 7), std::invalid_argument);  // 100 is no matrix of 7 columns
-  EXPECT_THROW(ScanAlong<int32_t>(a, 10, 2), std::invalid_argument);
+  EXPECT_THROW(::gpuscan::Compact<int32_t>(a, o, &a), std::invalid_argument);  // host flags with a resident array
+  EXPECT_THROW(::gpuscan::Sort<int64_t>(a), std::invalid_argument);            // another dtype
+  EXPECT_THROW(::gpuscan::Sort<int32_t>(empty), std::invalid_argument);
+  EXPECT_THROW(::gpuscan::Sort(a, nullptr, v1::SORT_OUTPUT_KEYS_AND_VALUES, false, {}), std::invalid_argument);
+  EXPECT_THROW(::gpuscan::Scan2D<int32_t>(a, 7), std::invalid_argument);  // 100 is no matrix of 7 columns
+  EXPECT_THROW(::gpuscan::ScanAlong<int32_t>(a, 10, 2), std::invalid_argument);
   TestServer other(ResidentServer());
   Client elsewhere(other.client_options(kChunk));
   RemoteArray theirs = elsewhere.Put(x);
-  EXPECT_THROW((SortPairs<int32_t, int32_t>(a, theirs)), std::invalid_argument);  // another Client's
+  EXPECT_THROW((::gpuscan::SortPairs<int32_t, int32_t>(a, theirs)), std::invalid_argument);  // another Client's
   // The server judges what the client cannot: float keys, a 4-byte flags array.
   RemoteArray f = client_.Put(Random<float>(100, 2)), wide = client_.Put(std::vector<uint32_t>(100, 1));
   try {
-    SegmentedScan<int32_t>(a, f);
+    ::gpuscan::SegmentedScan<int32_t>(a, f);
     ADD_FAILURE() << "float keys accepted";
   } catch (const RpcError& e) {
     EXPECT_EQ(e.code(), grpc::StatusCode::INVALID_ARGUMENT) << e.what();
   }
   try {
-    Compact<int32_t>(a, {}, &wide);
+    ::gpuscan::Compact<int32_t>(a, {}, &wide);
     ADD_FAILURE() << "a 4-byte flags array accepted";
   } catch (const RpcError& e) {
     EXPECT_EQ(e.code(), grpc::StatusCode::INVALID_ARGUMENT) << e.what();
