@@ -147,13 +147,16 @@ class CompactCall final
     CompactDevice();
     bytes_in_ = bytes_out_ = 0;  // nothing crossed the wire
     if (resident_->keep) {
-      // Both allocated before either is kept, so that a refusal keeps neither.
+      // Both allocated before either is kept, so that a refusal keeps neither; beside the input.
       std::shared_ptr<engine::ResidentMemory> kept_values, kept_indices;
+      const engine::ResidentMemory* near = resident_->values->memory.get();
       if (values) {
-        if (auto s = ctx_.resident->Allocate(resident_->tenant, kept_ * elem_size_, &kept_values); !s.ok()) return s;
+        if (auto s = ctx_.resident->Allocate(resident_->tenant, kept_ * elem_size_, &kept_values, near); !s.ok()) {
+          return s;
+        }
       }
       if (indices) {
-        if (auto s = ctx_.resident->Allocate(resident_->tenant, kept_ * sizeof(int64_t), &kept_indices); !s.ok()) {
+        if (auto s = ctx_.resident->Allocate(resident_->tenant, kept_ * sizeof(int64_t), &kept_indices, near); !s.ok()) {
           return s;
         }
       }

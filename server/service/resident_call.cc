@@ -205,7 +205,7 @@ grpc::Status PlanGet(const v1::GetArrayRequest& request, const ResidentArray& ar
 
 grpc::Status ResidentOutput(ResidentStore& store, const ResidentCall& call, uint64_t bytes,
                             std::shared_ptr<engine::ResidentMemory>* out) {
-  if (call.keep) return store.Allocate(call.tenant, bytes, out);
+  if (call.keep) return store.Allocate(call.tenant, bytes, out, call.values->memory.get());
   // Scratch on the input's device, outside the budget: the call's working space.
   try {
     *out = call.values->memory->engine->AllocateResident(std::max<uint64_t>(bytes, 1));

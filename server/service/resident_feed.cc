@@ -31,7 +31,7 @@ grpc::Status ResidentFeed::Each(const std::function<bool()>& cancelled, const Ch
 grpc::Status ResidentFeed::OpenResult(uint64_t bytes, bool exact) {
   exact_ = exact;
   written_ = 0;
-  if (exact) return store_.Allocate(call_.tenant, bytes, &result_);
+  if (exact) return store_.Allocate(call_.tenant, bytes, &result_, call_.values->memory.get());
   try {  // scratch outside the budget, as ResidentOutput's; Keep takes what was written from it
     result_ = call_.values->memory->engine->AllocateResident(std::max<uint64_t>(bytes, 1));
   } catch (const engine::Error& e) {
@@ -49,7 +49,7 @@ void ResidentFeed::Append(const void* data, uint64_t bytes) {
 grpc::Status ResidentFeed::Keep(int dtype, v1::ArrayInfo* info) {
   std::shared_ptr<engine::ResidentMemory> memory = result_;
   if (!exact_) {
-    if (auto s = store_.Allocate(call_.tenant, written_, &memory); !s.ok()) return s;
+    if (auto s = store_.Allocate(call_.tenant, written_, &memory, call_.values->memory.get()); !s.ok()) return s;
     if (written_ > 0) result_->CopyTo(0, *memory, 0, written_);
   }
   result_.reset();  // scratch goes now

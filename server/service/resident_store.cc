@@ -111,12 +111,13 @@ grpc::Status ResidentStore::CheckLabel(const std::string& label, const std::stri
 }
 
 grpc::Status ResidentStore::Allocate(const std::string& tenant, uint64_t bytes,
-                                     std::shared_ptr<engine::ResidentMemory>* out) {
-  return AllocateDevice(tenant, bytes, false, out);
+                                     std::shared_ptr<engine::ResidentMemory>* out, const engine::ResidentMemory* near) {
+  return AllocateDevice(tenant, bytes, false, out, near);
 }
 
 grpc::Status ResidentStore::AllocateDevice(const std::string& tenant, uint64_t bytes, bool restoring,
-                                           std::shared_ptr<engine::ResidentMemory>* out) {
+                                           std::shared_ptr<engine::ResidentMemory>* out,
+                                           const engine::ResidentMemory* near) {
   if (auto s = CheckServed(); !s.ok()) return s;
   for (;;) {
     uint64_t used = 0, spilled = 0;
@@ -137,9 +138,10 @@ grpc::Status ResidentStore::AllocateDevice(const std::string& tenant, uint64_t b
       spilled = accounts_->spilled;
     }
     // Past the budget: make room by spilling, while an array can go and the room it makes can help.
-    // A restore may spill past --spill-bytes by its own bytes, which leave the spill room as
-    // soon as it is back: else a full spill room would keep every spilled array out for good.
-    if (bytes > options_.budget_bytes || !SpillOne(restoring ? bytes : 0)) {
+    // A restore swaps: it may spill past --spill-bytes, since its own bytes leave the spill room as
+    // soon as it is back (else a full spill room would keep every spilled array out for good).
+    const uint64_t needed = bytes - (options_.budget_bytes - std::min(used, options_.budget_bytes));
+    if (bytes > options_.budget_bytes || !SpillOne(needed, restoring)) {
       std::string m = "resident arrays: " + Figure(bytes) + " more would pass the budget of " +
                       Figure(options_.budget_bytes) + " (--resident-bytes), " + Figure(used) + " in use";
       if (options_.spill_bytes) {
@@ -151,7 +153,8 @@ grpc::Status ResidentStore::AllocateDevice(const std::string& tenant, uint64_t b
   }
   std::unique_ptr<engine::ResidentMemory> memory;
   try {
-    memory = engine_->AllocateResident(std::max<uint64_t>(bytes, 1));
+    memory = (near ? near->engine : engine_)->AllocateResident(std::max<uint64_t>(bytes, 1));
+    if (near) memory->device = near->device;  // a DeviceSet's label of that device
   } catch (const engine::Error& e) {
     accounts_->Give(tenant, bytes, false);
     return ToStatus(e);
@@ -163,23 +166,29 @@ grpc::Status ResidentStore::AllocateDevice(const std::string& tenant, uint64_t b
   return grpc::Status::OK;
 }
 
-bool ResidentStore::SpillOne(uint64_t extra_room) {
+bool ResidentStore::SpillOne(uint64_t needed, bool restoring) {
   if (options_.spill_bytes == 0) return false;
   std::shared_ptr<engine::ResidentMemory> freed;  // the device memory, freed once the lock is let go
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t room = 0;
   {
     std::lock_guard<std::mutex> a(accounts_->mu);
-    room = options_.spill_bytes + extra_room - std::min(accounts_->spilled, options_.spill_bytes + extra_room);
+    room = restoring ? UINT64_MAX : options_.spill_bytes - std::min(accounts_->spilled, options_.spill_bytes);
   }
   // The least recently used array on the device that no call holds (the entry's is the only
-  // reference: a call takes one only under mu_) and that the spill room takes.
+  // reference: a call takes one only under mu_) and that the spill room takes; of those, the
+  // least recently used that makes the `needed` room alone, if one does (fewer arrays move).
   Entry* victim = nullptr;
+  bool enough = false;
   for (auto& [tenant, ids] : tenants_) {
     for (auto& [id, entry] : ids) {
       const ResidentArray& a = *entry.array;
       if (entry.array.use_count() != 1 || !a.memory || a.count == 0 || a.memory->bytes() > room) continue;
-      if (!victim || entry.last_used < victim->last_used) victim = &entry;
+      const bool makes = a.memory->bytes() >= needed;
+      if (!victim || (makes && !enough) || (makes == enough && entry.last_used < victim->last_used)) {
+        victim = &entry;
+        enough = makes;
+      }
     }
   }
   if (!victim) return false;
@@ -218,7 +227,7 @@ grpc::Status ResidentStore::Restore(const std::shared_ptr<ResidentArray>& array,
   }
   // The caller holds the array, so no spill takes it while it comes back.
   std::shared_ptr<engine::ResidentMemory> memory;
-  if (auto s = AllocateDevice(array->tenant, host->bytes(), true, &memory); !s.ok()) {
+  if (auto s = AllocateDevice(array->tenant, host->bytes(), true, &memory, nullptr); !s.ok()) {
     return {s.error_code(), field + " " + HexText(array->id) + " spilled to host memory and cannot come back: " +
                                 s.error_message()};
   }

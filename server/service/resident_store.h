@@ -63,17 +63,21 @@ class ResidentStore {
   // Memory for a new array of `bytes` for `tenant`, counted against the budget and the tenant's
   // quota until it is freed. Past the budget, arrays no call holds spill (least recently used
   // first) while --spill-bytes has room. RESOURCE_EXHAUSTED with the figures when it would pass
-  // the quota, when spilling cannot make room, or when the engine cannot hold it.
-  grpc::Status Allocate(const std::string& tenant, uint64_t bytes, std::shared_ptr<engine::ResidentMemory>* out);
+  // the quota, when spilling cannot make room, or when the engine cannot hold it. `near`: memory
+  // the new memory must lie beside (a call's input: its kernels write the result there), else
+  // the engine's choice (a DeviceSet's freest device).
+  grpc::Status Allocate(const std::string& tenant, uint64_t bytes, std::shared_ptr<engine::ResidentMemory>* out,
+                        const engine::ResidentMemory* near = nullptr);
   // Registers filled memory (from Allocate) as a new array of `tenant`; returns its info.
   // ttl_ms 0 or past the cap: the cap. The label has been checked (CheckLabel).
   v1::ArrayInfo Add(const std::string& tenant, int dtype, uint64_t count, std::shared_ptr<engine::ResidentMemory> memory,
                     uint64_t ttl_ms, const std::string& label);
   // The array `id` of `tenant`, renewed (its idle time starts again) and, when it had spilled,
-  // copied back to the device first, spilling others for room (for the moment of that swap the
-  // spilled bytes may pass --spill-bytes by its own); RESOURCE_EXHAUSTED when calls hold the room. NOT_FOUND
-  // naming `field` for an unknown id, another tenant's and an expired or dropped one alike; an id
-  // of an earlier run of the server says that the server restarted.
+  // copied back to the device first, spilling others for room: a swap, which may leave the spilled
+  // bytes past --spill-bytes (then Puts past the budget are refused until they are back under);
+  // RESOURCE_EXHAUSTED when calls hold the room. NOT_FOUND naming `field` for an unknown id,
+  // another tenant's and an expired or dropped one alike; an id of an earlier run of the server
+  // says that the server restarted.
   grpc::Status Find(const std::string& tenant, const std::string& id, const std::string& field,
                     std::shared_ptr<const ResidentArray>* out);
   // Forgets the array (its memory goes once no call holds it): Find's NOT_FOUND otherwise.
@@ -104,10 +108,11 @@ class ResidentStore {
   // Allocate's: `bytes` of device memory counted for `tenant` (the quota unchecked when `restoring`:
   // the array's spilled bytes count already and go once it is back).
   grpc::Status AllocateDevice(const std::string& tenant, uint64_t bytes, bool restoring,
-                              std::shared_ptr<engine::ResidentMemory>* out);
-  // Spills the least recently used array no call holds to host memory: false when none can
-  // (extra_room: bytes it may take past --spill-bytes, a restore's own).
-  bool SpillOne(uint64_t extra_room);
+                              std::shared_ptr<engine::ResidentMemory>* out, const engine::ResidentMemory* near);
+  // Spills the least recently used array no call holds to host memory, preferring one that makes
+  // `needed` device bytes alone: false when none can. A restore's (`restoring`) may pass
+  // --spill-bytes (a swap: the restored array's host copy goes right after).
+  bool SpillOne(uint64_t needed, bool restoring);
   // Memory that gives its bytes back to the accounts (device or spill) when its last holder lets it go.
   static std::shared_ptr<engine::ResidentMemory> Counted(std::unique_ptr<engine::ResidentMemory> memory,
                                                          std::shared_ptr<Accounts> accounts, const std::string& tenant,
