@@ -9,6 +9,7 @@
 #include "names.h"
 #include "progress.h"
 #include "report.h"
+#include "resident_args.h"
 #include "shards_option.h"
 #include "shm_option.h"
 
@@ -22,6 +23,7 @@ struct CompactArgs {
   std::string threshold, upper;
   std::string output_kind = "values";
   std::string indices_output;
+  ResidentArgs r;  // --ref, --flags-ref, --keep: arrays the server keeps
 };
 
 v1::Predicate MakePredicate(const CompactArgs& a, v1::DType dtype) {
@@ -68,7 +70,66 @@ ShardedCompactResult CompactThroughRegions(Client& client, const v1::CompactHead
   return result;
 }
 
+// compact --ref: the arrays the server keeps (flags by --flags-ref), compacted there; the kept
+// values and indices written as a file's are, or (--keep) kept as new resident arrays whose ids
+// are printed (values first), in one try.
+// Kept values go to -o; indices go to -o when they are the only output, else to
+// --indices-output. The kept count is unknown until the end (see ArrayOutput).
+void OpenOutputs(const CompactArgs& a, const GlobalOptions& g, v1::DType dtype, std::optional<ArrayOutput>& values_out,
+                 std::optional<ArrayOutput>& indices_out) {
+  const v1::CompactOutput kind = ParseCompactOutput(a.output_kind);
+  if (kind == v1::COMPACT_OUTPUT_VALUES_AND_INDICES && a.indices_output.empty()) {
+    throw std::runtime_error("--output-kind both needs --indices-output FILE");
+  }
+  if (kind != v1::COMPACT_OUTPUT_INDICES) {
+    values_out.emplace(ResolveOutput(a.io.output, a.io.out_format, g.json, std::nullopt), dtype, std::nullopt);
+  }
+  if (kind == v1::COMPACT_OUTPUT_INDICES) {
+    indices_out.emplace(ResolveOutput(a.io.output, a.io.out_format, g.json, std::nullopt), v1::DTYPE_INT64,
+                        std::nullopt);
+  } else if (kind == v1::COMPACT_OUTPUT_VALUES_AND_INDICES) {
+    OutputSpec spec;
+    spec.path = a.indices_output;
+    indices_out.emplace(spec, v1::DTYPE_INT64, std::nullopt);
+  }
+}
+
+int RunResidentCompact(const CompactArgs& a, const GlobalOptions& g) {
+  if (a.r.flags_ref.empty() && a.predicate.empty()) {
+    throw std::runtime_error("compact --ref needs --flags-ref ID or --predicate");
+  }
+  Client client(MakeClientOptions(g));
+  const ResidentArrays arrays = AskResidentArrays(client, a.r);
+  const v1::ArrayInfo& info = arrays.values;
+  v1::CompactHeader header;
+  header.set_dtype(info.dtype());
+  header.set_output(ParseCompactOutput(a.output_kind));
+  header.set_element_count(info.element_count());
+  if (!arrays.flags.id().empty()) {
+    header.set_use_flags(true);
+  } else {
+    *header.mutable_predicate() = MakePredicate(a, info.dtype());
+  }
+  SetResident(header.mutable_resident(), a.r, arrays);
+  std::optional<ArrayOutput> values_out, indices_out;
+  if (!a.r.keep) OpenOutputs(a, g, info.dtype(), values_out, indices_out);
+  const v1::CompactResponse last = client.CompactResident(header, values_out ? values_out->AsSink() : Sink{},
+                                                          indices_out ? indices_out->AsSink() : Sink{});
+  if (values_out) values_out->Finish();
+  if (indices_out) indices_out->Finish();
+  Report report(g.json);
+  ReportKept(report, {{"values_array", &last.values_array()}, {"indices_array", &last.indices_array()}});
+  report.Field("kept_count", std::to_string(last.kept_count()));
+  report.Field("element_count", std::to_string(last.element_count()));
+  report.Note("kept " + std::to_string(last.kept_count()) + " of " + std::to_string(last.element_count()) + " " +
+              DTypeName(info.dtype()) + " elements of resident array " + a.r.ref);
+  const Timing timing = FromProto(last.timing());
+  report.Print(&timing);
+  return 0;
+}
+
 int RunCompact(const CompactArgs& a, const GlobalOptions& g) {
+  if (!a.r.ref.empty()) return RunResidentCompact(a, g);
   if (a.flags.empty() && a.predicate.empty()) {
     throw std::runtime_error("compact needs --flags FILE or --predicate");
   }
@@ -91,25 +152,8 @@ int RunCompact(const CompactArgs& a, const GlobalOptions& g) {
     *header.mutable_predicate() = MakePredicate(a, in->dtype());
   }
 
-  // Kept values go to -o; indices go to -o when they are the only output, else to
-  // --indices-output. The kept count is unknown until the end (see ArrayOutput).
   std::optional<ArrayOutput> values_out, indices_out;
-  const v1::CompactOutput kind = header.output();
-  if (kind == v1::COMPACT_OUTPUT_VALUES_AND_INDICES && a.indices_output.empty()) {
-    throw std::runtime_error("--output-kind both needs --indices-output FILE");
-  }
-  if (kind != v1::COMPACT_OUTPUT_INDICES) {
-    values_out.emplace(ResolveOutput(a.io.output, a.io.out_format, g.json, std::nullopt),
-                       in->dtype(), std::nullopt);
-  }
-  if (kind == v1::COMPACT_OUTPUT_INDICES) {
-    indices_out.emplace(ResolveOutput(a.io.output, a.io.out_format, g.json, std::nullopt),
-                        v1::DTYPE_INT64, std::nullopt);
-  } else if (kind == v1::COMPACT_OUTPUT_VALUES_AND_INDICES) {
-    OutputSpec spec;
-    spec.path = a.indices_output;
-    indices_out.emplace(spec, v1::DTYPE_INT64, std::nullopt);
-  }
+  OpenOutputs(a, g, in->dtype(), values_out, indices_out);
 
   Client client(MakeClientOptions(g));
   std::optional<uint64_t> total;
@@ -175,6 +219,9 @@ Command AddCompactCommand(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--indices-output", a->indices_output,
                   "file for the indices with --output-kind both (-o gets the values)");
   AddTransportOptions(cmd, a->io);
+  AddResidentOptions(cmd, a->r, kFlagsRef | kKeep, {"-i", "--format", "--dtype", "--flags", "--lanes", "--shards",
+                                                    "--shm"});
+  cmd->get_option("--keep")->excludes(cmd->get_option("--indices-output"));
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunCompact(*a, g); }};
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -13,6 +14,7 @@
 #include "names.h"
 #include "progress.h"
 #include "report.h"
+#include "resident_args.h"
 
 namespace gpuscan::cli {
 namespace {
@@ -23,6 +25,7 @@ struct HistogramArgs {
   std::vector<double> range;  // LO,HI; empty: the input's min and max (numpy's default)
   std::string edges;          // a file of explicit edges (any dtype, converted to float64)
   std::string edges_out;
+  ResidentArgs r;  // --ref: the array the server keeps
 };
 
 // Every element of a (small) array file, as float64.
@@ -38,18 +41,15 @@ std::vector<double> ReadEdges(const std::string& path) {
   return out;
 }
 
-// numpy's default range: the input's min and max (two reductions on the server over the file
-// opened apart, so it is read three times), widened by 0.5 each side when they are equal; (0, 1)
-// when it is empty.
-std::pair<double, double> AutoRange(Client& client, const InputSpec& spec) {
-  auto in = ArrayInput::Open(spec);
-  const Replay replay = in->AsReplay();
-  if (!replay) throw std::runtime_error("--range LO,HI is needed when the input is read once (stdin or a pipe)");
+// numpy's default range: the input's min and max (two reductions on the server: `reduce` runs
+// one, over the file opened apart, so it is read three times, or the resident array), widened by
+// 0.5 each side when they are equal; (0, 1) when it is empty.
+std::pair<double, double> AutoRange(v1::DType dtype, const std::function<v1::ReduceResponse(v1::ReduceHeader)>& reduce) {
   auto extreme = [&](v1::Operator op) {
     v1::ReduceHeader h;
-    h.set_dtype(in->dtype());
+    h.set_dtype(dtype);
     h.set_op(op);
-    const v1::ReduceResponse r = client.ReduceStream(h, replay);
+    const v1::ReduceResponse r = reduce(h);
     // The value's own dtype: a narrow input's MIN/MAX leaves in its output dtype (int64 for int8).
     const double v = r.value().has_float_value() ? r.value().float_value()
                      : r.value().has_int_value() ? static_cast<double>(r.value().int_value())
@@ -77,22 +77,49 @@ void WriteArray(const std::string& path, const std::string& format, bool json, v
 
 int RunHistogram(const HistogramArgs& a, const GlobalOptions& g) {
   const InputSpec spec = MakeInputSpec(a.io);
-  auto in = ArrayInput::Open(spec);
   Client client(MakeClientOptions(g));
+  const bool remote = !a.r.ref.empty();  // --ref: the array the server keeps, counted there
+  std::unique_ptr<ArrayInput> in;
+  ResidentArrays arrays;
+  if (remote) {
+    arrays = AskResidentArrays(client, a.r);
+  } else {
+    in = ArrayInput::Open(spec);
+  }
+  const v1::DType dtype = remote ? arrays.values.dtype() : in->dtype();
   HistogramBins bins;
   if (!a.edges.empty()) {
     bins.edges = ReadEdges(a.edges);
+  } else if (!a.range.empty()) {
+    bins.bins = a.bins;
+    std::tie(bins.lo, bins.hi) = std::make_pair(a.range[0], a.range[1]);
   } else {
     bins.bins = a.bins;
-    std::tie(bins.lo, bins.hi) = a.range.empty() ? AutoRange(client, spec) : std::make_pair(a.range[0], a.range[1]);
+    std::unique_ptr<ArrayInput> again = remote ? nullptr : ArrayInput::Open(spec);
+    const Replay replay = again ? again->AsReplay() : Replay{};
+    if (!remote && !replay) {
+      throw std::runtime_error("--range LO,HI is needed when the input is read once (stdin or a pipe)");
+    }
+    std::tie(bins.lo, bins.hi) = AutoRange(dtype, [&](v1::ReduceHeader h) {
+      if (!remote) return client.ReduceStream(h, replay);
+      h.set_element_count(arrays.values.element_count());
+      h.mutable_resident()->set_values(arrays.values.id());
+      return client.ReduceResident(h);
+    });
   }
-  v1::HistogramHeader header = HistogramHeaderFor(in->dtype(), bins);
-  if (in->count()) header.set_element_count(*in->count());
+  v1::HistogramHeader header = HistogramHeaderFor(dtype, bins);
+  if (remote) {
+    header.set_element_count(arrays.values.element_count());
+    SetResident(header.mutable_resident(), a.r, arrays);
+  } else if (in->count()) {
+    header.set_element_count(*in->count());
+  }
 
-  ProgressBar bar(!g.no_progress, in->payload_bytes());
-  const Replay replay = in->AsReplay();  // a file: retried (--retries)
-  const v1::HistogramResponse response = replay ? client.HistogramStream(header, replay, bar.AsCallback())
-                                                : client.HistogramStream(header, in->AsSource(), bar.AsCallback());
+  ProgressBar bar(!g.no_progress, remote ? std::nullopt : in->payload_bytes());
+  const Replay replay = remote ? Replay{} : in->AsReplay();  // a file: retried (--retries)
+  const v1::HistogramResponse response = remote   ? client.HistogramResident(header)
+                                         : replay ? client.HistogramStream(header, replay, bar.AsCallback())
+                                                  : client.HistogramStream(header, in->AsSource(), bar.AsCallback());
   bar.Clear();
   HistogramResult result = ToHistogramResult(response);
 
@@ -104,10 +131,11 @@ int RunHistogram(const HistogramArgs& a, const GlobalOptions& g) {
   report.Field("above", std::to_string(result.above));
   report.Field("nan_count", std::to_string(result.nan_count));
   report.Field("element_count", std::to_string(result.element_count));
-  report.Field("dtype", JsonQuote(DTypeName(in->dtype())));
+  report.Field("dtype", JsonQuote(DTypeName(dtype)));
   report.Field("lo", JsonNumber(result.edges.front()));
   report.Field("hi", JsonNumber(result.edges.back()));
-  report.Note("counted " + std::to_string(result.element_count) + " " + DTypeName(in->dtype()) + " elements in " +
+  report.Note("counted " + std::to_string(result.element_count) + " " + DTypeName(dtype) + " elements" +
+              (remote ? " of resident array " + a.r.ref : "") + " in " +
               std::to_string(result.counts.size()) + " bins over [" + JsonNumber(result.edges.front()) + ", " +
               JsonNumber(result.edges.back()) + "] (below " + std::to_string(result.below) + ", above " +
               std::to_string(result.above) + ", NaN " + std::to_string(result.nan_count) + ")");
@@ -129,6 +157,7 @@ Command AddHistogramCommand(CLI::App& app, const GlobalOptions& g) {
       ->excludes(bins)
       ->excludes(range);
   cmd->add_option("--edges-out", a->edges_out, "also write the edges used (float64) to this file");
+  AddResidentOptions(cmd, a->r, 0, {"-i", "--format", "--dtype"});  // counts are no array to keep
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunHistogram(*a, g); }};
 }

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 
 #include "array_options.h"
 #include "commands.h"
@@ -12,7 +14,7 @@
 #include "names.h"
 #include "progress.h"
 #include "report.h"
-#include "resident_info.h"
+#include "resident_args.h"
 #include "shards_option.h"
 #include "shm_option.h"
 #include "text_format.h"
@@ -26,7 +28,7 @@ struct ReduceArgs {
   std::string by_key;    // reduce by key: a file of integer keys, one per element
   std::string keys_out;  // reduce by key: where the runs' keys go
   std::string out_dtype;  // the accumulator and value's dtype (numpy's dtype=); empty: the default
-  std::string ref;        // a resident array's id: reduced where the server keeps it
+  ResidentArgs r;         // --ref (--keys-ref, --keep): arrays the server keeps
 };
 
 // The reduced value as one raw element: raw_value when the server sent it, else the Scalar.
@@ -117,7 +119,14 @@ int PrintReduced(const ReduceArgs& a, const GlobalOptions& g, ShardedReduceResul
 int RunResidentReduce(const ReduceArgs& a, const GlobalOptions& g);
 
 int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
-  if (!a.ref.empty()) return RunResidentReduce(a, g);
+  const bool by_key = !a.by_key.empty() || !a.r.keys_ref.empty();
+  if (!by_key && (!a.io.output.empty() || !a.keys_out.empty())) {
+    throw std::runtime_error("-o and --keys-out write a reduction by key's runs: they need --by-key or --keys-ref");
+  }
+  if (a.r.keep && a.r.keys_ref.empty()) {
+    throw std::runtime_error("--keep keeps a reduction by key's runs (--keys-ref): a reduction's value is no array");
+  }
+  if (!a.r.ref.empty()) return RunResidentReduce(a, g);
   auto in = ArrayInput::Open(MakeInputSpec(a.io));
   if (!a.by_key.empty()) return RunReduceByKey(a, g, *in);
   v1::ReduceHeader header;
@@ -159,22 +168,56 @@ int RunReduce(const ReduceArgs& a, const GlobalOptions& g) {
   return PrintReduced(a, g, result, in->dtype(), out_dtype);
 }
 
-// reduce --ref: the array the server keeps, reduced there.
+// reduce --ref: the array the server keeps, reduced there (by the runs of --keys-ref's keys: the
+// runs written as --by-key's are, or with --keep kept as new resident arrays whose ids are
+// printed, keys then values, in one try).
 int RunResidentReduce(const ReduceArgs& a, const GlobalOptions& g) {
-  const std::string id = ParseArrayId(a.ref, "--ref");
   Client client(MakeClientOptions(g));
-  const v1::ArrayInfo info = AskArrayInfo(client, id);  // its dtype, for the header
+  const ResidentArrays arrays = AskResidentArrays(client, a.r);  // dtypes and counts, for the header
+  const v1::ArrayInfo& info = arrays.values;
+  const v1::DType out_dtype = OutputDType(info.dtype(), a.out_dtype);  // a narrow array's accumulator
+  if (!arrays.keys.id().empty()) {
+    v1::ReduceByKeyHeader header;
+    header.set_dtype(info.dtype());
+    if (out_dtype != info.dtype()) header.set_output_dtype(out_dtype);
+    header.set_op(ParseOperator(a.op));
+    header.set_key_dtype(arrays.keys.dtype());
+    header.set_element_count(info.element_count());
+    SetResident(header.mutable_resident(), a.r, arrays);
+    std::optional<ArrayOutput> values_out, keys_out;
+    if (!a.r.keep) {  // (resident keys are 4- or 8-byte integers: the server refuses narrower ones)
+      values_out.emplace(ResolveOutput(a.io.output, a.io.out_format, g.json, std::nullopt), out_dtype, std::nullopt);
+      if (!a.keys_out.empty()) {
+        keys_out.emplace(ResolveOutput(a.keys_out, "auto", false, std::nullopt), arrays.keys.dtype(), std::nullopt);
+      }
+    }
+    const v1::ReduceByKeyResponse last = client.ReduceByKeyResident(
+        header, keys_out ? keys_out->AsSink() : Sink{}, values_out ? values_out->AsSink() : Sink{});
+    if (values_out) values_out->Finish();
+    if (keys_out) keys_out->Finish();
+    Report report(g.json);
+    ReportKept(report, {{"keys_array", &last.keys_array()}, {"values_array", &last.values_array()}});
+    report.Field("run_count", std::to_string(last.run_count()));
+    report.Field("element_count", std::to_string(last.element_count()));
+    report.Note("reduced " + std::to_string(last.element_count()) + " " + DTypeName(info.dtype()) +
+                " elements of resident array " + a.r.ref + " by key to " + std::to_string(last.run_count()) +
+                " runs (" + a.op + ")");
+    const Timing timing = FromProto(last.timing());
+    report.Print(&timing);
+    return 0;
+  }
   v1::ReduceHeader header;
   header.set_dtype(info.dtype());
+  if (out_dtype != info.dtype()) header.set_output_dtype(out_dtype);
   header.set_op(ParseOperator(a.op));
   header.set_element_count(info.element_count());
-  header.mutable_resident()->set_values(id);
+  SetResident(header.mutable_resident(), a.r, arrays);
   const v1::ReduceResponse response = client.ReduceResident(header);
   ShardedReduceResult result;
-  result.raw_value = RawValue(response, info.dtype());
+  result.raw_value = RawValue(response, out_dtype);
   result.element_count = response.element_count();
   result.timing = FromProto(response.timing());
-  return PrintReduced(a, g, result, info.dtype(), info.dtype());
+  return PrintReduced(a, g, result, info.dtype(), out_dtype);
 }
 
 // The value on stdout (text) or in the JSON report, and the timing.
@@ -188,7 +231,7 @@ int PrintReduced(const ReduceArgs& a, const GlobalOptions& g, ShardedReduceResul
   report.Field("dtype", JsonQuote(DTypeName(out_dtype)));
   report.Field("op", JsonQuote(a.op));
   report.Note("reduced " + std::to_string(result.element_count) + " " + DTypeName(in_dtype) + " elements" +
-              (a.ref.empty() ? "" : " of resident array " + a.ref) + " (" + a.op + ")");
+              (a.r.ref.empty() ? "" : " of resident array " + a.r.ref) + " (" + a.op + ")");
   if (!g.json) std::printf("%s\n", FormatElement(raw.data(), out_dtype).c_str());
   std::fflush(stdout);
   report.Print(&timing);
@@ -210,16 +253,13 @@ Command AddReduceCommand(CLI::App& app, const GlobalOptions& g) {
   CLI::Option* by_key = cmd->add_option("--by-key", a->by_key,
                                         "reduce each run of equal consecutive keys (integer keys, one per element: "
                                         ".npy, text, or raw); values to -o, keys to --keys-out");
-  AddOutputOptions(cmd, a->io);
-  cmd->get_option("-o")->needs(by_key);
-  cmd->add_option("--keys-out", a->keys_out, "with --by-key: write each run's key to this file")->needs(by_key);
+  AddOutputOptions(cmd, a->io);  // -o and --keys-out: with --by-key or --keys-ref (checked at run)
+  cmd->add_option("--keys-out", a->keys_out, "with --by-key (--keys-ref): write each run's key to this file");
   for (const char* other : {"--lanes", "--shards", "--shm"}) by_key->excludes(cmd->get_option(other));
-  CLI::Option* ref = cmd->add_option("--ref", a->ref,
-                                     "reduce the resident array of this id (gpuscan put) where the server keeps it, "
-                                     "instead of an input file");
-  for (const char* other : {"-i", "--format", "--dtype", "--out-dtype", "--lanes", "--shards", "--shm", "--by-key"}) {
-    ref->excludes(cmd->get_option(other));
-  }
+  // --keep: a reduction by key's runs (--keys-ref); a reduction's value is no array to keep.
+  AddResidentOptions(cmd, a->r, kKeysRef | kKeep, {"-i", "--format", "--dtype", "--lanes", "--shards", "--shm",
+                                                   "--by-key"});
+  cmd->get_option("--keep")->excludes(cmd->get_option("--keys-out"));
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunReduce(*a, g); }};
 }

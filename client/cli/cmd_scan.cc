@@ -1,6 +1,7 @@
 // gpuscan scan: prefix scan of an array file, results streamed to the output as they arrive.
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "array_options.h"
 #include "commands.h"
@@ -8,7 +9,7 @@
 #include "names.h"
 #include "progress.h"
 #include "report.h"
-#include "resident_info.h"
+#include "resident_args.h"
 #include "shards_option.h"
 #include "shm_option.h"
 
@@ -25,46 +26,62 @@ struct ScanArgs {
   int axis = -1;      // a matrix's axis (0: each column, 1: each row); -1: the array flat
   std::string out_dtype;  // the accumulator and result dtype (numpy's dtype=); empty: the default
   uint64_t cols = 0;  // with --axis: the row length of an input that is not a 2-D .npy
-  std::string ref;    // a resident array's id: scanned where the server keeps it
-  bool keep = false;  // with ref: the result kept on the server too (its id printed)
-  uint64_t ttl_ms = 0;  // with keep: the kept array's ttl (0: the server's)
-  std::string label;    // with keep: the kept array's label
+  ResidentArgs r;     // --ref (and --keys-ref, --flags-ref, --keep): arrays the server keeps
 };
 
-// scan --ref: the array the server keeps, scanned there; the result written as a file's is, or
-// (--keep) kept as a new resident array whose id is printed.
+// scan --ref: the array the server keeps, scanned there (in segments by --keys-ref or
+// --flags-ref; along --axis as a matrix of --cols); the result written as a file's is, or
+// (--keep) kept as a new resident array whose id is printed. A keeping call is one try: a lost
+// answer would leave an array behind.
 int RunResidentScan(const ScanArgs& a, const GlobalOptions& g) {
-  const std::string id = ParseArrayId(a.ref, "--ref");
-  Client client(MakeClientOptions(g));
-  const v1::ArrayInfo info = AskArrayInfo(client, id);  // its dtype and count, for the header and the file
-  v1::ScanHeader header;
-  header.set_dtype(info.dtype());
-  header.set_op(ParseOperator(a.op));
-  header.set_kind(a.exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
-  header.set_algorithm(ParseAlgorithm(a.algorithm));
-  header.set_element_count(info.element_count());
-  v1::Resident* resident = header.mutable_resident();
-  resident->set_values(id);
-  resident->set_keep(a.keep);
-  resident->set_ttl_ms(a.ttl_ms);
-  resident->set_label(a.label);
-  Report report(g.json);
-  v1::ScanResponse last;
-  if (a.keep) {
-    last = client.ScanResident(header);  // one try: a lost answer would leave an array behind
-    report.Field("array", ArrayInfoJson(last.array()));
-    report.Note("kept " + ArrayInfoText(last.array()));
-    if (!g.json) std::printf("%s\n", ArrayIdHex(last.array().id()).c_str());
-    std::fflush(stdout);
-  } else {
-    ArrayOutput out(ResolveOutput(a.io.output, a.io.out_format, g.json, info.element_count()), info.dtype(),
-                    info.element_count());
-    last = client.ScanResident(header, out.AsSink());
-    out.Finish();
+  if (a.axis >= 0) {
+    return RunMatrixScan(a.io, a.op, a.cols, a.axis == 0 ? v1::SCAN_AXIS_COLUMNS : v1::SCAN_AXIS_ROWS, a.exclusive,
+                         a.out_dtype, g, &a.r);
   }
+  Client client(MakeClientOptions(g));
+  const ResidentArrays arrays = AskResidentArrays(client, a.r);  // dtypes and counts, for the header and file
+  const v1::ArrayInfo& info = arrays.values;
+  const v1::DType out_dtype = OutputDType(info.dtype(), a.out_dtype);  // a narrow array's accumulator
+  std::optional<ArrayOutput> out;
+  if (!a.r.keep) {
+    out.emplace(ResolveOutput(a.io.output, a.io.out_format, g.json, info.element_count()), out_dtype,
+                info.element_count());
+  }
+  const Sink sink = out ? out->AsSink() : Sink{};
+  const bool segmented = !arrays.keys.id().empty() || !arrays.flags.id().empty();
+  v1::ScanResponse last;
+  if (segmented) {
+    v1::SegmentedScanHeader header;
+    header.set_dtype(info.dtype());
+    if (out_dtype != info.dtype()) header.set_output_dtype(out_dtype);
+    header.set_op(ParseOperator(a.op));
+    header.set_kind(a.exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
+    header.set_element_count(info.element_count());
+    if (!arrays.keys.id().empty()) {
+      header.set_key_dtype(arrays.keys.dtype());
+    } else {
+      header.set_heads(true);
+    }
+    SetResident(header.mutable_resident(), a.r, arrays);
+    last = client.SegmentedScanResident(header, sink);
+  } else {
+    v1::ScanHeader header;
+    header.set_dtype(info.dtype());
+    if (out_dtype != info.dtype()) header.set_output_dtype(out_dtype);
+    header.set_op(ParseOperator(a.op));
+    header.set_kind(a.exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
+    header.set_algorithm(ParseAlgorithm(a.algorithm));
+    header.set_element_count(info.element_count());
+    SetResident(header.mutable_resident(), a.r, arrays);
+    last = client.ScanResident(header, sink);
+  }
+  if (out) out->Finish();
+  Report report(g.json);
+  ReportKept(report, {{"array", &last.array()}});
   report.Field("element_count", std::to_string(last.element_count()));
   report.Note("scanned " + std::to_string(last.element_count()) + " " + DTypeName(info.dtype()) +
-              " elements of resident array " + a.ref + " (" + a.op + (a.exclusive ? ", exclusive" : ", inclusive") + ")");
+              " elements of resident array " + a.r.ref + (segmented ? " in segments" : "") + " (" + a.op +
+              (a.exclusive ? ", exclusive" : ", inclusive") + ")");
   const Timing timing = FromProto(last.timing());
   report.Print(&timing);
   return 0;
@@ -111,7 +128,7 @@ Timing RunSegmented(const ScanArgs& a, const GlobalOptions& g, ArrayInput& in, A
 }
 
 int RunScan(const ScanArgs& a, const GlobalOptions& g) {
-  if (!a.ref.empty()) return RunResidentScan(a, g);
+  if (!a.r.ref.empty()) return RunResidentScan(a, g);
   if (a.axis >= 0) {
     return RunMatrixScan(a.io, a.op, a.cols, a.axis == 0 ? v1::SCAN_AXIS_COLUMNS : v1::SCAN_AXIS_ROWS, a.exclusive,
                          a.out_dtype, g);
@@ -216,21 +233,11 @@ Command AddScanCommand(CLI::App& app, const GlobalOptions& g) {
   }
   axis->excludes(keys)->excludes(heads);
   for (CLI::Option* o : {keys, heads}) out_dtype->excludes(o);
-  CLI::Option* ref = cmd->add_option("--ref", a->ref,
-                                     "scan the resident array of this id (gpuscan put) where the server keeps it, "
-                                     "instead of an input file");
-  for (const char* other : {"-i", "--format", "--dtype", "--lanes", "--shards", "--shm", "--keys", "--segment-heads",
-                            "--axis", "--out-dtype"}) {
-    ref->excludes(cmd->get_option(other));
-  }
-  CLI::Option* keep = cmd->add_flag("--keep", a->keep,
-                                    "with --ref: keep the result on the server as a new resident array and print "
-                                    "its id instead of writing it")
-                          ->needs(ref)
-                          ->excludes(cmd->get_option("-o"));
-  cmd->add_option("--ttl-ms", a->ttl_ms, "with --keep: the kept array's ttl (0 = the server's --resident-ttl-ms)")
-      ->needs(keep);
-  cmd->add_option("--label", a->label, "with --keep: the kept array's label")->needs(keep);
+  // --ref: segments by --keys-ref or --flags-ref (head flags), a matrix by --axis and --cols.
+  AddResidentOptions(cmd, a->r, kFlagsRef | kKeysRef | kKeep,
+                     {"-i", "--format", "--dtype", "--lanes", "--shards", "--shm", "--keys", "--segment-heads"});
+  cmd->get_option("--keys-ref")->excludes(cmd->get_option("--flags-ref"))->excludes(axis);
+  cmd->get_option("--flags-ref")->excludes(axis);
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunScan(*a, g); }};
 }

@@ -48,10 +48,13 @@ Command AddSortCommand(CLI::App& app, const GlobalOptions& g);
 Command AddScan2DCommand(CLI::App& app, const GlobalOptions& g);
 // A Scan2D call on a matrix file (scan2d, and scan --axis): cols_option 0 takes the shape from a
 // 2-D .npy; out_dtype_option is --out-dtype (a narrow matrix's accumulator; "" for numpy's default).
+// resident->ref given: the matrix the server keeps (its row length cols_option), as resident_args.h.
+struct ResidentArgs;
 int RunMatrixScan(const ArrayArgs& io, const std::string& op, uint64_t cols_option, v1::ScanAxis axis,
-                  bool exclusive, const std::string& out_dtype_option, const GlobalOptions& g);
+                  bool exclusive, const std::string& out_dtype_option, const GlobalOptions& g,
+                  const ResidentArgs* resident = nullptr);
 Command AddBenchCommand(CLI::App& app, const GlobalOptions& g);
-// Resident arrays: put, get, arrays, drop (scan and reduce take --ref).
+// Resident arrays: put, get, arrays, drop (the array commands take --ref: resident_args.h).
 Command AddPutCommand(CLI::App& app, const GlobalOptions& g);
 Command AddGetCommand(CLI::App& app, const GlobalOptions& g);
 Command AddArraysCommand(CLI::App& app, const GlobalOptions& g);

@@ -1,5 +1,6 @@
 // Resident arrays: PutArray, GetArray, DropArray, ListArrays, and Scan and Reduce on an array the
-// server keeps (header.resident); RemoteArray, the RAII owner of one. Array bytes travel as raw
+// server keeps (header.resident; the raw ScanResident and the other operations: resident_ops.cc);
+// RemoteArray, the RAII owner of one. Array bytes travel as raw
 // messages (raw_messages.h): a Put sends the caller's memory as it lies, a Get hands the slices
 // gRPC received to the Sink.
 #include <algorithm>
@@ -277,45 +278,6 @@ v1::ListArraysResponse Client::ListArrays() {
     const grpc::Status status = stub_->ListArrays(ctx.get(), v1::ListArraysRequest(), &response);
     if (!status.ok()) throw RpcError(status);
     return response;
-  });
-}
-
-namespace {
-
-// One Scan call on a resident array: the header alone (RunBidi half-closes after it), the results'
-// data to `out`; returns the final response (the one with timing), without data.
-v1::ScanResponse ResidentScanOnce(const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext& ctx,
-                          const v1::ScanHeader& header, const Sink& out) {
-  auto stream = detail::RawBidi<v1::ScanRequest, v1::ScanResponse>(channel, detail::kScanMethod, &ctx);
-  v1::ScanResponse last;
-  auto write_all = [&] {
-    detail::RawOut<v1::ScanRequest> req;
-    *req.msg.mutable_header() = header;
-    stream->Write(req);
-  };
-  auto read_all = [&] {
-    detail::ElementFeeder feeder(out, std::max<size_t>(ScanOutputSize(header), 1));
-    detail::RawIn<v1::ScanResponse> resp;
-    while (stream->Read(&resp)) {
-      if (resp.data_bytes()) feeder.Feed(resp.split.field);
-      if (resp.has_timing() || resp.msg.has_array()) last = resp.msg;
-    }
-  };
-  detail::RunBidi(ctx, *stream, write_all, read_all);
-  return last;
-}
-
-}  // namespace
-
-v1::ScanResponse Client::ScanResident(const v1::ScanHeader& header, Sink out) {
-  if (header.resident().keep()) {  // makes an array: one try
-    auto ctx = NewContext();
-    return ResidentScanOnce(channel_, *ctx, header, out);
-  }
-  detail::ResumingSink resume(std::move(out));
-  return detail::WithRetries(options_, *calls_, [&] {
-    auto ctx = NewContext();
-    return ResidentScanOnce(channel_, *ctx, header, resume.NextAttempt());
   });
 }
 

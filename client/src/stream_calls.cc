@@ -260,7 +260,7 @@ v1::CompactResponse Client::CompactStream(const v1::CompactHeader& header, Sourc
   }
   const bool use_flags = header.selector_case() == v1::CompactHeader::kUseFlags &&
                          header.use_flags();
-  if (use_flags && !flags && !header.has_shared_memory()) {  // a region holds the flags
+  if (use_flags && !flags && !header.has_shared_memory() && !header.has_resident()) {  // a region or array holds them
     throw std::invalid_argument("gpuscan: CompactStream with use_flags needs a flags Source");
   }
   // Raw messages, as ScanStream: values and flags leave as slices (NextChunk); kept
@@ -338,7 +338,9 @@ v1::SortResponse Client::SortStream(const v1::SortHeader& header, Source keys, S
   const size_t ksize = std::max<size_t>(DTypeSize(header.dtype()), 1);
   const bool with_values = header.output() == v1::SORT_OUTPUT_KEYS_AND_VALUES;
   const size_t vsize = with_values ? std::max<size_t>(DTypeSize(header.values_dtype()), 1) : 1;
-  if (with_values && !values) throw std::invalid_argument("gpuscan: SortStream with values needs a values Source");
+  if (with_values && !values && !header.has_resident()) {  // (a resident array holds them)
+    throw std::invalid_argument("gpuscan: SortStream with values needs a values Source");
+  }
   auto ctx = NewContext();
   auto stream = stub_->Sort(ctx.get());
   ProgressTracker tracker(std::move(progress));

@@ -1,5 +1,5 @@
 """The request model: each data operation (scan, scan along an axis, scan2d, segmented_scan,
-reduce, histogram, compact, reduce_by_key, sort, argsort; scan and reduce of a resident array)
+reduce, histogram, compact, reduce_by_key, sort, argsort; on resident inputs: _resident_ops)
 checked and built once, for both clients,
 as a Prepared call: its requests, how a try's responses become its result, and which transports
 may run it (see _transport, which picks one). Every check runs here, before any call."""
@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator, Optional, Tuple
 
 import numpy as np
 
-from . import _chunking, _checks, _device, _resident, _t_shared, _types, _wire
+from . import _chunking, _checks, _device, _resident, _resident_ops, _t_shared, _types, _wire
 from . import shared as _shared
 from ._effects import Feed
 from ._types import Timing, check_array
@@ -144,14 +144,13 @@ def _on_device(c, method: str, call: _device.Call, data_field: int, retries, tim
 # -- the operations
 def scan(c, x, op, exclusive, algorithm, out, axis, dtype, copy, lanes, retries, timeout, keep=False, ttl=None,
          label=None) -> Prepared:
-    """x a RemoteArray: resident_scan(); x a CUDA array: .device; x in shared memory: .shared (its
+    """x a RemoteArray: _resident_ops; x a CUDA array: .device; x in shared memory: .shared (its
     result where out is None); a matrix with axis 0 or 1: the scan along it; a narrow x:
     narrow_call(); else streamed into .out."""
     if isinstance(x, _resident.RemoteArray):
-        return resident_scan(c, x, op, exclusive, algorithm, out, axis, dtype, retries, timeout, keep, ttl, label)
-    if keep or ttl is not None or label is not None:
-        raise ValueError("gpuscan: keep=, ttl= and label= take a RemoteArray (c.put(x) first): the server keeps "
-                         "no streamed input's result yet")
+        _resident.refuse("scan", out=out)
+        return _resident_ops.scan(c, x, op, exclusive, algorithm, out, axis, dtype, retries, timeout, keep, ttl, label)
+    _resident_ops.no_keep("scan", keep, ttl, label)
     _resident.refuse("scan", out=out)
     x, axis = _checks.scan_axis(x, axis, algorithm, copy)
     if axis is not None:
@@ -203,7 +202,7 @@ def narrow_call(c, method: str, x, accumulate, op, exclusive, algorithm, out, co
 
 def reduce(c, x, op, dtype, copy, lanes, retries, timeout) -> Prepared:
     if isinstance(x, _resident.RemoteArray):
-        return resident_reduce(c, x, op, dtype, retries, timeout)
+        return _resident_ops.reduce(c, x, op, dtype, retries, timeout)
     x, accumulate = _checks.with_dtype(x, dtype, copy)
     if accumulate is not None:
         return narrow_call(c, "Reduce", x, accumulate, op, False, None, None, copy, retries, timeout)
@@ -223,7 +222,8 @@ def reduce(c, x, op, dtype, copy, lanes, retries, timeout) -> Prepared:
     return p
 
 
-def compact(c, x, where, predicate, indices, values, copy, lanes, retries, timeout) -> Prepared:
+def compact(c, x, where, predicate, indices, values, copy, lanes, retries, timeout, keep=False, ttl=None,
+            label=None) -> Prepared:
     """Natively the kept values and indices are written at their kept offsets, so a retried try
     writes every position again."""
     def outputs(call) -> Collector:  # a header-only call's outputs: their first `kept`
@@ -233,7 +233,9 @@ def compact(c, x, where, predicate, indices, values, copy, lanes, retries, timeo
                                            call.indices[:kept] if indices else None, values, indices), call.finish()
         return Collector(lambda lane, raw: call.feed_compact(raw), finish)
 
-    _resident.refuse("compact", x=x, where=where)
+    if _resident_ops.inputs("compact", x=x, where=where):
+        return _resident_ops.compact(c, x, where, predicate, indices, values, retries, timeout, keep, ttl, label)
+    _resident_ops.no_keep("compact", keep, ttl, label)
     src = _device.source(x, where=where)
     if src is not None:
         header = _checks.compact_header(_types.wire_dtype(src.dtype), src.dtype, src.n, where, predicate, indices,
@@ -245,24 +247,31 @@ def compact(c, x, where, predicate, indices, values, copy, lanes, retries, timeo
     # A narrow x streams on one call: the server takes it in the stream only (a shared one too).
     is_narrow = _types.narrow_wire(x) is not None
 
-    def assembled(p: Prepared, k: int) -> Collector:  # each lane's kept pieces placed by their kept_offset
-        asm = _chunking.CompactAssembler(p.x.dtype)
-        return Collector(lambda lane, raw: asm.feed(raw, lane),
-                         lambda: (_checks.compact_outputs(*asm.result(values, indices), values, indices),
-                                  asm.timing or Timing()))
-
     def native(nc, k):
         v, i, timing = nc.compact(x, request.header.SerializeToString(), flags, values, indices, k)
         return _checks.compact_outputs(v, i, values, indices), timing
     return Prepared("Compact", x, request, retries, timeout, _wire.COMPACT_VALUES, side=flags,
                     per=_chunking.chunk_elements(c.chunk_bytes, x.itemsize), narrow=is_narrow,
                     shared=None if is_narrow else _t_shared.place_compact(x, where, flags, request, values, indices),
-                    lanes=1 if is_narrow else lanes, striped=not is_narrow, collect=assembled, native=native,
+                    lanes=1 if is_narrow else lanes, striped=not is_narrow, collect=compacted(values, indices),
+                    native=native,
                     native_lanes=True, header_only=outputs)
 
 
+def compacted(values, indices) -> Callable[[Prepared, int], Collector]:
+    """A streamed compact's collect (a resident one's too): each lane's kept pieces placed by their
+    kept_offset, returned as compact returns them."""
+    def collect(p: Prepared, k: int) -> Collector:
+        asm = _chunking.CompactAssembler(p.x.dtype)
+        return Collector(lambda lane, raw: asm.feed(raw, lane),
+                         lambda: (_checks.compact_outputs(*asm.result(values, indices), values, indices),
+                                  asm.timing or Timing()))
+    return collect
+
+
 def histogram(c, x, bins, range_, copy, retries, timeout) -> Prepared:
-    _resident.refuse("histogram", x=x)
+    if isinstance(x, _resident.RemoteArray):
+        return _resident_ops.histogram(c, x, bins, range_, retries, timeout)
     src = _device.source(x)
     if src is not None:
         # The header the host path sends for an array of x's dtype: with range=None (even bins
@@ -280,10 +289,15 @@ def histogram(c, x, bins, range_, copy, retries, timeout) -> Prepared:
                     per=_chunking.chunk_elements(c.chunk_bytes, x.itemsize), collect=_histogrammed)
 
 
-def segmented_scan(c, x, keys, heads, op, exclusive, out, copy, retries, timeout, dtype=None) -> Prepared:
+def segmented_scan(c, x, keys, heads, op, exclusive, out, copy, retries, timeout, dtype=None, keep=False, ttl=None,
+                   label=None) -> Prepared:
     """x a CUDA array (keys or heads and out too): .device; else streamed into .out (dtype=: as
     scan's; a narrow x travels narrow, out of the accumulator's dtype)."""
-    _resident.refuse("segmented_scan", x=x, keys=keys, heads=heads, out=out)
+    _resident.refuse("segmented_scan", out=out)
+    if _resident_ops.inputs("segmented_scan", x=x, keys=keys, heads=heads):
+        return _resident_ops.segmented_scan(c, x, keys, heads, op, exclusive, out, retries, timeout, dtype, keep, ttl,
+                                            label)
+    _resident_ops.no_keep("segmented_scan", keep, ttl, label)
     x, accumulate = _checks.with_dtype(x, dtype, copy)
     src = _device.source(x, keys=keys, heads=heads, out=out)
     if src is not None:
@@ -307,11 +321,14 @@ def segmented_scan(c, x, keys, heads, op, exclusive, out, copy, retries, timeout
 
 
 def scan2d(c, x, op, out, copy, retries, timeout, axis: Optional[int] = None, exclusive: bool = False,
-           dtype=None) -> Prepared:
+           dtype=None, keep=False, ttl=None, label=None) -> Prepared:
     """.out: the flat view of .result, the 2-D out. axis 0 or 1: the scan along that axis
     (scan's axis=, from a server that lists "scan_axis"), else the 2-D scan. dtype=: as scan's (a
     narrow matrix travels narrow, out of the accumulator's dtype)."""
-    _resident.refuse("scan2d" if axis is None else "scan along an axis", x=x, out=out)
+    _resident.refuse("scan2d" if axis is None else "scan along an axis", out=out)
+    if isinstance(x, _resident.RemoteArray):
+        return _resident_ops.scan2d(c, x, op, out, retries, timeout, axis, exclusive, dtype, keep, ttl, label)
+    _resident_ops.no_keep("scan2d", keep, ttl, label)
     _device.refuse("scan2d" if axis is None else "scan along an axis", x=x, out=out)
     x, accumulate = _checks.with_dtype(x, dtype, copy)
     flat, out, out_flat, request = _checks.scan2d_args(x, op, out, copy, "scan2d" if axis is None else "scan",
@@ -330,9 +347,11 @@ def scan2d(c, x, op, out, copy, retries, timeout, axis: Optional[int] = None, ex
                     needs=None if axis is None else "scan_axis")
 
 
-def reduce_by_key(c, x, keys, op, copy, retries, timeout, dtype=None) -> Prepared:
+def reduce_by_key(c, x, keys, op, copy, retries, timeout, dtype=None, keep=False, ttl=None, label=None) -> Prepared:
     """.result_dtype: the runs' values' (dtype=: as scan's)."""
-    _resident.refuse("reduce_by_key", x=x, keys=keys)
+    if _resident_ops.inputs("reduce_by_key", x=x, keys=keys):
+        return _resident_ops.reduce_by_key(c, x, keys, op, retries, timeout, dtype, keep, ttl, label)
+    _resident_ops.no_keep("reduce_by_key", keep, ttl, label)
     _device.refuse("reduce_by_key", x=x, keys=keys)
     x, accumulate = _checks.with_dtype(x, dtype, copy)
     x, side, request = _checks.reduce_by_key_args(x, keys, op, copy, accumulate)
@@ -352,24 +371,27 @@ def sort_per(chunk_bytes: int, x, side) -> int:
     return _chunking.chunk_elements(chunk_bytes, max(x.itemsize, side.itemsize if side is not None else 0))
 
 
-def sort(c, x, values, descending, copy, retries, timeout) -> Prepared:
+def sort(c, x, values, descending, copy, retries, timeout, keep=False, ttl=None, label=None) -> Prepared:
     """The sorted keys, or (keys, values) with values=."""
-    p = _sorted(c, x, values, descending, pb.SORT_OUTPUT_KEYS, copy, retries, timeout)
+    p = _sorted(c, x, values, descending, pb.SORT_OUTPUT_KEYS, copy, retries, timeout, keep, ttl, label)
     p.returns = (lambda r: r[0]) if values is None else (lambda r: (r[0], r[1]))
     return p
 
 
-def argsort(c, x, descending, return_keys, copy, retries, timeout) -> Prepared:
+def argsort(c, x, descending, return_keys, copy, retries, timeout, keep=False, ttl=None, label=None) -> Prepared:
     """The permutation, or (keys, permutation) with return_keys=True."""
     output = pb.SORT_OUTPUT_KEYS_AND_INDICES if return_keys else pb.SORT_OUTPUT_INDICES
-    p = _sorted(c, x, None, descending, output, copy, retries, timeout)
+    p = _sorted(c, x, None, descending, output, copy, retries, timeout, keep, ttl, label)
     p.returns = (lambda r: (r[0], r[2])) if return_keys else (lambda r: r[2])
     return p
 
 
-def _sorted(c, x, values, descending, output: int, copy, retries, timeout) -> Prepared:
+def _sorted(c, x, values, descending, output: int, copy, retries, timeout, keep, ttl, label) -> Prepared:
     """A Sort call: its result (keys, values, indices), None where not asked."""
-    _resident.refuse("sort" if output == pb.SORT_OUTPUT_KEYS else "argsort", x=x, values=values)
+    what = "sort" if output == pb.SORT_OUTPUT_KEYS else "argsort"
+    if _resident_ops.inputs(what, x=x, values=values):
+        return _resident_ops.sort(c, x, values, descending, output, retries, timeout, keep, ttl, label)
+    _resident_ops.no_keep(what, keep, ttl, label)
     src = _device.source(x, values=values)
     if src is not None:
         _checks.check_descending(descending)
@@ -386,82 +408,3 @@ def _sorted(c, x, values, descending, output: int, copy, retries, timeout) -> Pr
                                                   h.descending, len(p.x)))
     return Prepared("Sort", x, request, retries, timeout, _wire.SORT_KEYS, per=sort_per(c.chunk_bytes, x, side),
                     side=side, side_field=_wire.SORT_VALUES, collect=assembled)
-
-
-# -- a resident input (_resident): the header names it, no data crosses the wire
-def _resident_accumulation(r, dtype) -> Tuple[int, Optional[int], np.dtype]:
-    """(the array's wire dtype, the header's output_dtype or None, the result's dtype): a narrow
-    array's as a streamed one's (numpy's defaults; the server refuses narrow resident inputs so
-    far), a wide one's its own (another dtype= would need a conversion the server does not do)."""
-    wire = _types.wire_dtype(r.dtype, narrow=True)
-    if _types.narrow_wire(np.empty(0, r.dtype)) is not None:
-        _, output, result = _types.accumulation(np.empty(0, r.dtype), dtype, "the resident array")
-        return wire, output, result
-    if dtype is not None and np.dtype(dtype).newbyteorder("=") != r.dtype:
-        raise ValueError(f"gpuscan: dtype={np.dtype(dtype)} for a resident array of {r.dtype}: the server computes "
-                         "it in its own dtype (put a converted copy instead)")
-    return wire, None, r.dtype
-
-
-def resident_scan(c, r, op, exclusive, algorithm, out, axis, dtype, retries, timeout, keep, ttl, label) -> Prepared:
-    """header.resident.values = r.id and no data; the result streams back into .out, or with keep
-    stays on the server: the final response's ArrayInfo as a new RemoteArray."""
-    if axis is not None:
-        raise ValueError("gpuscan: axis= takes host matrices; a resident array is 1-D")
-    wire, output, result = _resident_accumulation(r, dtype)
-    header = _checks.scan_header(wire, op, exclusive, algorithm, r.size)
-    if output is not None:
-        header.output_dtype = output
-    header.resident.values = r.id
-    if keep:
-        if out is not None:
-            raise ValueError("gpuscan: out= and keep=True: a kept result stays on the server")
-        header.resident.keep = True
-        header.resident.ttl_ms = _resident.ttl_ms(ttl)
-        header.resident.label = _resident.check_label(label)
-    elif ttl is not None or label is not None:
-        raise ValueError("gpuscan: ttl= and label= describe a kept result: they need keep=True")
-    retries, timeout = c._call_options(retries, timeout)
-    if keep:
-        retries = 0  # a lost answer may have kept the result: a retry would keep a second (as put)
-    p = Prepared("Scan", np.empty(0, r.dtype), pb.ScanRequest(header=header), retries, timeout, _wire.SCAN_DATA, per=1)
-    if keep:
-        p.collect = lambda p, k: _kept(c)
-    else:
-        p.out = _checks.narrow_out(np.empty(r.size, r.dtype), out, result)
-        p.collect = _scanned
-    return p
-
-
-def _kept(c) -> Collector:
-    """A kept scan's responses: no data, the final one's ArrayInfo (ScanResponse.array) and Timing."""
-    got: dict = {}
-
-    def feed(lane: int, raw: bytes) -> None:
-        f = _wire.parse(raw)
-        for field, name in ((_wire.SCAN_TIMING, "timing"), (_wire.SCAN_ARRAY, "array")):
-            if field in f:
-                s, e = f[field]
-                got[name] = memoryview(raw)[s:e]
-        if _wire.SCAN_RESULT in f and f[_wire.SCAN_RESULT][1] > f[_wire.SCAN_RESULT][0]:
-            raise Internal("the server sent the result of a scan with keep=True")
-
-    def finish():
-        if "array" not in got:
-            raise Internal("the server's last response to a scan with keep=True named no kept array "
-                           "(ScanResponse.array)")
-        timing = Timing.from_bytes(got["timing"]) if "timing" in got else Timing()
-        return _resident.RemoteArray(c, pb.ArrayInfo.FromString(bytes(got["array"]))), timing
-    return Collector(feed, finish)
-
-
-def resident_reduce(c, r, op, dtype, retries, timeout) -> Prepared:
-    """header.resident.values = r.id and no data: the value as a streamed reduce's."""
-    wire, output, result = _resident_accumulation(r, dtype)
-    request = _checks.reduce_request(wire, op, r.size)
-    if output is not None:
-        request.header.output_dtype = output
-    request.header.resident.values = r.id
-    retries, timeout = c._call_options(retries, timeout)
-    return Prepared("Reduce", np.empty(0, r.dtype), request, retries, timeout, _wire.REDUCE_DATA, per=1,
-                    result_dtype=result, collect=_reduced)

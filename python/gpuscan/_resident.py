@@ -2,7 +2,7 @@
 arrays the server keeps between calls, named by id, belonging to the caller's tenant. Here:
 RemoteArray (the client's handle of one), ResidentArrays (arrays()'s answer), the argument checks,
 and the programs of effects (_effects) of put, get, drop and arrays, which Client runs blocking and
-AsyncClient awaits. Scan's and reduce's prepared calls on a resident input are _ops's."""
+AsyncClient awaits. The operations' prepared calls on resident inputs are _resident_ops's."""
 from __future__ import annotations
 
 import dataclasses
@@ -33,9 +33,10 @@ class RemoteArray:
     """A 1-D array kept on a gpuscan server (Client.put's, or a scan's with keep=True), named by its
     id; it holds the client that made it. Nothing is fetched until asked: r.get(offset, count) (or
     np.asarray(r)) reads its elements back; r.drop() frees it, as does leaving `with r:` (an array
-    already gone, dropped or idle past its ttl, is no error there). c.scan(r) and c.reduce(r) run on
-    it where it lies (scan(r, keep=True) answers a new RemoteArray); the other operations do not
-    take it yet (TypeError).
+    already gone, dropped or idle past its ttl, is no error there). Every operation runs on it where
+    it lies (c.scan(r), c.sort(r, values=v), c.compact(r, where=m), ...: all of a call's inputs
+    RemoteArrays, else TypeError); with keep=True the results stay there too, as new RemoteArrays.
+    r.reshape(rows, cols): the same array as a row-major matrix, for scan2d and scan(axis=).
 
     Attributes (as the server last described it: put, get, a kept scan or arrays()): id (bytes,
     a capability: the server finds it only for the tenant that put it), dtype (numpy; a bool array
@@ -45,11 +46,31 @@ class RemoteArray:
     info (every ArrayInfo field as a dict). Of an AsyncClient's: `await r.get()`, `await r.drop()`,
     `async with r:`; np.asarray(r) is refused (it cannot await)."""
 
-    __slots__ = ("_client", "_info")
+    __slots__ = ("_client", "_info", "_shape")
 
-    def __init__(self, client, info: "pb.ArrayInfo"):
+    def __init__(self, client, info: "pb.ArrayInfo", shape: Optional[Tuple[int, int]] = None):
         self._client = client
         self._info = info
+        self._shape = shape  # a matrix view (reshape): (rows, cols); None: 1-D
+
+    def reshape(self, *shape) -> "RemoteArray":
+        """A handle of the same array seen as a row-major matrix (rows, cols), one of them -1 to
+        infer it (reshape(-1): 1-D again), for scan2d and scan(axis=); get() of the whole of it
+        answers that shape. Nothing is sent; dropping either handle drops the array."""
+        dims = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        if dims in ((-1,), (self.size,)):
+            return RemoteArray(self._client, self._info)
+        if len(dims) != 2 or not all(isinstance(d, int) for d in dims) or dims.count(-1) > 1:
+            raise ValueError(f"gpuscan: a RemoteArray reshapes to (rows, cols) or (-1,), got {shape!r}")
+        rows, cols = dims
+        if -1 in dims:
+            known = cols if rows == -1 else rows
+            if known <= 0 or self.size % known:
+                raise ValueError(f"gpuscan: cannot reshape {self.size} elements to {dims}")
+            rows, cols = (self.size // known, known) if rows == -1 else (known, self.size // known)
+        if rows < 0 or cols < 0 or rows * cols != self.size:
+            raise ValueError(f"gpuscan: cannot reshape {self.size} elements to ({rows}, {cols})")
+        return RemoteArray(self._client, self._info, (rows, cols))
 
     def _update(self, info: "pb.ArrayInfo") -> None:
         if info.id == self._info.id:
@@ -73,10 +94,12 @@ class RemoteArray:
         return int(self._info.element_count)
 
     @property
-    def shape(self) -> Tuple[int]:
-        return (self.size,)
+    def shape(self) -> Tuple[int, ...]:
+        return self._shape or (self.size,)
 
-    ndim = 1
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
 
     def __len__(self) -> int:
         return self.size
@@ -107,7 +130,8 @@ class RemoteArray:
 
     def get(self, offset: int = 0, count: Optional[int] = None, **kw):
         """Its elements [offset, offset + count) (count None: to the end) as a new numpy array:
-        client.get(self, ...), whose keywords (timeout=, retries=) it takes."""
+        client.get(self, ...), whose keywords (timeout=, retries=) it takes. A matrix handle's
+        whole array comes back in its shape."""
         return self._client.get(self, offset, count, **kw)
 
     def drop(self, **kw):
@@ -226,8 +250,8 @@ def refuse(op: str, **arrays) -> None:
     silent fetch)."""
     for name, a in arrays.items():
         if isinstance(a, RemoteArray):
-            raise TypeError(f"gpuscan: {op} does not take resident arrays ({name} is a RemoteArray): only scan "
-                            f"and reduce take them so far; fetch its values with {name}.get() to pass them")
+            raise TypeError(f"gpuscan: {op} does not take resident arrays ({name} is a RemoteArray); fetch its "
+                            f"values with {name}.get() to pass them")
 
 
 # -- the programs
@@ -303,6 +327,8 @@ def get(c, r, offset, count, retries, timeout) -> Program:
         out = fetched.finish()
         if isinstance(r, RemoteArray) and fetched.info is not None:
             r._update(fetched.info)
+            if r.ndim == 2 and offset == 0 and count is None:  # the whole matrix asked for
+                out = out.reshape(r.shape)
         return out
     return _retried(retries, timeout, attempt)
 

@@ -269,33 +269,39 @@ class AsyncClient(ClientBase):
     @_client_doc("no native path")
     async def segmented_scan(self, x, keys=None, *, heads=None, op: str = "sum", exclusive: bool = False,
                              out: Optional[np.ndarray] = None, dtype=None, copy: bool = False,
-                             timeout: Optional[float] = None, retries: Optional[int] = None) -> np.ndarray:
+                             timeout: Optional[float] = None, retries: Optional[int] = None,
+                             keep: bool = False, ttl: Optional[float] = None, label: Optional[str] = None):
         return await self._drive(_transport.run(self, _ops.segmented_scan(self, x, keys, heads, op, exclusive, out,
-                                                                          copy, retries, timeout, dtype)))
+                                                                          copy, retries, timeout, dtype, keep, ttl,
+                                                                          label)))
 
     @_client_doc()
     async def scan2d(self, x, op: str = "sum", *, out: Optional[np.ndarray] = None, dtype=None, copy: bool = False,
-                     timeout: Optional[float] = None, retries: Optional[int] = None) -> np.ndarray:
-        return await self._drive(_transport.run(self, _ops.scan2d(self, x, op, out, copy, retries, timeout,
-                                                                  dtype=dtype)))
+                     timeout: Optional[float] = None, retries: Optional[int] = None, keep: bool = False,
+                     ttl: Optional[float] = None, label: Optional[str] = None):
+        return await self._drive(_transport.run(self, _ops.scan2d(self, x, op, out, copy, retries, timeout, None,
+                                                                  False, dtype, keep, ttl, label)))
 
     @_client_doc()
     async def reduce_by_key(self, x, keys, *, op: str = "sum", dtype=None, copy: bool = False,
-                            timeout: Optional[float] = None,
-                            retries: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+                            timeout: Optional[float] = None, retries: Optional[int] = None,
+                            keep: bool = False, ttl: Optional[float] = None, label: Optional[str] = None):
         return await self._drive(_transport.run(self, _ops.reduce_by_key(self, x, keys, op, copy, retries, timeout,
-                                                                         dtype)))
+                                                                         dtype, keep, ttl, label)))
 
     @_client_doc()
     async def sort(self, x, *, values=None, descending: bool = False, copy: bool = False,
-                   timeout: Optional[float] = None, retries: Optional[int] = None):
-        return await self._drive(_transport.run(self, _ops.sort(self, x, values, descending, copy, retries, timeout)))
+                   timeout: Optional[float] = None, retries: Optional[int] = None, keep: bool = False,
+                   ttl: Optional[float] = None, label: Optional[str] = None):
+        return await self._drive(_transport.run(self, _ops.sort(self, x, values, descending, copy, retries, timeout,
+                                                                keep, ttl, label)))
 
     @_client_doc()
     async def argsort(self, x, *, descending: bool = False, return_keys: bool = False, copy: bool = False,
-                      timeout: Optional[float] = None, retries: Optional[int] = None):
+                      timeout: Optional[float] = None, retries: Optional[int] = None, keep: bool = False,
+                      ttl: Optional[float] = None, label: Optional[str] = None):
         return await self._drive(_transport.run(self, _ops.argsort(self, x, descending, return_keys, copy, retries,
-                                                                   timeout)))
+                                                                   timeout, keep, ttl, label)))
 
     @_client_doc("an async generator (`async for y in c.scan_iter(chunks)`); chunks may be a sync or an "
                  "async iterable, read on the event loop")
@@ -327,9 +333,10 @@ class AsyncClient(ClientBase):
     @_client_doc("no native path")
     async def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
                       copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None,
-                      timeout: Optional[float] = None):
+                      timeout: Optional[float] = None, keep: bool = False, ttl: Optional[float] = None,
+                      label: Optional[str] = None):
         return await self._drive(_transport.run(self, _ops.compact(self, x, where, predicate, indices, values, copy,
-                                                                   lanes, retries, timeout)))
+                                                                   lanes, retries, timeout, keep, ttl, label)))
 
     @_client_doc("a RemoteArray of this client: `await r.get()`, `await r.drop()`, `async with r:`")
     async def put(self, x, *, ttl: Optional[float] = None, label: Optional[str] = None, copy: bool = False,

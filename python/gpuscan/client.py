@@ -218,12 +218,10 @@ class Client(ClientBase):
             return _pump.result_of(start)  # created and waited for off this thread (see _pump)
 
     def _pause(self, seconds: float) -> None:
-        """The wait before a retry, watching the channels meanwhile. A sync grpc channel advances a
-        connection only while something polls it, and calls to a server that is down fail at once
-        without much polling: the channel would see the server back only at grpc's backup poll,
-        every 5 s. A connectivity subscription polls, on a grpc thread. (try_to_connect stays
-        off: the failed try already asked for a connection, and grpc's poller would ask again
-        after the subscription ends, failing if the client was closed meanwhile.)"""
+        """The wait before a retry, watching the channels: a sync channel advances a connection only
+        while polled (else at grpc's 5 s backup poll); a connectivity subscription polls, on a grpc
+        thread. (Not try_to_connect: grpc's poller would ask again after the subscription ends,
+        failing if the client was closed meanwhile.)"""
         with self._lane_lock:
             channels = [self._channel, *self._lane_channels]
 
@@ -284,16 +282,16 @@ class Client(ClientBase):
         engine) on x's GPU, else gpuscan.FailedPrecondition, before any export. Host and CUDA
         arrays mixed: TypeError. copy= and lanes do not apply; not retried.
 
-        x a RemoteArray (see put): scanned where it lies (nothing uploaded; the streamed call's
-        bits) into `out` (new if None), or with keep=True kept there: a new RemoteArray (ttl=,
-        label= as put's; keep= takes RemoteArrays only). No lanes or axis; a narrow one is
-        refused by the server so far (gpuscan.InvalidArgument)."""
+        x a RemoteArray (see put; axis= of r.reshape(rows, cols)): scanned where it lies (no upload; the streamed
+        call's bits) into `out` (new if None), or with keep=True (ttl=, label= as put's) kept there: a new
+        RemoteArray. So every operation: all its inputs RemoteArrays (else TypeError), keep=True returning
+        RemoteArrays in place of the arrays; one call (no lanes)."""
         return self._drive(_transport.run(self, _ops.scan(self, x, op, exclusive, algorithm, out, axis, dtype, copy,
                                                            lanes, retries, timeout, keep, ttl, label)))
 
     def segmented_scan(self, x, keys=None, *, heads=None, op: str = "sum", exclusive: bool = False,
-                       out: Optional[np.ndarray] = None, dtype=None, copy: bool = False,
-                       timeout: Optional[float] = None, retries: Optional[int] = None) -> np.ndarray:
+                       out: Optional[np.ndarray] = None, dtype=None, copy: bool = False, timeout=None,
+                       retries: Optional[int] = None, keep: bool = False, ttl: Optional[float] = None, label=None):
         """Segmented prefix scan of a 1-D array: each segment scanned on its own (inclusive unless
         exclusive=True; exclusive puts op's identity at each segment's first element). Returns
         `out` (new if None), x's dtype (or dtype's); op as scan's.
@@ -329,12 +327,13 @@ class Client(ClientBase):
         on floats; a float32/float64 sum or product is not served on device memory yet:
         gpuscan.Unimplemented before any call (the host path serves it: pass host arrays). Host
         and CUDA arrays mixed: TypeError. The server must serve device memory on x's GPU, as
-        scan's; copy= and dtype= do not apply (dtype=: TypeError); not retried."""
+        scan's; copy= and dtype= do not apply (dtype=: TypeError); not retried. RemoteArrays: as scan's."""
         return self._drive(_transport.run(self, _ops.segmented_scan(self, x, keys, heads, op, exclusive, out, copy,
-                                                                    retries, timeout, dtype)))
+                                                                    retries, timeout, dtype, keep, ttl, label)))
 
     def scan2d(self, x, op: str = "sum", *, out: Optional[np.ndarray] = None, dtype=None, copy: bool = False,
-               timeout: Optional[float] = None, retries: Optional[int] = None) -> np.ndarray:
+               timeout: Optional[float] = None, retries: Optional[int] = None, keep: bool = False,
+               ttl: Optional[float] = None, label: Optional[str] = None):
         """2-D inclusive scan (summed-area table) of a 2-D array: out[i, j] = op over x[:i+1, :j+1].
         Returns `out` (new if None), x's shape and dtype (or dtype's); op as scan's ("sum",
         "product", "min", "max"; bitwise ones for integers).
@@ -356,11 +355,12 @@ class Client(ClientBase):
         big-endian one). The matrix streams as chunk_bytes pieces cut anywhere; the server
         answers whole rows. out= as scan's (same shape). timeout: this call's seconds (None: the
         client's; 0: none). retries as scan's (with out overlapping x, not retried). No lanes,
-        shared memory or native path."""
-        return self._drive(_transport.run(self, _ops.scan2d(self, x, op, out, copy, retries, timeout, dtype=dtype)))
+        shared memory or native path. x a RemoteArray: r.reshape(rows, cols), as scan's."""
+        return self._drive(_transport.run(self, _ops.scan2d(self, x, op, out, copy, retries, timeout, None, False,
+                                                            dtype, keep, ttl, label)))
 
-    def reduce_by_key(self, x, keys, *, op: str = "sum", dtype=None, copy: bool = False,
-                      timeout: Optional[float] = None, retries: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+    def reduce_by_key(self, x, keys, *, op: str = "sum", dtype=None, copy: bool = False, timeout=None,
+                      retries: Optional[int] = None, keep: bool = False, ttl: Optional[float] = None, label=None):
         """Reduction by key of a 1-D array: `unique_keys, values = client.reduce_by_key(x, keys)`,
         one (key, value) per run of equal consecutive keys, in order (as
         cub::DeviceReduce::ReduceByKey: a key that comes back after another run starts a new run;
@@ -375,12 +375,14 @@ class Client(ClientBase):
         in one request: chunk_bytes // max(x.itemsize, key size) elements each. A run's value is
         bit for bit the segmented inclusive scan at its last element (float sum and product
         associate in the server's deterministic tree), whatever the chunking. timeout: this
-        call's seconds (None: the client's; 0: none). retries as reduce's: the runs are returned
-        only at the end, so a retry starts over. No lanes, shared memory or native path."""
-        return self._drive(_transport.run(self, _ops.reduce_by_key(self, x, keys, op, copy, retries, timeout, dtype)))
+        call's seconds (None: the client's; 0: none). retries as reduce's: the runs are returned only at the end, so
+        a retry starts over. No lanes, shared memory or native path. x and keys RemoteArrays: as scan's (keep=True:
+        (keys, values) as two RemoteArrays)."""
+        return self._drive(_transport.run(self, _ops.reduce_by_key(self, x, keys, op, copy, retries, timeout, dtype,
+                                                                   keep, ttl, label)))
 
-    def sort(self, x, *, values=None, descending: bool = False, copy: bool = False,
-             timeout: Optional[float] = None, retries: Optional[int] = None):
+    def sort(self, x, *, values=None, descending: bool = False, copy: bool = False, timeout: Optional[float] = None,
+             retries: Optional[int] = None, keep: bool = False, ttl: Optional[float] = None, label=None):
         """Stable sort of a 1-D array: `y = client.sort(x)`, x's elements in order, x's dtype; with
         values= (a 1-D array of len(x), any served dtype) `(sorted_x, sorted_values)`, each value
         moved with its key. Floats in IEEE 754 total order: -NaN < -inf < ... < -0.0 < +0.0 < ... <
@@ -404,26 +406,27 @@ class Client(ClientBase):
         (nothing crosses the host) into new arrays of x's library (CuPy's or PyTorch's) on x's
         device: the same results as the host path's, as CUDA arrays (of 4- or 8-byte dtypes: a
         narrow CUDA array is a ValueError). The server must serve device memory on x's GPU, as
-        scan's; copy= does not apply; not retried."""
-        return self._drive(_transport.run(self, _ops.sort(self, x, values, descending, copy, retries, timeout)))
+        scan's; copy= does not apply; not retried. x and values RemoteArrays: as scan's."""
+        return self._drive(_transport.run(self, _ops.sort(self, x, values, descending, copy, retries, timeout, keep,
+                                                          ttl, label)))
 
     def argsort(self, x, *, descending: bool = False, return_keys: bool = False, copy: bool = False,
-                timeout: Optional[float] = None, retries: Optional[int] = None):
+                timeout: Optional[float] = None, retries: Optional[int] = None, keep: bool = False,
+                ttl: Optional[float] = None, label: Optional[str] = None):
         """The stable sort's permutation: int64 indices with x[indices] sorted as sort(x) is
         (numpy's np.argsort(x, kind="stable") for integers and for floats without NaN or signed
         zeros; equal keys in input order, descending=True too). return_keys=True: `(sorted_x,
         indices)` from the one call. Arguments (narrow x too), checks, timeout and errors as
-        sort's; x a CUDA array: indices (int64) and keys as new CUDA arrays, as sort's."""
+        sort's; x a CUDA array: indices (int64) and keys as new CUDA arrays, as sort's; a RemoteArray too."""
         return self._drive(_transport.run(self, _ops.argsort(self, x, descending, return_keys, copy, retries,
-                                                             timeout)))
+                                                             timeout, keep, ttl, label)))
 
     def scan_iter(self, chunks: Iterable, op: str = "sum", exclusive: bool = False,
                   algorithm: Optional[str] = None, *, timeout: Optional[float] = None) -> Iterator[np.ndarray]:
-        """One scan over a stream of arrays (the concatenation), yielding each array's scanned
-        counterpart as it returns; for arrays that do not fit in memory. `chunks` is consumed on a
-        grpc thread while results are read. Stopping the iteration early cancels the call. Never
-        retried (chunks is read once); timeout: the whole stream's seconds (None: the client's;
-        0: none)."""
+        """One scan over a stream of arrays (the concatenation), yielding each array's scanned counterpart as it
+        returns; for arrays that do not fit in memory. `chunks` is consumed on a grpc thread while results are read.
+        Stopping the iteration early cancels the call. Never retried (chunks is read once); timeout: the whole
+        stream's seconds (None: the client's; 0: none)."""
         feeder, asm, timeout = self._scan_iter_parts(chunks, op, exclusive, algorithm, timeout)
         stream = self._stream(self._methods["Scan"], feeder, timeout)
         try:
@@ -440,8 +443,7 @@ class Client(ClientBase):
         """Reduction of a 1-D array: a numpy scalar of x's dtype (the identity for an empty array).
         op, dtype= (the accumulator and result: a narrow x as scan's, np.sum's defaults), copy=,
         lanes, retries and timeout as scan's. x in shared memory, or a CUDA array (as scan's):
-        read there by the server, lanes and retries do not apply. x a RemoteArray: reduced where
-        it lies on the server (see scan)."""
+        read there by the server, lanes and retries do not apply. x a RemoteArray: as scan's (no keep)."""
         return self._drive(_transport.run(self, _ops.reduce(self, x, op, dtype, copy, lanes, retries, timeout)))
 
     def histogram(self, x, bins=10, range=None, *, copy: bool = False,
@@ -465,15 +467,15 @@ class Client(ClientBase):
 
         x a CUDA array (any shape: all its elements, C-contiguous; see scan): the server reads it
         where it lies (nothing crosses the host) and the result is the host path's for the same
-        values. With range=None (even bins over x's min and max) the range is found first by two
-        reductions of x on the device (min, max), each a call of its own within `timeout`. The
-        server must serve device memory on x's GPU, as scan's (4- or 8-byte dtypes: a narrow
-        CUDA array is a ValueError); copy= does not apply; not retried."""
+        values. With range=None (even bins over x's min and max) the range is found first by two reductions of x on
+        the device (min, max), each a call of its own within `timeout`. The server must serve device memory on x's
+        GPU, as scan's (4- or 8-byte dtypes: a narrow CUDA array is a ValueError); copy= does not apply; not
+        retried. x a RemoteArray: as scan's (no keep), with range= or edges (range=None would read x here)."""
         return self._drive(_transport.run(self, _ops.histogram(self, x, bins, range, copy, retries, timeout)))
 
     def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
                 copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None,
-                timeout: Optional[float] = None):
+                timeout: Optional[float] = None, keep: bool = False, ttl: Optional[float] = None, label=None):
         """Stable stream compaction: keeps x[i] where the mask `where` is true, or where the predicate
         holds (("gt", 0), ("in_range", lo, hi), "nonzero", "not_nan", "eq"/"ne"/"lt"/"le"/"ge").
         Returns the kept values; with indices=True (values, indices); values=False, indices=True:
@@ -493,37 +495,36 @@ class Client(ClientBase):
 
         x a CUDA array (as scan's, of a 4- or 8-byte dtype): the kept values and indices are new
         CUDA arrays of x's library (CuPy or PyTorch; n elements each, returned as views [:kept]);
-        where= must then be a CUDA bool/int8/uint8 array of x's size, read in place (a host mask:
-        TypeError)."""
+        where= must then be a CUDA bool/int8/uint8 array of x's size, read in place (a host mask: TypeError). x (and
+        where=, uint8/int8) RemoteArrays: as scan's."""
         return self._drive(_transport.run(self, _ops.compact(self, x, where, predicate, indices, values, copy, lanes,
-                                                             retries, timeout)))
+                                                             retries, timeout, keep, ttl, label)))
 
     # -- resident arrays (_resident): the server keeps them between calls
     def put(self, x, *, ttl: Optional[float] = None, label: Optional[str] = None, copy: bool = False,
             retries: Optional[int] = None, timeout: Optional[float] = None) -> _resident.RemoteArray:
-        """Uploads a 1-D array (any dtype the package takes; int8, uint8, int16, uint16, float16 as
-        they are, bool as uint8) for the server to keep: a RemoteArray naming it, owned by this
-        client's tenant. ttl: seconds unused before the server drops it (None: its --resident-ttl-ms,
-        which also caps it). label: a name arrays() shows (<= 128 bytes). copy=, retries, timeout
-        as scan's. A server without --resident-bytes: gpuscan.Unimplemented; past its budget or
-        the tenant's quota: gpuscan.ResourceExhausted."""
+        """Uploads a 1-D array (any dtype the package takes; int8, uint8, int16, uint16, float16 as they are, bool
+        as uint8) for the server to keep: a RemoteArray naming it, owned by this client's tenant. ttl: seconds
+        unused before the server drops it (None: its --resident-ttl-ms, which also caps it). label: a name arrays()
+        shows (<= 128 bytes). copy=, retries, timeout as scan's. A server without --resident-bytes:
+        gpuscan.Unimplemented; past its budget or the tenant's quota: gpuscan.ResourceExhausted."""
         return self._drive(_resident.put(self, x, ttl, label, copy, retries, timeout))
 
     def get(self, r, offset: int = 0, count: Optional[int] = None, *, retries: Optional[int] = None,
             timeout: Optional[float] = None) -> np.ndarray:
-        """Elements [offset, offset + count) of a resident array (a RemoteArray or its id; count
-        None: to its end) as a new numpy array. Past the end: gpuscan.OutOfRange; an id unknown to
-        this tenant, dropped or idle past its ttl: gpuscan.NotFound. retries, timeout as scan's."""
+        """Elements [offset, offset + count) of a resident array (a RemoteArray or its id; count None: to its end)
+        as a new numpy array. Past the end: gpuscan.OutOfRange; an id unknown to this tenant, dropped or idle past
+        its ttl: gpuscan.NotFound. retries, timeout as scan's."""
         return self._drive(_resident.get(self, r, offset, count, retries, timeout))
 
     def drop(self, r, *, timeout: Optional[float] = None) -> Dict[str, Any]:
-        """Frees a resident array (a RemoteArray or its id) once the calls using it end: its last
-        info (as RemoteArray.info). gpuscan.NotFound when it is gone already. Not retried."""
+        """Frees a resident array (a RemoteArray or its id) once the calls using it end: its last info (as
+        RemoteArray.info). gpuscan.NotFound when it is gone already. Not retried."""
         return self._drive(_resident.drop(self, r, timeout))
 
     def arrays(self, *, timeout: Optional[float] = None) -> _resident.ResidentArrays:
-        """This tenant's resident arrays: a ResidentArrays (its RemoteArrays, oldest first, and
-        tenant_bytes, tenant_quota_bytes, budget_bytes, used_bytes). Not retried."""
+        """This tenant's resident arrays: a ResidentArrays (its RemoteArrays, oldest first, and tenant_bytes,
+        tenant_quota_bytes, budget_bytes, used_bytes). Not retried."""
         return self._drive(_resident.arrays(self, timeout))
 
     # -- diagnostics
@@ -566,11 +567,10 @@ class Client(ClientBase):
 
     def transport(self, total_bytes: int, echo: bool = True, chunk_bytes: Optional[int] = None,
                   lanes: int = 1, *, timeout: Optional[float] = None) -> TransportResult:
-        """The transport ceiling: total_bytes through the server's Transport RPC (no compute), in
-        messages framed as a scan's are. With echo each chunk comes back (a Scan's byte pattern).
-        lanes=K: K concurrent calls on K connections, chunk k on call k mod K (the ceiling of a
-        K-lane scan); the totals are summed and server_total_us is the slowest call's. timeout
-        as scan's (not retried)."""
+        """The transport ceiling: total_bytes through the server's Transport RPC (no compute), in messages framed as
+        a scan's are. With echo each chunk comes back (a Scan's byte pattern). lanes=K: K concurrent calls on K
+        connections, chunk k on call k mod K (the ceiling of a K-lane scan); the totals are summed and
+        server_total_us is the slowest call's. timeout as scan's (not retried)."""
         tally = _tally.Tally(total_bytes, echo, int(chunk_bytes or self.chunk_bytes), lanes)
         return self._drive(_tally.program(tally, self._call_timeout(timeout)))
 

@@ -1,6 +1,7 @@
 """Resident arrays (issue 56): put/get/drop/arrays, scan (keep chains) and reduce of a RemoteArray with
-the streamed calls' bits, every dtype, sizes around the test client's 64-byte chunks, tenants,
-ttl and quotas on servers of their own, a server that keeps none, and the AsyncClient alike."""
+the streamed calls' bits, every dtype (narrow ones widened by the server), sizes around the test
+client's 64-byte chunks, tenants, ttl and quotas on servers of their own, a server that keeps none,
+and the AsyncClient alike (the other operations: test_resident_ops.py)."""
 import asyncio
 import time
 
@@ -167,37 +168,34 @@ def test_float_keep_chain_bits(own, rng):
 
 
 @pytest.mark.parametrize("dtype", NARROW)
-def test_narrow_put_get_but_not_computed(own, rng, dtype):
-    x = data(rng, dtype, 65)
-    r = own.put(x)
-    same_bits(r.get(), x.view(np.uint8) if dtype == "bool" else x)
-    with pytest.raises(gpuscan.InvalidArgument, match="narrow"):
-        own.scan(r)
-    with pytest.raises(gpuscan.InvalidArgument, match="narrow"):
-        own.reduce(r)
+def test_narrow_scan_and_reduce_equal_the_streamed_calls(own, rng, dtype):
+    """The server widens a narrow resident array as the streamed call does (bool: kept as uint8)."""
+    for n in (0, 1, 63, 64, 65, 1000):
+        x = data(rng, dtype, n)
+        kept = x.view(np.uint8) if dtype == "bool" else x
+        r = own.put(x)
+        same_bits(r.get(), kept)
+        same_bits(own.scan(r), own.scan(kept))
+        same_bits(own.scan(r, exclusive=True, op="max"), own.scan(kept, exclusive=True, op="max"))
+        same_bits(own.reduce(r), own.reduce(kept))
+        if dtype != "float16":
+            same_bits(own.scan(r, dtype="int32"), own.scan(kept, dtype="int32"))
+        same_bits(own.scan(r, keep=True).get(), own.scan(kept))
 
 
-def test_other_operations_refuse_a_remote_array(own, rng):
+def test_streams_refuse_a_remote_array(own, rng):
+    """Calls that stream their input or write into out= take no RemoteArray (test_resident_ops: the
+    operations that do, and their refusals of a mix)."""
     x = data(rng, "int32", 20)
-    keys = np.arange(20, dtype=np.int32) // 5
     r = own.put(x)
     calls = {
-        "compact": lambda: own.compact(r, predicate=("gt", 0)),
-        "compact where": lambda: own.compact(x, where=r),
-        "histogram": lambda: own.histogram(r, 4),
-        "segmented_scan": lambda: own.segmented_scan(r, keys),
-        "segmented_scan keys": lambda: own.segmented_scan(x, r),
-        "scan2d": lambda: own.scan2d(r),
-        "reduce_by_key": lambda: own.reduce_by_key(r, keys),
-        "sort": lambda: own.sort(r),
-        "sort values": lambda: own.sort(x, values=r),
-        "argsort": lambda: own.argsort(r),
         "scan_iter": lambda: list(own.scan_iter([r])),
         "put": lambda: own.put(r),
         "scan out": lambda: own.scan(x, out=r),
+        "segmented_scan out": lambda: own.segmented_scan(x, np.zeros(20, np.int32), out=r),
     }
     for name, call in calls.items():
-        with pytest.raises(TypeError, match="only scan and reduce take them"):
+        with pytest.raises(TypeError, match="does not take resident arrays"):
             call()
     same_bits(r.get(), x)  # nothing fetched or changed
 
@@ -376,8 +374,8 @@ def test_async_client(target, rng):
             with pytest.raises(TypeError, match="async with"):
                 with r:
                     pass
-            with pytest.raises(TypeError, match="only scan and reduce"):
-                await c.sort(r)
+            with pytest.raises(TypeError, match="x is a RemoteArray but values is not"):
+                await c.sort(r, values=x)
             assert (await c.drop(k))["label"] == "k"
             async with r:
                 pass

@@ -517,10 +517,19 @@ class Client {
   RemoteArray Scan(const RemoteArray& in, const ScanOptions& options, const ResidentOptions& keep);
   template <class T>
   ReduceResult<T> Reduce(const RemoteArray& in, v1::Operator op);
-  // The raw calls: header.resident as the caller set it; the results (unless kept) to `out`.
-  // Returns the final response (timing, element_count, and with keep the kept array's info).
+  // The raw calls: header.resident as the caller set it; the results (unless kept) to the Sinks
+  // (as the streamed calls'). Return the final response (timing, counts, and with keep the kept
+  // arrays' infos). The other operations' typed forms: resident_ops.h.
   v1::ScanResponse ScanResident(const v1::ScanHeader& header, Sink out = {});
   v1::ReduceResponse ReduceResident(const v1::ReduceHeader& header);
+  v1::ScanResponse SegmentedScanResident(const v1::SegmentedScanHeader& header, Sink out = {});
+  v1::ScanResponse Scan2DResident(const v1::Scan2DHeader& header, Sink out = {});
+  v1::HistogramResponse HistogramResident(const v1::HistogramHeader& header);
+  v1::CompactResponse CompactResident(const v1::CompactHeader& header, Sink values_out = {}, Sink indices_out = {});
+  v1::ReduceByKeyResponse ReduceByKeyResident(const v1::ReduceByKeyHeader& header, Sink keys_out = {},
+                                              Sink values_out = {});
+  v1::SortResponse SortResident(const v1::SortHeader& header, Sink keys_out = {}, Sink values_out = {},
+                                Sink indices_out = {});
 
   v1::ServerInfo Info();
   // grpc.health.v1 status of `service` ("" = the whole server): "SERVING", "NOT_SERVING",
