@@ -144,11 +144,16 @@ class GetReactor final : public grpc::ServerWriteReactor<v1::GetArrayResponse> {
     }
     response_.set_offset(next_);
     next_ += n;
-    if (next_ == end) return StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+    if (next_ == end) {
+      // All read: let the array go now, not at OnDone (which may come after the client has
+      // moved on), so that a spill looking for room does not find it held.
+      array_.reset();
+      return StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+    }
     StartWrite(&response_);
   }
 
-  std::shared_ptr<const ResidentArray> array_;  // held until the call ends
+  std::shared_ptr<const ResidentArray> array_;  // held until its last piece is read
   v1::ArrayInfo info_;
   v1::GetArrayResponse response_;
   GetRange range_;

@@ -113,7 +113,7 @@ TEST(MetricsTest, AFailedCallCountsButAddsNoBytesNorLatency) {
 TEST(MetricsTest, AdmissionGaugesAreReadAtScrapeTime) {
   engine::CpuEngine eng(1);
   uint64_t running = 3, queued = 7;
-  Metrics m(eng, "9.9.9", {[&] { return running; }, [&] { return queued; }, {}, {}});
+  Metrics m(eng, "9.9.9", {[&] { return running; }, [&] { return queued; }, {}, {}, {}, {}, {}});
   PromText t(m.Text());
   EXPECT_EQ(t.Find("gpuscan_admission_running"), 3.0);
   EXPECT_EQ(t.Find("gpuscan_admission_queued"), 7.0);
