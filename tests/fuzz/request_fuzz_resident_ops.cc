@@ -23,40 +23,26 @@ constexpr uint32_t kMaxBins = 4096;      // as request_fuzz_calls.cc's limits
 constexpr uint64_t kMaxRowBytes = 4096;
 
 // The handlers' header checks, one a header type; *narrow: a narrow input dtype.
-grpc::Status Validate(const v1::CompactHeader& h, bool* narrow) {
-  engine::CompactSpec spec;
+template <class Spec, class H, class... Limit>
+grpc::Status ValidateAs(const H& h, bool* narrow, Limit... limit) {
+  Spec spec;
   std::optional<server::NarrowInput> n;
-  grpc::Status s = server::ToEngine(h, &spec, &n);
+  grpc::Status s = server::ToEngine(h, limit..., &spec, &n);
   *narrow = n.has_value();
   return s;
 }
+grpc::Status Validate(const v1::CompactHeader& h, bool* narrow) { return ValidateAs<engine::CompactSpec>(h, narrow); }
 grpc::Status Validate(const v1::HistogramHeader& h, bool* narrow) {
-  engine::HistogramSpec spec;
-  std::optional<server::NarrowInput> n;
-  grpc::Status s = server::ToEngine(h, kMaxBins, &spec, &n);
-  *narrow = n.has_value();
-  return s;
+  return ValidateAs<engine::HistogramSpec>(h, narrow, kMaxBins);
 }
 grpc::Status Validate(const v1::Scan2DHeader& h, bool* narrow) {
-  engine::Scan2DSpec spec;
-  std::optional<server::NarrowInput> n;
-  grpc::Status s = server::ToEngine(h, kMaxRowBytes, &spec, &n);
-  *narrow = n.has_value();
-  return s;
+  return ValidateAs<engine::Scan2DSpec>(h, narrow, kMaxRowBytes);
 }
 grpc::Status Validate(const v1::SegmentedScanHeader& h, bool* narrow) {
-  engine::SegmentedScanSpec spec;
-  std::optional<server::NarrowInput> n;
-  grpc::Status s = server::ToEngine(h, &spec, &n);
-  *narrow = n.has_value();
-  return s;
+  return ValidateAs<engine::SegmentedScanSpec>(h, narrow);
 }
 grpc::Status Validate(const v1::ReduceByKeyHeader& h, bool* narrow) {
-  engine::SegmentedScanSpec spec;
-  std::optional<server::NarrowInput> n;
-  grpc::Status s = server::ToEngine(h, &spec, &n);
-  *narrow = n.has_value();
-  return s;
+  return ValidateAs<engine::SegmentedScanSpec>(h, narrow);
 }
 grpc::Status Validate(const v1::SortHeader& h, bool* narrow) {
   engine::SortSpec spec;

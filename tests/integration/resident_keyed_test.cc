@@ -397,6 +397,19 @@ TEST_F(ResidentKeyedTest, NarrowScanAndReduceEqualTheStreamedCallsBitForBit) {
   }
 }
 
+// One request on a bidi stream of `open`, its responses read: the call's status.
+template <class Response, class Request, class Open>
+grpc::Status OneRequest(const Request& req, Open&& open) {
+  grpc::ClientContext ctx;
+  auto stream = open(&ctx);
+  stream->Write(req);
+  stream->WritesDone();
+  Response resp;
+  while (stream->Read(&resp)) {
+  }
+  return stream->Finish();
+}
+
 TEST_F(ResidentKeyedTest, RefusalsNameTheField) {
   const uint64_t n = 1000;
   const std::string values_id = PutOk(v1::DTYPE_INT32, Values(v1::DTYPE_INT32, n, 1));
@@ -469,46 +482,22 @@ TEST_F(ResidentKeyedTest, RefusalsNameTheField) {
                 {"header.resident.values", "no such resident array"});
 
   // Data sent with header.resident, in the header's own request (no later one is read).
-  {
-    grpc::ClientContext ctx;
-    auto stream = stub_->SegmentedScan(&ctx);
-    v1::SegmentedScanRequest req;
-    *req.mutable_header() = seg;
-    req.set_data(std::string(8, '\x01'));
-    req.set_keys(std::string(2, '\x01'));
-    stream->Write(req);
-    stream->WritesDone();
-    v1::ScanResponse resp;
-    while (stream->Read(&resp)) {
-    }
-    ExpectRefused(stream->Finish(), kInvalid, {"data", "header.resident"});
-  }
-  {
-    grpc::ClientContext ctx;
-    auto stream = stub_->ReduceByKey(&ctx);
-    v1::ReduceByKeyRequest req;
-    *req.mutable_header() = rbk;
-    req.set_keys(std::string(8, '\x01'));
-    stream->Write(req);
-    stream->WritesDone();
-    v1::ReduceByKeyResponse resp;
-    while (stream->Read(&resp)) {
-    }
-    ExpectRefused(stream->Finish(), kInvalid, {"keys", "header.resident"});
-  }
-  {
-    grpc::ClientContext ctx;
-    auto stream = stub_->Scan2D(&ctx);
-    v1::Scan2DRequest req;
-    *req.mutable_header() = s2;
-    req.set_data(std::string(40, '\x01'));
-    stream->Write(req);
-    stream->WritesDone();
-    v1::ScanResponse resp;
-    while (stream->Read(&resp)) {
-    }
-    ExpectRefused(stream->Finish(), kInvalid, {"data", "header.resident"});
-  }
+  v1::SegmentedScanRequest seg_req;
+  *seg_req.mutable_header() = seg;
+  seg_req.set_data(std::string(8, '\x01'));
+  seg_req.set_keys(std::string(2, '\x01'));
+  ExpectRefused(OneRequest<v1::ScanResponse>(seg_req, [&](grpc::ClientContext* c) { return stub_->SegmentedScan(c); }),
+                kInvalid, {"data", "header.resident"});
+  v1::ReduceByKeyRequest rbk_req;
+  *rbk_req.mutable_header() = rbk;
+  rbk_req.set_keys(std::string(8, '\x01'));
+  ExpectRefused(OneRequest<v1::ReduceByKeyResponse>(rbk_req, [&](grpc::ClientContext* c) { return stub_->ReduceByKey(c); }),
+                kInvalid, {"keys", "header.resident"});
+  v1::Scan2DRequest s2_req;
+  *s2_req.mutable_header() = s2;
+  s2_req.set_data(std::string(40, '\x01'));
+  ExpectRefused(OneRequest<v1::ScanResponse>(s2_req, [&](grpc::ClientContext* c) { return stub_->Scan2D(c); }),
+                kInvalid, {"data", "header.resident"});
 }
 
 }  // namespace
