@@ -15,11 +15,14 @@
 #include "array_files.h"
 #include "gpuscan/client.h"
 #include "in_process_server.h"
+#include "reference.h"  // SameBits
 #include "temp_dir.h"
 
 // A namespace of its own: the unity build puts this file beside cli_e2e_test.cc's helpers.
 namespace gpuscan::cli_test::resident {
 namespace {
+
+using gpuscan::testing::SameBits;
 
 struct CliResult {
   int code = -1;
@@ -80,11 +83,6 @@ std::vector<T> Random(size_t n, uint64_t seed) {
     }
   }
   return v;
-}
-
-template <class T>
-bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 v1::Operator ParseOperatorName(const std::string& op) { return op == "max" ? v1::OPERATOR_MAX : v1::OPERATOR_SUM; }

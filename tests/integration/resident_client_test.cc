@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "reference.h"  // SameBits
 #include "test_server.h"
 
 // A namespace of its own: the unity build puts this file beside others with helpers of these names.
@@ -41,11 +42,6 @@ std::vector<T> Random(size_t n, uint32_t seed) {
     }
   }
   return v;
-}
-
-template <class T>
-bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 // Elements per chunk of T, and sizes around one and several chunks.

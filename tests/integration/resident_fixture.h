@@ -92,6 +92,20 @@ inline grpc::Status Get(v1::GpuScan::Stub& stub, const std::string& id, std::str
   return reader->Finish();
 }
 
+// The rest of a call answering ScanResponses (Scan, SegmentedScan, Scan2D) once its requests are
+// written: the data, the kept array's info when asked for and sent, and the status.
+template <class Stream>
+grpc::Status FinishScanStream(Stream& stream, std::string* out, v1::ArrayInfo* kept) {
+  stream.WritesDone();
+  v1::ScanResponse resp;
+  out->clear();
+  while (stream.Read(&resp)) {
+    *out += resp.data();
+    if (kept && resp.has_array()) *kept = resp.array();
+  }
+  return stream.Finish();
+}
+
 // A Scan: streamed when `data` is given, else on the resident `id`; the result's data or kept info.
 inline grpc::Status Scan(v1::GpuScan::Stub& stub, v1::ScanHeader header, const std::string* data, std::string* out,
                   v1::ArrayInfo* kept = nullptr, const std::string& tenant = "") {
@@ -108,14 +122,7 @@ inline grpc::Status Scan(v1::GpuScan::Stub& stub, v1::ScanHeader header, const s
       stream->Write(chunk);
     }
   }
-  stream->WritesDone();
-  v1::ScanResponse resp;
-  out->clear();
-  while (stream->Read(&resp)) {
-    *out += resp.data();
-    if (kept && resp.has_array()) *kept = resp.array();
-  }
-  return stream->Finish();
+  return FinishScanStream(*stream, out, kept);
 }
 
 inline grpc::Status Reduce(v1::GpuScan::Stub& stub, v1::ReduceHeader header, const std::string* data, std::string* raw,

@@ -116,14 +116,7 @@ class ResidentKeyedTest : public ::testing::Test {
         stream->Write(chunk);
       }
     }
-    stream->WritesDone();
-    v1::ScanResponse resp;
-    out->clear();
-    while (stream->Read(&resp)) {
-      *out += resp.data();
-      if (kept && resp.has_array()) *kept = resp.array();
-    }
-    return stream->Finish();
+    return FinishScanStream(*stream, out, kept);
   }
 
   // ReduceByKey, as SegScan; *last is the final response.
@@ -172,14 +165,7 @@ class ResidentKeyedTest : public ::testing::Test {
       chunk.set_data(data->substr(at, kChunk));
       stream->Write(chunk);
     }
-    stream->WritesDone();
-    v1::ScanResponse resp;
-    out->clear();
-    while (stream->Read(&resp)) {
-      *out += resp.data();
-      if (kept && resp.has_array()) *kept = resp.array();
-    }
-    return stream->Finish();
+    return FinishScanStream(*stream, out, kept);
   }
 
   TestServer server_{ResidentOptions(uint64_t{256} << 20)};

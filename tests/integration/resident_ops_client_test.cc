@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "gpuscan/resident_ops.h"
+#include "reference.h"  // SameBits
 #include "test_server.h"
 
 // A namespace of its own: the unity build puts this file beside others with helpers of these names
@@ -66,11 +67,6 @@ std::vector<uint8_t> Flags(size_t n, uint32_t seed) {
 // Flags and heads: a UINT8 array (the typed Put takes the 4- and 8-byte dtypes).
 RemoteArray PutBytes(Client& c, const std::vector<uint8_t>& bytes) {
   return c.Put(v1::DTYPE_UINT8, bytes.data(), bytes.size());
-}
-
-template <class T>
-bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 template <class T>
