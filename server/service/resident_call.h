@@ -1,7 +1,7 @@
-// An operation's header.resident (see Resident in the proto): the input array the call holds
-// while it runs, and, for keep, what the result will be kept as. The handlers run a resident
-// input through their device-memory path (ProcessDevice), since the array lies in the memory the
-// engine computes on.
+// An operation's header.resident (see Resident in the proto): the input arrays the call holds
+// while it runs, and, for keep, what the results will be kept as. The handlers run resident
+// inputs through their device-memory path (ProcessDevice), since the arrays lie in the memory the
+// engine computes on; what has no such path is fed to the streamed one (resident_feed.h).
 #pragma once
 
 #include <cstdint>
