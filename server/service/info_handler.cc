@@ -2,6 +2,7 @@
 #include <thread>
 
 #include "service/handlers.h"
+#include "service/pipeline_plan.h"
 #include "service/validate.h"
 
 namespace gpuscan::server {
@@ -51,6 +52,8 @@ void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info) {
   }
   if (ctx.resident != nullptr && ctx.resident->CheckServed().ok()) {
     info->add_operations("resident");
+    info->add_operations("pipeline");
+    limits->set_max_pipeline_stages(kMaxPipelineStages);
     limits->set_resident_bytes(ctx.resident->options().budget_bytes);
     limits->set_tenant_quota_bytes(ctx.resident->options().tenant_quota_bytes);
     limits->set_resident_ttl_ms(static_cast<uint64_t>(ctx.resident->options().max_ttl.count()));

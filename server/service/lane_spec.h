@@ -70,6 +70,10 @@ inline uint64_t RequestFlags(const v1::SortRequest&) { return 0; }
 inline uint64_t RequestElements(const RawChunk<v1::PutArrayRequest>& r, size_t esize) { return r.data.size() / esize; }
 inline uint64_t RequestBytes(const RawChunk<v1::PutArrayRequest>& r) { return r.data.size(); }
 inline uint64_t RequestFlags(const RawChunk<v1::PutArrayRequest>&) { return 0; }
+// Nor has Pipeline.
+inline uint64_t RequestElements(const v1::PipelineRequest& r, size_t esize) { return r.data().size() / esize; }
+inline uint64_t RequestBytes(const v1::PipelineRequest& r) { return r.data().size(); }
+inline uint64_t RequestFlags(const v1::PipelineRequest&) { return 0; }
 
 // The checks of one lane request that need no other lane (gRPC thread, after the RPC's own
 // CheckRequest): one chunk per request, full except the lane's last; with flags, the chunk's

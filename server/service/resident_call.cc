@@ -9,10 +9,6 @@
 namespace gpuscan::server {
 namespace {
 
-std::string DTypeText(int dtype) {
-  return v1::DType_IsValid(dtype) ? v1::DType_Name(static_cast<v1::DType>(dtype)) : std::to_string(dtype);
-}
-
 grpc::Status Cannot(const char* other, const char* why) {
   return InvalidArgument(std::string("header.resident: cannot be combined with ") + other + " (" + why + ")");
 }

@@ -60,6 +60,8 @@ inline ResidentWants WantsOf(const v1::SortHeader& h) {
   if (h.output() == v1::SORT_OUTPUT_KEYS_AND_VALUES) w.sort_values_dtype = h.values_dtype();
   return w;
 }
+inline ResidentWants WantsOf(const v1::ScanHeader&) { return {}; }
+inline ResidentWants WantsOf(const v1::ReduceHeader&) { return {}; }
 inline ResidentWants WantsOf(const v1::HistogramHeader&) { return {}; }
 inline ResidentWants WantsOf(const v1::Scan2DHeader&) { return {}; }
 

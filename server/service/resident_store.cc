@@ -41,6 +41,10 @@ std::string Figure(uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
 
 }  // namespace
 
+std::string DTypeText(int dtype) {
+  return v1::DType_IsValid(dtype) ? v1::DType_Name(static_cast<v1::DType>(dtype)) : std::to_string(dtype);
+}
+
 size_t WireDTypeSize(int dtype) {
   engine::DType wide;
   if (dtype >= v1::DTYPE_INT8 && dtype <= v1::DTYPE_FLOAT16) return NarrowSize(static_cast<v1::DType>(dtype));

@@ -135,6 +135,8 @@ class ResidentStore {
 
 // A v1::DType's element size in bytes, narrow ones included; 0 for a value that is none.
 size_t WireDTypeSize(int dtype);
+// A v1::DType's name for messages ("DTYPE_INT32"), or its number when it is none.
+std::string DTypeText(int dtype);
 
 // The caller's tenant: under mutual TLS the client certificate's identity (its subject's common
 // name, else its first subject alternative name); otherwise the `gpuscan-tenant` request

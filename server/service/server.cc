@@ -69,7 +69,7 @@ using ServiceMethods = v1::GpuScan::WithRawCallbackMethod_Scan<v1::GpuScan::With
                 v1::GpuScan::WithCallbackMethod_Benchmark<v1::GpuScan::WithRawCallbackMethod_Transport<
                     v1::GpuScan::WithRawCallbackMethod_PutArray<v1::GpuScan::WithCallbackMethod_GetArray<
                         v1::GpuScan::WithCallbackMethod_DropArray<v1::GpuScan::WithCallbackMethod_ListArrays<
-                            v1::GpuScan::Service>>>>>>>>>>>>>>>;
+                            v1::GpuScan::WithCallbackMethod_Pipeline<v1::GpuScan::Service>>>>>>>>>>>>>>>>;
 
 class GpuScanService final : public ServiceMethods {
  public:
@@ -134,6 +134,9 @@ class GpuScanService final : public ServiceMethods {
     grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
     reactor->Finish(server::ListArrays(ctx_, *rpc, response));
     return reactor;
+  }
+  grpc::ServerBidiReactor<v1::PipelineRequest, v1::PipelineResponse>* Pipeline(grpc::CallbackServerContext* rpc) override {
+    return StartPipeline(ctx_, rpc);
   }
 
  private:
