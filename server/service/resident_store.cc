@@ -215,6 +215,10 @@ bool ResidentStore::SpillOne(uint64_t needed, bool restoring) {
   } catch (const std::exception&) {  // the device failed: nothing spilled (host gives its bytes back)
     return false;
   }
+  // Where it comes back to (Restore): the device it left, so that the arrays a call reads together
+  // stay on one device of a DeviceSet (they had been put beside each other).
+  host->engine = a.memory->engine;
+  host->device = a.memory->device;
   a.spilled = std::move(host);
   freed = std::move(a.memory);
   ++spills_;
@@ -231,7 +235,7 @@ grpc::Status ResidentStore::Restore(const std::shared_ptr<ResidentArray>& array,
   }
   // The caller holds the array, so no spill takes it while it comes back.
   std::shared_ptr<engine::ResidentMemory> memory;
-  if (auto s = AllocateDevice(array->tenant, host->bytes(), true, &memory, nullptr); !s.ok()) {
+  if (auto s = AllocateDevice(array->tenant, host->bytes(), true, &memory, host.get()); !s.ok()) {
     return {s.error_code(), field + " " + HexText(array->id) + " spilled to host memory and cannot come back: " +
                                 s.error_message()};
   }

@@ -19,6 +19,7 @@
 #include "prometheus_text.h"
 #include "gpuscan/kernels/operators.h"
 #include "reference.h"
+#include "service/resident_store.h"
 #include "service/server.h"
 
 namespace gpuscan::unit {
@@ -66,8 +67,21 @@ class FaultyCpu final : public Engine {
     std::lock_guard<std::mutex> lock(mu_);
     return held_.count({p, bytes}) > 0;
   }
+  // Resident memory is the cpu engine's; the free bytes the set compares are the test's.
+  std::unique_ptr<engine::ResidentMemory> AllocateResident(uint64_t bytes) override {
+    return cpu_.AllocateResident(bytes);
+  }
+  std::unique_ptr<engine::ResidentMemory> AllocateSpill(uint64_t bytes) override { return cpu_.AllocateSpill(bytes); }
+  std::optional<engine::DeviceMemory> device_memory() const override {
+    engine::DeviceMemory m;
+    m.total_bytes = 1 << 20;
+    m.used_bytes = m.total_bytes - free_bytes;
+    return m;
+  }
+
   bool refuse_register = false;
   std::vector<std::string>* log = nullptr;
+  uint64_t free_bytes = 1 << 19;  // what device_memory() reports free
 
  private:
   void Refuse() const {
@@ -270,6 +284,39 @@ TEST(DeviceSet, TheServerNamesTheDeviceOfEachCall) {
   EXPECT_EQ(t.Find("gpuscan_device_calls", {{"device", held->device()}}), 1.0);
   held.reset();
   srv->Shutdown();
+}
+
+// A spilled array comes back to the device it left, not to the freest one: the arrays a call reads
+// together were put beside each other and must stay on one device (a call reads one device).
+TEST(DeviceSet, ASpilledArrayComesBackToItsDevice) {
+  Set s = MakeSet(2);
+  s.dev[0]->free_bytes = 900;
+  s.dev[1]->free_bytes = 100;
+  server::ResidentOptions o;
+  o.budget_bytes = 2000;
+  o.spill_bytes = 10000;
+  server::ResidentStore store(s.set.get(), o);
+  std::shared_ptr<engine::ResidentMemory> m;
+  ASSERT_TRUE(store.Allocate("t", 1000, &m).ok());
+  const v1::ArrayInfo first = store.Add("t", v1::DTYPE_INT32, 250, std::move(m), 0, "");
+  EXPECT_EQ(first.device(), "0: fake");
+  engine::Engine* home = nullptr;
+  {
+    std::shared_ptr<const server::ResidentArray> a;
+    ASSERT_TRUE(store.Find("t", first.id(), "id", &a).ok());
+    home = a->memory->engine;
+  }
+  s.dev[1]->free_bytes = 950;  // device 1 is the freest from now
+  for (int i = 0; i < 2; ++i) {  // the second spills the first, the least recently used
+    ASSERT_TRUE(store.Allocate("t", 1000, &m).ok());
+    store.Add("t", v1::DTYPE_INT32, 250, std::move(m), 0, "");
+  }
+  ASSERT_EQ(store.spills(), 1u);
+  std::shared_ptr<const server::ResidentArray> back;
+  ASSERT_TRUE(store.Find("t", first.id(), "id", &back).ok());
+  EXPECT_EQ(store.restores(), 1u);
+  EXPECT_EQ(back->memory->device, "0: fake");
+  EXPECT_EQ(back->memory->engine, home);  // sessions on it come from that device
 }
 
 }  // namespace

@@ -34,6 +34,35 @@ __device__ __forceinline__ bool Keep(const Predicate<T>& p, T x) {
   return false;
 }
 
+// The keep mask of a thread's items (bit i = item i) under `p`. The operator is the launch's, so it
+// is switched on once here and each case runs its own unrolled loop: with the switch inside the
+// loop (Keep per item) the predicate form ran at half the flags form's speed (2^28 int32 GT 0 on
+// the H200: 1150 us against 571, 2026-11-28).
+template <class Layout, class Mask, class T, int kItems>
+__device__ __forceinline__ Mask PredicateMask(const Predicate<T>& p, const T (&items)[kItems], int first,
+                                              int tile_valid) {
+  auto mask = [&](auto keep_one) {
+    Mask m = 0;
+    Layout::ForEachItem([&](int i, int off) {
+      m |= (first + off < tile_valid && keep_one(items[i])) ? (Mask{1} << i) : Mask{0};
+    });
+    return m;
+  };
+  const T t = p.threshold, u = p.upper;
+  switch (p.op) {
+    case PredicateOp::kNonzero: return mask([](T x) { return x != T(0); });
+    case PredicateOp::kEq: return mask([t](T x) { return x == t; });
+    case PredicateOp::kNe: return mask([t](T x) { return x != t; });
+    case PredicateOp::kLt: return mask([t](T x) { return x < t; });
+    case PredicateOp::kLe: return mask([t](T x) { return x <= t; });
+    case PredicateOp::kGt: return mask([t](T x) { return x > t; });
+    case PredicateOp::kGe: return mask([t](T x) { return x >= t; });
+    case PredicateOp::kInRange: return mask([t, u](T x) { return t <= x && x < u; });
+    case PredicateOp::kNotNan: return mask([](T x) { return !ops::IsNan(x); });
+  }
+  return 0;
+}
+
 // count_in / count_out: kept before this launch's first element (nullptr = 0) and after its
 // last, for calls split into several launches; index_base already includes the segment start.
 // delays: the look-back's sleeps, chosen per device at launch (tuning.cuh CompactDelays).
@@ -102,10 +131,7 @@ __global__ void __launch_bounds__(Policy::kThreads)
       });
     }
   } else {
-    Layout::ForEachItem([&](int i, int off) {
-      const int idx = first + off;
-      keep |= (idx < tile_valid && Keep(pred, items[i])) ? (Mask{1} << i) : Mask{0};
-    });
+    keep = PredicateMask<Layout, Mask>(pred, items, first, full ? kTile : tile_valid);
   }
 
   // Ranks in the warp, index order (row by row; in a row lane by lane): row_rank[v] = kept
