@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Issue 56, third step (the Pipeline RPC) on the cuda engine of one H100.
-#   here:    scripts/gpu pack --build build-gpu --targets "integration_tests gpuscan-server kernel_suite" --python
-#   device:  run(command="bash bench/results/pipeline-h100-2026-11-28/run.sh", carry=[".gpu-pack"], kind="nvidia-h100-x1", timeout_s=590)
+# Issue 56, third step (the Pipeline RPC) on the cuda engine of one H200.
+#   here:    scripts/gpu pack --build build-gpu --targets "integration_tests gpuscan-server kernel_suite" --python  (carry .gpu-pack/gpu.tar.xz only)
+#   device:  run(command="bash bench/results/pipeline-h200-2026-11-28/run.sh", carry=[".gpu-pack/gpu.tar.xz"], kind="nvidia-h200", timeout_s=590)
 # Writes integration_cuda.txt (every integration suite on the cuda engine, the pipeline ones
 # included), pipeline.json (pipeline_bench.py) and kernel_suite.txt (compact on 2^28 int32, scan
 # and reduce on 2^27: about what the chain's later stages get, the same run).
 source scripts/lib/gpu-common.sh
 gpu_setup
-here=bench/results/pipeline-h100-2026-11-28
+here=bench/results/pipeline-h200-2026-11-28
 step integration suites on the cuda engine
 LD_LIBRARY_PATH=$R GPUSCAN_TEST_ENGINE=cuda timeout 240 $B/integration_tests --gtest_brief=1 2>&1 | grep -v '\[info\]' \
   | tee "$out/integration_cuda.txt" | tail -8
