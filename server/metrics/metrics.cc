@@ -83,6 +83,22 @@ class ScrapeTimeGauges final : public prometheus::Collectable {
             "Resident arrays spilled to host memory past the budget since the start.");
     counter(gauges_.resident_restores, "gpuscan_resident_restores_total",
             "Spilled resident arrays copied back to the device for a call since the start.");
+    counter(gauges_.resident_expired, "gpuscan_resident_expired_total",
+            "Resident arrays dropped at the end of their ttl since the start.");
+    auto labelled = [&out](const std::function<Metrics::Gauges::Labelled()>& read, const char* name,
+                           const char* label, const char* help) {
+      if (!read) return;
+      auto f = GaugeFamily(name, help);
+      for (const auto& [value, n] : read()) AddSample(f, static_cast<double>(n), {{label, value}});
+      out.push_back(std::move(f));
+    };
+    labelled(gauges_.resident_tenant_bytes, "gpuscan_resident_tenant_bytes", "tenant",
+             "Each tenant's resident bytes now, on the device and spilled (what --tenant-quota-bytes caps); "
+             "tenants with none are left out.");
+    labelled(gauges_.resident_device_bytes, "gpuscan_resident_device_bytes", "device",
+             "Memory of the resident arrays on each device now (spilled ones left out).");
+    labelled(gauges_.resident_device_arrays, "gpuscan_resident_device_arrays", "device",
+             "Resident arrays on each device now (spilled ones left out).");
     // One sample per device (a DeviceSet has several). Memory is absent (not 0) when the engine
     // has no device or it cannot be read: 0 would read as "a device with no memory".
     auto used = GaugeFamily("gpuscan_device_memory_used_bytes",

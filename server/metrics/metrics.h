@@ -11,6 +11,9 @@
 //   gpuscan_resident_bytes, gpuscan_resident_arrays   gauges (scrape time; with --resident-bytes)
 //   gpuscan_resident_spilled_bytes   gauge, gpuscan_resident_spills_total,
 //   gpuscan_resident_restores_total   counters (scrape time; with --spill-bytes)
+//   gpuscan_resident_expired_total   counter, gpuscan_resident_tenant_bytes{tenant},
+//   gpuscan_resident_device_bytes{device}, gpuscan_resident_device_arrays{device}   gauges
+//                                     (scrape time; with --resident-bytes)
 //   gpuscan_device_memory_used_bytes{device}, gpuscan_device_memory_total_bytes{device},
 //   gpuscan_device_memory_pool_bytes{device}   gauges (scrape time; absent without a device)
 //   gpuscan_info{version,engine,device}   gauge, always 1
@@ -66,6 +69,12 @@ class Metrics {
     std::function<uint64_t()> resident_spilled_bytes;  // a server with --spill-bytes
     std::function<uint64_t()> resident_spills;          // counters: since the start
     std::function<uint64_t()> resident_restores;
+    std::function<uint64_t()> resident_expired;  // a server with --resident-bytes
+    // Labelled gauges: one sample per label value (tenant, device), read at scrape time.
+    using Labelled = std::vector<std::pair<std::string, uint64_t>>;
+    std::function<Labelled()> resident_tenant_bytes;
+    std::function<Labelled()> resident_device_bytes;
+    std::function<Labelled()> resident_device_arrays;
   };
 
   // `engine` must outlive this object: its name and device label gpuscan_info, and its

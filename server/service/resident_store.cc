@@ -382,8 +382,34 @@ size_t ResidentStore::Expire() {
       }
       t = t->second.empty() ? tenants_.erase(t) : std::next(t);
     }
+    expired_ += expired.size();
   }
   return expired.size();
+}
+
+uint64_t ResidentStore::expired() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return expired_;
+}
+
+std::map<std::string, uint64_t> ResidentStore::tenant_bytes() const {
+  std::lock_guard<std::mutex> lock(accounts_->mu);
+  return accounts_->by_tenant;
+}
+
+std::map<std::string, ResidentStore::DeviceHold> ResidentStore::by_device() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, DeviceHold> out;
+  for (const auto& [tenant, ids] : tenants_) {
+    for (const auto& [id, entry] : ids) {
+      const engine::ResidentMemory* m = entry.array->memory.get();
+      if (!m) continue;
+      DeviceHold& d = out[m->device.empty() ? m->engine->device_name() : m->device];
+      ++d.arrays;
+      d.bytes += m->bytes();
+    }
+  }
+  return out;
 }
 
 size_t ResidentStore::arrays() const {

@@ -92,6 +92,14 @@ class ResidentStore {
   uint64_t spilled_bytes() const;  // host memory held for spilled arrays now
   uint64_t spills() const;         // arrays spilled since the start
   uint64_t restores() const;       // spilled arrays copied back since the start
+  uint64_t expired() const;        // arrays dropped at the end of their ttl since the start
+  // For the metrics: each tenant's bytes (on the device and spilled; tenants with none left out),
+  // and each device's arrays and bytes (spilled ones left out), by Timing.device's name.
+  std::map<std::string, uint64_t> tenant_bytes() const;
+  struct DeviceHold {
+    uint64_t arrays = 0, bytes = 0;
+  };
+  std::map<std::string, DeviceHold> by_device() const;
 
   // INVALID_ARGUMENT naming `field` for a label over kMaxLabelBytes.
   static grpc::Status CheckLabel(const std::string& label, const std::string& field);
@@ -127,7 +135,7 @@ class ResidentStore {
   std::condition_variable wake_;
   bool stopping_ = false;
   uint64_t next_order_ = 0;
-  uint64_t spills_ = 0, restores_ = 0;  // under mu_
+  uint64_t spills_ = 0, restores_ = 0, expired_ = 0;  // under mu_
   std::mutex restore_mu_;  // one restore at a time: a second Find of the array waits for the first
   std::map<std::string, std::unordered_map<std::string, Entry>> tenants_;  // tenant -> id -> entry
   std::thread sweeper_;  // last: started once the rest is built

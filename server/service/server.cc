@@ -314,6 +314,22 @@ class ServerImpl final : public Server {
     if (options_.resident_bytes) {
       g.resident_bytes = [this] { return resident_->used_bytes(); };
       g.resident_arrays = [this] { return uint64_t{resident_->arrays()}; };
+      g.resident_expired = [this] { return resident_->expired(); };
+      g.resident_tenant_bytes = [this] {
+        Metrics::Gauges::Labelled v;
+        for (const auto& [tenant, bytes] : resident_->tenant_bytes()) v.emplace_back(tenant, bytes);
+        return v;
+      };
+      g.resident_device_bytes = [this] {
+        Metrics::Gauges::Labelled v;
+        for (const auto& [device, hold] : resident_->by_device()) v.emplace_back(device, hold.bytes);
+        return v;
+      };
+      g.resident_device_arrays = [this] {
+        Metrics::Gauges::Labelled v;
+        for (const auto& [device, hold] : resident_->by_device()) v.emplace_back(device, hold.arrays);
+        return v;
+      };
     }
     if (options_.resident_bytes && options_.spill_bytes) {
       g.resident_spilled_bytes = [this] { return resident_->spilled_bytes(); };
