@@ -87,7 +87,9 @@ class ResidentPool {
 };
 
 // A resident array in the device's memory, from the device's ResidentPool. The copies are
-// synchronous (cudaMemcpy): a Put or Get chunk is done when they return.
+// synchronous (cudaMemcpy): a Put or Get chunk is done when they return. Their kind is
+// cudaMemcpyDefault (unified addressing tells host from device), so the other side may also be
+// device memory: a caller's, opened through CUDA IPC, for a Put or Get in device memory.
 class DeviceResident final : public ResidentMemory {
  public:
   DeviceResident(std::shared_ptr<Shared> sh, std::shared_ptr<ResidentPool> pool, uint64_t bytes, Engine* owner)
@@ -100,11 +102,11 @@ class DeviceResident final : public ResidentMemory {
   uint64_t bytes() const override { return bytes_; }
   void Write(uint64_t offset, const void* host, uint64_t n) override {
     cuda::Check(cudaSetDevice(sh_->device), "cudaSetDevice");
-    cuda::Check(cudaMemcpy(ptr_ + offset, host, n, cudaMemcpyHostToDevice), "cudaMemcpy to a resident array");
+    cuda::Check(cudaMemcpy(ptr_ + offset, host, n, cudaMemcpyDefault), "cudaMemcpy to a resident array");
   }
   void Read(uint64_t offset, void* host, uint64_t n) const override {
     cuda::Check(cudaSetDevice(sh_->device), "cudaSetDevice");
-    cuda::Check(cudaMemcpy(host, ptr_ + offset, n, cudaMemcpyDeviceToHost), "cudaMemcpy from a resident array");
+    cuda::Check(cudaMemcpy(host, ptr_ + offset, n, cudaMemcpyDefault), "cudaMemcpy from a resident array");
   }
   void CopyTo(uint64_t offset, ResidentMemory& dst, uint64_t dst_offset, uint64_t n) const override {
     cuda::Check(cudaSetDevice(sh_->device), "cudaSetDevice");

@@ -208,7 +208,8 @@ class ResidentMemory {
   virtual std::byte* data() const = 0;
   virtual uint64_t bytes() const = 0;
   // Copies between the caller's host memory and [offset, offset + n) of this memory; the copy
-  // has ended when they return. Throw Error (kInternal) when the device fails. Any thread.
+  // has ended when they return. On the cuda engine the other side may also be device memory
+  // (IpcMemory's). Throw Error (kInternal) when the device fails. Any thread.
   virtual void Write(uint64_t offset, const void* host, uint64_t n) = 0;
   virtual void Read(uint64_t offset, void* host, uint64_t n) const = 0;
   // Copies [offset, offset + n) of this memory to dst_offset of `dst`, memory of the same engine

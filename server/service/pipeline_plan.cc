@@ -266,6 +266,11 @@ grpc::Status PlanPipeline(const v1::PipelineHeader& header, const engine::Engine
     p.ttl_ms = s.ttl_ms();
     p.label = s.label();
   }
+  if (header.input().has_shared_memory() || header.input().has_device_memory()) {
+    return InvalidArgument(std::string("header.input.") +
+                           (header.input().has_shared_memory() ? "shared_memory" : "device_memory") +
+                           ": a pipeline's input is streamed (PutArray it from there, then name its id)");
+  }
   if (header.has_input() && !reads_streamed) {
     return InvalidArgument("header.input: set, but no stage reads it (StageInput.streamed)");
   }
