@@ -15,6 +15,9 @@ server.
             y = c.scan(a)                                      # a SharedArray too
         with c.put(x) as r:                                    # kept by the server (--resident-bytes)
             s, t = c.reduce(r), c.scan(r, keep=True)           # computed there; t a RemoteArray too
+        p = c.pipeline()                                       # stages run on the server as one call
+        m = p.reduce(p.scan(p.compact(x, predicate=("gt", 0))), op="max")
+        print(p.run()[m])                                      # only the max comes back
 
 The gRPC stubs (gpuscan.v1) are generated from proto/ when the package is built.
 """
@@ -25,6 +28,7 @@ from .errors import (Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceed
 from ._types import (DTYPE_NAMES, OPERATORS, PREDICATES, DataPath, HistogramResult, Table, Timing,
                      TransportResult)
 from ._resident import RemoteArray, ResidentArrays
+from ._pipeline import Pipeline, PipelineResult, Stage, StageOutput
 from .client import Client, Tls
 from .shared import SharedArray
 from .shared import create as shared_array
@@ -41,7 +45,8 @@ def __getattr__(name):
 
 
 __all__ = [
-    "Client", "AsyncClient", "Tls", "SharedArray", "shared_array", "RemoteArray", "ResidentArrays", "Timing",
+    "Client", "AsyncClient", "Tls", "SharedArray", "shared_array", "RemoteArray", "ResidentArrays", "Pipeline",
+    "PipelineResult", "Stage", "StageOutput", "Timing",
     "TransportResult", "Table", "DataPath",
     "HistogramResult", "DTYPE_NAMES", "OPERATORS", "PREDICATES", "Error", "Aborted", "AlreadyExists", "Cancelled",
     "DataLoss", "DeadlineExceeded", "FailedPrecondition", "Internal", "InvalidArgument", "NotFound", "OutOfRange",

@@ -13,13 +13,14 @@ from . import _chunking, _device, _resident, _retry, _types, shared
 from ._channel import check_lanes, lane_channel_args, method_path
 from ._checks import scan_header
 from ._effects import Program, Stepper
+from ._pipeline import Pipeline
 from ._types import DataPath, check_int
 from .errors import from_rpc_error
 from .v1 import gpuscan_pb2 as pb
 from .v1 import gpuscan_pb2_grpc as pb_grpc
 
 # The data RPCs and their shapes (the multi-callables a channel makes for them).
-_STREAM_STREAM = ("Scan", "Compact", "SegmentedScan", "ReduceByKey", "Sort", "Scan2D", "Transport")
+_STREAM_STREAM = ("Scan", "Compact", "SegmentedScan", "ReduceByKey", "Sort", "Scan2D", "Transport", "Pipeline")
 _STREAM_UNARY = ("Reduce", "Histogram", "PutArray")
 _UNARY_STREAM = ("GetArray",)
 _UNARY_UNARY = ("DropArray", "ListArrays")
@@ -70,6 +71,14 @@ class ClientBase:
         self._lane_methods: List[Dict[str, Any]] = []
         self._lane_lock = threading.Lock()
         self._closed = False
+
+    def pipeline(self) -> Pipeline:
+        """A new Pipeline of this client: stages added with p.scan(x, ...), p.reduce, p.histogram,
+        p.compact, p.segmented_scan, p.sort and p.argsort (each its call's arguments; inputs
+        RemoteArrays, earlier stages and at most one host array) run on the server in order as one
+        call: `res = p.run()` (AsyncClient: `await p.run()`), res[stage] what the stage's call
+        returns. Nothing is sent before run(). See gpuscan.Pipeline and docs/python.md, "Pipelines"."""
+        return Pipeline(self)
 
     def _carve(self, n, dtype, dir: str, mode: int, zero: bool) -> shared.SharedArray:
         """n elements of dtype out of this client's arena in dir (made on first use)."""

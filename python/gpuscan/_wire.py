@@ -29,6 +29,11 @@ GET_INFO = 3           # GetArrayResponse.info (first response only)
 SCAN_RESULT = 1        # ScanResponse.data
 SCAN_TIMING = 3        # ScanResponse.timing
 SCAN_ARRAY = 5         # ScanResponse.array (the final response of a kept scan)
+PIPELINE_DATA = 2      # PipelineRequest.data (the streamed input's chunks)
+PIPELINE_STAGE = 1     # PipelineResponse.stage
+PIPELINE_TIMING = 7    # PipelineResponse.timing (the last response: the whole pipeline's)
+# PipelineResponse.result: the field of each stage operation's own response
+PIPELINE_RESULT = {"scan": 2, "segmented_scan": 2, "reduce": 3, "compact": 4, "histogram": 5, "sort": 6}
 
 
 def varint(n: int) -> bytes:

@@ -58,6 +58,29 @@ def test_every_call_takes_timeout_and_has_a_docstring(cls):
         assert inspect.getdoc(getattr(cls, prop)), prop
 
 
+def test_pipelines_share_one_surface():
+    """c.pipeline() (ClientBase's: one method for both clients) makes a gpuscan.Pipeline whose stage
+    methods are documented and take their call's arguments, and whose run() takes timeout= and
+    retries= as every call does (test_pipeline.py runs them)."""
+    assert gpuscan.Client.pipeline is AsyncClient.pipeline and inspect.getdoc(gpuscan.Client.pipeline)
+    methods = public_methods(gpuscan.Pipeline)
+    assert {"scan", "reduce", "histogram", "compact", "segmented_scan", "sort", "argsort", "run"} <= set(methods)
+    for name, f in methods.items():
+        assert inspect.getdoc(f), f"Pipeline.{name} has no docstring"
+        if name == "run":
+            continue
+        stage, call = inspect.signature(f).parameters, inspect.signature(getattr(gpuscan.Client, name)).parameters
+        for arg, p in stage.items():  # each a parameter of the call, of the same kind and default
+            if arg in ("self", "fetch"):
+                continue
+            assert arg in call and (call[arg].kind, call[arg].default) == (p.kind, p.default), (name, arg)
+    for arg in ("timeout", "retries"):
+        p = inspect.signature(gpuscan.Pipeline.run).parameters[arg]
+        assert p.default is None and p.kind == p.KEYWORD_ONLY
+    for cls in (gpuscan.Stage, gpuscan.PipelineResult, gpuscan.StageOutput):
+        assert inspect.getdoc(cls) and cls.__name__ in gpuscan.__all__
+
+
 def test_async_docstrings_are_the_sync_ones():
     for name in PUBLIC_CALLS:
         sync, coro = inspect.getdoc(getattr(gpuscan.Client, name)), inspect.getdoc(getattr(AsyncClient, name))
