@@ -49,7 +49,14 @@ class PipelineCall final
       return InvalidArgument(fmt::format("request #{}: data, but the pipeline has no streamed input (header.input)",
                                          index));
     }
-    return checks_.Chunk(req.data().size(), index);
+    grpc::Status s = checks_.Chunk(req.data().size(), index);
+    // PutChecks names PutArray's header.element_count: here it is the input's.
+    if (!s.ok() && s.error_message().find("header.element_count") != std::string::npos) {
+      std::string m = s.error_message();
+      m.replace(m.find("header.element_count"), 20, "header.input.element_count");
+      return {s.error_code(), m};
+    }
+    return s;
   }
 
   bool HeaderEndsStream() const override { return !plan_.streamed; }

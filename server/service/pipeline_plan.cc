@@ -67,7 +67,7 @@ grpc::Status PlanOp(const v1::PipelineStage& s, const engine::Engine& engine, St
       if (st = common(s.scan(), "scan"); !st.ok()) return st;
       if (st = ToEngine(s.scan(), &p->scan); !st.ok()) return Renamed(st, p->field);
       if (st = CheckScanAlgorithm(p->scan.algorithm, engine.scan_algorithms(), engine.name()); !st.ok()) {
-        return Renamed(st, p->field + ".algorithm");
+        return Renamed(st, p->field);
       }
       p->makes[v1::STAGE_ARRAY_VALUES] = s.scan().dtype();
       return grpc::Status::OK;
@@ -141,8 +141,10 @@ grpc::Status PlanInput(const v1::StageInput& in, bool has, bool wanted, const ch
       return grpc::Status::OK;
     case v1::StageInput::kStage: {
       if (in.stage() >= static_cast<uint32_t>(index)) {
-        return InvalidArgument(fmt::format("{}.stage: {} is not an earlier stage (stage {} may read stages 0 to {})",
-                                           src->field, in.stage(), index, index - 1));
+        return InvalidArgument(index == 0 ? fmt::format("{}.stage: {} is not an earlier stage (stage 0 has none)",
+                                                        src->field, in.stage())
+                                          : fmt::format("{}.stage: {} is not an earlier stage (stage {} may read "
+                                                        "stages 0 to {})", src->field, in.stage(), index, index - 1));
       }
       if (!v1::StageArray_IsValid(in.array())) {
         return InvalidArgument(fmt::format("{}.array: {} is not a StageArray", src->field, in.array()));

@@ -33,6 +33,8 @@ namespace v1 = gpuscan::v1;
 namespace gpuscan::fuzz::seeds {
 // resident_seeds.cc: the resident calls' seeds, written after the others.
 void WriteResidentSeeds(const std::function<void(const std::string&, int, uint8_t, const std::vector<SeedRequest>&)>& put);
+// pipeline_seeds.cc: Pipeline's seeds, written last.
+void WritePipelineSeeds(const std::function<void(const std::string&, int, uint8_t, const std::vector<SeedRequest>&)>& put);
 }  // namespace gpuscan::fuzz::seeds
 
 namespace {
@@ -271,6 +273,7 @@ void WriteSeeds(const fs::path& dir) {
   put("reject_sort_keys_not_whole_elements", kSort, kChunk256,
       {Head(SortH(v1::DTYPE_INT64, v1::SORT_OUTPUT_KEYS)), Chunk(NonZero(13))});
   WriteResidentSeeds(put);
+  WritePipelineSeeds(put);
   std::printf("wrote %d seeds to %s\n", written, dir.c_str());
 }
 

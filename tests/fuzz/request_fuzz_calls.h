@@ -29,10 +29,10 @@ struct Result {
 Result FuzzCall(int rpc, const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t max_request_bytes,
                 uint64_t max_sort_bytes);
 
-// Runs `requests` as one resident call (request_fuzz_target.h's kinds 0..11: PutArray, GetArray,
+// Runs `requests` as one resident call (request_fuzz_target.h's kinds 0..13: PutArray, GetArray,
 // DropArray, ListArrays, Scan and Reduce, then Compact, Histogram, Scan2D, SegmentedScan,
-// ReduceByKey and Sort with header.resident) against a ResidentStore of its own (budget_bytes 0:
-// not served).
+// ReduceByKey and Sort with header.resident, then Pipeline and Pipeline's plan alone) against a
+// ResidentStore of its own (budget_bytes 0: not served).
 Result FuzzResidentCall(int kind, const std::vector<Request>& requests, uint64_t chunk_bytes, uint64_t budget_bytes,
                         uint64_t tenant_quota_bytes);
 

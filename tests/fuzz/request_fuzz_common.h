@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -104,6 +105,29 @@ void TameForReduce(std::vector<T>& v, int& scaled) {
   } else {
     (void)v;
     (void)scaled;
+  }
+}
+
+// a < b in SortHeader's order. Integers by value. Floats in IEEE 754 totalOrder: -NaN < -inf <
+// ... < -0 < +0 < ... < +inf < +NaN; NaNs of one sign by their payload bits, mirrored for the
+// negative ones (totalOrder is symmetric under negation: a larger payload is further out).
+template <class T>
+inline bool SortBefore(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    auto rank = [](T x) { return std::isnan(x) ? (std::signbit(x) ? 0 : 2) : 1; };
+    if (rank(a) != rank(b)) return rank(a) < rank(b);
+    if (rank(a) == 1) {
+      if (a == b) return std::signbit(a) && !std::signbit(b);  // -0 < +0
+      return a < b;
+    }
+    using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    constexpr U kPayload = (U(1) << (8 * sizeof(T) - 1)) - 1;  // every bit but the sign
+    U pa, pb;
+    std::memcpy(&pa, &a, sizeof(T));
+    std::memcpy(&pb, &b, sizeof(T));
+    return rank(a) == 2 ? (pa & kPayload) < (pb & kPayload) : (pa & kPayload) > (pb & kPayload);
+  } else {
+    return a < b;
   }
 }
 

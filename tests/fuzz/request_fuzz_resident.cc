@@ -363,6 +363,8 @@ Result FuzzResidentKind(int kind, server::ResidentStore& store, const std::vecto
     case 3: return FuzzListArrays(store, requests);
     case 4: return FuzzResidentOp<true>(store, requests, chunk_bytes);
     case 5: return FuzzResidentOp<false>(store, requests, chunk_bytes);
+    case 12: return FuzzPipeline(store, requests, chunk_bytes);  // request_fuzz_pipeline.cc
+    case 13: return FuzzPipelinePlan(requests);
     default: return FuzzResidentInputs(kind - 4, store, requests, chunk_bytes);  // 6..11: rpc 2..7
   }
 }

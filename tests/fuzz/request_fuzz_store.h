@@ -32,4 +32,9 @@ int AnyDType(uint8_t b);
 Result FuzzResidentInputs(int rpc, server::ResidentStore& store, const std::vector<Request>& requests,
                           uint64_t chunk_bytes);
 
+// Pipeline (request_fuzz_pipeline.cc): the call as its handler runs it, stages and all (kind 12 of
+// FuzzResidentCall, request_fuzz_target.h's 20), and its header's plan alone (13; 21).
+Result FuzzPipeline(server::ResidentStore& store, const std::vector<Request>& requests, uint64_t chunk_bytes);
+Result FuzzPipelinePlan(const std::vector<Request>& requests);
+
 }  // namespace gpuscan::fuzz

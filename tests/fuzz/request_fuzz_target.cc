@@ -22,7 +22,7 @@ constexpr uint64_t kMaxSortBytesChoices[] = {uint64_t{4} << 30, 64, 512, 4096};
 // Resident calls (byte 0 from kResidentFirst): --resident-bytes (0: not served) and
 // --tenant-quota-bytes (0: none), from the limits byte's bits 3-4 and 5-6.
 constexpr uint8_t kResidentFirst = 0xE0;
-constexpr int kResidentKinds = 12;
+constexpr int kResidentKinds = 14;
 constexpr uint64_t kResidentBytesChoices[] = {4096, 0, 512, 65536};
 constexpr uint64_t kTenantQuotaChoices[] = {0, 64, 512, 4096};
 
@@ -52,7 +52,8 @@ class Reader {
 }  // namespace
 
 bool HasSecondStream(int rpc) {
-  const int op = rpc >= 14 ? rpc - 12 : rpc;  // 14..19: the operations 2..7 on resident arrays
+  if (rpc == 20) return true;                             // Pipeline: the contents of the arrays short ids name
+  const int op = rpc >= 14 && rpc <= 19 ? rpc - 12 : rpc;  // 14..19: the operations 2..7 on resident arrays
   return op == 2 || op == 5 || op == 6 || op == 7;
 }
 
@@ -127,7 +128,7 @@ int RunRequestInput(const uint8_t* data, size_t size, std::string* outcome) {
                                        "put_array", "get_array",      "drop_array",    "list_arrays",
                                        "scan_resident", "reduce_resident", "compact_resident",
                                        "histogram_resident", "scan2d_resident", "segmented_scan_resident",
-                                       "reduce_by_key_resident", "sort_resident"};
+                                       "reduce_by_key_resident", "sort_resident", "pipeline", "pipeline_plan"};
     *outcome = std::string(kRpc[rpc]) + ", " + std::to_string(requests.size()) + " requests: " +
                (r.status.ok() ? "accepted, " + std::to_string(r.elements) + " elements"
                               : "rejected, code " + std::to_string(int(r.status.error_code())) + ": " +

@@ -7,9 +7,10 @@
 //
 //   byte 0    the RPC: below 0xE0 (modulo 8) 0 Scan, 1 Reduce, 2 Compact, 3 Histogram, 4 Scan2D,
 //             5 SegmentedScan, 6 ReduceByKey, 7 Sort; from 0xE0 a resident call ((b - 0xE0) modulo
-//             12, EncodeInput's rpc 8..19): 8 PutArray, 9 GetArray, 10 DropArray, 11 ListArrays,
+//             14, EncodeInput's rpc 8..21): 8 PutArray, 9 GetArray, 10 DropArray, 11 ListArrays,
 //             12 Scan and 13 Reduce with header.resident (request_fuzz_resident.cc), 14..19 the
-//             operations 2..7 with header.resident (request_fuzz_resident_ops.cc)
+//             operations 2..7 with header.resident (request_fuzz_resident_ops.cc), 20 Pipeline and
+//             21 Pipeline's plan alone (request_fuzz_pipeline.cc; 0xEC and 0xED, unused before)
 //   byte 1    the server's limits: --chunk-bytes = 8 << (b & 7) (8..1024 bytes),
 //             --max-request-bytes = {0 (unlimited), 64, 512, 4096}[(b >> 3) & 3],
 //             Sort's --max-sort-bytes = {4 GiB (the default), 64, 512, 4096}[(b >> 5) & 3];
@@ -19,12 +20,16 @@
 //     u8        bit 0: the request carries a header
 //     [u8 len, len bytes]   if bit 0: the serialized header of that RPC (PutArrayHeader;
 //                           GetArray's and DropArray's one request; ListArrays: the first byte
-//                           is the request's array's dtype) (unparseable bytes give an empty header)
+//                           is the request's array's dtype; Pipeline's plan alone: every
+//                           record's header bytes, concatenated, are one PipelineHeader)
+//                           (unparseable bytes give an empty header)
 //     u16 le    data length, then that many bytes: the request's `data` (Compact, SegmentedScan,
 //               ReduceByKey: the values; Sort: `keys`)
 //     u16 le    RPCs with a second stream only (Compact, SegmentedScan, ReduceByKey, Sort, streamed
-//               or resident): its length, then that many bytes: Compact's `flags`, SegmentedScan's
-//               and ReduceByKey's `keys` (keys or head bytes), Sort's `values`
+//               or resident; Pipeline): its length, then that many bytes: Compact's `flags`,
+//               SegmentedScan's and ReduceByKey's `keys` (keys or head bytes), Sort's `values`;
+//               Pipeline's: the contents of the arrays its one-byte stage ids name (the k-th such
+//               id's from request #k's), its `data` being header.input's chunks
 //
 // Each input goes through the checks the handlers run (service/validate.h: header placement,
 // ToEngine, the scan algorithm check, ChunkChecker / Scan2DChecker / PairedChecker /

@@ -31,6 +31,9 @@ inline constexpr int kPutArray = 8, kGetArray = 9, kDropArray = 10, kListArrays 
               kReduceResident = 13, kCompactResident = 14, kHistogramResident = 15, kScan2DResident = 16,
               kSegmentedScanResident = 17, kReduceByKeyResident = 18, kSortResident = 19;
 inline constexpr uint8_t kNotServed = 1 << 3, kBudget512 = 2 << 3, kQuota64 = 1 << 5;
+// Pipeline (EncodeInput's rpc 20; its limits byte as the resident calls'), and its plan alone (21).
+inline constexpr int kPipeline = 20, kPipelinePlan = 21;
+inline constexpr uint8_t kBudget64K = 3 << 3;
 
 inline std::mt19937_64 rng(20261122);  // fixed: the seeds are reproducible
 

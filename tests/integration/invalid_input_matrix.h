@@ -5,8 +5,8 @@
 // invalid_input_op_rows.cc (Histogram, SegmentedScan, ReduceByKey, Sort, Scan2D, narrow dtypes),
 // invalid_input_resident_rows.cc (PutArray, GetArray, DropArray, ListArrays, Scan's and Reduce's
 // header.resident), invalid_input_resident_keyed_rows.cc (header.resident of SegmentedScan,
-// ReduceByKey and Scan2D) and invalid_input_resident_select_rows.cc (Compact's, Histogram's and
-// Sort's header.resident).
+// ReduceByKey and Scan2D), invalid_input_resident_select_rows.cc (Compact's, Histogram's and
+// Sort's header.resident) and invalid_input_pipeline_rows.cc (Pipeline).
 // A named namespace, not an anonymous one: the files share these, and the unity build puts some
 // of them in one translation unit with the other integration tests.
 #pragma once
@@ -83,8 +83,13 @@ inline const uint64_t kReceiveLimit = server::MaxReceiveMessageBytes(MatrixServe
 
 enum class Rpc {
   kScan, kReduce, kCompact, kHistogram, kSegmented, kReduceByKey, kSort, kScan2D,
-  kPutArray, kGetArray, kDropArray, kListArrays
+  kPutArray, kGetArray, kDropArray, kListArrays, kPipeline
 };
+
+// A Pipeline row's stage input id that the runner prepares (Row::same_epoch, Row::foreign_id):
+// every stage input whose id is this one gets this run's epoch, or becomes the default tenant's
+// array (16 INT32 elements).
+inline const std::string kPreparedStageId = std::string(16, '\x6b') + std::string(8, '\0');
 
 struct Row {
   std::string name;
@@ -99,6 +104,7 @@ struct Row {
   std::vector<v1::SortRequest> sort;
   std::vector<v1::Scan2DRequest> scan2d;
   std::vector<v1::PutArrayRequest> put;
+  std::vector<v1::PipelineRequest> pipeline;
   v1::GetArrayRequest get;    // GetArray's one request
   v1::DropArrayRequest drop;  // DropArray's one request
   // Request metadata of the call (gpuscan-tenant).
@@ -113,7 +119,8 @@ struct Row {
   // server run's epoch as its last 8 bytes: an id of this run that names no array.
   bool same_epoch = false;
   // That id becomes the id of an array the default tenant holds (the row runs as another tenant:
-  // the runner checks that the array is still there after the row).
+  // the runner checks that the array is still there after the row). A Pipeline row that runs as
+  // the default tenant names that array as its own: 16 INT32 elements on the server.
   bool foreign_id = false;
 };
 
@@ -210,6 +217,7 @@ template <> struct Slot<v1::ReduceByKeyRequest> { static constexpr const char* k
 template <> struct Slot<v1::SortRequest> { static constexpr const char* kPrefix = "Sort_"; static constexpr Rpc kRpc = Rpc::kSort; static constexpr auto kField = &Row::sort; };
 template <> struct Slot<v1::Scan2DRequest> { static constexpr const char* kPrefix = "Scan2D_"; static constexpr Rpc kRpc = Rpc::kScan2D; static constexpr auto kField = &Row::scan2d; };
 template <> struct Slot<v1::PutArrayRequest> { static constexpr const char* kPrefix = "PutArray_"; static constexpr Rpc kRpc = Rpc::kPutArray; static constexpr auto kField = &Row::put; };
+template <> struct Slot<v1::PipelineRequest> { static constexpr const char* kPrefix = "Pipeline_"; static constexpr Rpc kRpc = Rpc::kPipeline; static constexpr auto kField = &Row::pipeline; };
 
 // A row of the RPC that requests of type C drive, named "<Rpc>_<name>".
 template <class C>
@@ -407,5 +415,6 @@ void NarrowRows(std::vector<Row>& rows);
 void ResidentRows(std::vector<Row>& rows);
 void ResidentKeyedRows(std::vector<Row>& rows);  // invalid_input_resident_keyed_rows.cc
 void ResidentSelectRows(std::vector<Row>& rows);  // Compact's, Histogram's and Sort's header.resident
+void PipelineRows(std::vector<Row>& rows);        // invalid_input_pipeline_rows.cc
 
 }  // namespace gpuscan::matrix

@@ -49,6 +49,7 @@ std::vector<Row> Rows() {
   ResidentRows(rows);
   ResidentKeyedRows(rows);
   ResidentSelectRows(rows);
+  PipelineRows(rows);
   return rows;
 }
 
@@ -246,6 +247,9 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
         v1::ListArraysResponse resp;
         return stub.ListArrays(&ctx, v1::ListArraysRequest(), &resp);
       }
+      case Rpc::kPipeline:
+        return RunBidi<v1::PipelineRequest, v1::PipelineResponse>(
+            row, [&](grpc::ClientContext* c) { return stub.Pipeline(c); }, row.pipeline);
     }
     return {grpc::StatusCode::INTERNAL, "unknown rpc"};
   }
@@ -287,6 +291,7 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
   // The row as this server needs it: the algorithm its engine lacks, its epoch or an array of
   // the default tenant in a resident id.
   static Row Prepare(Row row) {
+    if (row.rpc == Rpc::kPipeline) return PreparePipeline(std::move(row));
     if (row.same_epoch || row.foreign_id) {
       std::string* id = row.rpc == Rpc::kGetArray    ? row.get.mutable_id()
                         : row.rpc == Rpc::kDropArray ? row.drop.mutable_id()
@@ -306,6 +311,42 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
       row.scan[0].mutable_header()->set_algorithm(static_cast<v1::ScanAlgorithm>(a));
       row.expect.push_back("header.algorithm=" + std::string(engine::Name(ea)));
       row.expect.push_back(server_->server().engine().name() + " engine");
+      return row;
+    }
+    ADD_FAILURE() << "the engine offers every scan algorithm; nothing to refuse";
+    return row;
+  }
+
+  // A Pipeline row: every stage input id that is kPreparedStageId gets this run's epoch or becomes
+  // the default tenant's array; the missing algorithm goes in stage 0's scan.
+  static Row PreparePipeline(Row row) {
+    for (v1::PipelineRequest& req : row.pipeline) {
+      if (!req.has_header()) continue;
+      for (v1::PipelineStage& stage : *req.mutable_header()->mutable_stages()) {
+        auto prepare = [&](bool has, v1::StageInput* (v1::PipelineStage::*input)()) {
+          if (!has) return;  // (mutable_* would set an input the row leaves out)
+          v1::StageInput* in = (stage.*input)();
+          if (in->source_case() != v1::StageInput::kId || in->id() != kPreparedStageId) return;
+          if (row.foreign_id) {
+            in->set_id(ForeignArrayId());
+          } else if (row.same_epoch) {
+            in->mutable_id()->replace(16, 8, Epoch());
+          }
+        };
+        prepare(stage.has_values(), &v1::PipelineStage::mutable_values);
+        prepare(stage.has_flags(), &v1::PipelineStage::mutable_flags);
+        prepare(stage.has_keys(), &v1::PipelineStage::mutable_keys);
+        prepare(stage.has_sort_values(), &v1::PipelineStage::mutable_sort_values);
+      }
+    }
+    if (!row.missing_algorithm) return row;
+    const auto offered = server_->server().engine().scan_algorithms();
+    for (int a = v1::ScanAlgorithm_MIN; a <= v1::ScanAlgorithm_MAX; ++a) {
+      const auto ea = static_cast<engine::ScanAlgorithm>(a);
+      if (std::find(offered.begin(), offered.end(), ea) != offered.end()) continue;
+      row.pipeline[0].mutable_header()->mutable_stages(0)->mutable_scan()->set_algorithm(static_cast<v1::ScanAlgorithm>(a));
+      row.expect.push_back(std::string(engine::Name(ea)) + " is not available on the " +
+                           server_->server().engine().name() + " engine");
       return row;
     }
     ADD_FAILURE() << "the engine offers every scan algorithm; nothing to refuse";
@@ -430,6 +471,76 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
     EXPECT_EQ(GetArray(*stub, info.id(), 0, -1, &got).error_code(), grpc::StatusCode::NOT_FOUND);
   }
 
+  // Pipeline's valid call: a random int32 array put; compact(x > 0) of it, the scan of what it
+  // kept (returned), the max of that scan, and the sum of the same data streamed in: each stage
+  // against the reference; then the array dropped.
+  static void ExpectValidPipeline(std::mt19937_64& rng, size_t n) {
+    auto stub = server_->stub();
+    const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(n, rng);
+    const std::string bytes(reinterpret_cast<const char*>(x.data()), n * 4);
+    v1::ArrayInfo info;
+    const grpc::Status put = PutArray(*stub, bytes, &info);
+    ASSERT_TRUE(put.ok()) << "the valid PutArray failed: " << put.error_message();
+    v1::PipelineRequest head;
+    v1::PipelineHeader* h = head.mutable_header();
+    h->mutable_input()->set_dtype(v1::DTYPE_INT32);
+    h->mutable_input()->set_element_count(n);
+    v1::PipelineStage* compact = h->add_stages();
+    compact->mutable_compact()->set_dtype(v1::DTYPE_INT32);
+    compact->mutable_compact()->mutable_predicate()->set_op(v1::PREDICATE_OP_GT);
+    compact->mutable_compact()->mutable_predicate()->mutable_threshold()->set_int_value(0);
+    compact->mutable_values()->set_id(info.id());
+    v1::PipelineStage* scan = h->add_stages();
+    scan->mutable_scan()->set_dtype(v1::DTYPE_INT32);
+    scan->mutable_scan()->set_op(v1::OPERATOR_SUM);
+    scan->mutable_values()->set_stage(0);
+    scan->set_returns(v1::STAGE_RETURN_DATA);
+    v1::PipelineStage* max = h->add_stages();
+    max->mutable_reduce()->set_dtype(v1::DTYPE_INT32);
+    max->mutable_reduce()->set_op(v1::OPERATOR_MAX);
+    max->mutable_values()->set_stage(1);
+    v1::PipelineStage* sum = h->add_stages();
+    sum->mutable_reduce()->set_dtype(v1::DTYPE_INT32);
+    sum->mutable_reduce()->set_op(v1::OPERATOR_SUM);
+    sum->mutable_values()->set_streamed(true);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    auto stream = stub->Pipeline(&ctx);
+    stream->Write(head);
+    for (size_t at = 0; at < bytes.size(); at += kChunkBytes) {
+      v1::PipelineRequest chunk;
+      chunk.set_data(bytes.substr(at, kChunkBytes));
+      if (!stream->Write(chunk)) break;
+    }
+    stream->WritesDone();
+    std::vector<int32_t> scanned;
+    v1::PipelineResponse resp;
+    int64_t max_value = 0, sum_value = 0;
+    uint32_t last = 0;
+    while (stream->Read(&resp)) {
+      last = resp.stage();
+      if (resp.stage() == 1 && !resp.scan().data().empty()) {
+        const size_t at = scanned.size();
+        scanned.resize(at + resp.scan().data().size() / 4);
+        std::memcpy(scanned.data() + at, resp.scan().data().data(), resp.scan().data().size());
+      }
+      if (resp.stage() == 2 && resp.has_reduce()) max_value = resp.reduce().value().int_value();
+      if (resp.stage() == 3 && resp.has_reduce()) sum_value = resp.reduce().value().int_value();
+    }
+    const grpc::Status s = stream->Finish();
+    EXPECT_TRUE(s.ok()) << "the valid Pipeline failed: " << s.error_message();
+    EXPECT_EQ(last, 4u) << "no final response with the pipeline's Timing";
+    std::vector<int32_t> kept;
+    for (int32_t v : x) {
+      if (v > 0) kept.push_back(v);
+    }
+    const auto want = testing::ScanRef<int32_t, ops::Sum<int32_t>>(kept, false);
+    EXPECT_EQ(scanned, want) << "the pipeline's scan of the compaction is wrong";
+    if (!want.empty()) EXPECT_EQ(max_value, (testing::ReduceRef<int32_t, ops::Max<int32_t>>(want)));
+    EXPECT_EQ(sum_value, (testing::ReduceRef<int32_t, ops::Sum<int32_t>>(x))) << "the streamed input's sum is wrong";
+    EXPECT_TRUE(DropArray(*stub, info.id()).ok());
+  }
+
   // A valid call of `rpc` on a fresh client, checked against the reference.
   static void ExpectValidCall(Rpc rpc) {
     Client client(server_->client_options(kChunkBytes));
@@ -510,6 +621,9 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
       case Rpc::kListArrays:
         ExpectValidResidentCalls(rng, n);
         break;
+      case Rpc::kPipeline:
+        ExpectValidPipeline(rng, n);
+        break;
     }
     EXPECT_EQ(client.Health(), "SERVING");
   }
@@ -545,7 +659,7 @@ TEST_F(BadInputMatrix, AllRowsAtOnce) {
   std::atomic<int> valid_calls{0};
   std::vector<std::thread> valid;
   for (Rpc rpc : {Rpc::kScan, Rpc::kReduce, Rpc::kCompact, Rpc::kHistogram, Rpc::kSegmented, Rpc::kReduceByKey, Rpc::kSort,
-                  Rpc::kPutArray}) {
+                  Rpc::kPutArray, Rpc::kPipeline}) {
     valid.emplace_back([&, rpc] {
       while (!stop) {
         ExpectValidCall(rpc);
