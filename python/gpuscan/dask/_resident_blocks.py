@@ -78,6 +78,7 @@ def put_blocks(blocks: Sequence[Any], ttl: Optional[float], labels: Sequence[str
             except Unimplemented as e:
                 raise Unimplemented(f"{e.message} (gpuscan.dask.persist keeps each block on its worker's server: "
                                     "every server register() names needs --resident-bytes)", e.code) from None
+            # The ArrayInfo as the put answered it (RemoteArray keeps it): the handle is rebuilt from it.
             refs.append(BlockRef(p.target, r._info.SerializeToString(), r.size, x.dtype.str))
     except BaseException:
         drop_blocks(refs)
