@@ -10,6 +10,9 @@ dask arrays, each block computed by a gpuscan server next to the dask worker tha
     counts, edges = gpuscan.dask.histogram(x, 256, range=(-100, 100))
     kept = gpuscan.dask.compact(x, where=x > 0)          # chunks of unknown size, as x[x > 0]
     z = gpuscan.dask.segmented_scan(x, keys=k)          # runs of equal keys, across blocks
+    s = gpuscan.dask.sort(x)                            # a sample sort around the servers' sorts
+    with gpuscan.dask.persist(x) as p:                  # the blocks kept on the workers' servers
+        y = gpuscan.dask.cumsum(p).compute()            # each block scanned where it lies
 
 dask (and distributed) are imported by this package alone: `import gpuscan` does not need them.
 
@@ -33,17 +36,29 @@ is the server's deterministic tree from the block's start, the blocks are then c
 order); chunk-independent float bits are not offered. reduce of an empty array is the
 operator's identity.
 
-Layout: _checks (arguments), _graphs (the public functions and their graphs), _blocks (the block
-tasks), _ops (the operators in numpy), _worker (the plugin and its client), _register (the
-driver's register/unregister/worker_info), _targets (which server a worker calls).
+persist(x) puts each block on its worker's server as a resident array and returns a
+PersistedArray, which every function here but segmented_scan and in_shared_memory takes in place
+of a dask array: the same graphs, each block's call made where the block lies, so only carries
+and results cross the wire; release() (or `with`) drops the blocks (docs/dask.md, "Persisted
+blocks").
+
+Layout: _checks (arguments), _graphs (the public functions and their graphs), _sort (sort's),
+_blocks (the block tasks), _ops (the operators in numpy), _worker (the plugin and its clients),
+_register (the driver's register/unregister/worker_info), _targets (which server a worker calls),
+_persisted (persist and PersistedArray, on the driver), _resident_blocks (BlockRef and the tasks on
+persisted blocks).
 """
 # SPLIT_EVERY, identity and Targets are public too, as they were, though __all__ leaves them out.
 from ._graphs import (SPLIT_EVERY, compact, cummax, cummin, cumprod, cumsum, histogram, in_shared_memory, reduce,
                       scan, segmented_scan)
 from ._ops import identity
+from ._persisted import PersistedArray, PersistedArrays, persist
 from ._register import register, unregister, worker_info
+from ._resident_blocks import BlockRef
+from ._sort import sort
 from ._targets import Targets
 from ._worker import PLUGIN_NAME, GpuscanPlugin
 
 __all__ = ["register", "unregister", "worker_info", "GpuscanPlugin", "in_shared_memory", "scan", "cumsum",
-           "cumprod", "cummin", "cummax", "reduce", "histogram", "compact", "segmented_scan", "PLUGIN_NAME"]
+           "cumprod", "cummin", "cummax", "reduce", "histogram", "compact", "segmented_scan", "sort", "persist",
+           "PersistedArray", "PersistedArrays", "BlockRef", "PLUGIN_NAME"]

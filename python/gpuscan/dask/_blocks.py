@@ -138,3 +138,9 @@ def to_shared_block(x):
     """in_shared_memory's block task: the block copied once into its worker's arena."""
     x = np.asarray(x)
     return plugin().to_shared(x) if len(x) else x
+
+
+def sort_block(x):
+    """The block sorted by its worker's server (ascending, floats in total order)."""
+    x = np.asarray(x)
+    return x.copy() if len(x) == 0 else plugin().sort(x)

@@ -1,7 +1,9 @@
 """The public functions of gpuscan.dask: each checks its arguments and builds its own graph (no
 map_blocks but in_shared_memory's, no cumreduction) that keeps the block index and reads each block
 once: a call per block, a summary per block, one task combining the summaries in block order, a
-task per block folding the carry in (scans), or a tree of combine tasks (reduce, histogram)."""
+task per block folding the carry in (scans), or a tree of combine tasks (reduce, histogram). x may
+be a PersistedArray (persist()): the same graph over its blocks' handles, with _resident_blocks'
+tasks, which call each block where it lies."""
 from __future__ import annotations
 
 import math
@@ -15,10 +17,11 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
 from .._types import PREDICATES, scan_algorithm
-from ._blocks import (compact_block, finish_scan, finish_segscan, hist_block, hist_combine, reduce_block,
-                      reduce_combine, reduce_final, scan_block, scan_carries, segscan_block, segscan_carries,
-                      to_shared_block)
+from . import _resident_blocks
+from ._blocks import (finish_scan, finish_segscan, hist_combine, reduce_combine, reduce_final, scan_carries,
+                      segscan_block, segscan_carries, to_shared_block)
 from ._checks import check_array, check_bool, check_op, check_same_chunks, check_x, histogram_spec
+from ._persisted import blocks_of, check_mask_together, refuse, same_kind
 
 SPLIT_EVERY = 32          # fan-in of the tree that combines reduce/histogram partials
 
@@ -50,6 +53,7 @@ def in_shared_memory(x) -> da.Array:
     (`x = gpuscan.dask.in_shared_memory(x).persist()`) and later scans, reductions and compactions
     of it send each block to the server with no copy. A block moved to another worker arrives as
     a plain array (copied into that worker's arena when a call needs it)."""
+    refuse("in_shared_memory", x=x)
     dtype = check_x(x, "in_shared_memory")
     return x.map_blocks(to_shared_block, dtype=dtype, meta=np.empty(0, dtype),
                         name=f"gpuscan-in-shared-memory-{tokenize(x)}")
@@ -61,7 +65,9 @@ def scan(x, op: str = "sum", exclusive: bool = False, *, algorithm: Optional[str
     dtypes only). exclusive=True: element i is op over x[:i] (the identity at 0). algorithm: a
     server scan algorithm (None: the server's default, deterministic for float sum/product).
     Float sum/product bits may change with the chunking (see gpuscan.dask's doc). Bad arguments
-    raise TypeError/ValueError here, before anything runs."""
+    raise TypeError/ValueError here, before anything runs. x persisted (persist()): each block
+    scanned where it lies, the same bits."""
+    x, b = blocks_of(x, "scan")
     dtype = check_x(x, "scan")
     op = check_op(op, dtype, "scan")
     exclusive = check_bool(exclusive, "exclusive", "scan")
@@ -73,7 +79,7 @@ def scan(x, op: str = "sum", exclusive: bool = False, *, algorithm: Optional[str
     dsk: Dict[Any, Any] = {}
     keys = [k for k in x.__dask_keys__()]
     for i, k in enumerate(keys):
-        dsk[(part, i)] = (scan_block, k, op, exclusive, algorithm)
+        dsk[(part, i)] = (b.scan_block, k, op, exclusive, algorithm)
         dsk[(summ, i)] = (operator.getitem, (part, i), 1)
     dsk[(carries, 0)] = (scan_carries, [(summ, i) for i in range(len(keys))], op)
     for i in range(len(keys)):
@@ -102,7 +108,9 @@ def cummax(x, exclusive: bool = False, **kw) -> da.Array:
 def reduce(x, op: str = "sum") -> da.Array:
     """Reduction of a 1-D dask array: a lazy 0-d dask array of x's dtype (compute() gives a numpy
     scalar; integers wrap; an empty array gives the operator's identity). Each block is reduced on
-    its worker's server, the partials combined with numpy in block order (a tree of fan-in 32)."""
+    its worker's server, the partials combined with numpy in block order (a tree of fan-in 32), or
+    where it lies for a persisted x."""
+    x, b = blocks_of(x, "reduce")
     dtype = check_x(x, "reduce")
     op = check_op(op, dtype, "reduce")
     name = f"gpuscan-reduce-{op}-{tokenize(x, op)}"
@@ -110,7 +118,7 @@ def reduce(x, op: str = "sum") -> da.Array:
     dsk: Dict[Any, Any] = {}
     keys = []
     for i, k in enumerate(x.__dask_keys__()):
-        dsk[(part, i)] = (reduce_block, k, op)
+        dsk[(part, i)] = (b.reduce_block, k, op)
         keys.append((part, i))
     _tree(dsk, f"{name}-tree", keys, reduce_combine, (name,), reduce_final, op, dtype)
     return _array(name, dsk, [x], (), dtype)
@@ -124,7 +132,8 @@ def histogram(x, bins=None, range=None, density: Optional[bool] = None):
     1) for a count, else what dask returns for those bins (the numpy array itself, or a dask
     array of a sequence). Bin i counts edges[i] <= v < edges[i+1], the last bin also v ==
     edges[-1], compared in float64 as dask's blocks do (NaN is not counted). density=True: counts
-    / bin width / total, as dask. No weights (the server has none)."""
+    / bin width / total, as dask. No weights (the server has none). x may be persisted."""
+    x, b = blocks_of(x, "histogram")
     dtype = check_x(x, "histogram", "x")
     if density not in (None, True, False):
         raise TypeError(f"gpuscan.dask.histogram: density must be None, True or False, got {density!r}")
@@ -135,7 +144,7 @@ def histogram(x, bins=None, range=None, density: Optional[bool] = None):
     dsk: Dict[Any, Any] = {}
     keys = []
     for i, k in enumerate(x.__dask_keys__()):
-        dsk[(part, i)] = (hist_block, k, spec, nbins)
+        dsk[(part, i)] = (b.hist_block, k, spec, nbins)
         keys.append((part, i))
     _tree(dsk, f"{name}-tree", keys, hist_combine, (name, 0), hist_combine)
     counts = _array(name, dsk, [x], ((nbins,),), np.int64)
@@ -151,16 +160,22 @@ def compact(x, where=None, *, predicate=None, indices: bool = False):
     gpuscan.Client.compact's: ("gt", 0), ("in_range", lo, hi), "nonzero", "not_nan", ...). Returns
     a lazy dask array of x's dtype whose chunks have unknown sizes (nan), as x[mask] does (use
     .compute_chunk_sizes() before indexing it); with indices=True (values, indices): the kept
-    elements' int64 positions in x (x needs known chunk sizes)."""
+    elements' int64 positions in x (x needs known chunk sizes). x persisted: where= persisted with it
+    (x, m = persist(x, m): a bool, int8 or uint8 mask whose blocks lie with x's), or a predicate."""
+    x, b = blocks_of(x, "compact")
     dtype = check_x(x, "compact")
     indices = check_bool(indices, "indices", "compact")
     if (where is None) == (predicate is None):
         raise ValueError("gpuscan.dask.compact needs exactly one of where= (a mask) or predicate= (e.g. ('gt', 0))")
     if where is not None:
+        where, wb = blocks_of(where, "compact")
+        same_kind(b, "where", wb, "compact")
         check_array(where, "where", "compact")
         if where.dtype.kind not in "biu":
             raise TypeError(f"gpuscan.dask.compact: where must be a bool or integer mask, got dtype {where.dtype}")
         check_same_chunks(x, where, "where", "compact")
+        if b is _resident_blocks:
+            check_mask_together(x, where, "compact")
     else:
         pname = predicate if isinstance(predicate, str) else predicate[0] if isinstance(predicate, (tuple, list)) \
             and predicate else None
@@ -179,7 +194,7 @@ def compact(x, where=None, *, predicate=None, indices: bool = False):
     pair = f"{name}-pair"
     for i, k in enumerate(x.__dask_keys__()):
         start = starts[i] if indices else 0
-        task = (compact_block, k, wkeys[i] if wkeys is not None else None, predicate, indices, start)
+        task = (b.compact_block, k, wkeys[i] if wkeys is not None else None, predicate, indices, start)
         if indices:
             dsk[(pair, i)] = task
         else:
@@ -200,7 +215,8 @@ def segmented_scan(x, keys=None, *, op: str = "sum", exclusive: bool = False) ->
     """Segmented prefix scan of a 1-D dask array: each run of equal consecutive keys scanned on its
     own (inclusive unless exclusive=True: op's identity at each run's first element), runs going
     on across block boundaries. keys: an integer dask array with x's chunks. A lazy dask array with
-    x's chunks and dtype; op and float bits as scan's."""
+    x's chunks and dtype; op and float bits as scan's. Not on persisted arrays (yet)."""
+    refuse("segmented_scan", x=x, keys=keys)
     dtype = check_x(x, "segmented_scan")
     if keys is None:
         raise ValueError("gpuscan.dask.segmented_scan needs keys= (an integer dask array with x's chunks: each "

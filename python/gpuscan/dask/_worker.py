@@ -22,8 +22,10 @@ PLUGIN_NAME = "gpuscan"
 class GpuscanPlugin(WorkerPlugin):
     """The worker plugin register() installs (name "gpuscan"): on each worker, one gpuscan.Client
     towards the worker's target, closed on teardown; calls that take shared memory copy their
-    blocks into arrays carved from that client's arena (Client.shared_array), made once. The
-    block tasks find it with plugin() (distributed.get_worker())."""
+    blocks into arrays carved from that client's arena (Client.shared_array), made once. A task
+    on a block persisted on another worker's server calls it through a client opened for that
+    server (client_for, closed on teardown too). The block tasks find the plugin with plugin()
+    (distributed.get_worker())."""
 
     name = PLUGIN_NAME
 
@@ -52,11 +54,14 @@ class GpuscanPlugin(WorkerPlugin):
         self.shared_calls = 0
         self.elements = 0
         self.copies = 0  # blocks copied into the arena (in_shared_memory's are not)
+        self._others: Dict[str, Client] = {}  # clients of other workers' servers (persisted blocks), by target
 
     def teardown(self, worker) -> None:
         client = getattr(self, "client", None)
         if client is not None:
             client.close()  # and its arena's files
+        for other in getattr(self, "_others", {}).values():
+            other.close()
 
     def describe(self) -> Dict[str, Any]:
         return {"target": self.target, "shared_memory": self._shm, "shared_memory_reason": self._shm_reason,
@@ -122,6 +127,30 @@ class GpuscanPlugin(WorkerPlugin):
             self.elements += n
         return result
 
+    def client_for(self, target: str) -> Client:
+        """The client of `target`: this worker's own, or one opened (once, with register's options)
+        for a block persisted on another worker's server, which a task moved here must call."""
+        if target == self.target:
+            return self.client
+        with self._lock:
+            c = self._others.get(target)
+            if c is None:
+                c = self._others[target] = Client(target, **self.client_options)
+            return c
+
+    def on_server(self, target: str, what: str, n: int, call: Callable[[Client], Any]):
+        """call(target's client), counted as a call of n elements; a gpuscan.Error comes back as
+        the same class and code, its message naming the server and this worker."""
+        try:
+            result = call(self.client_for(target))
+        except Error as e:
+            raise type(e)(f"gpuscan server {target} (dask worker {self.worker_address}, {what}): {e.message}",
+                          e.code) from None
+        with self._lock:
+            self.calls += 1
+            self.elements += n
+        return result
+
     def _carve(self, n: int, dtype) -> _shared.SharedArray:
         """n elements out of the client's arena (old bytes left: they are overwritten)."""
         return self.client.shared_array(n, dtype, dir=self._shm_dir, mode=self.shm_mode, zero=False)
@@ -182,6 +211,11 @@ class GpuscanPlugin(WorkerPlugin):
         def call(shared: bool) -> np.ndarray:  # streamed: no shared memory for segmented scans
             return self.client.segmented_scan(x, keys, op=op, exclusive=exclusive, copy=True)
         return self._run("segmented_scan", len(x), call, can_share=False)
+
+    def sort(self, x: np.ndarray) -> np.ndarray:
+        def call(shared: bool) -> np.ndarray:  # streamed: no shared memory for sorts
+            return self.client.sort(x, copy=True)
+        return self._run("sort", len(x), call, can_share=False)
 
 
 def plugin() -> GpuscanPlugin:

@@ -30,9 +30,13 @@ from gpuscan.testing import ServerProcess, default_server_binary  # noqa: E402
 
 
 # -- fixtures: two CPU servers on loopback ports (shared memory from a directory of /dev/shm made for
-# the module), a distributed LocalCluster of two worker processes (one thread each), its Client,
-# and a function that starts more servers (the failover tests kill theirs). Here rather than in a
-# conftest.py of this folder: python/tests has one, and its tests import from the module "conftest".
+# the module), the distributed Client of the session's LocalCluster (dask_cluster.py: two worker
+# processes, one thread each), and a function that starts more servers (the failover tests kill
+# theirs). Here rather than in a conftest.py of this folder: python/tests has one, and its tests
+# import from the module "conftest".
+pytest_plugins = ("dask_cluster",)  # the `cluster` fixture, shared with test_dask_persist.py
+
+
 def server_binary() -> str:
     b = os.environ.get("GPUSCAN_SERVER_BIN") or default_server_binary()
     if not b or not os.access(b, os.X_OK):
@@ -56,7 +60,8 @@ def start_server(shm_dir):
 
     def start(shm: bool = True, port: int = 0) -> ServerProcess:
         p = ServerProcess(binary, engine=os.environ.get("GPUSCAN_TEST_ENGINE", "cpu"),
-                          shm_dir=shm_dir if shm else None, port=port, extra=["--cpu-threads", "1"])
+                          shm_dir=shm_dir if shm else None, port=port,
+                          extra=["--cpu-threads", "1", "--resident-bytes", str(64 << 20)])  # the docs' persist
         procs.append(p)
         return p
     yield start
@@ -68,13 +73,6 @@ def start_server(shm_dir):
 def servers(start_server):
     """Two servers that stay up for the whole session."""
     return start_server(), start_server()
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
-                                  silence_logs=40) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,178 @@
+"""Persisted blocks on the workers: BlockRef (the handle of one block kept on a gpuscan server) and
+the tasks that put, fetch, renew and drop blocks, and run each operation on a block where it lies.
+The operations' tasks have _blocks' names and results, so _graphs builds the same graph over
+either: only a block's call differs (a resident call here, whose input never crosses the wire),
+and an exclusive scan's total, which needs the block's last element (one element fetched)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .._resident import RemoteArray
+from ..client import Client
+from ..errors import NotFound, Unimplemented
+from ..v1 import gpuscan_pb2 as pb
+from ._blocks import _last_total
+from ._ops import identity
+from ._targets import multi_address
+from ._worker import plugin
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockRef:
+    """One persisted block: the server that keeps it (target, as register mapped the worker that
+    put it), its ArrayInfo as the server answered the put (serialized: id, dtype, count, ttl, label),
+    its element count and the dtype of the array persisted (a bool mask is kept as uint8). An empty
+    block is never put: target "" and info b"". Small and picklable: the graphs carry BlockRefs,
+    never the data."""
+    target: str
+    info: bytes
+    size: int
+    dtype: str
+
+    def __repr__(self) -> str:
+        where = f"{self.target}, id={self.id.hex()[:12]}..." if self.size else "empty"
+        return f"BlockRef({where}, size={self.size}, dtype={np.dtype(self.dtype)})"
+
+    @property
+    def id(self) -> bytes:
+        return bytes(pb.ArrayInfo.FromString(self.info).id) if self.info else b""
+
+    def remote(self, client: Client) -> RemoteArray:
+        """The block as a RemoteArray of `client` (a client of self.target)."""
+        return RemoteArray(client, pb.ArrayInfo.FromString(self.info))
+
+
+def _call(ref: BlockRef, what: str, n: int, call: Callable[[RemoteArray], Any]):
+    """call(the block as a RemoteArray) on the block's server, whichever worker runs the task; a
+    block gone from the server (released, or idle past its ttl) says so."""
+    def run(client: Client):
+        return call(ref.remote(client))
+    try:
+        return plugin().on_server(ref.target, what, n, run)
+    except NotFound as e:
+        raise NotFound(f"{e.message} (a persisted block of gpuscan.dask.persist: gone once the persisted array "
+                       "is released, or after its ttl unused; renew() restarts the ttl)", e.code) from None
+
+
+# -- persist, fetch, renew, release
+def put_blocks(blocks: Sequence[Any], ttl: Optional[float], labels: Sequence[str]) -> Tuple[BlockRef, ...]:
+    """Block i of each array persist() was given, put on this worker's server (so they lie
+    together); an empty block is not put. On a failure the blocks put so far are dropped."""
+    p = plugin()
+    if multi_address(p.target):
+        raise ValueError(f"gpuscan.dask.persist: dask worker {p.worker_address} calls {p.target!r}, which names "
+                         "several servers: a persisted block lives on the one server that took it, so each "
+                         "worker's target must name one server (register a list of single targets)")
+    refs: List[BlockRef] = []
+    try:
+        for x, label in zip(blocks, labels):
+            x = np.asarray(x)
+            if len(x) == 0:
+                refs.append(BlockRef("", b"", 0, x.dtype.str))
+                continue
+            try:
+                r = p.on_server(p.target, "persist", len(x), lambda c: c.put(x, ttl=ttl, label=label))
+            except Unimplemented as e:
+                raise Unimplemented(f"{e.message} (gpuscan.dask.persist keeps each block on its worker's server: "
+                                    "every server register() names needs --resident-bytes)", e.code) from None
+            # The ArrayInfo as the put answered it (RemoteArray keeps it): the handle is rebuilt from it.
+            refs.append(BlockRef(p.target, r._info.SerializeToString(), r.size, x.dtype.str))
+    except BaseException:
+        drop_blocks(refs)
+        raise
+    return tuple(refs)
+
+
+def _by_target(refs: Sequence[BlockRef]) -> Dict[str, List[BlockRef]]:
+    groups: Dict[str, List[BlockRef]] = {}
+    for ref in refs:
+        if ref.size:
+            groups.setdefault(ref.target, []).append(ref)
+    return groups
+
+
+def drop_blocks(refs: Sequence[BlockRef]) -> int:
+    """Drops the blocks on their servers: how many were there (a block gone already is no error)."""
+    dropped = 0
+    for target, group in _by_target(refs).items():
+        for ref in group:
+            try:
+                plugin().on_server(target, "release", 0, lambda c: c.drop(ref.remote(c)))
+                dropped += 1
+            except NotFound:
+                pass
+    return dropped
+
+
+def renew_blocks(refs: Sequence[BlockRef]) -> int:
+    """Reads each block's first element, a use that restarts its ttl: how many were renewed."""
+    for ref in refs:
+        if ref.size:
+            _call(ref, "renew", 0, lambda r: r.get(0, 1))
+    return sum(1 for ref in refs if ref.size)
+
+
+def fetch_block(ref: BlockRef) -> np.ndarray:
+    """The block's elements (a bool array was kept as uint8: viewed as bool again)."""
+    dtype = _dtype(ref)
+    if not ref.size:
+        return np.empty(0, dtype)
+    out = _call(ref, "get", ref.size, lambda r: r.get())
+    return out.view(dtype) if out.dtype != dtype else out
+
+
+# -- the operations: _blocks' tasks on a persisted block
+def scan_block(ref: BlockRef, op: str, exclusive: bool, algorithm):
+    """(the block's scan, (element count, the block's total)), as _blocks.scan_block."""
+    if not ref.size:
+        dtype = _dtype(ref)
+        return np.empty(0, dtype), (0, identity(op, dtype))
+    y = _call(ref, "scan", ref.size, lambda r: r.client.scan(r, op, exclusive, algorithm))
+    last = _call(ref, "scan", 0, lambda r: r.get(ref.size - 1, 1)) if exclusive else y[-1:]
+    return y, (ref.size, _last_total(op, exclusive, last, y, ref.size))
+
+
+def reduce_block(ref: BlockRef, op: str):
+    if not ref.size:
+        return 0, identity(op, _dtype(ref))
+    return ref.size, _call(ref, "reduce", ref.size, lambda r: r.client.reduce(r, op))
+
+
+def hist_block(ref: BlockRef, spec, nbins: int) -> np.ndarray:
+    if not ref.size:
+        return np.zeros(nbins, np.int64)
+
+    def call(r: RemoteArray) -> np.ndarray:
+        if spec[0] == "even":
+            return r.client.histogram(r, spec[1], range=spec[2]).counts
+        return r.client.histogram(r, spec[1]).counts
+    return _call(ref, "histogram", ref.size, call).astype(np.int64)
+
+
+def compact_block(ref: BlockRef, mask: Optional[BlockRef], predicate, indices: bool, start: int):
+    """As _blocks.compact_block; mask: a persisted one-byte mask's block on the same server."""
+    if not ref.size:
+        v = np.empty(0, _dtype(ref))
+        return (v, np.zeros(0, np.int64)) if indices else v
+
+    def call(r: RemoteArray):
+        m = mask.remote(r.client) if mask is not None else None
+        return r.client.compact(r, where=m, predicate=predicate, indices=indices)
+    out = _call(ref, "compact", ref.size, call)
+    if indices:
+        return out[0], out[1] + np.int64(start)
+    return out
+
+
+def sort_block(ref: BlockRef) -> np.ndarray:
+    """The block sorted by its server (ascending, floats in total order), streamed back."""
+    if not ref.size:
+        return np.empty(0, _dtype(ref))
+    return _call(ref, "sort", ref.size, lambda r: r.client.sort(r))
+
+
+def _dtype(ref: BlockRef) -> np.dtype:
+    return np.dtype(ref.dtype)
