@@ -46,11 +46,7 @@ void CheckResidentOneCall(const ScanOptions& options) {
 v1::ScanHeader ResidentScanHeader(const RemoteArray& in, const ScanOptions& options) {
   if (!in) throw std::invalid_argument("gpuscan: Scan of an empty RemoteArray");
   CheckResidentOneCall(options);
-  v1::ScanHeader header;
-  header.set_dtype(in.dtype());
-  header.set_op(options.op);
-  header.set_kind(options.exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
-  header.set_algorithm(options.algorithm);
+  v1::ScanHeader header = detail::ScanHeaderFor(in.dtype(), options);
   header.set_element_count(in.size());
   header.mutable_resident()->set_values(in.id());
   return header;

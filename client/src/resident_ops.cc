@@ -176,18 +176,15 @@ v1::CompactHeader CompactHeaderOf(const RemoteArray& in, const CompactOptions& o
     throw std::invalid_argument("gpuscan: a resident array is compacted by one call on its server (no lanes, shards)");
   }
   ClientOf(in, "Compact", flags);
-  v1::CompactHeader header;
-  header.set_dtype(in.dtype());
+  if (!flags && options.use_flags) {
+    throw std::invalid_argument("gpuscan: Compact with use_flags of a RemoteArray needs its flags RemoteArray");
+  }
+  v1::CompactHeader header = detail::CompactHeaderFor(in.dtype(), options);
   header.set_element_count(in.size());
-  header.set_output(options.output);
   header.mutable_resident()->set_values(in.id());
   if (flags) {
     header.set_use_flags(true);
     header.mutable_resident()->set_flags(flags->id());
-  } else if (options.use_flags) {
-    throw std::invalid_argument("gpuscan: Compact with use_flags of a RemoteArray needs its flags RemoteArray");
-  } else {
-    *header.mutable_predicate() = options.predicate;
   }
   return header;
 }
@@ -195,10 +192,7 @@ v1::CompactHeader CompactHeaderOf(const RemoteArray& in, const CompactOptions& o
 v1::SegmentedScanHeader SegmentedHeaderOf(const RemoteArray& in, const RemoteArray& segments, bool heads,
                                           const SegmentedScanOptions& options) {
   ClientOf(in, "SegmentedScan", &segments);
-  v1::SegmentedScanHeader header;
-  header.set_dtype(in.dtype());
-  header.set_op(options.op);
-  header.set_kind(options.exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
+  v1::SegmentedScanHeader header = detail::ScanKindHeader<v1::SegmentedScanHeader>(in.dtype(), options);
   header.set_element_count(in.size());
   header.mutable_resident()->set_values(in.id());
   if (heads) {

@@ -88,46 +88,69 @@ class BufferSink {
   std::atomic<uint64_t> end_{0};
 };
 
-// The header fields a scan and a segmented scan share: dtype, operator, kind and element count.
-template <class Header, class T, class Options>
-Header ScanKindHeader(const Options& options, size_t n) {
+// The headers of the typed options (ScanOptions, CompactOptions, ...), shared by the typed calls
+// (T's dtype, n elements), the resident ones (the array's dtype and size) and pipeline stages
+// (pipeline.cc): the dtype forms set no element_count.
+//
+// The header fields a scan and a segmented scan share: dtype, operator and kind.
+template <class Header, class Options>
+Header ScanKindHeader(v1::DType dtype, const Options& options) {
   Header header;
-  header.set_dtype(DTypeOf<T>());
+  header.set_dtype(dtype);
   header.set_op(options.op);
   header.set_kind(options.exclusive ? v1::SCAN_KIND_EXCLUSIVE : v1::SCAN_KIND_INCLUSIVE);
+  return header;
+}
+template <class Header, class T, class Options>
+Header ScanKindHeader(const Options& options, size_t n) {
+  Header header = ScanKindHeader<Header>(DTypeOf<T>(), options);
   header.set_element_count(n);
   return header;
 }
 
+inline v1::ScanHeader ScanHeaderFor(v1::DType dtype, const ScanOptions& options) {
+  v1::ScanHeader header = ScanKindHeader<v1::ScanHeader>(dtype, options);
+  header.set_algorithm(options.algorithm);
+  return header;
+}
 template <class T>
 v1::ScanHeader ScanHeaderFor(const ScanOptions& options, size_t n) {
-  v1::ScanHeader header = ScanKindHeader<v1::ScanHeader, T>(options, n);
-  header.set_algorithm(options.algorithm);
+  v1::ScanHeader header = ScanHeaderFor(DTypeOf<T>(), options);
+  header.set_element_count(n);
   return header;
 }
 
 // Instantiates M(T) for every element type of the typed API.
 #define GPUSCAN_FOR_EACH_ELEMENT_TYPE(M) M(int32_t) M(int64_t) M(uint32_t) M(uint64_t) M(float) M(double)
 
+inline v1::ReduceHeader ReduceHeaderFor(v1::DType dtype, v1::Operator op) {
+  v1::ReduceHeader header;
+  header.set_dtype(dtype);
+  header.set_op(op);
+  return header;
+}
 template <class T>
 v1::ReduceHeader ReduceHeaderFor(v1::Operator op, size_t n) {
-  v1::ReduceHeader header;
-  header.set_dtype(DTypeOf<T>());
-  header.set_op(op);
+  v1::ReduceHeader header = ReduceHeaderFor(DTypeOf<T>(), op);
   header.set_element_count(n);
   return header;
 }
 
-template <class T>
-v1::CompactHeader CompactHeaderFor(const CompactOptions& options, size_t n) {
+// Selection by flags when options.use_flags or options.flags says so, else by options.predicate.
+inline v1::CompactHeader CompactHeaderFor(v1::DType dtype, const CompactOptions& options) {
   v1::CompactHeader header;
-  header.set_dtype(DTypeOf<T>());
+  header.set_dtype(dtype);
   if (options.use_flags || !options.flags.empty()) {
     header.set_use_flags(true);
   } else {
     *header.mutable_predicate() = options.predicate;
   }
   header.set_output(options.output);
+  return header;
+}
+template <class T>
+v1::CompactHeader CompactHeaderFor(const CompactOptions& options, size_t n) {
+  v1::CompactHeader header = CompactHeaderFor(DTypeOf<T>(), options);
   header.set_element_count(n);
   return header;
 }

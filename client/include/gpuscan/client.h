@@ -35,6 +35,8 @@
 
 namespace gpuscan {
 
+class Pipeline;  // gpuscan/pipeline.h
+
 namespace detail {
 class ShardPool;  // src/shards.h
 class CallRegistry;  // src/call_registry.h
@@ -530,6 +532,21 @@ class Client {
                                               Sink values_out = {});
   v1::SortResponse SortResident(const v1::SortHeader& header, Sink keys_out = {}, Sink values_out = {},
                                 Sink indices_out = {});
+
+  // Pipelines (gpuscan/pipeline.h; PipelineHeader in gpuscan.proto): stages run one after another
+  // on this Client's server in one call, on RemoteArrays, one streamed input and earlier stages'
+  // arrays. NewPipeline() starts a builder (include gpuscan/pipeline.h to use it).
+  Pipeline NewPipeline();
+  // The raw call: the header as given, then `input`'s bytes (header.input's elements, when set) in
+  // chunks of chunk_bytes; returns every response in order, the last one the whole pipeline's
+  // (stage = the number of stages, its Timing). The Source form is one try; the Replay form is
+  // retried as RetryOptions says unless a stage keeps (STAGE_RETURN_KEEP: a try whose answer was
+  // lost may have kept arrays; a retry would keep them twice), each try reading the input from its
+  // start and its responses alone returned. Progress counts the input sent and the data received.
+  std::vector<v1::PipelineResponse> PipelineStream(const v1::PipelineHeader& header, Source input,
+                                                   Progress progress = {});
+  std::vector<v1::PipelineResponse> PipelineStream(const v1::PipelineHeader& header, const Replay& input = {},
+                                                   Progress progress = {});
 
   v1::ServerInfo Info();
   // grpc.health.v1 status of `service` ("" = the whole server): "SERVING", "NOT_SERVING",
