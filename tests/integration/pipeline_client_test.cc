@@ -74,7 +74,7 @@ std::vector<uint8_t> Flags(size_t n, uint32_t seed) {
 template <class T>
 std::vector<size_t> Sizes() {
   const size_t c = kChunk / sizeof(T);
-  return {1, c - 1, c, c + 1, 3 * c + 1};
+  return {0, 1, c - 1, c, c + 1, 3 * c + 1};
 }
 
 // x > about the middle of Random's values: about half kept.
@@ -198,6 +198,7 @@ TYPED_TEST(PipelineClientTyped, StreamedInputEqualsTheCalls) {
       const PipelineResult r = p.Run();
       CompactOptions host = both;
       host.flags = flags;
+      host.use_flags = true;  // (flags of n = 0 are empty, which alone would mean "by predicate")
       const ::gpuscan::CompactResult<T> one = c.Compact(x, host);
       EXPECT_TRUE(SameBits(r.Data<T>(kept), one.values));
       EXPECT_TRUE(SameBits(r.Data<int64_t>(kept.Indices()), one.indices));
