@@ -28,7 +28,8 @@ def window(res, name, times):
 
 def main():
     target, count, out_path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    stub = rpc.GpuScanStub(grpc.insecure_channel(target))
+    # ListArrays of 100,000 arrays is ~5.9 MB, past grpcio's default 4 MiB receive limit (see README).
+    stub = rpc.GpuScanStub(grpc.insecure_channel(target, options=[("grpc.max_receive_message_length", -1)]))
     rng = np.random.default_rng(7)
     data = rng.integers(-1 << 30, 1 << 30, (count, 16), dtype=np.int32)
     infos, put_ms = [], []
