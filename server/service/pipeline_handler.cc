@@ -36,7 +36,7 @@ class PipelineCall final
     if (auto s = ctx_.resident->CheckServed(); !s.ok()) return s;
     if (auto s = PlanPipeline(header, *ctx_.engine, &plan_); !s.ok()) return s;
     if (plan_.streamed) {
-      if (auto s = checks_.Header(header.input(), *rpc_, &tenant_); !s.ok()) return Renamed(s, "header.input");
+      if (auto s = checks_.Header(header.input(), *rpc_, &tenant_); !s.ok()) return InputRenamed(s);
     } else if (auto s = TenantOf(*rpc_, &tenant_); !s.ok()) {
       return s;
     }
@@ -49,14 +49,7 @@ class PipelineCall final
       return InvalidArgument(fmt::format("request #{}: data, but the pipeline has no streamed input (header.input)",
                                          index));
     }
-    grpc::Status s = checks_.Chunk(req.data().size(), index);
-    // PutChecks names PutArray's header.element_count: here it is the input's.
-    if (!s.ok() && s.error_message().find("header.element_count") != std::string::npos) {
-      std::string m = s.error_message();
-      m.replace(m.find("header.element_count"), 20, "header.input.element_count");
-      return {s.error_code(), m};
-    }
-    return s;
+    return InputRenamed(checks_.Chunk(req.data().size(), index));
   }
 
   bool HeaderEndsStream() const override { return !plan_.streamed; }
@@ -156,7 +149,7 @@ class PipelineCall final
 
   // The streamed input, all arrived: checked, and in memory where the engine computes.
   grpc::Status TakeInput() {
-    if (auto s = checks_.Finish(written_); !s.ok()) return Renamed(s, "header.input");
+    if (auto s = checks_.Finish(written_); !s.ok()) return InputRenamed(s);
     if (!input_.memory) {
       if (auto s = ctx_.resident->Allocate(tenant_, std::max<uint64_t>(written_, 1), &input_.memory); !s.ok()) {
         return Renamed(s, "header.input");

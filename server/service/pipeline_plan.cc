@@ -198,6 +198,14 @@ grpc::Status Renamed(const grpc::Status& status, const std::string& prefix) {
   return {status.error_code(), prefix + ": " + m};
 }
 
+grpc::Status InputRenamed(const grpc::Status& status) {
+  if (status.ok()) return status;
+  std::string m = status.error_message();
+  if (m.find("header.") == std::string::npos) return {status.error_code(), "header.input: " + m};
+  for (size_t at = 0; (at = m.find("header.", at)) != std::string::npos; at += 13) m.replace(at, 7, "header.input.");
+  return {status.error_code(), m};
+}
+
 grpc::Status PlanPipeline(const v1::PipelineHeader& header, const engine::Engine& engine, PipelinePlan* plan) {
   const int count = header.stages_size();
   if (count == 0) return InvalidArgument("header.stages: empty (a pipeline has at least one stage)");

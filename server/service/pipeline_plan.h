@@ -70,4 +70,8 @@ grpc::Status PlanPipeline(const v1::PipelineHeader& header, const engine::Engine
 // "header.dtype": a stage's is "header.stages[2].scan.dtype"), or prefixed with it.
 grpc::Status Renamed(const grpc::Status& status, const std::string& prefix);
 
+// A refusal of header.input's checks (PutChecks names PutArray's header.X): every header.X named
+// header.input.X, or "header.input: " before a message that names no header field.
+grpc::Status InputRenamed(const grpc::Status& status);
+
 }  // namespace gpuscan::server

@@ -394,7 +394,7 @@ class PipelineCall {
     if (auto s = server::PlanPipeline(header_, Engine(), &plan_); !s.ok()) return s;
     CheckPlan(header_, plan_);
     if (plan_.streamed) {
-      if (auto s = checks_.Header(header_.input(), NoCall(), &tenant_); !s.ok()) return server::Renamed(s, "header.input");
+      if (auto s = checks_.Header(header_.input(), NoCall(), &tenant_); !s.ok()) return server::InputRenamed(s);
     } else if (auto s = server::TenantOf(NoCall(), &tenant_); !s.ok()) {
       return s;
     }
@@ -423,7 +423,7 @@ class PipelineCall {
       return server::InvalidArgument("request #" + std::to_string(index) +
                                      ": data, but the pipeline has no streamed input (header.input)");
     }
-    return checks_.Chunk(r.data.size(), index);
+    return server::InputRenamed(checks_.Chunk(r.data.size(), index));
   }
 
   // The handler's Open: a declared input's memory, taken once the call is admitted.
@@ -452,7 +452,7 @@ class PipelineCall {
   // its last reader, the kept arrays registered once every stage ran.
   grpc::Status Complete() {
     if (plan_.streamed) {
-      if (auto s = checks_.Finish(written_); !s.ok()) return server::Renamed(s, "header.input");
+      if (auto s = checks_.Finish(written_); !s.ok()) return server::InputRenamed(s);
       if (!input_.memory) {
         input_bytes_ = std::max<uint64_t>(written_, 1);
         if (auto s = store_.Allocate(tenant_, input_bytes_, &input_.memory); !s.ok()) {
