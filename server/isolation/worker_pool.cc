@@ -200,6 +200,13 @@ void WorkerPool::Spawn(Worker& w) {
   co.target = w.address;
   co.timeout = std::chrono::milliseconds(2000);  // a worker that stops answering is not up
   co.channel_int_args["grpc.gpuscan_worker_start"] = static_cast<int>(w.starts);
+  // Reconnects as often as the monitor probes: the first probe comes before the new process
+  // listens, and gRPC's default reconnect backoff (1 s, then 1.6 s, ...) kept a worker that was
+  // serving within ~0.2 s out of the pool for ~1 s (a front's start, each restart).
+  const int probe_ms = static_cast<int>(options_.probe_every.count());
+  co.channel_int_args[GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS] = probe_ms;
+  co.channel_int_args[GRPC_ARG_MIN_RECONNECT_BACKOFF_MS] = probe_ms;
+  co.channel_int_args[GRPC_ARG_MAX_RECONNECT_BACKOFF_MS] = probe_ms;
   w.control = std::make_shared<Client>(co);
   spdlog::info("device {}: worker process {} started (start {}), serving on {}", w.label, pid, w.starts, w.address);
 }

@@ -1,5 +1,5 @@
 // MetricsEndpoint: serves a Metrics object as Prometheus text at http://ADDRESS/metrics
-// (prometheus-cpp's Exposer, over civetweb). Stopping it is destroying it.
+// (prometheus-cpp's Exposer, over civetweb). Stopping it is destroying it, within milliseconds.
 #pragma once
 
 #include <memory>
@@ -18,6 +18,7 @@ class MetricsEndpoint {
   // Listens on `address` (host:port; port 0 picks a free one) and serves `metrics`, which must
   // outlive this object. Throws std::runtime_error when the address cannot be bound.
   MetricsEndpoint(const std::string& address, const Metrics& metrics);
+  // Stops serving: the listening socket is closed and a scrape in progress is cut off.
   ~MetricsEndpoint();
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;

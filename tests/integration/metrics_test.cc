@@ -5,15 +5,26 @@
 // The client sees a call end (its status arrives) a moment before the server's reactor runs
 // OnDone, where the call is recorded; so every check first waits for the server to be idle
 // (nothing in flight, no admission slot held or waited for), then compares exact deltas.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "engine/cpu_engine.h"
 #include "http_get.h"
+#include "metrics/endpoint.h"
+#include "metrics/metrics.h"
 #include "prometheus_text.h"
 #include "reference.h"
 #include "test_server.h"
@@ -423,6 +434,59 @@ TEST(MetricsEndpointTest, AnAddressInUseFailsTheStart) {
     FAIL() << "a second server bound the same metrics port";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(o.metrics_address), std::string::npos) << e.what();
+  }
+}
+
+// Stopping the endpoint (destroying it: each server's shutdown, each gpuscan-server's SIGTERM)
+// takes milliseconds: idle, after a scrape, and with a client connected that has sent nothing yet
+// (whose connection is then closed, not left open). civetweb's accept poll made each ~2 s
+// (MetricsEndpoint's destructor says why); now ~10 ms each on 2 cores. The bound is 1 s, half
+// of civetweb's poll quantum: a busy machine still passes, and a 2 s stop still fails (each stop
+// here comes within 0.1 s of the endpoint's start, ~1.9 s before civetweb's poll would end).
+TEST(MetricsEndpointTest, StopsWithinMilliseconds) {
+  using Clock = std::chrono::steady_clock;
+  engine::CpuEngine eng(1);
+  server::Metrics metrics(eng, "0", {});
+  const auto stop_ms = [](std::unique_ptr<server::MetricsEndpoint>& e) {
+    const auto start = Clock::now();
+    e.reset();
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  };
+  const auto connect_to = [](int port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    timeval timeout{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    if (!ok) ::close(fd);
+    return ok ? fd : -1;
+  };
+  for (const char* when : {"idle", "after a scrape", "a client connected"}) {
+    SCOPED_TRACE(when);
+    auto endpoint = std::make_unique<server::MetricsEndpoint>("127.0.0.1:0", metrics);
+    const int port = endpoint->port();
+    ASSERT_GT(port, 0);
+    int client = -1;
+    // (civetweb's accept loop polling: a stop before its first poll was quick even before)
+    if (std::string(when) == "idle") std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (std::string(when) == "after a scrape") EXPECT_EQ(HttpGet(port, "/metrics").status, 200);
+    if (std::string(when) == "a client connected") {
+      client = connect_to(port);
+      ASSERT_GE(client, 0);
+      // Served: a worker waits for its request (a scrape, connected first, shows it accepted).
+      EXPECT_EQ(HttpGet(port, "/metrics").status, 200);
+    }
+    const double ms = stop_ms(endpoint);
+    std::printf("stop %s: %.1f ms\n", when, ms);
+    EXPECT_LT(ms, 1000.0);
+    if (client >= 0) {
+      char c;
+      EXPECT_LE(::recv(client, &c, 1, 0), 0);  // closed by the server, not left open
+      ::close(client);
+    }
   }
 }
 

@@ -18,6 +18,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <grpc/grpc.h>
+
 #include "gpuscan/client.h"
 
 extern char** environ;
@@ -134,9 +136,17 @@ ServerProcess::ServerProcess(const std::string& binary, const std::string& engin
     }
     exited_ = false;
 
+    // The probe reconnects every 20 ms: with gRPC's default reconnect backoff (1 s, then 1.6 s,
+    // ...) a probe that found the port closed at first saw the server ready only 1-3 s after it
+    // was (a front with its workers: ~3 s), and every test that starts a server paid it. Its own
+    // subchannel pool, so that no other channel to the target shares its connection or backoff.
     ClientOptions o;
     o.target = target_;
     o.timeout = std::chrono::seconds(2);
+    o.channel_int_args[GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS] = 20;
+    o.channel_int_args[GRPC_ARG_MIN_RECONNECT_BACKOFF_MS] = 20;
+    o.channel_int_args[GRPC_ARG_MAX_RECONNECT_BACKOFF_MS] = 20;
+    o.channel_int_args[GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL] = 1;
     Client probe(o);
     const auto deadline = std::chrono::steady_clock::now() + ready;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -150,7 +160,7 @@ ServerProcess::ServerProcess(const std::string& binary, const std::string& engin
       } catch (const std::exception& e) {
         last_error = e.what();
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (Alive()) {
       std::string ignored;
