@@ -25,6 +25,7 @@
 #include "bench_suite.h"
 #include "engine/engine.h"
 #include "isolation/front.h"
+#include "service/resident_store.h"
 #include "service/server.h"
 
 extern char** environ;
@@ -315,6 +316,9 @@ int gpuscan::server::RunServerMain(int argc, char** argv) {
   }
 
   if (worker_of_front) {
+    // Its resident ids name its device, and the tenant is the one its front found.
+    if (!engine_options.devices.empty()) options.resident_route = engine_options.devices[0] & 0xff;
+    server::TrustFrontTenant();
     // A worker whose device turns unhealthy ends (its front starts a fresh one): a sticky
     // CUDA error leaves nothing in this process that could serve again.
     options.on_unhealthy = [] { ::kill(::getpid(), SIGTERM); };

@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gpuscan/client.h"
+#include "gpuscan/v1/gpuscan.grpc.pb.h"
 #include "gpuscan/v1/gpuscan.pb.h"
 #include "isolation/proxy_call.h"
 #include "metrics/endpoint.h"
@@ -28,6 +29,7 @@ namespace {
 constexpr const char* kServiceName = "gpuscan.v1.GpuScan";
 constexpr const char* kInfoMethod = "/gpuscan.v1.GpuScan/GetServerInfo";
 constexpr const char* kBenchmarkMethod = "/gpuscan.v1.GpuScan/Benchmark";
+constexpr const char* kListArraysMethod = "/gpuscan.v1.GpuScan/ListArrays";
 
 // The devices as the front sees them, for its metrics (gpuscan_device_healthy{device}, ...): an
 // Engine that only describes; the front never computes.
@@ -180,6 +182,11 @@ class FrontImpl final : public Front {
       if (ctx->method() == kInfoMethod) {
         return new LocalCall(&executor_, [this](LocalCall& call, const grpc::ByteBuffer&) { return Info(call); });
       }
+      if (ctx->method() == kListArraysMethod) {
+        return new LocalCall(&executor_, [this, ctx](LocalCall& call, const grpc::ByteBuffer& request) {
+          return ListArrays(call, request, *ctx);
+        });
+      }
       if (ctx->method() == kBenchmarkMethod) {
         return new LocalCall(&executor_, [this, ctx](LocalCall& call, const grpc::ByteBuffer& request) {
           return Benchmark(call, request, ctx->deadline());
@@ -278,6 +285,38 @@ class FrontImpl final : public Front {
       std::lock_guard<std::mutex> lock(mu_);
       for (const auto& [ordinal, d] : known_devices_) *merged.add_devices() = d;
     }
+    if (!call.Write(merged)) return {grpc::StatusCode::CANCELLED, "the client went away"};
+    return grpc::Status::OK;
+  }
+
+  // ListArrays: every serving worker's list of the caller's arrays, device by device (each oldest
+  // first), with the byte counts summed; the quota is each device's (each worker enforces its own).
+  // A worker that fails the call (no resident arrays, a bad tenant) fails it with its status.
+  grpc::Status ListArrays(LocalCall& call, const grpc::ByteBuffer& buffer, const grpc::GenericCallbackServerContext& ctx) {
+    v1::ListArraysRequest request;
+    if (!ParseBuffer(buffer, &request)) return {grpc::StatusCode::INVALID_ARGUMENT, "malformed ListArraysRequest"};
+    v1::ListArraysResponse merged;
+    bool any = false;
+    for (const WorkerStatus& w : pool_.Status()) {
+      auto lease = w.up ? pool_.Pick(w.device) : nullptr;
+      if (!lease) continue;
+      grpc::ClientContext up;
+      ForwardCaller(ctx, &up);
+      call.SetCanceller([&up] { up.TryCancel(); });
+      v1::ListArraysResponse one;
+      const grpc::Status s = v1::GpuScan::NewStub(lease->channel())->ListArrays(&up, request, &one);
+      call.SetCanceller(nullptr);
+      if (!s.ok()) return s;
+      for (v1::ArrayInfo& a : *one.mutable_arrays()) *merged.add_arrays() = std::move(a);
+      merged.set_tenant_bytes(merged.tenant_bytes() + one.tenant_bytes());
+      merged.set_tenant_quota_bytes(one.tenant_quota_bytes());
+      merged.set_budget_bytes(merged.budget_bytes() + one.budget_bytes());
+      merged.set_used_bytes(merged.used_bytes() + one.used_bytes());
+      merged.set_spill_bytes(merged.spill_bytes() + one.spill_bytes());
+      merged.set_spilled_bytes(merged.spilled_bytes() + one.spilled_bytes());
+      any = true;
+    }
+    if (!any) return {grpc::StatusCode::UNAVAILABLE, "no device is serving"};
     if (!call.Write(merged)) return {grpc::StatusCode::CANCELLED, "the client went away"};
     return grpc::Status::OK;
   }

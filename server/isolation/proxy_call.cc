@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gpuscan/v1/gpuscan.pb.h"
+#include "service/resident_store.h"
 #include "service/status.h"
 
 namespace gpuscan::server {
@@ -49,6 +50,23 @@ std::string OpOfMethod(const std::string& method) {
   return out;  // Scan2D -> scan2d
 }
 
+void ForwardCaller(const grpc::GenericCallbackServerContext& ctx, grpc::ClientContext* up) {
+  for (const auto& [key, value] : ctx.client_metadata()) {
+    const std::string k(key.data(), key.size());
+    if (k.empty() || k[0] == ':' || k.rfind("grpc-", 0) == 0 || k == "user-agent" || k == "content-type" ||
+        k == "te" || k == kFrontTenantMetadata) {
+      continue;
+    }
+    up->AddMetadata(k, std::string(value.data(), value.size()));
+  }
+  // Under mutual TLS the tenant is the certificate's, which the worker cannot see (TenantOf).
+  if (const auto auth = ctx.auth_context(); auth && auth->IsPeerAuthenticated()) {
+    std::string tenant;
+    if (TenantOf(ctx, &tenant).ok() && !tenant.empty()) up->AddMetadata(kFrontTenantMetadata, tenant);
+  }
+  if (ctx.deadline() != std::chrono::system_clock::time_point::max()) up->set_deadline(ctx.deadline());
+}
+
 namespace {
 
 namespace pb = google::protobuf;
@@ -82,18 +100,56 @@ const pb::Message* Sub(const pb::Message& msg, const char* name) {
   return &msg.GetReflection()->GetMessage(msg, f);
 }
 
-// What the front learns from a call's first request: its header's dtype, lanes' array id and
-// the device its arrays lie on (device_memory).
+// What the front learns from a call's first request: its header's dtype, lanes' array id, the
+// device its arrays lie on (device_memory) and the resident ids it names, each with its field.
 struct FirstRequest {
   std::string dtype;
   std::string array_id;
   bool device_memory = false;
   std::string device_uuid;
+  std::vector<std::pair<std::string, std::string>> resident;  // (field, id)
 };
+
+// The resident ids of a first request: header.resident's inputs, GetArray's and DropArray's id, a
+// Pipeline's stage inputs.
+void ReadResidentIds(const pb::Message& msg, FirstRequest* out) {
+  auto add = [out](std::string field, const std::string& id) {
+    if (!id.empty()) out->resident.emplace_back(std::move(field), id);
+  };
+  if (const auto* get = dynamic_cast<const v1::GetArrayRequest*>(&msg)) {
+    add("id", get->id());
+    if (get->has_device_memory()) {
+      out->device_memory = true;
+      out->device_uuid = get->device_memory().device_uuid();
+    }
+    return;
+  }
+  if (const auto* drop = dynamic_cast<const v1::DropArrayRequest*>(&msg)) return add("id", drop->id());
+  if (const auto* pipeline = dynamic_cast<const v1::PipelineRequest*>(&msg)) {
+    for (int i = 0; i < pipeline->header().stages_size(); ++i) {
+      const v1::PipelineStage& s = pipeline->header().stages(i);
+      const std::string stage = "header.stages[" + std::to_string(i) + "].";
+      for (const auto& [name, in] : {std::pair<const char*, const v1::StageInput*>{"values", &s.values()},
+                                     {"flags", &s.flags()}, {"keys", &s.keys()}, {"sort_values", &s.sort_values()}}) {
+        if (in->source_case() == v1::StageInput::kId) add(stage + name + ".id", in->id());
+      }
+    }
+    return;
+  }
+  const pb::Message* header = Sub(msg, "header");
+  const pb::Message* resident = header ? Sub(*header, "resident") : nullptr;
+  if (!resident) return;
+  const auto& r = static_cast<const v1::Resident&>(*resident);
+  add("header.resident.values", r.values());
+  add("header.resident.flags", r.flags());
+  add("header.resident.keys", r.keys());
+  add("header.resident.sort_values", r.sort_values());
+}
 
 FirstRequest ReadFirst(const pb::Message* prototype, const grpc::ByteBuffer& buffer) {
   FirstRequest out;
   auto msg = Parse(prototype, buffer);
+  if (msg) ReadResidentIds(*msg, &out);
   const pb::Message* header = msg ? Sub(*msg, "header") : nullptr;
   if (!header) return out;
   for (const char* name : {"dtype", "key_dtype"}) {
@@ -243,22 +299,57 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
     if (last) delete this;
   }
 
+  static constexpr int kRefused = -2;
+
+  // The device whose worker holds the call's resident inputs (the device in their ids:
+  // ResidentStore::RouteOf); nullopt when it names no id of this front's workers (any worker then
+  // refuses it by name); kRefused once the call is refused here (inputs on two devices). Lock held.
+  std::optional<int> RouteResident(const FirstRequest& first, Deferred& d) {
+    std::optional<int> route;
+    std::string route_field;
+    const std::vector<WorkerStatus> all = front_->pool->Status();
+    for (const auto& [field, id] : first.resident) {
+      const int r = ResidentStore::RouteOf(id);
+      if (std::none_of(all.begin(), all.end(), [r](const WorkerStatus& w) { return w.device == r; })) continue;
+      if (route && *route != r) {
+        up_queue_.clear();
+        FinishLocked(InvalidArgument(field + " " + HexText(id) + " lies on device " + std::to_string(r) + ", " +
+                                     route_field + " on device " + std::to_string(*route) +
+                                     ": one call reads one device (behind --isolate-devices each device's arrays "
+                                     "live in its own worker process)"),
+                     d);
+        return kRefused;
+      }
+      route = r;
+      route_field = field;
+    }
+    return route;
+  }
+
   // The call's first event (lock held): route it and open the worker's call, or answer here.
   void Begin(Deferred& d) {
     FirstRequest first;
     if (!up_queue_.empty()) first = ReadFirst(request_type_, up_queue_.front());
     record_.dtype = first.dtype;
     std::optional<int> device;
-    if (first.device_memory) {
+    std::string held_by;  // the resident input that routed the call
+    if (first.device_memory && !LocalPeer(ctx_->peer())) {
       // The worker sees the front as its peer: whether the caller is on this host is judged here.
-      if (!LocalPeer(ctx_->peer())) {
-        up_queue_.clear();
-        FinishLocked(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                                  "header.device_memory: served only to callers on this host (a unix socket or "
-                                  "loopback), not to " + ctx_->peer()),
-                     d);
-        return;
-      }
+      up_queue_.clear();
+      FinishLocked(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                                std::string(first.resident.empty() ? "header." : "") +
+                                    "device_memory: served only to callers on this host (a unix socket or "
+                                    "loopback), not to " + ctx_->peer()),
+                   d);
+      return;
+    }
+    if (auto route = RouteResident(first, d)) {
+      if (*route == kRefused) return;
+      // Resident arrays live in the worker of the device that issued their ids.
+      device = *route;
+      held_by = first.resident.front().first;
+      lease_ = front_->pool->Pick(device);
+    } else if (first.device_memory) {
       // To the worker of the arrays' device; an unknown device to any, which names it in its refusal.
       device = front_->device_of ? front_->device_of(first.device_uuid) : std::nullopt;
       lease_ = front_->pool->Pick(device);
@@ -281,22 +372,14 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
       }
       up_queue_.clear();
       FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                device ? "the device that has this array's other lanes is not serving: " + why
-                                       : "no device is serving: " + why),
+                                !held_by.empty() ? "the device that holds " + held_by + " is not serving: " + why
+                                : device         ? "the device that has this array's other lanes is not serving: " + why
+                                                 : "no device is serving: " + why),
                    d);
       return;
     }
     record_.device = lease_->label();
-    // The client's metadata and deadline go along.
-    for (const auto& [key, value] : ctx_->client_metadata()) {
-      const std::string k(key.data(), key.size());
-      if (k.empty() || k[0] == ':' || k.rfind("grpc-", 0) == 0 || k == "user-agent" || k == "content-type" ||
-          k == "te") {
-        continue;
-      }
-      up_ctx_.AddMetadata(k, std::string(value.data(), value.size()));
-    }
-    if (ctx_->deadline() != std::chrono::system_clock::time_point::max()) up_ctx_.set_deadline(ctx_->deadline());
+    ForwardCaller(*ctx_, &up_ctx_);
     grpc::GenericStub stub(lease_->channel());
     stub.PrepareBidiStreamingCall(&up_ctx_, ctx_->method(), grpc::StubOptions(), &up_);
     up_.AddMultipleHolds(2);  // the write flow (client -> worker) and the read flow (worker -> client)

@@ -3,9 +3,12 @@
 // message in flight each way: the transports' own windows keep both pipes full. Metadata,
 // deadline, cancellation and the final status (trailers included) pass through both ways.
 //
-// Routing: a striped array's lanes (header.lanes of Scan, Reduce, Compact) all go to the worker
-// its first lane went to; any other call to the up worker with the fewest open calls. The front
-// answers GetServerInfo itself and relays Benchmark device by device (front.cc).
+// Routing: a call naming resident arrays (header.resident, GetArray's and DropArray's id, a
+// Pipeline's stage inputs) goes to the worker of the device in their ids (ResidentStore::RouteOf;
+// inputs on two devices: INVALID_ARGUMENT); a striped array's lanes (header.lanes of Scan, Reduce,
+// Compact) all go to the worker its first lane went to; device memory to its device's worker; any
+// other call (PutArray among them) to the up worker with the fewest open calls. The front answers
+// GetServerInfo and ListArrays itself and relays Benchmark device by device (front.cc).
 #pragma once
 
 #include <chrono>
@@ -17,6 +20,7 @@
 #include <optional>
 #include <string>
 
+#include <grpcpp/client_context.h>
 #include <grpcpp/generic/async_generic_service.h>
 
 #include "isolation/worker_pool.h"
@@ -52,6 +56,11 @@ struct FrontContext {
 
 // The reactor for one call of the front's generic service.
 grpc::ServerGenericBidiReactor* StartProxyCall(FrontContext* front, grpc::GenericCallbackServerContext* ctx);
+
+// What goes along from the caller's call to its worker's: the caller's metadata (less gRPC's own
+// and any gpuscan-front-tenant it sent), under mutual TLS the tenant of its certificate as
+// gpuscan-front-tenant (resident_store.h TenantOf), and its deadline.
+void ForwardCaller(const grpc::GenericCallbackServerContext& ctx, grpc::ClientContext* up);
 
 // "scan" for "/gpuscan.v1.GpuScan/Scan", "segmented_scan" for ".../SegmentedScan"; the method
 // itself for one of another service.

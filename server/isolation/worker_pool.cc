@@ -77,11 +77,7 @@ const std::set<std::string>& FrontOnlyFlags() {
   static const std::set<std::string> flags = {"--address",  "--metrics-address", "--devices",
                                               "--device",   "--isolate-devices", "--max-connection-age",
                                               "--tls-cert", "--tls-key",         "--tls-client-ca",
-                                              "--worker-exe",
-                                              // A front keeps no resident arrays yet: its workers' would each
-                                              // hold their own, and calls spread over them would not find them.
-                                              "--resident-bytes", "--tenant-quota-bytes", "--resident-ttl-ms",
-                                              "--spill-bytes"};
+                                              "--worker-exe"};
   return flags;
 }
 
@@ -89,7 +85,7 @@ const std::set<std::string>& FrontOnlyVariables() {
   static const std::set<std::string> vars = {
       "GPUSCAN_ADDRESS",  "GPUSCAN_METRICS_ADDRESS", "GPUSCAN_DEVICES",  "GPUSCAN_DEVICE",
       "GPUSCAN_ISOLATE_DEVICES", "GPUSCAN_MAX_CONNECTION_AGE", "GPUSCAN_TLS_CERT", "GPUSCAN_TLS_KEY",
-      "GPUSCAN_TLS_CLIENT_CA", "GPUSCAN_RESIDENT_BYTES", "GPUSCAN_TENANT_QUOTA_BYTES", "GPUSCAN_RESIDENT_TTL_MS"};
+      "GPUSCAN_TLS_CLIENT_CA"};
   return vars;
 }
 
@@ -305,7 +301,7 @@ std::unique_ptr<WorkerPool::Lease> WorkerPool::Pick(std::optional<int> device) {
     if (!best || w.open->load() < best->open->load()) best = &w;
   }
   if (!best) return nullptr;
-  next_ = (next_ + 1) % n;
+  if (!device) next_ = (next_ + 1) % n;  // calls bound to a device take no turn from the others
   auto& channel = best->channels[best->turn->fetch_add(1) % best->channels.size()];
   return std::make_unique<LeaseImpl>(channel, best->control, best->address, best->label, best->device, best->open);
 }

@@ -3,6 +3,7 @@
 #include <sys/random.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <stdexcept>
 #include <utility>
@@ -80,6 +81,7 @@ std::shared_ptr<engine::ResidentMemory> ResidentStore::Counted(std::unique_ptr<e
 
 ResidentStore::ResidentStore(engine::Engine* engine, ResidentOptions options)
     : engine_(engine), options_(options), epoch_(RandomBytes(8)), accounts_(std::make_shared<Accounts>()) {
+  if (options_.route >= 0) epoch_[0] = static_cast<char>(options_.route);
   if (options_.budget_bytes == 0) return;  // not served: no sweeper either
   sweeper_ = std::thread([this] {
     std::unique_lock<std::mutex> lock(mu_);
@@ -439,8 +441,21 @@ uint64_t ResidentStore::restores() const {
   return restores_;
 }
 
+namespace {
+std::atomic<bool> trust_front_tenant{false};
+}  // namespace
+
+void TrustFrontTenant() { trust_front_tenant = true; }
+
 grpc::Status TenantOf(const grpc::ServerContextBase& ctx, std::string* tenant) {
   tenant->clear();
+  if (trust_front_tenant) {
+    const auto& metadata = ctx.client_metadata();
+    if (auto it = metadata.find(kFrontTenantMetadata); it != metadata.end()) {
+      *tenant = std::string(it->second.data(), it->second.size());
+      return grpc::Status::OK;
+    }
+  }
   if (const auto auth = ctx.auth_context(); auth && auth->IsPeerAuthenticated()) {
     // Mutual TLS: the certificate names the tenant; metadata cannot claim another.
     for (const char* property : {GRPC_X509_CN_PROPERTY_NAME, GRPC_X509_SAN_PROPERTY_NAME}) {

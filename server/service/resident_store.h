@@ -29,6 +29,7 @@ struct ResidentOptions {
   uint64_t spill_bytes = 0;         // --spill-bytes: host memory arrays spill to past the budget; 0 = none
   std::chrono::milliseconds max_ttl{std::chrono::hours(1)};  // --resident-ttl-ms: the default and the cap
   std::chrono::milliseconds sweep_every{200};                 // how often expired arrays are dropped
+  int route = -1;  // 0-255: the first byte of the epoch (ResidentStore::RouteOf); -1: random as the rest
 };
 
 // One resident array. A call that uses it holds it (a shared_ptr), so memory dropped during the
@@ -50,6 +51,12 @@ class ResidentStore {
  public:
   static constexpr size_t kIdBytes = 24;     // 16 random bytes, then 8 of the epoch
   static constexpr size_t kMaxLabelBytes = 128;
+  // The byte of an id that names the worker of a front that issued it (ResidentOptions::route):
+  // the epoch's first. -1 for an id that is not kIdBytes long.
+  static constexpr size_t kRouteByte = kIdBytes - 8;
+  static int RouteOf(const std::string& id) {
+    return id.size() == kIdBytes ? static_cast<unsigned char>(id[kRouteByte]) : -1;
+  }
 
   ResidentStore(engine::Engine* engine, ResidentOptions options);
   ~ResidentStore();  // stops the sweeper; arrays still held by calls are freed when those end
@@ -151,5 +158,12 @@ std::string DTypeText(int dtype);
 // metadata ("" when absent: the default tenant). INVALID_ARGUMENT naming the metadata when it
 // has more than 128 bytes.
 grpc::Status TenantOf(const grpc::ServerContextBase& ctx, std::string* tenant);
+
+// A front of worker processes (server/isolation/) terminates the caller's TLS, so its worker
+// cannot see the certificate: the front sends the tenant it found (TenantOf, "x509:...") in this
+// metadata and drops any the caller sent. A worker (--worker-of-front, on a socket only its
+// front can reach) trusts it once TrustFrontTenant() is called; no other server reads it.
+inline constexpr const char* kFrontTenantMetadata = "gpuscan-front-tenant";
+void TrustFrontTenant();
 
 }  // namespace gpuscan::server

@@ -151,6 +151,7 @@ ResidentOptions ResidentOptionsOf(const ServerOptions& o) {
   r.tenant_quota_bytes = o.tenant_quota_bytes;
   r.spill_bytes = o.spill_bytes;
   r.max_ttl = o.resident_ttl;
+  r.route = o.resident_route;
   return r;
 }
 

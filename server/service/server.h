@@ -67,6 +67,9 @@ struct ServerOptions {
   uint64_t tenant_quota_bytes = 0;
   uint64_t spill_bytes = 0;  // --spill-bytes: host memory resident arrays spill to past resident_bytes
   std::chrono::milliseconds resident_ttl{std::chrono::hours(1)};
+  // A front's worker (--worker-of-front): its device, written into every resident id it issues
+  // (ResidentStore::RouteOf) so the front sends each call to the worker that has its arrays. -1: none.
+  int resident_route = -1;
   // gRPC core channel arguments of the listening server (name -> int, e.g.
   // grpc.http2.max_frame_size), after the server's own: a tuning knob, applied as given.
   std::map<std::string, int> grpc_int_args;
