@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <set>
@@ -24,6 +25,7 @@
 #include "gpuscan/pipeline.h"
 #include "gpuscan/resident_ops.h"
 #include "gpuscan/v1/gpuscan.grpc.pb.h"
+#include "isolation/front.h"
 #include "reference.h"
 #include "server_process.h"
 
@@ -234,6 +236,64 @@ TEST(FrontResidentWorkers, ARestartedWorkersIdsAreNotFoundSayingSo) {
   // The other device's arrays are untouched.
   if (DeviceOf(b) != device) EXPECT_EQ(b.Get<int32_t>(), x);
   a.release();  // (its drop would only be refused)
+}
+
+// Under mutual TLS the front terminates TLS, so its workers learn the certificate's tenant from it:
+// two certificates are two tenants, and neither metadata can claim the other's.
+TEST(FrontResidentTls, TheCertificateNamesTheTenantBehindTheFront) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("gpuscan-front-tls-" + std::to_string(::getpid()));
+  const std::string cmd = std::string("bash '") + GPUSCAN_TEST_CERTS_SCRIPT + "' '" + dir.string() + "' >/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  server::ServerOptions options;
+  options.address = "127.0.0.1:0";
+  options.tls_cert_file = (dir / "server.crt").string();
+  options.tls_key_file = (dir / "server.key").string();
+  options.tls_client_ca_file = (dir / "ca.crt").string();
+  server::WorkerPoolOptions pool;
+  pool.exe = ServerPath();
+  pool.args = {"--engine", "cpu", "--log-level", "warn", "--cpu-threads", "2", "--resident-bytes", "100000000"};
+  pool.devices = {0, 1};
+  pool.socket_dir = (dir / "workers").string();
+  fs::create_directories(pool.socket_dir);
+  fs::permissions(pool.socket_dir, fs::perms::owner_all);
+  auto front = server::Front::Start(options, pool, std::chrono::seconds(60));
+
+  auto client_of = [&](const std::string& cert, const std::string& tenant) {
+    ClientOptions co;
+    co.target = front->address();
+    co.timeout = std::chrono::seconds(20);
+    co.tenant = tenant;
+    co.tls.ca_file = (dir / "ca.crt").string();
+    co.tls.cert_file = (dir / (cert + ".crt")).string();
+    co.tls.key_file = (dir / (cert + ".key")).string();
+    return Client(co);
+  };
+  Client first = client_of("client", "");
+  Client second = client_of("client2", "x509:gpuscan test client");  // claims the first's identity
+  GPUSCAN_SEEDED_RNG(rng);
+  const auto x = testing::RandomInput<int64_t, ops::Sum<int64_t>>(5000, rng);
+  std::vector<RemoteArray> mine;
+  for (int i = 0; i < 2; ++i) mine.push_back(first.Put(x));  // one on each device
+  EXPECT_NE(DeviceOf(mine[0]), DeviceOf(mine[1]));
+  for (const RemoteArray& a : mine) {
+    try {
+      second.GetArray(a.id());
+      ADD_FAILURE() << "another certificate's array was found";
+    } catch (const RpcError& e) {
+      EXPECT_EQ(e.code(), grpc::StatusCode::NOT_FOUND) << e.what();
+    }
+    EXPECT_EQ(a.Get<int64_t>(), x);
+    EXPECT_EQ(first.Scan<int64_t>(a).values, (testing::ScanRef<int64_t, ops::Sum<int64_t>>(x, false)));
+  }
+  EXPECT_EQ(first.ListArrays().arrays_size(), 2);
+  EXPECT_EQ(second.ListArrays().arrays_size(), 0);
+  // A metadata tenant does not move the first's arrays under it either.
+  Client by_metadata = client_of("client", "someone-else");
+  EXPECT_EQ(by_metadata.ListArrays().arrays_size(), 2);
+  mine.clear();
+  front->Shutdown();
+  fs::remove_all(dir);
 }
 
 }  // namespace front_resident
