@@ -1,5 +1,6 @@
 // Resident arrays behind a front of worker processes (--isolate-devices), on the cpu engine: two
-// "devices" (worker slots 0 and 1), each worker keeping its own arrays. Puts spread over both; every
+// "devices" (worker slots 0 and 1), each worker keeping its own arrays (GPUSCAN_TEST_ENGINE=cuda on
+// a machine of two GPUs: the real ones). Puts spread over both; every
 // call on an array (operations, Get, Drop, pipelines, kept results) reaches the worker that has it
 // (the device in its id); ListArrays lists both; inputs on two devices are refused by name; tenants
 // stay apart, and a caller cannot claim another tenant through the front's own metadata; a worker
@@ -39,11 +40,17 @@ std::string ServerPath() {
   return dir && *dir ? std::string(dir) + "/gpuscan-server" : std::string(GPUSCAN_SERVER_PATH);
 }
 
+// The engine: GPUSCAN_TEST_ENGINE's (cuda on a machine of two GPUs: real devices), else cpu.
+std::string Engine() {
+  const char* e = std::getenv("GPUSCAN_TEST_ENGINE");
+  return e && *e ? e : "cpu";
+}
+
 std::unique_ptr<ServerProcess> StartFront(const std::string& name) {
-  const std::vector<std::string> args = {"--devices", "0,1", "--isolate-devices", "on", "--cpu-threads", "2",
-                                         "--resident-bytes", "100000000"};
+  std::vector<std::string> args = {"--devices", "0,1", "--isolate-devices", "on", "--resident-bytes", "100000000"};
+  if (Engine() == "cpu") args.insert(args.end(), {"--cpu-threads", "2"});
   return std::make_unique<ServerProcess>(
-      ServerPath(), "cpu", args, std::vector<std::string>{},
+      ServerPath(), Engine(), args, std::vector<std::string>{},
       ::testing::TempDir() + "/isolation_resident_" + name + "_" + std::to_string(::getpid()) + ".log");
 }
 
@@ -252,7 +259,8 @@ TEST(FrontResidentTls, TheCertificateNamesTheTenantBehindTheFront) {
   options.tls_client_ca_file = (dir / "ca.crt").string();
   server::WorkerPoolOptions pool;
   pool.exe = ServerPath();
-  pool.args = {"--engine", "cpu", "--log-level", "warn", "--cpu-threads", "2", "--resident-bytes", "100000000"};
+  pool.args = {"--engine", Engine(), "--log-level", "warn", "--resident-bytes", "100000000"};
+  if (Engine() == "cpu") pool.args.insert(pool.args.end(), {"--cpu-threads", "2"});
   pool.devices = {0, 1};
   pool.socket_dir = (dir / "workers").string();
   fs::create_directories(pool.socket_dir);
