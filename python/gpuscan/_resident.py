@@ -265,7 +265,8 @@ def put(c, x, ttl, label, copy, retries, timeout) -> Program:
     may have made the array, and a retry would leave a second one behind until its ttl (the C++
     client does the same)."""
     refuse("put", x=x)
-    _device.refuse("put", x=x)
+    if _device.is_device(x):
+        return _put_device(c, x, ttl, label, timeout)
     x, wire = _types.check_array(x, copy=copy, narrow=True)
     header = pb.PutArrayHeader(dtype=wire, element_count=len(x), ttl_ms=ttl_ms(ttl), label=check_label(label))
     retries, timeout = c._call_options(retries, timeout)
@@ -276,6 +277,38 @@ def put(c, x, ttl, label, copy, retries, timeout) -> Program:
         yield Call("PutArray", _chunking.data_requests(request, _wire.PUT_DATA, x, per), t, raws.__setitem__)
         return RemoteArray(c, pb.ArrayInfo.FromString(raws[0]))
     return _retried(0, timeout, attempt)
+
+
+def _put_device(c, x, ttl, label, timeout) -> Program:
+    """PutArray of a 1-D CUDA array (CuPy, PyTorch, ...: __cuda_array_interface__) by its device
+    memory (PutArrayHeader.device_memory): the header alone names the allocation by its CUDA IPC
+    handle, and the server copies it device to device. For a caller on the server's host and GPU,
+    with a server started with --allow-device-ipc and --resident-bytes; the device path's dtypes
+    (4- and 8-byte ones). The checks come in _device's order: the interface, the server, the driver."""
+    from . import _t_device  # (the device transport imports the client's modules)
+    a = _device.array(x, "x")
+    if len(a.shape) != 1:
+        raise ValueError(f"gpuscan: put takes a 1-D array, x has shape {a.shape}; pass x.ravel()")
+    header = pb.PutArrayHeader(dtype=_types.wire_dtype(a.dtype), element_count=a.n, ttl_ms=ttl_ms(ttl),
+                               label=check_label(label))
+    _, timeout = c._call_options(0, timeout)
+
+    def program():
+        info = yield from _t_device.server_info(c, timeout)
+        _device.check_server(info, c.target)
+        if a.n:  # an empty array names no memory: the header alone, as a streamed empty Put
+            drv = _device.driver()
+            at = drv.locate(a.ptr, "x")
+            _device.check_device(info, at.device_uuid, c.target)
+            if a.stream is not None:
+                drv.synchronize(at.ordinal, a.stream)
+            e = drv.export(a.ptr, a.nbytes, "x", at)
+            dm = header.device_memory
+            dm.device_uuid, dm.handle, dm.offset, dm.bytes = at.device_uuid, e.handle, e.offset, a.nbytes
+        raws = [b""]
+        yield Call("PutArray", [pb.PutArrayRequest(header=header).SerializeToString()], timeout, raws.__setitem__)
+        return RemoteArray(c, pb.ArrayInfo.FromString(raws[0]))
+    return program()
 
 
 class _Fetched:

@@ -507,7 +507,10 @@ class Client(ClientBase):
         as uint8) for the server to keep: a RemoteArray naming it, owned by this client's tenant. ttl: seconds
         unused before the server drops it (None: its --resident-ttl-ms, which also caps it). label: a name arrays()
         shows (<= 128 bytes). copy=, retries, timeout as scan's. A server without --resident-bytes:
-        gpuscan.Unimplemented; past its budget or the tenant's quota: gpuscan.ResourceExhausted."""
+        gpuscan.Unimplemented; past its budget or the tenant's quota: gpuscan.ResourceExhausted. A 1-D CUDA array
+        (CuPy, PyTorch: __cuda_array_interface__; 4- and 8-byte dtypes) is not streamed: the header names its memory
+        by a CUDA IPC handle and the server copies it device to device (a server on this host and GPU with
+        --allow-device-ipc, else gpuscan.FailedPrecondition)."""
         return self._drive(_resident.put(self, x, ttl, label, copy, retries, timeout))
 
     def get(self, r, offset: int = 0, count: Optional[int] = None, *, retries: Optional[int] = None,

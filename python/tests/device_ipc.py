@@ -170,6 +170,11 @@ class StandIn(pb_grpc.GpuScanServicer):
         h = self._header(requests)
         yield pb.ScanResponse(element_count=h.element_count, timing=pb.Timing(total_us=11))
 
+    def PutArray(self, requests, context):
+        h = self._header(requests)
+        return pb.ArrayInfo(id=bytes(range(24)), dtype=h.dtype, element_count=h.element_count,
+                            bytes=h.device_memory.bytes, device="0: Stand-in GPU", label=h.label)
+
 
 def histogram_edges(h) -> np.ndarray:
     """The edges a server computes from a HistogramHeader (see HistogramHeader)."""
@@ -273,7 +278,7 @@ def same_histogram(got, want, where=""):
 def start_server(binary, sock_dir, *, allow=True) -> LoggedProcess:
     sock = os.path.join(sock_dir, "allow.sock" if allow else "plain.sock")
     args = [binary, "--address", f"unix:{sock}", "--engine", "cuda", "--log-level", "info",
-            *(["--allow-device-ipc"] if allow else [])]
+            "--resident-bytes", str(1 << 30), *(["--allow-device-ipc"] if allow else [])]
     try:
         srv = LoggedProcess(args, re.compile(r"listening on (\S+)"), "gpuscan-server")
     except RuntimeError as e:
