@@ -1,8 +1,6 @@
-// Pipelines (gpuscan/pipeline.h): the raw call (Client::PipelineStream) and the builder. The
-// streamed input travels as raw messages (raw_messages.h), sent from the caller's memory where it
-// lies; the responses are ordinary protobuf messages (their data is nested in each operation's
-// response, and all of it comes only after every stage ran). Stage headers come from the builders
-// the typed and resident calls use (typed_support.h), so a stage takes the same options.
+// Pipelines (gpuscan/pipeline.h): the builder and its results (the raw call, Client::PipelineStream,
+// is pipeline_stream.cc). Stage headers come from the builders the typed and resident calls use
+// (typed_support.h), so a stage takes the same options.
 #include "gpuscan/pipeline.h"
 
 #include <grpcpp/impl/rpc_method.h>
@@ -26,66 +24,6 @@ namespace gpuscan {
 // A namespace of its own: the unity build joins this file with others' anonymous namespaces.
 namespace pipeline_detail {
 
-constexpr const char* kPipelineMethod = "/gpuscan.v1.GpuScan/Pipeline";
-
-using PipelineStreamPtr =
-    std::unique_ptr<grpc::ClientReaderWriter<detail::RawOut<v1::PipelineRequest>, v1::PipelineResponse>>;
-
-PipelineStreamPtr OpenPipeline(const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext* ctx) {
-  grpc::internal::RpcMethod method(kPipelineMethod, grpc::internal::RpcMethod::BIDI_STREAMING, channel);
-  return PipelineStreamPtr(
-      grpc::internal::ClientReaderWriterFactory<detail::RawOut<v1::PipelineRequest>, v1::PipelineResponse>::Create(
-          channel.get(), method, ctx));
-}
-
-// The array bytes a response carries (for Progress).
-uint64_t DataBytes(const v1::PipelineResponse& r) {
-  switch (r.result_case()) {
-    case v1::PipelineResponse::kScan: return r.scan().data().size();
-    case v1::PipelineResponse::kCompact: return r.compact().values().size() + r.compact().indices().size();
-    case v1::PipelineResponse::kSort:
-      return r.sort().keys().size() + r.sort().values().size() + r.sort().indices().size();
-    default: return 0;
-  }
-}
-
-// One Pipeline call: the header riding with the input's first chunk, the rest of the input, every
-// response in order.
-std::vector<v1::PipelineResponse> PipelineOnce(const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext& ctx,
-                                               const v1::PipelineHeader& header, Source in, size_t chunk,
-                                               detail::ProgressTracker& tracker, detail::BorrowedSlices* borrowed) {
-  PipelineStreamPtr stream = OpenPipeline(channel, &ctx);
-  std::vector<v1::PipelineResponse> responses;
-  auto write_all = [&] {
-    detail::RawOut<v1::PipelineRequest> req;
-    *req.msg.mutable_header() = header;
-    bool ended = !in;
-    for (bool first = true;; first = false) {
-      req.data = detail::NextChunk(in, chunk, ended, borrowed);
-      if (req.data.size() == 0 && !first) break;
-      if (!stream->Write(req)) break;  // the call is over: Finish says why
-      tracker.Sent(req.data.size());
-      if (ended) break;
-      req.clear_header();
-    }
-  };
-  auto read_all = [&] {
-    v1::PipelineResponse r;
-    while (stream->Read(&r)) {
-      tracker.Received(DataBytes(r));
-      responses.push_back(std::move(r));
-      r.Clear();
-    }
-  };
-  detail::RunBidi(ctx, *stream, write_all, read_all);
-  return responses;
-}
-
-bool Keeps(const v1::PipelineHeader& header) {
-  return std::any_of(header.stages().begin(), header.stages().end(),
-                     [](const v1::PipelineStage& s) { return s.returns() == v1::STAGE_RETURN_KEEP; });
-}
-
 RpcError Malformed(const std::string& what) {
   return RpcError(grpc::StatusCode::DATA_LOSS, "gpuscan: the pipeline's responses: " + what);
 }
@@ -107,7 +45,8 @@ v1::StageReturn ToProto(Return r) {
   switch (r) {
     case Return::kData: return v1::STAGE_RETURN_DATA;
     case Return::kKeep: return v1::STAGE_RETURN_KEEP;
-    case Return::kNone: break;
+    case Return::kNone:
+    case Return::kAuto: break;  // (resolved by Run)
   }
   return v1::STAGE_RETURN_NONE;
 }
@@ -157,31 +96,6 @@ void CheckCompact(const CompactOptions& options) {
 }
 
 }  // namespace pipeline_detail
-
-// -- the raw call
-
-std::vector<v1::PipelineResponse> Client::PipelineStream(const v1::PipelineHeader& header, Source input,
-                                                         Progress progress) {
-  detail::BorrowedSlices borrowed;  // before the call: it outlives the slices gRPC still holds
-  detail::ProgressTracker tracker(std::move(progress));
-  auto ctx = NewContext();
-  return pipeline_detail::PipelineOnce(channel_, *ctx, header, std::move(input),
-                                       ChunkBytes(std::max<size_t>(DTypeSize(header.input().dtype()), 1)), tracker,
-                                       &borrowed);
-}
-
-std::vector<v1::PipelineResponse> Client::PipelineStream(const v1::PipelineHeader& header, const Replay& input,
-                                                         Progress progress) {
-  if (pipeline_detail::Keeps(header)) return PipelineStream(header, input ? input() : Source{}, std::move(progress));
-  return detail::WithRetries(options_, *calls_, [&] {
-    detail::BorrowedSlices borrowed;
-    detail::ProgressTracker tracker(progress);
-    auto ctx = NewContext();
-    return pipeline_detail::PipelineOnce(channel_, *ctx, header, input ? input() : Source{},
-                                         ChunkBytes(std::max<size_t>(DTypeSize(header.input().dtype()), 1)), tracker,
-                                         &borrowed);
-  });
-}
 
 Pipeline Client::NewPipeline() { return Pipeline(*this); }
 
@@ -410,6 +324,18 @@ Stage Pipeline::SortPairs(const PipelineInput& keys, const PipelineInput& values
 // -- running it
 
 PipelineResult Pipeline::Run(Progress progress) {
+  // Return::kAuto: the stage's data comes back unless a later stage reads its arrays.
+  std::vector<bool> read(stages_.size(), false);
+  for (const v1::PipelineStage& s : header_.stages()) {
+    for (const v1::StageInput* in : {&s.values(), &s.flags(), &s.keys(), &s.sort_values()}) {
+      if (in->source_case() == v1::StageInput::kStage && in->stage() < read.size()) read[in->stage()] = true;
+    }
+  }
+  for (size_t i = 0; i < returns_.size(); ++i) {
+    if (returns_[i] != Return::kAuto) continue;
+    returns_[i] = read[i] ? Return::kNone : Return::kData;
+    header_.mutable_stages(static_cast<int>(i))->set_returns(pipeline_detail::ToProto(returns_[i]));
+  }
   const char* data = static_cast<const char*>(input_);
   const size_t bytes = input_bytes_;
   Replay input;
@@ -538,8 +464,8 @@ const std::string& PipelineResult::RawData(const Stage& s) const {
   const StageResult& r = Of(s);
   if (r.returns != Return::kData) {
     throw std::invalid_argument("gpuscan: PipelineResult::Data: " + pipeline_detail::StageText(s) +
-                                " did not return its data "
-                                "(Return::kData)");
+                                " did not return its data (Return::kData; by default, Return::kAuto, "
+                                "a stage returns it when no later stage reads it)");
   }
   if (!s.makes(s.array())) {
     throw std::invalid_argument("gpuscan: PipelineResult::Data: " + pipeline_detail::StageText(s) + " makes no " +

@@ -235,6 +235,26 @@ TEST_F(PipelineClientTest, SortThenSegmentedScanEqualsTheCalls) {
 }
 
 // Heads streamed in, values resident: a segmented scan by head flags, and the raw call's responses.
+// The default, Return::kAuto (Python's fetch=None): a stage's data comes back unless a later stage
+// reads it.
+TEST_F(PipelineClientTest, ByDefaultAStageNoLaterStageReadsReturnsItsData) {
+  const std::vector<int32_t> x = Random<int32_t>(5000, 77);
+  RemoteArray a = client_.Put(x);
+  Pipeline p = client_.NewPipeline();
+  const Stage kept = p.Compact(a, Above<int32_t>());  // read by the scan: an intermediate
+  const Stage sums = p.Scan(kept);                     // read by nobody: returned
+  const Stage sorted = p.Sort(a);                      // read by the reduce: an intermediate
+  const Stage max = p.Reduce(sorted, v1::OPERATOR_MAX);
+  const Stage again = p.Sort(a, true);                 // read by nobody: returned
+  PipelineResult r = p.Run();
+  const ::gpuscan::CompactResult<int32_t> one = client_.Compact(x, Above<int32_t>());
+  EXPECT_EQ(r.Data<int32_t>(sums), client_.Scan(one.values).values);
+  EXPECT_EQ(r.Value<int32_t>(max), *std::max_element(x.begin(), x.end()));
+  EXPECT_EQ(r.Data<int32_t>(again), client_.Sort(x.data(), x.size(), true).keys);
+  EXPECT_THROW(r.Data<int32_t>(sorted), std::invalid_argument);
+  EXPECT_THROW(r.Data<int32_t>(kept), std::invalid_argument);  // an intermediate: nothing came back
+}
+
 TEST_F(PipelineClientTest, SegmentedScanHeadsAndTheRawCall) {
   const size_t n = kChunk + 3;
   const std::vector<int64_t> x = Random<int64_t>(n, 3);

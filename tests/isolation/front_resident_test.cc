@@ -6,6 +6,7 @@
 // stay apart, and a caller cannot claim another tenant through the front's own metadata; a worker
 // that restarted answers its old ids NOT_FOUND saying so.
 #include <signal.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -261,6 +262,7 @@ TEST(FrontResidentTls, TheCertificateNamesTheTenantBehindTheFront) {
   pool.exe = ServerPath();
   pool.args = {"--engine", Engine(), "--log-level", "warn", "--resident-bytes", "100000000"};
   if (Engine() == "cpu") pool.args.insert(pool.args.end(), {"--cpu-threads", "2"});
+  pool.env = server::WorkerEnv(environ);  // (LD_LIBRARY_PATH where a device run carries the libraries)
   pool.devices = {0, 1};
   pool.socket_dir = (dir / "workers").string();
   fs::create_directories(pool.socket_dir);

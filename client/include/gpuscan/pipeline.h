@@ -50,6 +50,7 @@ namespace gpuscan {
 
 // What comes back of a stage besides its final response (v1::StageReturn).
 enum class Return {
+  kAuto,  // the default, as Python's fetch=None: kData when no later stage reads its arrays, else kNone
   kNone,  // nothing more: its arrays are intermediates, freed after the last stage that reads them
   kData,  // its arrays' elements come back (PipelineResult::Data)
   kKeep,  // its arrays are kept as new resident arrays (PipelineResult::Array)
@@ -138,33 +139,33 @@ class Pipeline {
 
   // The stages, as the Client's calls of the same names (client.h, resident_ops.h). `keep`: the
   // kept arrays' ttl and label, with Return::kKeep only.
-  Stage Scan(const PipelineInput& in, const ScanOptions& options = {}, Return returns = Return::kNone,
+  Stage Scan(const PipelineInput& in, const ScanOptions& options = {}, Return returns = Return::kAuto,
              const ResidentOptions& keep = {});
   Stage Reduce(const PipelineInput& in, v1::Operator op);  // PipelineResult::Value
   // By options.predicate (options.flags must be empty), or by a flags input (UINT8/INT8, nonzero
   // keeps; a RemoteArray or the streamed input). options.output: values, indices or both.
-  Stage Compact(const PipelineInput& in, const CompactOptions& options, Return returns = Return::kNone,
+  Stage Compact(const PipelineInput& in, const CompactOptions& options, Return returns = Return::kAuto,
                 const ResidentOptions& keep = {});
   Stage Compact(const PipelineInput& in, const PipelineInput& flags, const CompactOptions& options,
-                Return returns = Return::kNone, const ResidentOptions& keep = {});
+                Return returns = Return::kAuto, const ResidentOptions& keep = {});
   Stage Histogram(const PipelineInput& in, const HistogramBins& bins);  // PipelineResult::Histogram
   // keys: an integer array (its dtype is the key_dtype); heads: UINT8/INT8, nonzero begins a segment.
   Stage SegmentedScan(const PipelineInput& in, const PipelineInput& keys, const SegmentedScanOptions& options = {},
-                      Return returns = Return::kNone, const ResidentOptions& keep = {});
+                      Return returns = Return::kAuto, const ResidentOptions& keep = {});
   Stage SegmentedScanHeads(const PipelineInput& in, const PipelineInput& heads,
-                           const SegmentedScanOptions& options = {}, Return returns = Return::kNone,
+                           const SegmentedScanOptions& options = {}, Return returns = Return::kAuto,
                            const ResidentOptions& keep = {});
   // Stable sorts: the sorted keys; the permutation (Argsort, int64); the keys with values moved
   // along (SortPairs: the Stage is the keys, .SortValues() the values); any SortOutput (values:
   // required for, and only with, SORT_OUTPUT_KEYS_AND_VALUES).
-  Stage Sort(const PipelineInput& keys, bool descending = false, Return returns = Return::kNone,
+  Stage Sort(const PipelineInput& keys, bool descending = false, Return returns = Return::kAuto,
              const ResidentOptions& keep = {});
-  Stage Argsort(const PipelineInput& keys, bool descending = false, Return returns = Return::kNone,
+  Stage Argsort(const PipelineInput& keys, bool descending = false, Return returns = Return::kAuto,
                 const ResidentOptions& keep = {});
   Stage SortPairs(const PipelineInput& keys, const PipelineInput& values, bool descending = false,
-                  Return returns = Return::kNone, const ResidentOptions& keep = {});
+                  Return returns = Return::kAuto, const ResidentOptions& keep = {});
   Stage Sort(const PipelineInput& keys, const PipelineInput* values, v1::SortOutput output, bool descending,
-             Return returns = Return::kNone, const ResidentOptions& keep = {});
+             Return returns = Return::kAuto, const ResidentOptions& keep = {});
 
   // Sends the pipeline (Client::PipelineStream) and reads its results. May be run again: each Run
   // is a new call (kept arrays kept again). Throws RpcError as described above.
@@ -236,7 +237,7 @@ class PipelineResult {
     std::array<std::string, 3> data;  // returned elements, by v1::StageArray
     std::array<RemoteArray, 3> kept;  // kept arrays, by v1::StageArray
     std::array<bool, 3> taken{};
-    Return returns = Return::kNone;
+    Return returns = Return::kAuto;
   };
   const StageResult& Of(const Stage& s) const;
   [[noreturn]] static void WrongType(const Stage& s, v1::DType want);
