@@ -3,7 +3,8 @@
 # on two GPUs), on two H200s.
 #   here:    scripts/gpu pack --build build-gpu --targets "isolation_tests gpuscan-server" --python  (carry .gpu-pack/gpu.tar.xz only)
 #   device:  run(command="bash bench/results/front-resident-h200x2-2026-11-28/run.sh", carry=[".gpu-pack/gpu.tar.xz"], kind="nvidia-h200-x2", timeout_s=590)
-# Writes isolation_cuda.txt (tests/isolation/front_resident_test.cc with cuda workers on devices 0
+# Writes py_device_put.txt (python/tests/test_device_ipc_put.py and its neighbours on a GPU),
+# isolation_cuda.txt (tests/isolation/front_resident_test.cc with cuda workers on devices 0
 # and 1) and front.json (front_bench.py: the same resident calls through the front and through one
 # process serving both devices, in the same run).
 source scripts/lib/gpu-common.sh
@@ -19,4 +20,8 @@ PYTHONPATH=$P PYTHONDONTWRITEBYTECODE=1 timeout 300 python3 $here/front_bench.py
   $((1 << 26)) "$out/front.json"
 gpu_stop front
 gpu_stop inproc
+step "Python: c.put of CuPy arrays by device memory (and the device-memory suites beside it)"
+PYTHONPATH=$P PYTHONDONTWRITEBYTECODE=1 GPUSCAN_SERVER="$(gpu_wrapped_server)" GPUSCAN_TEST_ENGINE=cuda timeout 240 \
+  python3 -m pytest -q -p no:cacheprovider -rs python/tests/test_device_ipc_put.py python/tests/test_device_ipc_client.py \
+  python/tests/test_resident.py 2>&1 | tee "$out/py_device_put.txt" | tail -8
 exit 0
