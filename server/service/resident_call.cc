@@ -199,6 +199,40 @@ grpc::Status PlanGet(const v1::GetArrayRequest& request, const ResidentArray& ar
   return grpc::Status::OK;
 }
 
+grpc::Status CheckGetArrayMemory(const v1::GetArrayRequest& request, const GetRange& range) {
+  if (request.has_shared_memory() && request.has_device_memory()) {
+    return InvalidArgument("device_memory: cannot be combined with shared_memory (the range goes to one place)");
+  }
+  const bool shared = request.has_shared_memory();
+  const std::string field = shared ? "shared_memory" : "device_memory";
+  const bool out_set =
+      shared ? !request.shared_memory().output_region().empty() : !request.device_memory().output_handle().empty();
+  const uint64_t out_offset = shared ? request.shared_memory().output_offset() : request.device_memory().output_offset();
+  if (out_set || out_offset != 0) {
+    const std::string named =
+        !out_set ? field + ".output_offset " + std::to_string(out_offset)
+        : shared ? field + ".output_region \"" + request.shared_memory().output_region() + "\""
+                 : field + ".output_handle (" + std::to_string(request.device_memory().output_handle().size()) + " bytes)";
+    return InvalidArgument(named + ": GetArray writes the range at " + field + (shared ? ".region" : ".handle") +
+                           " and offset; the output fields stay unset");
+  }
+  const uint64_t bytes = shared ? request.shared_memory().bytes() : request.device_memory().bytes();
+  const uint64_t count = range.end - range.first, want = count * range.element_size;
+  if (bytes != want) {
+    return InvalidArgument(fmt::format("{}.bytes {} differs from the range's {} bytes ({} elements of {} bytes from offset {})",
+                                       field, bytes, want, count, range.element_size, range.first));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status GetArrayFieldNames(const grpc::Status& s) {
+  std::string m = s.error_message();
+  for (const char* header_field : {"header.shared_memory", "header.device_memory"}) {
+    for (size_t at = m.find(header_field); at != std::string::npos; at = m.find(header_field, at)) m.erase(at, 7);
+  }
+  return {s.error_code(), m};
+}
+
 grpc::Status ResidentOutput(ResidentStore& store, const ResidentCall& call, uint64_t bytes,
                             std::shared_ptr<engine::ResidentMemory>* out) {
   if (call.keep) return store.Allocate(call.tenant, bytes, out, call.values->memory.get());

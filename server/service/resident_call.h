@@ -131,6 +131,15 @@ struct GetRange {
 grpc::Status PlanGet(const v1::GetArrayRequest& request, const ResidentArray& array, uint64_t chunk_bytes,
                      GetRange* range);
 
+// GetArray into the caller's memory (request.shared_memory / device_memory), its own checks
+// before an operation's (OpenShared / OpenDevice, as an in-place Scan's output): INVALID_ARGUMENT
+// for both set, an operation's output field set (output_region / output_handle, output_offset:
+// the range goes to region / handle at offset), bytes other than the range's length.
+grpc::Status CheckGetArrayMemory(const v1::GetArrayRequest& request, const GetRange& range);
+// The operations' checks name their header's fields (header.shared_memory.region); GetArray's
+// are the request's own (shared_memory.region): the status with the "header." of those cut.
+grpc::Status GetArrayFieldNames(const grpc::Status& s);
+
 // The result memory's `bytes` read back in pieces of at most chunk_bytes (whole elements of
 // element_size), each into a payload: f(payload, first_element) for each, in order.
 template <class F>

@@ -59,7 +59,10 @@ class PutCall final
     return checks_.Chunk(req.data.size(), index);
   }
 
-  bool HeaderEndsStream() const override { return shared_ || device_; }
+  // Not even when the array comes from the caller's memory: the stream is read to its end so
+  // that data in a request after the header is refused (CheckRequest), not left unread while
+  // the call answers OK (it did: the matrix's PutArray_ShmWithDataChunk).
+  bool HeaderEndsStream() const override { return false; }
 
   void Open() override {
     const v1::PutArrayHeader& header = checks_.header();
@@ -170,9 +173,16 @@ class GetReactor final : public grpc::ServerWriteReactor<v1::GetArrayResponse> {
   // The range into the caller's shared or device memory in one copy, checked as an in-place
   // Scan's output (the range's byte count declared); the one response then carries no data.
   grpc::Status CopyOut(const CallContext& ctx, grpc::CallbackServerContext& rpc, const v1::GetArrayRequest& request) {
+    grpc::Status s = OpenAndCopy(ctx, rpc, request);
+    return s.ok() ? s : GetArrayFieldNames(s);
+  }
+
+  grpc::Status OpenAndCopy(const CallContext& ctx, grpc::CallbackServerContext& rpc, const v1::GetArrayRequest& request) {
     SharedNeeds needs;
     needs.scan_output = true;  // written in place: the named range is the destination
+    needs.rpc = "GetArray";
     const uint64_t count = range_.end - range_.first, bytes = count * range_.element_size;
+    if (auto s = CheckGetArrayMemory(request, range_); !s.ok()) return s;
     std::byte* to = nullptr;
     std::optional<SharedRanges> shared;
     std::optional<DeviceRanges> device;

@@ -43,7 +43,7 @@ void CheckResidentRejected(const grpc::Status& s) {
   if (m.empty()) Fail("resident call rejected with an empty message (code " + std::to_string(int(code)) + ")");
   static const char* const kFields[] = {"header",         "request #", "data of request", "data:",
                                         "id ",            "offset ",   "--resident-bytes", "--tenant-quota-bytes",
-                                        "empty stream"};
+                                        "empty stream",   "shared_memory", "device_memory"};
   if (std::none_of(std::begin(kFields), std::end(kFields), [&](const char* f) { return m.find(f) != std::string::npos; })) {
     Fail("the resident call's message names no field: " + m);
   }
@@ -59,7 +59,11 @@ namespace {
 // resident values id, a GetArray/DropArray id) names an array the fuzzer puts first (its dtype
 // from that byte), so the calls that need one are reachable. TTLs below a minute are raised by a
 // minute (the sweeper's clock is no part of the input). At the end every array is dropped, and
-// the store must account for no bytes.
+// the store must account for no bytes. PutArrayHeader's and GetArrayRequest's shared_memory and
+// device_memory go through the handlers' checks of those fields (OpenShared, OpenDevice,
+// CheckGetArrayMemory, GetArrayFieldNames) on a server with both off, so a call naming either is
+// never accepted: refused naming a field, or FAILED_PRECONDITION as memory that is off; a
+// GetArray's refusal never names a header (seeds: resident_seeds.cc, WriteResidentMemorySeeds).
 
 // The array `info` names holds exactly `bytes`, as `info` says.
 void ExpectHeld(server::ResidentStore& store, const std::string& tenant, const v1::ArrayInfo& info,
@@ -107,6 +111,40 @@ int AnyDType(uint8_t b) { return 1 + b % 11; }
 
 namespace {
 
+// The caller's memory of a PutArray or GetArray (shared_memory, device_memory), as on a server
+// with neither --shm-dir nor --allow-device-ipc: the checks of the fields themselves run (the
+// handlers' OpenShared / OpenDevice, and GetArray's CheckGetArrayMemory), and what passes them is
+// FAILED_PRECONDITION (the memory is off), never an array put or a range read.
+server::shm::RegionDir& RegionsOff() {
+  static server::shm::RegionDir* dir = server::shm::RegionDir::Disabled().release();  // never destroyed
+  return *dir;
+}
+server::IpcHandles& DeviceIpcOff() {
+  static server::IpcHandles* handles = new server::IpcHandles(nullptr, false);
+  return *handles;
+}
+// The message of a call refused because its memory is off (the end of every such call here).
+bool MemoryOff(const grpc::Status& s) {
+  const std::string& m = s.error_message();
+  return s.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&
+         (m.find("shared memory is off on this server") != std::string::npos ||
+          m.find("this server does not open device memory") != std::string::npos);
+}
+grpc::Status OpenMemory(const v1::SharedMemory& shm, const v1::DeviceMemory* device, bool both, size_t element_size,
+                        const server::SharedNeeds& needs, std::optional<uint64_t> count) {
+  if (device) {
+    server::DeviceRanges ranges;
+    return server::OpenDevice(DeviceIpcOff(), "unix:fuzz", *device, both, element_size, needs, count, &ranges);
+  }
+  server::SharedRanges ranges;
+  return server::OpenShared(RegionsOff(), shm, element_size, needs, count, 0, &ranges);
+}
+// A refusal of a call with caller memory: a field named, or the memory off; never accepted.
+void CheckMemoryRejected(const grpc::Status& st, const char* rpc) {
+  if (st.ok()) Fail(std::string(rpc) + " with caller memory accepted on a server without it");
+  if (!MemoryOff(st)) CheckResidentRejected(st);
+}
+
 Result FuzzPutArray(server::ResidentStore& store, const std::vector<Request>& requests, uint64_t chunk_bytes) {
   grpc::Status st = requests.empty() ? server::EmptyStreamStatus() : grpc::Status::OK;
   server::PutChecks checks(store, chunk_bytes);
@@ -119,6 +157,16 @@ Result FuzzPutArray(server::ResidentStore& store, const std::vector<Request>& re
       auto h = ParseHeader<v1::PutArrayHeader>(r.header);
       h.set_ttl_ms(PinTtl(h.ttl_ms()));
       st = checks.Header(h, NoCall(), &tenant);
+      // The handler's OnHeader: the caller's memory, when the array comes from there.
+      if (st.ok() && (h.has_shared_memory() || h.has_device_memory())) {
+        server::SharedNeeds needs;
+        needs.rpc = "PutArray";
+        st = OpenMemory(h.shared_memory(), h.has_device_memory() ? &h.device_memory() : nullptr, h.has_shared_memory(),
+                        checks.element_size(), needs,
+                        h.has_element_count() ? std::optional<uint64_t>(h.element_count()) : std::nullopt);
+        CheckMemoryRejected(st, "PutArray");
+        return {st, 0};
+      }
       // The handler's Open: a declared count's memory, taken once the call is admitted.
       if (st.ok() && h.has_element_count()) {
         st = store.Allocate(tenant, h.element_count() * checks.element_size(), &memory);
@@ -169,6 +217,21 @@ Result FuzzGetArray(server::ResidentStore& store, const std::vector<Request>& re
   if (!st.ok()) {
     CheckResidentRejected(st);
     if (made && st.error_code() != grpc::StatusCode::OUT_OF_RANGE) Fail("GetArray of a put array: " + st.error_message());
+    return {st, 0};
+  }
+  if (req.has_shared_memory() || req.has_device_memory()) {  // GetReactor::CopyOut
+    server::SharedNeeds needs;
+    needs.scan_output = true;
+    needs.rpc = "GetArray";
+    st = server::CheckGetArrayMemory(req, range);
+    if (st.ok()) {
+      st = OpenMemory(req.shared_memory(), req.has_device_memory() ? &req.device_memory() : nullptr,
+                      req.has_shared_memory(), range.element_size, needs, range.end - range.first);
+    }
+    st = server::GetArrayFieldNames(st);
+    CheckMemoryRejected(st, "GetArray");
+    // GetArrayRequest has no header: its refusals name the request's own fields.
+    if (st.error_message().find("header.") != std::string::npos) Fail("GetArray's refusal names a header: " + st.error_message());
     return {st, 0};
   }
   const size_t size = server::WireDTypeSize(a->dtype);

@@ -41,6 +41,7 @@ H WithResidentH(H h, const std::string& values, bool keep = false) {
 
 // The seeds of the resident calls (WriteSeeds' last: the earlier seeds' bytes stay as they were).
 void WriteResidentOpSeeds(const std::function<void(const std::string&, int, uint8_t, const std::vector<SeedRequest>&)>& put);
+void WriteResidentMemorySeeds(const std::function<void(const std::string&, int, uint8_t, const std::vector<SeedRequest>&)>& put);
 
 }  // namespace
 
@@ -101,7 +102,74 @@ void WriteResidentSeeds(const std::function<void(const std::string&, int, uint8_
   put("reject_scan_resident_not_served", kScanResident, kChunk256 | kNotServed,
       {Head(WithResidentH(ScanH(v1::DTYPE_INT32, v1::OPERATOR_SUM), ""), NonZero(16, 4))});
   WriteResidentOpSeeds(put);
+  WriteResidentMemorySeeds(put);
 }
+
+// PutArrayHeader's and GetArrayRequest's shared_memory and device_memory: the fuzzer's server
+// has neither (no --shm-dir, no --allow-device-ipc), so each is refused, by the fields' own
+// checks (request_fuzz_resident.cc: OpenShared / OpenDevice, CheckGetArrayMemory) or, well
+// formed, as memory that is off. A seed per field, and the ways each can be wrong on its own.
+namespace {
+v1::SharedMemory Shm(uint64_t bytes, uint64_t offset = 0) {
+  v1::SharedMemory m;
+  m.set_region("seed-region");
+  m.set_offset(offset);
+  m.set_bytes(bytes);
+  return m;
+}
+v1::DeviceMemory Dev(uint64_t bytes, size_t handle_bytes = 64, size_t uuid_bytes = 16) {
+  v1::DeviceMemory m;
+  m.set_device_uuid(std::string(uuid_bytes, '\x5a'));
+  m.set_handle(std::string(handle_bytes, '\x11'));
+  m.set_bytes(bytes);
+  return m;
+}
+void WriteResidentMemorySeeds(const std::function<void(const std::string&, int, uint8_t, const std::vector<SeedRequest>&)>& put) {
+  {
+    v1::PutArrayHeader h = PutH(v1::DTYPE_INT32);
+    *h.mutable_shared_memory() = Shm(64);
+    put("reject_put_array_shared_memory", kPutArray, kChunk256, {Head(h)});
+    put("reject_put_array_shared_memory_with_data", kPutArray, kChunk256, {Head(h), Chunk(NonZero(64, 4))});
+    h.set_element_count(5);
+    put("reject_put_array_shared_memory_count_differs", kPutArray, kChunk256, {Head(h)});
+    h = PutH(v1::DTYPE_INT64);
+    *h.mutable_shared_memory() = Shm(12);
+    put("reject_put_array_shared_memory_partial_element", kPutArray, kChunk256, {Head(h)});
+    h = PutH(v1::DTYPE_INT32);
+    *h.mutable_shared_memory() = Shm(64);
+    h.mutable_shared_memory()->set_output_region("seed-out");
+    put("reject_put_array_shared_memory_output_region", kPutArray, kChunk256, {Head(h)});
+  }
+  {
+    v1::PutArrayHeader h = PutH(v1::DTYPE_FLOAT32);
+    *h.mutable_device_memory() = Dev(64);
+    put("reject_put_array_device_memory", kPutArray, kChunk256, {Head(h)});
+    *h.mutable_shared_memory() = Shm(64);
+    put("reject_put_array_both_memories", kPutArray, kChunk256, {Head(h)});
+    h = PutH(v1::DTYPE_FLOAT32);
+    *h.mutable_device_memory() = Dev(64, 63);
+    put("reject_put_array_device_memory_handle_short", kPutArray, kChunk256, {Head(h)});
+  }
+  {
+    v1::GetArrayRequest r = GetR("", 0, std::nullopt);
+    *r.mutable_shared_memory() = Shm(64);
+    put("reject_get_array_shared_memory", kGetArray, kChunk64, {Head(r, NonZero(64, 4))});
+    r.mutable_shared_memory()->set_bytes(60);
+    put("reject_get_array_shared_memory_bytes_differ", kGetArray, kChunk64, {Head(r, NonZero(64, 4))});
+    r.mutable_shared_memory()->set_bytes(64);
+    r.mutable_shared_memory()->set_output_region("seed-out");
+    put("reject_get_array_shared_memory_output_region", kGetArray, kChunk64, {Head(r, NonZero(64, 4))});
+    r = GetR("", 2, 4);
+    *r.mutable_device_memory() = Dev(16);
+    put("reject_get_array_device_memory", kGetArray, kChunk64, {Head(r, NonZero(64, 4))});
+    *r.mutable_shared_memory() = Shm(16);
+    put("reject_get_array_both_memories", kGetArray, kChunk64, {Head(r, NonZero(64, 4))});
+    r = GetR("", 0, std::nullopt);
+    *r.mutable_device_memory() = Dev(64, 64, 15);
+    put("reject_get_array_device_memory_uuid_short", kGetArray, kChunk64, {Head(r, NonZero(64, 4))});
+  }
+}
+}  // namespace
 
 // The operations of several inputs on resident arrays: an empty id of an input the header asks
 // for, or a one-byte id (its dtype), names an array put from request #0 (values: data; flags,

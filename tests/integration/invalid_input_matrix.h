@@ -4,7 +4,8 @@
 // invalid_input_transport_rows.cc (lanes, shared memory, device memory) and
 // invalid_input_op_rows.cc (Histogram, SegmentedScan, ReduceByKey, Sort, Scan2D, narrow dtypes),
 // invalid_input_resident_rows.cc (PutArray, GetArray, DropArray, ListArrays, Scan's and Reduce's
-// header.resident), invalid_input_resident_keyed_rows.cc (header.resident of SegmentedScan,
+// header.resident), invalid_input_resident_memory_rows.cc (PutArray's and GetArray's shared_memory
+// and device_memory), invalid_input_resident_keyed_rows.cc (header.resident of SegmentedScan,
 // ReduceByKey and Scan2D), invalid_input_resident_select_rows.cc (Compact's, Histogram's and
 // Sort's header.resident) and invalid_input_pipeline_rows.cc (Pipeline).
 // A named namespace, not an anonymous one: the files share these, and the unity build puts some
@@ -413,6 +414,7 @@ void SortRows(std::vector<Row>& rows);
 void Scan2DRows(std::vector<Row>& rows);
 void NarrowRows(std::vector<Row>& rows);
 void ResidentRows(std::vector<Row>& rows);
+void ResidentMemoryRows(std::vector<Row>& rows);  // PutArray's and GetArray's shared_memory, device_memory
 void ResidentKeyedRows(std::vector<Row>& rows);  // invalid_input_resident_keyed_rows.cc
 void ResidentSelectRows(std::vector<Row>& rows);  // Compact's, Histogram's and Sort's header.resident
 void PipelineRows(std::vector<Row>& rows);        // invalid_input_pipeline_rows.cc

@@ -47,6 +47,7 @@ std::vector<Row> Rows() {
   Scan2DRows(rows);
   NarrowRows(rows);
   ResidentRows(rows);
+  ResidentMemoryRows(rows);
   ResidentKeyedRows(rows);
   ResidentSelectRows(rows);
   PipelineRows(rows);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,48 @@ TEST_F(ResidentSharedMemoryTest, RefusalsNameTheField) {
     while (reader->Read(&resp)) {
     }
     ExpectRefused(reader->Finish(), grpc::StatusCode::NOT_FOUND, {"gpuscan-no-such-region"});
+  }
+}
+
+// GetArrayRequest has no header: its refusals name its own fields (shared_memory.bytes, not
+// header.shared_memory.bytes nor header.element_count), and an operation's output fields are
+// refused (output_region used to be where the range was written, region only read).
+TEST_F(ResidentSharedMemoryTest, GetArrayRefusalsNameTheRequestsFields) {
+  SharedRegion r = SharedRegion::Create(*dir_, 4096);
+  v1::ArrayInfo info;
+  ASSERT_TRUE(PutShared(r, 0, 4096, v1::DTYPE_INT32, &info).ok());
+  SharedRegion out = SharedRegion::Create(*dir_, 4096);
+  auto get = [&](const std::function<void(v1::GetArrayRequest&)>& edit) {
+    grpc::ClientContext ctx;
+    v1::GetArrayRequest req;
+    req.set_id(info.id());
+    req.mutable_shared_memory()->set_region(out.name());
+    req.mutable_shared_memory()->set_bytes(4096);
+    edit(req);
+    auto reader = stub_->GetArray(&ctx, req);
+    v1::GetArrayResponse resp;
+    while (reader->Read(&resp)) {
+    }
+    return reader->Finish();
+  };
+  const grpc::Status bytes = get([](v1::GetArrayRequest& q) { q.mutable_shared_memory()->set_bytes(4000); });
+  ExpectRefused(bytes, grpc::StatusCode::INVALID_ARGUMENT,
+                {"shared_memory.bytes 4000 differs from the range's 4096 bytes (1024 elements of 4 bytes from offset 0)"});
+  const grpc::Status missing = get([](v1::GetArrayRequest& q) { q.mutable_shared_memory()->set_region("nope"); });
+  ExpectRefused(missing, grpc::StatusCode::NOT_FOUND, {"shared_memory.region \"nope\""});
+  const grpc::Status output = get([&](v1::GetArrayRequest& q) { q.mutable_shared_memory()->set_output_region(r.name()); });
+  ExpectRefused(output, grpc::StatusCode::INVALID_ARGUMENT, {"shared_memory.output_region", "output fields stay unset"});
+  const grpc::Status both = get([](v1::GetArrayRequest& q) { q.mutable_device_memory()->set_bytes(4096); });
+  ExpectRefused(both, grpc::StatusCode::INVALID_ARGUMENT, {"device_memory: cannot be combined with shared_memory"});
+  const grpc::Status device = get([](v1::GetArrayRequest& q) {
+    q.clear_shared_memory();
+    q.mutable_device_memory()->set_device_uuid(std::string(16, '\x5a'));
+    q.mutable_device_memory()->set_handle(std::string(64, '\x11'));
+    q.mutable_device_memory()->set_bytes(4096);
+  });
+  EXPECT_EQ(device.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << device.error_message();
+  for (const grpc::Status* s : {&bytes, &missing, &output, &both, &device}) {
+    EXPECT_EQ(s->error_message().find("header."), std::string::npos) << s->error_message();
   }
 }
 
