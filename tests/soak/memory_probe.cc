@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -44,6 +45,36 @@ uint64_t ReadThreads(pid_t pid) {
   return 0;
 }
 
+std::map<std::string, uint64_t> ReadThreadNames(pid_t pid) {
+  std::map<std::string, uint64_t> names;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    std::ifstream f(it->path() / "comm");
+    std::string name;
+    if (std::getline(f, name)) ++names[name];
+  }
+  return names;
+}
+
+std::string ThreadGrowth(const QuietMemory& base, const QuietMemory& end, uint64_t slack, bool* breathing) {
+  static const char* const kGrpc[] = {"default-executo", "event_engine",   "grpc_global_tim", "grpcpp_sync_ser",
+                                      "resolver-execut", "timer_manager", "nexting_thread"};
+  std::string text;
+  uint64_t grew = 0;
+  *breathing = true;
+  for (const auto& [name, n] : end.thread_names) {
+    const auto at = base.thread_names.find(name);
+    const uint64_t before = at == base.thread_names.end() ? 0 : at->second;
+    if (n <= before) continue;
+    grew += n - before;
+    text += (text.empty() ? "" : ", ") + name + " +" + std::to_string(n - before);
+    if (std::none_of(std::begin(kGrpc), std::end(kGrpc), [&](const char* g) { return name == g; })) *breathing = false;
+  }
+  if (grew > slack) *breathing = false;
+  return text;
+}
+
 bool HasHeapProbe(pid_t pid) {
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
   std::string line;
@@ -61,6 +92,7 @@ QuietMemory ReadQuietMemory(pid_t pid, bool probe, const std::string& heap_file)
     m.rss = ReadProcMemory(pid);
   }
   m.threads = ReadThreads(pid);
+  m.thread_names = ReadThreadNames(pid);
   m.fds = CountFds(pid);
   if (!probe) return m;
   // A report left from an earlier probe (or an earlier server) must not pass for this one.
