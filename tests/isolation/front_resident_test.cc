@@ -200,7 +200,8 @@ TEST_F(FrontResidentTest, TenantsStayApartAndCannotClaimTheFrontsTenant) {
   } catch (const RpcError& e) {
     EXPECT_EQ(e.code(), grpc::StatusCode::NOT_FOUND) << e.what();
   }
-  for (const v1::ArrayInfo& info : b.ListArrays().arrays()) EXPECT_NE(info.id(), mine.id());
+  const v1::ListArraysResponse theirs = b.ListArrays();  // (held: a range-for over a temporary's member dangles)
+  for (const v1::ArrayInfo& info : theirs.arrays()) EXPECT_NE(info.id(), mine.id());
   // The metadata the front tells its workers the tenant in is dropped when a caller sends it.
   auto stub = v1::GpuScan::NewStub(grpc::CreateChannel(front_->target(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
