@@ -28,7 +28,7 @@ stamp "configure $build"
 CC=${CC_SANITIZE:-clang} CXX=${CXX_SANITIZE:-clang++} cmake -S . -B "$build" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O0 -gline-tables-only" \
-  -DGPUSCAN_ENABLE_CUDA=OFF -DGPUSCAN_SANITIZE=address,undefined -DGPUSCAN_FUZZ=ON >/dev/null
+  -DGPUSCAN_TEST_CXX_FLAGS= -DGPUSCAN_ENABLE_CUDA=OFF -DGPUSCAN_SANITIZE=address,undefined -DGPUSCAN_FUZZ=ON >/dev/null
 # The integration suites drive the CPU engine through the whole service; the unit suites (same
 # engine, called directly) run in `make test` and are left out here to keep CI well under 20 min.
 # The corpus and the saved findings run under the sanitizers as the fuzzer's initial corpus

@@ -47,6 +47,8 @@ struct E2EArgs {
   // this directory (empty: the server's --shm-dir); only headers cross gRPC.
   bool shm = false;
   std::string shm_dir;
+  // Resident (bench_e2e_resident.h): the input put on the server once; each call names it.
+  bool resident = false;
   std::string json_path;
 };
 

@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "bench.h"
+#include "bench_e2e_resident.h"
 #include "bench_e2e_shm.h"
 #include "gpuscan/json.h"
 #include "names.h"
@@ -328,10 +329,16 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
   std::optional<RegionPool> pool;
   if (a.shm) pool.emplace(ShmDir(a.shm_dir, client), input);
   if (a.shm && (a.lanes > 1 || a.shards > 1)) throw std::invalid_argument("--shm takes neither --lanes nor --shards");
+  if (a.resident && (a.shm || a.lanes > 1 || a.shards > 1 || a.plain_io)) {
+    throw std::invalid_argument("--resident takes none of --shm, --lanes, --shards, --plain-io");
+  }
+  std::optional<RemoteArray> remote;  // --resident: put once, before every level
+  if (a.resident) remote.emplace(client.Put(dtype, input.data(), input.size()));
 
   const bool one_at_a_time = std::all_of(a.concurrency.begin(), a.concurrency.end(), [](unsigned c) { return c == 1; });
   std::string shard_out(shards > 1 && a.op == "scan" && one_at_a_time ? bytes : 0, '\0');
   auto service_call = [&]() -> Timing {
+    if (remote) return ResidentCall(client, a, *remote, CheckingSink(expected, true), predicate);
     if (pool) {
       RegionPool::Pair* r = pool->Take();
       try {
@@ -377,6 +384,10 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
   // when they copy (--plain-io's Source, shards' checked SourceAt).
   const void* ceiling_data = a.plain_io || shards > 1 ? nullptr : input.data();
   auto ceiling_call = [&]() -> Timing {
+    if (remote) {
+      client.Health();
+      return {};
+    }
     if (pool) {
       RegionPool::Pair* r = pool->Take();
       HostPass(r->in.data(), r->out.data(), bytes, echo);
@@ -400,8 +411,10 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
                                .c_str()
               : lanes > 1 ? (std::to_string(lanes) + " lanes per call, each on its own connection").c_str()
               : a.shm     ? "arrays in shared-memory regions, headers on one channel"
+              : remote    ? "the array put once, resident on the server; headers and results on one channel"
                           : "one shared channel");
   const std::string ceiling_name =
+      remote ? std::string("one unary call (Health) on the same channel; its p50 in ceil_GB/s's place, ms") :
       pool ? std::string(echo ? "the host copying" : "the host reading") + " the same bytes on " +
                  std::to_string(kHostThreads) + " threads"
            : std::string("Transport ") + (echo ? "with echo" : "without echo") + " of " +
@@ -430,10 +443,11 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
     const LevelResult s = RunLevel(c, a, bytes, service_call);
     WarmUp(a.warmup_calls, ceiling_call);
     const LevelResult t = RunLevel(c, a, bytes, ceiling_call);
-    const double pct = t.gbps > 0 ? 100.0 * s.gbps / t.gbps : 0;
+    // Resident calls move no input: they compare with the floor's latency, not its bandwidth.
+    const double pct = remote ? (s.p50 > 0 ? 100.0 * t.p50 / s.p50 : 0) : t.gbps > 0 ? 100.0 * s.gbps / t.gbps : 0;
     std::printf("%5u %9.1f %8.3f %9.3f %9.3f %9.3f | %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f | %9.3f %7.1f%%\n", c,
                 s.requests_per_s, s.gbps, s.p50, s.p90, s.p99, s.receive, s.queue, s.h2d, s.kernel, s.d2h, s.send,
-                s.total, t.gbps, pct);
+                s.total, remote ? t.p50 : t.gbps, pct);
     std::fflush(stdout);
     errors += s.errors + t.errors;
     if (first_error.empty()) first_error = !s.first_error.empty() ? s.first_error : t.first_error;
@@ -449,10 +463,10 @@ int RunE2EBench(const E2EArgs& a, const GlobalOptions& g) {
                        ",\"duration_s\":" + (a.requests ? "null" : JsonNumber(a.duration_s)) +
                        ",\"requests_per_level\":" + (a.requests ? std::to_string(a.requests) : "null") +
                        ",\"warmup_calls\":" + std::to_string(a.warmup_calls) +
-                       ",\"channel\":\"shared\",\"shm\":" + (a.shm ? "true" : "false") + ",\"lanes\":" + std::to_string(lanes) + ",\"shards\":" + std::to_string(shards) +
+                       ",\"channel\":\"shared\",\"shm\":" + (a.shm ? "true" : "false") + ",\"resident\":" + (remote ? "true" : "false") + ",\"lanes\":" + std::to_string(lanes) + ",\"shards\":" + std::to_string(shards) +
                        ",\"checked\":" + (expected.empty() ? "false" : "true") + ",\"plain_io\":" + (a.plain_io ? "true" : "false") + ",\"server\":{\"target\":" + JsonQuote(g.server) + ",\"security\":" + JsonQuote(tls_name) +
                        ",\"engine\":" + JsonQuote(info.engine()) + ",\"device\":" + JsonQuote(device) +
-                       ",\"version\":" + JsonQuote(info.version()) + "},\"ceiling_rpc\":{\"name\":" + (pool ? "\"host\"" : "\"Transport\"") + ",\"echo\":" +
+                       ",\"version\":" + JsonQuote(info.version()) + "},\"ceiling_rpc\":{\"name\":" + (remote ? "\"Health\"" : pool ? "\"host\"" : "\"Transport\"") + ",\"echo\":" +
                        (echo ? "true" : "false") +
                        (pool ? ",\"host\":" + std::string(echo ? "\"memcpy\"" : "\"read\"") +
                                    ",\"threads\":" + std::to_string(kHostThreads)

@@ -97,6 +97,10 @@ Command AddBenchCommand(CLI::App& app, const GlobalOptions& g) {
                             "--shm-dir): one input and one output region per calling thread, reused");
   cmd->add_option("--shm-dir", a->e.shm_dir, "e2e: where to create the regions (default: the server's --shm-dir)")
       ->needs(shm);
+  cmd->add_flag("--resident", a->e.resident,
+                "e2e: put the input on the server once (it needs --resident-bytes) and name it in each call, "
+                "so only the header goes out and the result comes back; the ceiling is one unary call "
+                "(Health), its p50 in ms shown in ceil_GB/s's column and %ceil its share of the call's");
   cmd->add_flag("--check", a->e.check,
                 "e2e: check every scan result against the expected prefix sums (integer dtypes; "
                 "computed once before the run)");
@@ -112,6 +116,7 @@ Command AddBenchCommand(CLI::App& app, const GlobalOptions& g) {
       "  gpuscan bench --e2e --op scan --dtype int32 --bytes 1073741824 --lanes 8 --check --concurrency 1 --requests 3\n"
       "  gpuscan -s ipv4:127.0.0.1:50051,127.0.0.1:50052 bench --e2e --op scan --bytes 1073741824 --shards 2 --check\n"
       "  gpuscan bench --e2e --op scan --bytes 1073741824 --shm --check --concurrency 1 --requests 5\n"
+      "  gpuscan bench --e2e --op reduce --elements 1024 --resident --concurrency 1 --requests 2000\n"
       "--e2e drives all calls over one shared channel (one Client, like ghz's default of one\n"
       "connection); the transport ceiling uses the same channel, bytes and concurrency (Transport\n"
       "RPC: echo for scan and compact, no echo for reduce).");

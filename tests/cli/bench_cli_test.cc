@@ -8,6 +8,7 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
+#include "gpuscan/client.h"
 #include "in_process_server.h"
 #include "temp_dir.h"
 
@@ -177,6 +178,43 @@ TEST_F(BenchCli, E2EReduceByRequestCount) {
   const pb::Struct& level = doc.fields().at("levels").list_value().values(0).struct_value();
   EXPECT_EQ(Number(level, "requests"), 6);
   EXPECT_EQ(Number(Object(level, "ceiling"), "requests"), 6);
+}
+
+// --resident: the input put once, each call naming it (scan results checked); the ceiling is one
+// unary call, compared by latency; the array is dropped at the end.
+TEST_F(BenchCli, E2EResidentCallsAgainstOneUnaryCall) {
+  std::unique_ptr<server::Server> keeper = StartCpuServer("127.0.0.1:0", "", 64 << 20);
+  for (const char* op : {"scan", "reduce", "compact"}) {
+    const std::string json_path = dir_ / (std::string(op) + "_resident.json");
+    const std::string cmd = std::string(GPUSCAN_CLI_PATH) + " --no-progress -s " + keeper->address() +
+                            " bench --e2e --op " + op + " --elements 1025 --resident --check --concurrency 1,2 " +
+                            "--requests 6 --json " + json_path + " > " + dir_ / "stdout" + " 2> " + dir_ / "stderr";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadFile(dir_ / "stdout") << ReadFile(dir_ / "stderr");
+    const std::string out = ReadFile(dir_ / "stdout");
+    EXPECT_NE(out.find("the array put once, resident on the server"), std::string::npos) << out;
+    EXPECT_NE(out.find("ceiling: one unary call (Health)"), std::string::npos) << out;
+    if (std::string(op) == "scan") EXPECT_NE(out.find("results checked"), std::string::npos) << out;
+    pb::Struct doc;
+    ASSERT_TRUE(pb::util::JsonStringToMessage(ReadFile(json_path), &doc).ok());
+    EXPECT_TRUE(doc.fields().at("resident").bool_value());
+    EXPECT_EQ(Object(doc, "ceiling_rpc").fields().at("name").string_value(), "Health");
+    for (const auto& v : doc.fields().at("levels").list_value().values()) {
+      const pb::Struct& level = v.struct_value();
+      EXPECT_EQ(Number(level, "requests"), 6);
+      EXPECT_EQ(Number(level, "errors"), 0);
+      EXPECT_GT(Number(Object(level, "latency_ms"), "p50"), 0);
+      EXPECT_GT(Number(Object(Object(level, "ceiling"), "latency_ms"), "p50"), 0);
+      EXPECT_GT(Number(level, "pct_of_ceiling"), 0);
+    }
+  }
+  // Every run's array was dropped when it ended.
+  gpuscan::ClientOptions o;
+  o.target = keeper->address();
+  EXPECT_EQ(gpuscan::Client(o).ListArrays().arrays_size(), 0);
+  // Refused with the modes that move the input some other way.
+  EXPECT_EQ(Run("bench --e2e --op scan --elements 1024 --resident --lanes 2 --requests 1"), 1);
+  EXPECT_NE(err_.find("--resident takes none of"), std::string::npos) << err_;
+  keeper->Shutdown();
 }
 
 TEST_F(BenchCli, KernelsOnTheCpuEngineFailsWithTheServersReason) {
