@@ -4,7 +4,8 @@
 # int64 dask array of DASK_GIB GiB persisted on the workers; cumsum, sum and histogram through
 # gpuscan.dask with both servers (worker i -> GPU i) and with one (both workers -> GPU 0), and
 # dask's own cumsum(axis=0), sum and histogram on the same array and cluster; every result checked
-# against dask's (dask_bench.py). Prints a table of GB/s (input bytes / best time) and the speedups.
+# against dask's (dask_bench.py); and the same calls on the blocks kept on the servers
+# (gpuscan.dask.persist: each server gets --resident-bytes DASK_RESIDENT_BYTES, 32 GiB). Prints a table of GB/s (input bytes / best time) and the speedups.
 # Pack with `--targets gpuscan-server --dask`: the GPU machine's Python has no dask, so a Python
 # 3.11 with dask travels (.gpu-pack/python.tar.xz, scripts/lib/pack-dask-python.sh).
 #   here, CPU servers, same steps: DASK_ENGINE=cpu DASK_GIB=0.25 DASK_THREADS=1 DASK_PYTHON=python3 scripts/gpu run dask
@@ -36,7 +37,8 @@ step "two gpuscan servers ($engine engine), one per GPU"
 for dev in 0 1; do
   flags=()
   [ "$engine" = cuda ] && flags=(--device "$dev")
-  gpu_server "gpu$dev" "127.0.0.1:$((port + dev))" --engine "$engine" "${flags[@]}" --shm-dir "$shm" || exit 1
+  gpu_server "gpu$dev" "127.0.0.1:$((port + dev))" --engine "$engine" "${flags[@]}" --shm-dir "$shm" \
+    --resident-bytes "${DASK_RESIDENT_BYTES:-$((32 << 30))}" || exit 1
   grep -m1 "listening on" "$out/server_gpu$dev.log"
 done
 

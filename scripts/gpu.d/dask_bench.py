@@ -88,6 +88,17 @@ def main():
             checks[label + ", shm blocks"] = {"cumsum": bool(da.all(ys == ref_cumsum).compute()),
                                               "sum": bool(ss == ref_sum)}
             del xs, ys
+            # The blocks kept on the servers (gd.persist): a call sends its block's id, not its bytes.
+            t = time.perf_counter()
+            with gd.persist(x, dask_client=dc) as p:
+                print(f"  blocks put on the servers in {time.perf_counter() - t:.2f} s", flush=True)
+                yp = measure("cumsum", label + ", persisted", lambda: gd.cumsum(p), True)
+                sp = measure("sum", label + ", persisted", lambda: gd.reduce(p), False)
+                hp = measure("histogram", label + ", persisted", lambda: gd.histogram(p, bins, range=(lo, hi))[0],
+                             False)
+                checks[label + ", persisted"] = {"cumsum": bool(da.all(yp == ref_cumsum).compute()),
+                                                 "sum": bool(sp == ref_sum), "histogram": bool(np.array_equal(hp, ref_hist))}
+                del yp
             info = gd.worker_info(dc)
             print(f"  checks against dask's: {checks[label]}; workers: "
                   + "; ".join(f"{i['target']} shared memory {i['shared_memory']} ({i['calls']} calls)"
@@ -105,6 +116,10 @@ def main():
     lines = [f"{'op':<10} {'backend':<32} {'GB/s':>8} {'best s':>8} {'median s':>9}"]
     for r in rows:
         lines.append(f"{r['op']:<10} {r['backend']:<32} {r['gbps']:8.2f} {r['best_s']:8.3f} {r['median_s']:9.3f}")
+    for op in ("cumsum", "sum", "histogram"):
+        per2, per1 = best[(op, "gpuscan, 2 servers, persisted")], best[(op, "gpuscan, 1 server, persisted")]
+        speed[op].update({"persisted_two_over_one_server": per2 / per1,
+                          "persisted_two_servers_over_dask_numpy": per2 / best[(op, "dask numpy")]})
     for op in ("cumsum", "sum"):
         shm2, shm1 = best[(op, "gpuscan, 2 servers, shm blocks")], best[(op, "gpuscan, 1 server, shm blocks")]
         speed[op].update({"shm_two_over_one_server": shm2 / shm1,
@@ -114,7 +129,8 @@ def main():
                      f"2 servers / dask numpy {s['two_servers_over_dask_numpy']:.2f}x" +
                      (f"; blocks in shared memory: 2 servers / 1 server {s['shm_two_over_one_server']:.2f}x, "
                       f"2 servers / dask numpy {s['shm_two_servers_over_dask_numpy']:.2f}x"
-                      if "shm_two_over_one_server" in s else ""))
+                      if "shm_two_over_one_server" in s else "") +
+                     f"; persisted: 2 servers / dask numpy {s['persisted_two_servers_over_dask_numpy']:.2f}x")
     ok = all(v for c in checks.values() for k, v in c.items() if k != "workers")
     lines.append("every result equals dask's own" if ok else f"MISMATCH against dask's own: {checks}")
     table = "\n".join(lines)
