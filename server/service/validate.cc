@@ -34,9 +34,9 @@ grpc::Status ToEngineOp(int wire, engine::DType dtype, const char* field, engine
 }
 
 template <class T>
-grpc::Status FitInteger(const v1::Scalar& s, const std::string& field, engine::DType dtype, T* out) {
+grpc::Status FitInteger(const v1::Scalar& s, const std::string& field, const std::string& dtype, T* out) {
   auto out_of_range = [&](const std::string& v) {
-    return InvalidArgument(field + "=" + v + " does not fit dtype " + std::string(engine::Name(dtype)));
+    return InvalidArgument(field + "=" + v + " does not fit dtype " + dtype);
   };
   if (s.value_case() == v1::Scalar::kIntValue) {
     int64_t v = s.int_value();
@@ -380,19 +380,64 @@ grpc::Status ToEngine(const v1::CompactHeader& h, engine::CompactSpec* spec, std
   }
   spec->predicate.op = static_cast<engine::PredicateOp>(p.op() - v1::PREDICATE_OP_NONZERO);
   const bool needs_threshold = p.op() != v1::PREDICATE_OP_NONZERO && p.op() != v1::PREDICATE_OP_NOT_NAN;
+  // A narrow array's bounds are values of its own dtype (the carrier, spec->dtype, holds them).
+  auto bound = [&](const v1::Scalar& v, const std::string& field, unsigned char out[8]) {
+    return narrow && *narrow ? NarrowBound(v, **narrow, field, out) : ScalarToElement(v, spec->dtype, field, out);
+  };
   if (needs_threshold) {
-    if (auto s = ScalarToElement(p.threshold(), spec->dtype, "header.predicate.threshold",
-                                 spec->predicate.threshold);
-        !s.ok()) {
-      return s;
-    }
+    if (auto s = bound(p.threshold(), "header.predicate.threshold", spec->predicate.threshold); !s.ok()) return s;
   }
   if (p.op() == v1::PREDICATE_OP_IN_RANGE) {
-    if (auto s = ScalarToElement(p.upper(), spec->dtype, "header.predicate.upper", spec->predicate.upper);
-        !s.ok()) {
-      return s;
-    }
+    if (auto s = bound(p.upper(), "header.predicate.upper", spec->predicate.upper); !s.ok()) return s;
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status NarrowBound(const v1::Scalar& s, const NarrowInput& narrow, const std::string& field,
+                         unsigned char out[8]) {
+  const std::string name = NarrowName(narrow.wire);
+  const bool is_float = narrow.wire == v1::DTYPE_FLOAT16;
+  if (s.value_case() == v1::Scalar::VALUE_NOT_SET) {
+    return InvalidArgument(field + " is required for this predicate and is not set");
+  }
+  if (is_float != (s.value_case() == v1::Scalar::kFloatValue)) {
+    return InvalidArgument(field + (is_float ? " must be a float_value" : " must be an int_value or uint_value") +
+                           " for dtype " + name + ", got " + DescribeScalar(s));
+  }
+  if (is_float) {  // in range for float32, the carrier (ScalarToElement's check), then rounded below
+    if (auto st = ScalarToElement(s, engine::DType::kFloat32, field, out); !st.ok()) return st;
+  }
+  auto fit = [&](auto narrow_value, auto carried) -> grpc::Status {
+    if (auto st = FitInteger(s, field, name, &narrow_value); !st.ok()) return st;
+    carried = narrow_value;
+    std::memcpy(out, &carried, sizeof(carried));
+    return grpc::Status::OK;
+  };
+  switch (narrow.wire) {
+    case v1::DTYPE_INT8: return fit(int8_t{}, int32_t{});
+    case v1::DTYPE_UINT8: return fit(uint8_t{}, uint32_t{});
+    case v1::DTYPE_INT16: return fit(int16_t{}, int32_t{});
+    case v1::DTYPE_UINT16: return fit(uint16_t{}, uint32_t{});
+    default: break;
+  }
+  // FLOAT16: numpy compares a float16 array with a float in float16 where the float fits it, so
+  // the bound is rounded to float16 (to nearest, ties to even); one beyond float16's range stays
+  // the float32 that ScalarToElement wrote, as numpy then compares wider (and as the Python
+  // client sends it).
+  const double v = s.float_value();
+  // double -> float rounded to odd, then float -> half to nearest: one correct rounding (float
+  // keeps more than two bits beyond half's precision).
+  float f = static_cast<float>(v);
+  if (std::isfinite(v) && static_cast<double>(f) != v) {
+    if (std::fabs(static_cast<double>(f)) > std::fabs(v)) f = std::nextafter(f, 0.0f);
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof(bits));
+    bits |= 1u;
+    std::memcpy(&f, &bits, sizeof(bits));
+  }
+  const float rounded = HalfToFloat(FloatToHalf(f));
+  if (std::isinf(rounded) && std::isfinite(v)) return grpc::Status::OK;
+  std::memcpy(out, &rounded, sizeof(rounded));
   return grpc::Status::OK;
 }
 
@@ -423,7 +468,7 @@ grpc::Status ScalarToElement(const v1::Scalar& s, engine::DType dtype, const std
         return InvalidArgument(field + " must be an int_value or uint_value for dtype " +
                                std::string(engine::Name(dtype)) + ", got " + DescribeScalar(s));
       }
-      if (auto st = FitInteger<T>(s, field, dtype, &value); !st.ok()) return st;
+      if (auto st = FitInteger<T>(s, field, std::string(engine::Name(dtype)), &value); !st.ok()) return st;
     }
     std::memcpy(out, &value, sizeof(T));
     return grpc::Status::OK;

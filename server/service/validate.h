@@ -63,6 +63,11 @@ v1::ScanAlgorithm ToWire(engine::ScanAlgorithm a);
 // its kind matches the dtype and that the value fits. `field` names it in the message.
 grpc::Status ScalarToElement(const v1::Scalar& scalar, engine::DType dtype, const std::string& field,
                              unsigned char out[8]);
+// A predicate operand of a narrow array, as ScalarToElement for the narrow dtype itself: its kind
+// and range are the narrow dtype's (int8 300 is refused naming int8), a FLOAT16 bound is rounded
+// to float16 where it fits (numpy compares so); written into `out` as the carrier's element.
+grpc::Status NarrowBound(const v1::Scalar& scalar, const NarrowInput& narrow, const std::string& field,
+                         unsigned char out[8]);
 // The inverse, for Reduce's answer.
 v1::Scalar ElementToScalar(const void* element, engine::DType dtype);
 

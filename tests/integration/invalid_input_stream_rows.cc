@@ -170,6 +170,36 @@ void StreamRows(std::vector<Row>& rows) {
     c.mutable_header()->mutable_predicate()->mutable_upper()->set_float_value(2.0);
     rows.push_back(MakeRow("FloatUpperForInt32", K{c}, kInvalid,
                            {"header.predicate.upper must be an int_value or uint_value", "float_value=2"}));
+    // A narrow array's bounds in its own dtype, not its carrier's (int32, uint32, float32).
+    struct NarrowRow {
+      const char* name;
+      v1::DType dtype;
+      int64_t value;
+      const char* says;
+    };
+    for (const NarrowRow& r : {NarrowRow{"Int8Threshold300", v1::DTYPE_INT8, 300, "=300 does not fit dtype int8"},
+                               NarrowRow{"Int8ThresholdMinus129", v1::DTYPE_INT8, -129, "=-129 does not fit dtype int8"},
+                               NarrowRow{"Uint8Threshold256", v1::DTYPE_UINT8, 256, "=256 does not fit dtype uint8"},
+                               NarrowRow{"Uint8ThresholdMinus1", v1::DTYPE_UINT8, -1, "=-1 does not fit dtype uint8"},
+                               NarrowRow{"Int16Threshold40000", v1::DTYPE_INT16, 40000, "=40000 does not fit dtype int16"},
+                               NarrowRow{"Uint16Threshold65536", v1::DTYPE_UINT16, 65536,
+                                         "=65536 does not fit dtype uint16"}}) {
+      c = CompactPredicate(r.dtype, v1::PREDICATE_OP_GT);
+      c.mutable_header()->mutable_predicate()->mutable_threshold()->set_int_value(r.value);
+      rows.push_back(MakeRow(r.name, K{c}, kInvalid, {std::string("header.predicate.threshold") + r.says}));
+    }
+    c = CompactPredicate(v1::DTYPE_INT8, v1::PREDICATE_OP_IN_RANGE);
+    c.mutable_header()->mutable_predicate()->mutable_threshold()->set_int_value(-5);
+    c.mutable_header()->mutable_predicate()->mutable_upper()->set_uint_value(128);
+    rows.push_back(MakeRow("Int8UpperBeyond", K{c}, kInvalid, {"header.predicate.upper=128 does not fit dtype int8"}));
+    c = CompactPredicate(v1::DTYPE_FLOAT16, v1::PREDICATE_OP_GT);
+    c.mutable_header()->mutable_predicate()->mutable_threshold()->set_int_value(3);
+    rows.push_back(MakeRow("IntThresholdForFloat16", K{c}, kInvalid,
+                           {"header.predicate.threshold must be a float_value for dtype float16", "int_value=3"}));
+    c = CompactPredicate(v1::DTYPE_UINT8, v1::PREDICATE_OP_GT);
+    c.mutable_header()->mutable_predicate()->mutable_threshold()->set_float_value(1.5);
+    rows.push_back(MakeRow("FloatThresholdForUint8", K{c}, kInvalid,
+                           {"header.predicate.threshold must be an int_value or uint_value for dtype uint8"}));
   }
 
   // ---- a chunk above the chunk limit; a call above --max-request-bytes; a message above the
