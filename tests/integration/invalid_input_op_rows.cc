@@ -242,6 +242,10 @@ void NarrowRows(std::vector<Row>& rows) {
     };
     add("NarrowOutputForIntegers", [&](auto r) { return std::vector{WithOutput(head(r, v1::DTYPE_INT8), v1::DTYPE_INT16)}; },
         kInvalid, {"header.output_dtype=DTYPE_INT16", "header.dtype=DTYPE_INT8", "narrow output"});
+    // numpy's cumsum(int8, dtype=float16): not served (the proto's ScanHeader.output_dtype).
+    add("Float16OutputForIntegers",
+        [&](auto r) { return std::vector{WithOutput(head(r, v1::DTYPE_INT8), v1::DTYPE_FLOAT16)}; }, kInvalid,
+        {"header.output_dtype=DTYPE_FLOAT16 for header.dtype=DTYPE_INT8", "served for FLOAT16 input only"});
     add("OutputDTypeOfAWideInput",
         [&](auto r) { return std::vector{WithOutput(head(r, v1::DTYPE_INT32), v1::DTYPE_INT64)}; }, kInvalid,
         {"header.output_dtype=DTYPE_INT64 differs from header.dtype=DTYPE_INT32"});
