@@ -267,14 +267,28 @@ v1::ArrayInfo Client::DropArray(const std::string& id) {
   return response.info();
 }
 
-v1::ListArraysResponse Client::ListArrays() {
+v1::ListArraysResponse Client::ListArrays(const v1::ListArraysRequest& request) {
   return detail::WithRetries(options_, *calls_, [&] {
     v1::ListArraysResponse response;
     auto ctx = NewContext();
-    const grpc::Status status = stub_->ListArrays(ctx.get(), v1::ListArraysRequest(), &response);
+    const grpc::Status status = stub_->ListArrays(ctx.get(), request, &response);
     if (!status.ok()) throw RpcError(status);
     return response;
   });
+}
+
+v1::ListArraysResponse Client::ListArrays() {
+  v1::ListArraysRequest request;
+  v1::ListArraysResponse all = ListArrays(request);
+  while (!all.next_page_token().empty()) {  // the counts are the last page's, the newest
+    request.set_page_token(all.next_page_token());
+    v1::ListArraysResponse page = ListArrays(request);
+    for (v1::ArrayInfo& a : *page.mutable_arrays()) *all.add_arrays() = std::move(a);
+    page.clear_arrays();
+    all.Swap(&page);  // the page's counts and token, every array so far
+    all.mutable_arrays()->Swap(page.mutable_arrays());
+  }
+  return all;
 }
 
 v1::ReduceResponse Client::ReduceResident(const v1::ReduceHeader& header) {

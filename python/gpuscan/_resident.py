@@ -378,13 +378,20 @@ def drop(c, r, timeout) -> Program:
 
 
 def arrays(c, timeout) -> Program:
-    """ListArrays: a ResidentArrays of this client's RemoteArrays. Not retried."""
+    """ListArrays, page after page (next_page_token): a ResidentArrays of this client's
+    RemoteArrays, with the last page's byte counts. Not retried."""
     timeout = c._call_timeout(timeout)
 
     def program():
-        raws = [b""]
-        yield Single("ListArrays", b"", timeout, raws.__setitem__)
-        m = pb.ListArraysResponse.FromString(raws[0])
-        return ResidentArrays([RemoteArray(c, a) for a in m.arrays], m.tenant_bytes, m.tenant_quota_bytes,
-                              m.budget_bytes, m.used_bytes)
+        found, token = [], ""
+        while True:
+            raws = [b""]
+            yield Single("ListArrays", pb.ListArraysRequest(page_token=token).SerializeToString(), timeout,
+                         raws.__setitem__)
+            m = pb.ListArraysResponse.FromString(raws[0])
+            found.extend(m.arrays)
+            token = m.next_page_token
+            if not token:
+                return ResidentArrays([RemoteArray(c, a) for a in found], m.tenant_bytes, m.tenant_quota_bytes,
+                                      m.budget_bytes, m.used_bytes)
     return program()

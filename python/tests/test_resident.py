@@ -274,6 +274,18 @@ def test_arrays_listing(own, rng):
     assert sorted(q.label for q in own.arrays()) == ["l1", "l2"]
 
 
+def test_arrays_listing_gathers_every_page(own, rng):
+    """ListArrays answers 1000 arrays a page: arrays() asks for every page (next_page_token)."""
+    rs = [own.put(np.full(1 + i % 3, i, np.int32)) for i in range(1050)]
+    listed = own.arrays()
+    assert len(listed) == 1050 and sorted(q.id for q in listed) == sorted(r.id for r in rs)
+    if listed.budget_bytes == RESIDENT_BYTES:  # one store: oldest first
+        assert [q.id for q in listed] == [r.id for r in rs]
+    for r in rs:
+        r.drop()
+    assert len(own.arrays()) == 0
+
+
 def test_argument_checks(own, rng):
     x = data(rng, "int32", 4)
     for bad in (0, -1, "1", float("nan"), float("inf"), True):

@@ -172,7 +172,8 @@ def test_keep_chains_across_operations(own, rng):
 
 @pytest.mark.parametrize("dtype", NARROW)
 def test_narrow_resident_inputs(own, rng, dtype):
-    """A narrow RemoteArray computed as the streamed narrow call (the server widens it)."""
+    """A narrow RemoteArray computed as the streamed narrow call (the server widens it; compact
+    and sort give narrow results, as streamed)."""
     for n in (0, 1, 63, 64, 65, 200):
         x = data(rng, dtype, n)
         keys, mask = keys_for(rng, n, "int32"), (rng.random(n) < 0.5).astype(np.uint8)
@@ -184,11 +185,13 @@ def test_narrow_resident_inputs(own, rng, dtype):
         if n:
             check(own, own.scan2d, (x.reshape(n, 1),), (r.reshape(n, 1),))
             check(own, own.scan, (x.reshape(1, n),), (r.reshape(1, n),), axis=1)
-        # Compact and sort take narrow arrays streamed, not resident yet: the server says so.
-        for call in (lambda: own.compact(r, predicate="nonzero"), lambda: own.compact(r, where=m),
-                     lambda: own.sort(r), lambda: own.argsort(r), lambda: own.sort(k, values=r)):
-            with pytest.raises(gpuscan.InvalidArgument, match="narrow"):
-                call()
+        # Compact and sort: narrow in, narrow out (kept arrays of the input's dtype).
+        check(own, own.compact, (x,), (r,), predicate="nonzero", indices=True)
+        check(own, lambda v, w, **kw: own.compact(v, where=w, **kw), (x, mask), (r, m))
+        check(own, own.sort, (x,), (r,))
+        check(own, own.argsort, (x,), (r,))
+        check(own, lambda kk, v, **kw: own.sort(kk, values=v, **kw), (keys, x), (k, r))
+        check(own, lambda kk, v, **kw: own.sort(kk, values=v, **kw), (x, keys), (r, k))
 
 
 def test_refusals(own, rng):

@@ -19,6 +19,7 @@
 #include "gpuscan/v1/gpuscan.grpc.pb.h"
 #include "gpuscan/v1/gpuscan.pb.h"
 #include "isolation/proxy_call.h"
+#include "service/resident_store.h"
 #include "metrics/endpoint.h"
 #include "metrics/metrics.h"
 #include "service/executor.h"
@@ -289,25 +290,60 @@ class FrontImpl final : public Front {
     return grpc::Status::OK;
   }
 
-  // ListArrays: every serving worker's list of the caller's arrays, device by device (each oldest
-  // first), with the byte counts summed; the quota is each device's (each worker enforces its own).
-  // A worker that fails the call (no resident arrays, a bad tenant) fails it with its status.
+  // ListArrays: the caller's arrays device by device (each worker's oldest first), a page at a
+  // time: a page takes the current device's worker's page and, when that worker has no more, goes
+  // on to the next devices' until it is full. The front's token is "d<device>.<that worker's
+  // token>" ("" for the first page). The byte counts are every serving worker's, summed (workers
+  // not paged are asked for a page of one, for their counts); the quota is each device's. A worker
+  // that fails the call (no resident arrays, a bad tenant or token) fails it with its status.
   grpc::Status ListArrays(LocalCall& call, const grpc::ByteBuffer& buffer, const grpc::GenericCallbackServerContext& ctx) {
     v1::ListArraysRequest request;
     if (!ParseBuffer(buffer, &request)) return {grpc::StatusCode::INVALID_ARGUMENT, "malformed ListArraysRequest"};
+    std::vector<WorkerStatus> workers = pool_.Status();
+    std::sort(workers.begin(), workers.end(), [](const auto& a, const auto& b) { return a.device < b.device; });
+    int from = workers.empty() ? 0 : workers.front().device;  // the device the page starts on
+    std::string inner;                                         // and its worker's token
+    if (!request.page_token().empty()) {
+      const std::string& t = request.page_token();
+      const size_t dot = t.find('.');
+      const std::string digits = dot == std::string::npos ? "" : t.substr(1, dot - 1);
+      if (t[0] != 'd' || digits.empty() || digits.size() > 3 || digits.find_first_not_of("0123456789") != std::string::npos) {
+        return {grpc::StatusCode::INVALID_ARGUMENT, "page_token \"" + t.substr(0, 64) +
+                                                        "\" is not a token this server issued (pass a "
+                                                        "ListArraysResponse.next_page_token, or none for the first page)"};
+      }
+      from = std::stoi(digits);
+      inner = t.substr(dot + 1);
+    }
+    uint64_t room = request.page_size() == 0 ? server::ResidentStore::kListPageDefault
+                                             : std::min<uint32_t>(request.page_size(), server::ResidentStore::kListPageMax);
     v1::ListArraysResponse merged;
-    bool any = false;
-    for (const WorkerStatus& w : pool_.Status()) {
+    bool any = false, paging = false;
+    for (const WorkerStatus& w : workers) {
       auto lease = w.up ? pool_.Pick(w.device) : nullptr;
       if (!lease) continue;
+      // Before the page's device, or once the page is full: a page of one for the counts.
+      const bool fills = w.device >= from && room > 0 && merged.next_page_token().empty();
+      v1::ListArraysRequest one_request;
+      one_request.set_page_size(fills ? static_cast<uint32_t>(room) : 1);
+      if (fills && w.device == from) one_request.set_page_token(inner);
       grpc::ClientContext up;
       ForwardCaller(ctx, &up);
       call.SetCanceller([&up] { up.TryCancel(); });
       v1::ListArraysResponse one;
-      const grpc::Status s = v1::GpuScan::NewStub(lease->channel())->ListArrays(&up, request, &one);
+      const grpc::Status s = v1::GpuScan::NewStub(lease->channel())->ListArrays(&up, one_request, &one);
       call.SetCanceller(nullptr);
       if (!s.ok()) return s;
-      for (v1::ArrayInfo& a : *one.mutable_arrays()) *merged.add_arrays() = std::move(a);
+      if (fills) {
+        paging = true;
+        room -= std::min<uint64_t>(room, one.arrays_size());
+        for (v1::ArrayInfo& a : *one.mutable_arrays()) *merged.add_arrays() = std::move(a);
+        if (!one.next_page_token().empty()) {
+          merged.set_next_page_token("d" + std::to_string(w.device) + "." + one.next_page_token());
+        }
+      } else if (w.device > from && merged.next_page_token().empty() && paging) {
+        merged.set_next_page_token("d" + std::to_string(w.device) + ".");  // the page filled before this device
+      }
       merged.set_tenant_bytes(merged.tenant_bytes() + one.tenant_bytes());
       merged.set_tenant_quota_bytes(one.tenant_quota_bytes());
       merged.set_budget_bytes(merged.budget_bytes() + one.budget_bytes());

@@ -11,6 +11,7 @@
 #include "service/handlers.h"
 #include "service/raw_wire.h"
 #include "service/resident_call.h"
+#include "service/resident_feed.h"
 #include "service/shared_memory.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
@@ -46,7 +47,7 @@ class CompactCall final
     needs.flags_input = spec_.use_flags;
     if (header.has_resident()) {
       const ResidentConflicts conflicts{header.has_shared_memory(), header.has_device_memory(), header.has_lanes(),
-                                        narrow_.has_value(), true};
+                                        true};
       return OpenResident(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, conflicts,
                           &resident_.emplace(), &device_.emplace(), WantsOf(header));
     }
@@ -91,6 +92,8 @@ class CompactCall final
     v1::CompactResponse kept;  // header.resident.keep: the kept arrays' info
     if (shared_) {
       if (auto s = CompactShared(); !s.ok()) return s;
+    } else if (resident_ && narrow_) {  // no device path: fed chunk by chunk, widened as streamed
+      if (auto s = CompactFed(out, &kept); !s.ok()) return s;
     } else if (resident_) {
       if (auto s = CompactResident(out, &kept); !s.ok()) return s;
     } else if (device_) {
@@ -146,28 +149,7 @@ class CompactCall final
     }
     CompactDevice();
     bytes_in_ = bytes_out_ = 0;  // nothing crossed the wire
-    if (resident_->keep) {
-      // Both allocated before either is kept, so that a refusal keeps neither; beside the input.
-      std::shared_ptr<engine::ResidentMemory> kept_values, kept_indices;
-      const engine::ResidentMemory* near = resident_->values->memory.get();
-      if (values) {
-        if (auto s = ctx_.resident->Allocate(resident_->tenant, kept_ * elem_size_, &kept_values, near); !s.ok()) {
-          return s;
-        }
-      }
-      if (indices) {
-        if (auto s = ctx_.resident->Allocate(resident_->tenant, kept_ * sizeof(int64_t), &kept_indices, near); !s.ok()) {
-          return s;
-        }
-      }
-      if (values) {
-        *kept->mutable_values_array() = Keep(*values, std::move(kept_values), elem_size_, resident_->values->dtype);
-      }
-      if (indices) {
-        *kept->mutable_indices_array() = Keep(*indices, std::move(kept_indices), sizeof(int64_t), v1::DTYPE_INT64);
-      }
-      return grpc::Status::OK;
-    }
+    if (resident_->keep) return KeepBoth(values, indices, elem_size_, kept);
     // Responses of whole elements, neither part above the chunk limit; kept_offset as streamed.
     const size_t widest = std::max(values ? elem_size_ : 0, indices ? sizeof(int64_t) : 0);
     const uint64_t per = std::max<uint64_t>(ctx_.options->chunk_bytes / widest, 1);
@@ -183,6 +165,71 @@ class CompactCall final
       if (values) reply.values = read(*values, elem_size_, first, m);
       if (indices) reply.indices = read(*indices, sizeof(int64_t), first, m);
       reply.msg.set_kept_offset(first);
+    }
+    return grpc::Status::OK;
+  }
+
+  // A narrow array's compaction (header.resident; the cpu and cuda engines alike): its values
+  // (and flags) read back a chunk at a time and compacted as a streamed call's chunks are
+  // (Select: widened to the carrier, the kept ones narrowed back), so the results are its bits.
+  // The replies stream back, or with keep go into scratch of the whole array's size, cut to the
+  // kept count as the device path's are.
+  grpc::Status CompactFed(std::vector<CompactReply>& out, v1::CompactResponse* kept) {
+    const uint64_t n = resident_->values->count;
+    const size_t size = narrow_->size;
+    std::shared_ptr<engine::ResidentMemory> values, indices;
+    if (resident_->keep) {
+      ResidentCall scratch = *resident_;
+      scratch.keep = false;
+      if (spec_.want_values) {
+        if (auto s = ResidentOutput(*ctx_.resident, scratch, n * size, &values); !s.ok()) return s;
+      }
+      if (spec_.want_indices) {
+        if (auto s = ResidentOutput(*ctx_.resident, scratch, n * sizeof(int64_t), &indices); !s.ok()) return s;
+      }
+    }
+    ResidentFeed feed(*ctx_.resident, *resident_, ctx_.options->chunk_bytes, *ctx_.payloads);
+    std::vector<CompactReply> made;
+    auto s = feed.Each([this] { return Cancelled(); }, [&](Payload v, Payload flags) {
+      Select(v.data(), spec_.use_flags ? reinterpret_cast<const uint8_t*>(flags.data()) : nullptr, v.size() / size,
+             made);
+      for (CompactReply& r : made) {
+        if (!resident_->keep) {
+          out.push_back(std::move(r));
+          continue;
+        }
+        const uint64_t at = r.msg.kept_offset();
+        if (values && r.values.size() > 0) values->Write(at * size, r.values.data(), r.values.size());
+        if (indices && r.indices.size() > 0) indices->Write(at * sizeof(int64_t), r.indices.data(), r.indices.size());
+      }
+      made.clear();
+    });
+    if (!s.ok()) return s;
+    bytes_in_ = 0;  // nothing crossed the wire on the way in
+    if (!resident_->keep) return grpc::Status::OK;
+    bytes_out_ = 0;
+    return KeepBoth(values, indices, size, kept);
+  }
+
+  // keep: the first kept_ elements of the scratch results (values of `size` bytes each, indices),
+  // kept as new arrays of exactly their size, beside the input. Both are allocated before either
+  // is kept, so that a refusal keeps neither.
+  grpc::Status KeepBoth(const std::shared_ptr<engine::ResidentMemory>& values,
+                        const std::shared_ptr<engine::ResidentMemory>& indices, size_t size,
+                        v1::CompactResponse* kept) {
+    std::shared_ptr<engine::ResidentMemory> kept_values, kept_indices;
+    const engine::ResidentMemory* near = resident_->values->memory.get();
+    if (values) {
+      if (auto s = ctx_.resident->Allocate(resident_->tenant, kept_ * size, &kept_values, near); !s.ok()) return s;
+    }
+    if (indices) {
+      if (auto s = ctx_.resident->Allocate(resident_->tenant, kept_ * sizeof(int64_t), &kept_indices, near); !s.ok()) {
+        return s;
+      }
+    }
+    if (values) *kept->mutable_values_array() = Keep(*values, std::move(kept_values), size, resident_->values->dtype);
+    if (indices) {
+      *kept->mutable_indices_array() = Keep(*indices, std::move(kept_indices), sizeof(int64_t), v1::DTYPE_INT64);
     }
     return grpc::Status::OK;
   }

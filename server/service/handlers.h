@@ -47,7 +47,8 @@ grpc::ServerWriteReactor<v1::GetArrayResponse>* StartGetArray(const CallContext&
                                                               const v1::GetArrayRequest* request);
 grpc::Status DropArray(const CallContext& ctx, const grpc::CallbackServerContext& rpc,
                        const v1::DropArrayRequest& request, v1::DropArrayResponse* response);
-grpc::Status ListArrays(const CallContext& ctx, const grpc::CallbackServerContext& rpc, v1::ListArraysResponse* response);
+grpc::Status ListArrays(const CallContext& ctx, const grpc::CallbackServerContext& rpc, const v1::ListArraysRequest& request,
+                        v1::ListArraysResponse* response);
 // Pipeline (pipeline_handler.cc): stages on resident arrays, typed.
 grpc::ServerBidiReactor<v1::PipelineRequest, v1::PipelineResponse>* StartPipeline(CallContext ctx,
                                                                                   grpc::CallbackServerContext* rpc);

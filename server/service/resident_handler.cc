@@ -271,12 +271,12 @@ grpc::Status DropArray(const CallContext& ctx, const grpc::CallbackServerContext
   return ctx.resident->Drop(tenant, request.id(), response->mutable_info());
 }
 
-grpc::Status ListArrays(const CallContext& ctx, const grpc::CallbackServerContext& rpc, v1::ListArraysResponse* response) {
+grpc::Status ListArrays(const CallContext& ctx, const grpc::CallbackServerContext& rpc, const v1::ListArraysRequest& request,
+                        v1::ListArraysResponse* response) {
   if (auto s = ctx.resident->CheckServed(); !s.ok()) return s;
   std::string tenant;
   if (auto s = TenantOf(rpc, &tenant); !s.ok()) return s;
-  ctx.resident->List(tenant, response);
-  return grpc::Status::OK;
+  return ctx.resident->List(tenant, request.page_size(), request.page_token(), response);
 }
 
 }  // namespace gpuscan::server

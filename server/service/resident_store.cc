@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <stdexcept>
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <grpc/grpc_security_constants.h>
 #include <grpcpp/security/auth_context.h>
 
@@ -318,14 +320,45 @@ grpc::Status ResidentStore::Drop(const std::string& tenant, const std::string& i
   return grpc::Status::OK;
 }
 
-void ResidentStore::List(const std::string& tenant, v1::ListArraysResponse* out) const {
+// A page token: the run's epoch and the creation order of the page's last array, in hex. Only a
+// position: a token used by another tenant lists that tenant's own arrays from there.
+grpc::Status ResidentStore::List(const std::string& tenant, uint32_t page_size, const std::string& page_token,
+                                 v1::ListArraysResponse* out) const {
+  uint64_t after = 0;  // list the arrays of order >= after
+  if (!page_token.empty()) {
+    const std::string epoch_hex = HexText(epoch_);
+    char* end = nullptr;
+    const std::string tail = page_token.size() > epoch_hex.size() + 1 ? page_token.substr(epoch_hex.size() + 1) : "";
+    const unsigned long long last = tail.empty() ? 0 : std::strtoull(tail.c_str(), &end, 16);
+    const bool well_formed = page_token.size() > epoch_hex.size() + 1 && page_token[epoch_hex.size()] == '.' &&
+                             tail.find_first_not_of("0123456789abcdef") == std::string::npos && end && *end == '\0' &&
+                             tail.size() <= 16;
+    if (!well_formed) {
+      return InvalidArgument("page_token \"" + page_token.substr(0, 64) +
+                             "\" is not a token this server issued (pass a ListArraysResponse.next_page_token, or "
+                             "none for the first page)");
+    }
+    if (page_token.compare(0, epoch_hex.size(), epoch_hex) != 0) {
+      return InvalidArgument("page_token is of another run of the server (it restarted since): list from the "
+                             "first page");
+    }
+    after = static_cast<uint64_t>(last) + 1;
+  }
+  const size_t size = page_size == 0 ? kListPageDefault : std::min<uint32_t>(page_size, kListPageMax);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto t = tenants_.find(tenant); t != tenants_.end()) {
       std::vector<const Entry*> entries;
-      for (const auto& [id, entry] : t->second) entries.push_back(&entry);
-      std::sort(entries.begin(), entries.end(), [](const Entry* a, const Entry* b) { return a->order < b->order; });
+      for (const auto& [id, entry] : t->second) {
+        if (entry.order >= after) entries.push_back(&entry);
+      }
+      auto by_order = [](const Entry* a, const Entry* b) { return a->order < b->order; };
+      const bool more = entries.size() > size;
+      if (more) std::nth_element(entries.begin(), entries.begin() + static_cast<std::ptrdiff_t>(size), entries.end(), by_order);
+      entries.resize(std::min(entries.size(), size));
+      std::sort(entries.begin(), entries.end(), by_order);
       for (const Entry* e : entries) *out->add_arrays() = InfoLocked(*e);
+      if (more) out->set_next_page_token(HexText(epoch_) + "." + fmt::format("{:x}", entries.back()->order));
     }
   }
   std::lock_guard<std::mutex> lock(accounts_->mu);
@@ -336,6 +369,7 @@ void ResidentStore::List(const std::string& tenant, v1::ListArraysResponse* out)
   out->set_used_bytes(accounts_->used);
   out->set_spill_bytes(options_.spill_bytes);
   out->set_spilled_bytes(accounts_->spilled);
+  return grpc::Status::OK;
 }
 
 v1::ArrayInfo ResidentStore::Info(const ResidentArray& array) const {

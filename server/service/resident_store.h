@@ -89,7 +89,13 @@ class ResidentStore {
                     std::shared_ptr<const ResidentArray>* out);
   // Forgets the array (its memory goes once no call holds it): Find's NOT_FOUND otherwise.
   grpc::Status Drop(const std::string& tenant, const std::string& id, v1::ArrayInfo* info);
-  void List(const std::string& tenant, v1::ListArraysResponse* out) const;
+  // ListArrays: a page of the tenant's arrays in creation order, those made after the position
+  // `page_token` names (empty: from the first), `page_size` at most (0: kListPageDefault; more
+  // than kListPageMax: that), with the totals and the next page's token. INVALID_ARGUMENT naming
+  // page_token for a token this run did not issue.
+  static constexpr uint32_t kListPageDefault = 1000, kListPageMax = 10000;
+  grpc::Status List(const std::string& tenant, uint32_t page_size, const std::string& page_token,
+                    v1::ListArraysResponse* out) const;
   v1::ArrayInfo Info(const ResidentArray& array) const;  // expiry from its last use
 
   // Drops the arrays idle for their ttl; returns how many (the sweeper's step; tests call it).

@@ -129,10 +129,10 @@ class GpuScanService final : public ServiceMethods {
     reactor->Finish(server::DropArray(ctx_, *rpc, *request, response));
     return reactor;
   }
-  grpc::ServerUnaryReactor* ListArrays(grpc::CallbackServerContext* rpc, const v1::ListArraysRequest*,
+  grpc::ServerUnaryReactor* ListArrays(grpc::CallbackServerContext* rpc, const v1::ListArraysRequest* request,
                                        v1::ListArraysResponse* response) override {
     grpc::ServerUnaryReactor* reactor = rpc->DefaultReactor();
-    reactor->Finish(server::ListArrays(ctx_, *rpc, response));
+    reactor->Finish(server::ListArrays(ctx_, *rpc, *request, response));
     return reactor;
   }
   grpc::ServerBidiReactor<v1::PipelineRequest, v1::PipelineResponse>* Pipeline(grpc::CallbackServerContext* rpc) override {

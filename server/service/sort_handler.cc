@@ -12,6 +12,7 @@
 #include "service/device_memory.h"
 #include "service/handlers.h"
 #include "service/resident_call.h"
+#include "service/resident_feed.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
 
@@ -37,12 +38,7 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
     value_size_ = spec_.has_values ? engine::SizeOf(spec_.values_dtype) : 0;
     budget_.emplace(spec_, ctx_.options->max_sort_bytes, narrow_keys_, narrow_values_);
     if (header.has_resident()) {
-      if (narrow_values_ && !narrow_keys_) {  // OpenResident names the keys' narrow dtype
-        return InvalidArgument("header.resident: narrow dtypes (" + v1::DType_Name(header.values_dtype()) +
-                               " as header.values_dtype) are not computed on resident arrays yet; Put and Get "
-                               "take them");
-      }
-      const ResidentConflicts conflicts{false, device, false, narrow_keys_.has_value(), true};
+      const ResidentConflicts conflicts{false, device, false, true};
       if (auto s = OpenResident(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, conflicts,
                                 &resident_.emplace(), &device_.emplace(), WantsOf(header));
           !s.ok()) {
@@ -176,23 +172,65 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
   }
 
   // header.resident: sorted from the arrays into new memory (never in place: the inputs stay as
-  // they are), kept as new arrays or read back in responses as a streamed call's.
+  // they are), kept as new arrays or read back in responses as a streamed call's. Narrow keys or
+  // values are widened into scratch carriers first, sorted as those, and narrowed back on the way
+  // out (exactly: their values are the input's), as a streamed call does on the host.
   grpc::Status SortResident(std::vector<v1::SortResponse>& out) {
     const uint64_t n = device_->elements;
-    const std::array<size_t, 3> sizes = OutputSizes(key_size_, value_size_);
+    const uint64_t chunk = ctx_.options->chunk_bytes;
+    const std::array<size_t, 3> sizes = OutputSizes(key_size_, value_size_);  // what the engine writes
+    const std::array<size_t, 3> wire = OutputSizes(narrow_keys_ ? narrow_keys_->size : key_size_,
+                                                   narrow_values_ ? narrow_values_->size : value_size_);
+    const std::optional<NarrowInput>* narrows[3] = {&narrow_keys_, &narrow_values_, &no_narrow_};
+    const engine::DType carriers[3] = {spec_.dtype, spec_.values_dtype, engine::DType::kInt64};
+    const bool narrow = narrow_keys_ || narrow_values_;
+    ResidentCall scratch = *resident_;
+    scratch.keep = false;
+    std::shared_ptr<engine::ResidentMemory> wide_keys, wide_values;
+    if (narrow_keys_) {
+      if (auto s = ResidentOutput(*ctx_.resident, scratch, n * key_size_, &wide_keys); !s.ok()) return s;
+      WidenResident(*resident_->values->memory, *narrow_keys_, spec_.dtype, n, *wide_keys, chunk);
+      device_->in = wide_keys->data();
+    }
+    if (narrow_values_) {
+      if (auto s = ResidentOutput(*ctx_.resident, scratch, n * value_size_, &wide_values); !s.ok()) return s;
+      WidenResident(*resident_->sort_values->memory, *narrow_values_, spec_.values_dtype, n, *wide_values, chunk);
+      device_->values = wide_values->data();
+    }
+    // Narrow: the engine's carriers are scratch; the kept arrays are made narrow below.
+    const ResidentCall& outputs_call = narrow ? scratch : *resident_;
     std::shared_ptr<engine::ResidentMemory> outputs[3];
     for (int f = 0; f < 3; ++f) {
       if (sizes[f] == 0) continue;
-      if (auto s = ResidentOutput(*ctx_.resident, *resident_, n * sizes[f], &outputs[f]); !s.ok()) return s;
+      if (auto s = ResidentOutput(*ctx_.resident, outputs_call, n * sizes[f], &outputs[f]); !s.ok()) return s;
     }
     auto data = [](const std::shared_ptr<engine::ResidentMemory>& m) { return m ? m->data() : nullptr; };
     device_->out = data(outputs[0]);
     device_->values_output = data(outputs[1]);
     device_->indices = reinterpret_cast<int64_t*>(data(outputs[2]));
     SortDevice();
+    wide_keys.reset();
+    wide_values.reset();
     bytes_in_ = bytes_out_ = 0;  // nothing crossed the wire
     v1::SortResponse final;
     if (resident_->keep) {
+      if (narrow) {  // kept arrays of the wire sizes, all allocated before any is kept
+        std::shared_ptr<engine::ResidentMemory> kept[3];
+        for (int f = 0; f < 3; ++f) {
+          if (sizes[f] == 0) continue;
+          if (auto s = ctx_.resident->Allocate(resident_->tenant, std::max<uint64_t>(n * wire[f], 1), &kept[f],
+                                               resident_->values->memory.get());
+              !s.ok()) {
+            return s;
+          }
+          if (*narrows[f]) {
+            NarrowResident(*outputs[f], carriers[f], **narrows[f], n, *kept[f], chunk);
+          } else if (n > 0) {
+            outputs[f]->CopyTo(0, *kept[f], 0, n * sizes[f]);
+          }
+          outputs[f] = std::move(kept[f]);
+        }
+      }
       const int dtypes[3] = {resident_->values->dtype, spec_.has_values ? resident_->sort_values->dtype : 0,
                              v1::DTYPE_INT64};
       auto info = [&](int f) {  // only those kept are set
@@ -206,7 +244,14 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
                                        resident_->label);
       }
     } else {
-      Respond(n, sizes, out, [&](int f, uint64_t at, uint64_t bytes, char* dst) { outputs[f]->Read(at, dst, bytes); });
+      std::string carried;  // a narrow output's piece as the engine wrote it
+      Respond(n, wire, out, [&](int f, uint64_t at, uint64_t bytes, char* dst) {
+        if (!*narrows[f]) return outputs[f]->Read(at, dst, bytes);
+        const uint64_t m = bytes / wire[f];
+        carried.resize(m * sizes[f]);
+        outputs[f]->Read(at / wire[f] * sizes[f], carried.data(), carried.size());
+        NarrowBack(**narrows[f], carriers[f], carried.data(), dst, m);
+      });
     }
     FillFinal(final, processed_, algorithm_);
     out.push_back(std::move(final));
@@ -228,6 +273,7 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
 
   engine::SortSpec spec_;
   std::optional<NarrowInput> narrow_keys_, narrow_values_;  // narrow dtypes, run as their carriers
+  const std::optional<NarrowInput> no_narrow_;               // the indices'
   std::optional<PairedChecker> checker_;
   std::optional<SortBudget> budget_;
   size_t key_size_ = 4, value_size_ = 0;

@@ -296,7 +296,7 @@ Result FuzzListArrays(server::ResidentStore& store, const std::vector<Request>& 
     }
   }
   v1::ListArraysResponse list;
-  store.List("", &list);
+  (void)store.List("", 0, "", &list);
   if (list.arrays_size() != static_cast<int>(put.size()) || list.tenant_bytes() != bytes || list.used_bytes() != bytes ||
       list.budget_bytes() != store.options().budget_bytes ||
       list.tenant_quota_bytes() != store.options().tenant_quota_bytes) {
@@ -362,7 +362,7 @@ Result FuzzResidentOp(server::ResidentStore& store, const std::vector<Request>& 
     if (st.ok()) st = server::CheckScanAlgorithm(spec.algorithm, Engine().scan_algorithms(), Engine().name());
   }
   if (st.ok()) {
-    const server::ResidentConflicts conflicts{h.has_shared_memory(), h.has_device_memory(), h.has_lanes(), false,
+    const server::ResidentConflicts conflicts{h.has_shared_memory(), h.has_device_memory(), h.has_lanes(),
                                               kScan};
     st = server::OpenResident(store, NoCall(), h.resident(), h.dtype(), DeclaredCount(h), conflicts, &call, &device);
   }
@@ -443,7 +443,7 @@ Result FuzzResidentCall(int kind, const std::vector<Request>& requests, uint64_t
   const Result r = FuzzResidentKind(kind, store, requests, chunk_bytes);
   // Every array dropped (the calls' holds have ended): the budget must be whole again.
   v1::ListArraysResponse list;
-  if (store.CheckServed().ok()) store.List("", &list);
+  if (store.CheckServed().ok()) (void)store.List("", 0, "", &list);
   for (const v1::ArrayInfo& a : list.arrays()) {
     v1::ArrayInfo info;
     if (!store.Drop("", a.id(), &info).ok()) Fail("a listed array could not be dropped");

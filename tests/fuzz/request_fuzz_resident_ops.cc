@@ -52,12 +52,11 @@ grpc::Status Validate(const v1::SortHeader& h, bool* narrow) {
   return s;
 }
 
-// What else the header sets (the fields a header type lacks are false), as the handlers say it:
-// Compact and Sort refuse narrow dtypes on resident arrays, the others compute them.
+// What else the header sets (the fields a header type lacks are false), as the handlers say it
+// (every operation computes narrow dtypes on resident arrays).
 template <class H>
-server::ResidentConflicts ConflictsOf(const H& h, bool keep_allowed, bool narrow) {
+server::ResidentConflicts ConflictsOf(const H& h, bool keep_allowed) {
   server::ResidentConflicts c;
-  c.narrow = narrow && (std::is_same_v<H, v1::CompactHeader> || std::is_same_v<H, v1::SortHeader>);
   if constexpr (std::is_same_v<H, v1::CompactHeader>) c.shared_memory = h.has_shared_memory();
   if constexpr (std::is_same_v<H, v1::CompactHeader>) c.lanes = h.has_lanes();
   if constexpr (!std::is_same_v<H, v1::Scan2DHeader> && !std::is_same_v<H, v1::ReduceByKeyHeader>) {
@@ -120,7 +119,7 @@ Result FuzzInputs(int rpc, server::ResidentStore& store, const std::vector<Reque
   grpc::Status st = Validate(h, &narrow);
   if (st.ok()) {
     st = server::OpenResidentInputs(store, NoCall(), h.resident(), h.dtype(), Declared(h), wants,
-                                    ConflictsOf(h, kKeeps, narrow), &call);
+                                    ConflictsOf(h, kKeeps), &call);
   }
   // Request #0's data became the arrays; later requests' data is refused.
   for (uint64_t i = 1; st.ok() && i < requests.size(); ++i) {

@@ -108,6 +108,7 @@ struct Row {
   std::vector<v1::PipelineRequest> pipeline;
   v1::GetArrayRequest get;    // GetArray's one request
   v1::DropArrayRequest drop;  // DropArray's one request
+  v1::ListArraysRequest list;  // ListArrays' one request
   // Request metadata of the call (gpuscan-tenant).
   std::vector<std::pair<std::string, std::string>> metadata;
   // Scan, Reduce and PutArray rows: request messages as raw bytes (malformed encodings), sent instead.

@@ -257,11 +257,29 @@ void GetDropListRows(std::vector<Row>& rows) {
     row.foreign_id = true;  // the default tenant's array, asked for by another (and not dropped: the runner checks)
     rows.push_back(AsTenant(row, 7));
   }
-  // ListArrays takes no fields: its one input is the tenant.
+  // ListArrays: the tenant, and a page token the server did not issue (page_size is never refused:
+  // past its maximum it is the maximum).
   Row list{"ListArrays_TenantTooLong", Rpc::kListArrays};
   list.code = kInvalid;
   list.expect = {"metadata gpuscan-tenant has 129 bytes; at most 128"};
   rows.push_back(AsTenant(list, 129));
+  struct TokenRow {
+    const char* name;
+    const char* token;
+    std::vector<std::string> expect;
+  };
+  for (const TokenRow& t :
+       {TokenRow{"PageTokenGarbled", "zz", {"page_token \"zz\" is not a token this server issued"}},
+        TokenRow{"PageTokenNoPosition", "0123456789abcdef.", {"page_token", "not a token this server issued"}},
+        TokenRow{"PageTokenPositionNotHex", "0123456789abcdef.12g4", {"page_token", "not a token this server issued"}},
+        TokenRow{"PageTokenOfAnotherRun", "0000000000000000.5", {"page_token is of another run of the server"}}}) {
+    Row r{std::string("ListArrays_") + t.name, Rpc::kListArrays};
+    r.code = kInvalid;
+    r.list.set_page_token(t.token);
+    r.list.set_page_size(7);
+    r.expect = t.expect;
+    rows.push_back(r);
+  }
 }
 
 }  // namespace

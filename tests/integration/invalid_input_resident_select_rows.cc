@@ -59,14 +59,17 @@ void ResidentSelectRows(std::vector<Row>& rows) {
                          kInvalid, {"header.resident: cannot be combined with header.device_memory"}));
   rows.push_back(MakeRow("ResidentWithDeviceMemory", std::vector{SelectResident(WithDeviceInput(SortHead()))}, kInvalid,
                          {"header.resident: cannot be combined with header.device_memory"}));
-  // ---- narrow dtypes: Compact's and Sort's are refused (Histogram's are computed)
-  rows.push_back(MakeRow("ResidentNarrowDType", std::vector{SelectResident(CompactHead(v1::DTYPE_UINT8, false))}, kInvalid,
-                         {"header.resident: narrow dtypes (DTYPE_UINT8)", "not computed on resident arrays"}));
-  rows.push_back(MakeRow("ResidentNarrowDType", std::vector{SelectResident(SortHead(v1::DTYPE_FLOAT16))}, kInvalid,
-                         {"header.resident: narrow dtypes (DTYPE_FLOAT16)", "not computed on resident arrays"}));
-  rows.push_back(MakeRow("ResidentNarrowValuesDType",
-                         std::vector{SelectResident(SortHead(v1::DTYPE_INT32, v1::SORT_OUTPUT_KEYS_AND_VALUES, v1::DTYPE_INT16))},
-                         kInvalid, {"narrow dtypes (DTYPE_INT16 as header.values_dtype)"}));
+  // ---- narrow dtypes are served (run as their carriers): the id is what is refused here
+  rows.push_back(MakeRow("ResidentNarrowDTypeIsServed", std::vector{SelectResident(CompactHead(v1::DTYPE_UINT8, false))},
+                         kNotFound, {"header.resident.values 5a5a", "the server restarted"}));
+  rows.push_back(MakeRow("ResidentNarrowDTypeIsServed", std::vector{SelectResident(SortHead(v1::DTYPE_FLOAT16))},
+                         kNotFound, {"header.resident.values 5a5a", "the server restarted"}));
+  {
+    auto r = SelectResident(SortHead(v1::DTYPE_INT32, v1::SORT_OUTPUT_KEYS_AND_VALUES, v1::DTYPE_INT16));
+    r.mutable_header()->mutable_resident()->set_sort_values(kSelectOtherRunId);
+    rows.push_back(MakeRow("ResidentNarrowValuesDTypeIsServed", std::vector{r}, kNotFound,
+                           {"header.resident.values 5a5a", "the server restarted"}));
+  }
   // ---- ids of another run of the server
   rows.push_back(MakeRow("ResidentIdOfAnotherRun", std::vector{SelectResident(CompactHead(v1::DTYPE_INT32, false))},
                          kNotFound, {"header.resident.values 5a5a", "the server restarted"}));

@@ -246,7 +246,7 @@ class BadInputMatrix : public ::testing::TestWithParam<Row> {
         grpc::ClientContext ctx;
         InitContext(&ctx, row);
         v1::ListArraysResponse resp;
-        return stub.ListArrays(&ctx, v1::ListArraysRequest(), &resp);
+        return stub.ListArrays(&ctx, row.list, &resp);
       }
       case Rpc::kPipeline:
         return RunBidi<v1::PipelineRequest, v1::PipelineResponse>(

@@ -30,6 +30,20 @@ inline std::string RandomBytes(size_t n, uint32_t seed) {
   return s;
 }
 
+inline size_t SizeOf(v1::DType d) {
+  switch (d) {
+    case v1::DTYPE_INT8:
+    case v1::DTYPE_UINT8: return 1;
+    case v1::DTYPE_INT16:
+    case v1::DTYPE_UINT16:
+    case v1::DTYPE_FLOAT16: return 2;
+    case v1::DTYPE_INT64:
+    case v1::DTYPE_UINT64:
+    case v1::DTYPE_FLOAT64: return 8;
+    default: return 4;
+  }
+}
+
 // Floats kept finite and small, so sums stay meaningful (the bits still compared exactly).
 inline std::string RandomArray(v1::DType dtype, uint64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -42,15 +56,10 @@ inline std::string RandomArray(v1::DType dtype, uint64_t n, uint32_t seed) {
     std::vector<double> v(n);
     for (double& x : v) x = std::uniform_real_distribution<double>(-1, 1)(rng);
     s.assign(reinterpret_cast<const char*>(v.data()), n * 8);
-  } else {
-    const size_t size = dtype == v1::DTYPE_INT64 || dtype == v1::DTYPE_UINT64 ? 8 : 4;
-    s = RandomBytes(n * size, seed);
+  } else {  // integers, and float16's every pattern (NaN and infinities among them)
+    s = RandomBytes(n * SizeOf(dtype), seed);
   }
   return s;
-}
-
-inline size_t SizeOf(v1::DType d) {
-  return d == v1::DTYPE_INT64 || d == v1::DTYPE_UINT64 || d == v1::DTYPE_FLOAT64 ? 8 : 4;
 }
 
 inline void Tenant(grpc::ClientContext* ctx, const std::string& tenant) {

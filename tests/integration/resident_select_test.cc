@@ -19,6 +19,10 @@ using namespace resident;  // NOLINT: the fixture's helpers
 
 const v1::DType kDTypes[] = {v1::DTYPE_INT32,  v1::DTYPE_INT64,   v1::DTYPE_UINT32,
                              v1::DTYPE_UINT64, v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64};
+// Compact and Sort take the narrow ones as they are (the server runs them as their carriers).
+const v1::DType kSelectDTypes[] = {v1::DTYPE_INT32,   v1::DTYPE_INT64, v1::DTYPE_UINT32, v1::DTYPE_UINT64,
+                                   v1::DTYPE_FLOAT32, v1::DTYPE_FLOAT64, v1::DTYPE_INT8,  v1::DTYPE_UINT8,
+                                   v1::DTYPE_INT16,   v1::DTYPE_UINT16,  v1::DTYPE_FLOAT16};
 
 // Around the server's chunk (kChunk bytes): 0, 1, a chunk less one, one, one more, a few chunks.
 std::vector<uint64_t> Sizes(v1::DType dtype) {
@@ -26,13 +30,13 @@ std::vector<uint64_t> Sizes(v1::DType dtype) {
   return {0, 1, per - 1, per, per + 1, 3 * per - 72};
 }
 
-bool IsFloat(v1::DType d) { return d == v1::DTYPE_FLOAT32 || d == v1::DTYPE_FLOAT64; }
+bool IsFloat(v1::DType d) { return d == v1::DTYPE_FLOAT32 || d == v1::DTYPE_FLOAT64 || d == v1::DTYPE_FLOAT16; }
 
 // RandomArray with, for floats, NaN, -0, +0 and -inf every few elements.
 std::string WithSpecials(v1::DType dtype, uint64_t n, uint32_t seed) {
   std::string s = RandomArray(dtype, n, seed);
   const double specials[] = {std::nan(""), -0.0, 0.0, -std::numeric_limits<double>::infinity()};
-  for (uint64_t i = 3; IsFloat(dtype) && i < n; i += 5) {
+  for (uint64_t i = 3; IsFloat(dtype) && dtype != v1::DTYPE_FLOAT16 && i < n; i += 5) {  // float16: every pattern
     const double v = specials[i % 4];
     if (dtype == v1::DTYPE_FLOAT32) {
       const float f = static_cast<float>(v);
@@ -177,8 +181,9 @@ v1::CompactHeader CompactHead(v1::DType dtype, bool use_flags, v1::CompactOutput
   p->set_op(v1::PREDICATE_OP_GT);
   if (IsFloat(dtype)) {
     p->mutable_threshold()->set_float_value(0.0);
-  } else if (dtype == v1::DTYPE_UINT32 || dtype == v1::DTYPE_UINT64) {
-    p->mutable_threshold()->set_uint_value(dtype == v1::DTYPE_UINT32 ? 1ull << 31 : 1ull << 63);
+  } else if (dtype == v1::DTYPE_UINT8 || dtype == v1::DTYPE_UINT16 || dtype == v1::DTYPE_UINT32 ||
+             dtype == v1::DTYPE_UINT64) {
+    p->mutable_threshold()->set_uint_value(1ull << (8 * SizeOf(dtype) - 1));  // about half kept
   } else {
     p->mutable_threshold()->set_int_value(0);
   }
@@ -195,7 +200,7 @@ TEST_F(ResidentSelectTest, CompactEqualsTheStreamedCallBitForBitAndKeepsExactly)
   uint32_t seed = 300;
   const v1::CompactOutput outputs[] = {v1::COMPACT_OUTPUT_VALUES, v1::COMPACT_OUTPUT_INDICES,
                                        v1::COMPACT_OUTPUT_VALUES_AND_INDICES};
-  for (v1::DType dtype : kDTypes) {
+  for (v1::DType dtype : kSelectDTypes) {
     for (uint64_t n : Sizes(dtype)) {
       const std::string data = WithSpecials(dtype, n, seed++), flags = Flags(n, seed++);
       const std::string id = PutId(*stub_, dtype, data);
@@ -305,8 +310,8 @@ TEST_F(ResidentSelectTest, SortEqualsTheStreamedCallBitForBitAndNeverSortsInPlac
   uint32_t seed = 700;
   const v1::SortOutput outputs[] = {v1::SORT_OUTPUT_KEYS, v1::SORT_OUTPUT_KEYS_AND_VALUES, v1::SORT_OUTPUT_INDICES,
                                     v1::SORT_OUTPUT_KEYS_AND_INDICES};
-  for (v1::DType dtype : kDTypes) {
-    const v1::DType values_dtype = kDTypes[(seed / 7) % 6];
+  for (v1::DType dtype : kSelectDTypes) {
+    const v1::DType values_dtype = kSelectDTypes[(seed / 7) % 11];
     for (uint64_t n : Sizes(dtype)) {
       const std::string keys = WithSpecials(dtype, n, seed++), values = WithSpecials(values_dtype, n, seed++);
       const std::string keys_id = PutId(*stub_, dtype, keys), values_id = PutId(*stub_, values_dtype, values);
@@ -421,8 +426,9 @@ TEST_F(ResidentSelectTest, RefusalsNameTheField) {
   ExpectRefused(Compact(*stub_, predicate, nullptr, nullptr, &c), kInvalid,
                 {"header.resident.flags: this call takes no such input"});
   v1::CompactHeader narrow = CompactHead(v1::DTYPE_INT8, false, v1::COMPACT_OUTPUT_VALUES);
-  Res(&narrow, PutId(*stub_, v1::DTYPE_INT8, "\x01\x02"));
-  ExpectRefused(Compact(*stub_, narrow, nullptr, nullptr, &c), kInvalid, {"narrow dtypes (DTYPE_INT8)"});
+  Res(&narrow, PutId(*stub_, v1::DTYPE_UINT8, "\x01\x02"));  // narrow arrays are served, in their own dtype
+  ExpectRefused(Compact(*stub_, narrow, nullptr, nullptr, &c), kInvalid,
+                {"header.dtype DTYPE_INT8 differs from the resident array's DTYPE_UINT8"});
   {  // inline data in the header's request
     grpc::ClientContext ctx;
     auto stream = stub_->Compact(&ctx);
@@ -452,9 +458,9 @@ TEST_F(ResidentSelectTest, RefusalsNameTheField) {
   ExpectRefused(Sort(*stub_, sh, nullptr, nullptr, &r), kInvalid,
                 {"header.resident.sort_values: this call takes no such input"});
   sh.set_output(v1::SORT_OUTPUT_KEYS_AND_VALUES);
-  sh.set_values_dtype(v1::DTYPE_UINT16);
+  sh.set_values_dtype(v1::DTYPE_UINT16);  // narrow values are served, in their own dtype
   ExpectRefused(Sort(*stub_, sh, nullptr, nullptr, &r), kInvalid,
-                {"narrow dtypes (DTYPE_UINT16 as header.values_dtype)"});
+                {"header.resident.sort_values", "is DTYPE_INT32; header.values_dtype is DTYPE_UINT16"});
 
   v1::HistogramResponse hr;
   v1::HistogramHeader hh;

@@ -125,6 +125,41 @@ TEST_F(FrontResidentTest, ArraysLieOnBothDevicesAndEveryCallFindsItsOwn) {
   for (const auto* group : {&arrays, &kept}) {
     for (const RemoteArray& a : *group) EXPECT_TRUE(listed.count(a.id())) << a.id_hex();
   }
+  // A page at a time across the devices: every array once, each page's counts the whole front's.
+  for (uint32_t size : {1u, 5u, 6u, 7u}) {
+    v1::ListArraysRequest req;
+    req.set_page_size(size);
+    std::vector<std::string> paged;
+    int pages = 0;
+    do {
+      const v1::ListArraysResponse page = c.ListArrays(req);
+      EXPECT_LE(page.arrays_size(), static_cast<int>(size));
+      EXPECT_EQ(page.tenant_bytes(), bytes);
+      for (const v1::ArrayInfo& a : page.arrays()) paged.push_back(a.id());
+      req.set_page_token(page.next_page_token());
+    } while (!req.page_token().empty() && ++pages < 40);
+    EXPECT_EQ(std::set<std::string>(paged.begin(), paged.end()), listed) << "page_size " << size;
+    EXPECT_EQ(paged.size(), listed.size()) << "page_size " << size;
+  }
+  {
+    v1::ListArraysRequest req;
+    req.set_page_token("d1.zz");  // the worker's part is not one of its tokens
+    try {
+      c.ListArrays(req);
+      ADD_FAILURE() << "a garbled token was taken";
+    } catch (const RpcError& e) {
+      EXPECT_EQ(e.code(), grpc::StatusCode::INVALID_ARGUMENT) << e.what();
+      EXPECT_NE(std::string(e.what()).find("page_token"), std::string::npos) << e.what();
+    }
+    req.set_page_token("x");
+    try {
+      c.ListArrays(req);
+      ADD_FAILURE() << "a garbled token was taken";
+    } catch (const RpcError& e) {
+      EXPECT_NE(std::string(e.what()).find("page_token \"x\" is not a token this server issued"), std::string::npos)
+          << e.what();
+    }
+  }
   // Drops reach each array's worker.
   const std::string dropped = arrays[0].id();
   EXPECT_EQ(c.DropArray(dropped).id(), dropped);

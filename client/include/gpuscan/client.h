@@ -4,9 +4,8 @@
 // - a typed API over contiguous arrays (Scan, Reduce, Compact) for callers that hold the data;
 // - a byte-level streaming API (ScanStream, ReduceStream, CompactStream) fed by a Source and
 //   draining into a Sink, so arrays of any length pass through without being held in memory.
-// Streaming calls upload on an internal writer thread while the calling thread reads results,
-// as the service streams results back during the upload. Every failure throws RpcError.
-// A Client is thread-safe: calls may run concurrently on one instance (one channel).
+// Streaming calls upload on a writer thread while the calling thread reads results. Every failure
+// throws RpcError. A Client is thread-safe: calls may run at once on one instance (one channel).
 #pragma once
 
 #include <chrono>
@@ -484,14 +483,12 @@ class Client {
   TransportResult TransportLanes(uint64_t total_bytes, bool echo, uint32_t lanes, size_t chunk_bytes = 0,
                                  const void* data = nullptr);
 
-  // Resident arrays (src/resident_calls.cc; RemoteArray in remote_array.h; Resident in
-  // gpuscan.proto): kept by a server started with --resident-bytes (else UNIMPLEMENTED), under
-  // ClientOptions::tenant, on the server the Client's calls reach (pick_first: one; not spread
-  // over several by round_robin or shards). Calls on them are one call each: ClientOptions::lanes
-  // and shards do not apply, and ScanOptions asking for lanes or shards get std::invalid_argument.
-  // Calls that only read (GetArray, ListArrays, Scan without keep, Reduce) are retried as
-  // RetryOptions says; those that make or drop an array (Put, a keeping Scan, DropArray) are not,
-  // as a try whose answer was lost would have left an array behind or dropped it already.
+  // Resident arrays (src/resident_calls.cc; RemoteArray: remote_array.h): kept by a server with
+  // --resident-bytes (else UNIMPLEMENTED), under ClientOptions::tenant, on the server the calls
+  // reach (pick_first; not spread by round_robin or shards). One call each: lanes and shards do
+  // not apply (ScanOptions asking for them: std::invalid_argument). Reading calls (GetArray,
+  // ListArrays, Scan without keep, Reduce) are retried as RetryOptions says; those that make or
+  // drop an array are not (a lost answer would have left an array behind or dropped it already).
   // Put: n elements of T, or `bytes` of raw little-endian elements of any dtype (narrow ones too).
   template <class T>
   RemoteArray Put(const T* data, size_t n, const ResidentOptions& options = {}) {
@@ -511,7 +508,8 @@ class Client {
   std::string GetArray(const std::string& id, uint64_t offset = 0, std::optional<uint64_t> count = std::nullopt,
                        v1::ArrayInfo* info = nullptr);
   v1::ArrayInfo DropArray(const std::string& id);  // its last info
-  v1::ListArraysResponse ListArrays();              // the tenant's arrays, and the bytes they hold
+  v1::ListArraysResponse ListArrays();  // every page: the tenant's arrays; the last page's counts
+  v1::ListArraysResponse ListArrays(const v1::ListArraysRequest& request);  // one page
   // Scans of a resident array (the same bits as the streamed Scan of its elements): the values
   // (T its dtype, else std::invalid_argument), or the result kept as a new resident array.
   template <class T>
@@ -533,16 +531,14 @@ class Client {
   v1::SortResponse SortResident(const v1::SortHeader& header, Sink keys_out = {}, Sink values_out = {},
                                 Sink indices_out = {});
 
-  // Pipelines (gpuscan/pipeline.h; PipelineHeader in gpuscan.proto): stages run one after another
-  // on this Client's server in one call, on RemoteArrays, one streamed input and earlier stages'
-  // arrays. NewPipeline() starts a builder (include gpuscan/pipeline.h to use it).
+  // Pipelines (gpuscan/pipeline.h, PipelineHeader): stages run in one call on this Client's server,
+  // on RemoteArrays, one streamed input and earlier stages' arrays. NewPipeline(): a builder.
   Pipeline NewPipeline();
-  // The raw call: the header as given, then `input`'s bytes (header.input's elements, when set) in
-  // chunks of chunk_bytes; returns every response in order, the last one the whole pipeline's
-  // (stage = the number of stages, its Timing). The Source form is one try; the Replay form is
-  // retried as RetryOptions says unless a stage keeps (STAGE_RETURN_KEEP: a try whose answer was
-  // lost may have kept arrays; a retry would keep them twice), each try reading the input from its
-  // start and its responses alone returned. Progress counts the input sent and the data received.
+  // The raw call: the header, then `input`'s bytes (header.input's elements) in chunks of
+  // chunk_bytes; every response in order, the last the whole pipeline's (its Timing). The Source
+  // form is one try; the Replay form is retried as RetryOptions says unless a stage keeps (a lost
+  // answer may have kept arrays), each try reading the input from its start. Progress counts the
+  // input sent and the data received.
   std::vector<v1::PipelineResponse> PipelineStream(const v1::PipelineHeader& header, Source input,
                                                    Progress progress = {});
   std::vector<v1::PipelineResponse> PipelineStream(const v1::PipelineHeader& header, const Replay& input = {},
