@@ -11,6 +11,7 @@
 #include "service/handlers.h"
 #include "service/raw_wire.h"
 #include "service/resident_call.h"
+#include "service/resident_narrow.h"
 #include "service/shared_memory.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
@@ -46,7 +47,7 @@ class CompactCall final
     needs.flags_input = spec_.use_flags;
     if (header.has_resident()) {
       const ResidentConflicts conflicts{header.has_shared_memory(), header.has_device_memory(), header.has_lanes(),
-                                        narrow_.has_value(), true};
+                                        true};
       return OpenResident(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, conflicts,
                           &resident_.emplace(), &device_.emplace(), WantsOf(header));
     }
@@ -130,9 +131,21 @@ class CompactCall final
 
   // header.resident: compacted into scratch memory of the whole array's size (the kept count is
   // known only after), then either cut to the kept count into new arrays (keep: the budget
-  // counts what is kept) or read back in responses as a streamed call's.
+  // counts what is kept) or read back in responses as a streamed call's. A narrow array is
+  // compacted as its carrier (widened into counted memory for the call), its kept values
+  // narrowed back (resident_narrow.h).
   grpc::Status CompactResident(std::vector<CompactReply>& out, v1::CompactResponse* kept) {
     const uint64_t n = device_->elements;
+    std::shared_ptr<engine::ResidentMemory> wide;
+    if (narrow_) {
+      if (auto s = WidenResident(*ctx_.resident, resident_->tenant, *resident_->values->memory, *narrow_, spec_.dtype,
+                                 n, ctx_.options->chunk_bytes, &wide);
+          !s.ok()) {
+        return s;
+      }
+      device_->in = wide->data();
+    }
+    const size_t out_size = WireSize(narrow_, spec_.dtype);  // a kept value's bytes
     ResidentCall scratch = *resident_;
     scratch.keep = false;
     std::shared_ptr<engine::ResidentMemory> values, indices;
@@ -145,13 +158,14 @@ class CompactCall final
       device_->indices = reinterpret_cast<int64_t*>(indices->data());
     }
     CompactDevice();
+    wide.reset();
     bytes_in_ = bytes_out_ = 0;  // nothing crossed the wire
     if (resident_->keep) {
       // Both allocated before either is kept, so that a refusal keeps neither; beside the input.
       std::shared_ptr<engine::ResidentMemory> kept_values, kept_indices;
       const engine::ResidentMemory* near = resident_->values->memory.get();
       if (values) {
-        if (auto s = ctx_.resident->Allocate(resident_->tenant, kept_ * elem_size_, &kept_values, near); !s.ok()) {
+        if (auto s = ctx_.resident->Allocate(resident_->tenant, kept_ * out_size, &kept_values, near); !s.ok()) {
           return s;
         }
       }
@@ -160,7 +174,11 @@ class CompactCall final
           return s;
         }
       }
-      if (values) {
+      if (values && narrow_) {
+        NarrowInto(*values, *narrow_, spec_.dtype, kept_, *kept_values, ctx_.options->chunk_bytes);
+        *kept->mutable_values_array() = ctx_.resident->Add(resident_->tenant, resident_->values->dtype, kept_,
+                                                           std::move(kept_values), resident_->ttl_ms, resident_->label);
+      } else if (values) {
         *kept->mutable_values_array() = Keep(*values, std::move(kept_values), elem_size_, resident_->values->dtype);
       }
       if (indices) {
@@ -169,7 +187,7 @@ class CompactCall final
       return grpc::Status::OK;
     }
     // Responses of whole elements, neither part above the chunk limit; kept_offset as streamed.
-    const size_t widest = std::max(values ? elem_size_ : 0, indices ? sizeof(int64_t) : 0);
+    const size_t widest = std::max(values ? out_size : 0, indices ? sizeof(int64_t) : 0);
     const uint64_t per = std::max<uint64_t>(ctx_.options->chunk_bytes / widest, 1);
     auto read = [&](const engine::ResidentMemory& from, size_t size, uint64_t first, uint64_t m) {
       Payload p = ctx_.payloads->Take(m * size);
@@ -180,7 +198,13 @@ class CompactCall final
     for (uint64_t first = 0; first < kept_; first += per) {
       const uint64_t m = std::min(per, kept_ - first);
       CompactReply& reply = out.emplace_back();
-      if (values) reply.values = read(*values, elem_size_, first, m);
+      if (values && narrow_) {
+        reply.values = ctx_.payloads->Take(m * out_size);
+        ReadNarrowed(*values, *narrow_, spec_.dtype, first, m, reply.values.data());
+        bytes_out_ += m * out_size;
+      } else if (values) {
+        reply.values = read(*values, elem_size_, first, m);
+      }
       if (indices) reply.indices = read(*indices, sizeof(int64_t), first, m);
       reply.msg.set_kept_offset(first);
     }

@@ -37,7 +37,7 @@ class HistogramCall final
     checker_.emplace(spec_.dtype, narrow_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     if (header.has_resident()) {
       // Narrow dtypes too: read back in chunks and folded as a streamed call's (Complete).
-      const ResidentConflicts conflicts{false, header.has_device_memory(), false, false, false};
+      const ResidentConflicts conflicts{false, header.has_device_memory(), false, false};
       return OpenResident(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, conflicts,
                           &resident_.emplace(), &device_.emplace());
     }

@@ -39,10 +39,6 @@ grpc::Status OpenResidentInputs(ResidentStore& store, const grpc::ServerContextB
   if (conflicts.shared_memory) return Cannot("header.shared_memory", "the array is on the server already");
   if (conflicts.device_memory) return Cannot("header.device_memory", "the array is on the server already");
   if (conflicts.lanes) return Cannot("header.lanes", "one call reads the whole array");
-  if (conflicts.narrow) {
-    return InvalidArgument("header.resident: narrow dtypes (" + DTypeText(header_dtype) +
-                           ") are not computed on resident arrays yet; Put and Get take them");
-  }
   if (header.keep() && !conflicts.keep_allowed) {
     return InvalidArgument("header.resident.keep: this operation answers a value, not an array to keep");
   }

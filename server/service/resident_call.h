@@ -70,7 +70,6 @@ struct ResidentConflicts {
   bool shared_memory = false;
   bool device_memory = false;
   bool lanes = false;
-  bool narrow = false;      // a narrow dtype (header.dtype) that the RPC does not compute resident
   bool keep_allowed = true;  // the RPC has a result array to keep (Reduce: no)
 };
 

@@ -40,7 +40,7 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
     checker_.emplace(spec_.dtype, narrow_, count, ctx_.options->chunk_bytes, ctx_.options->max_request_bytes);
     if (header.has_resident()) {
       const ResidentConflicts conflicts{header.has_shared_memory(), header.has_device_memory(), header.has_lanes(),
-                                        false, true};
+                                        true};
       return OpenResident(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, conflicts,
                           &resident_.emplace(), &device_.emplace());
     }

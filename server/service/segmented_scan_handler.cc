@@ -125,7 +125,7 @@ class SegmentedScanCall final
   // header.resident: the values and their keys or head flags (checked and held), and the
   // device-memory path pointed at them.
   grpc::Status OpenResidentCall(const v1::SegmentedScanHeader& header, std::optional<uint64_t> count) {
-    const ResidentConflicts conflicts{false, header.has_device_memory(), false, false, true};
+    const ResidentConflicts conflicts{false, header.has_device_memory(), false, true};
     ResidentCall& call = resident_.emplace();
     if (auto s = OpenResidentInputs(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, WantsOf(header), conflicts,
                                     &call);

@@ -12,6 +12,7 @@
 #include "service/device_memory.h"
 #include "service/handlers.h"
 #include "service/resident_call.h"
+#include "service/resident_narrow.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
 
@@ -37,12 +38,7 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
     value_size_ = spec_.has_values ? engine::SizeOf(spec_.values_dtype) : 0;
     budget_.emplace(spec_, ctx_.options->max_sort_bytes, narrow_keys_, narrow_values_);
     if (header.has_resident()) {
-      if (narrow_values_ && !narrow_keys_) {  // OpenResident names the keys' narrow dtype
-        return InvalidArgument("header.resident: narrow dtypes (" + v1::DType_Name(header.values_dtype()) +
-                               " as header.values_dtype) are not computed on resident arrays yet; Put and Get "
-                               "take them");
-      }
-      const ResidentConflicts conflicts{false, device, false, narrow_keys_.has_value(), true};
+      const ResidentConflicts conflicts{false, device, false, true};
       if (auto s = OpenResident(*ctx_.resident, *rpc_, header.resident(), header.dtype(), count, conflicts,
                                 &resident_.emplace(), &device_.emplace(), WantsOf(header));
           !s.ok()) {
@@ -176,9 +172,18 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
   }
 
   // header.resident: sorted from the arrays into new memory (never in place: the inputs stay as
-  // they are), kept as new arrays or read back in responses as a streamed call's.
+  // they are), kept as new arrays or read back in responses as a streamed call's. Narrow keys or
+  // values are sorted as their carriers (widened into counted memory for the call) and narrowed
+  // back (resident_narrow.h).
   grpc::Status SortResident(std::vector<v1::SortResponse>& out) {
     const uint64_t n = device_->elements;
+    std::shared_ptr<engine::ResidentMemory> wide[2];  // the narrow inputs as carriers
+    if (auto s = WidenInput(*resident_->values, narrow_keys_, spec_.dtype, &wide[0]); !s.ok()) return s;
+    if (wide[0]) device_->in = wide[0]->data();
+    if (spec_.has_values) {
+      if (auto s = WidenInput(*resident_->sort_values, narrow_values_, spec_.values_dtype, &wide[1]); !s.ok()) return s;
+      if (wide[1]) device_->values = wide[1]->data();
+    }
     const std::array<size_t, 3> sizes = OutputSizes(key_size_, value_size_);
     std::shared_ptr<engine::ResidentMemory> outputs[3];
     for (int f = 0; f < 3; ++f) {
@@ -190,9 +195,12 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
     device_->values_output = data(outputs[1]);
     device_->indices = reinterpret_cast<int64_t*>(data(outputs[2]));
     SortDevice();
+    wide[0].reset();
+    wide[1].reset();
     bytes_in_ = bytes_out_ = 0;  // nothing crossed the wire
     v1::SortResponse final;
     if (resident_->keep) {
+      if (auto s = NarrowOutputs(n, outputs); !s.ok()) return s;
       const int dtypes[3] = {resident_->values->dtype, spec_.has_values ? resident_->sort_values->dtype : 0,
                              v1::DTYPE_INT64};
       auto info = [&](int f) {  // only those kept are set
@@ -206,10 +214,49 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
                                        resident_->label);
       }
     } else {
-      Respond(n, sizes, out, [&](int f, uint64_t at, uint64_t bytes, char* dst) { outputs[f]->Read(at, dst, bytes); });
+      const std::optional<NarrowInput>* narrows[3] = {&narrow_keys_, &narrow_values_, nullptr};
+      const engine::DType carriers[2] = {spec_.dtype, spec_.values_dtype};
+      const size_t key_out = narrow_keys_ ? narrow_keys_->size : key_size_;
+      const size_t value_out = narrow_values_ ? narrow_values_->size : value_size_;
+      const std::array<size_t, 3> wire = OutputSizes(key_out, value_out);
+      Respond(n, wire, out, [&](int f, uint64_t at, uint64_t bytes, char* dst) {
+        if (f < 2 && *narrows[f]) {
+          ReadNarrowed(*outputs[f], **narrows[f], carriers[f], at / wire[f], bytes / wire[f], dst);
+        } else {
+          outputs[f]->Read(at, dst, bytes);
+        }
+      });
     }
     FillFinal(final, processed_, algorithm_);
     out.push_back(std::move(final));
+    return grpc::Status::OK;
+  }
+
+  // A narrow resident input widened into its carrier for the call (*wide unset for another).
+  grpc::Status WidenInput(const ResidentArray& a, const std::optional<NarrowInput>& narrow, engine::DType carrier,
+                          std::shared_ptr<engine::ResidentMemory>* wide) {
+    if (!narrow) return grpc::Status::OK;
+    return WidenResident(*ctx_.resident, resident_->tenant, *a.memory, *narrow, carrier, a.count,
+                         ctx_.options->chunk_bytes, wide);
+  }
+
+  // Kept sorted carriers of narrow inputs replaced by their narrow arrays: every one allocated
+  // (counted) before any is filled, so that a refusal keeps none.
+  grpc::Status NarrowOutputs(uint64_t n, std::shared_ptr<engine::ResidentMemory>* outputs) {
+    const std::optional<NarrowInput>* narrows[2] = {&narrow_keys_, &narrow_values_};
+    const engine::DType carriers[2] = {spec_.dtype, spec_.values_dtype};
+    std::shared_ptr<engine::ResidentMemory> narrowed[2];
+    for (int f = 0; f < 2; ++f) {
+      if (!outputs[f] || !*narrows[f]) continue;
+      auto s = ctx_.resident->Allocate(resident_->tenant, n * (*narrows[f])->size, &narrowed[f],
+                                       resident_->values->memory.get());
+      if (!s.ok()) return s;
+    }
+    for (int f = 0; f < 2; ++f) {
+      if (!narrowed[f]) continue;
+      NarrowInto(*outputs[f], **narrows[f], carriers[f], n, *narrowed[f], ctx_.options->chunk_bytes);
+      outputs[f] = std::move(narrowed[f]);
+    }
     return grpc::Status::OK;
   }
 
