@@ -3,8 +3,8 @@ reduce_by_key, sort, argsort, scan2d and scan along an axis give the bits of the
 streamed call, for random data at sizes around the test client's 64-byte chunks; keep=True gives
 RemoteArrays (in the non-keep call's shape) whose get() equals the streamed result; a mix of
 resident and host inputs, and keep where it cannot apply, are refused before any call; kept calls
-are not retried; narrow resident inputs are widened by the server; the AsyncClient alike. The
-request checks (test_requests_*) need no server."""
+are not retried; narrow resident inputs are widened by the server (Compact's and Sort's results
+narrowed back); the AsyncClient alike. The request checks (test_requests_*) need no server."""
 import asyncio
 
 import numpy as np
@@ -184,11 +184,18 @@ def test_narrow_resident_inputs(own, rng, dtype):
         if n:
             check(own, own.scan2d, (x.reshape(n, 1),), (r.reshape(n, 1),))
             check(own, own.scan, (x.reshape(1, n),), (r.reshape(1, n),), axis=1)
-        # Compact and sort take narrow arrays streamed, not resident yet: the server says so.
-        for call in (lambda: own.compact(r, predicate="nonzero"), lambda: own.compact(r, where=m),
-                     lambda: own.sort(r), lambda: own.argsort(r), lambda: own.sort(k, values=r)):
-            with pytest.raises(gpuscan.InvalidArgument, match="narrow"):
-                call()
+        # Compact and sort: the server widens into the carrier and narrows the results back.
+        for outputs in ({}, {"indices": True}, {"values": False, "indices": True}):
+            check(own, own.compact, (x,), (r,), predicate=("gt", 0), **outputs)
+            check(own, lambda v, w, **kw: own.compact(v, where=w, **kw), (x, mask), (r, m), **outputs)
+        check(own, own.sort, (x,), (r,))
+        check(own, own.sort, (x,), (r,), descending=True)
+        check(own, own.argsort, (x,), (r,))
+        check(own, lambda a, v, **kw: own.sort(a, values=v, **kw), (x, keys), (r, k))  # narrow keys, wide values
+        check(own, lambda a, v, **kw: own.sort(a, values=v, **kw), (keys, x), (k, r))  # wide keys, narrow values
+        kept = own.compact(r, predicate=("gt", 0), keep=True)
+        assert kept.dtype == x.dtype  # kept narrow, as the streamed call returns it
+        kept.drop()
 
 
 def test_refusals(own, rng):
