@@ -79,6 +79,19 @@ void SetCount(Header* h, const std::optional<uint64_t>& count) {
   if (count) h->set_element_count(*count);
 }
 
+// The dtype of a scan's result (Scan, SegmentedScan): output_dtype when set, else a narrow
+// dtype's default output as the server's (numpy's: INT64/UINT64, FLOAT16 stays), else the dtype.
+v1::DType ScanResultDType(v1::DType dtype, v1::DType output) {
+  if (output != v1::DTYPE_UNSPECIFIED) return output;
+  switch (dtype) {
+    case v1::DTYPE_INT8:
+    case v1::DTYPE_INT16: return v1::DTYPE_INT64;
+    case v1::DTYPE_UINT8:
+    case v1::DTYPE_UINT16: return v1::DTYPE_UINT64;
+    default: return dtype;
+  }
+}
+
 std::array<v1::DType, 3> CompactMakes(v1::DType dtype, v1::CompactOutput output) {
   std::array<v1::DType, 3> makes{};
   if (output != v1::COMPACT_OUTPUT_INDICES) makes[v1::STAGE_ARRAY_VALUES] = dtype;
@@ -212,8 +225,9 @@ Stage Pipeline::Scan(const PipelineInput& in, const ScanOptions& options, Return
   pipeline_detail::CheckOneCall(options, "Scan");
   v1::ScanHeader h = detail::ScanHeaderFor(in.dtype(), options);
   pipeline_detail::SetCount(&h, in.count_);
+  const v1::DType result = pipeline_detail::ScanResultDType(in.dtype(), h.output_dtype());
   *Add(in, returns, keep, "Scan")->mutable_scan() = std::move(h);
-  return Made(in, {in.dtype(), v1::DTYPE_UNSPECIFIED, v1::DTYPE_UNSPECIFIED}, in.count_);
+  return Made(in, {result, v1::DTYPE_UNSPECIFIED, v1::DTYPE_UNSPECIFIED}, in.count_);
 }
 
 Stage Pipeline::Reduce(const PipelineInput& in, v1::Operator op) {
@@ -263,10 +277,11 @@ Stage Pipeline::SegmentedScan(const PipelineInput& in, const PipelineInput& keys
   h.set_key_dtype(keys.dtype());
   pipeline_detail::SetCount(&h, in.count_);
   v1::StageInput k = Named(keys, "SegmentedScan", "keys");
+  const v1::DType result = pipeline_detail::ScanResultDType(in.dtype(), h.output_dtype());
   v1::PipelineStage* s = Add(in, returns, keep, "SegmentedScan");
   *s->mutable_segmented_scan() = std::move(h);
   *s->mutable_keys() = std::move(k);
-  return Made(in, {in.dtype(), v1::DTYPE_UNSPECIFIED, v1::DTYPE_UNSPECIFIED}, in.count_);
+  return Made(in, {result, v1::DTYPE_UNSPECIFIED, v1::DTYPE_UNSPECIFIED}, in.count_);
 }
 
 Stage Pipeline::SegmentedScanHeads(const PipelineInput& in, const PipelineInput& heads,
@@ -275,10 +290,11 @@ Stage Pipeline::SegmentedScanHeads(const PipelineInput& in, const PipelineInput&
   h.set_heads(true);
   pipeline_detail::SetCount(&h, in.count_);
   v1::StageInput f = Named(heads, "SegmentedScanHeads", "heads");
+  const v1::DType result = pipeline_detail::ScanResultDType(in.dtype(), h.output_dtype());
   v1::PipelineStage* s = Add(in, returns, keep, "SegmentedScanHeads");
   *s->mutable_segmented_scan() = std::move(h);
   *s->mutable_flags() = std::move(f);
-  return Made(in, {in.dtype(), v1::DTYPE_UNSPECIFIED, v1::DTYPE_UNSPECIFIED}, in.count_);
+  return Made(in, {result, v1::DTYPE_UNSPECIFIED, v1::DTYPE_UNSPECIFIED}, in.count_);
 }
 
 Stage Pipeline::Sort(const PipelineInput& keys, const PipelineInput* values, v1::SortOutput output, bool descending,

@@ -3,8 +3,8 @@ reduce_by_key, sort, argsort, scan2d and scan along an axis give the bits of the
 streamed call, for random data at sizes around the test client's 64-byte chunks; keep=True gives
 RemoteArrays (in the non-keep call's shape) whose get() equals the streamed result; a mix of
 resident and host inputs, and keep where it cannot apply, are refused before any call; kept calls
-are not retried; narrow resident inputs are widened by the server; the AsyncClient alike. The
-request checks (test_requests_*) need no server."""
+are not retried; narrow resident inputs are widened by the server (Compact's and Sort's results
+narrowed back); the AsyncClient alike. The request checks (test_requests_*) need no server."""
 import asyncio
 
 import numpy as np
@@ -172,8 +172,7 @@ def test_keep_chains_across_operations(own, rng):
 
 @pytest.mark.parametrize("dtype", NARROW)
 def test_narrow_resident_inputs(own, rng, dtype):
-    """A narrow RemoteArray computed as the streamed narrow call (the server widens it; compact
-    and sort give narrow results, as streamed)."""
+    """A narrow RemoteArray computed as the streamed narrow call (the server widens it)."""
     for n in (0, 1, 63, 64, 65, 200):
         x = data(rng, dtype, n)
         keys, mask = keys_for(rng, n, "int32"), (rng.random(n) < 0.5).astype(np.uint8)
@@ -185,13 +184,18 @@ def test_narrow_resident_inputs(own, rng, dtype):
         if n:
             check(own, own.scan2d, (x.reshape(n, 1),), (r.reshape(n, 1),))
             check(own, own.scan, (x.reshape(1, n),), (r.reshape(1, n),), axis=1)
-        # Compact and sort: narrow in, narrow out (kept arrays of the input's dtype).
-        check(own, own.compact, (x,), (r,), predicate="nonzero", indices=True)
-        check(own, lambda v, w, **kw: own.compact(v, where=w, **kw), (x, mask), (r, m))
+        # Compact and sort: the server widens into the carrier and narrows the results back.
+        for outputs in ({}, {"indices": True}, {"values": False, "indices": True}):
+            check(own, own.compact, (x,), (r,), predicate=("gt", 0), **outputs)
+            check(own, lambda v, w, **kw: own.compact(v, where=w, **kw), (x, mask), (r, m), **outputs)
         check(own, own.sort, (x,), (r,))
+        check(own, own.sort, (x,), (r,), descending=True)
         check(own, own.argsort, (x,), (r,))
-        check(own, lambda kk, v, **kw: own.sort(kk, values=v, **kw), (keys, x), (k, r))
-        check(own, lambda kk, v, **kw: own.sort(kk, values=v, **kw), (x, keys), (r, k))
+        check(own, lambda a, v, **kw: own.sort(a, values=v, **kw), (x, keys), (r, k))  # narrow keys, wide values
+        check(own, lambda a, v, **kw: own.sort(a, values=v, **kw), (keys, x), (k, r))  # wide keys, narrow values
+        kept = own.compact(r, predicate=("gt", 0), keep=True)
+        assert kept.dtype == x.dtype  # kept narrow, as the streamed call returns it
+        kept.drop()
 
 
 def test_refusals(own, rng):

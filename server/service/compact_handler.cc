@@ -11,7 +11,7 @@
 #include "service/handlers.h"
 #include "service/raw_wire.h"
 #include "service/resident_call.h"
-#include "service/resident_feed.h"
+#include "service/resident_narrow.h"
 #include "service/shared_memory.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
@@ -92,8 +92,6 @@ class CompactCall final
     v1::CompactResponse kept;  // header.resident.keep: the kept arrays' info
     if (shared_) {
       if (auto s = CompactShared(); !s.ok()) return s;
-    } else if (resident_ && narrow_) {  // no device path: fed chunk by chunk, widened as streamed
-      if (auto s = CompactFed(out, &kept); !s.ok()) return s;
     } else if (resident_) {
       if (auto s = CompactResident(out, &kept); !s.ok()) return s;
     } else if (device_) {
@@ -133,9 +131,21 @@ class CompactCall final
 
   // header.resident: compacted into scratch memory of the whole array's size (the kept count is
   // known only after), then either cut to the kept count into new arrays (keep: the budget
-  // counts what is kept) or read back in responses as a streamed call's.
+  // counts what is kept) or read back in responses as a streamed call's. A narrow array is
+  // compacted as its carrier (widened into counted memory for the call), its kept values
+  // narrowed back (resident_narrow.h).
   grpc::Status CompactResident(std::vector<CompactReply>& out, v1::CompactResponse* kept) {
     const uint64_t n = device_->elements;
+    std::shared_ptr<engine::ResidentMemory> wide;
+    if (narrow_) {
+      if (auto s = WidenResident(*ctx_.resident, resident_->tenant, *resident_->values->memory, *narrow_, spec_.dtype,
+                                 n, ctx_.options->chunk_bytes, &wide);
+          !s.ok()) {
+        return s;
+      }
+      device_->in = wide->data();
+    }
+    const size_t out_size = WireSize(narrow_, spec_.dtype);  // a kept value's bytes
     ResidentCall scratch = *resident_;
     scratch.keep = false;
     std::shared_ptr<engine::ResidentMemory> values, indices;
@@ -148,10 +158,36 @@ class CompactCall final
       device_->indices = reinterpret_cast<int64_t*>(indices->data());
     }
     CompactDevice();
+    wide.reset();
     bytes_in_ = bytes_out_ = 0;  // nothing crossed the wire
-    if (resident_->keep) return KeepBoth(values, indices, elem_size_, kept);
+    if (resident_->keep) {
+      // Both allocated before either is kept, so that a refusal keeps neither; beside the input.
+      std::shared_ptr<engine::ResidentMemory> kept_values, kept_indices;
+      const engine::ResidentMemory* near = resident_->values->memory.get();
+      if (values) {
+        if (auto s = ctx_.resident->Allocate(resident_->tenant, kept_ * out_size, &kept_values, near); !s.ok()) {
+          return s;
+        }
+      }
+      if (indices) {
+        if (auto s = ctx_.resident->Allocate(resident_->tenant, kept_ * sizeof(int64_t), &kept_indices, near); !s.ok()) {
+          return s;
+        }
+      }
+      if (values && narrow_) {
+        NarrowInto(*values, *narrow_, spec_.dtype, kept_, *kept_values, ctx_.options->chunk_bytes);
+        *kept->mutable_values_array() = ctx_.resident->Add(resident_->tenant, resident_->values->dtype, kept_,
+                                                           std::move(kept_values), resident_->ttl_ms, resident_->label);
+      } else if (values) {
+        *kept->mutable_values_array() = Keep(*values, std::move(kept_values), elem_size_, resident_->values->dtype);
+      }
+      if (indices) {
+        *kept->mutable_indices_array() = Keep(*indices, std::move(kept_indices), sizeof(int64_t), v1::DTYPE_INT64);
+      }
+      return grpc::Status::OK;
+    }
     // Responses of whole elements, neither part above the chunk limit; kept_offset as streamed.
-    const size_t widest = std::max(values ? elem_size_ : 0, indices ? sizeof(int64_t) : 0);
+    const size_t widest = std::max(values ? out_size : 0, indices ? sizeof(int64_t) : 0);
     const uint64_t per = std::max<uint64_t>(ctx_.options->chunk_bytes / widest, 1);
     auto read = [&](const engine::ResidentMemory& from, size_t size, uint64_t first, uint64_t m) {
       Payload p = ctx_.payloads->Take(m * size);
@@ -162,74 +198,15 @@ class CompactCall final
     for (uint64_t first = 0; first < kept_; first += per) {
       const uint64_t m = std::min(per, kept_ - first);
       CompactReply& reply = out.emplace_back();
-      if (values) reply.values = read(*values, elem_size_, first, m);
+      if (values && narrow_) {
+        reply.values = ctx_.payloads->Take(m * out_size);
+        ReadNarrowed(*values, *narrow_, spec_.dtype, first, m, reply.values.data());
+        bytes_out_ += m * out_size;
+      } else if (values) {
+        reply.values = read(*values, elem_size_, first, m);
+      }
       if (indices) reply.indices = read(*indices, sizeof(int64_t), first, m);
       reply.msg.set_kept_offset(first);
-    }
-    return grpc::Status::OK;
-  }
-
-  // A narrow array's compaction (header.resident; the cpu and cuda engines alike): its values
-  // (and flags) read back a chunk at a time and compacted as a streamed call's chunks are
-  // (Select: widened to the carrier, the kept ones narrowed back), so the results are its bits.
-  // The replies stream back, or with keep go into scratch of the whole array's size, cut to the
-  // kept count as the device path's are.
-  grpc::Status CompactFed(std::vector<CompactReply>& out, v1::CompactResponse* kept) {
-    const uint64_t n = resident_->values->count;
-    const size_t size = narrow_->size;
-    std::shared_ptr<engine::ResidentMemory> values, indices;
-    if (resident_->keep) {
-      ResidentCall scratch = *resident_;
-      scratch.keep = false;
-      if (spec_.want_values) {
-        if (auto s = ResidentOutput(*ctx_.resident, scratch, n * size, &values); !s.ok()) return s;
-      }
-      if (spec_.want_indices) {
-        if (auto s = ResidentOutput(*ctx_.resident, scratch, n * sizeof(int64_t), &indices); !s.ok()) return s;
-      }
-    }
-    ResidentFeed feed(*ctx_.resident, *resident_, ctx_.options->chunk_bytes, *ctx_.payloads);
-    std::vector<CompactReply> made;
-    auto s = feed.Each([this] { return Cancelled(); }, [&](Payload v, Payload flags) {
-      Select(v.data(), spec_.use_flags ? reinterpret_cast<const uint8_t*>(flags.data()) : nullptr, v.size() / size,
-             made);
-      for (CompactReply& r : made) {
-        if (!resident_->keep) {
-          out.push_back(std::move(r));
-          continue;
-        }
-        const uint64_t at = r.msg.kept_offset();
-        if (values && r.values.size() > 0) values->Write(at * size, r.values.data(), r.values.size());
-        if (indices && r.indices.size() > 0) indices->Write(at * sizeof(int64_t), r.indices.data(), r.indices.size());
-      }
-      made.clear();
-    });
-    if (!s.ok()) return s;
-    bytes_in_ = 0;  // nothing crossed the wire on the way in
-    if (!resident_->keep) return grpc::Status::OK;
-    bytes_out_ = 0;
-    return KeepBoth(values, indices, size, kept);
-  }
-
-  // keep: the first kept_ elements of the scratch results (values of `size` bytes each, indices),
-  // kept as new arrays of exactly their size, beside the input. Both are allocated before either
-  // is kept, so that a refusal keeps neither.
-  grpc::Status KeepBoth(const std::shared_ptr<engine::ResidentMemory>& values,
-                        const std::shared_ptr<engine::ResidentMemory>& indices, size_t size,
-                        v1::CompactResponse* kept) {
-    std::shared_ptr<engine::ResidentMemory> kept_values, kept_indices;
-    const engine::ResidentMemory* near = resident_->values->memory.get();
-    if (values) {
-      if (auto s = ctx_.resident->Allocate(resident_->tenant, kept_ * size, &kept_values, near); !s.ok()) return s;
-    }
-    if (indices) {
-      if (auto s = ctx_.resident->Allocate(resident_->tenant, kept_ * sizeof(int64_t), &kept_indices, near); !s.ok()) {
-        return s;
-      }
-    }
-    if (values) *kept->mutable_values_array() = Keep(*values, std::move(kept_values), size, resident_->values->dtype);
-    if (indices) {
-      *kept->mutable_indices_array() = Keep(*indices, std::move(kept_indices), sizeof(int64_t), v1::DTYPE_INT64);
     }
     return grpc::Status::OK;
   }

@@ -38,15 +38,11 @@ grpc::Status NoPlacement(const Header& h, const std::string& field) {
   return grpc::Status::OK;
 }
 
-// A narrow dtype (1 or 2 bytes) is not computed in a pipeline yet; named before ToEngine, whose
-// message would say only that the dtype is not one it takes.
-grpc::Status NotNarrow(int dtype, const std::string& field) {
-  const size_t size = WireDTypeSize(dtype);
-  if (size == 1 || size == 2) {
-    return InvalidArgument(field + " " + DTypeText(dtype) + ": narrow dtypes are not computed in a pipeline yet "
-                           "(call the operation with header.resident)");
-  }
-  return grpc::Status::OK;
+// The dtype of a Scan or SegmentedScan stage's result: the input's; a narrow input's is its
+// output's (FLOAT16 for a FLOAT16 output), as the streamed call answers.
+int ScanResultDType(int input, const std::optional<NarrowInput>& narrow, engine::DType engine) {
+  if (!narrow) return input;
+  return narrow->half_out ? v1::DTYPE_FLOAT16 : ToWire(engine);
 }
 
 // The stage's operation: its spec, the dtype of its values input and of what it makes.
@@ -54,7 +50,6 @@ grpc::Status PlanOp(const v1::PipelineStage& s, const engine::Engine& engine, St
   auto common = [&](const auto& h, const char* name) {
     p->field += std::string(".") + name;
     if (auto st = NoPlacement(h, p->field); !st.ok()) return st;
-    if (auto st = NotNarrow(h.dtype(), p->field + ".dtype"); !st.ok()) return st;
     if (h.has_element_count()) p->declared = h.element_count();
     p->values.dtype = h.dtype();
     *wants = WantsOf(h);
@@ -65,36 +60,37 @@ grpc::Status PlanOp(const v1::PipelineStage& s, const engine::Engine& engine, St
     case v1::PipelineStage::kScan:
       p->op = StageOp::kScan;
       if (st = common(s.scan(), "scan"); !st.ok()) return st;
-      if (st = ToEngine(s.scan(), &p->scan); !st.ok()) return Renamed(st, p->field);
+      if (st = ToEngine(s.scan(), &p->scan, &p->narrow); !st.ok()) return Renamed(st, p->field);
       if (st = CheckScanAlgorithm(p->scan.algorithm, engine.scan_algorithms(), engine.name()); !st.ok()) {
         return Renamed(st, p->field);
       }
-      p->makes[v1::STAGE_ARRAY_VALUES] = s.scan().dtype();
+      p->makes[v1::STAGE_ARRAY_VALUES] = ScanResultDType(s.scan().dtype(), p->narrow, p->scan.dtype);
       return grpc::Status::OK;
     case v1::PipelineStage::kReduce:
       p->op = StageOp::kReduce;
       if (st = common(s.reduce(), "reduce"); !st.ok()) return st;
-      if (st = ToEngine(s.reduce(), &p->reduce); !st.ok()) return Renamed(st, p->field);
+      if (st = ToEngine(s.reduce(), &p->reduce, &p->narrow); !st.ok()) return Renamed(st, p->field);
       return grpc::Status::OK;
     case v1::PipelineStage::kCompact:
       p->op = StageOp::kCompact;
       if (st = common(s.compact(), "compact"); !st.ok()) return st;
-      if (st = ToEngine(s.compact(), &p->compact); !st.ok()) return Renamed(st, p->field);
+      if (st = ToEngine(s.compact(), &p->compact, &p->narrow); !st.ok()) return Renamed(st, p->field);
       if (p->compact.want_values) p->makes[v1::STAGE_ARRAY_VALUES] = s.compact().dtype();
       if (p->compact.want_indices) p->makes[v1::STAGE_ARRAY_INDICES] = v1::DTYPE_INT64;
       return grpc::Status::OK;
     case v1::PipelineStage::kHistogram:
       p->op = StageOp::kHistogram;
       if (st = common(s.histogram(), "histogram"); !st.ok()) return st;
-      if (st = ToEngine(s.histogram(), engine::kMaxHistogramBins, &p->histogram); !st.ok()) return Renamed(st, p->field);
+      if (st = ToEngine(s.histogram(), engine::kMaxHistogramBins, &p->histogram, &p->narrow); !st.ok()) {
+        return Renamed(st, p->field);
+      }
       return grpc::Status::OK;
     case v1::PipelineStage::kSort:
       p->op = StageOp::kSort;
       if (st = common(s.sort(), "sort"); !st.ok()) return st;
-      if (s.sort().output() == v1::SORT_OUTPUT_KEYS_AND_VALUES) {
-        if (st = NotNarrow(s.sort().values_dtype(), p->field + ".values_dtype"); !st.ok()) return st;
+      if (st = ToEngine(s.sort(), &p->sort, &p->narrow, &p->narrow_sort_values); !st.ok()) {
+        return Renamed(st, p->field);
       }
-      if (st = ToEngine(s.sort(), &p->sort); !st.ok()) return Renamed(st, p->field);
       if (p->sort.want_keys) p->makes[v1::STAGE_ARRAY_VALUES] = s.sort().dtype();
       if (p->sort.want_indices) p->makes[v1::STAGE_ARRAY_INDICES] = v1::DTYPE_INT64;
       if (p->sort.has_values) p->makes[v1::STAGE_ARRAY_SORT_VALUES] = s.sort().values_dtype();
@@ -102,8 +98,8 @@ grpc::Status PlanOp(const v1::PipelineStage& s, const engine::Engine& engine, St
     case v1::PipelineStage::kSegmentedScan:
       p->op = StageOp::kSegmentedScan;
       if (st = common(s.segmented_scan(), "segmented_scan"); !st.ok()) return st;
-      if (st = ToEngine(s.segmented_scan(), &p->segmented); !st.ok()) return Renamed(st, p->field);
-      p->makes[v1::STAGE_ARRAY_VALUES] = s.segmented_scan().dtype();
+      if (st = ToEngine(s.segmented_scan(), &p->segmented, &p->narrow); !st.ok()) return Renamed(st, p->field);
+      p->makes[v1::STAGE_ARRAY_VALUES] = ScanResultDType(s.segmented_scan().dtype(), p->narrow, p->segmented.dtype);
       return grpc::Status::OK;
     case v1::PipelineStage::OP_NOT_SET:
       break;

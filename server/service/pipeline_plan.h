@@ -15,6 +15,7 @@
 
 #include "engine/engine.h"
 #include "gpuscan/v1/gpuscan.pb.h"
+#include "service/narrow.h"
 
 namespace gpuscan::server {
 
@@ -45,6 +46,9 @@ struct StagePlan {
   engine::SortSpec sort;
   engine::SegmentedScanSpec segmented;
   StageSource values, flags, keys, sort_values;  // kind kNone: not an input of this stage
+  // A narrow values input (Sort: keys) and Sort's narrow sort_values, as the operation's ToEngine
+  // takes them: the stage runs on them widened (pipeline_narrow.cc).
+  std::optional<NarrowInput> narrow, narrow_sort_values;
   std::optional<uint64_t> declared;  // header.element_count
   v1::StageReturn returns = v1::STAGE_RETURN_NONE;
   uint64_t ttl_ms = 0;

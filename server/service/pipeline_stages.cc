@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "engine/histogram.h"
+#include "service/pipeline_narrow.h"
 #include "service/status.h"
 #include "service/validate.h"
 
@@ -206,6 +207,9 @@ grpc::Status SegmentedScan(const StageEnv& env, const StagePlan& plan, StageRun&
 grpc::Status RunStage(const StageEnv& env, const StagePlan& plan, const StageArrayRef& values,
                       const StageArrayRef& flags, const StageArrayRef& keys, const StageArrayRef& sort_values,
                       StageOutcome* outcome) {
+  if (plan.narrow || plan.narrow_sort_values) {  // widened, run here, narrowed back
+    return RunNarrowStage(env, plan, values, flags, keys, sort_values, outcome);
+  }
   if (plan.declared && *plan.declared != values.count) {
     return InvalidArgument(fmt::format("{}.element_count {} differs from its values' {} elements ({})", plan.field,
                                        *plan.declared, values.count, plan.values.field));

@@ -1,7 +1,6 @@
 #include "service/resident_feed.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "service/status.h"
 
@@ -61,36 +60,3 @@ grpc::Status ResidentFeed::Keep(int dtype, v1::ArrayInfo* info) {
 
 }  // namespace gpuscan::server
 
-namespace gpuscan::server {
-namespace {
-
-// `count` elements of in_size bytes at `in` converted into out_size bytes each at `out`, at most
-// chunk_bytes of either side a piece, through host memory: convert(src, dst, n) per piece.
-template <class Convert>
-void ConvertResident(const engine::ResidentMemory& in, size_t in_size, engine::ResidentMemory& out, size_t out_size,
-                     uint64_t count, uint64_t chunk_bytes, Convert&& convert) {
-  const uint64_t step = std::max<uint64_t>(1, chunk_bytes / std::max(in_size, out_size));
-  std::vector<std::byte> src(std::min(step, count) * in_size), dst(std::min(step, count) * out_size);
-  for (uint64_t first = 0; first < count; first += step) {
-    const uint64_t n = std::min(step, count - first);
-    in.Read(first * in_size, src.data(), n * in_size);
-    convert(src.data(), dst.data(), n);
-    out.Write(first * out_size, dst.data(), n * out_size);
-  }
-}
-
-}  // namespace
-
-void WidenResident(const engine::ResidentMemory& in, const NarrowInput& narrow, engine::DType carrier, uint64_t count,
-                   engine::ResidentMemory& out, uint64_t chunk_bytes) {
-  ConvertResident(in, narrow.size, out, engine::SizeOf(carrier), count, chunk_bytes,
-                  [&](const void* src, void* dst, uint64_t n) { Widen(narrow, carrier, src, dst, n); });
-}
-
-void NarrowResident(const engine::ResidentMemory& in, engine::DType carrier, const NarrowInput& narrow, uint64_t count,
-                    engine::ResidentMemory& out, uint64_t chunk_bytes) {
-  ConvertResident(in, engine::SizeOf(carrier), out, narrow.size, count, chunk_bytes,
-                  [&](const void* src, void* dst, uint64_t n) { NarrowBack(narrow, carrier, src, dst, n); });
-}
-
-}  // namespace gpuscan::server

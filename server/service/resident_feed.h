@@ -75,15 +75,6 @@ class ResidentFeed {
   uint64_t written_ = 0;
 };
 
-// A narrow resident array's `count` elements widened into its carrier's (engine::SizeOf(carrier)
-// bytes each) in `out`, a piece of at most chunk_bytes at a time through host memory: the device
-// paths that have no narrow form (Sort) run on the carrier.
-void WidenResident(const engine::ResidentMemory& in, const NarrowInput& narrow, engine::DType carrier, uint64_t count,
-                   engine::ResidentMemory& out, uint64_t chunk_bytes);
-// Its inverse for carrier values that came from the narrow dtype (sorted ones), exactly.
-void NarrowResident(const engine::ResidentMemory& in, engine::DType carrier, const NarrowInput& narrow, uint64_t count,
-                    engine::ResidentMemory& out, uint64_t chunk_bytes);
-
 // A resident call's session (none: a streamed one's): on the engine of the device its arrays lie
 // on, named after it (OpenSession's rule, device_memory.h). make(engine) opens it.
 template <class Make>

@@ -12,7 +12,7 @@
 #include "service/device_memory.h"
 #include "service/handlers.h"
 #include "service/resident_call.h"
-#include "service/resident_feed.h"
+#include "service/resident_narrow.h"
 #include "service/streaming_call.h"
 #include "service/validate.h"
 
@@ -173,64 +173,34 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
 
   // header.resident: sorted from the arrays into new memory (never in place: the inputs stay as
   // they are), kept as new arrays or read back in responses as a streamed call's. Narrow keys or
-  // values are widened into scratch carriers first, sorted as those, and narrowed back on the way
-  // out (exactly: their values are the input's), as a streamed call does on the host.
+  // values are sorted as their carriers (widened into counted memory for the call) and narrowed
+  // back (resident_narrow.h).
   grpc::Status SortResident(std::vector<v1::SortResponse>& out) {
     const uint64_t n = device_->elements;
-    const uint64_t chunk = ctx_.options->chunk_bytes;
-    const std::array<size_t, 3> sizes = OutputSizes(key_size_, value_size_);  // what the engine writes
-    const std::array<size_t, 3> wire = OutputSizes(narrow_keys_ ? narrow_keys_->size : key_size_,
-                                                   narrow_values_ ? narrow_values_->size : value_size_);
-    const std::optional<NarrowInput>* narrows[3] = {&narrow_keys_, &narrow_values_, &no_narrow_};
-    const engine::DType carriers[3] = {spec_.dtype, spec_.values_dtype, engine::DType::kInt64};
-    const bool narrow = narrow_keys_ || narrow_values_;
-    ResidentCall scratch = *resident_;
-    scratch.keep = false;
-    std::shared_ptr<engine::ResidentMemory> wide_keys, wide_values;
-    if (narrow_keys_) {
-      if (auto s = ResidentOutput(*ctx_.resident, scratch, n * key_size_, &wide_keys); !s.ok()) return s;
-      WidenResident(*resident_->values->memory, *narrow_keys_, spec_.dtype, n, *wide_keys, chunk);
-      device_->in = wide_keys->data();
+    std::shared_ptr<engine::ResidentMemory> wide[2];  // the narrow inputs as carriers
+    if (auto s = WidenInput(*resident_->values, narrow_keys_, spec_.dtype, &wide[0]); !s.ok()) return s;
+    if (wide[0]) device_->in = wide[0]->data();
+    if (spec_.has_values) {
+      if (auto s = WidenInput(*resident_->sort_values, narrow_values_, spec_.values_dtype, &wide[1]); !s.ok()) return s;
+      if (wide[1]) device_->values = wide[1]->data();
     }
-    if (narrow_values_) {
-      if (auto s = ResidentOutput(*ctx_.resident, scratch, n * value_size_, &wide_values); !s.ok()) return s;
-      WidenResident(*resident_->sort_values->memory, *narrow_values_, spec_.values_dtype, n, *wide_values, chunk);
-      device_->values = wide_values->data();
-    }
-    // Narrow: the engine's carriers are scratch; the kept arrays are made narrow below.
-    const ResidentCall& outputs_call = narrow ? scratch : *resident_;
+    const std::array<size_t, 3> sizes = OutputSizes(key_size_, value_size_);
     std::shared_ptr<engine::ResidentMemory> outputs[3];
     for (int f = 0; f < 3; ++f) {
       if (sizes[f] == 0) continue;
-      if (auto s = ResidentOutput(*ctx_.resident, outputs_call, n * sizes[f], &outputs[f]); !s.ok()) return s;
+      if (auto s = ResidentOutput(*ctx_.resident, *resident_, n * sizes[f], &outputs[f]); !s.ok()) return s;
     }
     auto data = [](const std::shared_ptr<engine::ResidentMemory>& m) { return m ? m->data() : nullptr; };
     device_->out = data(outputs[0]);
     device_->values_output = data(outputs[1]);
     device_->indices = reinterpret_cast<int64_t*>(data(outputs[2]));
     SortDevice();
-    wide_keys.reset();
-    wide_values.reset();
+    wide[0].reset();
+    wide[1].reset();
     bytes_in_ = bytes_out_ = 0;  // nothing crossed the wire
     v1::SortResponse final;
     if (resident_->keep) {
-      if (narrow) {  // kept arrays of the wire sizes, all allocated before any is kept
-        std::shared_ptr<engine::ResidentMemory> kept[3];
-        for (int f = 0; f < 3; ++f) {
-          if (sizes[f] == 0) continue;
-          if (auto s = ctx_.resident->Allocate(resident_->tenant, std::max<uint64_t>(n * wire[f], 1), &kept[f],
-                                               resident_->values->memory.get());
-              !s.ok()) {
-            return s;
-          }
-          if (*narrows[f]) {
-            NarrowResident(*outputs[f], carriers[f], **narrows[f], n, *kept[f], chunk);
-          } else if (n > 0) {
-            outputs[f]->CopyTo(0, *kept[f], 0, n * sizes[f]);
-          }
-          outputs[f] = std::move(kept[f]);
-        }
-      }
+      if (auto s = NarrowOutputs(n, outputs); !s.ok()) return s;
       const int dtypes[3] = {resident_->values->dtype, spec_.has_values ? resident_->sort_values->dtype : 0,
                              v1::DTYPE_INT64};
       auto info = [&](int f) {  // only those kept are set
@@ -244,17 +214,49 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
                                        resident_->label);
       }
     } else {
-      std::string carried;  // a narrow output's piece as the engine wrote it
+      const std::optional<NarrowInput>* narrows[3] = {&narrow_keys_, &narrow_values_, nullptr};
+      const engine::DType carriers[2] = {spec_.dtype, spec_.values_dtype};
+      const size_t key_out = narrow_keys_ ? narrow_keys_->size : key_size_;
+      const size_t value_out = narrow_values_ ? narrow_values_->size : value_size_;
+      const std::array<size_t, 3> wire = OutputSizes(key_out, value_out);
       Respond(n, wire, out, [&](int f, uint64_t at, uint64_t bytes, char* dst) {
-        if (!*narrows[f]) return outputs[f]->Read(at, dst, bytes);
-        const uint64_t m = bytes / wire[f];
-        carried.resize(m * sizes[f]);
-        outputs[f]->Read(at / wire[f] * sizes[f], carried.data(), carried.size());
-        NarrowBack(**narrows[f], carriers[f], carried.data(), dst, m);
+        if (f < 2 && *narrows[f]) {
+          ReadNarrowed(*outputs[f], **narrows[f], carriers[f], at / wire[f], bytes / wire[f], dst);
+        } else {
+          outputs[f]->Read(at, dst, bytes);
+        }
       });
     }
     FillFinal(final, processed_, algorithm_);
     out.push_back(std::move(final));
+    return grpc::Status::OK;
+  }
+
+  // A narrow resident input widened into its carrier for the call (*wide unset for another).
+  grpc::Status WidenInput(const ResidentArray& a, const std::optional<NarrowInput>& narrow, engine::DType carrier,
+                          std::shared_ptr<engine::ResidentMemory>* wide) {
+    if (!narrow) return grpc::Status::OK;
+    return WidenResident(*ctx_.resident, resident_->tenant, *a.memory, *narrow, carrier, a.count,
+                         ctx_.options->chunk_bytes, wide);
+  }
+
+  // Kept sorted carriers of narrow inputs replaced by their narrow arrays: every one allocated
+  // (counted) before any is filled, so that a refusal keeps none.
+  grpc::Status NarrowOutputs(uint64_t n, std::shared_ptr<engine::ResidentMemory>* outputs) {
+    const std::optional<NarrowInput>* narrows[2] = {&narrow_keys_, &narrow_values_};
+    const engine::DType carriers[2] = {spec_.dtype, spec_.values_dtype};
+    std::shared_ptr<engine::ResidentMemory> narrowed[2];
+    for (int f = 0; f < 2; ++f) {
+      if (!outputs[f] || !*narrows[f]) continue;
+      auto s = ctx_.resident->Allocate(resident_->tenant, n * (*narrows[f])->size, &narrowed[f],
+                                       resident_->values->memory.get());
+      if (!s.ok()) return s;
+    }
+    for (int f = 0; f < 2; ++f) {
+      if (!narrowed[f]) continue;
+      NarrowInto(*outputs[f], **narrows[f], carriers[f], n, *narrowed[f], ctx_.options->chunk_bytes);
+      outputs[f] = std::move(narrowed[f]);
+    }
     return grpc::Status::OK;
   }
 
@@ -273,7 +275,6 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
 
   engine::SortSpec spec_;
   std::optional<NarrowInput> narrow_keys_, narrow_values_;  // narrow dtypes, run as their carriers
-  const std::optional<NarrowInput> no_narrow_;               // the indices'
   std::optional<PairedChecker> checker_;
   std::optional<SortBudget> budget_;
   size_t key_size_ = 4, value_size_ = 0;

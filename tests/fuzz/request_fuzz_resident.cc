@@ -362,8 +362,7 @@ Result FuzzResidentOp(server::ResidentStore& store, const std::vector<Request>& 
     if (st.ok()) st = server::CheckScanAlgorithm(spec.algorithm, Engine().scan_algorithms(), Engine().name());
   }
   if (st.ok()) {
-    const server::ResidentConflicts conflicts{h.has_shared_memory(), h.has_device_memory(), h.has_lanes(),
-                                              kScan};
+    const server::ResidentConflicts conflicts{h.has_shared_memory(), h.has_device_memory(), h.has_lanes(), kScan};
     st = server::OpenResident(store, NoCall(), h.resident(), h.dtype(), DeclaredCount(h), conflicts, &call, &device);
   }
   for (uint64_t i = 0; st.ok() && i < requests.size(); ++i) {

@@ -22,38 +22,25 @@ namespace {
 constexpr uint32_t kMaxBins = 4096;      // as request_fuzz_calls.cc's limits
 constexpr uint64_t kMaxRowBytes = 4096;
 
-// The handlers' header checks, one a header type; *narrow: a narrow input dtype.
+// The handlers' header checks, one a header type (narrow dtypes taken, as the handlers take them).
 template <class Spec, class H, class... Limit>
-grpc::Status ValidateAs(const H& h, bool* narrow, Limit... limit) {
+grpc::Status ValidateAs(const H& h, Limit... limit) {
   Spec spec;
   std::optional<server::NarrowInput> n;
-  grpc::Status s = server::ToEngine(h, limit..., &spec, &n);
-  *narrow = n.has_value();
-  return s;
+  return server::ToEngine(h, limit..., &spec, &n);
 }
-grpc::Status Validate(const v1::CompactHeader& h, bool* narrow) { return ValidateAs<engine::CompactSpec>(h, narrow); }
-grpc::Status Validate(const v1::HistogramHeader& h, bool* narrow) {
-  return ValidateAs<engine::HistogramSpec>(h, narrow, kMaxBins);
-}
-grpc::Status Validate(const v1::Scan2DHeader& h, bool* narrow) {
-  return ValidateAs<engine::Scan2DSpec>(h, narrow, kMaxRowBytes);
-}
-grpc::Status Validate(const v1::SegmentedScanHeader& h, bool* narrow) {
-  return ValidateAs<engine::SegmentedScanSpec>(h, narrow);
-}
-grpc::Status Validate(const v1::ReduceByKeyHeader& h, bool* narrow) {
-  return ValidateAs<engine::SegmentedScanSpec>(h, narrow);
-}
-grpc::Status Validate(const v1::SortHeader& h, bool* narrow) {
+grpc::Status Validate(const v1::CompactHeader& h) { return ValidateAs<engine::CompactSpec>(h); }
+grpc::Status Validate(const v1::HistogramHeader& h) { return ValidateAs<engine::HistogramSpec>(h, kMaxBins); }
+grpc::Status Validate(const v1::Scan2DHeader& h) { return ValidateAs<engine::Scan2DSpec>(h, kMaxRowBytes); }
+grpc::Status Validate(const v1::SegmentedScanHeader& h) { return ValidateAs<engine::SegmentedScanSpec>(h); }
+grpc::Status Validate(const v1::ReduceByKeyHeader& h) { return ValidateAs<engine::SegmentedScanSpec>(h); }
+grpc::Status Validate(const v1::SortHeader& h) {
   engine::SortSpec spec;
   std::optional<server::NarrowInput> keys, values;
-  grpc::Status s = server::ToEngine(h, &spec, &keys, &values);
-  *narrow = keys.has_value() || values.has_value();
-  return s;
+  return server::ToEngine(h, &spec, &keys, &values);
 }
 
-// What else the header sets (the fields a header type lacks are false), as the handlers say it
-// (every operation computes narrow dtypes on resident arrays).
+// What else the header sets (the fields a header type lacks are false), as the handlers say it.
 template <class H>
 server::ResidentConflicts ConflictsOf(const H& h, bool keep_allowed) {
   server::ResidentConflicts c;
@@ -114,9 +101,8 @@ Result FuzzInputs(int rpc, server::ResidentStore& store, const std::vector<Reque
   PutShort(store, r.mutable_keys(), wants.keys_dtype != 0, DefaultDType(wants), requests[0].flags);
   PutShort(store, r.mutable_sort_values(), wants.sort_values_dtype != 0, DefaultDType(wants), requests[0].flags);
   constexpr bool kKeeps = !std::is_same_v<H, v1::HistogramHeader>;
-  bool narrow = false;
   server::ResidentCall call;
-  grpc::Status st = Validate(h, &narrow);
+  grpc::Status st = Validate(h);
   if (st.ok()) {
     st = server::OpenResidentInputs(store, NoCall(), h.resident(), h.dtype(), Declared(h), wants,
                                     ConflictsOf(h, kKeeps), &call);

@@ -195,14 +195,21 @@ void HeaderRows(std::vector<Row>& rows) {
     rows.push_back(PipeRow("StageLanes", P{Head({s})}, kInvalid,
                            {"header.stages[0].compact.lanes: not in a pipeline stage"}));
   }
-  // Narrow dtypes are not computed in a pipeline yet.
-  rows.push_back(PipeRow("StageNarrowDType", P{Head({Scan(Id(), v1::DTYPE_INT8)})}, kInvalid,
-                         {"header.stages[0].scan.dtype DTYPE_INT8: narrow dtypes are not computed in a pipeline yet"}));
-  rows.push_back(PipeRow("StageNarrowHistogram", P{Head({Histogram(Id(), v1::DTYPE_FLOAT16)})}, kInvalid,
-                         {"header.stages[0].histogram.dtype DTYPE_FLOAT16: narrow dtypes"}));
-  rows.push_back(PipeRow("StageNarrowSortValues",
-                         P{Head({Sort(Id(), v1::DTYPE_INT32, v1::SORT_OUTPUT_KEYS_AND_VALUES, v1::DTYPE_INT16, Id())})},
-                         kInvalid, {"header.stages[0].sort.values_dtype DTYPE_INT16: narrow dtypes"}));
+  // Narrow dtypes: checked as their operation's call checks them; a narrow scan's result is wide.
+  {
+    v1::PipelineStage s = Scan(Id(), v1::DTYPE_INT8);
+    s.mutable_scan()->set_output_dtype(v1::DTYPE_INT16);
+    rows.push_back(PipeRow("StageNarrowOutputDType", P{Head({s})}, kInvalid,
+                           {"header.stages[0].scan.output_dtype=DTYPE_INT16", "FLOAT16 input only"}));
+  }
+  rows.push_back(PipeRow("StageNarrowBitwiseOnHalf", P{Head({Reduce(Id(), v1::DTYPE_FLOAT16, v1::OPERATOR_BIT_AND)})},
+                         kInvalid, {"header.stages[0].reduce.op=OPERATOR_BIT_AND is not defined for dtype float16"}));
+  rows.push_back(PipeRow("StageNarrowScanIsWide", P{Head({Scan(Id(), v1::DTYPE_INT8), Reduce(FromStage(0), v1::DTYPE_INT8)})},
+                         kInvalid, {"header.stages[1].values: stage 0's STAGE_ARRAY_VALUES is DTYPE_INT64",
+                                    "this input must be DTYPE_INT8"}));
+  rows.push_back(PipeRow("StageNarrowIdOfAnotherRun",
+                         P{Head({Sort(Id(), v1::DTYPE_FLOAT16, v1::SORT_OUTPUT_KEYS_AND_VALUES, v1::DTYPE_INT16, Id())})},
+                         kNotFound, {"header.stages[0].values", "the server restarted"}));
   // The operation's own parameters, as its RPC checks them, named from the stage.
   rows.push_back(PipeRow("StageBitwiseOnFloat", P{Head({Scan(Id()), Scan(Id(), v1::DTYPE_FLOAT32, v1::OPERATOR_BIT_AND)})},
                          kInvalid, {"header.stages[1].scan.op=OPERATOR_BIT_AND is not defined for dtype float32"}));

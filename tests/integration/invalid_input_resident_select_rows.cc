@@ -59,15 +59,21 @@ void ResidentSelectRows(std::vector<Row>& rows) {
                          kInvalid, {"header.resident: cannot be combined with header.device_memory"}));
   rows.push_back(MakeRow("ResidentWithDeviceMemory", std::vector{SelectResident(WithDeviceInput(SortHead()))}, kInvalid,
                          {"header.resident: cannot be combined with header.device_memory"}));
-  // ---- narrow dtypes are served (run as their carriers): the id is what is refused here
-  rows.push_back(MakeRow("ResidentNarrowDTypeIsServed", std::vector{SelectResident(CompactHead(v1::DTYPE_UINT8, false))},
-                         kNotFound, {"header.resident.values 5a5a", "the server restarted"}));
-  rows.push_back(MakeRow("ResidentNarrowDTypeIsServed", std::vector{SelectResident(SortHead(v1::DTYPE_FLOAT16))},
+  // ---- narrow dtypes are computed: their calls are checked as any other's (the refusals that
+  // need an array are in resident_narrow_test.cc)
+  rows.push_back(MakeRow("ResidentNarrowFlagsMissing", std::vector{SelectResident(CompactHead(v1::DTYPE_UINT8, true))},
+                         kInvalid, {"header.resident.flags: required", "use_flags"}));
+  rows.push_back(MakeRow("ResidentNarrowSortValuesMissing",
+                         std::vector{SelectResident(SortHead(v1::DTYPE_FLOAT16, v1::SORT_OUTPUT_KEYS_AND_VALUES, v1::DTYPE_INT16))},
+                         kInvalid, {"header.resident.sort_values: required", "SORT_OUTPUT_KEYS_AND_VALUES"}));
+  rows.push_back(MakeRow("ResidentNarrowWithDeviceMemory", std::vector{SelectResident(WithDeviceInput(SortHead(v1::DTYPE_INT8)))},
+                         kInvalid, {"header.device_memory: a narrow header.dtype=DTYPE_INT8", "in the stream only"}));
+  rows.push_back(MakeRow("ResidentNarrowIdOfAnotherRun", std::vector{SelectResident(CompactHead(v1::DTYPE_UINT8, false))},
                          kNotFound, {"header.resident.values 5a5a", "the server restarted"}));
   {
-    auto r = SelectResident(SortHead(v1::DTYPE_INT32, v1::SORT_OUTPUT_KEYS_AND_VALUES, v1::DTYPE_INT16));
+    auto r = SelectResident(SortHead(v1::DTYPE_FLOAT16, v1::SORT_OUTPUT_KEYS_AND_VALUES, v1::DTYPE_INT16));
     r.mutable_header()->mutable_resident()->set_sort_values(kSelectOtherRunId);
-    rows.push_back(MakeRow("ResidentNarrowValuesDTypeIsServed", std::vector{r}, kNotFound,
+    rows.push_back(MakeRow("ResidentNarrowIdOfAnotherRun", std::vector{r}, kNotFound,
                            {"header.resident.values 5a5a", "the server restarted"}));
   }
   // ---- ids of another run of the server

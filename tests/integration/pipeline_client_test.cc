@@ -289,12 +289,18 @@ TEST_F(PipelineClientTest, ServerErrorsSurfaceAsRpcErrorKeepingNothing) {
     ExpectRpcError([&] { p.Run(); }, grpc::StatusCode::INVALID_ARGUMENT, "header.stages[2].keys");
     EXPECT_EQ(Arrays(), before);
   }
-  {  // narrow dtypes are not in a pipeline yet
+  {  // a narrow scan's result is wide (numpy's UINT64), as the streamed scan's
     const std::vector<uint8_t> bytes = Flags(100, 3);
     RemoteArray narrow = client_.Put(v1::DTYPE_UINT8, bytes.data(), bytes.size());
     Pipeline p = client_.NewPipeline();
-    p.Scan(narrow);
-    ExpectRpcError([&] { p.Run(); }, grpc::StatusCode::INVALID_ARGUMENT, "header.stages[0].scan.dtype");
+    const Stage sums = p.Scan(narrow, {}, Return::kData);
+    EXPECT_EQ(sums.dtype(), v1::DTYPE_UINT64);
+    const std::vector<uint64_t> got = p.Run().Data<uint64_t>(sums);
+    std::vector<uint64_t> want(bytes.size());
+    uint64_t sum = 0;
+    for (size_t i = 0; i < bytes.size(); ++i) want[i] = sum += bytes[i];
+    EXPECT_EQ(got, want);
+    narrow.Drop();
   }
   {  // a dropped array
     RemoteArray gone = client_.Put(x);

@@ -478,7 +478,8 @@ TEST_F(PipelineTest, RefusalsNameTheField) {
     *h.add_stages() = s;
   }
   {
-    auto& h = add("narrow", grpc::StatusCode::INVALID_ARGUMENT, {"header.stages[0].scan.dtype", "DTYPE_INT8"});
+    auto& h = add("narrow stage of a wide array", grpc::StatusCode::INVALID_ARGUMENT,
+                  {"header.stages[0].values.id", "is DTYPE_INT32; this input must be DTYPE_INT8"});
     v1::PipelineStage s = scan_of(FromId(id));
     s.mutable_scan()->set_dtype(v1::DTYPE_INT8);
     *h.add_stages() = s;

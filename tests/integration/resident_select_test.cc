@@ -72,13 +72,13 @@ std::string GetAll(v1::GpuScan::Stub& stub, const v1::ArrayInfo& info) {
 
 // ---- the raw stub's Compact, Histogram and Sort: streamed when the data is given (chunks of
 // kChunk bytes), else with only the header; results concatenated, the offsets checked.
-struct CompactResult {
+struct RawCompactResult {
   std::string values, indices;
   v1::CompactResponse last;
 };
 
 grpc::Status Compact(v1::GpuScan::Stub& stub, const v1::CompactHeader& header, const std::string* values,
-                     const std::string* flags, CompactResult* r, const std::string& tenant = "") {
+                     const std::string* flags, RawCompactResult* r, const std::string& tenant = "") {
   grpc::ClientContext ctx;
   Tenant(&ctx, tenant);
   auto stream = stub.Compact(&ctx);
@@ -127,13 +127,13 @@ grpc::Status Histogram(v1::GpuScan::Stub& stub, const v1::HistogramHeader& heade
   return writer->Finish();
 }
 
-struct SortResult {
+struct RawSortResult {
   std::string keys, values, indices;
   v1::SortResponse last;
 };
 
 grpc::Status Sort(v1::GpuScan::Stub& stub, const v1::SortHeader& header, const std::string* keys,
-                  const std::string* values, SortResult* r, const std::string& tenant = "") {
+                  const std::string* values, RawSortResult* r, const std::string& tenant = "") {
   grpc::ClientContext ctx;
   Tenant(&ctx, tenant);
   auto stream = stub.Sort(&ctx);
@@ -210,7 +210,7 @@ TEST_F(ResidentSelectTest, CompactEqualsTheStreamedCallBitForBitAndKeepsExactly)
           SCOPED_TRACE(::testing::Message() << v1::DType_Name(dtype) << " n=" << n << " flags=" << use_flags
                                           << " output=" << output);
           v1::CompactHeader h = CompactHead(dtype, use_flags, output);
-          CompactResult streamed, resident, kept;
+          RawCompactResult streamed, resident, kept;
           ASSERT_TRUE(Compact(*stub_, h, &data, use_flags ? &flags : nullptr, &streamed).ok());
           if (use_flags) Res(&h, id)->set_flags(flags_id);
           Res(&h, id);
@@ -325,7 +325,7 @@ TEST_F(ResidentSelectTest, SortEqualsTheStreamedCallBitForBitAndNeverSortsInPlac
           h.set_descending(descending);
           h.set_output(output);
           if (with_values) h.set_values_dtype(values_dtype);
-          SortResult streamed, resident, kept;
+          RawSortResult streamed, resident, kept;
           ASSERT_TRUE(Sort(*stub_, h, &keys, with_values ? &values : nullptr, &streamed).ok());
           h.mutable_resident()->set_values(keys_id);
           if (with_values) h.mutable_resident()->set_sort_values(values_id);
@@ -381,8 +381,8 @@ TEST_F(ResidentSelectTest, ChainOfKeptResultsNeverLeavesTheServer) {
   hh.set_bins(10);
   hh.set_lo(0);
   hh.set_hi(1);
-  CompactResult compacted;
-  SortResult sorted;
+  RawCompactResult compacted;
+  RawSortResult sorted;
   v1::HistogramResponse streamed, resident;
   ASSERT_TRUE(Compact(*stub_, ch, &data, nullptr, &compacted).ok());
   ASSERT_TRUE(Sort(*stub_, sh, &compacted.values, nullptr, &sorted).ok());
@@ -411,7 +411,7 @@ TEST_F(ResidentSelectTest, RefusalsNameTheField) {
   const std::string short_flags_id = PutId(*stub_, v1::DTYPE_UINT8, Flags(99, 1002));
   const std::string int32_id = PutId(*stub_, v1::DTYPE_INT32, WithSpecials(v1::DTYPE_INT32, 100, 1003));
   const auto kInvalid = grpc::StatusCode::INVALID_ARGUMENT;
-  CompactResult c;
+  RawCompactResult c;
   v1::CompactHeader flagged = CompactHead(v1::DTYPE_INT32, true, v1::COMPACT_OUTPUT_VALUES);
   Res(&flagged, id);
   ExpectRefused(Compact(*stub_, flagged, nullptr, nullptr, &c), kInvalid, {"header.resident.flags: required"});
@@ -443,7 +443,7 @@ TEST_F(ResidentSelectTest, RefusalsNameTheField) {
     ExpectRefused(stream->Finish(), kInvalid, {"values: request 0 carries 8 bytes", "header.resident"});
   }
 
-  SortResult r;
+  RawSortResult r;
   v1::SortHeader sh;
   sh.set_dtype(v1::DTYPE_INT32);
   sh.set_output(v1::SORT_OUTPUT_KEYS_AND_VALUES);

@@ -31,8 +31,10 @@
 // one it is one try, as every call that keeps is: a try whose answer was lost may have kept its
 // arrays, and a retry would keep them twice.
 //
-// Not here yet, as on the server: ReduceByKey and Scan2D stages, narrow dtypes (the server
-// refuses them naming the stage: run them as their own calls on RemoteArrays, resident_ops.h).
+// Narrow dtypes (INT8 ... FLOAT16) are taken as the operations take them: a Scan or
+// SegmentedScan stage of one makes its output dtype (options' output_dtype, else numpy's default).
+// Not here yet, as on the server: ReduceByKey and Scan2D stages (run them as their own calls on
+// RemoteArrays, resident_ops.h).
 #pragma once
 
 #include <array>
