@@ -17,27 +17,16 @@ using namespace resident;  // NOLINT: the fixture's helpers
 const v1::DType kNarrowDTypes[] = {v1::DTYPE_INT8, v1::DTYPE_UINT8, v1::DTYPE_INT16, v1::DTYPE_UINT16,
                                    v1::DTYPE_FLOAT16};
 
-size_t WireSize(v1::DType d) {
-  switch (d) {
-    case v1::DTYPE_INT8:
-    case v1::DTYPE_UINT8: return 1;
-    case v1::DTYPE_INT16:
-    case v1::DTYPE_UINT16:
-    case v1::DTYPE_FLOAT16: return 2;
-    default: return SizeOf(d);
-  }
-}
-
 // Around the server's chunk (kChunk bytes of the narrow dtype): 0, 1, a chunk less one, one, one
 // more, a few chunks.
 std::vector<uint64_t> ChunkSizes(v1::DType dtype) {
-  const uint64_t per = kChunk / WireSize(dtype);
+  const uint64_t per = kChunk / SizeOf(dtype);
   return {0, 1, per - 1, per, per + 1, 3 * per - 72};
 }
 
 // Random elements: narrow ones as random bytes (float16's NaN, inf, -0 included).
 std::string Elements(v1::DType dtype, uint64_t n, uint32_t seed) {
-  return WireSize(dtype) <= 2 ? RandomBytes(n * WireSize(dtype), seed) : RandomArray(dtype, n, seed);
+  return SizeOf(dtype) <= 2 ? RandomBytes(n * SizeOf(dtype), seed) : RandomArray(dtype, n, seed);
 }
 
 std::string NewArray(v1::GpuScan::Stub& stub, v1::DType dtype, const std::string& data) {
@@ -67,7 +56,7 @@ grpc::Status CompactCall(v1::GpuScan::Stub& stub, const v1::CompactHeader& h, co
   v1::CompactRequest req;
   *req.mutable_header() = h;
   stream->Write(req);
-  const size_t size = WireSize(h.dtype()), per = kChunk / size;
+  const size_t size = SizeOf(h.dtype()), per = kChunk / size;
   for (size_t first = 0; values && first < values->size() / size; first += per) {
     v1::CompactRequest chunk;
     chunk.set_values(values->substr(first * size, per * size));
@@ -97,7 +86,7 @@ grpc::Status SortCall(v1::GpuScan::Stub& stub, const v1::SortHeader& h, const st
   v1::SortRequest req;
   *req.mutable_header() = h;
   stream->Write(req);
-  const size_t ks = WireSize(h.dtype()), vs = values ? WireSize(h.values_dtype()) : 0, per = kChunk / 8;
+  const size_t ks = SizeOf(h.dtype()), vs = values ? SizeOf(h.values_dtype()) : 0, per = kChunk / 8;
   for (size_t first = 0; keys && first < keys->size() / ks; first += per) {
     v1::SortRequest chunk;
     chunk.set_keys(keys->substr(first * ks, per * ks));
@@ -236,7 +225,7 @@ TEST_F(ResidentNarrowTest, SortEqualsTheStreamedCallBitForBitReturnedAndKept) {
           ASSERT_EQ(kept.last.has_values_array(), with_values);
           if (kept.last.has_keys_array()) {
             EXPECT_EQ(kept.last.keys_array().dtype(), dtype);
-            EXPECT_EQ(kept.last.keys_array().bytes(), n * WireSize(dtype));
+            EXPECT_EQ(kept.last.keys_array().bytes(), n * SizeOf(dtype));
             EXPECT_EQ(ReadArray(*stub_, kept.last.keys_array()), streamed.keys);
           }
           if (with_values) {
