@@ -57,6 +57,7 @@ class HistogramCall final
   }
 
   bool HeaderEndsStream() const override { return resident_.has_value(); }
+  void ReleaseHeld() override { resident_.reset(); }
 
   void Open() override {
     session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewHistogram(spec_); });

@@ -53,6 +53,11 @@ class PipelineCall final
   }
 
   bool HeaderEndsStream() const override { return !plan_.streamed; }
+  void ReleaseHeld() override {
+    resident_.clear();
+    input_ = {};
+    held_.clear();
+  }
 
   void Open() override {
     if (!plan_.streamed || !checks_.header().has_element_count()) return;

@@ -51,6 +51,7 @@ class ReduceByKeyCall final
   }
 
   bool HeaderEndsStream() const override { return resident_.has_value(); }
+  void ReleaseHeld() override { resident_.reset(); }
 
   void Open() override {
     reducer_ = OpenFedSession(*ctx_.engine, resident_, [&](engine::Engine& e) { return e.NewReduceByKey(spec_); });

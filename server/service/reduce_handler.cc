@@ -59,6 +59,7 @@ class ReduceCall final : public FoldingCall<ReduceChunk, v1::ReduceResponse, eng
   }
 
   bool HeaderEndsStream() const override { return resident_.has_value(); }
+  void ReleaseHeld() override { resident_.reset(); }
 
   void Open() override {
     session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewReduce(spec_); });

@@ -63,6 +63,7 @@ class PutCall final
   // that data in a request after the header is refused (CheckRequest), not left unread while
   // the call answers OK (it did: the matrix's PutArray_ShmWithDataChunk).
   bool HeaderEndsStream() const override { return false; }
+  void ReleaseHeld() override { memory_.reset(); }  // a failed Put's memory
 
   void Open() override {
     const v1::PutArrayHeader& header = checks_.header();

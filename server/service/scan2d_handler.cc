@@ -43,6 +43,7 @@ class Scan2DCall final : public StreamingCall<v1::Scan2DRequest, v1::ScanRespons
   }
 
   bool HeaderEndsStream() const override { return resident_.has_value(); }
+  void ReleaseHeld() override { resident_.reset(); }
 
   void Open() override {
     session_ = OpenFedSession(*ctx_.engine, resident_, [&](engine::Engine& e) { return e.NewScan2D(spec_); });

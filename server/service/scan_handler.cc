@@ -65,6 +65,7 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
   }
 
   bool HeaderEndsStream() const override { return resident_.has_value(); }
+  void ReleaseHeld() override { resident_.reset(); }
 
   void Open() override {
     session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewScan(spec_); });

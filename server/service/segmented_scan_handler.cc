@@ -64,6 +64,7 @@ class SegmentedScanCall final
   }
 
   bool HeaderEndsStream() const override { return resident_.has_value(); }
+  void ReleaseHeld() override { resident_.reset(); }
 
   void Open() override {
     session_ = OpenSession(*ctx_.engine, device_, [&](engine::Engine& e) { return e.NewSegmentedScan(spec_); });

@@ -72,6 +72,7 @@ class SortCall final : public StreamingCall<v1::SortRequest, v1::SortResponse,
   }
 
   bool HeaderEndsStream() const override { return resident_.has_value(); }
+  void ReleaseHeld() override { resident_.reset(); }
 
   void Open() override {}
 

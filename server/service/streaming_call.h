@@ -147,6 +147,10 @@ class StreamingCall : public ReactorBase, public CallCore {
   virtual bool RunsInline(const Req* /*req*/, bool /*session_open*/) const { return false; }
   // Lanes, client-streaming calls: take the array's answer that Complete wrote on the owner lane.
   virtual void CopyFinalFrom(const StreamingCall& /*owner*/) {}
+  // Worker, once the work is over (Complete ran, or a request failed): let go of what the call
+  // held for it (resident arrays), before the status goes out: a client's next call must find
+  // a dropped array's memory free, not waiting for this call's OnDone.
+  virtual void ReleaseHeld() {}
 
   // --- LaneEndpoint, the typed halves: the boxes the join carries hold this RPC's messages
   void JoinDeliver(std::unique_ptr<LaneResults> results) override {
@@ -281,6 +285,7 @@ class StreamingCall : public ReactorBase, public CallCore {
     } catch (...) {
       status = EngineFailure(std::current_exception());
     }
+    if (!have_request || !status.ok()) ReleaseHeld();
     lock.lock();
     opened_ = true;
     if (status.ok() && !finish_requested_) {

@@ -216,6 +216,30 @@ TEST_F(ResidentTest, DroppedArraysAreGoneAndTheirBytesReturn) {
   EXPECT_EQ(list.used_bytes(), 0u);
 }
 
+// A call holds its arrays while it runs; once it has answered, a drop frees the bytes at once
+// (they were let go at OnDone, which can come after the client's next calls: a Put right after
+// could find the budget still taken).
+TEST_F(ResidentTest, ADroppedArraysBytesReturnAsSoonAsTheCallThatReadItAnswered) {
+  for (int i = 0; i < 200; ++i) {
+    v1::ArrayInfo info;
+    ASSERT_TRUE(Put(*stub_, v1::DTYPE_INT32, RandomArray(v1::DTYPE_INT32, 1000 + i, 40 + i), &info).ok());
+    v1::ReduceHeader r;
+    r.set_dtype(v1::DTYPE_INT32);
+    r.set_op(v1::OPERATOR_SUM);
+    r.mutable_resident()->set_values(info.id());
+    std::string raw;
+    ASSERT_TRUE(Reduce(*stub_, r, nullptr, &raw).ok());
+    v1::DropArrayRequest drop;
+    drop.set_id(info.id());
+    v1::DropArrayResponse dropped;
+    v1::ListArraysResponse list;
+    grpc::ClientContext c1, c2;
+    ASSERT_TRUE(stub_->DropArray(&c1, drop, &dropped).ok());
+    ASSERT_TRUE(stub_->ListArrays(&c2, {}, &list).ok());
+    ASSERT_EQ(list.used_bytes(), 0u) << "round " << i;
+  }
+}
+
 // What needs a real array to refuse (the bad-input matrix has the rows that need none).
 TEST_F(ResidentTest, HeadersThatDoNotFitTheArrayNameTheField) {
   v1::ArrayInfo info;
