@@ -136,8 +136,8 @@ class Pipeline:
     returns a Stage. Inputs: RemoteArrays, earlier stages (Stage or stage.keys/.values/.indices) and
     at most one host array (the same object in as many stages as read it; a second one is a
     ValueError: put it first), streamed once at run() and held by the server while the call runs.
-    Narrow dtypes (1-2 bytes) are not computed in a pipeline yet (ValueError; where=/heads= masks
-    excepted). A stage's arrays: keep=True (ttl=, label= as put's) keeps them as RemoteArrays;
+    Narrow dtypes (int8, uint8, int16, uint16, float16, bool as uint8) are taken as the calls take
+    them (a narrow scan's result in its wider dtype= or numpy's). A stage's arrays: keep=True (ttl=, label= as put's) keeps them as RemoteArrays;
     fetch=True returns them; by default (fetch=None) they come back when no later stage reads them,
     else they are intermediates, freed on the server after their last reader. run() answers a
     PipelineResult; the results are bit for bit those of the calls one by one."""
@@ -166,23 +166,27 @@ class Pipeline:
              keep: bool = False, ttl: Optional[float] = None, label: Optional[str] = None,
              fetch: Optional[bool] = None) -> Stage:
         """A scan stage: c.scan(x, op, exclusive, algorithm, dtype=) of a 1-D input; res[stage] its result."""
-        v = self._values("scan", "x", x, dtype)
+        v, out_wire, result = self._accumulated("scan", x, dtype)
         header = _checks.scan_header(v.wire, op, exclusive, algorithm, v.size)
-        return self._add("scan", pb.PipelineStage(scan=header), [("values", v)], {"values": (VALUES, v.dtype)},
-                         "values", v, _pipeline_run.scan_data(v.dtype), lambda a: a[VALUES], keep, ttl, label, fetch)
+        if out_wire is not None:
+            header.output_dtype = out_wire
+        return self._add("scan", pb.PipelineStage(scan=header), [("values", v)], {"values": (VALUES, result)},
+                         "values", v, _pipeline_run.scan_data(result), lambda a: a[VALUES], keep, ttl, label, fetch)
 
     def reduce(self, x, op: str = "sum", *, dtype=None) -> Stage:
         """A reduce stage: c.reduce(x, op, dtype=); res[stage] the numpy scalar."""
-        v = self._values("reduce", "x", x, dtype)
+        v, out_wire, result = self._accumulated("reduce", x, dtype)
         header = _checks.reduce_request(v.wire, op, 0).header
+        if out_wire is not None:
+            header.output_dtype = out_wire
         _count(header, v.size)
-        plan = StagePlan("reduce", pb.PipelineStage(reduce=header), None, value=_pipeline_run.reduce_value(v.dtype))
+        plan = StagePlan("reduce", pb.PipelineStage(reduce=header), None, value=_pipeline_run.reduce_value(result))
         return self._commit(plan, [("values", v)], {}, None, lambda value: value)
 
     def histogram(self, x, bins=10, range=None) -> Stage:
         """A histogram stage: c.histogram(x, bins, range); res[stage] a HistogramResult. range=None
         (numpy's: x's min and max) takes the host array alone; another input needs range= or edges."""
-        v = self._values("histogram", "x", x, None)
+        v = self._values("histogram", "x", x)
         sample = v.host[1] if v.host is not None else np.empty(0, v.dtype)
         if v.host is None and np.ndim(bins) == 0 and range is None and v.size != 0:
             raise ValueError("gpuscan: pipeline histogram of a RemoteArray or a stage's array needs range=(lo, hi) or "
@@ -198,7 +202,7 @@ class Pipeline:
         """A compact stage: c.compact(x, where, predicate, indices=, values=); where= a uint8/int8
         RemoteArray or the host array (a mask). res[stage]: the kept values, (values, indices) or
         indices; as an input the stage is its kept values (indices with values=False)."""
-        v = self._values("compact", "x", x, None)
+        v = self._values("compact", "x", x)
         header = _checks.compact_header(v.wire, v.dtype, 0, where, predicate, indices, values)
         _count(header, v.size)
         inputs = [("values", v)]
@@ -221,10 +225,12 @@ class Pipeline:
         """A segmented scan stage: c.segmented_scan(x, keys, heads=, op=, exclusive=, dtype=);
         keys an integer array (4 or 8 bytes), heads a uint8/int8 one; res[stage] its result."""
         _checks.one_segmentation(keys, heads)
-        v = self._values("segmented_scan", "x", x, dtype)
+        v, out_wire, result = self._accumulated("segmented_scan", x, dtype)
         operator: Any = _types.operator(op, v.wire)  # a pb.Operator
         header = pb.SegmentedScanHeader(dtype=v.wire, op=operator,
                                         kind=pb.SCAN_KIND_EXCLUSIVE if exclusive else pb.SCAN_KIND_INCLUSIVE)
+        if out_wire is not None:
+            header.output_dtype = out_wire
         _count(header, v.size)
         inputs = [("values", v)]
         if keys is not None:
@@ -239,7 +245,7 @@ class Pipeline:
             header.heads = True
             inputs.append(("flags", self._flags("segmented_scan", "heads", heads, v)))
         return self._add("segmented_scan", pb.PipelineStage(segmented_scan=header), inputs,
-                         {"values": (VALUES, v.dtype)}, "values", v, _pipeline_run.scan_data(v.dtype),
+                         {"values": (VALUES, result)}, "values", v, _pipeline_run.scan_data(result),
                          lambda a: a[VALUES], keep, ttl, label, fetch)
 
     def sort(self, x, *, values=None, descending: bool = False, keep: bool = False, ttl: Optional[float] = None,
@@ -260,7 +266,7 @@ class Pipeline:
     def _sort(self, what: str, x, values, descending, output: Any, shape: Callable[[Arrays], Any], keep, ttl, label,
               fetch) -> Stage:
         _checks.check_descending(descending)
-        k = self._values(what, "x", x, None)
+        k = self._values(what, "x", x)
         header = pb.SortHeader(dtype=k.wire, descending=bool(descending), output=output)
         _count(header, k.size)
         inputs = [("values", k)]
@@ -269,7 +275,7 @@ class Pipeline:
             outputs["keys"] = (VALUES, k.dtype)
         values_dtype = None
         if values is not None:
-            sv = self._wide(what, "values", self._input(what, "values", values, "values"))
+            sv = self._served(what, "values", self._input(what, "values", values, "values"))
             _same_length(what, k, "values", sv)
             header.values_dtype, header.output, values_dtype = sv.wire, pb.SORT_OUTPUT_KEYS_AND_VALUES, sv.dtype
             inputs.append(("sort_values", sv))
@@ -304,22 +310,32 @@ class Pipeline:
         return c._drive(program())
 
     # -- inputs
-    def _values(self, op: str, name: str, x, dtype) -> _Input:
-        """The array a stage's header describes: a 4- or 8-byte dtype; dtype= only its own (a
-        stage computes in its input's dtype)."""
+    def _values(self, op: str, name: str, x) -> _Input:
+        """The array a stage's header describes, narrow dtypes as they are (compact, sort and
+        histogram take them so; bool as uint8, as the calls send it)."""
         self._pending = None
-        v = self._wide(op, name, self._input(op, name, x, "values"))
+        return self._served(op, name, self._input(op, name, x, "values"))
+
+    def _accumulated(self, op: str, x, dtype) -> Tuple[_Input, Optional[int], np.dtype]:
+        """scan's, reduce's and segmented_scan's x: (the input, the header's output_dtype or None,
+        the result's dtype). A narrow x accumulates as the call's does (dtype=, else numpy's
+        default: int64, uint64 or float16); a 4- or 8-byte one in its own dtype (dtype= only that:
+        a stage computes in its input's dtype)."""
+        v = self._values(op, "x", x)
+        if _types.narrow_wire(np.empty(0, v.dtype)) is not None:
+            _, out_wire, result = _types.accumulation(np.empty(0, v.dtype), dtype)
+            return v, out_wire, result
         if dtype is not None and np.dtype(dtype).newbyteorder("=") != v.dtype:
             raise ValueError(f"gpuscan: pipeline {op}: dtype={np.dtype(dtype)} for an input of {v.dtype}: a stage "
                              "computes in its input's dtype (convert the host array, or call the operation itself)")
-        return v
+        return v, None, v.dtype
 
     @staticmethod
-    def _wide(op: str, name: str, v: _Input) -> _Input:
-        if v.dtype.itemsize < 4:
-            raise ValueError(f"gpuscan: pipeline {op}: {name} is {v.dtype}: narrow dtypes are not computed in a "
-                             f"pipeline yet (call c.{op} on it as its own call)")
-        _types.wire_dtype(v.dtype)  # a served dtype
+    def _served(op: str, name: str, v: _Input) -> _Input:
+        try:
+            _types.wire_dtype(v.dtype, narrow=True)
+        except ValueError as e:
+            raise ValueError(f"gpuscan: pipeline {op}: {name}: {e}") from None
         return v
 
     def _flags(self, op: str, name: str, mask, values: _Input) -> _Input:
@@ -357,7 +373,7 @@ class Pipeline:
             mask = np.asarray(x)
             if mask.ndim != 1:
                 raise ValueError(f"gpuscan: where must be 1-D, got shape {mask.shape}")
-            sent = np.ascontiguousarray(mask != 0 if mask.dtype != np.bool_ else mask).view(np.uint8)
+            sent = np.ascontiguousarray(mask != 0 if mask.dtype != np.bool_ else mask)  # bool: as the values' bytes
         else:
             sent, _ = _types.check_array(x, name, narrow=True)
         held = self._stream or self._pending

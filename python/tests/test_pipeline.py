@@ -2,7 +2,8 @@
 streamed host array give the bits of the same client's calls one by one, for random data at sizes
 around 64-byte chunks (the client's and, on the server this module starts, --chunk-bytes 64: its
 returned data too); keep=True gives RemoteArrays whose get() equals; stages take their call's
-arguments and are checked when added (wrong kinds of input, a second host array, narrow dtypes);
+arguments and are checked when added (wrong kinds of input, a second host array, a dtype= the call
+refuses); narrow dtypes as the calls take them;
 the server's errors surface as gpuscan errors and a failed pipeline keeps nothing; the AsyncClient
 alike. The request checks (test_requests_*, test_refused_*) need no server."""
 import asyncio
@@ -90,6 +91,45 @@ def test_compact_scan_reduce_equals_the_calls_one_by_one(own, rng, dtype):
         assert len(res) == 4 and len(res.timings) == 4
         assert [t.algorithm for t in res.timings] == res.timing.algorithm.split(",")
         r.drop()
+
+
+NARROW = ("int8", "uint8", "int16", "uint16", "float16")
+
+
+@pytest.mark.parametrize("dtype", NARROW)
+def test_narrow_stages_equal_the_calls_one_by_one(own, rng, dtype):
+    """compact -> scan (numpy's wider result, or dtype=) -> reduce; reduce, histogram and sort of
+    the narrow kept values; a bool host array streamed: each stage the client's own call's bits."""
+    wide = "float32" if dtype == "float16" else "int64" if dtype[0] == "i" else "uint64"
+    for n in SIZES + (64, 65):
+        x = data(rng, dtype, n)
+        r = own.put(x)
+        p = own.pipeline()
+        kept = p.compact(r, predicate=("gt", 0), indices=True)
+        s = p.scan(kept, fetch=True)
+        w = p.scan(kept, dtype=wide, exclusive=True)
+        m = p.reduce(s, op="max")
+        total = p.reduce(kept)
+        h = p.histogram(kept, 5, range=(-3, 120))
+        srt = p.sort(kept, values=w, descending=True)
+        res = p.run()
+        k, _ = own.compact(x, predicate=("gt", 0), indices=True)
+        assert k.dtype == np.dtype(dtype)
+        e = own.scan(k)
+        same_bits(res[s], e)
+        ew = own.scan(k, dtype=wide, exclusive=True)
+        scalar_bits(res[m], own.reduce(e, op="max"))
+        scalar_bits(res[total], own.reduce(k))
+        same(res[h], own.histogram(k, 5, range=(-3, 120)))
+        same(res[srt], own.sort(k, values=ew, descending=True))
+        r.drop()
+    flags = data(rng, "bool", 100)
+    p = own.pipeline()
+    s = p.scan(flags)
+    c = p.compact(p.scan(flags, op="max"), where=flags)
+    res = p.run()
+    same_bits(res[s], own.scan(flags))
+    same_bits(res[c], own.compact(own.scan(flags, op="max"), where=flags))
 
 
 @pytest.mark.parametrize("dtype", ("int32", "float64"))
@@ -272,10 +312,12 @@ def test_refused_wrong_kinds_of_input(offline, rng):
         p.scan(x).keys
     with pytest.raises(ValueError, match="makes no indices"):
         p.sort(x).indices
-    with pytest.raises(ValueError, match="narrow"):
-        offline.pipeline().scan(x.astype(np.int16))
-    with pytest.raises(ValueError, match="narrow"):
-        offline.pipeline().sort(remote(offline, "uint8", 4))
+    with pytest.raises(ValueError, match="dtype=int8 for x of dtype int16"):
+        offline.pipeline().scan(x.astype(np.int16), dtype="int8")  # a narrow output: as c.scan
+    with pytest.raises(ValueError, match="float16 input accumulates"):
+        offline.pipeline().reduce(remote(offline, "float16", 4), dtype="int64")
+    with pytest.raises(ValueError, match="complex"):
+        offline.pipeline().sort(x.astype(np.complex64))
     with pytest.raises(ValueError, match="one byte"):
         p.compact(x, where=remote(offline, "int32", 10))
     with pytest.raises(ValueError, match="one byte"):
