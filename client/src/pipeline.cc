@@ -495,9 +495,12 @@ void PipelineResult::RawValue(const Stage& s, v1::DType want, void* out, size_t 
   if (!r.final.has_reduce()) {
     throw std::invalid_argument("gpuscan: PipelineResult::Value: " + pipeline_detail::StageText(s) + " is no Reduce");
   }
-  if (s.input_dtype_ != want) {
+  // A narrow input's value is of its accumulator's dtype (numpy's default, as a Scan's result).
+  const v1::DType value = pipeline_detail::ScanResultDType(s.input_dtype_, v1::DTYPE_UNSPECIFIED);
+  if (value != want) {
     throw std::invalid_argument("gpuscan: PipelineResult::Value: " + pipeline_detail::StageText(s) + " reduced " +
-                                v1::DType_Name(s.input_dtype_) + ", not " + v1::DType_Name(want));
+                                v1::DType_Name(s.input_dtype_) + " into " + v1::DType_Name(value) + ", not " +
+                                v1::DType_Name(want));
   }
   const v1::ReduceResponse& reduce = r.final.reduce();
   if (reduce.raw_value().size() != size) {

@@ -295,11 +295,15 @@ TEST_F(PipelineClientTest, ServerErrorsSurfaceAsRpcErrorKeepingNothing) {
     Pipeline p = client_.NewPipeline();
     const Stage sums = p.Scan(narrow, {}, Return::kData);
     EXPECT_EQ(sums.dtype(), v1::DTYPE_UINT64);
-    const std::vector<uint64_t> got = p.Run().Data<uint64_t>(sums);
+    const Stage total = p.Reduce(narrow, v1::OPERATOR_SUM);  // its value too: a UINT64
+    const PipelineResult r = p.Run();
+    const std::vector<uint64_t> got = r.Data<uint64_t>(sums);
     std::vector<uint64_t> want(bytes.size());
     uint64_t sum = 0;
     for (size_t i = 0; i < bytes.size(); ++i) want[i] = sum += bytes[i];
     EXPECT_EQ(got, want);
+    EXPECT_EQ(r.Value<uint64_t>(total), sum);
+    EXPECT_THROW(r.Value<uint32_t>(total), std::invalid_argument);
     narrow.Drop();
   }
   {  // a dropped array
