@@ -372,7 +372,9 @@ TYPED_TEST(TypedRpcTest, HistogramEvenAndExplicitEdges) {
   even.lo = -97.3;
   even.hi = 101.9;
   HistogramBins uneven;
-  uneven.edges = {-100, -50, -50, -3.25, 0, 0, 7, 64, 64, 99.5};
+  // Repeats, and edges no float32 holds (-33.3, 0.1, 12.3456789): a float32 element at an
+  // edge's float32 rounding compares with the edge itself in float64, as numpy promotes it.
+  uneven.edges = {-100, -50, -50, -33.3, -3.25, 0, 0, 0.1, 7, 12.3456789, 64, 64, 99.5};
   for (size_t n : {size_t{0}, size_t{1}, MultiChunkSize<T>()}) {
     for (const HistogramBins& bins : {even, uneven}) {
       const bool is_even = bins.edges.empty();
