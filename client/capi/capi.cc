@@ -7,9 +7,11 @@
 #include <exception>
 #include <stdexcept>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gpuscan/client.h"
+#include "retry.h"          // client/src: a call's deadline (DeadlineScope)
 #include "typed_support.h"  // client/src: memory as a Replay
 
 struct gpuscan_client {
@@ -44,10 +46,17 @@ void Fill(const gpuscan::Timing& t, gpuscan_timing* out) {
   Say(t.algorithm, out->algorithm, sizeof(out->algorithm));
 }
 
-// Runs f, turning what it throws into a status code and message.
+// Runs f, turning what it throws into a status code and message. timeout_ms (see the header):
+// the deadline of every context the call makes on this thread, its retries' included.
 template <class F>
-int Guard(F&& f, char* error, size_t error_len) {
+int Guard(int64_t timeout_ms, F&& f, char* error, size_t error_len) {
   try {
+    std::optional<gpuscan::detail::DeadlineScope> deadline;
+    if (timeout_ms > 0) {
+      deadline.emplace(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+    } else if (timeout_ms < 0) {
+      deadline.emplace(std::nullopt);
+    }
     f();
     return 0;
   } catch (const gpuscan::RpcError& e) {
@@ -66,9 +75,12 @@ int Guard(F&& f, char* error, size_t error_len) {
 
 extern "C" {
 
+int gpuscan_capi_version(void) { return GPUSCAN_CAPI_VERSION; }
+
 gpuscan_client* gpuscan_client_new(const gpuscan_options* options, char* error, size_t error_len) {
   auto handle = std::make_unique<gpuscan_client>();
   const int code = Guard(
+      0,
       [&] {
         if (!options || !options->target) throw std::invalid_argument("gpuscan: options.target is required");
         gpuscan::ClientOptions o;
@@ -92,8 +104,9 @@ void gpuscan_cancel_calls(gpuscan_client* client) { client->client->CancelCalls(
 
 int gpuscan_compact(gpuscan_client* client, const void* header, size_t header_len, const void* in,
                     const uint8_t* flags, uint64_t n, uint32_t lanes, void* values_out, int64_t* indices_out,
-                    uint64_t* kept, gpuscan_timing* timing, char* error, size_t error_len) {
+                    uint64_t* kept, gpuscan_timing* timing, int64_t timeout_ms, char* error, size_t error_len) {
   return Guard(
+      timeout_ms,
       [&] {
         gpuscan::v1::CompactHeader h;
         if (!h.ParseFromArray(header, static_cast<int>(header_len))) {
@@ -120,8 +133,10 @@ int gpuscan_compact(gpuscan_client* client, const void* header, size_t header_le
 }
 
 int gpuscan_header_call(gpuscan_client* client, int rpc, const void* request, size_t request_len, void* response,
-                        size_t response_cap, size_t* response_len, char* error, size_t error_len) {
+                        size_t response_cap, size_t* response_len, int64_t timeout_ms, char* error,
+                        size_t error_len) {
   return Guard(
+      timeout_ms,
       [&] {
         // The request's header, parsed as the RPC's message, and the final response back.
         auto run = [&](auto message, auto call) {
@@ -158,8 +173,10 @@ int gpuscan_header_call(gpuscan_client* client, int rpc, const void* request, si
 }
 
 int gpuscan_scan(gpuscan_client* client, int dtype, int op, int exclusive, int algorithm, const void* in, void* out,
-                 uint64_t n, uint32_t lanes, gpuscan_timing* timing, char* error, size_t error_len) {
+                 uint64_t n, uint32_t lanes, gpuscan_timing* timing, int64_t timeout_ms, char* error,
+                 size_t error_len) {
   return Guard(
+      timeout_ms,
       [&] {
         gpuscan::ScanOptions so;
         so.op = static_cast<gpuscan::v1::Operator>(op);
@@ -175,9 +192,10 @@ int gpuscan_scan(gpuscan_client* client, int dtype, int op, int exclusive, int a
 }
 
 int gpuscan_scan_header(gpuscan_client* client, const void* header, size_t header_len, const void* in,
-                        uint64_t in_bytes, void* out, uint64_t out_bytes, gpuscan_timing* timing, char* error,
-                        size_t error_len) {
+                        uint64_t in_bytes, void* out, uint64_t out_bytes, gpuscan_timing* timing,
+                        int64_t timeout_ms, char* error, size_t error_len) {
   return Guard(
+      timeout_ms,
       [&] {
         gpuscan::v1::ScanHeader h;
         if (!h.ParseFromArray(header, static_cast<int>(header_len))) {
@@ -191,8 +209,9 @@ int gpuscan_scan_header(gpuscan_client* client, const void* header, size_t heade
 }
 
 int gpuscan_reduce(gpuscan_client* client, int dtype, int op, const void* in, uint64_t n, uint32_t lanes,
-                   void* value, gpuscan_timing* timing, char* error, size_t error_len) {
+                   void* value, gpuscan_timing* timing, int64_t timeout_ms, char* error, size_t error_len) {
   return Guard(
+      timeout_ms,
       [&] {
         gpuscan::WithElementType(static_cast<gpuscan::v1::DType>(dtype), [&](auto t) {
           using T = decltype(t);

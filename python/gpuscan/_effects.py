@@ -53,7 +53,7 @@ class Lanes:
 @dataclasses.dataclass
 class HeaderOnly:
     """A call that sends its header alone (its data lie in shared or device memory): through the
-    C API where the client has it and the call keeps the client's timeout, else grpcio."""
+    C API where the client has it (the call's timeout with it), else grpcio."""
     rpc: int                    # _native.RPC_*
     method: str
     request: bytes

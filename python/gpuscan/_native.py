@@ -6,8 +6,10 @@ is looked for: see candidates() ($GPUSCAN_NATIVE_LIB, else beside this module, a
 tree, the install prefixes' lib). Only plain arrays in memory take it: shared memory, scan_iter,
 in-place scans and clients with TLS or custom credentials stay on the grpcio path.
 
-The C API has no per-call deadline: a handle's calls all have the timeout it was made with (the
-Client's), so a call with its own timeout= takes the grpcio path.
+Every C API call takes its own deadline (timeout_ms): a call's timeout= goes through it (see
+NativeClient.timed), so a call with a timeout of its own takes this path too. A library whose
+gpuscan_capi_version() is not CAPI_VERSION (an older build: its calls take no timeout_ms) is not
+loaded, and the client says why (data_path).
 
 A call runs on a helper thread while the calling thread waits on it, so that Ctrl-C reaches the
 caller at once (a signal only runs Python's handler between bytecodes, never inside a C call):
@@ -15,6 +17,7 @@ the handle's calls in flight are then cancelled (gpuscan_cancel_calls), the help
 the KeyboardInterrupt goes on."""
 from __future__ import annotations
 
+import copy
 import ctypes
 import os
 import queue
@@ -81,26 +84,34 @@ def candidates() -> List[str]:
 
 def _declare(lib: ctypes.CDLL) -> None:
     """The C API's signatures (AttributeError: a library without one of its functions)."""
+    lib.gpuscan_capi_version.restype = ctypes.c_int
+    lib.gpuscan_capi_version.argtypes = []
+    if lib.gpuscan_capi_version() != CAPI_VERSION:
+        raise AttributeError(f"its gpuscan_capi_version() is {lib.gpuscan_capi_version()}, this package calls "
+                             f"version {CAPI_VERSION} (rebuild the library with this package's sources)")
     lib.gpuscan_client_new.restype = ctypes.c_void_p
     lib.gpuscan_client_new.argtypes = [ctypes.POINTER(_Options), ctypes.c_char_p, ctypes.c_size_t]
     lib.gpuscan_client_free.argtypes = [ctypes.c_void_p]
     lib.gpuscan_cancel_calls.argtypes = [ctypes.c_void_p]
     lib.gpuscan_scan.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                  ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
-                                 ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
+                                 ctypes.POINTER(_Timing), ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t]
     lib.gpuscan_scan_header.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p,
                                         ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64, ctypes.POINTER(_Timing),
-                                        ctypes.c_char_p, ctypes.c_size_t]
+                                        ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t]
     lib.gpuscan_reduce.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
                                    ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p,
-                                   ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
+                                   ctypes.POINTER(_Timing), ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t]
     lib.gpuscan_compact.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p,
                                     ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p,
                                     ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
-                                    ctypes.POINTER(_Timing), ctypes.c_char_p, ctypes.c_size_t]
+                                    ctypes.POINTER(_Timing), ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t]
     lib.gpuscan_header_call.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t,
                                         ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t),
-                                        ctypes.c_char_p, ctypes.c_size_t]
+                                        ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t]
+
+
+CAPI_VERSION = 2  # gpuscan_capi.h's GPUSCAN_CAPI_VERSION: the signatures declared above
 
 
 # gpuscan_header_call's RPCs (GPUSCAN_RPC_* of gpuscan_capi.h).
@@ -157,6 +168,14 @@ class NativeClient:
         self._handle = lib.gpuscan_client_new(ctypes.byref(opts), err, len(err))
         if not self._handle:
             raise ValueError(f"gpuscan: {err.value.decode(errors='replace')}")
+        self._timeout_ms = 0  # each call's timeout_ms: 0 the handle's (see timed)
+
+    def timed(self, timeout: Optional[float]) -> "NativeClient":
+        """This handle with its calls' deadline `timeout` seconds (None: none): a view sharing the
+        handle (close() the original only), for one call's timeout= (the client's or its own)."""
+        view = copy.copy(self)
+        view._timeout_ms = -1 if timeout is None else max(1, int(round(timeout * 1000)))
+        return view
 
     def _run(self, fn, *args) -> int:
         """fn(*args) (a C API call) on a helper thread; see the module's docstring. The calling
@@ -199,7 +218,7 @@ class NativeClient:
              lanes: int) -> Timing:
         t, err = _Timing(), ctypes.create_string_buffer(1024)
         code = self._run(self._lib.gpuscan_scan, self._handle, dtype, op, int(exclusive), algorithm, x.ctypes.data,
-                         out.ctypes.data, len(x), lanes, ctypes.byref(t), err, len(err))
+                         out.ctypes.data, len(x), lanes, ctypes.byref(t), self._timeout_ms, err, len(err))
         self._check(code, err)
         return t.to_timing()
 
@@ -208,7 +227,7 @@ class NativeClient:
         stream, results into out."""
         t, err = _Timing(), ctypes.create_string_buffer(1024)
         code = self._run(self._lib.gpuscan_scan_header, self._handle, header, len(header), x.ctypes.data, x.nbytes,
-                         out.ctypes.data, out.nbytes, ctypes.byref(t), err, len(err))
+                         out.ctypes.data, out.nbytes, ctypes.byref(t), self._timeout_ms, err, len(err))
         self._check(code, err)
         return t.to_timing()
 
@@ -216,7 +235,7 @@ class NativeClient:
         t, err = _Timing(), ctypes.create_string_buffer(1024)
         value = np.zeros(1, x.dtype.newbyteorder("="))
         code = self._run(self._lib.gpuscan_reduce, self._handle, dtype, op, x.ctypes.data, len(x), lanes,
-                         value.ctypes.data, ctypes.byref(t), err, len(err))
+                         value.ctypes.data, ctypes.byref(t), self._timeout_ms, err, len(err))
         self._check(code, err)
         return value[0], t.to_timing()
 
@@ -230,7 +249,7 @@ class NativeClient:
         code = self._run(self._lib.gpuscan_compact, self._handle, header, len(header), x.ctypes.data,
                          flags.ctypes.data if flags is not None else None, len(x), lanes,
                          v.ctypes.data if v is not None else None, i.ctypes.data if i is not None else None,
-                         ctypes.byref(kept), ctypes.byref(t), err, len(err))
+                         ctypes.byref(kept), ctypes.byref(t), self._timeout_ms, err, len(err))
         self._check(code, err)
         for a in (v, i):
             if a is not None:
@@ -246,7 +265,8 @@ class NativeClient:
         device); Ctrl-C then lands when the call returns."""
         out, size, err = (ctypes.create_string_buffer(response_bytes), ctypes.c_size_t(0),
                           ctypes.create_string_buffer(1024))
-        args = (self._handle, rpc, request, len(request), out, len(out), ctypes.byref(size), err, len(err))
+        args = (self._handle, rpc, request, len(request), out, len(out), ctypes.byref(size), self._timeout_ms, err,
+                len(err))
         fn = self._lib.gpuscan_header_call
         code = self._run(fn, *args) if interruptible else fn(*args)
         self._check(code, err)

@@ -10,10 +10,10 @@ from ._effects import Native
 
 def takes(c, p) -> bool:
     """The native path serves p: it is on, p has a native form, keeps the client's retries with no
-    on_retry to call back and the client's timeout (the C API has no per-call deadline), and a
-    scan is not in place."""
+    on_retry to call back (the handle's), and a scan is not in place. p's timeout goes with the
+    call (NativeClient.timed)."""
     return (c._native is not None and p.native is not None and p.retries == c.retries and c.on_retry is None and
-            p.timeout == c.timeout and (p.out is None or not np.may_share_memory(p.x, p.out)))
+            (p.out is None or not np.may_share_memory(p.x, p.out)))
 
 
 def lanes(c, p):
@@ -30,4 +30,4 @@ def lanes(c, p):
 
 def run(c, p):
     k = yield from lanes(c, p)
-    return (yield Native(lambda native: p.native(native, k)))
+    return (yield Native(lambda native: p.native(native.timed(p.timeout), k)))

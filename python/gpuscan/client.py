@@ -60,8 +60,8 @@ class Client(ClientBase):
     gpuscan._native.candidates for where the library is looked for).
     Streamed histograms and sorts (the other operations too), scan_iter and in-place scans of host
     arrays use grpcio; calls that send their header alone (shared memory; CUDA arrays: scan,
-    reduce, compact, histogram, sort) go through the C API's gpuscan_header_call. A call with its
-    own timeout= other than the client's uses grpcio (the C API's deadline is the client's).
+    reduce, compact, histogram, sort) go through the C API's gpuscan_header_call. A call's own
+    timeout= goes through the C API too (each of its calls takes a deadline).
 
     timeout= on every call (None: the client's timeout; 0: none): that call's seconds, every try
     and wait included; past it, gpuscan.DeadlineExceeded.
@@ -149,12 +149,12 @@ class Client(ClientBase):
             _chunking.fan_out(list(zip(self._lanes(len(e.requests), e.method), e.requests)), e.feed, e.timeout,
                               unary=e.method in UNARY, metadata=self._with_tenant(e.metadata))
         elif isinstance(e, HeaderOnly):
-            # Through the C API where it loaded and the call's timeout is the handle's: one write
-            # with the half-close and one read on its thread, about 0.7 ms less than grpcio's
-            # request and response threads.
-            if self._native is not None and e.timeout == self.timeout:
-                e.feed(0, self._native.header_call(e.rpc, e.request, interruptible=e.interruptible,
-                                                   response_bytes=e.room))
+            # Through the C API where it loaded (the call's timeout with it): one write with the
+            # half-close and one read on its thread, about 0.7 ms less than grpcio's request and
+            # response threads.
+            if self._native is not None:
+                e.feed(0, self._native.timed(e.timeout).header_call(e.rpc, e.request, interruptible=e.interruptible,
+                                                                    response_bytes=e.room))
             else:
                 self._call(self._methods[e.method], e.method in UNARY, [e.request], e.timeout, e.feed)
         elif isinstance(e, Single):

@@ -13,6 +13,7 @@ A suite imports the fixtures it uses from here, pytest taking fixtures from a mo
 dev, the cp and sock_dir it asks for): they serve these suites alone, so conftest.py does not
 carry them.
 """
+import copy
 import os
 import re
 import shutil
@@ -221,14 +222,25 @@ class Malformed(StandIn):
 
 
 class FakeNative:
-    """_native.NativeClient's header_call, answered by a StandIn's methods (no C API, no socket)."""
+    """_native.NativeClient's header_call, answered by a StandIn's methods (no C API, no socket);
+    timeouts: each call's deadline as timed() gave it (seconds, None: none)."""
 
     def __init__(self, srv: StandIn):
-        self.srv, self.calls = srv, []
+        self.srv, self.calls, self.timeouts, self.rooms, self._timeout = srv, [], [], [], None
+
+    @property
+    def room(self):  # the last call's response room (the views share the lists)
+        return self.rooms[-1]
+
+    def timed(self, timeout):
+        view = copy.copy(self)
+        view._timeout = timeout
+        return view
 
     def header_call(self, rpc, request, interruptible=True, response_bytes=64 << 10):
         self.calls.append((rpc, interruptible))
-        self.room = response_bytes
+        self.timeouts.append(self._timeout)
+        self.rooms.append(response_bytes)
         kind, method = {gpuscan._native.RPC_SCAN: (pb.ScanRequest, self.srv.Scan),
                         gpuscan._native.RPC_REDUCE: (pb.ReduceRequest, self.srv.Reduce),
                         gpuscan._native.RPC_COMPACT: (pb.CompactRequest, self.srv.Compact),

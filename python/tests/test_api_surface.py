@@ -223,29 +223,35 @@ def test_scan_iter_timeout(target):
 
 
 @pytest.mark.skipif(_native.library()[0] is None, reason=f"no C API here: {_native.library()[1]}")
-def test_native_client_takes_grpcio_for_a_call_with_its_own_timeout(target, monkeypatch):
+def test_native_client_takes_a_calls_own_timeout(target, monkeypatch):
+    """A call's timeout= (the client's, its own, 0: none) goes through the C API with the call: the
+    native path serves it, and past the deadline the call is DeadlineExceeded."""
     monkeypatch.delenv("GPUSCAN_NATIVE", raising=False)
     x = np.arange(1, 5001, dtype=np.int64)
+    took = []
+    kind = _native.NativeClient  # counted on the class: a call runs on a view of the handle (timed)
+    for op in ("scan", "reduce", "compact"):
+        real = getattr(kind, op)
+        monkeypatch.setattr(kind, op, lambda self, *a, _op=op, _real=real: took.append(_op) or _real(self, *a))
     with gpuscan.Client(target, timeout=60) as c:
         assert c.data_path.name == "native"
-        took = []
-        for op in ("scan", "reduce", "compact"):
-            real = getattr(c._native, op)
-            monkeypatch.setattr(c._native, op, lambda *a, _op=op, _real=real: took.append(_op) or _real(*a))
-        for t in (None, 60):  # the client's: native
+        for t in (None, 60, 30, 0):
             np.testing.assert_array_equal(c.scan(x, timeout=t), np.cumsum(x))
             assert c.reduce(x, timeout=t) == x.sum()
             np.testing.assert_array_equal(c.compact(x, predicate=("gt", 2500), timeout=t), x[x > 2500])
-        assert took == ["scan", "reduce", "compact"] * 2
-        took.clear()
-        for t in (30, 0):  # its own: grpcio, with that deadline
-            np.testing.assert_array_equal(c.scan(x, timeout=t), np.cumsum(x))
-            assert c.reduce(x, timeout=t) == x.sum()
-            np.testing.assert_array_equal(c.compact(x, predicate=("gt", 2500), timeout=t), x[x > 2500])
-        assert took == []
-    with gpuscan.Client(target, chunk_bytes=SLOW_CHUNK, timeout=60) as c:  # and the grpcio call keeps it
+        assert took == ["scan", "reduce", "compact"] * 4
+    took.clear()
+    with gpuscan.Client(target, chunk_bytes=SLOW_CHUNK, timeout=60) as c:  # its own, tiny: past it
+        for call in (lambda: c.scan(_x, timeout=TINY), lambda: c.reduce(_x, timeout=TINY)):
+            with pytest.raises(gpuscan.DeadlineExceeded):
+                call()
+        assert took == ["scan", "reduce"]
+    took.clear()
+    with gpuscan.Client(target, chunk_bytes=SLOW_CHUNK, timeout=TINY) as c:  # the client's tiny, the call's not
+        assert c.reduce(_x, timeout=120) == _x.sum() and c.reduce(_x, timeout=0) == _x.sum()
         with pytest.raises(gpuscan.DeadlineExceeded):
-            c.scan(_x, timeout=TINY)
+            c.reduce(_x)
+        assert took == ["reduce"] * 3
 
 
 def test_data_path_reported(target, monkeypatch):

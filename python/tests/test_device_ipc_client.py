@@ -253,8 +253,8 @@ def test_async_client_requests(serve_servicer, fake):
 
 def test_which_calls_take_the_c_api(serve_servicer, fake):
     """With the C API loaded, a device call goes through its gpuscan_header_call (on the caller's
-    thread: not interruptible) with the RPC's number: the histogram's reductions too. Not: a call
-    with a timeout of its own, a histogram whose response may exceed the C API's buffer."""
+    thread: not interruptible) with the RPC's number: the histogram's reductions too, and a call
+    with a timeout of its own (its deadline with it); each with room for its response."""
     assert (gpuscan._native.RPC_HISTOGRAM, gpuscan._native.RPC_SORT) == (3, 4)  # GPUSCAN_RPC_* of gpuscan_capi.h
     srv = StandIn()
     with gpuscan.Client(serve_servicer(srv), native=False, timeout=30) as c:
@@ -277,10 +277,12 @@ def test_which_calls_take_the_c_api(serve_servicer, fake):
         assert len(got.counts) == bins and native.calls == [(R.RPC_REDUCE, False)] * 2 + [(R.RPC_HISTOGRAM, False)]
         assert native.room >= 16 * bins
         native.calls.clear()
+        native.timeouts.clear()
         c.histogram(x, 1000, range=(0, 1))  # 16 KB: fits
-        c.sort(x, timeout=5)  # a timeout of its own: grpcio
-        c.histogram(x, 3, range=(0, 1), timeout=5)
-        assert native.calls == [(R.RPC_HISTOGRAM, False)] and len(srv.headers) == 8 + 3 + 3
+        c.sort(x, timeout=5)  # a timeout of its own: through the C API with it
+        c.histogram(x, 3, range=(0, 1), timeout=0)  # none
+        assert native.calls == [(R.RPC_HISTOGRAM, False), (R.RPC_SORT, False), (R.RPC_HISTOGRAM, False)]
+        assert native.timeouts == [30, 5, None] and len(srv.headers) == 8 + 3 + 3
         c._native = None
 
 

@@ -176,7 +176,7 @@ def test_malformed_segmented_scan_answers(serve_servicer, fake, how, error, word
 
 def test_segmented_scan_takes_the_c_api(serve_servicer, fake):
     """With the C API loaded, a device segmented scan goes through gpuscan_header_call with
-    GPUSCAN_RPC_SEGMENTED_SCAN (5), on the caller's thread; a timeout of its own: grpcio."""
+    GPUSCAN_RPC_SEGMENTED_SCAN (5), on the caller's thread; a timeout of its own goes with it."""
     assert gpuscan._native.RPC_SEGMENTED_SCAN == 5  # GPUSCAN_RPC_SEGMENTED_SCAN of gpuscan_capi.h
     srv = StandIn()
     with gpuscan.Client(serve_servicer(srv), native=False, timeout=30) as c:
@@ -187,8 +187,8 @@ def test_segmented_scan_takes_the_c_api(serve_servicer, fake):
         assert y.shape == (50,) and c.last_timing.total_us == 11
         R = gpuscan._native
         assert native.calls == [(R.RPC_SEGMENTED_SCAN, False)] * 2 and len(srv.headers) == 2
-        c.segmented_scan(x, heads=fake.array(50, "bool"), timeout=5)  # a timeout of its own: grpcio
-        assert len(native.calls) == 2 and len(srv.headers) == 3 and srv.headers[-1].heads
+        c.segmented_scan(x, heads=fake.array(50, "bool"), timeout=5)  # a timeout of its own: with it
+        assert len(native.calls) == 3 and native.timeouts == [30, 30, 5] and srv.headers[-1].heads
         c._native = None
 
 
