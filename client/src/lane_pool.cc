@@ -8,6 +8,7 @@
 
 #include <grpcpp/create_channel.h>
 
+#include "retry.h"
 #include "targets.h"
 
 namespace gpuscan {
@@ -81,8 +82,13 @@ void Client::LanePool::Connect(const std::vector<std::shared_ptr<grpc::Channel>>
   for (size_t i = 0; i < channels.size(); ++i) {
     what.push_back("lane " + std::to_string(i) + " of " + std::to_string(channels.size()));
   }
-  detail::ConnectAll(channels, what, std::vector<std::string>(channels.size(), target),
-                     detail::ConnectWait(options_), /*required=*/true);
+  // At most the connect wait, and never past the call's own deadline (its retries' included).
+  std::chrono::milliseconds wait = detail::ConnectWait(options_);
+  if (const detail::Deadline deadline = detail::CallDeadline(options_)) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::system_clock::now());
+    wait = std::max(std::chrono::milliseconds(0), std::min(wait, left));
+  }
+  detail::ConnectAll(channels, what, std::vector<std::string>(channels.size(), target), wait, /*required=*/true);
 }
 
 uint32_t Client::UsableLanes(uint32_t wanted) {

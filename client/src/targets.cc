@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <set>
 
 namespace gpuscan::detail {
@@ -67,26 +68,33 @@ std::vector<std::string> ExpandTarget(const ClientOptions& options, std::string*
 
 void ConnectAll(const std::vector<std::shared_ptr<grpc::Channel>>& channels, const std::vector<std::string>& what,
                 const std::vector<std::string>& targets, std::chrono::milliseconds wait, bool required) {
+  // After a connect fails, gRPC tries again once its backoff (1 s, +-20%) has passed: this long
+  // after the first failure a channel not connected is refused, not slow (a server shutting down
+  // or gone), and the call fails now; a retry (the caller's retries) finds the server if it comes
+  // back. Counting failures instead waited out `wait`: pick_first stays in TRANSIENT_FAILURE
+  // between tries, so no second failure is ever seen (striped calls begun as their server shut
+  // down ended 10 s later, at the wait).
+  constexpr std::chrono::milliseconds kOneRetry{2000};
   const auto deadline = std::chrono::system_clock::now() + wait;
   for (auto& c : channels) c->GetState(true);
   for (size_t i = 0; i < channels.size(); ++i) {
-    // A connect that fails twice (gRPC tries again ~1 s after the first failure) is refused, not
-    // slow: a server shutting down or gone. Waiting out `wait` then only held the call (a striped
-    // call begun as its server shut down ended 10 s later, at its deadline); it fails now, and
-    // a retry (the caller's retries) finds the server if it comes back.
-    int failures = 0;
+    std::optional<std::chrono::system_clock::time_point> retried_by;  // set at the first failure
     grpc_connectivity_state state = channels[i]->GetState(true);
     bool connected = state == GRPC_CHANNEL_READY;
     while (!connected) {
-      if (state == GRPC_CHANNEL_TRANSIENT_FAILURE && ++failures >= 2) break;
-      if (!channels[i]->WaitForStateChange(state, deadline)) break;  // the wait is over
+      if (state == GRPC_CHANNEL_TRANSIENT_FAILURE && !retried_by) {
+        retried_by = std::chrono::system_clock::now() + kOneRetry;
+      }
+      if (!channels[i]->WaitForStateChange(state, retried_by ? std::min(deadline, *retried_by) : deadline)) break;
       state = channels[i]->GetState(true);
       connected = state == GRPC_CHANNEL_READY;
     }
     if (!connected && required) {
+      const bool refused = retried_by && *retried_by <= deadline;
       throw RpcError(grpc::StatusCode::UNAVAILABLE,
                      what[i] + " could not connect to " + targets[i] +
-                         (failures >= 2 ? std::string(": refused twice") : " within " + std::to_string(wait.count()) + " ms"));
+                         (refused ? ": refused, and again " + std::to_string(kOneRetry.count()) + " ms later"
+                                  : " within " + std::to_string(wait.count()) + " ms"));
     }
   }
 }

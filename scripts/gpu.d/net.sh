@@ -5,12 +5,23 @@
 # NET_STEPS picks steps (default lb,nginx,tls); NET_ROUNDS rounds (default 3); NET_LB_TUNES
 # "bufsize:window ..." HAProxy tunings to compare (default "shipped"); NET_NGINX nginx variants,
 # "shipped" or "workers:http2_chunk_size:listen" (listen "plain" drops reuseport); NET_ENGINE,
-# NET_BYTES, NET_BENCH_TIMEOUT.
+# NET_BYTES, NET_BENCH_TIMEOUT. NET_PIN "BALANCER:SERVER:CLIENT" pins each to its own CPUs
+# (taskset lists, e.g. 0-3:4-11:12-15: the balancer as on a host of its own; direct rows keep the
+# same server and client cores).
 source scripts/lib/gpu-common.sh
 gpu_setup
 export LD_LIBRARY_PATH=$R
 steps=${NET_STEPS:-lb,nginx,tls}
 rounds=${NET_ROUNDS:-3}
+IFS=: read -r pin_b pin_s pin_c <<<"${NET_PIN:-}"
+pb=() pc=()
+[ -n "$pin_b" ] && pb=(taskset -c "$pin_b")
+[ -n "$pin_c" ] && pc=(taskset -c "$pin_c")
+# pin_server NAME: the server's threads (and those it starts later) on the server's CPUs.
+pin_server() {
+  [ -z "$pin_s" ] || taskset -a -p -c "$pin_s" "${gpu_pids[$1]}" >/dev/null
+}
+[ -z "${NET_PIN:-}" ] || echo "pinned: balancers on CPUs $pin_b, servers on $pin_s, clients on $pin_c (of $(nproc))"
 
 # proxy NAME COMMAND...: a balancer in the background, stopped on exit.
 proxy() {
@@ -25,7 +36,7 @@ bench() {
   local name=$1 lanes=$2 f
   shift 2
   f="$out/${name}_k${lanes}_r$round"
-  timeout "${NET_BENCH_TIMEOUT:-60}" $B/gpuscan "$@" bench --e2e --op scan --dtype int32 --bytes "${NET_BYTES:-$((1 << 30))}" --lanes "$lanes" \
+  timeout "${NET_BENCH_TIMEOUT:-60}" "${pc[@]}" $B/gpuscan "$@" bench --e2e --op scan --dtype int32 --bytes "${NET_BYTES:-$((1 << 30))}" --lanes "$lanes" \
     --concurrency 1 --requests 3 --json "$f.json" >"$f.txt" 2>&1
   printf "round %s %-12s lanes %-2s " "$round" "$name" "$lanes"
   gpu_row "$f.txt"
@@ -35,6 +46,7 @@ bench() {
 if gpu_want "$steps" lb; then
   step "lanes through HAProxy against lanes direct (one CUDA replica behind the balancer)"
   gpu_server direct 127.0.0.1:50701 --engine "${NET_ENGINE:-cuda}"
+  pin_server direct
   # balancer.py needs gpuscan.testing alone (stdlib only): a package of that one module.
   mkdir -p "$out/py/gpuscan" && touch "$out/py/gpuscan/__init__.py" && cp python/gpuscan/testing.py "$out/py/gpuscan/"
   $B/haproxy -v | head -1
@@ -49,7 +61,7 @@ if '${tunes[$i]}' != 'shipped':
     t = re.sub(r'tune.h2.initial-window-size \\d+', 'tune.h2.initial-window-size ' + w, t)
 pathlib.Path('$out/haproxy_$i.cfg').write_text(t)"
     grep -E "tune\.(bufsize|h2.initial)" "$out/haproxy_$i.cfg" | tr '\n' ' '; echo "(balancer $i)"
-    proxy "haproxy_$i" $B/haproxy -db -f "$out/haproxy_$i.cfg"
+    proxy "haproxy_$i" "${pb[@]}" $B/haproxy -db -f "$out/haproxy_$i.cfg"
   done
   sleep 3
   timeout 10 $B/gpuscan -s 127.0.0.1:50710 health || { echo "no health through the balancer"; cat "$out/haproxy_0.log"; }
@@ -70,7 +82,7 @@ if '$v' != 'shipped':
     if l == 'plain':
         t = t.replace(' reuseport;', ';')
 pathlib.Path('$d/nginx.conf').write_text(t)"
-      proxy "nginx_${v//:/_}" $B/nginx -p "$d" -c "$d/nginx.conf"
+      proxy "nginx_${v//:/_}" "${pb[@]}" $B/nginx -p "$d" -c "$d/nginx.conf"
       ngx+=("${v//:/-}@$port")
     done
     sleep 2
@@ -91,6 +103,8 @@ if gpu_want "$steps" tls; then
   bash tests/common/make_test_certs.sh "$certs" >/dev/null 2>&1 || echo "no certificates (openssl?)"
   gpu_server plain 127.0.0.1:50711 --engine "${NET_ENGINE:-cuda}"
   gpu_server tls 127.0.0.1:50712 --engine "${NET_ENGINE:-cuda}" --tls-cert "$certs/server.crt" --tls-key "$certs/server.key"
+  pin_server plain
+  pin_server tls
   tls=(--tls-ca "$certs/ca.crt" --tls-server-name localhost)
   for round in $(seq "$rounds"); do
     for k in 1 8; do

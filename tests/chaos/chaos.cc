@@ -306,22 +306,6 @@ int RunSigterm(const Options& o, std::mt19937_64& rng, nlohmann::json& report) {
   return ok ? 0 : 1;
 }
 
-// A sigterm run that failed only because striped calls ended late (the known lanes hang below):
-// no wrong result, only UNAVAILABLE errors, the server out within the grace.
-bool OnlyTheKnownLanesHang(const Options& o, const nlohmann::json& r) {
-  if (r.value("wrong_results", 1) != 0 || r.value("over_deadline", 0) == 0 || r.value("correct", 0) == 0) return false;
-  if (r.value("server_exit", std::string()) != "exit 0") return false;
-  if (r.value("server_exit_after_s", 1e9) > o.grace_ms / 1000.0 + o.slack_s) return false;
-  for (const auto& [code, n] : r["errors"].items()) {
-    if (code != "UNAVAILABLE" && n.get<uint64_t>() > 0) return false;
-  }
-  for (const auto& f : r["failures"]) {
-    const std::string what = f.get<std::string>();
-    if (what.rfind("ENDED", 0) != 0 || what.find("lanes=") == std::string::npos) return false;
-  }
-  return true;
-}
-
 }  // namespace
 }  // namespace gpuscan::chaos
 
@@ -354,20 +338,6 @@ int main(int argc, char** argv) {
   int rc = 1;
   try {
     rc = o.mode == "kill" ? RunKill(o, rng, report) : RunSigterm(o, rng, report);
-    if (rc != 0 && o.mode == "sigterm" && OnlyTheKnownLanesHang(o, report)) {
-      // KNOWN DEFECT, half fixed (found 2026-11-27): a striped call (lanes=K) begun just before
-      // the SIGTERM sometimes ends only at its own deadline, ~7 s after the server exited (2 of
-      // 9 runs before that day's changes; 3 of 17 after them). Lanes no longer wait out
-      // ConnectWait on a refusing server (0 of 8 after that fix), but CI still saw it once
-      // since: another wait is left. The scenario runs once more and must then pass in full;
-      // both runs are in the JSON.
-      std::printf("KNOWN DEFECT: a striped call outlived the shut-down server until its deadline; running once more\n");
-      for (const auto& f : report["failures"]) std::printf("  %s\n", f.get<std::string>().c_str());
-      nlohmann::json first = report;
-      report = nlohmann::json();
-      rc = RunSigterm(o, rng, report);
-      report["known_defect_first_run"] = first;
-    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "chaos: %s\n", e.what());
     return 1;

@@ -4,8 +4,10 @@
 // that disagree, a missing lane after the wait, a reused id, a lane claimed twice; an array
 // counts once against admission. (Failures of a single lane's header or chunks are rows of the
 // bad input matrix.) Small chunks (64 elements) so short arrays span many chunks.
+#include <chrono>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -523,6 +525,33 @@ TEST(LanesAdmission, AnArrayCountsOnce) {
   ScanOptions so;
   so.lanes = 4;
   EXPECT_EQ(client.Scan(x, so).values, (testing::ScanRef<int64_t, ops::Sum<int64_t>>(x, false)));
+}
+
+// The server gone: a striped call's lane connections are refused and the call fails at once
+// (UNAVAILABLE), not after the 10 s connect wait. gRPC's pick_first stays in TRANSIENT_FAILURE
+// after a refused connect, so waiting to see a second failure waited out the whole wait (the
+// chaos test's striped calls that ended 10 s after a SIGTERM).
+TEST(LanesGone, AStripedCallToAServerThatWentAwayFailsAtOnce) {
+  auto server = std::make_unique<TestServer>(LaneServerOptions());
+  ClientOptions co;
+  co.target = server->target();
+  co.chunk_bytes = kLaneChunkBytes;
+  co.timeout = std::chrono::seconds(30);
+  co.retry.attempts = 1;
+  Client client(co);
+  const std::vector<int32_t> x(1000, 1);
+  ScanOptions so;
+  so.lanes = 2;
+  ASSERT_EQ(client.Scan(x, so).values.size(), x.size());  // lanes connected, the server's max_lanes known
+  server.reset();  // gone: its port refuses
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    client.Scan(x, so);
+    ADD_FAILURE() << "a striped scan on a server that is gone answered";
+  } catch (const RpcError& e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::UNAVAILABLE) << e.message();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
 }
 
 }  // namespace
