@@ -7,11 +7,16 @@
 # they cannot be pulled (no registry reachable), a Debian 12 rootfs made with
 # `debootstrap --variant=minbase bookworm` from this machine's apt mirror stands in for both,
 # cached in $IMAGE_CACHE_DIR (default build-image/, ignored by git and by the build context).
-# An image built on stand-in bases has NO CUDA: its server runs the CPU engine only.
+# The build stage's stand-in also gets the CUDA toolkit this machine has ($CUDA_TOOLKIT, default
+# /usr/local/cuda: its compiler, headers, static runtime and CMake files, not the libraries the
+# server does not link), so the image's server is built with the CUDA engine as on the real bases;
+# the runtime stand-in stays without a toolkit (cudart is static; libcuda comes from the host's
+# driver). Without a toolkit here (or IMAGE_CUDA=0) the image's server runs the CPU engine only.
 #
 # Environment: IMAGE, BUILD_BASE, RUNTIME_BASE (override the Dockerfile's defaults),
 # CUDA_ARCHITECTURES (passed on as the build arg), IMAGE_ENGINE=docker|podman|buildah (skip the
-# probing), IMAGE_STANDIN=1 (use the stand-in bases without trying to pull), IMAGE_CACHE_DIR.
+# probing), IMAGE_STANDIN=1 (use the stand-in bases without trying to pull), IMAGE_CACHE_DIR,
+# CUDA_TOOLKIT, IMAGE_CUDA=0 (a CPU-only stand-in build base).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -146,12 +151,21 @@ else
   BUILD_BASE=$(qualify "$BUILD_BASE"); RUNTIME_BASE=$(qualify "$RUNTIME_BASE")
   if ! pull "$BUILD_BASE" || ! pull "$RUNTIME_BASE"; then standin=1; fi
 fi
+TOOLKIT=${CUDA_TOOLKIT:-/usr/local/cuda}
+cuda_standin=0
 if [ "$standin" = 1 ]; then
-  loud "image: cannot pull $BUILD_BASE / $RUNTIME_BASE (no registry reachable?)." \
-       "image: USING STAND-IN BASES: Debian 12 minbase from debootstrap, no CUDA toolkit or driver" \
-       "image: libraries. $IMAGE will run the CPU ENGINE ONLY: not the image to deploy on GPUs."
   make_standin
   BUILD_BASE=$STANDIN_TAG; RUNTIME_BASE=$STANDIN_TAG
+  if [ "${IMAGE_CUDA:-1}" = 1 ] && [ -x "$TOOLKIT/bin/nvcc" ]; then
+    cuda_standin=1
+    loud "image: cannot pull the nvidia/cuda bases (no registry reachable?)." \
+         "image: USING STAND-IN BASES: Debian 12 minbase from debootstrap; the build stage's with" \
+         "image: the CUDA toolkit of this machine ($TOOLKIT): the server is built with the CUDA engine."
+  else
+    loud "image: cannot pull $BUILD_BASE / $RUNTIME_BASE (no registry reachable?)." \
+         "image: USING STAND-IN BASES: Debian 12 minbase from debootstrap, no CUDA toolkit or driver" \
+         "image: libraries. $IMAGE will run the CPU ENGINE ONLY: not the image to deploy on GPUs."
+  fi
 fi
 
 # ------------------------------------------------------------------ build
@@ -173,19 +187,48 @@ if [ "$engine" = containers ]; then
   [ "$engine" = podman ] || have buildah || die "podman build fails and buildah is not installed"
 fi
 
+# build_context ENGINE DIR TAG [ARGS...]: builds DIR's Dockerfile as TAG with ENGINE.
+build_context() {
+  local engine=$1 dir=$2 tag=$3
+  shift 3
+  case "$engine" in
+    docker) docker build "$@" -t "$tag" "$dir" ;;
+    # --format docker: the OCI format has no HEALTHCHECK, and buildah drops it with a warning.
+    podman) podman build --pull=never --format docker "$@" -t "$tag" "$dir" ;;
+    # --layers: keep each step's layer, so a re-run reuses the package steps (podman's default);
+    # --force-rm: a failed step leaves no working container behind.
+    buildah) buildah bud --pull=never --layers --force-rm --isolation chroot --format docker "$@" -t "$tag" "$dir" ;;
+    *) die "unknown IMAGE_ENGINE '$engine' (docker, podman or buildah)" ;;
+  esac
+}
+
+# The CUDA stand-in build base: the stand-in with the toolkit's build parts under its own path
+# and /usr/local/cuda pointing at it, as nvidia/cuda's devel images lay it out.
+if [ "$cuda_standin" = 1 ]; then
+  real=$(readlink -f "$TOOLKIT")
+  version=$("$real/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+  cuda_tag=localhost/gpuscan-standin-cuda:$STANDIN_SUITE-$version
+  if image_exists "$cuda_tag"; then
+    say "CUDA stand-in build base present: $cuda_tag"
+  else
+    ctx=$(mktemp -d)
+    say "packing the toolkit's build parts from $real (CUDA $version)"
+    name=$(basename "$real")
+    (cd "$(dirname "$real")" && find "$name" \( -path "$name/lib/lib*.so*" ! -name 'libcudart.so*' \) -prune -o -print |
+       tar --no-recursion -czf "$ctx/toolkit.tar.gz" -T -)
+    printf 'FROM %s\nADD toolkit.tar.gz /usr/local/\nRUN ln -sfn %s /usr/local/cuda\nENV PATH=/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n' \
+      "$STANDIN_TAG" "$name" >"$ctx/Dockerfile"
+    build_context "$engine" "$ctx" "$cuda_tag"
+    rm -rf "$ctx"
+  fi
+  BUILD_BASE=$cuda_tag
+fi
+
 args=(--build-arg "BUILD_BASE=$BUILD_BASE" --build-arg "RUNTIME_BASE=$RUNTIME_BASE")
 [ -n "${CUDA_ARCHITECTURES:-}" ] && args+=(--build-arg "CUDA_ARCHITECTURES=$CUDA_ARCHITECTURES")
 say "building $IMAGE with $engine (bases: $BUILD_BASE, $RUNTIME_BASE)"
 start=$(date +%s)
-case "$engine" in
-  docker) docker build "${args[@]}" -t "$IMAGE" . ;;
-  # --format docker: the OCI format has no HEALTHCHECK, and buildah drops it with a warning.
-  podman) podman build --pull=never --format docker "${args[@]}" -t "$IMAGE" . ;;
-  # --layers: keep each step's layer, so a re-run reuses the package steps (podman's default);
-  # --force-rm: a failed step leaves no working container behind.
-  buildah) buildah bud --pull=never --layers --force-rm --isolation chroot --format docker "${args[@]}" -t "$IMAGE" . ;;
-  *) die "unknown IMAGE_ENGINE '$engine' (docker, podman or buildah)" ;;
-esac
+build_context "$engine" . "$IMAGE" "${args[@]}"
 elapsed=$(( $(date +%s) - start ))
 
 case "$engine" in
@@ -194,7 +237,9 @@ case "$engine" in
               buildah inspect --type image --format '{{.ImageSize}}' "$IMAGE" 2>/dev/null || echo 0) ;;
 esac
 say "built $IMAGE with $engine in $((elapsed / 60))m$((elapsed % 60))s; size $((bytes / 1000000)) MB ($bytes bytes)"
-if [ "$standin" = 1 ]; then
+if [ "$standin" = 1 ] && [ "$cuda_standin" = 0 ]; then
   loud "image: $IMAGE IS BUILT ON STAND-IN DEBIAN BASES: CPU ENGINE ONLY, NO CUDA." \
        "image: For the GPU image, build where $(dockerfile_arg BUILD_BASE) can be pulled."
+elif [ "$standin" = 1 ]; then
+  say "$IMAGE: built on stand-in Debian bases, its server with CUDA $version (a Debian 12 runtime, not nvidia/cuda's)"
 fi

@@ -16,12 +16,14 @@
 #                        .gpu-pack/python.tar.xz (scripts/lib/pack-dask-python.sh, made once into
 #                        .gpu-cache/ and reused; delete it to make it again)
 #   --proxies            HAProxy and nginx from this machine (the net suite)
+#   --image NAME         the image NAME (make image) as .gpu-pack/image.tar.xz, its root
+#                        filesystem, and .gpu-pack/image.json, its config (the image suite)
 #   --no-build           pack what BUILD holds
 #   --dry-run            print the steps, run none
 source scripts/lib/gpu-common.sh
 set -euo pipefail
 
-build=build targets=("${GPU_TARGETS[@]}") extras=() python=0 dask=0 proxies=0 make=1 dry=0
+build=build targets=("${GPU_TARGETS[@]}") extras=() python=0 dask=0 proxies=0 image= make=1 dry=0
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift ;;
@@ -31,6 +33,7 @@ while [ $# -gt 0 ]; do
     --python) python=1 ;;
     --dask) python=1 dask=1 ;;
     --proxies) proxies=1 ;;
+    --image) image=$2; shift ;;
     --no-build) make=0 ;;
     --dry-run) dry=1 ;;
     *) echo "scripts/gpu pack: unknown option $1 (scripts/gpu help)" >&2; exit 2 ;;
@@ -57,7 +60,7 @@ if [ "$make" = 1 ]; then
   act cmake -S . -B "$build" -DGPUSCAN_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}"
   act cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 fi
-act rm -rf .gpu-pack/stage .gpu-pack/gpu.tar.xz .gpu-pack/python.tar.xz
+act rm -rf .gpu-pack/stage .gpu-pack/gpu.tar.xz .gpu-pack/python.tar.xz .gpu-pack/image.tar.xz .gpu-pack/image.json
 act mkdir -p .gpu-pack/stage/.gpu-bin .gpu-pack/stage/.gpu-rt
 for t in "${targets[@]}"; do
   case $t in
@@ -96,6 +99,15 @@ else
   pack
 fi
 act rm -rf .gpu-pack/stage
+if [ -n "$image" ]; then
+  # The image's root filesystem as the container would see it (owners kept), and its config
+  # (Entrypoint, Env, User) for the suite to run it as a container runtime would.
+  ctr=$(buildah from --pull-never "$image")
+  mnt=$(buildah mount "$ctr")
+  act sh -c "tar -C '$mnt' --numeric-owner -cf - . | xz -T2 -6 >.gpu-pack/image.tar.xz"
+  buildah inspect --type image "$image" >.gpu-pack/image.json
+  buildah umount "$ctr" >/dev/null && buildah rm "$ctr" >/dev/null
+fi
 if [ "$dask" = 1 ]; then
   [ -f .gpu-cache/python.tar.xz ] || act bash scripts/lib/pack-dask-python.sh .gpu-cache/python.tar.xz
   act cp .gpu-cache/python.tar.xz .gpu-pack/
