@@ -35,11 +35,11 @@ v1::Predicate MakePredicate(const CompactArgs& a, v1::DType dtype) {
     if (a.threshold.empty()) {
       throw std::runtime_error("--predicate " + a.predicate + " needs --threshold");
     }
-    *p.mutable_threshold() = ParseScalar(a.threshold, dtype);
+    *p.mutable_threshold() = ParseScalar(a.threshold, dtype, "--threshold");
   }
   if (p.op() == v1::PREDICATE_OP_IN_RANGE) {
     if (a.upper.empty()) throw std::runtime_error("--predicate in_range needs --upper");
-    *p.mutable_upper() = ParseScalar(a.upper, dtype);
+    *p.mutable_upper() = ParseScalar(a.upper, dtype, "--upper");
   }
   return p;
 }

@@ -141,6 +141,15 @@ bool IsSigned(v1::DType t) {
   return t == v1::DTYPE_INT32 || t == v1::DTYPE_INT64 || t == v1::DTYPE_INT8 || t == v1::DTYPE_INT16;
 }
 
+v1::Scalar ParseScalar(const std::string& text, v1::DType dtype, const std::string& flag) {
+  try {
+    return ParseScalar(text, dtype);
+  } catch (const std::exception&) {
+    throw std::invalid_argument(flag + " '" + text + "': not " + (IsFloat(dtype) ? "a number" : "an integer") +
+                                " (the input is " + DTypeName(dtype) + ")");
+  }
+}
+
 v1::Scalar ParseScalar(const std::string& text, v1::DType dtype) {
   v1::Scalar s;
   // Parsed as the widest type of its kind; the server checks that the value fits the dtype.

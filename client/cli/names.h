@@ -43,5 +43,7 @@ double ElementAsDouble(const void* raw, v1::DType dtype);
 // signed integers, uint_value for unsigned, float_value for floats. Throws
 // std::invalid_argument when the text is not such a number.
 v1::Scalar ParseScalar(const std::string& text, v1::DType dtype);
+// The same for an option's value: a value that does not parse names the flag and the dtype.
+v1::Scalar ParseScalar(const std::string& text, v1::DType dtype, const std::string& flag);
 
 }  // namespace gpuscan::cli

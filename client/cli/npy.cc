@@ -191,7 +191,7 @@ v1::DType NpyDescrToDType(const std::string& d) {
   }
   throw std::runtime_error("unsupported .npy dtype '" + d +
                            "' (supported: <i4 <i8 <u4 <u8 <f4 <f8, i.e. int32 int64 uint32 "
-                           "uint64 float32 float64; for scan and reduce also |i1 |u1 |b1 <i2 <u2 <f2)");
+                           "uint64 float32 float64; narrow ones too: |i1 |u1 |b1 <i2 <u2 <f2)");
 }
 
 bool IsNpyFlagsDescr(const std::string& d) {

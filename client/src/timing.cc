@@ -71,7 +71,7 @@ std::string ToText(const Timing& t) {
   std::string s = "server timing: " + or_unknown(t.engine) + " engine on " + or_unknown(t.device) +
                   ", algorithm " + or_unknown(t.algorithm) + "\n";
   s += "  payload  " + Size(t.bytes_in) + " in, " + Size(t.bytes_out) + " out, " +
-       std::to_string(t.chunks) + " chunks\n";
+       std::to_string(t.chunks) + (t.chunks == 1 ? " chunk\n" : " chunks\n");
   // Stages overlap in the server's pipeline, so they do not add up to total.
   s += StageLine("receive", t.receive_us, t.bytes_in, "in");
   s += StageLine("queue", t.queue_us, 0, "");

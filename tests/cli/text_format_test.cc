@@ -7,6 +7,7 @@
 #include <random>
 
 #include "gpuscan/client.h"
+#include "names.h"
 #include "text_format.h"
 
 namespace gpuscan::cli_test {
@@ -124,6 +125,21 @@ TEST(TextFormat, FormattedElementsReadBackBitExact) {
   ExpectFormatRoundTrips<uint64_t>(rng);
   ExpectFormatRoundTrips<float>(rng);
   ExpectFormatRoundTrips<double>(rng);
+}
+
+// A predicate's operand from the command line: a value that does not parse names its flag and
+// the input's dtype (it said "bad token '1.5': not a valid int64 value").
+TEST(TextFormat, AnOptionsScalarThatDoesNotParseNamesTheFlagAndTheDType) {
+  EXPECT_EQ(cli::ParseScalar("-7", v1::DTYPE_INT8, "--threshold").int_value(), -7);
+  EXPECT_EQ(cli::ParseScalar("7", v1::DTYPE_UINT32, "--upper").uint_value(), 7u);
+  EXPECT_EQ(cli::ParseScalar("1.5", v1::DTYPE_FLOAT16, "--threshold").float_value(), 1.5);
+  try {
+    cli::ParseScalar("1.5", v1::DTYPE_INT32, "--threshold");
+    ADD_FAILURE() << "1.5 parsed as an int32 threshold";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "--threshold '1.5': not an integer (the input is int32)");
+  }
+  EXPECT_THROW(cli::ParseScalar("x", v1::DTYPE_FLOAT64, "--upper"), std::invalid_argument);
 }
 
 }  // namespace
