@@ -282,7 +282,7 @@ def shared_dir(info, mode: str, local: Optional[str]) -> Optional[str]:
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--target", help="server address (default: start --server on a free port)")
-    p.add_argument("--server", help="gpuscan-server binary to start when no --target (default: $GPUSCAN_SERVER or build/bin/gpuscan-server)")
+    p.add_argument("--server", help="gpuscan-server binary to start when no --target (default: $GPUSCAN_SERVER_BIN or build/bin/gpuscan-server)")
     p.add_argument("--engine", default="auto", help="engine of the started server (auto, cuda, cpu)")
     p.add_argument("--size", type=parse_size, default=1 << 30, help="input bytes (default 1GiB)")
     p.add_argument("--dtype", default="int32")

@@ -3,6 +3,7 @@ one is given), for tests and the bench. Not needed to use the client."""
 from __future__ import annotations
 
 import os
+import warnings
 import re
 import signal
 import subprocess
@@ -94,10 +95,17 @@ class ServerProcess(LoggedProcess):
 
 
 def default_server_binary() -> Optional[str]:
-    """$GPUSCAN_SERVER, else build/bin/gpuscan-server of the repository this file lives in."""
-    env = os.environ.get("GPUSCAN_SERVER")
+    """$GPUSCAN_SERVER_BIN, else build/bin/gpuscan-server of the repository this file lives in.
+    GPUSCAN_SERVER is the server's address (the CLI's meaning); naming a file there still works
+    for this release, with a DeprecationWarning."""
+    env = os.environ.get("GPUSCAN_SERVER_BIN")
     if env:
         return env
+    old = os.environ.get("GPUSCAN_SERVER")
+    if old and os.path.isfile(old):
+        warnings.warn("gpuscan: GPUSCAN_SERVER names the server binary here; that is GPUSCAN_SERVER_BIN now "
+                      "(GPUSCAN_SERVER is the server's address, as the CLI reads it)", DeprecationWarning, stacklevel=2)
+        return old
     here = os.path.dirname(os.path.abspath(__file__))
     for root in (os.path.join(here, "..", ".."), os.path.join(here, "..", "..", "..")):
         cand = os.path.normpath(os.path.join(root, "build", "bin", "gpuscan-server"))

@@ -30,7 +30,7 @@ RESIDENT_ARGS = ("--resident-bytes", str(RESIDENT_BYTES))
 def _binary():
     b = default_server_binary()
     if not b or not os.access(b, os.X_OK):
-        pytest.skip("no gpuscan-server binary: set GPUSCAN_SERVER or build build/bin/gpuscan-server")
+        pytest.skip("no gpuscan-server binary: set GPUSCAN_SERVER_BIN or build build/bin/gpuscan-server")
     return b
 
 

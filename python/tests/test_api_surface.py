@@ -254,6 +254,23 @@ def test_native_client_takes_a_calls_own_timeout(target, monkeypatch):
         assert took == ["reduce"] * 3
 
 
+def test_server_binary_variable_is_not_the_clis_address(monkeypatch, tmp_path):
+    """GPUSCAN_SERVER_BIN names the binary gpuscan.testing and gpuscan.bench start; GPUSCAN_SERVER
+    is the server's address (the CLI's): an address there is not taken for a file, and a file
+    there still works, with a DeprecationWarning."""
+    from gpuscan.testing import default_server_binary
+    binary = tmp_path / "gpuscan-server"
+    binary.write_text("#!/bin/sh\n")
+    monkeypatch.delenv("GPUSCAN_SERVER_BIN", raising=False)
+    monkeypatch.setenv("GPUSCAN_SERVER", "127.0.0.1:50880")
+    assert default_server_binary() != "127.0.0.1:50880"
+    monkeypatch.setenv("GPUSCAN_SERVER", str(binary))
+    with pytest.warns(DeprecationWarning, match="GPUSCAN_SERVER_BIN"):
+        assert default_server_binary() == str(binary)
+    monkeypatch.setenv("GPUSCAN_SERVER_BIN", "/elsewhere/gpuscan-server")
+    assert default_server_binary() == "/elsewhere/gpuscan-server"
+
+
 def test_data_path_reported(target, monkeypatch):
     monkeypatch.delenv("GPUSCAN_NATIVE", raising=False)
     with gpuscan.Client(target, native=False) as c:

@@ -25,7 +25,7 @@ gpu_server py 127.0.0.1:$port --engine "${ENGINE:-cuda}" --shm-dir "$shm"
 
 step pytest against the server
 if $py -c 'import pytest' 2>/dev/null; then
-  GPUSCAN_TARGET=127.0.0.1:$port GPUSCAN_SERVER="$(gpu_wrapped_server)" GPUSCAN_TEST_ENGINE="${ENGINE:-cuda}" \
+  GPUSCAN_TARGET=127.0.0.1:$port GPUSCAN_SERVER_BIN="$(gpu_wrapped_server)" GPUSCAN_TEST_ENGINE="${ENGINE:-cuda}" \
     timeout "${PYTEST_TIMEOUT:-300}" $py -m pytest -q -p no:cacheprovider -rs ${PYTEST_ARGS:-} ${PYTEST_PATHS:-python/tests} 2>&1 \
     | tee "$out/py-tests.log" | tail -15
 else

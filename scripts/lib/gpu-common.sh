@@ -106,7 +106,7 @@ gpu_row() {
 }
 
 # gpu_wrapped_server: prints the path of a script that runs the carried server with its libraries,
-# for tests that start servers themselves (GPUSCAN_SERVER) without the libraries in their own
+# for tests that start servers themselves (GPUSCAN_SERVER_BIN) without the libraries in their own
 # environment.
 gpu_wrapped_server() {
   printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$R" "$B/gpuscan-server" >"$B/server-wrapped"
@@ -121,7 +121,7 @@ gpu_pytest() {
   local seconds=$1
   shift
   PYTHONPATH=$P PYTHONDONTWRITEBYTECODE=1 LD_LIBRARY_PATH=$R GPUSCAN_TEST_ENGINE=cuda \
-    GPUSCAN_SERVER="$(gpu_wrapped_server)" timeout "$seconds" python3 -m pytest -q -p no:cacheprovider "$@"
+    GPUSCAN_SERVER_BIN="$(gpu_wrapped_server)" timeout "$seconds" python3 -m pytest -q -p no:cacheprovider "$@"
 }
 
 # gpu_sanitizer: compute-sanitizer's path (not on PATH on every image).

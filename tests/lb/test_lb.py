@@ -71,7 +71,7 @@ def farm(request):
     kind = request.param
     binary = default_server_binary()
     if not binary or not os.access(binary, os.X_OK):
-        pytest.skip("no gpuscan-server binary: set GPUSCAN_SERVER or build build/bin/gpuscan-server")
+        pytest.skip("no gpuscan-server binary: set GPUSCAN_SERVER_BIN or build build/bin/gpuscan-server")
     if not balancer.find_binary(kind):
         pytest.skip(f"no {kind} (scripts/install-deps.sh installs it)")
     replicas = []

@@ -32,7 +32,7 @@ def server_binary():
     from gpuscan.testing import default_server_binary
     b = default_server_binary()
     if not b or not os.access(b, os.X_OK):
-        pytest.skip("no gpuscan-server binary: set GPUSCAN_SERVER or build build/bin/gpuscan-server")
+        pytest.skip("no gpuscan-server binary: set GPUSCAN_SERVER_BIN or build build/bin/gpuscan-server")
     return b
 
 

@@ -21,7 +21,7 @@ PYTHONPATH=$P PYTHONDONTWRITEBYTECODE=1 timeout 300 python3 $here/front_bench.py
 gpu_stop front
 gpu_stop inproc
 step "Python: c.put of CuPy arrays by device memory (and the device-memory suites beside it)"
-PYTHONPATH=$P PYTHONDONTWRITEBYTECODE=1 GPUSCAN_SERVER="$(gpu_wrapped_server)" GPUSCAN_TEST_ENGINE=cuda timeout 240 \
+PYTHONPATH=$P PYTHONDONTWRITEBYTECODE=1 GPUSCAN_SERVER_BIN="$(gpu_wrapped_server)" GPUSCAN_TEST_ENGINE=cuda timeout 240 \
   python3 -m pytest -q -p no:cacheprovider -rs python/tests/test_device_ipc_put.py python/tests/test_device_ipc_client.py \
   python/tests/test_resident.py 2>&1 | tee "$out/py_device_put.txt" | tail -8
 exit 0

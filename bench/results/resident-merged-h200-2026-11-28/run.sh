@@ -21,7 +21,7 @@ want putget && step "Put and Get of 1 GiB int32 through shared and device memory
 timeout 200 python3 bench/results/pipeline-h200-2026-11-28/put_get_bench.py 127.0.0.1:$port /dev/shm/gpuscan-bench \
   $((1 << 28)) "$out/put_get.json" | tail -20
 want python && step Python resident family against the cuda server && \
-GPUSCAN_TARGET=127.0.0.1:$port GPUSCAN_SERVER="$(gpu_wrapped_server)" GPUSCAN_TEST_ENGINE=cuda \
+GPUSCAN_TARGET=127.0.0.1:$port GPUSCAN_SERVER_BIN="$(gpu_wrapped_server)" GPUSCAN_TEST_ENGINE=cuda \
   timeout 240 python3 -m pytest -q -p no:cacheprovider -rs python/tests/test_resident.py python/tests/test_resident_ops.py \
   python/tests/test_pipeline.py 2>&1 | tee "$out/py-resident.txt" | tail -6
 G="env LD_LIBRARY_PATH=$R $B/gpuscan -s 127.0.0.1:$port"

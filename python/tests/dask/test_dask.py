@@ -38,10 +38,9 @@ pytest_plugins = ("dask_cluster",)  # the `cluster` fixture, shared with test_da
 
 
 def server_binary() -> str:
-    b = os.environ.get("GPUSCAN_SERVER_BIN") or default_server_binary()
+    b = default_server_binary()
     if not b or not os.access(b, os.X_OK):
-        pytest.skip("no gpuscan-server binary: set GPUSCAN_SERVER (or GPUSCAN_SERVER_BIN) or build "
-                    "build/bin/gpuscan-server")
+        pytest.skip("no gpuscan-server binary: set GPUSCAN_SERVER_BIN or build build/bin/gpuscan-server")
     return b
 
 
