@@ -94,14 +94,17 @@ def cumsum(x, exclusive: bool = False, **kw) -> da.Array:
 
 
 def cumprod(x, exclusive: bool = False, **kw) -> da.Array:
+    """scan(x, "product", exclusive, **kw): np.cumprod of a 1-D dask array on the servers."""
     return scan(x, "product", exclusive, **kw)
 
 
 def cummin(x, exclusive: bool = False, **kw) -> da.Array:
+    """scan(x, "min", exclusive, **kw): np.minimum.accumulate of a 1-D dask array on the servers."""
     return scan(x, "min", exclusive, **kw)
 
 
 def cummax(x, exclusive: bool = False, **kw) -> da.Array:
+    """scan(x, "max", exclusive, **kw): np.maximum.accumulate of a 1-D dask array on the servers."""
     return scan(x, "max", exclusive, **kw)
 
 
