@@ -32,7 +32,10 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
 # host's driver through the NVIDIA container toolkit, which this image's NVIDIA_* variables ask for.
 FROM ${RUNTIME_BASE}
 COPY scripts/install-deps.sh /tmp/install-deps.sh
-RUN bash /tmp/install-deps.sh --runtime && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh \
+# apt's caches go too (88 MB on the Debian stand-in, whose apt keeps them; nvidia/cuda's Ubuntu
+# bases clean them by themselves): the image carries what the server runs on, nothing else.
+RUN bash /tmp/install-deps.sh --runtime && apt-get clean \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /tmp/install-deps.sh \
  && groupadd --gid 10001 gpuscan \
  && useradd --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin gpuscan
 COPY --from=build /opt/gpuscan/bin/ /usr/local/bin/

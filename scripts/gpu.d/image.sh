@@ -16,7 +16,9 @@ root=/tmp/gpuscan-image
 lib=usr/lib/x86_64-linux-gnu
 fail=0
 check() {  # check WHAT COMMAND...: prints PASS or FAIL for WHAT
-  if "$@"; then echo "PASS $1"; else echo "FAIL $1"; fail=1; fi
+  local what=$1
+  shift
+  if "$@"; then echo "PASS $what"; else echo "FAIL $what"; fail=1; fi
 }
 
 step "the image's root filesystem"
@@ -32,7 +34,6 @@ c = cfg.get("Docker", {}).get("config") or cfg.get("OCIv1", {}).get("config", {}
 print("entry=(" + " ".join(shlex.quote(a) for a in (c.get("Entrypoint") or []) + (c.get("Cmd") or [])) + ")")
 print("env=(" + " ".join(shlex.quote(e) for e in c.get("Env") or []) + ")")
 print("user=" + shlex.quote(c.get("User") or "0:0"))
-print("size=" + str(cfg.get("Docker", {}).get("Size") or 0))
 EOF
 source "$out/image-config.sh"
 echo "entrypoint: ${entry[*]}; user: $user; env: ${env[*]}"
@@ -41,10 +42,9 @@ echo "entrypoint: ${entry[*]}; user: $user; env: ${env[*]}"
 outside() { "$root/$lib/ld-linux-x86-64.so.2" --library-path "$root/$lib" "$@"; }
 G() { outside "$root/usr/local/bin/gpuscan" "$@"; }
 
-# container [ENV=VALUE...]: the image's entrypoint in its own mount namespace, in the foreground
-# (exec all the way: the caller's $! is the server's pid).
-container() {
-  unshare --mount --propagation private -- bash -c '
+# The image's entrypoint in its own mount namespace: `"${container[@]}" &` (exec all the way, so
+# that $! is the server's pid).
+container=(unshare --mount --propagation private -- bash -c '
     set -e
     root=$1; lib=$2; user=$3; shift 3
     for d in /dev/nvidia* /dev/null /dev/zero /dev/full /dev/random /dev/urandom; do
@@ -65,12 +65,11 @@ container() {
       mount --bind "$(readlink -f "$src")" "$root/$lib/$f"
     done
     exec chroot --userspec="$user" "$root" /usr/bin/env -i "$@"
-  ' container "$root" "$lib" "$user" "${env[@]}" "$@" "${entry[@]}"
-}
+  ' container "$root" "$lib" "$user" "${env[@]}" "${entry[@]}")
 
 step "start: time to SERVING"
 t0=$(date +%s.%N)
-container >"$out/container.log" 2>&1 &
+"${container[@]}" >"$out/container.log" 2>&1 &
 pid=$!
 serving=""
 for _ in $(seq 600); do
@@ -131,28 +130,45 @@ rm -f "$out"/*.npy
 step "a 1 GiB int32 scan inside the container and the same binary outside, one after the other"
 bytes=${IMAGE_BYTES:-$((1 << 30))}
 G bench --e2e --op scan --dtype int32 --bytes "$bytes" --concurrency 1 --requests 3 >"$out/scan_inside.txt" 2>&1
-GPUSCAN_ADDRESS=127.0.0.1:50061 GPUSCAN_METRICS_ADDRESS= outside "$root/usr/local/bin/gpuscan-server" \
-  >"$out/server_outside.log" 2>&1 &
+# The host driver's libraries first (inside, they are mounted over the image's placeholders).
+drv=$(dirname "$(ldconfig -p | awk '/libcuda.so.1/ {print $NF; exit}')")
+[ -e /usr/local/nvidia/lib64/libcuda.so.1 ] && drv=/usr/local/nvidia/lib64
+(GPUSCAN_ADDRESS=127.0.0.1:50061 GPUSCAN_METRICS_ADDRESS= exec "$root/$lib/ld-linux-x86-64.so.2" \
+  --library-path "$drv:$root/$lib" "$root/usr/local/bin/gpuscan-server" >"$out/server_outside.log" 2>&1) &
 opid=$!
 for _ in $(seq 300); do G -s 127.0.0.1:50061 health --timeout 1 2>/dev/null | grep -q SERVING && break; sleep 0.05; done
+G -s 127.0.0.1:50061 info | grep -E "^(engine|device)" | sed 's/^/outside: /'
 G -s 127.0.0.1:50061 bench --e2e --op scan --dtype int32 --bytes "$bytes" --concurrency 1 --requests 3 >"$out/scan_outside.txt" 2>&1
-kill -TERM "$opid"; wait "$opid"
 printf "inside:  "; gpu_row "$out/scan_inside.txt"
 printf "outside: "; gpu_row "$out/scan_outside.txt"
 
-step "SIGTERM under load"
-G bench --e2e --op scan --dtype int32 --bytes $((256 << 20)) --concurrency 4 --duration 20 >"$out/sigterm_load.txt" 2>&1 &
-bpid=$!
-sleep 4
-t1=$(date +%s.%N)
-kill -TERM "$pid"
-wait "$pid"
-rc=$?
-awk -v a="$t1" -v b="$(date +%s.%N)" -v rc="$rc" 'BEGIN {printf "server exit %d, %.2f s after SIGTERM\n", rc, b - a}'
-wait "$bpid"
-echo "the load's bench: exit $?"; tail -4 "$out/sigterm_load.txt"
+step "SIGTERM under load (the same binary outside first, then the container)"
+# sigterm_under_load PID ADDRESS NAME: 256 MiB scans, 4 at a time, then SIGTERM; prints the exit.
+sigterm_under_load() {
+  G -s "$2" bench --e2e --op scan --dtype int32 --bytes $((256 << 20)) --concurrency 4 --duration 12 \
+    >"$out/sigterm_load_$3.txt" 2>&1 &
+  local bpid=$! t1
+  sleep 4
+  t1=$(date +%s.%N)
+  kill -TERM "$1"
+  wait "$1"
+  rc=$?
+  local t2
+  t2=$(date +%s.%N)
+  awk -v a="$t1" -v b="$t2" -v rc="$rc" -v n="$3" 'BEGIN {printf "%s: server exit %d, %.2f s after SIGTERM\n", n, rc, b - a}'
+  # Known defect (docs/RELIABILITY.md): on a GPU the process ends ~7 s after its "shutdown
+  # complete"; expected to fail until fixed (XPASS says it is).
+  if awk -v a="$t1" -v b="$t2" 'BEGIN {exit !(b - a <= 2)}'; then echo "XPASS $3 exits within 2 s of SIGTERM"; else
+    echo "XFAIL $3 exits within 2 s of SIGTERM (known defect)"; fi
+  wait "$bpid"
+  echo "$3: the load's bench: exit $?"; grep -E "^ +4 |calls failed" "$out/sigterm_load_$3.txt" | cut -c1-160
+}
+sigterm_under_load "$opid" 127.0.0.1:50061 outside
+sigterm_under_load "$pid" 127.0.0.1:50051 container
 check "exit 0 after SIGTERM" test "$rc" = 0
-check "calls ended with a clean status" bash -c "! grep -Eiq 'internal|unknown|segfault|abort' '$out/sigterm_load.txt' '$out/container.log'"
-echo "image size (uncompressed, as the engine reports it): $size bytes"
+# Every failed call UNAVAILABLE or CANCELLED (gRPC's UNAVAILABLE message may say "last error:
+# UNKNOWN" of the refused connect); nothing INTERNAL, no crash in the server's log.
+check "calls ended with a clean status" bash -c "! grep -E 'calls failed; first: ' '$out/sigterm_load_container.txt' | grep -Evq 'first: (UNAVAILABLE|CANCELLED)' && ! grep -Eq 'INTERNAL|Segmentation|Aborted|terminate called' '$out/container.log'"
+grep -E "received SIGTERM|shutting down|shutdown complete" "$out/container.log" | cut -c1-120
 [ "$fail" = 0 ] && echo "ALL PASS" || echo "SOME FAILED"
 exit 0
