@@ -92,7 +92,14 @@ int RunInfo(const GlobalOptions& g) {
 
 int RunHealth(const GlobalOptions& g, const std::string& service) {
   Client client(MakeClientOptions(g));
-  std::string status = client.Health(service);
+  std::string status;
+  try {
+    status = client.Health(service);
+  } catch (const RpcError& e) {  // not answering is not SERVING: 2, as the help says
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return kExitNotServing;
+  }
   if (g.json) {
     std::printf("{\"status\":%s}\n", JsonQuote(status).c_str());
   } else {
@@ -112,7 +119,7 @@ Command AddInfoCommand(CLI::App& app, const GlobalOptions& g) {
 Command AddHealthCommand(CLI::App& app, const GlobalOptions& g) {
   auto service = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
-      "health", "Print the grpc.health.v1 status; exit 0 only when SERVING (2 otherwise)");
+      "health", "Print the grpc.health.v1 status; exit 0 only when SERVING (2 otherwise, unreachable too)");
   cmd->add_option("--service", *service, "service name to check (default: the whole server)");
   return {cmd, [&g, service] { return RunHealth(g, *service); }};
 }

@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
       "  ID=$(gpuscan put x.npy --ttl-ms 600000 --label x); gpuscan reduce --ref $ID --op max\n"
       "  P=$(gpuscan scan --ref $ID --keep); gpuscan get $P -o prefix.npy; gpuscan drop $P\n"
       "Exit status: 0 success, 1 error (\"error: CODE: message\" on stderr), 2 health not "
-      "SERVING.");
+      "SERVING (or not answering).");
 
   GlobalOptions g;
   // Connection options can also come from the environment (GPUSCAN_SERVER, GPUSCAN_CLIENT_*,
@@ -118,7 +118,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0 as CLI11 prints them; a command line that does not parse is an
+    // error like any other: "error: ..." and exit 1, as --help promises (CLI11's own codes were
+    // 105-109).
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "error: %s\nRun with --help for more information.\n", e.what());
+    return kExitError;
   }
   try {
     for (const auto& c : commands) {

@@ -628,10 +628,15 @@ TEST_F(CliE2E, HealthAndInfo) {
   EXPECT_NE(r.out.find("\"engine\":\"cpu\""), std::string::npos) << r.out;
 }
 
+// The exit codes --help promises: health of a server that does not answer is 2 (not SERVING),
+// with the error; a command line that does not parse is 1 with "error:" (CLI11 exited 105-109).
 TEST_F(CliE2E, UnreachableServerIsUnavailable) {
   CliRun r = Run("health --timeout 5 --server 127.0.0.1:1");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("error: UNAVAILABLE"), std::string::npos) << r.err;
+  r = Run("scan --dtype complex64 --server 127.0.0.1:1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.rfind("error: --dtype", 0), 0u) << r.err;
 }
 
 // --retries: a server that comes up while the CLI retries is reached, and the result is whole.
