@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "resident_fixture.h"
+#include "pipeline_fixture.h"
 
 namespace gpuscan::testing::pipeline_narrow {
 
@@ -38,73 +38,6 @@ std::string NarrowElements(v1::DType dtype, uint64_t n, uint32_t seed) {
 v1::DType ScanResult(v1::DType d) {
   if (d == v1::DTYPE_FLOAT16) return v1::DTYPE_FLOAT16;
   return d == v1::DTYPE_INT8 || d == v1::DTYPE_INT16 ? v1::DTYPE_INT64 : v1::DTYPE_UINT64;
-}
-
-struct PipeRun {
-  std::vector<v1::PipelineResponse> responses;
-  grpc::Status status;
-  const v1::PipelineResponse& Final(uint32_t stage) const {
-    const v1::PipelineResponse* last = nullptr;
-    for (const auto& r : responses) {
-      if (r.stage() == stage) last = &r;
-    }
-    EXPECT_NE(last, nullptr) << "no response for stage " << stage;
-    return last ? *last : responses.back();
-  }
-  std::string Data(uint32_t stage) const {  // scan: data; compact: values; sort: keys
-    std::string out;
-    for (const auto& r : responses) {
-      if (r.stage() == stage) out += r.scan().data() + r.compact().values() + r.sort().keys();
-    }
-    return out;
-  }
-  std::string SortValues(uint32_t stage) const {
-    std::string out;
-    for (const auto& r : responses) {
-      if (r.stage() == stage) out += r.sort().values();
-    }
-    return out;
-  }
-};
-
-PipeRun RunPipeline(v1::GpuScan::Stub& stub, const v1::PipelineHeader& header) {
-  grpc::ClientContext ctx;
-  auto stream = stub.Pipeline(&ctx);
-  v1::PipelineRequest req;
-  *req.mutable_header() = header;
-  stream->Write(req);
-  stream->WritesDone();
-  PipeRun run;
-  v1::PipelineResponse resp;
-  while (stream->Read(&resp)) run.responses.push_back(resp);
-  run.status = stream->Finish();
-  return run;
-}
-
-std::string NewArray(v1::GpuScan::Stub& stub, v1::DType dtype, const std::string& data) {
-  v1::ArrayInfo info;
-  const grpc::Status s = Put(stub, dtype, data, &info, "", /*declare=*/false);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return info.id();
-}
-
-std::string Bytes(v1::GpuScan::Stub& stub, const std::string& id) {
-  std::string data;
-  const grpc::Status s = Get(stub, id, &data);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return data;
-}
-
-v1::StageInput Id(const std::string& id) {
-  v1::StageInput in;
-  in.set_id(id);
-  return in;
-}
-v1::StageInput Stage(uint32_t stage, v1::StageArray array = v1::STAGE_ARRAY_VALUES) {
-  v1::StageInput in;
-  in.set_stage(stage);
-  in.set_array(array);
-  return in;
 }
 
 // ---- the operations' own resident calls (header.resident set by the caller): the final
@@ -178,7 +111,7 @@ TEST_F(PipelineNarrowTest, CompactScanReduceHistogramEqualTheOperationsCalls) {
     for (uint64_t n : {uint64_t{0}, uint64_t{1}, per - 1, per + 1, 3 * per + 5}) {
       SCOPED_TRACE(v1::DType_Name(dtype) + " n=" + std::to_string(n));
       const std::string data = NarrowElements(dtype, n, seed++);
-      const std::string id = NewArray(*stub_, dtype, data);
+      const std::string id = PutId(*stub_, dtype, data);
       v1::CompactHeader ch;
       ch.set_dtype(dtype);
       ch.set_output(v1::COMPACT_OUTPUT_VALUES_AND_INDICES);
@@ -208,29 +141,29 @@ TEST_F(PipelineNarrowTest, CompactScanReduceHistogramEqualTheOperationsCalls) {
       v1::PipelineHeader h;
       v1::PipelineStage* s = h.add_stages();
       *s->mutable_compact() = ch;
-      *s->mutable_values() = Id(id);
+      *s->mutable_values() = FromId(id);
       s->set_returns(v1::STAGE_RETURN_DATA);
       s = h.add_stages();
       *s->mutable_scan() = sh;
-      *s->mutable_values() = Stage(0);
+      *s->mutable_values() = FromStage(0);
       s->set_returns(v1::STAGE_RETURN_DATA);
       s = h.add_stages();
       *s->mutable_reduce() = max;
-      *s->mutable_values() = Stage(1);
+      *s->mutable_values() = FromStage(1);
       s = h.add_stages();
       *s->mutable_reduce() = sum;
-      *s->mutable_values() = Stage(0);
+      *s->mutable_values() = FromStage(0);
       s = h.add_stages();
       *s->mutable_histogram() = hh;
-      *s->mutable_values() = Stage(0);
-      const PipeRun run = RunPipeline(*stub_, h);
+      *s->mutable_values() = FromStage(0);
+      const PipelineRun run = RunPipeline(*stub_, h);
       ASSERT_TRUE(run.status.ok()) << run.status.error_message();
 
       // The same operations called one by one.
       ch.mutable_resident()->set_values(id);
       ch.mutable_resident()->set_keep(true);
       const v1::CompactResponse kept = CompactKept(*stub_, ch);
-      const std::string k = Bytes(*stub_, kept.values_array().id());
+      const std::string k = GetAll(*stub_, kept.values_array().id());
       EXPECT_EQ(run.Final(0).compact().kept_count(), kept.kept_count());
       EXPECT_TRUE(run.Data(0) == k) << "the compact stage differs from the resident compact";
       if (n > 100) ASSERT_GT(kept.kept_count(), 10u);
@@ -284,9 +217,9 @@ TEST_F(PipelineNarrowTest, SortUint16ThenSegmentedScansEqualTheOperationsCalls) 
     }
     const std::string kbytes(reinterpret_cast<const char*>(keys.data()), n * 2);
     const std::string vbytes = NarrowElements(v1::DTYPE_FLOAT16, n, seed++);
-    const std::string kid = NewArray(*stub_, v1::DTYPE_UINT16, kbytes), vid = NewArray(*stub_, v1::DTYPE_FLOAT16, vbytes);
-    const std::string fid = NewArray(*stub_, v1::DTYPE_UINT8, flags);
-    const std::string sid = NewArray(*stub_, v1::DTYPE_INT32, std::string(reinterpret_cast<const char*>(segs.data()), n * 4));
+    const std::string kid = PutId(*stub_, v1::DTYPE_UINT16, kbytes), vid = PutId(*stub_, v1::DTYPE_FLOAT16, vbytes);
+    const std::string fid = PutId(*stub_, v1::DTYPE_UINT8, flags);
+    const std::string sid = PutId(*stub_, v1::DTYPE_INT32, std::string(reinterpret_cast<const char*>(segs.data()), n * 4));
     v1::SortHeader so;
     so.set_dtype(v1::DTYPE_UINT16);
     so.set_output(v1::SORT_OUTPUT_KEYS_AND_VALUES);
@@ -305,28 +238,28 @@ TEST_F(PipelineNarrowTest, SortUint16ThenSegmentedScansEqualTheOperationsCalls) 
     v1::PipelineHeader h;
     v1::PipelineStage* s = h.add_stages();
     *s->mutable_sort() = so;
-    *s->mutable_values() = Id(kid);
-    *s->mutable_sort_values() = Id(vid);
+    *s->mutable_values() = FromId(kid);
+    *s->mutable_sort_values() = FromId(vid);
     s->set_returns(v1::STAGE_RETURN_DATA);
     s = h.add_stages();
     *s->mutable_segmented_scan() = by_heads;
-    *s->mutable_values() = Stage(0, v1::STAGE_ARRAY_SORT_VALUES);
-    *s->mutable_flags() = Id(fid);
+    *s->mutable_values() = FromStage(0, v1::STAGE_ARRAY_SORT_VALUES);
+    *s->mutable_flags() = FromId(fid);
     s->set_returns(v1::STAGE_RETURN_DATA);
     s = h.add_stages();
     *s->mutable_segmented_scan() = by_keys;
-    *s->mutable_values() = Stage(0);
-    *s->mutable_keys() = Id(sid);
+    *s->mutable_values() = FromStage(0);
+    *s->mutable_keys() = FromId(sid);
     s->set_returns(v1::STAGE_RETURN_KEEP);
-    const PipeRun run = RunPipeline(*stub_, h);
+    const PipelineRun run = RunPipeline(*stub_, h);
     ASSERT_TRUE(run.status.ok()) << run.status.error_message();
 
     so.mutable_resident()->set_values(kid);
     so.mutable_resident()->set_sort_values(vid);
     so.mutable_resident()->set_keep(true);
     const v1::SortResponse sorted = SortKept(*stub_, so);
-    EXPECT_TRUE(run.Data(0) == Bytes(*stub_, sorted.keys_array().id())) << "sorted keys differ";
-    EXPECT_TRUE(run.SortValues(0) == Bytes(*stub_, sorted.values_array().id())) << "moved values differ";
+    EXPECT_TRUE(run.Data(0) == GetAll(*stub_, sorted.keys_array().id())) << "sorted keys differ";
+    EXPECT_TRUE(run.SortValues(0) == GetAll(*stub_, sorted.values_array().id())) << "moved values differ";
     by_heads.mutable_resident()->set_values(sorted.values_array().id());
     by_heads.mutable_resident()->set_flags(fid);
     EXPECT_TRUE(run.Data(1) == SegmentedData(*stub_, by_heads)) << "the float16 segmented scan differs";
@@ -336,24 +269,24 @@ TEST_F(PipelineNarrowTest, SortUint16ThenSegmentedScansEqualTheOperationsCalls) 
     const v1::ArrayInfo& made = run.Final(2).scan().array();
     EXPECT_EQ(made.dtype(), v1::DTYPE_UINT32);
     EXPECT_EQ(made.element_count(), n);
-    EXPECT_TRUE(Bytes(*stub_, made.id()) == SegmentedData(*stub_, by_keys)) << "the kept segmented scan differs";
+    EXPECT_TRUE(GetAll(*stub_, made.id()) == SegmentedData(*stub_, by_keys)) << "the kept segmented scan differs";
   }
 }
 
 // A FLOAT16 scan kept in the pipeline is read by the next stage as FLOAT16; naming it as any other
 // dtype is refused before anything runs.
 TEST_F(PipelineNarrowTest, ALaterStageReadsTheArrayInItsRealDType) {
-  const std::string id = NewArray(*stub_, v1::DTYPE_INT8, NarrowElements(v1::DTYPE_INT8, 100, 5300));
+  const std::string id = PutId(*stub_, v1::DTYPE_INT8, NarrowElements(v1::DTYPE_INT8, 100, 5300));
   v1::PipelineHeader h;
   v1::PipelineStage* s = h.add_stages();
   s->mutable_scan()->set_dtype(v1::DTYPE_INT8);
   s->mutable_scan()->set_op(v1::OPERATOR_SUM);
-  *s->mutable_values() = Id(id);
+  *s->mutable_values() = FromId(id);
   s = h.add_stages();
   s->mutable_reduce()->set_dtype(v1::DTYPE_INT8);
   s->mutable_reduce()->set_op(v1::OPERATOR_SUM);
-  *s->mutable_values() = Stage(0);
-  const PipeRun run = RunPipeline(*stub_, h);
+  *s->mutable_values() = FromStage(0);
+  const PipelineRun run = RunPipeline(*stub_, h);
   ExpectRefused(run.status, grpc::StatusCode::INVALID_ARGUMENT,
                 {"header.stages[1].values", "DTYPE_INT64", "this input must be DTYPE_INT8"});
 }

@@ -12,83 +12,13 @@
 
 #include <gtest/gtest.h>
 
-#include "resident_fixture.h"
+#include "pipeline_fixture.h"
 
 // A namespace of its own: the unity build puts this file beside others with helpers of these names.
 namespace gpuscan::testing::pipeline_tests {
 namespace {
 
 using namespace resident;  // NOLINT: the fixture's helpers
-
-struct PipelineRun {
-  std::vector<v1::PipelineResponse> responses;
-  grpc::Status status;
-  // Stage i's final response (the last one of that stage).
-  const v1::PipelineResponse& Final(uint32_t stage) const {
-    const v1::PipelineResponse* last = nullptr;
-    for (const auto& r : responses) {
-      if (r.stage() == stage) last = &r;
-    }
-    EXPECT_NE(last, nullptr) << "no response for stage " << stage;
-    return *last;
-  }
-  // Stage i's returned data, concatenated (scan: data; compact: values; sort: keys).
-  std::string Data(uint32_t stage) const {
-    std::string out;
-    for (const auto& r : responses) {
-      if (r.stage() != stage) continue;
-      out += r.scan().data();
-      out += r.compact().values();
-      out += r.sort().keys();
-    }
-    return out;
-  }
-};
-
-PipelineRun RunPipeline(v1::GpuScan::Stub& stub, const v1::PipelineHeader& header, const std::string& input = "",
-                        const std::string& tenant = "") {
-  grpc::ClientContext ctx;
-  Tenant(&ctx, tenant);
-  auto stream = stub.Pipeline(&ctx);
-  v1::PipelineRequest req;
-  *req.mutable_header() = header;
-  stream->Write(req);
-  for (size_t at = 0; at < input.size(); at += kChunk) {
-    v1::PipelineRequest chunk;
-    chunk.set_data(input.substr(at, kChunk));
-    stream->Write(chunk);
-  }
-  stream->WritesDone();
-  PipelineRun run;
-  v1::PipelineResponse resp;
-  while (stream->Read(&resp)) run.responses.push_back(resp);
-  run.status = stream->Finish();
-  return run;
-}
-
-std::string PutOne(v1::GpuScan::Stub& stub, v1::DType dtype, const std::string& data, const std::string& tenant = "") {
-  v1::ArrayInfo info;
-  const grpc::Status s = Put(stub, dtype, data, &info, tenant, false);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return info.id();
-}
-
-v1::StageInput FromId(const std::string& id) {
-  v1::StageInput in;
-  in.set_id(id);
-  return in;
-}
-v1::StageInput FromStage(uint32_t stage, v1::StageArray array = v1::STAGE_ARRAY_VALUES) {
-  v1::StageInput in;
-  in.set_stage(stage);
-  in.set_array(array);
-  return in;
-}
-v1::StageInput FromStream() {
-  v1::StageInput in;
-  in.set_streamed(true);
-  return in;
-}
 
 bool IsFloat(v1::DType d) { return d == v1::DTYPE_FLOAT32 || d == v1::DTYPE_FLOAT64; }
 
@@ -175,7 +105,7 @@ TEST_F(PipelineTest, CompactScanReduceEqualsTheCallsOneByOne) {
     for (uint64_t n : Sizes(dtype)) {
       SCOPED_TRACE(v1::DType_Name(dtype) + " n=" + std::to_string(n));
       const std::string data = Values(dtype, n, seed++);
-      const std::string id = PutOne(*stub_, dtype, data);
+      const std::string id = PutId(*stub_, dtype, data);
       v1::PipelineHeader h;
       v1::PipelineStage* compact = h.add_stages();
       *compact->mutable_compact() = Positive(dtype);
@@ -223,7 +153,7 @@ TEST_F(PipelineTest, SortThenSegmentedScanByTheSortedKeys) {
       for (int32_t& k : keys) k = static_cast<int32_t>(rng() % 13) - 6;
       const std::string kbytes(reinterpret_cast<const char*>(keys.data()), n * 4);
       const std::string values = Values(vdtype, n, static_cast<uint32_t>(n) + 5);
-      const std::string kid = PutOne(*stub_, v1::DTYPE_INT32, kbytes), vid = PutOne(*stub_, vdtype, values);
+      const std::string kid = PutId(*stub_, v1::DTYPE_INT32, kbytes), vid = PutId(*stub_, vdtype, values);
       v1::PipelineHeader h;
       v1::PipelineStage* sort = h.add_stages();
       sort->mutable_sort()->set_dtype(v1::DTYPE_INT32);
@@ -325,7 +255,7 @@ TEST_F(PipelineTest, HistogramOfTheScanOfAStreamedInput) {
 TEST_F(PipelineTest, KeptStagesAreArraysOfTheTenant) {
   const uint64_t n = 3000;
   const std::string data = Values(v1::DTYPE_FLOAT32, n, 77);
-  const std::string id = PutOne(*stub_, v1::DTYPE_FLOAT32, data, "a");
+  const std::string id = PutId(*stub_, v1::DTYPE_FLOAT32, data, "a");
   v1::PipelineHeader h;
   v1::PipelineStage* compact = h.add_stages();
   *compact->mutable_compact() = Positive(v1::DTYPE_FLOAT32);
@@ -382,8 +312,8 @@ TEST_F(PipelineTest, KeptStagesAreArraysOfTheTenant) {
 // naming the stage, and keeps nothing, the stages before included.
 TEST_F(PipelineTest, AStageFailingAtRunTimeKeepsNothing) {
   const std::string data = Values(v1::DTYPE_INT32, 2000, 5);
-  const std::string id = PutOne(*stub_, v1::DTYPE_INT32, data);
-  const std::string keys = PutOne(*stub_, v1::DTYPE_INT32, RandomArray(v1::DTYPE_INT32, 2000, 6));
+  const std::string id = PutId(*stub_, v1::DTYPE_INT32, data);
+  const std::string keys = PutId(*stub_, v1::DTYPE_INT32, RandomArray(v1::DTYPE_INT32, 2000, 6));
   v1::PipelineHeader h;
   v1::PipelineStage* compact = h.add_stages();
   *compact->mutable_compact() = Positive(v1::DTYPE_INT32);
@@ -405,7 +335,7 @@ TEST_F(PipelineTest, AStageFailingAtRunTimeKeepsNothing) {
 
 // What the plan refuses before anything runs: each names its field.
 TEST_F(PipelineTest, RefusalsNameTheField) {
-  const std::string id = PutOne(*stub_, v1::DTYPE_INT32, RandomArray(v1::DTYPE_INT32, 100, 1));
+  const std::string id = PutId(*stub_, v1::DTYPE_INT32, RandomArray(v1::DTYPE_INT32, 100, 1));
   auto scan_of = [](const v1::StageInput& in) {
     v1::PipelineStage s;
     s.mutable_scan()->set_dtype(v1::DTYPE_INT32);

@@ -156,6 +156,24 @@ inline grpc::Status Reduce(v1::GpuScan::Stub& stub, v1::ReduceHeader header, con
   return s;
 }
 
+// The id of a new array of these bytes (no declared count: what arrives), the Put expected to
+// succeed.
+inline std::string PutId(v1::GpuScan::Stub& stub, v1::DType dtype, const std::string& data,
+                         const std::string& tenant = "") {
+  v1::ArrayInfo info;
+  const grpc::Status s = Put(stub, dtype, data, &info, tenant, /*declare=*/false);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return info.id();
+}
+
+// Array `id`'s bytes, the Get expected to succeed.
+inline std::string GetAll(v1::GpuScan::Stub& stub, const std::string& id, const std::string& tenant = "") {
+  std::string data;
+  const grpc::Status s = Get(stub, id, &data, tenant);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return data;
+}
+
 // A refusal: its code, and a message that holds each of `parts` (the field, the value).
 inline void ExpectRefused(const grpc::Status& s, grpc::StatusCode code, const std::vector<std::string>& parts) {
   EXPECT_EQ(s.error_code(), code) << s.error_message();

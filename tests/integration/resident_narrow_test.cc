@@ -29,20 +29,6 @@ std::string Elements(v1::DType dtype, uint64_t n, uint32_t seed) {
   return SizeOf(dtype) <= 2 ? RandomBytes(n * SizeOf(dtype), seed) : RandomArray(dtype, n, seed);
 }
 
-std::string NewArray(v1::GpuScan::Stub& stub, v1::DType dtype, const std::string& data) {
-  v1::ArrayInfo info;
-  const grpc::Status s = Put(stub, dtype, data, &info, "", /*declare=*/false);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return info.id();
-}
-
-std::string ReadArray(v1::GpuScan::Stub& stub, const v1::ArrayInfo& info) {
-  std::string data;
-  const grpc::Status s = Get(stub, info.id(), &data);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return data;
-}
-
 struct CompactOut {
   std::string values, indices;
   v1::CompactResponse last;
@@ -137,8 +123,8 @@ TEST_F(ResidentNarrowTest, CompactEqualsTheStreamedCallBitForBitReturnedAndKept)
       const std::string data = Elements(dtype, n, seed++);
       std::string flags = RandomBytes(n, seed++);
       for (char& c : flags) c = (c & 1) ? static_cast<char>(c | 2) : 0;  // about half zero
-      const std::string id = NewArray(*stub_, dtype, data);
-      const std::string flags_id = NewArray(*stub_, seed % 2 ? v1::DTYPE_UINT8 : v1::DTYPE_INT8, flags);
+      const std::string id = PutId(*stub_, dtype, data);
+      const std::string flags_id = PutId(*stub_, seed % 2 ? v1::DTYPE_UINT8 : v1::DTYPE_INT8, flags);
       for (bool use_flags : {false, true}) {
         for (v1::CompactOutput output : outputs) {
           SCOPED_TRACE(::testing::Message() << v1::DType_Name(dtype) << " n=" << n << " flags=" << use_flags
@@ -169,17 +155,17 @@ TEST_F(ResidentNarrowTest, CompactEqualsTheStreamedCallBitForBitReturnedAndKept)
           if (kept.last.has_values_array()) {
             EXPECT_EQ(kept.last.values_array().dtype(), dtype);
             EXPECT_EQ(kept.last.values_array().bytes(), streamed.values.size());  // narrow, cut to the kept count
-            EXPECT_EQ(ReadArray(*stub_, kept.last.values_array()), streamed.values);
+            EXPECT_EQ(GetAll(*stub_, kept.last.values_array().id()), streamed.values);
           }
           if (kept.last.has_indices_array()) {
             EXPECT_EQ(kept.last.indices_array().dtype(), v1::DTYPE_INT64);
-            EXPECT_EQ(ReadArray(*stub_, kept.last.indices_array()), streamed.indices);
+            EXPECT_EQ(GetAll(*stub_, kept.last.indices_array().id()), streamed.indices);
           }
         }
       }
       v1::ArrayInfo input;
       input.set_id(id);
-      EXPECT_EQ(ReadArray(*stub_, input), data);  // never written
+      EXPECT_EQ(GetAll(*stub_, input.id()), data);  // never written
     }
   }
 }
@@ -195,7 +181,7 @@ TEST_F(ResidentNarrowTest, SortEqualsTheStreamedCallBitForBitReturnedAndKept) {
       const v1::DType values_dtype = (turn++ % 2) ? kNarrowDTypes[turn % 5] : (turn % 4 ? v1::DTYPE_INT64
                                                                                         : v1::DTYPE_FLOAT32);
       const std::string keys = Elements(dtype, n, seed++), values = Elements(values_dtype, n, seed++);
-      const std::string keys_id = NewArray(*stub_, dtype, keys), values_id = NewArray(*stub_, values_dtype, values);
+      const std::string keys_id = PutId(*stub_, dtype, keys), values_id = PutId(*stub_, values_dtype, values);
       for (bool descending : {false, true}) {
         for (v1::SortOutput output : outputs) {
           SCOPED_TRACE(::testing::Message() << v1::DType_Name(dtype) << " n=" << n << " values="
@@ -226,22 +212,22 @@ TEST_F(ResidentNarrowTest, SortEqualsTheStreamedCallBitForBitReturnedAndKept) {
           if (kept.last.has_keys_array()) {
             EXPECT_EQ(kept.last.keys_array().dtype(), dtype);
             EXPECT_EQ(kept.last.keys_array().bytes(), n * SizeOf(dtype));
-            EXPECT_EQ(ReadArray(*stub_, kept.last.keys_array()), streamed.keys);
+            EXPECT_EQ(GetAll(*stub_, kept.last.keys_array().id()), streamed.keys);
           }
           if (with_values) {
             EXPECT_EQ(kept.last.values_array().dtype(), values_dtype);
-            EXPECT_EQ(ReadArray(*stub_, kept.last.values_array()), streamed.values);
+            EXPECT_EQ(GetAll(*stub_, kept.last.values_array().id()), streamed.values);
           }
           if (kept.last.has_indices_array()) {
-            EXPECT_EQ(ReadArray(*stub_, kept.last.indices_array()), streamed.indices);
+            EXPECT_EQ(GetAll(*stub_, kept.last.indices_array().id()), streamed.indices);
           }
         }
       }
       v1::ArrayInfo k, v;
       k.set_id(keys_id);
       v.set_id(values_id);
-      EXPECT_EQ(ReadArray(*stub_, k), keys);  // the inputs stay as they were
-      EXPECT_EQ(ReadArray(*stub_, v), values);
+      EXPECT_EQ(GetAll(*stub_, k.id()), keys);  // the inputs stay as they were
+      EXPECT_EQ(GetAll(*stub_, v.id()), values);
     }
   }
 }
@@ -256,8 +242,8 @@ TEST_F(ResidentNarrowTest, SortOfWideKeysMovesNarrowValuesAsTheStreamedCall) {
   h.set_values_dtype(v1::DTYPE_FLOAT16);
   SortOut streamed, returned;
   ASSERT_TRUE(SortCall(*stub_, h, &keys, &values, &streamed).ok());
-  h.mutable_resident()->set_values(NewArray(*stub_, v1::DTYPE_FLOAT64, keys));
-  h.mutable_resident()->set_sort_values(NewArray(*stub_, v1::DTYPE_FLOAT16, values));
+  h.mutable_resident()->set_values(PutId(*stub_, v1::DTYPE_FLOAT64, keys));
+  h.mutable_resident()->set_sort_values(PutId(*stub_, v1::DTYPE_FLOAT16, values));
   const grpc::Status s = SortCall(*stub_, h, nullptr, nullptr, &returned);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(returned.keys, streamed.keys);
@@ -272,7 +258,7 @@ TEST_F(ResidentNarrowTest, WidenedCopiesCountAgainstTheBudget) {
   TestServer server{ResidentOptions(budget)};
   auto stub = server.stub();
   const std::string data = Elements(v1::DTYPE_INT8, budget / 4, 4400);
-  const std::string id = NewArray(*stub, v1::DTYPE_INT8, data);
+  const std::string id = PutId(*stub, v1::DTYPE_INT8, data);
   v1::CompactHeader h = PredicateHead(v1::DTYPE_INT8, v1::COMPACT_OUTPUT_VALUES);
   h.mutable_resident()->set_values(id);
   h.mutable_resident()->set_keep(true);
@@ -286,7 +272,7 @@ TEST_F(ResidentNarrowTest, WidenedCopiesCountAgainstTheBudget) {
   EXPECT_EQ(list.used_bytes(), data.size());
   // A smaller array fits, widened copy and all.
   const std::string small = Elements(v1::DTYPE_INT8, budget / 8, 4401);
-  h.mutable_resident()->set_values(NewArray(*stub, v1::DTYPE_INT8, small));
+  h.mutable_resident()->set_values(PutId(*stub, v1::DTYPE_INT8, small));
   const grpc::Status ok = CompactCall(*stub, h, nullptr, nullptr, &r);
   EXPECT_TRUE(ok.ok()) << ok.error_message();
 }
@@ -298,10 +284,10 @@ namespace gpuscan::testing::resident_narrow {
 // The refusals of narrow calls that need arrays on the server, each naming the field and value.
 TEST_F(ResidentNarrowTest, RefusalsNameTheFieldAndValue) {
   const uint64_t n = 100;
-  const std::string i8 = NewArray(*stub_, v1::DTYPE_INT8, Elements(v1::DTYPE_INT8, n, 4500));
-  const std::string u8 = NewArray(*stub_, v1::DTYPE_UINT8, Elements(v1::DTYPE_UINT8, n, 4501));
-  const std::string i16 = NewArray(*stub_, v1::DTYPE_INT16, Elements(v1::DTYPE_INT16, n, 4502));
-  const std::string short_u8 = NewArray(*stub_, v1::DTYPE_UINT8, Elements(v1::DTYPE_UINT8, n - 1, 4503));
+  const std::string i8 = PutId(*stub_, v1::DTYPE_INT8, Elements(v1::DTYPE_INT8, n, 4500));
+  const std::string u8 = PutId(*stub_, v1::DTYPE_UINT8, Elements(v1::DTYPE_UINT8, n, 4501));
+  const std::string i16 = PutId(*stub_, v1::DTYPE_INT16, Elements(v1::DTYPE_INT16, n, 4502));
+  const std::string short_u8 = PutId(*stub_, v1::DTYPE_UINT8, Elements(v1::DTYPE_UINT8, n - 1, 4503));
   CompactOut c;
   SortOut s;
   {  // flags of two bytes an element
@@ -346,8 +332,8 @@ TEST(ResidentNarrowSortBudget, MaxSortBytesAppliesAsToTheStreamedCall) {
   for (uint64_t n : {uint64_t{1000}, uint64_t{1001}}) {  // 3 bytes an element: 3000 fits, 3003 does not
     const std::string keys = Elements(v1::DTYPE_INT16, n, 4600), values = Elements(v1::DTYPE_UINT8, n, 4601);
     v1::SortHeader r = h;
-    r.mutable_resident()->set_values(NewArray(*stub, v1::DTYPE_INT16, keys));
-    r.mutable_resident()->set_sort_values(NewArray(*stub, v1::DTYPE_UINT8, values));
+    r.mutable_resident()->set_values(PutId(*stub, v1::DTYPE_INT16, keys));
+    r.mutable_resident()->set_sort_values(PutId(*stub, v1::DTYPE_UINT8, values));
     SortOut streamed, resident;
     const grpc::Status ss = SortCall(*stub, h, &keys, &values, &streamed);
     const grpc::Status rs = SortCall(*stub, r, nullptr, nullptr, &resident);

@@ -55,21 +55,6 @@ std::string Flags(uint64_t n, uint32_t seed) {
   return f;
 }
 
-// The id of a new array of these bytes (any dtype: the count is what arrives).
-std::string PutId(v1::GpuScan::Stub& stub, v1::DType dtype, const std::string& data, const std::string& tenant = "") {
-  v1::ArrayInfo info;
-  const grpc::Status s = Put(stub, dtype, data, &info, tenant, false);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return info.id();
-}
-
-std::string GetAll(v1::GpuScan::Stub& stub, const v1::ArrayInfo& info) {
-  std::string data;
-  const grpc::Status s = Get(stub, info.id(), &data);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  return data;
-}
-
 // ---- the raw stub's Compact, Histogram and Sort: streamed when the data is given (chunks of
 // kChunk bytes), else with only the header; results concatenated, the offsets checked.
 struct RawCompactResult {
@@ -232,18 +217,18 @@ TEST_F(ResidentSelectTest, CompactEqualsTheStreamedCallBitForBitAndKeepsExactly)
           if (want_values) {
             EXPECT_EQ(kept.last.values_array().dtype(), dtype);
             EXPECT_EQ(kept.last.values_array().element_count(), streamed.last.kept_count());
-            EXPECT_EQ(GetAll(*stub_, kept.last.values_array()), streamed.values);
+            EXPECT_EQ(GetAll(*stub_, kept.last.values_array().id()), streamed.values);
           }
           if (want_indices) {
             EXPECT_EQ(kept.last.indices_array().dtype(), v1::DTYPE_INT64);
             EXPECT_EQ(kept.last.indices_array().bytes(), streamed.indices.size());  // cut to the kept count
-            EXPECT_EQ(GetAll(*stub_, kept.last.indices_array()), streamed.indices);
+            EXPECT_EQ(GetAll(*stub_, kept.last.indices_array().id()), streamed.indices);
           }
         }
       }
       v1::ArrayInfo input;
       input.set_id(id);
-      EXPECT_EQ(GetAll(*stub_, input), data);  // never written
+      EXPECT_EQ(GetAll(*stub_, input.id()), data);  // never written
     }
   }
 }
@@ -345,24 +330,24 @@ TEST_F(ResidentSelectTest, SortEqualsTheStreamedCallBitForBitAndNeverSortsInPlac
           ASSERT_EQ(kept.last.has_indices_array(), want_indices);
           if (want_keys) {
             EXPECT_EQ(kept.last.keys_array().dtype(), dtype);
-            EXPECT_EQ(GetAll(*stub_, kept.last.keys_array()), streamed.keys);
+            EXPECT_EQ(GetAll(*stub_, kept.last.keys_array().id()), streamed.keys);
           }
           if (with_values) {
             EXPECT_EQ(kept.last.values_array().dtype(), values_dtype);
-            EXPECT_EQ(GetAll(*stub_, kept.last.values_array()), streamed.values);
+            EXPECT_EQ(GetAll(*stub_, kept.last.values_array().id()), streamed.values);
           }
           if (want_indices) {
             EXPECT_EQ(kept.last.indices_array().dtype(), v1::DTYPE_INT64);
             EXPECT_EQ(kept.last.indices_array().element_count(), n);
-            EXPECT_EQ(GetAll(*stub_, kept.last.indices_array()), streamed.indices);
+            EXPECT_EQ(GetAll(*stub_, kept.last.indices_array().id()), streamed.indices);
           }
         }
       }
       v1::ArrayInfo k, v;
       k.set_id(keys_id);
       v.set_id(values_id);
-      EXPECT_EQ(GetAll(*stub_, k), keys);  // the inputs stay as they were
-      EXPECT_EQ(GetAll(*stub_, v), values);
+      EXPECT_EQ(GetAll(*stub_, k.id()), keys);  // the inputs stay as they were
+      EXPECT_EQ(GetAll(*stub_, v.id()), values);
     }
   }
 }
