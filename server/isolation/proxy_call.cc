@@ -251,6 +251,16 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
   void OnDone() override {
     std::unique_lock<std::mutex> lock(mu_);
     server_done_ = true;
+    // Counted only now: a cancel can reach the front after its read ended looking like a
+    // half-close, and after the worker answered that cut-off input (a striped lane with chunks
+    // missing: INVALID_ARGUMENT). gRPC calls a call cancelled only when no status reached the
+    // client (its L66), and says so before OnDone: such a failure counts as CANCELLED.
+    if (!record_.status.empty() && record_.status != "OK" && record_.status != "DEADLINE_EXCEEDED" &&
+        ctx_->IsCancelled()) {
+      record_.status = CodeName(grpc::StatusCode::CANCELLED);
+    }
+    if (record_.status.empty()) record_.status = CodeName(grpc::StatusCode::CANCELLED);
+    front_->metrics->CallDone(record_);
     MaybeDelete(lock);
   }
 
@@ -507,7 +517,7 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
     ++d.remove_holds;
   }
 
-  // Ends the client's call with `status` (once the lock is released) and counts it.
+  // Ends the client's call with `status` (once the lock is released); OnDone counts it.
   void FinishLocked(const grpc::Status& status, Deferred& d) {
     if (finished_) return;
     finished_ = true;
@@ -531,7 +541,6 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
       }
       record_.set(Stage::kTotal, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
     }
-    front_->metrics->CallDone(record_);
     up_queue_.clear();
     down_queue_.clear();
     if (started_ && !up_write_pending_) DropWriteHold(d);

@@ -313,8 +313,15 @@ TEST(FrontWorkers, MetricsNameTheDevices) {
   GPUSCAN_SEEDED_RNG(rng);
   const auto x = testing::RandomInput<int32_t, ops::Sum<int32_t>>(10'000, rng);
   for (int i = 0; i < 4; ++i) client.Scan(x);
-  const testing::HttpResponse r = testing::HttpGet(port, "/metrics");
-  ASSERT_EQ(r.status, 200) << r.headers;
+  // A call is counted at its OnDone, which may come just after the client has its answer.
+  testing::HttpResponse r;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        r = testing::HttpGet(port, "/metrics");
+        return r.status == 200 && testing::PromText(r.body).Find("gpuscan_requests_in_flight").value_or(1) == 0;
+      },
+      std::chrono::seconds(10)))
+      << r.status << " " << r.headers;
   const testing::PromText t(r.body);
   double calls = 0;
   for (const std::string slot : {"0", "1"}) {
@@ -336,10 +343,10 @@ TEST(FrontWorkers, MetricsNameTheDevices) {
   co.chunk_bytes = 4096;  // many chunks: the cancel lands mid-array
   Client striped(co);
   const auto big = testing::RandomInput<int32_t, ops::Sum<int32_t>>(4 << 20, rng);
-  for (int round = 0; round < 5; ++round) {
+  for (int round = 0; round < 12; ++round) {
     std::atomic<bool> over{false};
     std::thread cancel([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20 + 10 * round));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20 + 4 * round));
       striped.CancelCalls();
       over = true;
     });
