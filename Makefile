@@ -10,7 +10,7 @@ CMAKE_ARGS ?=
 CUDA ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo ON || echo OFF)
 CUDA_BUILD_DIR ?= build-cuda
 
-.PHONY: all deps configure build build-cuda test sanitize demo clean image test-container
+.PHONY: all deps configure build build-cuda test sanitize demo clean image test-container deb test-debs
 
 all: build
 
@@ -51,6 +51,17 @@ image:
 # a build tree configured before tests/container existed would find no test (--no-tests=error).
 test-container: build image
 	GPUSCAN_CONTAINER_IMAGE=$(IMAGE) ctest --test-dir $(BUILD_DIR) -L container --output-on-failure --no-tests=error
+
+# Debian packages of this build (cmake/packages.cmake): gpuscan-server, gpuscan-cli,
+# libgpuscan-dev, python3-gpuscan in $(BUILD_DIR)/packages. A CPU-only build packs a CPU-only
+# server: build with CUDA=ON for GPU hosts.
+deb: build
+	cd $(BUILD_DIR) && cpack -G DEB
+
+# The packages installed with apt-get into a clean Debian 12 root and used there (root; ~70 s
+# with a reachable mirror): tests/packages/check_debs.sh, label packages.
+test-debs: deb
+	GPUSCAN_TEST_DEBS=1 ctest --test-dir $(BUILD_DIR) -L packages --output-on-failure --no-tests=error
 
 clean:
 	rm -rf $(BUILD_DIR) $(CUDA_BUILD_DIR)
