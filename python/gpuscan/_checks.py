@@ -12,6 +12,20 @@ from ._types import check_array
 from .v1 import gpuscan_pb2 as pb
 
 
+def flattened(x, op: str, copy: bool, what: str = "x"):
+    """An N-D host array flattened in C order, as numpy's axis=None does (np.sum, np.histogram,
+    x[x > 0]; python.md's "N-D input" table): a view when C-contiguous, else a copy with copy=True
+    (ValueError without). Anything else (1-D, a list, a CUDA or resident array) unchanged."""
+    if not isinstance(x, np.ndarray) or x.ndim <= 1:
+        return x
+    if x.flags.c_contiguous:
+        return x.reshape(-1)
+    if copy:
+        return np.ascontiguousarray(x).reshape(-1)
+    raise ValueError(f"gpuscan: {op}: {what} of shape {x.shape} is not C-contiguous (strides {x.strides}): "
+                     f"pass copy=True to send a flat copy")
+
+
 def scan_axis(x, axis, algorithm, copy):
     """scan's (x, axis): axis None or a 1-D array's 0/-1 gives (x, None), the 1-D scan (an
     N-D host array with axis None flattened in C order, as np.cumsum does: without a copy
@@ -123,8 +137,8 @@ def reduce_request(wire, op, n: int):
 
 def histogram_args(x, bins, range_, copy=False):
     """x checked (narrow dtypes taken as they are; bool binned as uint8, as numpy.histogram
-    converts it) and the first request."""
-    x, wire = check_array(x, copy=copy, narrow=True)
+    converts it) and the first request. N-D: flattened, as numpy.histogram does."""
+    x, wire = check_array(flattened(x, "histogram", copy), copy=copy, narrow=True)
     if x.dtype.kind == "b":
         x = x.view(np.uint8)
     return x, pb.HistogramRequest(header=_types.histogram_header(x, wire, bins, range_))
@@ -236,6 +250,10 @@ def sort_args(x, values, descending, output: int, copy=False):
     request, its output `output` (KEYS_AND_VALUES when values are given). Every check before
     any call: ValueError."""
     check_descending(descending)
+    if isinstance(x, np.ndarray) and x.ndim > 1:  # numpy sorts along the last axis: no flat guess
+        what = "sort" if output == pb.SORT_OUTPUT_KEYS or output == pb.SORT_OUTPUT_KEYS_AND_VALUES else "argsort"
+        raise ValueError(f"gpuscan: {what} takes a 1-D array, x has shape {x.shape} (np.{what} would work along "
+                         f"the last axis): pass x.ravel() for the flattened array, as np.{what}(x, axis=None)")
     x, wire = check_array(x, copy=copy, narrow=True)
     header = pb.SortHeader(dtype=wire, descending=bool(descending), output=output, element_count=len(x))
     side = None
@@ -245,6 +263,20 @@ def sort_args(x, values, descending, output: int, copy=False):
             raise ValueError(f"gpuscan: values has {len(side)} elements but x has {len(x)}: they must match")
         header.output = pb.SORT_OUTPUT_KEYS_AND_VALUES
     return x, side, pb.SortRequest(header=header)
+
+
+def flat_compact(x, where, copy):
+    """compact's (x, where): an N-D host x, and its where= (of x's shape, as numpy's x[mask]
+    wants), flattened: the kept values come in C order, indices into the flattened x
+    (np.flatnonzero's)."""
+    if isinstance(x, np.ndarray) and x.ndim > 1:
+        if where is not None:
+            mask = np.asarray(where)
+            if mask.shape != x.shape:
+                raise ValueError(f"gpuscan: where has shape {mask.shape}, x has {x.shape}")
+            where = mask.reshape(-1)
+        x = flattened(x, "compact", copy)
+    return x, where
 
 
 def compact_args(x, where, predicate, indices, values, copy=False):

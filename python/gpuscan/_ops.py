@@ -203,6 +203,7 @@ def narrow_call(c, method: str, x, accumulate, op, exclusive, algorithm, out, co
 def reduce(c, x, op, dtype, copy, lanes, retries, timeout) -> Prepared:
     if isinstance(x, _resident.RemoteArray):
         return _resident_ops.reduce(c, x, op, dtype, retries, timeout)
+    x = _checks.flattened(x, "reduce", copy)  # N-D: the whole array, as np.sum(x) (axis=None)
     x, accumulate = _checks.with_dtype(x, dtype, copy)
     if accumulate is not None:
         return narrow_call(c, "Reduce", x, accumulate, op, False, None, None, copy, retries, timeout)
@@ -242,6 +243,7 @@ def compact(c, x, where, predicate, indices, values, copy, lanes, retries, timeo
                                         values)
         return _on_device(c, "Compact", _device.Call.compact(pb.CompactRequest(header=header), src, where, values,
                                                              indices), _wire.COMPACT_VALUES, retries, timeout, outputs)
+    x, where = _checks.flat_compact(x, where, copy)
     x, flags, request = _checks.compact_args(x, where, predicate, indices, values, copy)
     retries, timeout = c._call_options(retries, timeout)
     # A narrow x streams on one call: the server takes it in the stream only (a shared one too).

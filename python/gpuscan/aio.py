@@ -115,7 +115,7 @@ class AsyncClient(ClientBase):
     def __init__(self, target: str = "127.0.0.1:50051", *, tls: Union[None, bool, Tls] = None,
                  timeout: Optional[float] = None, lanes: int = 1, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  credentials: Optional[grpc.ChannelCredentials] = None,
-                 load_balancing_policy: Optional[str] = None, options=None, retries: int = 0,
+                 load_balancing_policy: Optional[str] = None, options=None, retries: int = 2,
                  backoff: Tuple[float, float] = (0.1, 2.0), on_retry: Optional[_retry.OnRetry] = None,
                  shm_arena_bytes: Optional[int] = None, tenant: Optional[str] = None):
         self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry, shm_arena_bytes,

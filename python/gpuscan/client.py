@@ -30,7 +30,7 @@ class Client(ClientBase):
 
     Client(target, *, tls=None|True|Tls(...), timeout=None (seconds per call), lanes=1,
            chunk_bytes=1 MiB, credentials=None, load_balancing_policy=None, options=None,
-           retries=0, backoff=(0.1, 2.0), on_retry=None, native=None, shm_arena_bytes=None, tenant=None)
+           retries=2, backoff=(0.1, 2.0), on_retry=None, native=None, shm_arena_bytes=None, tenant=None)
 
     tenant="name": sent as gpuscan-tenant metadata on every call: the owner of the resident arrays it
     puts, the only one that finds them (None: the default; mTLS: the certificate's identity instead).
@@ -40,7 +40,8 @@ class Client(ClientBase):
     the array's chunk count; one call when the server does not join lanes (max_lanes 0).
     Results are exactly those of one call.
 
-    retries=N (or a call's retries=N): scan/reduce/compact/histogram of arrays in memory that fail
+    retries=N (or a call's retries=N; default 2, as the CLI's and the C++ client's; 0 turns them
+    off): scan/reduce/compact/histogram of arrays in memory that fail
     with UNAVAILABLE (the server died, restarted, is shutting down or unreachable), or with a
     CANCELLED from the server's end, are tried up to N more times, each try a new call on the
     channel (with lanes: the whole striped call), after waits of backoff[0] seconds doubling per
@@ -70,7 +71,7 @@ class Client(ClientBase):
     def __init__(self, target: str = "127.0.0.1:50051", *, tls: Union[None, bool, Tls] = None,
                  timeout: Optional[float] = None, lanes: int = 1, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  credentials: Optional[grpc.ChannelCredentials] = None,
-                 load_balancing_policy: Optional[str] = None, options=None, retries: int = 0,
+                 load_balancing_policy: Optional[str] = None, options=None, retries: int = 2,
                  backoff: Tuple[float, float] = (0.1, 2.0), on_retry: Optional[_retry.OnRetry] = None,
                  native: Optional[bool] = None, shm_arena_bytes: Optional[int] = None, tenant: Optional[str] = None):
         self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry, shm_arena_bytes,

@@ -333,10 +333,10 @@ def test_retried_until_the_server_is_up(server_binary, rng):
     options = [("grpc.initial_reconnect_backoff_ms", 20), ("grpc.max_reconnect_backoff_ms", 100)]
     started = []
     starter = threading.Timer(0.3, lambda: started.append(ServerProcess(server_binary, port=port)))
-    with gpuscan.Client(f"127.0.0.1:{port}", chunk_bytes=4096, timeout=30, options=options, backoff=(0.02, 0.1),
+    with gpuscan.Client(f"127.0.0.1:{port}", chunk_bytes=4096, timeout=30, options=options, backoff=(0.02, 0.1), retries=0,
                         on_retry=lambda e, n, w: seen.append(e.code)) as c:
         with pytest.raises(gpuscan.Unavailable):
-            c.histogram(x, 8)  # the client's retries=0
+            c.histogram(x, 8)  # the client's retries=0: no on_retry
         assert not seen
         starter.start()
         try:

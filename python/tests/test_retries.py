@@ -169,10 +169,22 @@ def test_reduce_and_compact_retried(flaky, rng):
         assert srv.calls == 8
 
 
+def test_two_retries_by_default_as_the_cli_and_the_cpp_client(flaky, rng):
+    srv, target = flaky(fail=2)
+    x = data(rng)
+    with gpuscan.Client(target, chunk_bytes=CHUNK_BYTES, timeout=30, backoff=FAST) as c:
+        assert c.retries == 2
+        assert c.reduce(x) == ref.reduce(x, "sum") and srv.calls == 3
+        srv.fail = srv.calls + 3  # three failures: one more than the default allows
+        with pytest.raises(gpuscan.Unavailable, match=r"gave up after 3 tries"):
+            c.reduce(x)
+        assert srv.calls == 6
+
+
 def test_per_call_retries(flaky, rng):
     srv, target = flaky(fail=2)
     x = data(rng)
-    with gpuscan.Client(target, chunk_bytes=CHUNK_BYTES, timeout=30, backoff=FAST) as c:  # retries=0
+    with gpuscan.Client(target, chunk_bytes=CHUNK_BYTES, timeout=30, retries=0, backoff=FAST) as c:
         with pytest.raises(gpuscan.Unavailable) as e:
             c.reduce(x)
         assert "gave up" not in str(e.value) and e.value.message == "flaky: call 1 fails" and srv.calls == 1

@@ -68,7 +68,9 @@ struct TlsOptions {
 // bits every time for the default algorithms). The call's deadline (ClientOptions::timeout)
 // covers every try and the waits between them. Other errors are not retried: they would recur.
 struct RetryOptions {
-  uint32_t attempts = 1;                           // tries in all, the first included; 1 = no retries
+  // Tries in all, the first included; 1 = no retries. 3 (two retries) as the CLI's --retries and
+  // Python's retries= by default: a server restarting is no reason for a caller to fail.
+  uint32_t attempts = 3;
   std::chrono::milliseconds initial_backoff{100};  // wait before the second try
   std::chrono::milliseconds max_backoff{2000};     // the wait doubles per try up to this; +-20% jitter
   // Called on the calling thread before each retry: the error, the try about to start, the wait.
@@ -112,7 +114,7 @@ struct ClientOptions {
   // tied to global positions, which a carry fix-up would change. A failing shard fails the
   // call and cancels the others; the error names the shard and its server.
   uint32_t shards = 1;
-  RetryOptions retry;  // off by default (attempts = 1)
+  RetryOptions retry;  // two retries by default (attempts = 3); attempts = 1 turns them off
   // Extra integer gRPC channel arguments (e.g. keepalive settings).
   std::map<std::string, int> channel_int_args;
   // Sent as kTenantMetadata on every call (lanes and shards included) when not empty: the
