@@ -6,7 +6,8 @@
 # python3-dask, python3-distributed: gpuscan.dask and its tests (label dask);
 # haproxy, nginx-light: the load-balancer tests (deploy/haproxy, deploy/nginx; the tests start
 # their own, so the nginx service the package starts is stopped again); iproute2: the
-# network-namespace tests.
+# network-namespace tests; prometheus: promtool, which checks and unit-tests deploy/monitoring's
+# alert rules (its service, started by the package, is stopped again).
 # CUDA (nvcc) is not installed here: without it the build is CPU-only.
 #
 #   install-deps.sh              build, test and run (the default; `make`, the Dockerfile's builder)
@@ -38,7 +39,7 @@ build_packages=(
   clang libclang-rt-dev
   python3-grpcio python3-protobuf python3-numpy python3-pytest python3-hypothesis
   python3-venv python3-setuptools python3-dask python3-distributed
-  haproxy "nginx-light|nginx" iproute2
+  haproxy "nginx-light|nginx" iproute2 prometheus
 )
 
 # `make image` uses docker, else podman, else buildah; debootstrap makes stand-in base images
@@ -152,4 +153,8 @@ $sudo apt-get install -y -qq --no-install-recommends "${resolved[@]}"
 # Debian's nginx starts its default site on :80 where systemd runs; nothing here needs it.
 if [[ " ${resolved[*]} " == *" nginx"* ]] && [ -d /run/systemd/system ]; then
   $sudo systemctl disable --now nginx >/dev/null 2>&1 || true
+fi
+# Likewise Debian's prometheus (a server on :9090): only its promtool is wanted.
+if [[ " ${resolved[*]} " == *" prometheus "* || " ${resolved[*]} " == *" prometheus" ]] && [ -d /run/systemd/system ]; then
+  $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
 fi
