@@ -201,7 +201,7 @@ def assert_retried(srv, target, call, check):
     told of try 2); then an AsyncClient with retries=2 through one more failed call. A failed
     try's pieces are dropped: the call starts over."""
     seen = []
-    with gpuscan.Client(target, chunk_bytes=64, timeout=30, backoff=FAST,
+    with gpuscan.Client(target, chunk_bytes=64, timeout=30, backoff=FAST, retries=0,
                         on_retry=lambda e, n, w: seen.append(n)) as c:
         with pytest.raises(gpuscan.Unavailable, match="call 1 fails"):
             call(c)

@@ -17,9 +17,10 @@ from gpuscan.testing import ServerProcess
     (np.float32(3), "scalar"),
 ])
 def test_client_side_value_errors(client, x, what):
-    calls = [lambda: client.reduce(x), lambda: client.compact(x, predicate=("gt", 0))]
-    if what != "1-D":  # scan flattens a C-contiguous matrix, as np.cumsum does (test_scan_axis.py)
-        calls.append(lambda: client.scan(x))
+    if what == "1-D":  # reduce, compact, histogram and scan flatten a C-contiguous matrix, as numpy (test_nd.py)
+        calls = [lambda: client.sort(x), lambda: client.argsort(x)]
+    else:
+        calls = [lambda: client.reduce(x), lambda: client.compact(x, predicate=("gt", 0)), lambda: client.scan(x)]
     for call in calls:
         with pytest.raises(ValueError, match=what):
             call()

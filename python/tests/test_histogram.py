@@ -255,7 +255,7 @@ def test_result_timing_and_copy(target, rng, tmp_path):
     (np.arange(1, 10, dtype=np.int32)[::2], {}, "not contiguous"),
     (np.arange(1, 10, dtype=">i4"), {}, "big-endian"),
     (np.arange(1, 10, dtype=np.complex64), {}, "not served"),
-    (np.ones((2, 3), np.float32), {}, "1-D"),
+    (np.ones((3, 2), np.float32).T, {}, "not C-contiguous"),  # a C-contiguous N-D x is flattened (test_nd.py)
     (np.float32(3), {}, "scalar"),
     (np.arange(1, 10, dtype=np.float64), {"bins": 0}, "bins must be >= 1"),
     (np.arange(1, 10, dtype=np.float64), {"bins": -4}, "bins must be >= 1"),
