@@ -23,6 +23,7 @@ import os
 import queue
 import sys
 import threading
+import warnings
 from typing import List, Optional, Tuple
 
 import grpc
@@ -64,7 +65,8 @@ def candidates() -> List[str]:
     libgpuscan_capi.so beside this module (CMake's copy in build/python/pkg/gpuscan, or the one
     `pip install ./python` shipped after `make`), in the build tree of the checkout this module
     lives in (python/gpuscan -> build/python/pkg/gpuscan), then in the lib directory of this
-    Python's prefix and of /usr/local (where `cmake --install` puts it)."""
+    Python's prefix, of the prefix a venv was made from (/usr: the libgpuscan-dev package's), and
+    of /usr/local (where `cmake --install` puts it)."""
     env = os.environ.get("GPUSCAN_NATIVE_LIB")
     if env:
         return [env]
@@ -72,7 +74,7 @@ def candidates() -> List[str]:
     dirs = [here]
     if os.path.isfile(os.path.join(here, "..", "setup.py")):  # python/gpuscan of a checkout
         dirs.append(os.path.join(here, "..", "..", "build", "python", "pkg", "gpuscan"))
-    dirs += [os.path.join(sys.prefix, "lib"), "/usr/local/lib"]
+    dirs += [os.path.join(sys.prefix, "lib"), os.path.join(sys.base_prefix, "lib"), "/usr/local/lib"]
     seen, out = set(), []
     for d in dirs:
         path = os.path.normpath(os.path.join(d, _LIB_NAME))
@@ -137,12 +139,24 @@ def find(paths: List[str]) -> Tuple[Optional[ctypes.CDLL], str, str]:
     return None, "", f"{_LIB_NAME} not found (looked at {', '.join(paths)}; GPUSCAN_NATIVE_LIB names the file to use)"
 
 
+class NativeUnavailableWarning(RuntimeWarning):
+    """The native data path could not be loaded: clients take grpcio (slower for large arrays)."""
+
+
 def library() -> Tuple[Optional[ctypes.CDLL], str]:
-    """The loaded C API, or None and why not (looked for once: see candidates())."""
+    """The loaded C API, or None and why not (looked for once: see candidates()). The first
+    failure warns once per process (NativeUnavailableWarning: pip hides what setup.py prints
+    unless -v, so this is where an installation without the library says so); GPUSCAN_NATIVE=0
+    or a client's native=False do not look, and do not warn."""
     global _lib, _path, _why
     with _lock:
         if _lib is None and not _why:
             _lib, _path, _why = find(candidates())
+            if _lib is None:
+                warnings.warn(f"gpuscan: the native data path is off, clients take grpcio: {_why}. Build the C API "
+                              "(make, or the libgpuscan-dev package) and reinstall, or set GPUSCAN_NATIVE_LIB; "
+                              "GPUSCAN_NATIVE=0 turns the path off without this warning",
+                              NativeUnavailableWarning, stacklevel=3)
         return _lib, _why
 
 

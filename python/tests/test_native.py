@@ -148,3 +148,22 @@ def test_ctrl_c_cancels_a_native_call_at_once(target):
     how, seconds = r.stdout.split()[:2]
     assert how == "interrupted", r.stdout  # 64 MiB in 1 KiB messages outlasts 0.2 s by far
     assert float(seconds) < 2.0, r.stdout
+
+
+def test_a_missing_library_warns_once_and_names_why(tmp_path):
+    """pip hides setup.py's output unless -v: the first client that cannot load the C API says
+    why (NativeUnavailableWarning, once), and GPUSCAN_NATIVE=0 turns the path off silently."""
+    code = ("import warnings, gpuscan\n"
+            "warnings.simplefilter('always')\n"
+            "a = gpuscan.Client('127.0.0.1:1'); b = gpuscan.Client('127.0.0.1:1')\n"
+            "print('PATH', a.data_path.name, '|', a.data_path.reason)\n")
+    env = dict(os.environ, GPUSCAN_NATIVE_LIB=str(tmp_path / "libgpuscan_capi.so"))
+    env.pop("GPUSCAN_NATIVE", None)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("NativeUnavailableWarning") == 1, done.stderr
+    assert "the native data path is off, clients take grpcio" in done.stderr and "libgpuscan_capi.so" in done.stderr
+    assert "PATH grpcio | no C API:" in done.stdout, done.stdout
+    env["GPUSCAN_NATIVE"] = "0"
+    quiet = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert quiet.returncode == 0 and "Warning" not in quiet.stderr, quiet.stderr
