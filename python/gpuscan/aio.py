@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
-from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Tuple, Union
+from typing import (Any, AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Dict, Iterable, List,
+                    Optional, Tuple, TypeVar, Union, cast)
 
 import grpc
 import grpc.aio
-import numpy as np
+import numpy.typing as npt
 
 from . import _chunking, _device, _ops, _resident, _retry, _tally, _transport, _types, shared
 from ._base import ClientBase
@@ -26,7 +27,7 @@ from .errors import Internal, from_rpc_error, raised
 from .v1 import gpuscan_pb2 as pb
 
 
-def _lost_status(error, upload: "_AsyncUpload"):
+def _lost_status(error: Any, upload: "_AsyncUpload") -> Any:
     """The error, explained when it is grpcio's stand-in for a status the server sent while the
     upload was still going (grpc/grpc#36066: a write that fails as the call ends replaces the
     server's status with INTERNAL "Internal error from Core")."""
@@ -41,10 +42,10 @@ class _AsyncUpload:
     """Async request iterator over a sync or async source; an exception from the source cancels
     the call and is re-raised to the caller (as _chunking.Upload does for the sync client)."""
 
-    def __init__(self, requests):
+    def __init__(self, requests: Any) -> None:
         self._requests = requests
         self.error: Optional[BaseException] = None
-        self.call = None
+        self.call: Any = None
         self.finished = False  # every request was handed to grpc
 
     def _ended(self) -> bool:
@@ -53,7 +54,7 @@ class _AsyncUpload:
         the failed write is handled after the status: so no write is issued once it is in.)"""
         return self.call is not None and self.call.done()
 
-    async def __aiter__(self):
+    async def __aiter__(self) -> AsyncIterator[Any]:
         try:
             if hasattr(self._requests, "__aiter__"):
                 async for r in self._requests:
@@ -76,7 +77,7 @@ class _AsyncUpload:
                 self.call.cancel()
 
 
-async def _feed_async(feeder: _chunking.ScanIterFeeder, chunks) -> AsyncIterator[bytes]:
+async def _feed_async(feeder: _chunking.ScanIterFeeder, chunks: Any) -> AsyncIterator[bytes]:
     if hasattr(chunks, "__aiter__"):
         async for arr in chunks:
             _resident.refuse("scan_iter", chunk=arr)
@@ -93,10 +94,13 @@ async def _feed_async(feeder: _chunking.ScanIterFeeder, chunks) -> AsyncIterator
         yield r
 
 
-def _client_doc(note: str = ""):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _client_doc(note: str = "") -> Callable[[_F], _F]:
     """Decorator: the coroutine takes the docstring of the Client method of its name (one text for
     both clients), after a line saying so and `note` (what differs)."""
-    def take(fn):
+    def take(fn: _F) -> _F:
         sync = getattr(Client, fn.__name__)
         head = f"As Client.{fn.__name__}, awaited" + (f"; {note}" if note else ".")
         fn.__doc__ = head + "\n\n" + inspect.cleandoc(sync.__doc__ or "")
@@ -115,15 +119,17 @@ class AsyncClient(ClientBase):
     def __init__(self, target: str = "127.0.0.1:50051", *, tls: Union[None, bool, Tls] = None,
                  timeout: Optional[float] = None, lanes: int = 1, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                  credentials: Optional[grpc.ChannelCredentials] = None,
-                 load_balancing_policy: Optional[str] = None, options=None, retries: int = 2,
+                 load_balancing_policy: Optional[str] = None,
+                 options: Union[None, Dict[str, Any], Iterable[Tuple[str, Any]]] = None, retries: int = 2,
                  backoff: Tuple[float, float] = (0.1, 2.0), on_retry: Optional[_retry.OnRetry] = None,
-                 shm_arena_bytes: Optional[int] = None, tenant: Optional[str] = None):
+                 shm_arena_bytes: Optional[int] = None, tenant: Optional[str] = None) -> None:
         self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry, shm_arena_bytes,
                           tenant)
         self._bind(channel_credentials(tls, credentials), channel_args(self.chunk_bytes, load_balancing_policy,
                                                                        options, tls), options, tls)
         # Per task, as the sync client's is per thread: concurrent tasks each see their own.
-        self._timing_var: contextvars.ContextVar = contextvars.ContextVar(f"gpuscan_timing_{id(self)}", default=None)
+        self._timing_var: contextvars.ContextVar[Optional[Timing]] = contextvars.ContextVar(
+            f"gpuscan_timing_{id(self)}", default=None)
 
     async def close(self) -> None:
         """Closes the channel and the lanes' channels (calls in flight are cancelled). The
@@ -137,7 +143,7 @@ class AsyncClient(ClientBase):
     async def __aenter__(self) -> "AsyncClient":
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: Any) -> None:
         await self.close()
 
     @property
@@ -160,7 +166,7 @@ class AsyncClient(ClientBase):
             effect = stepper.step(value, error)
         return stepper.result
 
-    async def _effect(self, e) -> Any:
+    async def _effect(self, e: Any) -> Any:
         if isinstance(e, (Call, HeaderOnly)):  # a header-only call: grpcio's, as any other here
             method, requests = self._methods[e.method], e.requests if isinstance(e, Call) else [e.request]
             if e.method in UNARY:
@@ -186,13 +192,14 @@ class AsyncClient(ClientBase):
         elif isinstance(e, Info):
             return await (self._info_message(e.timeout) if e.message else self._info(e.timeout))
         elif isinstance(e, Retry):
-            return await _retry.run_async(self._tries(e.retries, e.timeout), lambda t: self._drive(e.attempt(t)))
+            return await _retry.run_async(self._tries(e.retries, e.timeout),
+                                         lambda t: cast(Awaitable[object], self._drive(e.attempt(t))))
         else:
             raise TypeError(f"gpuscan: no such effect {e!r}")
         return None
 
-    async def _fan_out(self, streams, feed: Callable[[int, bytes], None], timeout: Optional[float],
-                       unary: bool = False, metadata=None) -> None:
+    async def _fan_out(self, streams: List[Tuple[Any, Any]], feed: Callable[[int, bytes], None],
+                       timeout: Optional[float], unary: bool = False, metadata: Any = None) -> None:
         """Runs one call per lane at once, as tasks: streams is a list of (method, request
         iterator). Every response goes to feed(lane, raw). The first failure cancels every lane and
         is raised (see _chunking.first_failure); cancelling the awaiting task cancels them all."""
@@ -200,11 +207,11 @@ class AsyncClient(ClientBase):
         failures: List[BaseException] = []
         aborted = False
 
-        def cancel_all():
+        def cancel_all() -> None:
             for c in calls:
                 c.cancel()
 
-        async def run(lane: int):
+        async def run(lane: int) -> None:
             nonlocal aborted
             try:
                 if unary:
@@ -228,7 +235,7 @@ class AsyncClient(ClientBase):
         if failures:
             raise _chunking.first_failure(failures) from None
 
-    async def _stream(self, method, requests, timeout: Optional[float]) -> AsyncIterator[bytes]:
+    async def _stream(self, method: Any, requests: Any, timeout: Optional[float]) -> AsyncGenerator[bytes, None]:
         upload = _AsyncUpload(requests)
         call = method(upload.__aiter__(), timeout=timeout, metadata=self._metadata)
         upload.call = call
@@ -247,67 +254,67 @@ class AsyncClient(ClientBase):
         if upload.error is not None:
             raise upload.error
 
-    async def _unary(self, method, requests, timeout: Optional[float]) -> bytes:
+    async def _unary(self, method: Any, requests: Any, timeout: Optional[float]) -> bytes:
         """One stream-unary call (Reduce, Histogram): the serialized response."""
         call = method(requests, timeout=timeout, metadata=self._metadata)
         try:
             with raised():
-                return await call
+                return cast(bytes, await call)
         except BaseException:
             call.cancel()
             raise
 
     @_client_doc("no native path")
-    async def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
-                   out: Optional[np.ndarray] = None, *, axis: Optional[int] = None, dtype=None,
+    async def scan(self, x: Any, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
+                   out: Any = None, *, axis: Optional[int] = None, dtype: npt.DTypeLike = None,
                    copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None,
                    timeout: Optional[float] = None, keep: bool = False, ttl: Optional[float] = None,
-                   label: Optional[str] = None):
+                   label: Optional[str] = None) -> Any:
         return await self._drive(_transport.run(self, _ops.scan(self, x, op, exclusive, algorithm, out, axis, dtype,
                                                                 copy, lanes, retries, timeout, keep, ttl, label)))
 
     @_client_doc("no native path")
-    async def segmented_scan(self, x, keys=None, *, heads=None, op: str = "sum", exclusive: bool = False,
-                             out: Optional[np.ndarray] = None, dtype=None, copy: bool = False,
+    async def segmented_scan(self, x: Any, keys: Any = None, *, heads: Any = None, op: str = "sum",
+                             exclusive: bool = False, out: Any = None, dtype: npt.DTypeLike = None, copy: bool = False,
                              timeout: Optional[float] = None, retries: Optional[int] = None,
-                             keep: bool = False, ttl: Optional[float] = None, label: Optional[str] = None):
+                             keep: bool = False, ttl: Optional[float] = None, label: Optional[str] = None) -> Any:
         return await self._drive(_transport.run(self, _ops.segmented_scan(self, x, keys, heads, op, exclusive, out,
                                                                           copy, retries, timeout, dtype, keep, ttl,
                                                                           label)))
 
     @_client_doc()
-    async def scan2d(self, x, op: str = "sum", *, out: Optional[np.ndarray] = None, dtype=None, copy: bool = False,
-                     timeout: Optional[float] = None, retries: Optional[int] = None, keep: bool = False,
-                     ttl: Optional[float] = None, label: Optional[str] = None):
+    async def scan2d(self, x: Any, op: str = "sum", *, out: Any = None, dtype: npt.DTypeLike = None,
+                     copy: bool = False, timeout: Optional[float] = None, retries: Optional[int] = None,
+                     keep: bool = False, ttl: Optional[float] = None, label: Optional[str] = None) -> Any:
         return await self._drive(_transport.run(self, _ops.scan2d(self, x, op, out, copy, retries, timeout, None,
                                                                   False, dtype, keep, ttl, label)))
 
     @_client_doc()
-    async def reduce_by_key(self, x, keys, *, op: str = "sum", dtype=None, copy: bool = False,
-                            timeout: Optional[float] = None, retries: Optional[int] = None,
-                            keep: bool = False, ttl: Optional[float] = None, label: Optional[str] = None):
+    async def reduce_by_key(self, x: Any, keys: Any, *, op: str = "sum", dtype: npt.DTypeLike = None,
+                            copy: bool = False, timeout: Optional[float] = None, retries: Optional[int] = None,
+                            keep: bool = False, ttl: Optional[float] = None, label: Optional[str] = None) -> Any:
         return await self._drive(_transport.run(self, _ops.reduce_by_key(self, x, keys, op, copy, retries, timeout,
                                                                          dtype, keep, ttl, label)))
 
     @_client_doc()
-    async def sort(self, x, *, values=None, descending: bool = False, copy: bool = False,
+    async def sort(self, x: Any, *, values: Any = None, descending: bool = False, copy: bool = False,
                    timeout: Optional[float] = None, retries: Optional[int] = None, keep: bool = False,
-                   ttl: Optional[float] = None, label: Optional[str] = None):
+                   ttl: Optional[float] = None, label: Optional[str] = None) -> Any:
         return await self._drive(_transport.run(self, _ops.sort(self, x, values, descending, copy, retries, timeout,
                                                                 keep, ttl, label)))
 
     @_client_doc()
-    async def argsort(self, x, *, descending: bool = False, return_keys: bool = False, copy: bool = False,
+    async def argsort(self, x: Any, *, descending: bool = False, return_keys: bool = False, copy: bool = False,
                       timeout: Optional[float] = None, retries: Optional[int] = None, keep: bool = False,
-                      ttl: Optional[float] = None, label: Optional[str] = None):
+                      ttl: Optional[float] = None, label: Optional[str] = None) -> Any:
         return await self._drive(_transport.run(self, _ops.argsort(self, x, descending, return_keys, copy, retries,
                                                                    timeout, keep, ttl, label)))
 
     @_client_doc("an async generator (`async for y in c.scan_iter(chunks)`); chunks may be a sync or an "
                  "async iterable, read on the event loop")
-    async def scan_iter(self, chunks, op: str = "sum", exclusive: bool = False,
-                        algorithm: Optional[str] = None, *, timeout: Optional[float] = None
-                        ) -> AsyncIterator[np.ndarray]:
+    async def scan_iter(self, chunks: Union[Iterable[npt.ArrayLike], AsyncIterable[npt.ArrayLike]], op: str = "sum",
+                        exclusive: bool = False, algorithm: Optional[str] = None, *, timeout: Optional[float] = None
+                        ) -> AsyncIterator[npt.NDArray[Any]]:
         feeder, asm, timeout = self._scan_iter_parts((), op, exclusive, algorithm, timeout)
         stream = self._stream(self._methods["Scan"], _feed_async(feeder, chunks), timeout)  # never retried
         try:
@@ -321,40 +328,45 @@ class AsyncClient(ClientBase):
         self._timing_var.set(asm.timing or Timing())
 
     @_client_doc("no native path")
-    async def reduce(self, x, op: str = "sum", *, dtype=None, copy: bool = False, lanes: Optional[int] = None,
-                     retries: Optional[int] = None, timeout: Optional[float] = None):
+    async def reduce(self, x: Any, op: str = "sum", *, dtype: npt.DTypeLike = None, copy: bool = False,
+                     lanes: Optional[int] = None, retries: Optional[int] = None,
+                     timeout: Optional[float] = None) -> Any:
         return await self._drive(_transport.run(self, _ops.reduce(self, x, op, dtype, copy, lanes, retries, timeout)))
 
     @_client_doc()
-    async def histogram(self, x, bins=10, range=None, *, copy: bool = False,
-                        retries: Optional[int] = None, timeout: Optional[float] = None) -> HistogramResult:
-        return await self._drive(_transport.run(self, _ops.histogram(self, x, bins, range, copy, retries, timeout)))
+    async def histogram(self, x: Any, bins: npt.ArrayLike = 10, range: Optional[Tuple[float, float]] = None, *,
+                        copy: bool = False, retries: Optional[int] = None,
+                        timeout: Optional[float] = None) -> HistogramResult:
+        return cast(HistogramResult, await self._drive(_transport.run(self, _ops.histogram(self, x, bins, range, copy,
+                                                                                            retries, timeout))))
 
     @_client_doc("no native path")
-    async def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
+    async def compact(self, x: Any, where: Any = None, predicate: Any = None, *, indices: bool = False,
+                      values: bool = True,
                       copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None,
                       timeout: Optional[float] = None, keep: bool = False, ttl: Optional[float] = None,
-                      label: Optional[str] = None):
+                      label: Optional[str] = None) -> Any:
         return await self._drive(_transport.run(self, _ops.compact(self, x, where, predicate, indices, values, copy,
                                                                    lanes, retries, timeout, keep, ttl, label)))
 
     @_client_doc("a RemoteArray of this client: `await r.get()`, `await r.drop()`, `async with r:`")
-    async def put(self, x, *, ttl: Optional[float] = None, label: Optional[str] = None, copy: bool = False,
+    async def put(self, x: Any, *, ttl: Optional[float] = None, label: Optional[str] = None, copy: bool = False,
                   retries: Optional[int] = None, timeout: Optional[float] = None) -> _resident.RemoteArray:
-        return await self._drive(_resident.put(self, x, ttl, label, copy, retries, timeout))
+        return cast(_resident.RemoteArray,
+                    await self._drive(_resident.put(self, x, ttl, label, copy, retries, timeout)))
 
     @_client_doc()
-    async def get(self, r, offset: int = 0, count: Optional[int] = None, *, retries: Optional[int] = None,
-                  timeout: Optional[float] = None) -> np.ndarray:
-        return await self._drive(_resident.get(self, r, offset, count, retries, timeout))
+    async def get(self, r: Union[_resident.RemoteArray, bytes], offset: int = 0, count: Optional[int] = None, *,
+                  retries: Optional[int] = None, timeout: Optional[float] = None) -> npt.NDArray[Any]:
+        return cast(npt.NDArray[Any], await self._drive(_resident.get(self, r, offset, count, retries, timeout)))
 
     @_client_doc()
-    async def drop(self, r, *, timeout: Optional[float] = None) -> Dict[str, Any]:
-        return await self._drive(_resident.drop(self, r, timeout))
+    async def drop(self, r: Union[_resident.RemoteArray, bytes], *, timeout: Optional[float] = None) -> Dict[str, Any]:
+        return cast(Dict[str, Any], await self._drive(_resident.drop(self, r, timeout)))
 
     @_client_doc()
     async def arrays(self, *, timeout: Optional[float] = None) -> _resident.ResidentArrays:
-        return await self._drive(_resident.arrays(self, timeout))
+        return cast(_resident.ResidentArrays, await self._drive(_resident.arrays(self, timeout)))
 
     @_client_doc("data_path is always grpcio's")
     async def info(self, *, timeout: Optional[float] = None) -> Dict[str, Any]:
@@ -365,7 +377,8 @@ class AsyncClient(ClientBase):
 
     async def _info_message(self, timeout: Optional[float]) -> "pb.ServerInfo":
         with raised():
-            return await self._stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=timeout, metadata=self._metadata)
+            return cast(pb.ServerInfo, await self._stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=timeout,
+                                                                      metadata=self._metadata))
 
     @_client_doc()
     async def health(self, service: str = "", *, timeout: Optional[float] = None) -> str:
@@ -377,9 +390,11 @@ class AsyncClient(ClientBase):
         return decode_health_response(raw)
 
     @_client_doc("on_row is called on the event loop")
-    async def benchmark(self, operations=None, algorithms=None, dtypes=None, sizes=None, repetitions=0,
-                        warmup=0, on_row: Optional[Callable[[dict], None]] = None, devices=None, *,
-                        timeout: Optional[float] = None) -> _types.Table:
+    async def benchmark(self, operations: Optional[Iterable[str]] = None, algorithms: Optional[Iterable[str]] = None,
+                        dtypes: Optional[Iterable[npt.DTypeLike]] = None, sizes: Optional[Iterable[int]] = None,
+                        repetitions: int = 0, warmup: int = 0,
+                        on_row: Optional[Callable[[Dict[str, Any]], None]] = None,
+                        devices: Optional[Iterable[int]] = None, *, timeout: Optional[float] = None) -> _types.Table:
         req = _types.bench_request(operations, algorithms, dtypes, sizes, repetitions, warmup, devices)
         timeout = self._call_timeout(timeout)
         table, add = self._bench_table(on_row)
@@ -397,11 +412,11 @@ class AsyncClient(ClientBase):
     async def transport(self, total_bytes: int, echo: bool = True, chunk_bytes: Optional[int] = None,
                         lanes: int = 1, *, timeout: Optional[float] = None) -> TransportResult:
         tally = _tally.Tally(total_bytes, echo, int(chunk_bytes or self.chunk_bytes), lanes)
-        return await self._drive(_tally.program(tally, self._call_timeout(timeout)))
+        return cast(TransportResult, await self._drive(_tally.program(tally, self._call_timeout(timeout))))
 
     @_client_doc("a coroutine (it may ask the server for its --shm-dir): "
                  "`with await c.shared_array(n, \"int32\") as a: ...; y = await c.scan(a)`")
-    async def shared_array(self, n: int, dtype="int32", *, dir: Optional[str] = None,
+    async def shared_array(self, n: int, dtype: npt.DTypeLike = "int32", *, dir: Optional[str] = None,
                            mode: int = shared.DEFAULT_MODE, timeout: Optional[float] = None,
                            zero: bool = True) -> shared.SharedArray:
         if dir is None:

@@ -8,14 +8,15 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Generator, Iterable, Iterator, Optional, Tuple, Union, cast
 
 import grpc
 import numpy as np
+import numpy.typing as npt
 
 from . import _chunking, _native, _ops, _pump, _resident, _retry, _tally, _transport, _types, shared
 from ._base import ClientBase
-from ._channel import Tls, channel_args, channel_credentials, decode_health_response, encode_health_request
+from ._channel import Tls as Tls, channel_args, channel_credentials, decode_health_response, encode_health_request
 from ._effects import STREAMED_REPLY, UNARY, Call, HeaderOnly, Info, Lanes, Native, Program, Retry, Single
 from ._effects import NATIVE_RESPONSE_BYTES  # noqa: F401 (gpuscan.client's name, which tests size bins by)
 from ._types import DataPath, HistogramResult, Timing, TransportResult
@@ -70,10 +71,11 @@ class Client(ClientBase):
 
     def __init__(self, target: str = "127.0.0.1:50051", *, tls: Union[None, bool, Tls] = None,
                  timeout: Optional[float] = None, lanes: int = 1, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-                 credentials: Optional[grpc.ChannelCredentials] = None,
-                 load_balancing_policy: Optional[str] = None, options=None, retries: int = 2,
+                 credentials: Optional[grpc.ChannelCredentials] = None, load_balancing_policy: Optional[str] = None,
+                 options: Union[None, Dict[str, Any], Iterable[Tuple[str, Any]]] = None, retries: int = 2,
                  backoff: Tuple[float, float] = (0.1, 2.0), on_retry: Optional[_retry.OnRetry] = None,
-                 native: Optional[bool] = None, shm_arena_bytes: Optional[int] = None, tenant: Optional[str] = None):
+                 native: Optional[bool] = None, shm_arena_bytes: Optional[int] = None,
+                 tenant: Optional[str] = None) -> None:
         self._init_common(target, tls, timeout, lanes, chunk_bytes, retries, backoff, on_retry, shm_arena_bytes,
                           tenant)
         args = channel_args(self.chunk_bytes, load_balancing_policy, options, tls)
@@ -120,7 +122,7 @@ class Client(ClientBase):
     def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     @property
@@ -143,7 +145,7 @@ class Client(ClientBase):
             effect = stepper.step(value, error)
         return stepper.result
 
-    def _effect(self, e) -> Any:
+    def _effect(self, e: Any) -> Any:
         if isinstance(e, Call):
             self._call(self._methods[e.method], e.method in UNARY, e.requests, e.timeout, e.feed)
         elif isinstance(e, Lanes):
@@ -172,23 +174,24 @@ class Client(ClientBase):
         elif isinstance(e, Native):
             return e.run(self._native)
         elif isinstance(e, Retry):
-            return _retry.run(self._tries(e.retries, e.timeout), lambda t: self._drive(e.attempt(t)), self._pause)
+            return _retry.run(self._tries(e.retries, e.timeout), lambda t: cast(object, self._drive(e.attempt(t))),
+                              self._pause)
         else:
             raise TypeError(f"gpuscan: no such effect {e!r}")
         return None
 
-    def _call(self, method, unary: bool, requests, timeout: Optional[float], feed) -> None:
+    def _call(self, method: Any, unary: bool, requests: Any, timeout: Optional[float], feed: Any) -> None:
         if unary:
             feed(0, self._unary(method, requests, timeout))
         else:
             for raw in self._stream(method, requests, timeout):
                 feed(0, raw)
 
-    def _stream(self, method, requests, timeout: Optional[float]) -> Iterator[bytes]:
+    def _stream(self, method: Any, requests: Any, timeout: Optional[float]) -> Generator[bytes, None, None]:
         """A stream-stream call's responses; any exit but the end cancels it."""
         upload = _chunking.Upload(requests)
 
-        def start():
+        def start() -> Any:
             call = method(iter(upload), timeout=timeout, metadata=self._metadata)
             upload.attach(call)
             return call
@@ -206,17 +209,17 @@ class Client(ClientBase):
         if upload.error is not None:
             raise upload.error
 
-    def _unary(self, method, requests, timeout: Optional[float]) -> bytes:
+    def _unary(self, method: Any, requests: Any, timeout: Optional[float]) -> bytes:
         """One stream-unary call (Reduce, Histogram): the serialized response; Ctrl-C or any
         failure cancels it."""
         upload = _chunking.Upload(requests)
 
-        def start():
+        def start() -> Any:
             fut = method.future(iter(upload), timeout=timeout, metadata=self._metadata)
             upload.attach(fut)
             return fut
         with raised():
-            return _pump.result_of(start)  # created and waited for off this thread (see _pump)
+            return cast(bytes, _pump.result_of(start))  # created and waited for off this thread (see _pump)
 
     def _pause(self, seconds: float) -> None:
         """The wait before a retry, watching the channels: a sync channel advances a connection only
@@ -226,7 +229,7 @@ class Client(ClientBase):
         with self._lane_lock:
             channels = [self._channel, *self._lane_channels]
 
-        def ignore(_state) -> None:
+        def ignore(_state: Any) -> None:
             pass
         for ch in channels:
             ch.subscribe(ignore)
@@ -238,10 +241,10 @@ class Client(ClientBase):
 
     # -- typed API: each method's arguments are checked and its requests built in _ops, and the
     # call runs on the transport _transport picks. AsyncClient's methods share these docstrings.
-    def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
-             out: Optional[np.ndarray] = None, *, axis: Optional[int] = None, dtype=None, copy: bool = False,
+    def scan(self, x: Any, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
+             out: Any = None, *, axis: Optional[int] = None, dtype: npt.DTypeLike = None, copy: bool = False,
              lanes: Optional[int] = None, retries: Optional[int] = None, timeout: Optional[float] = None,
-             keep: bool = False, ttl: Optional[float] = None, label: Optional[str] = None):
+             keep: bool = False, ttl: Optional[float] = None, label: Optional[str] = None) -> Any:
         """Prefix scan of a 1-D array (inclusive unless exclusive=True); returns `out` (new if None).
         dtype: the accumulator and result dtype, as np.cumsum's. A narrow x (int8, uint8, int16,
         uint16, bool, float16) travels as it is (1-2 bytes an element) and the server accumulates
@@ -290,9 +293,10 @@ class Client(ClientBase):
         return self._drive(_transport.run(self, _ops.scan(self, x, op, exclusive, algorithm, out, axis, dtype, copy,
                                                            lanes, retries, timeout, keep, ttl, label)))
 
-    def segmented_scan(self, x, keys=None, *, heads=None, op: str = "sum", exclusive: bool = False,
-                       out: Optional[np.ndarray] = None, dtype=None, copy: bool = False, timeout=None,
-                       retries: Optional[int] = None, keep: bool = False, ttl: Optional[float] = None, label=None):
+    def segmented_scan(self, x: Any, keys: Any = None, *, heads: Any = None, op: str = "sum", exclusive: bool = False,
+                       out: Any = None, dtype: npt.DTypeLike = None, copy: bool = False,
+                       timeout: Optional[float] = None, retries: Optional[int] = None, keep: bool = False,
+                       ttl: Optional[float] = None, label: Optional[str] = None) -> Any:
         """Segmented prefix scan of a 1-D array: each segment scanned on its own (inclusive unless
         exclusive=True; exclusive puts op's identity at each segment's first element). Returns
         `out` (new if None), x's dtype (or dtype's); op as scan's.
@@ -332,9 +336,9 @@ class Client(ClientBase):
         return self._drive(_transport.run(self, _ops.segmented_scan(self, x, keys, heads, op, exclusive, out, copy,
                                                                     retries, timeout, dtype, keep, ttl, label)))
 
-    def scan2d(self, x, op: str = "sum", *, out: Optional[np.ndarray] = None, dtype=None, copy: bool = False,
+    def scan2d(self, x: Any, op: str = "sum", *, out: Any = None, dtype: npt.DTypeLike = None, copy: bool = False,
                timeout: Optional[float] = None, retries: Optional[int] = None, keep: bool = False,
-               ttl: Optional[float] = None, label: Optional[str] = None):
+               ttl: Optional[float] = None, label: Optional[str] = None) -> Any:
         """2-D inclusive scan (summed-area table) of a 2-D array: out[i, j] = op over x[:i+1, :j+1].
         Returns `out` (new if None), x's shape and dtype (or dtype's); op as scan's ("sum",
         "product", "min", "max"; bitwise ones for integers).
@@ -360,8 +364,9 @@ class Client(ClientBase):
         return self._drive(_transport.run(self, _ops.scan2d(self, x, op, out, copy, retries, timeout, None, False,
                                                             dtype, keep, ttl, label)))
 
-    def reduce_by_key(self, x, keys, *, op: str = "sum", dtype=None, copy: bool = False, timeout=None,
-                      retries: Optional[int] = None, keep: bool = False, ttl: Optional[float] = None, label=None):
+    def reduce_by_key(self, x: Any, keys: Any, *, op: str = "sum", dtype: npt.DTypeLike = None, copy: bool = False,
+                      timeout: Optional[float] = None, retries: Optional[int] = None, keep: bool = False,
+                      ttl: Optional[float] = None, label: Optional[str] = None) -> Any:
         """Reduction by key of a 1-D array: `unique_keys, values = client.reduce_by_key(x, keys)`,
         one (key, value) per run of equal consecutive keys, in order (as
         cub::DeviceReduce::ReduceByKey: a key that comes back after another run starts a new run;
@@ -382,8 +387,9 @@ class Client(ClientBase):
         return self._drive(_transport.run(self, _ops.reduce_by_key(self, x, keys, op, copy, retries, timeout, dtype,
                                                                    keep, ttl, label)))
 
-    def sort(self, x, *, values=None, descending: bool = False, copy: bool = False, timeout: Optional[float] = None,
-             retries: Optional[int] = None, keep: bool = False, ttl: Optional[float] = None, label=None):
+    def sort(self, x: Any, *, values: Any = None, descending: bool = False, copy: bool = False,
+             timeout: Optional[float] = None, retries: Optional[int] = None, keep: bool = False,
+             ttl: Optional[float] = None, label: Optional[str] = None) -> Any:
         """Stable sort of a 1-D array: `y = client.sort(x)`, x's elements in order, x's dtype; with
         values= (a 1-D array of len(x), any served dtype) `(sorted_x, sorted_values)`, each value
         moved with its key. Floats in IEEE 754 total order: -NaN < -inf < ... < -0.0 < +0.0 < ... <
@@ -411,9 +417,9 @@ class Client(ClientBase):
         return self._drive(_transport.run(self, _ops.sort(self, x, values, descending, copy, retries, timeout, keep,
                                                           ttl, label)))
 
-    def argsort(self, x, *, descending: bool = False, return_keys: bool = False, copy: bool = False,
+    def argsort(self, x: Any, *, descending: bool = False, return_keys: bool = False, copy: bool = False,
                 timeout: Optional[float] = None, retries: Optional[int] = None, keep: bool = False,
-                ttl: Optional[float] = None, label: Optional[str] = None):
+                ttl: Optional[float] = None, label: Optional[str] = None) -> Any:
         """The stable sort's permutation: int64 indices with x[indices] sorted as sort(x) is
         (numpy's np.argsort(x, kind="stable") for integers and for floats without NaN or signed
         zeros; equal keys in input order, descending=True too). return_keys=True: `(sorted_x,
@@ -422,8 +428,8 @@ class Client(ClientBase):
         return self._drive(_transport.run(self, _ops.argsort(self, x, descending, return_keys, copy, retries,
                                                              timeout, keep, ttl, label)))
 
-    def scan_iter(self, chunks: Iterable, op: str = "sum", exclusive: bool = False,
-                  algorithm: Optional[str] = None, *, timeout: Optional[float] = None) -> Iterator[np.ndarray]:
+    def scan_iter(self, chunks: Iterable[npt.ArrayLike], op: str = "sum", exclusive: bool = False,
+                  algorithm: Optional[str] = None, *, timeout: Optional[float] = None) -> Iterator[npt.NDArray[Any]]:
         """One scan over a stream of arrays (the concatenation), yielding each array's scanned counterpart as it
         returns; for arrays that do not fit in memory. `chunks` is consumed on a grpc thread while results are read.
         Stopping the iteration early cancels the call. Never retried (chunks is read once); timeout: the whole
@@ -439,15 +445,16 @@ class Client(ClientBase):
             raise Internal("server returned fewer scan results than elements sent")
         self._set_timing(asm.timing or Timing())
 
-    def reduce(self, x, op: str = "sum", *, dtype=None, copy: bool = False, lanes: Optional[int] = None,
-               retries: Optional[int] = None, timeout: Optional[float] = None):
+    def reduce(self, x: Any, op: str = "sum", *, dtype: npt.DTypeLike = None, copy: bool = False,
+               lanes: Optional[int] = None, retries: Optional[int] = None, timeout: Optional[float] = None) -> Any:
         """Reduction of a 1-D array: a numpy scalar of x's dtype (the identity for an empty array).
         op, dtype= (the accumulator and result: a narrow x as scan's, np.sum's defaults), copy=,
         lanes, retries and timeout as scan's. x in shared memory, or a CUDA array (as scan's):
         read there by the server, lanes and retries do not apply. x a RemoteArray: as scan's (no keep)."""
         return self._drive(_transport.run(self, _ops.reduce(self, x, op, dtype, copy, lanes, retries, timeout)))
 
-    def histogram(self, x, bins=10, range=None, *, copy: bool = False,
+    def histogram(self, x: Any, bins: npt.ArrayLike = 10, range: Optional[Tuple[float, float]] = None, *,
+                  copy: bool = False,
                   retries: Optional[int] = None, timeout: Optional[float] = None) -> HistogramResult:
         """Histogram of a 1-D array with numpy.histogram's bins: `counts, edges =
         client.histogram(x, 256, range=(0, 1))`. bins: an int, even bins over range=(lo, hi) (None:
@@ -472,11 +479,13 @@ class Client(ClientBase):
         the device (min, max), each a call of its own within `timeout`. The server must serve device memory on x's
         GPU, as scan's (4- or 8-byte dtypes: a narrow CUDA array is a ValueError); copy= does not apply; not
         retried. x a RemoteArray: as scan's (no keep), with range= or edges (range=None would read x here)."""
-        return self._drive(_transport.run(self, _ops.histogram(self, x, bins, range, copy, retries, timeout)))
+        return cast(HistogramResult,
+                    self._drive(_transport.run(self, _ops.histogram(self, x, bins, range, copy, retries, timeout))))
 
-    def compact(self, x, where=None, predicate=None, *, indices: bool = False, values: bool = True,
+    def compact(self, x: Any, where: Any = None, predicate: Any = None, *, indices: bool = False, values: bool = True,
                 copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None,
-                timeout: Optional[float] = None, keep: bool = False, ttl: Optional[float] = None, label=None):
+                timeout: Optional[float] = None, keep: bool = False, ttl: Optional[float] = None,
+                label: Optional[str] = None) -> Any:
         """Stable stream compaction: keeps x[i] where the mask `where` is true, or where the predicate
         holds (("gt", 0), ("in_range", lo, hi), "nonzero", "not_nan", "eq"/"ne"/"lt"/"le"/"ge").
         Returns the kept values; with indices=True (values, indices); values=False, indices=True:
@@ -502,7 +511,7 @@ class Client(ClientBase):
                                                              retries, timeout, keep, ttl, label)))
 
     # -- resident arrays (_resident): the server keeps them between calls
-    def put(self, x, *, ttl: Optional[float] = None, label: Optional[str] = None, copy: bool = False,
+    def put(self, x: Any, *, ttl: Optional[float] = None, label: Optional[str] = None, copy: bool = False,
             retries: Optional[int] = None, timeout: Optional[float] = None) -> _resident.RemoteArray:
         """Uploads a 1-D array (any dtype the package takes; int8, uint8, int16, uint16, float16 as they are, bool
         as uint8) for the server to keep: a RemoteArray naming it, owned by this client's tenant. ttl: seconds
@@ -512,24 +521,24 @@ class Client(ClientBase):
         (CuPy, PyTorch: __cuda_array_interface__; 4- and 8-byte dtypes) is not streamed: the header names its memory
         by a CUDA IPC handle and the server copies it device to device (a server on this host and GPU with
         --allow-device-ipc, else gpuscan.FailedPrecondition)."""
-        return self._drive(_resident.put(self, x, ttl, label, copy, retries, timeout))
+        return cast(_resident.RemoteArray, self._drive(_resident.put(self, x, ttl, label, copy, retries, timeout)))
 
-    def get(self, r, offset: int = 0, count: Optional[int] = None, *, retries: Optional[int] = None,
-            timeout: Optional[float] = None) -> np.ndarray:
+    def get(self, r: Union[_resident.RemoteArray, bytes], offset: int = 0, count: Optional[int] = None, *,
+            retries: Optional[int] = None, timeout: Optional[float] = None) -> npt.NDArray[Any]:
         """Elements [offset, offset + count) of a resident array (a RemoteArray or its id; count None: to its end)
         as a new numpy array. Past the end: gpuscan.OutOfRange; an id unknown to this tenant, dropped or idle past
         its ttl: gpuscan.NotFound. retries, timeout as scan's."""
-        return self._drive(_resident.get(self, r, offset, count, retries, timeout))
+        return cast(npt.NDArray[Any], self._drive(_resident.get(self, r, offset, count, retries, timeout)))
 
-    def drop(self, r, *, timeout: Optional[float] = None) -> Dict[str, Any]:
+    def drop(self, r: Union[_resident.RemoteArray, bytes], *, timeout: Optional[float] = None) -> Dict[str, Any]:
         """Frees a resident array (a RemoteArray or its id) once the calls using it end: its last info (as
         RemoteArray.info). gpuscan.NotFound when it is gone already. Not retried."""
-        return self._drive(_resident.drop(self, r, timeout))
+        return cast(Dict[str, Any], self._drive(_resident.drop(self, r, timeout)))
 
     def arrays(self, *, timeout: Optional[float] = None) -> _resident.ResidentArrays:
         """This tenant's resident arrays: a ResidentArrays (its RemoteArrays, oldest first, and tenant_bytes,
         tenant_quota_bytes, budget_bytes, used_bytes). Not retried."""
-        return self._drive(_resident.arrays(self, timeout))
+        return cast(_resident.ResidentArrays, self._drive(_resident.arrays(self, timeout)))
 
     # -- diagnostics
     def info(self, *, timeout: Optional[float] = None) -> Dict[str, Any]:
@@ -543,7 +552,8 @@ class Client(ClientBase):
 
     def _info_message(self, timeout: Optional[float]) -> "pb.ServerInfo":
         with raised():
-            return _pump.unary(self._stub.GetServerInfo, pb.GetServerInfoRequest(), timeout, self._metadata)
+            return cast(pb.ServerInfo,
+                        _pump.unary(self._stub.GetServerInfo, pb.GetServerInfoRequest(), timeout, self._metadata))
 
     def health(self, service: str = "", *, timeout: Optional[float] = None) -> str:
         """grpc.health.v1 status: "SERVING", "NOT_SERVING", "UNKNOWN" or "SERVICE_UNKNOWN" (of the
@@ -555,9 +565,10 @@ class Client(ClientBase):
             return self._health_failed(e)
         return decode_health_response(raw)
 
-    def benchmark(self, operations=None, algorithms=None, dtypes=None, sizes=None, repetitions=0,
-                  warmup=0, on_row: Optional[Callable[[dict], None]] = None, devices=None, *,
-                  timeout: Optional[float] = None) -> _types.Table:
+    def benchmark(self, operations: Optional[Iterable[str]] = None, algorithms: Optional[Iterable[str]] = None,
+                  dtypes: Optional[Iterable[npt.DTypeLike]] = None, sizes: Optional[Iterable[int]] = None,
+                  repetitions: int = 0, warmup: int = 0, on_row: Optional[Callable[[Dict[str, Any]], None]] = None,
+                  devices: Optional[Iterable[int]] = None, *, timeout: Optional[float] = None) -> _types.Table:
         """Runs the server's kernel suite (cuda servers only): a Table of row dicts, each also
         passed to on_row as it comes. devices: ordinals to measure one after the other (default:
         the server's first). timeout: the whole run's seconds (None: the client's; 0: none)."""
@@ -576,9 +587,9 @@ class Client(ClientBase):
         connections, chunk k on call k mod K (the ceiling of a K-lane scan); the totals are summed and
         server_total_us is the slowest call's. timeout as scan's (not retried)."""
         tally = _tally.Tally(total_bytes, echo, int(chunk_bytes or self.chunk_bytes), lanes)
-        return self._drive(_tally.program(tally, self._call_timeout(timeout)))
+        return cast(TransportResult, self._drive(_tally.program(tally, self._call_timeout(timeout))))
 
-    def shared_array(self, n: int, dtype="int32", *, dir: Optional[str] = None,
+    def shared_array(self, n: int, dtype: npt.DTypeLike = "int32", *, dir: Optional[str] = None,
                      mode: int = shared.DEFAULT_MODE, timeout: Optional[float] = None,
                      zero: bool = True) -> shared.SharedArray:
         """A numpy array of n zeros in shared memory that the server reads and writes itself, for a

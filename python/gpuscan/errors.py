@@ -2,7 +2,8 @@
 server's message. The mapping from grpc.RpcError lives here and nowhere else."""
 from __future__ import annotations
 
-from typing import Optional
+from types import TracebackType
+from typing import Any, Dict, Literal, Optional, Tuple, Type
 
 import grpc
 
@@ -18,14 +19,14 @@ class Error(Exception):
         self.message = message
         super().__init__(f"{self.code.name}: {message}" if message else self.code.name)
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Type[Error], Tuple[str, Any], Dict[str, Any]]:
         # Rebuilt from the message and code alone: the default (the class called with args, the
         # formatted text) would prefix the code twice. Errors cross processes (multiprocessing,
         # dask workers: gpuscan.dask).
         return type(self), (self.message, self.code), self.__dict__
 
 
-def _make(name: str, code: grpc.StatusCode, doc: str):
+def _make(name: str, code: grpc.StatusCode, doc: str) -> Type[Error]:
     return type(name, (Error,), {"code": code, "__doc__": doc, "__module__": __name__})
 
 
@@ -52,7 +53,7 @@ Unavailable = _make("Unavailable", grpc.StatusCode.UNAVAILABLE,
 DataLoss = _make("DataLoss", grpc.StatusCode.DATA_LOSS, "Data loss.")
 Unauthenticated = _make("Unauthenticated", grpc.StatusCode.UNAUTHENTICATED, "Unauthenticated.")
 
-_BY_CODE = {cls.code: cls for cls in (
+_BY_CODE: Dict[Any, Type[Error]] = {cls.code: cls for cls in (
     Cancelled, Unknown, InvalidArgument, DeadlineExceeded, NotFound, AlreadyExists,
     PermissionDenied, ResourceExhausted, FailedPrecondition, Aborted, OutOfRange, Unimplemented,
     Internal, Unavailable, DataLoss, Unauthenticated)}
@@ -74,14 +75,16 @@ def from_rpc_error(e: grpc.RpcError) -> Error:
 class Raised:
     """Context manager: grpc.RpcError inside becomes gpuscan.Error (chained)."""
 
-    def __enter__(self):
+    def __enter__(self) -> Raised:
         return self
 
-    def __exit__(self, et, ev, tb):
+    def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> Literal[False]:
         if et is not None and issubclass(et, grpc.RpcError) and not isinstance(ev, Error):
             raise from_rpc_error(ev) from ev
         return False
 
 
 def raised() -> Raised:
+    """A Raised: `with raised(): stub.Call(...)` raises gpuscan.Error for a failed call."""
     return Raised()

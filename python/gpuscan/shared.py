@@ -29,9 +29,10 @@ import secrets
 import tempfile
 import threading
 import weakref
-from typing import List, Optional, Tuple
+from typing import Any, Deque, Dict, List, Optional, Tuple, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from ._chunking import reduce_value
 from ._types import Timing, check_int
@@ -89,13 +90,15 @@ class Place:
 
     @property
     def name(self) -> str:
+        """The region file's name."""
         return self.mapping.name
 
     def same_as(self, other: "Place") -> bool:
+        """The same region and offset."""
         return self.mapping is other.mapping and self.offset == other.offset
 
 
-def _mapping_of(x) -> Optional[_Mapping]:
+def _mapping_of(x: Any) -> Optional[_Mapping]:
     obj = x
     for _ in range(64):  # numpy collapses view chains; this only bounds a pathological one
         if isinstance(obj, _Mapping):
@@ -111,7 +114,7 @@ def _mapping_of(x) -> Optional[_Mapping]:
     return None
 
 
-def place(x) -> Optional[Place]:
+def place(x: Any) -> Optional[Place]:
     """The region and byte offset of a C-contiguous array that lies in an open shared region, else
     None (then it is streamed like any array): a copy, a closed region, memory outside the file,
     an offset that is not a whole number of elements."""
@@ -126,14 +129,14 @@ def place(x) -> Optional[Place]:
     return Place(m, offset)
 
 
-class SharedArray(np.ndarray):
+class SharedArray(np.ndarray):  # type: ignore[type-arg]
     """A numpy array in a shared-memory region (see the module's doc): made by
     Client.shared_array(n, dtype) or gpuscan.shared_array(n, dtype, dir=...). A context manager:
     leaving `with` closes the region. Views and slices are SharedArrays of the same region; arrays
     computed from it (a + 1, a.copy()) are plain ndarrays or, as with np.memmap, SharedArrays that
     lie in no region (`region` None), which calls stream."""
 
-    def __array_wrap__(self, arr, context=None, return_scalar=False):
+    def __array_wrap__(self, arr: Any, context: Any = None, return_scalar: bool = False) -> Any:
         # As np.memmap: a ufunc's new result is a plain ndarray (a scalar for 0-d); out=self stays.
         arr = super().__array_wrap__(arr, context)
         if self is arr or type(self) is not SharedArray:
@@ -142,7 +145,7 @@ class SharedArray(np.ndarray):
             return arr[()]
         return arr.view(np.ndarray)
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> Any:
         res = super().__getitem__(index)
         if type(res) is SharedArray and _mapping_of(res) is None:
             return res.view(np.ndarray)  # fancy indexing: a copy
@@ -180,11 +183,11 @@ class SharedArray(np.ndarray):
     def __enter__(self) -> "SharedArray":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
 
-def create(n: int, dtype="int32", dir: str = DEFAULT_DIR, mode: int = DEFAULT_MODE, *,
+def create(n: int, dtype: npt.DTypeLike = "int32", dir: str = DEFAULT_DIR, mode: int = DEFAULT_MODE, *,
            reserve: bool = True) -> SharedArray:
     """A new region of n elements of dtype in directory `dir` (file mode `mode`, set exactly,
     whatever the umask), as a SharedArray. reserve: allocate the pages now (posix_fallocate), so a
@@ -197,7 +200,7 @@ def create(n: int, dtype="int32", dir: str = DEFAULT_DIR, mode: int = DEFAULT_MO
     return np.frombuffer(m, dt, count=n).view(SharedArray)
 
 
-def _element_type(dtype) -> np.dtype:
+def _element_type(dtype: npt.DTypeLike) -> np.dtype[Any]:
     dt = np.dtype(dtype)
     if dt.hasobject or dt.itemsize == 0:
         raise ValueError(f"gpuscan: dtype {dt} cannot live in shared memory")
@@ -251,7 +254,7 @@ class Arena:
         self._regions: List[_ArenaRegion] = []
         # Pieces come back through finalizers, which may run inside carve (a collection there):
         # they only append here, and carve takes them under its lock.
-        self._returned: collections.deque = collections.deque()
+        self._returned: Deque[Tuple[_ArenaRegion, int, int]] = collections.deque()
         self._closed = False
 
     @property
@@ -270,7 +273,7 @@ class Arena:
             self._take_back()
             return sum(size for r in self._regions for _, size in r.free)
 
-    def carve(self, n: int, dtype="int32", zero: bool = True) -> SharedArray:
+    def carve(self, n: int, dtype: npt.DTypeLike = "int32", zero: bool = True) -> SharedArray:
         """n elements of dtype out of the arena (a new region when no free piece fits). zero: the
         contents start zeroed (a reused piece is cleared; memory never handed out is zero already);
         False leaves a reused piece's old bytes, for arrays about to be overwritten."""
@@ -292,8 +295,8 @@ class Arena:
                                       self)
                 self._regions.append(region)
                 at = region.take(size)
-            offset, dirty = at
-        piece = (ctypes.c_char * size).from_buffer(region.mapping, offset)
+            offset, dirty = cast(Tuple[int, int], at)
+        piece: Any = (ctypes.c_char * size).from_buffer(region.mapping, offset)
         piece.gpuscan_mapping = region.mapping
         weakref.finalize(piece, self._returned.append, (region, offset, size))
         a = np.frombuffer(piece, dt, count=n).view(SharedArray)
@@ -343,6 +346,7 @@ class _ArenaRegion:
         return None
 
     def give(self, offset: int, size: int) -> None:
+        """Returns the piece [offset, offset + size) to the free runs, merged with its neighbours."""
         runs = self.free
         i = 0
         while i < len(runs) and runs[i][0] < offset:
@@ -368,7 +372,7 @@ def _size(fd: int, nbytes: int, reserve: bool, dir: str) -> None:
     os.ftruncate(fd, nbytes)
 
 
-def default_dir(limits: dict) -> str:
+def default_dir(limits: Dict[str, Any]) -> str:
     """Where Client.shared_array makes regions: the server's --shm-dir (ServerInfo.limits.shm_dir)
     when it serves shared memory, else DEFAULT_DIR (its calls then fail with FailedPrecondition)."""
     d = limits.get("shm_dir", "") if limits.get("shared_memory") else ""
@@ -377,7 +381,7 @@ def default_dir(limits: dict) -> str:
     if not os.path.isdir(d):
         raise ValueError(f"gpuscan: the server's --shm-dir {d} is not a directory here (another container?): "
                          "pass dir= where that directory is mounted in this one")
-    return d
+    return cast(str, d)
 
 
 class Call:
@@ -385,7 +389,7 @@ class Call:
     response, the regions it makes for its results (closed if the call fails) and its temporary
     regions (closed when it ends, whichever way). Use as a context manager around the call."""
 
-    def __init__(self, request, src: Place, n: int, dtype: np.dtype):
+    def __init__(self, request: Any, src: Place, n: int, dtype: np.dtype[Any]):
         self.request = request
         self.sm = request.header.shared_memory
         self.sm.region = src.name
@@ -399,14 +403,15 @@ class Call:
         self.dtype = dtype
         self.timing: Optional[Timing] = None
         self.kept: Optional[int] = None
-        self.result: Optional[np.ndarray] = None    # scan: the array returned
+        self.result: Optional[npt.NDArray[Any]] = None    # scan: the array returned
         self.values: Optional[SharedArray] = None   # compact: the kept values' region
         self.indices: Optional[SharedArray] = None  # compact: the kept indices' region
         self._outputs: List[SharedArray] = []
         self._temporaries: List[SharedArray] = []
-        self.copy_back: Optional[Tuple[SharedArray, np.ndarray]] = None
+        self.copy_back: Optional[Tuple[SharedArray, npt.NDArray[Any]]] = None
 
-    def region(self, n: int, dtype, temporary: bool = False, reserve: bool = True) -> Tuple[SharedArray, Place]:
+    def region(self, n: int, dtype: npt.DTypeLike, temporary: bool = False,
+               reserve: bool = True) -> Tuple[SharedArray, Place]:
         """A new array for the call's results: out of the input's arena when it has one (its old
         bytes left: the server writes it), else a new region next to the input's (same directory
         and mode)."""
@@ -416,25 +421,27 @@ class Call:
         else:
             a = create(n, dtype, m.dir, m.mode, reserve=reserve)
         (self._temporaries if temporary else self._outputs).append(a)
-        return a, place(a)
+        return a, cast(Place, place(a))
 
     def serialized(self) -> List[bytes]:
+        """The call's one request, serialized."""
         return [self.request.SerializeToString()]
 
     def __enter__(self) -> "Call":
         return self
 
-    def __exit__(self, et, ev, tb) -> None:
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
         for a in self._temporaries + (self._outputs if et is not None else []):
             a.close()
 
-    def _counted(self, kind: str, element_count: int, timing) -> None:
+    def _counted(self, kind: str, element_count: int, timing: Any) -> None:
         if element_count != self.n:
             raise Internal(f"server's {kind} counted {element_count} elements of a {self.n}-element shared array")
         self.timing = Timing.from_proto(timing)
 
     # -- the responses
     def feed_scan(self, raw: bytes) -> None:
+        """Checks a ScanResponse of the call (no data: the results are in the region)."""
         r = pb.ScanResponse.FromString(raw)
         if r.data:
             raise Internal("server streamed scan data back on a shared-memory call")
@@ -442,6 +449,7 @@ class Call:
             self._counted("scan", r.element_count, r.timing)
 
     def feed_compact(self, raw: bytes) -> None:
+        """Checks a CompactResponse of the call and keeps its kept count."""
         r = pb.CompactResponse.FromString(raw)
         if r.values or r.indices:
             raise Internal("server streamed kept elements back on a shared-memory call")
@@ -451,7 +459,7 @@ class Call:
                 raise Internal(f"server kept {r.kept_count} of {self.n} elements")
             self.kept = r.kept_count
 
-    def reduce_value(self, raw: bytes):
+    def reduce_value(self, raw: bytes) -> Any:
         """The ReduceResponse's value (a numpy scalar); keeps its Timing."""
         value, element_count, timing = reduce_value(raw, self.dtype)
         if element_count != self.n:

@@ -2,13 +2,16 @@
 makes none), and the numpy steps that carry totals across blocks and fold them into results."""
 from __future__ import annotations
 
+from typing import Any, Iterable, List, Optional, Tuple, cast
+
 import numpy as np
+import numpy.typing as npt
 
 from ._ops import combine, identity
 from ._worker import plugin
 
 
-def scan_block(x, op: str, exclusive: bool, algorithm):
+def scan_block(x: Any, op: str, exclusive: bool, algorithm: Optional[str]) -> Tuple[Any, Tuple[int, Any]]:
     """(the block's scan, (element count, the block's total))."""
     x = np.asarray(x)
     if len(x) == 0:
@@ -17,7 +20,7 @@ def scan_block(x, op: str, exclusive: bool, algorithm):
     return y, (len(x), _last_total(op, exclusive, x, y, len(x)))
 
 
-def _last_total(op: str, exclusive: bool, x: np.ndarray, y: np.ndarray, run: int):
+def _last_total(op: str, exclusive: bool, x: npt.NDArray[Any], y: npt.NDArray[Any], run: int) -> Any:
     """The fold of the last `run` elements of x (the block, or its last segment) from the scan y of
     them: an inclusive scan's last output; an exclusive one leaves the last element out, so its
     last output folded with x[-1], except for a run of one, whose output is the identity: x[-1]
@@ -27,10 +30,11 @@ def _last_total(op: str, exclusive: bool, x: np.ndarray, y: np.ndarray, run: int
     return x[-1] if run == 1 else combine(op, y[-1], x[-1])
 
 
-def scan_carries(summaries, op: str):
+def scan_carries(summaries: Iterable[Tuple[int, Any]], op: str) -> List[Any]:
     """Each block's carried prefix: None where no element comes before it, else op over every
     earlier block's total, in block order."""
-    carries, acc = [], None
+    carries: List[Any] = []
+    acc: Any = None
     for n, total in summaries:
         carries.append(acc)
         if n:
@@ -38,7 +42,8 @@ def scan_carries(summaries, op: str):
     return carries
 
 
-def finish_scan(part, carries, i: int, op: str, exclusive: bool):
+def finish_scan(part: Tuple[Any, Any], carries: List[Any], i: int, op: str, exclusive: bool) -> Any:
+    """Block i's scan (part: scan_block's) with its carried prefix folded in."""
     y = part[0]
     c = carries[i]
     if c is None or len(y) == 0:
@@ -49,14 +54,17 @@ def finish_scan(part, carries, i: int, op: str, exclusive: bool):
     return r
 
 
-def reduce_block(x, op: str):
+def reduce_block(x: Any, op: str) -> Tuple[int, Any]:
+    """(element count, the block's reduction: the identity for an empty block)."""
     x = np.asarray(x)
     if len(x) == 0:
         return 0, identity(op, x.dtype)
     return len(x), plugin().reduce(x, op)
 
 
-def reduce_combine(parts, op: str, dtype):
+def reduce_combine(parts: Iterable[Tuple[int, Any]], op: str, dtype: npt.DTypeLike) -> Tuple[int, Any]:
+    """reduce_block's results folded in block order: (element count, the reduction)."""
+    acc: Any
     n, acc = 0, None
     for k, v in parts:
         if k:
@@ -65,22 +73,26 @@ def reduce_combine(parts, op: str, dtype):
     return n, (identity(op, dtype) if acc is None else acc)
 
 
-def reduce_final(parts, op: str, dtype):
+def reduce_final(parts: Iterable[Tuple[int, Any]], op: str, dtype: npt.DTypeLike) -> Any:
+    """The reduction of every block as a numpy scalar of dtype."""
     return np.dtype(dtype).type(reduce_combine(parts, op, dtype)[1])
 
 
-def hist_block(x, spec, nbins: int):
+def hist_block(x: Any, spec: Any, nbins: int) -> npt.NDArray[Any]:
+    """The block's counts (int64; zeros for an empty block)."""
     x = np.asarray(x)
     if len(x) == 0:
         return np.zeros(nbins, np.int64)
-    return plugin().histogram(x, spec).astype(np.int64)
+    return cast(npt.NDArray[Any], plugin().histogram(x, spec).astype(np.int64))
 
 
-def hist_combine(parts):
+def hist_combine(parts: Any) -> Any:
+    """The blocks' counts summed (int64)."""
     return np.sum(parts, axis=0, dtype=np.int64)
 
 
-def compact_block(x, mask, predicate, indices: bool, start: int):
+def compact_block(x: Any, mask: Any, predicate: Any, indices: bool, start: int) -> Any:
+    """The block's kept values, or (values, indices), its indices counted from `start`."""
     x = np.asarray(x)
     if len(x) == 0:
         v = x[:0].copy()
@@ -93,7 +105,7 @@ def compact_block(x, mask, predicate, indices: bool, start: int):
     return out
 
 
-def segscan_block(x, keys, op: str, exclusive: bool):
+def segscan_block(x: Any, keys: Any, op: str, exclusive: bool) -> Tuple[Any, int, Tuple[Any, ...]]:
     """(the block's segmented scan, the length of its first run, its summary: (element count,
     first key, last key, whether it is one run, the total of its last run))."""
     x, keys = np.asarray(x), np.asarray(keys)
@@ -107,10 +119,11 @@ def segscan_block(x, keys, op: str, exclusive: bool):
     return y, head, (len(x), keys[0], keys[-1], head == len(x), tail)
 
 
-def segscan_carries(summaries, op: str):
+def segscan_carries(summaries: Iterable[Tuple[Any, ...]], op: str) -> List[Any]:
     """Each block's carry: None, or (the key of the run the blocks before it end with, that run's
     total so far); a run goes on through a block that is one run of the same key."""
-    carries, state = [], None
+    carries: List[Any] = []
+    state: Any = None
     for n, first, last, single, tail in summaries:
         carries.append(state)
         if not n:
@@ -122,7 +135,8 @@ def segscan_carries(summaries, op: str):
     return carries
 
 
-def finish_segscan(part, keys, carries, i: int, op: str, exclusive: bool):
+def finish_segscan(part: Tuple[Any, ...], keys: Any, carries: List[Any], i: int, op: str, exclusive: bool) -> Any:
+    """Block i's segmented scan with the carried run's total folded into its first run."""
     y, head = part[0], part[1]
     c = carries[i]
     if c is None or len(y) == 0 or np.asarray(keys)[0] != c[0]:
@@ -134,13 +148,13 @@ def finish_segscan(part, keys, carries, i: int, op: str, exclusive: bool):
     return r
 
 
-def to_shared_block(x):
+def to_shared_block(x: Any) -> Any:
     """in_shared_memory's block task: the block copied once into its worker's arena."""
     x = np.asarray(x)
     return plugin().to_shared(x) if len(x) else x
 
 
-def sort_block(x):
+def sort_block(x: Any) -> Any:
     """The block sorted by its worker's server (ascending, floats in total order)."""
     x = np.asarray(x)
     return x.copy() if len(x) == 0 else plugin().sort(x)

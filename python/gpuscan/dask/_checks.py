@@ -7,6 +7,7 @@ import numbers
 from typing import Any, Tuple
 
 import numpy as np
+import numpy.typing as npt
 
 import dask.array as da
 
@@ -15,7 +16,8 @@ from .._types import _OP_ALIASES, DTYPE_NAMES, OPERATORS
 _SERVED = {np.dtype(n) for n in DTYPE_NAMES}
 
 
-def check_array(x, what: str, fn: str) -> None:
+def check_array(x: Any, what: str, fn: str) -> None:
+    """x is a 1-D dask array, else TypeError or ValueError."""
     if not isinstance(x, da.Array):
         raise TypeError(f"gpuscan.dask.{fn}: {what} must be a dask array, got {type(x).__name__}; "
                         f"wrap a numpy array with dask.array.from_array({what}, chunks=...)")
@@ -24,7 +26,8 @@ def check_array(x, what: str, fn: str) -> None:
                          f"({x.ndim}-D); pass {what}.ravel() (or one column) instead")
 
 
-def check_x(x, fn: str, what: str = "x") -> np.dtype:
+def check_x(x: Any, fn: str, what: str = "x") -> np.dtype[Any]:
+    """x is a 1-D dask array of a served dtype: that dtype (native byte order), else TypeError."""
     check_array(x, what, fn)
     d = x.dtype
     if d.byteorder == ">" or d.newbyteorder("=") not in _SERVED or d.kind not in "iuf":
@@ -33,7 +36,8 @@ def check_x(x, fn: str, what: str = "x") -> np.dtype:
     return np.dtype(d.newbyteorder("="))
 
 
-def check_op(op, dtype: np.dtype, fn: str) -> str:
+def check_op(op: Any, dtype: np.dtype[Any], fn: str) -> str:
+    """The operator's name (aliases resolved), else ValueError; bitwise ones for integers only."""
     name = _OP_ALIASES.get(op, op) if isinstance(op, str) else None
     if name not in OPERATORS:
         raise ValueError(f"gpuscan.dask.{fn}: op={op!r} is not an operator gpuscan serves "
@@ -43,19 +47,21 @@ def check_op(op, dtype: np.dtype, fn: str) -> str:
     return name
 
 
-def check_bool(value, what: str, fn: str) -> bool:
+def check_bool(value: Any, what: str, fn: str) -> bool:
+    """value as a bool when it is True or False (numpy's too), else TypeError."""
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"gpuscan.dask.{fn}: {what} must be True or False, got {value!r}")
     return bool(value)
 
 
-def check_same_chunks(x, other, what: str, fn: str) -> None:
+def check_same_chunks(x: Any, other: Any, what: str, fn: str) -> None:
+    """other has x's chunks, else ValueError."""
     if other.chunks != x.chunks:
         raise ValueError(f"gpuscan.dask.{fn}: {what} must have x's chunks {x.chunks}, got {other.chunks}; "
                          f"pass {what}.rechunk(x.chunks) (known chunk sizes on both)")
 
 
-def histogram_spec(dtype: np.dtype, bins, range) -> Tuple[tuple, Any, np.ndarray]:
+def histogram_spec(dtype: np.dtype[Any], bins: Any, range: Any) -> Tuple[Tuple[Any, ...], Any, npt.NDArray[Any]]:
     """(the per-block call's bins, the edges histogram() returns (as dask.array.histogram does),
     the edges as float64)."""
     if isinstance(bins, (da.Array,)) or hasattr(bins, "__dask_graph__") or hasattr(range, "__dask_graph__"):

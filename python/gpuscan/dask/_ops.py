@@ -2,29 +2,32 @@
 partials of the blocks are folded with these."""
 from __future__ import annotations
 
-import numpy as np
+from typing import Any, Dict, cast
 
-_UFUNCS = {"sum": np.add, "product": np.multiply, "bit_and": np.bitwise_and, "bit_or": np.bitwise_or,
+import numpy as np
+import numpy.typing as npt
+
+_UFUNCS: Dict[str, np.ufunc] = {"sum": np.add, "product": np.multiply, "bit_and": np.bitwise_and, "bit_or": np.bitwise_or,
            "bit_xor": np.bitwise_xor}
 
 
-def identity(op: str, dtype) -> np.generic:
+def identity(op: str, dtype: npt.DTypeLike) -> np.generic:
     """The operator's identity in dtype: what an exclusive scan starts from and an empty reduce
     gives (sum, bit_or, bit_xor: 0; product: 1; min: +inf or the largest integer; max: -inf or the
     smallest; bit_and: all bits set)."""
-    dt = np.dtype(dtype)
+    dt: np.dtype[Any] = np.dtype(dtype)
     if op in ("sum", "bit_or", "bit_xor"):
-        return dt.type(0)
+        return cast(np.generic, dt.type(0))
     if op == "product":
-        return dt.type(1)
+        return cast(np.generic, dt.type(1))
     if op == "bit_and":
-        return dt.type(np.iinfo(dt).max) if dt.kind == "u" else dt.type(-1)
+        return cast(np.generic, dt.type(np.iinfo(dt).max) if dt.kind == "u" else dt.type(-1))
     if dt.kind == "f":
-        return dt.type(np.inf if op == "min" else -np.inf)
-    return dt.type(np.iinfo(dt).max if op == "min" else np.iinfo(dt).min)
+        return cast(np.generic, dt.type(np.inf if op == "min" else -np.inf))
+    return cast(np.generic, dt.type(np.iinfo(dt).max if op == "min" else np.iinfo(dt).min))
 
 
-def combine(op: str, a, b):
+def combine(op: str, a: Any, b: Any) -> Any:
     """a op b (either may be an array or a scalar, of one dtype), integers wrapping silently, float
     min/max as IEEE 754-2019 minimum/maximum (NaN propagates, -0.0 < +0.0), as the server computes."""
     with np.errstate(all="ignore"):

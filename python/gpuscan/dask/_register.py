@@ -2,7 +2,7 @@
 reports what each worker's plugin did."""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, cast
 
 import distributed
 
@@ -12,8 +12,8 @@ from ._targets import Targets, check_targets, multi_address
 from ._worker import PLUGIN_NAME, GpuscanPlugin
 
 
-def register(dask_client=None, targets: Targets = None, *, shared_memory: Optional[bool] = None,
-             shm_mode: int = _shared.DEFAULT_MODE, **client_options) -> Dict[str, str]:
+def register(dask_client: Any = None, targets: Optional[Targets] = None, *, shared_memory: Optional[bool] = None,
+             shm_mode: int = _shared.DEFAULT_MODE, **client_options: Any) -> Dict[str, str]:
     """Installs the gpuscan worker plugin on every worker of `dask_client` (None: the default
     distributed client), and on every worker that joins or restarts later; a second register()
     replaces the first (its clients are closed).
@@ -55,22 +55,22 @@ def register(dask_client=None, targets: Targets = None, *, shared_memory: Option
     return {addr: info["target"] for addr, info in worker_info(dask_client).items() if info}
 
 
-def unregister(dask_client=None) -> None:
+def unregister(dask_client: Any = None) -> None:
     """Removes the plugin from every worker (its clients are closed)."""
     if dask_client is None:
         dask_client = distributed.get_client()
     dask_client.unregister_worker_plugin(PLUGIN_NAME)
 
 
-def _describe(dask_worker) -> Optional[Dict[str, Any]]:
+def _describe(dask_worker: Any) -> Optional[Dict[str, Any]]:
     p = dask_worker.plugins.get(PLUGIN_NAME)
-    return p.describe() if p is not None else None
+    return cast(Optional[Dict[str, Any]], p.describe() if p is not None else None)
 
 
-def worker_info(dask_client=None) -> Dict[str, Optional[Dict[str, Any]]]:
+def worker_info(dask_client: Any = None) -> Dict[str, Optional[Dict[str, Any]]]:
     """{worker address: {"target", "shared_memory" (True, False, or None before a call decided it),
     "shared_memory_reason", "data_path", "calls", "shared_calls", "elements"}} (None for a worker
     without the plugin)."""
     if dask_client is None:
         dask_client = distributed.get_client()
-    return dask_client.run(_describe)
+    return cast(Dict[str, Optional[Dict[str, Any]]], dask_client.run(_describe))

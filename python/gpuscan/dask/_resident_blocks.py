@@ -6,9 +6,10 @@ and an exclusive scan's total, which needs the block's last element (one element
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from .._resident import RemoteArray
 from ..client import Client
@@ -38,6 +39,7 @@ class BlockRef:
 
     @property
     def id(self) -> bytes:
+        """The resident array's id on its server (b"" for an empty block)."""
         return bytes(pb.ArrayInfo.FromString(self.info).id) if self.info else b""
 
     def remote(self, client: Client) -> RemoteArray:
@@ -45,10 +47,10 @@ class BlockRef:
         return RemoteArray(client, pb.ArrayInfo.FromString(self.info))
 
 
-def _call(ref: BlockRef, what: str, n: int, call: Callable[[RemoteArray], Any]):
+def _call(ref: BlockRef, what: str, n: int, call: Callable[[RemoteArray], Any]) -> Any:
     """call(the block as a RemoteArray) on the block's server, whichever worker runs the task; a
     block gone from the server (released, or idle past its ttl) says so."""
-    def run(client: Client):
+    def run(client: Client) -> Any:
         return call(ref.remote(client))
     try:
         return plugin().on_server(ref.target, what, n, run)
@@ -115,17 +117,17 @@ def renew_blocks(refs: Sequence[BlockRef]) -> int:
     return sum(1 for ref in refs if ref.size)
 
 
-def fetch_block(ref: BlockRef) -> np.ndarray:
+def fetch_block(ref: BlockRef) -> npt.NDArray[Any]:
     """The block's elements (a bool array was kept as uint8: viewed as bool again)."""
     dtype = _dtype(ref)
     if not ref.size:
         return np.empty(0, dtype)
-    out = _call(ref, "get", ref.size, lambda r: r.get())
+    out: npt.NDArray[Any] = _call(ref, "get", ref.size, lambda r: r.get())
     return out.view(dtype) if out.dtype != dtype else out
 
 
 # -- the operations: _blocks' tasks on a persisted block
-def scan_block(ref: BlockRef, op: str, exclusive: bool, algorithm):
+def scan_block(ref: BlockRef, op: str, exclusive: bool, algorithm: Optional[str]) -> Tuple[Any, Tuple[int, Any]]:
     """(the block's scan, (element count, the block's total)), as _blocks.scan_block."""
     if not ref.size:
         dtype = _dtype(ref)
@@ -135,30 +137,32 @@ def scan_block(ref: BlockRef, op: str, exclusive: bool, algorithm):
     return y, (ref.size, _last_total(op, exclusive, last, y, ref.size))
 
 
-def reduce_block(ref: BlockRef, op: str):
+def reduce_block(ref: BlockRef, op: str) -> Tuple[int, Any]:
+    """(element count, the block's reduction), as _blocks.reduce_block."""
     if not ref.size:
         return 0, identity(op, _dtype(ref))
     return ref.size, _call(ref, "reduce", ref.size, lambda r: r.client.reduce(r, op))
 
 
-def hist_block(ref: BlockRef, spec, nbins: int) -> np.ndarray:
+def hist_block(ref: BlockRef, spec: Any, nbins: int) -> npt.NDArray[Any]:
+    """The block's counts (int64), as _blocks.hist_block."""
     if not ref.size:
         return np.zeros(nbins, np.int64)
 
-    def call(r: RemoteArray) -> np.ndarray:
+    def call(r: RemoteArray) -> Any:
         if spec[0] == "even":
             return r.client.histogram(r, spec[1], range=spec[2]).counts
         return r.client.histogram(r, spec[1]).counts
-    return _call(ref, "histogram", ref.size, call).astype(np.int64)
+    return cast(npt.NDArray[Any], _call(ref, "histogram", ref.size, call).astype(np.int64))
 
 
-def compact_block(ref: BlockRef, mask: Optional[BlockRef], predicate, indices: bool, start: int):
+def compact_block(ref: BlockRef, mask: Optional[BlockRef], predicate: Any, indices: bool, start: int) -> Any:
     """As _blocks.compact_block; mask: a persisted one-byte mask's block on the same server."""
     if not ref.size:
         v = np.empty(0, _dtype(ref))
         return (v, np.zeros(0, np.int64)) if indices else v
 
-    def call(r: RemoteArray):
+    def call(r: RemoteArray) -> Any:
         m = mask.remote(r.client) if mask is not None else None
         return r.client.compact(r, where=m, predicate=predicate, indices=indices)
     out = _call(ref, "compact", ref.size, call)
@@ -167,12 +171,12 @@ def compact_block(ref: BlockRef, mask: Optional[BlockRef], predicate, indices: b
     return out
 
 
-def sort_block(ref: BlockRef) -> np.ndarray:
+def sort_block(ref: BlockRef) -> npt.NDArray[Any]:
     """The block sorted by its server (ascending, floats in total order), streamed back."""
     if not ref.size:
         return np.empty(0, _dtype(ref))
-    return _call(ref, "sort", ref.size, lambda r: r.client.sort(r))
+    return cast(npt.NDArray[Any], _call(ref, "sort", ref.size, lambda r: r.client.sort(r)))
 
 
-def _dtype(ref: BlockRef) -> np.dtype:
+def _dtype(ref: BlockRef) -> np.dtype[Any]:
     return np.dtype(ref.dtype)

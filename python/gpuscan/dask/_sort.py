@@ -8,9 +8,10 @@ gpuscan sort of the whole array."""
 from __future__ import annotations
 
 import operator
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple, cast
 
 import numpy as np
+import numpy.typing as npt
 
 import dask.array as da
 from dask.base import tokenize
@@ -20,7 +21,7 @@ from ._graphs import _array
 from ._persisted import blocks_of
 
 
-def sort(x, descending: bool = False) -> da.Array:
+def sort(x: Any, descending: bool = False) -> da.Array:
     """x's elements in order (ascending; descending=True: the other way): a lazy dask array of x's
     dtype with x's number of blocks, of unknown sizes (nan), as compact's; floats in IEEE 754 total
     order, as gpuscan.Client.sort (numpy puts every NaN last and -0.0 beside +0.0: the same order
@@ -48,33 +49,33 @@ def sort(x, descending: bool = False) -> da.Array:
 
 
 # -- the numpy steps, on the workers
-def order_key(a: np.ndarray) -> np.ndarray:
+def order_key(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """Keys whose order is a's: integers as they are; floats as signed integers in IEEE 754 total
     order (a negative float's bits but the sign flipped). Its own inverse on those bits."""
     if a.dtype.kind != "f":
         return a
     i = a.view(np.int32 if a.dtype.itemsize == 4 else np.int64)
-    return i ^ ((i >> (8 * a.dtype.itemsize - 1)) & np.iinfo(i.dtype).max)
+    return cast(npt.NDArray[Any], i ^ ((i >> (8 * a.dtype.itemsize - 1)) & np.iinfo(i.dtype).max))
 
 
-def sample_run(run: np.ndarray, s: int) -> np.ndarray:
+def sample_run(run: npt.NDArray[Any], s: int) -> npt.NDArray[Any]:
     """s keys of a sorted block at even positions (none of an empty block)."""
     n = len(run)
     if not n or not s:
         return order_key(run[:0])
-    return order_key(run)[(np.arange(1, s + 1) * n) // (s + 1)]
+    return cast(npt.NDArray[Any], order_key(run)[(np.arange(1, s + 1) * n) // (s + 1)])
 
 
-def choose_splitters(samples: Sequence[np.ndarray], k: int) -> np.ndarray:
+def choose_splitters(samples: Sequence[npt.NDArray[Any]], k: int) -> npt.NDArray[Any]:
     """k - 1 splitters at even positions of every block's samples together (the largest key where
     there are none: all elements then go to the first output block)."""
     keys = np.sort(np.concatenate(list(samples)))
     if not len(keys):
         return np.full(k - 1, np.iinfo(keys.dtype).max, keys.dtype)
-    return keys[(np.arange(1, k) * len(keys)) // k]
+    return cast(npt.NDArray[Any], keys[(np.arange(1, k) * len(keys)) // k])
 
 
-def split_run(run: np.ndarray, splitters: np.ndarray) -> Tuple[np.ndarray, ...]:
+def split_run(run: npt.NDArray[Any], splitters: npt.NDArray[Any]) -> Tuple[npt.NDArray[Any], ...]:
     """A sorted block cut into len(splitters) + 1 pieces: piece j holds the keys in
     [splitters[j-1], splitters[j])."""
     cuts = np.searchsorted(order_key(run), splitters, side="left") if len(run) else np.zeros(len(splitters), int)
@@ -82,7 +83,7 @@ def split_run(run: np.ndarray, splitters: np.ndarray) -> Tuple[np.ndarray, ...]:
     return tuple(run[a:b] for a, b in zip(bounds[:-1], bounds[1:]))
 
 
-def merge_bucket(pieces: Sequence[np.ndarray], descending: bool) -> np.ndarray:
+def merge_bucket(pieces: Sequence[npt.NDArray[Any]], descending: bool) -> npt.NDArray[Any]:
     """The pieces (each sorted) as one sorted block, reversed for a descending sort (equal keys
     have equal bits, so this is the server's stable descending order)."""
     a = np.concatenate(list(pieces))
@@ -91,4 +92,4 @@ def merge_bucket(pieces: Sequence[np.ndarray], descending: bool) -> np.ndarray:
         out = order_key(keys.view(a.dtype)).view(a.dtype)
     else:
         out = np.sort(a, kind="stable")
-    return out[::-1].copy() if descending else out
+    return cast(npt.NDArray[Any], out[::-1].copy() if descending else out)

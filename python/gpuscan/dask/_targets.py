@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numbers
 import zlib
-from typing import Callable, Dict, Sequence, Union
+from typing import Any, Callable, Dict, Sequence, Union, cast
 
 from distributed.comm import get_address_host
 
@@ -16,7 +16,7 @@ def multi_address(target: str) -> bool:
     return "," in target or target.startswith("dns:")
 
 
-def _worker_index(name, address: str, assigned: Dict[str, int]) -> int:
+def _worker_index(name: Any, address: str, assigned: Dict[str, int]) -> int:
     """Worker i: the worker named i (LocalCluster names its workers 0, 1, ...; `dask worker --name
     3`; a restarted worker keeps its name), else the worker's place among the workers known when
     register() ran (by address), else crc32 of its name (a worker that joined later)."""
@@ -29,7 +29,8 @@ def _worker_index(name, address: str, assigned: Dict[str, int]) -> int:
     return zlib.crc32(str(name).encode())
 
 
-def pick_target(targets: Targets, name, address: str, assigned: Dict[str, int]) -> str:
+def pick_target(targets: Targets, name: Any, address: str, assigned: Dict[str, int]) -> str:
+    """The target of the worker named `name` at `address` (see register's targets)."""
     if isinstance(targets, str):
         return targets
     if callable(targets):
@@ -41,13 +42,14 @@ def pick_target(targets: Targets, name, address: str, assigned: Dict[str, int]) 
     return targets[_worker_index(name, address, assigned) % len(targets)]
 
 
-def check_targets(targets) -> Targets:
+def check_targets(targets: Any) -> Targets:
+    """targets checked (a list of strings copied), else ValueError or TypeError."""
     if isinstance(targets, str):
         if not targets:
             raise ValueError("gpuscan.dask.register: targets is empty")
         return targets
     if callable(targets):
-        return targets
+        return cast(Callable[[str], str], targets)
     if isinstance(targets, (list, tuple)) and targets and all(isinstance(t, str) and t for t in targets):
         return list(targets)
     raise TypeError("gpuscan.dask.register: targets must be a target string (e.g. one multi-address "
