@@ -121,8 +121,8 @@ int RunResidentCompact(const CompactArgs& a, const GlobalOptions& g) {
   ReportKept(report, {{"values_array", &last.values_array()}, {"indices_array", &last.indices_array()}});
   report.Field("kept_count", std::to_string(last.kept_count()));
   report.Field("element_count", std::to_string(last.element_count()));
-  report.Note("kept " + std::to_string(last.kept_count()) + " of " + std::to_string(last.element_count()) + " " +
-              DTypeName(info.dtype()) + " elements of resident array " + a.r.ref);
+  report.Note("kept " + std::to_string(last.kept_count()) + " of " +
+              Counted(last.element_count(), DTypeName(info.dtype()) + " element") + " of resident array " + a.r.ref);
   const Timing timing = FromProto(last.timing());
   report.Print(&timing);
   return 0;
@@ -190,8 +190,7 @@ int RunCompact(const CompactArgs& a, const GlobalOptions& g) {
   report.Field("kept_count", std::to_string(result.kept_count));
   report.Field("element_count", std::to_string(result.element_count));
   report.Note("kept " + std::to_string(result.kept_count) + " of " +
-              std::to_string(result.element_count) + " " + DTypeName(in->dtype()) +
-              " elements");
+              Counted(result.element_count, DTypeName(in->dtype()) + " element"));
   report.Print(&timing);
   return 0;
 }

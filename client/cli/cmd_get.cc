@@ -34,7 +34,7 @@ int RunGet(const GetArgs& a, const GlobalOptions& g) {
   report.Field("array", ArrayInfoJson(info));
   report.Field("offset", std::to_string(a.offset));
   report.Field("element_count", std::to_string(out.elements()));
-  report.Note("got " + std::to_string(out.elements()) + " " + DTypeName(info.dtype()) + " elements from " +
+  report.Note("got " + Counted(out.elements(), DTypeName(info.dtype()) + " element") + " from " +
               std::to_string(a.offset) + " of " + ArrayIdHex(id));
   report.Print(nullptr);
   return 0;

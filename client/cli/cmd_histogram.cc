@@ -134,9 +134,9 @@ int RunHistogram(const HistogramArgs& a, const GlobalOptions& g) {
   report.Field("dtype", JsonQuote(DTypeName(dtype)));
   report.Field("lo", JsonNumber(result.edges.front()));
   report.Field("hi", JsonNumber(result.edges.back()));
-  report.Note("counted " + std::to_string(result.element_count) + " " + DTypeName(dtype) + " elements" +
+  report.Note("counted " + Counted(result.element_count, DTypeName(dtype) + " element") +
               (remote ? " of resident array " + a.r.ref : "") + " in " +
-              std::to_string(result.counts.size()) + " bins over [" + JsonNumber(result.edges.front()) + ", " +
+              Counted(result.counts.size(), "bin") + " over [" + JsonNumber(result.edges.front()) + ", " +
               JsonNumber(result.edges.back()) + "] (below " + std::to_string(result.below) + ", above " +
               std::to_string(result.above) + ", NaN " + std::to_string(result.nan_count) + ")");
   report.Print(&result.timing);

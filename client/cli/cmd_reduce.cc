@@ -108,8 +108,8 @@ int RunReduceByKey(const ReduceArgs& a, const GlobalOptions& g, ArrayInput& in) 
   Report report(g.json);
   report.Field("run_count", std::to_string(last.run_count()));
   report.Field("element_count", std::to_string(last.element_count()));
-  report.Note("reduced " + std::to_string(last.element_count()) + " " + DTypeName(in.dtype()) + " elements by key to " +
-              std::to_string(last.run_count()) + " runs (" + a.op + ")");
+  report.Note("reduced " + Counted(last.element_count(), DTypeName(in.dtype()) + " element") + " by key to " +
+              Counted(last.run_count(), "run") + " (" + a.op + ")");
   report.Print(&timing);
   return 0;
 }
@@ -199,9 +199,9 @@ int RunResidentReduce(const ReduceArgs& a, const GlobalOptions& g) {
     ReportKept(report, {{"keys_array", &last.keys_array()}, {"values_array", &last.values_array()}});
     report.Field("run_count", std::to_string(last.run_count()));
     report.Field("element_count", std::to_string(last.element_count()));
-    report.Note("reduced " + std::to_string(last.element_count()) + " " + DTypeName(info.dtype()) +
-                " elements of resident array " + a.r.ref + " by key to " + std::to_string(last.run_count()) +
-                " runs (" + a.op + ")");
+    report.Note("reduced " + Counted(last.element_count(), DTypeName(info.dtype()) + " element") +
+                " of resident array " + a.r.ref + " by key to " + Counted(last.run_count(), "run") +
+                " (" + a.op + ")");
     const Timing timing = FromProto(last.timing());
     report.Print(&timing);
     return 0;
@@ -230,7 +230,7 @@ int PrintReduced(const ReduceArgs& a, const GlobalOptions& g, ShardedReduceResul
   report.Field("element_count", std::to_string(result.element_count));
   report.Field("dtype", JsonQuote(DTypeName(out_dtype)));
   report.Field("op", JsonQuote(a.op));
-  report.Note("reduced " + std::to_string(result.element_count) + " " + DTypeName(in_dtype) + " elements" +
+  report.Note("reduced " + Counted(result.element_count, DTypeName(in_dtype) + " element") +
               (a.r.ref.empty() ? "" : " of resident array " + a.r.ref) + " (" + a.op + ")");
   if (!g.json) std::printf("%s\n", FormatElement(raw.data(), out_dtype).c_str());
   std::fflush(stdout);

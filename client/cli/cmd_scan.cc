@@ -79,8 +79,8 @@ int RunResidentScan(const ScanArgs& a, const GlobalOptions& g) {
   Report report(g.json);
   ReportKept(report, {{"array", &last.array()}});
   report.Field("element_count", std::to_string(last.element_count()));
-  report.Note("scanned " + std::to_string(last.element_count()) + " " + DTypeName(info.dtype()) +
-              " elements of resident array " + a.r.ref + (segmented ? " in segments" : "") + " (" + a.op +
+  report.Note("scanned " + Counted(last.element_count(), DTypeName(info.dtype()) + " element") +
+              " of resident array " + a.r.ref + (segmented ? " in segments" : "") + " (" + a.op +
               (a.exclusive ? ", exclusive" : ", inclusive") + ")");
   const Timing timing = FromProto(last.timing());
   report.Print(&timing);
@@ -153,7 +153,7 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
     out.Finish();
     Report report(g.json);
     report.Field("element_count", std::to_string(out.elements()));
-    report.Note("scanned " + std::to_string(out.elements()) + " " + DTypeName(in->dtype()) + " elements in segments (" +
+    report.Note("scanned " + Counted(out.elements(), DTypeName(in->dtype()) + " element") + " in segments (" +
                 a.op + (a.exclusive ? ", exclusive" : ", inclusive") + ")");
     report.Print(&timing);
     return 0;
@@ -191,7 +191,7 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
   Report report(g.json);
   report.Field("element_count", std::to_string(out.elements()));
   if (where_they_lie) report.Note("read and written where the files lie, under the server's --shm-dir");
-  report.Note("scanned " + std::to_string(out.elements()) + " " + DTypeName(in->dtype()) + " elements (" + a.op +
+  report.Note("scanned " + Counted(out.elements(), DTypeName(in->dtype()) + " element") + " (" + a.op +
               (a.exclusive ? ", exclusive" : ", inclusive") +
               (out_dtype != in->dtype() ? ", into " + DTypeName(out_dtype) : "") + ")");
   report.Print(&timing);

@@ -68,8 +68,8 @@ int RunResidentSort(const SortArgs& a, const GlobalOptions& g) {
   ReportKept(report, {{"keys_array", &last.keys_array()}, {"values_array", &last.values_array()},
                       {"indices_array", &last.indices_array()}});
   report.Field("element_count", std::to_string(last.element_count()));
-  report.Note("sorted " + std::to_string(last.element_count()) + " " + DTypeName(info.dtype()) +
-              " keys of resident array " + a.r.ref + (a.descending ? " (descending)" : ""));
+  report.Note("sorted " + Counted(last.element_count(), DTypeName(info.dtype()) + " key") +
+              " of resident array " + a.r.ref + (a.descending ? " (descending)" : ""));
   const Timing timing = FromProto(last.timing());
   report.Print(&timing);
   return 0;
@@ -134,7 +134,7 @@ int RunSort(const SortArgs& a, const GlobalOptions& g) {
   Timing timing = FromProto(last.timing());
   Report report(g.json);
   report.Field("element_count", std::to_string(last.element_count()));
-  report.Note("sorted " + std::to_string(last.element_count()) + " " + DTypeName(in->dtype()) + " keys" +
+  report.Note("sorted " + Counted(last.element_count(), DTypeName(in->dtype()) + " key") +
               (a.descending ? " (descending)" : ""));
   report.Print(&timing);
   return 0;

@@ -3,6 +3,7 @@
 // {"timing":{...}, <fields>}.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,11 @@
 #include "gpuscan/timing.h"
 
 namespace gpuscan::cli {
+
+// "1 int32 element", "3 int32 elements": a count with its noun (one_noun, or it plus "s").
+inline std::string Counted(uint64_t n, const std::string& one_noun) {
+  return std::to_string(n) + " " + one_noun + (n == 1 ? "" : "s");
+}
 
 class Report {
  public:
