@@ -420,4 +420,12 @@ void ResidentKeyedRows(std::vector<Row>& rows);  // invalid_input_resident_keyed
 void ResidentSelectRows(std::vector<Row>& rows);  // Compact's, Histogram's and Sort's header.resident
 void PipelineRows(std::vector<Row>& rows);        // invalid_input_pipeline_rows.cc
 
+// invalid_input_valid_calls.cc: a valid call of `rpc` on a fresh client of `server`, checked
+// against the reference (each row is followed by one); the raw resident calls the rows use.
+void ExpectValidCall(testing::TestServer& server, Rpc rpc);
+grpc::Status PutArray(v1::GpuScan::Stub& stub, const std::string& data, v1::ArrayInfo* info);
+grpc::Status DropArray(v1::GpuScan::Stub& stub, const std::string& id);
+grpc::Status GetArray(v1::GpuScan::Stub& stub, const std::string& id, uint64_t offset, int64_t count,
+                      std::string* data);
+
 }  // namespace gpuscan::matrix
