@@ -3,7 +3,8 @@
 # what is already there (one dpkg query, so a repeated call costs a fraction of a second).
 # Uses sudo when not root. clang/libclang-rt-dev: sanitizer and fuzzing builds; python3-yaml: the
 # deploy checks; python3-grpcio..setuptools: python/ and its tests (same names on Ubuntu 24.04);
-# python3-dask, python3-distributed: gpuscan.dask and its tests (label dask);
+# python3-dask, python3-distributed: gpuscan.dask and its tests (label dask); python3-mypy: the
+# strict type check of the public modules (python_mypy);
 # haproxy, nginx-light: the load-balancer tests (deploy/haproxy, deploy/nginx; the tests start
 # their own, so the nginx service the package starts is stopped again); iproute2: the
 # network-namespace tests; prometheus: promtool, which checks and unit-tests deploy/monitoring's
@@ -16,7 +17,7 @@
 #   --print                      print the resolved package list, one a line; install nothing
 set -euo pipefail
 
-usage() { sed -n '2,13s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; }
 
 mode=build
 print_only=0
@@ -38,7 +39,7 @@ build_packages=(
   openssl procps python3 python3-yaml
   clang libclang-rt-dev
   python3-grpcio python3-protobuf python3-numpy python3-pytest python3-hypothesis
-  python3-venv python3-setuptools python3-dask python3-distributed
+  python3-venv python3-setuptools python3-dask python3-distributed python3-mypy
   haproxy "nginx-light|nginx" iproute2 prometheus
 )
 

@@ -11,7 +11,6 @@ import time
 from typing import Any, Callable, Dict, Generator, Iterable, Iterator, Optional, Tuple, Union, cast
 
 import grpc
-import numpy as np
 import numpy.typing as npt
 
 from . import _chunking, _native, _ops, _pump, _resident, _retry, _tally, _transport, _types, shared
@@ -51,19 +50,18 @@ class Client(ClientBase):
     other errors, scan_iter, shared-memory calls and in-place scans (out=x). on_retry(error,
     next_attempt, wait_s) is called before each wait.
 
-    native: scan, reduce and compact of plain arrays go through the C++ client (its C API, loaded with
-    ctypes; see gpuscan._native), outside the GIL: one stream and lanes then move data as the C++
-    client does. Same results, Timing, errors and retries (a call with an on_retry, or its own
-    retries=, stays on grpcio); Ctrl-C cancels the client's native calls in flight. None (the
-    default): on where the library loads and the client speaks plaintext with no `credentials`
-    or `options`, else off (the environment's GPUSCAN_NATIVE=0 or 1 overrides it); True: required
-    (ValueError where it cannot be, as with tenant=: the C API sends no metadata); False: off. `data_path` (and info()["data_path"]) says which
-    path the client took: "native" and the library's file, or "grpcio" and why (see
-    gpuscan._native.candidates for where the library is looked for).
-    Streamed histograms and sorts (the other operations too), scan_iter and in-place scans of host
-    arrays use grpcio; calls that send their header alone (shared memory; CUDA arrays: scan,
-    reduce, compact, histogram, sort) go through the C API's gpuscan_header_call. A call's own
-    timeout= goes through the C API too (each of its calls takes a deadline).
+    native: scan, reduce and compact of plain arrays go through the C++ client (its C API, loaded with ctypes; see
+    gpuscan._native), outside the GIL: one stream and lanes then move data as the C++ client does. Same results,
+    Timing, errors and retries (a call with an on_retry, or its own retries=, stays on grpcio); Ctrl-C cancels the
+    client's native calls in flight. None (the default): on where the library loads and the client speaks plaintext
+    with no `credentials` or `options`, else off (the environment's GPUSCAN_NATIVE=0 or 1 overrides it); True:
+    required (ValueError where it cannot be, as with tenant=: the C API sends no metadata); False: off. `data_path`
+    (and info()["data_path"]) says which path the client took: "native" and the library's file, or "grpcio" and why
+    (see gpuscan._native.candidates for where the library is looked for).
+    Streamed histograms and sorts (the other operations too), scan_iter and in-place scans of host arrays use grpcio;
+    calls that send their header alone (shared memory; CUDA arrays: scan, reduce, compact, histogram, sort) go through
+    the C API's gpuscan_header_call. A call's own timeout= goes through the C API too (each of its calls takes a
+    deadline).
 
     timeout= on every call (None: the client's timeout; 0: none): that call's seconds, every try
     and wait included; past it, gpuscan.DeadlineExceeded.
@@ -273,8 +271,7 @@ class Client(ClientBase):
 
         x in shared memory (see shared_array): nothing is streamed and lanes do not apply; the
         result is `out` when out is shared too (out=x: in place), else a new SharedArray next to
-        x's region (out None), or, for a plain out, written into a temporary region and copied
-        into out.
+        x's region (out None), or, for a plain out, written into a temporary region and copied into out.
 
         x a CUDA array (any object with __cuda_array_interface__: CuPy, PyTorch, Numba), for a
         client on the server's host and GPU: the server scans it where it lies (CUDA IPC; nothing
@@ -319,8 +316,7 @@ class Client(ClientBase):
         chunk's elements travel in the same request as its values: a chunk holds chunk_bytes //
         max(x.itemsize, key size, out.itemsize) elements. Results are reproducible bit for bit
         (float sum and product associate in the server's deterministic tree, not a sequential
-        loop). timeout:
-        this call's seconds (None: the client's; 0: none), every try and wait included. retries
+        loop). timeout: this call's seconds (None: the client's; 0: none), every try and wait included. retries
         as scan's (in place, with out overlapping x or the keys, not retried). No lanes, shared
         memory or native path for host arrays: a SharedArray is streamed.
 
@@ -405,8 +401,7 @@ class Client(ClientBase):
         info()["limits"]["max_sort_bytes"] (keys and values): beyond, gpuscan.ResourceExhausted.
         The result streams back after the upload and is checked (offsets continuing, keys in
         order: gpuscan.Internal otherwise). timeout: this call's seconds (None: the client's; 0:
-        none). retries as reduce_by_key's (a retry starts over). No lanes, shared memory or
-        native path for host arrays.
+        none). retries as reduce_by_key's (a retry starts over). No lanes, shared memory or native path for host arrays.
 
         x a CUDA array (1-D, C-contiguous; see scan), values= then a 1-D CUDA array of len(x) on
         its GPU too (host and CUDA arrays mixed: TypeError): the server sorts them where they lie

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
+import numpy.typing as npt
 
 import dask.array as da
 from dask.base import tokenize
@@ -27,13 +28,15 @@ SPLIT_EVERY = 32          # fan-in of the tree that combines reduce/histogram pa
 
 
 # -- graphs ------------------------------------------------------------------------------------------------
-def _array(name: str, dsk: dict, deps: list, chunks, dtype) -> da.Array:
+def _array(name: str, dsk: Dict[Any, Any], deps: List[Any], chunks: Tuple[Tuple[float, ...], ...],
+           dtype: npt.DTypeLike) -> da.Array:
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=deps)
     ndim = len(chunks)
     return da.Array(graph, name, chunks, dtype=dtype, meta=np.empty((0,) * ndim, dtype))
 
 
-def _tree(dsk: dict, prefix: str, keys: list, combine, final_key, final, *args) -> None:
+def _tree(dsk: Dict[Any, Any], prefix: str, keys: List[Any], combine: Callable[..., Any], final_key: Any,
+          final: Callable[..., Any], *args: Any) -> None:
     """final(list of results, *args) at final_key over a tree of combine(list, *args) tasks of fan-in
     SPLIT_EVERY (keys: the partials' keys)."""
     level = 0
@@ -47,7 +50,7 @@ def _tree(dsk: dict, prefix: str, keys: list, combine, final_key, final, *args) 
     dsk[final_key] = (final, keys, *args)
 
 
-def in_shared_memory(x) -> da.Array:
+def in_shared_memory(x: Any) -> da.Array:
     """x with each block copied once into the shared-memory arena of the worker that computes it
     (where its server serves shared memory; elsewhere the block as it is): persist it
     (`x = gpuscan.dask.in_shared_memory(x).persist()`) and later scans, reductions and compactions
@@ -59,7 +62,7 @@ def in_shared_memory(x) -> da.Array:
                         name=f"gpuscan-in-shared-memory-{tokenize(x)}")
 
 
-def scan(x, op: str = "sum", exclusive: bool = False, *, algorithm: Optional[str] = None) -> da.Array:
+def scan(x: Any, op: str = "sum", exclusive: bool = False, *, algorithm: Optional[str] = None) -> da.Array:
     """Prefix scan of a 1-D dask array on the gpuscan servers: a lazy dask array with x's chunks and
     dtype (integers wrap). op: sum, product, min, max, bit_and, bit_or, bit_xor (bitwise: integer
     dtypes only). exclusive=True: element i is op over x[:i] (the identity at 0). algorithm: a
@@ -87,28 +90,28 @@ def scan(x, op: str = "sum", exclusive: bool = False, *, algorithm: Optional[str
     return _array(name, dsk, [x], x.chunks, dtype)
 
 
-def cumsum(x, exclusive: bool = False, **kw) -> da.Array:
+def cumsum(x: Any, exclusive: bool = False, **kw: Any) -> da.Array:
     """scan(x, "sum", exclusive): x's dtype, wrapping (numpy's cumsum widens int32: compare with
     np.cumsum(x, dtype=x.dtype)). Never dask's cumsum(axis=None), which rechunks (dask/dask#11872)."""
     return scan(x, "sum", exclusive, **kw)
 
 
-def cumprod(x, exclusive: bool = False, **kw) -> da.Array:
+def cumprod(x: Any, exclusive: bool = False, **kw: Any) -> da.Array:
     """scan(x, "product", exclusive, **kw): np.cumprod of a 1-D dask array on the servers."""
     return scan(x, "product", exclusive, **kw)
 
 
-def cummin(x, exclusive: bool = False, **kw) -> da.Array:
+def cummin(x: Any, exclusive: bool = False, **kw: Any) -> da.Array:
     """scan(x, "min", exclusive, **kw): np.minimum.accumulate of a 1-D dask array on the servers."""
     return scan(x, "min", exclusive, **kw)
 
 
-def cummax(x, exclusive: bool = False, **kw) -> da.Array:
+def cummax(x: Any, exclusive: bool = False, **kw: Any) -> da.Array:
     """scan(x, "max", exclusive, **kw): np.maximum.accumulate of a 1-D dask array on the servers."""
     return scan(x, "max", exclusive, **kw)
 
 
-def reduce(x, op: str = "sum") -> da.Array:
+def reduce(x: Any, op: str = "sum") -> da.Array:
     """Reduction of a 1-D dask array: a lazy 0-d dask array of x's dtype (compute() gives a numpy
     scalar; integers wrap; an empty array gives the operator's identity). Each block is reduced on
     its worker's server, the partials combined with numpy in block order (a tree of fan-in 32), or
@@ -127,7 +130,8 @@ def reduce(x, op: str = "sum") -> da.Array:
     return _array(name, dsk, [x], (), dtype)
 
 
-def histogram(x, bins=None, range=None, density: Optional[bool] = None):
+def histogram(x: Any, bins: Any = None, range: Optional[Tuple[float, float]] = None,
+              density: Optional[bool] = None) -> Tuple[Any, Any]:
     """dask.array.histogram's semantics and return values, each block counted on its worker's
     server: `counts, edges = histogram(x, 256, range=(0, 1))`. bins: a count (range required, as
     dask requires it: finding the range would be a pass of its own) or a 1-D sequence of edges
@@ -157,7 +161,7 @@ def histogram(x, bins=None, range=None, density: Optional[bool] = None):
     return counts, edges
 
 
-def compact(x, where=None, *, predicate=None, indices: bool = False):
+def compact(x: Any, where: Any = None, *, predicate: Any = None, indices: bool = False) -> Any:
     """Stable stream compaction of a 1-D dask array: the elements where the mask `where` (a bool or
     integer dask array with x's chunks; nonzero keeps) is set, or where `predicate` holds (as
     gpuscan.Client.compact's: ("gt", 0), ("in_range", lo, hi), "nonzero", "not_nan", ...). Returns
@@ -214,7 +218,7 @@ def compact(x, where=None, *, predicate=None, indices: bool = False):
     return _array(vname, vdsk, deps, chunks, dtype), _array(iname, idsk, deps, chunks, np.int64)
 
 
-def segmented_scan(x, keys=None, *, op: str = "sum", exclusive: bool = False) -> da.Array:
+def segmented_scan(x: Any, keys: Any = None, *, op: str = "sum", exclusive: bool = False) -> da.Array:
     """Segmented prefix scan of a 1-D dask array: each run of equal consecutive keys scanned on its
     own (inclusive unless exclusive=True: op's identity at each run's first element), runs going
     on across block boundaries. keys: an integer dask array with x's chunks. A lazy dask array with

@@ -7,8 +7,8 @@ from typing import Any, Dict, cast
 import numpy as np
 import numpy.typing as npt
 
-_UFUNCS: Dict[str, np.ufunc] = {"sum": np.add, "product": np.multiply, "bit_and": np.bitwise_and, "bit_or": np.bitwise_or,
-           "bit_xor": np.bitwise_xor}
+_UFUNCS: Dict[str, np.ufunc] = {"sum": np.add, "product": np.multiply, "bit_and": np.bitwise_and,
+                                "bit_or": np.bitwise_or, "bit_xor": np.bitwise_xor}
 
 
 def identity(op: str, dtype: npt.DTypeLike) -> np.generic:

@@ -5,9 +5,11 @@ handles (BlockRef); the functions of gpuscan.dask then run each block's call whe
 from __future__ import annotations
 
 import uuid
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from types import ModuleType
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
+import numpy.typing as npt
 
 import dask.array as da
 import distributed
@@ -33,7 +35,7 @@ class PersistedArray:
     (renew() restarts it). Attributes as a dask array's: dtype, shape, size, ndim, chunks,
     numblocks, nbytes; blocks: the BlockRefs; targets: {server: blocks it keeps}."""
 
-    def __init__(self, refs: Sequence[BlockRef], dtype, dask_client, name: str):
+    def __init__(self, refs: Sequence[BlockRef], dtype: npt.DTypeLike, dask_client: Any, name: str) -> None:
         self._refs: Tuple[BlockRef, ...] = tuple(refs)
         self._dtype = np.dtype(dtype)
         self._dask_client = dask_client
@@ -43,39 +45,48 @@ class PersistedArray:
 
     # -- description
     @property
-    def dtype(self) -> np.dtype:
+    def dtype(self) -> np.dtype[Any]:
+        """The persisted array's dtype (a bool mask's too, though its blocks are kept as uint8)."""
         return self._dtype
 
     @property
     def chunks(self) -> Tuple[Tuple[int, ...]]:
+        """The blocks' sizes, as a dask array's chunks."""
         return (tuple(r.size for r in self._refs),)
 
     @property
     def shape(self) -> Tuple[int]:
+        """(element count,)."""
         return (sum(r.size for r in self._refs),)
 
     @property
     def size(self) -> int:
+        """The element count."""
         return self.shape[0]
 
     @property
     def ndim(self) -> int:
+        """1: persisted arrays are 1-D."""
         return 1
 
     @property
     def numblocks(self) -> Tuple[int]:
+        """(block count,)."""
         return (len(self._refs),)
 
     @property
     def nbytes(self) -> int:
+        """Bytes of the elements, over every block."""
         return self.size * self._dtype.itemsize
 
     @property
     def blocks(self) -> Tuple[BlockRef, ...]:
+        """The blocks' handles, in order."""
         return self._refs
 
     @property
     def targets(self) -> Dict[str, int]:
+        """{server target: how many non-empty blocks it keeps}."""
         out: Dict[str, int] = {}
         for r in self._refs:
             if r.size:
@@ -84,6 +95,7 @@ class PersistedArray:
 
     @property
     def released(self) -> bool:
+        """release() was called."""
         return self._released
 
     def __len__(self) -> int:
@@ -110,9 +122,9 @@ class PersistedArray:
         graph = HighLevelGraph.from_collections(name, dsk, dependencies=[src])
         return da.Array(graph, name, src.chunks, dtype=self._dtype, meta=np.empty(0, self._dtype))
 
-    def compute(self) -> np.ndarray:
+    def compute(self) -> npt.NDArray[Any]:
         """The data as one numpy array (to_dask() computed on this array's dask client)."""
-        return self._client().compute(self.to_dask(), sync=True)
+        return cast(npt.NDArray[Any], self._client().compute(self.to_dask(), sync=True))
 
     def renew(self) -> int:
         """Restarts every block's ttl (one element read from each; any call on a block does as
@@ -135,13 +147,13 @@ class PersistedArray:
     def __enter__(self) -> "PersistedArray":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.release()
 
-    def _client(self):
+    def _client(self) -> Any:
         return self._dask_client if self._dask_client is not None else distributed.get_client()
 
-    def _on_servers(self, fn, what: str) -> List[int]:
+    def _on_servers(self, fn: Callable[[List[BlockRef]], int], what: str) -> List[int]:
         """fn(the blocks of one server) as a task per server; every task runs, then the first error raises."""
         groups: Dict[str, List[BlockRef]] = {}
         for r in self._refs:
@@ -159,7 +171,7 @@ class PersistedArray:
         return [f.result() for f in futures]
 
 
-class PersistedArrays(tuple):
+class PersistedArrays(tuple):  # type: ignore[type-arg]  # (of PersistedArray)
     """persist()'s answer for several arrays: a tuple of PersistedArrays that releases them all
     (release(), or leaving `with gpuscan.dask.persist(x, m) as (p, pm):`)."""
 
@@ -172,17 +184,17 @@ class PersistedArrays(tuple):
     def __enter__(self) -> "PersistedArrays":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.release()
 
 
-def _refs_array(name: str, refs: Sequence[BlockRef], dtype: np.dtype) -> da.Array:
+def _refs_array(name: str, refs: Sequence[BlockRef], dtype: np.dtype[Any]) -> da.Array:
     dsk = {(name, i): r for i, r in enumerate(refs)}
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[])
     return da.Array(graph, name, (tuple(r.size for r in refs),), dtype=dtype, meta=np.empty(0, dtype))
 
 
-def blocks_of(x, fn: str):
+def blocks_of(x: Any, fn: str) -> Tuple[Any, ModuleType]:
     """(what the graph reads: x, or a PersistedArray's array of BlockRefs; the module of the block
     tasks for it: _blocks or _resident_blocks)."""
     if isinstance(x, PersistedArray):
@@ -190,7 +202,7 @@ def blocks_of(x, fn: str):
     return x, _blocks
 
 
-def refuse(fn: str, **arrays) -> None:
+def refuse(fn: str, **arrays: Any) -> None:
     """TypeError for a PersistedArray given to fn, which has no path on persisted blocks."""
     for what, a in arrays.items():
         if isinstance(a, PersistedArray):
@@ -198,7 +210,7 @@ def refuse(fn: str, **arrays) -> None:
                             "(the data read back) instead")
 
 
-def same_kind(x_module, what: str, other_module, fn: str) -> None:
+def same_kind(x_module: ModuleType, what: str, other_module: ModuleType, fn: str) -> None:
     """x and a second input both persisted or neither (never a silent upload or fetch)."""
     if x_module is not other_module:
         persisted = "x" if x_module is _resident_blocks else what
@@ -223,8 +235,8 @@ def _refs_of(a: da.Array) -> List[BlockRef]:
     return [graph[k] for k in a.__dask_keys__()]
 
 
-def persist(*arrays, ttl: Optional[float] = None, label: Optional[str] = None,
-            dask_client=None) -> Union[PersistedArray, PersistedArrays]:
+def persist(*arrays: Any, ttl: Optional[float] = None, label: Optional[str] = None,
+            dask_client: Any = None) -> Union[PersistedArray, PersistedArrays]:
     """Puts each block of each 1-D dask array on the gpuscan server of the worker that computes
     it and keeps it there: a PersistedArray; for several arrays a PersistedArrays (a tuple of them
     that releases them all), whose blocks i all lie on one server (x and a mask, for compact).
@@ -280,6 +292,6 @@ def persist(*arrays, ttl: Optional[float] = None, label: Optional[str] = None,
     return out[0] if len(arrays) == 1 else out
 
 
-def _drop_put(dc, refs: List[BlockRef]) -> None:
+def _drop_put(dc: Any, refs: List[BlockRef]) -> None:
     if any(r.size for r in refs):
         PersistedArray(refs, np.int8, dc, "gpuscan-persist-failed").release()

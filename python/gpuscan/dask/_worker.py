@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, TypeVar, cast
 
 import numpy as np
+import numpy.typing as npt
 
 import distributed
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -17,9 +18,10 @@ from ..errors import Error, Unavailable
 from ._targets import Targets, multi_address, pick_target
 
 PLUGIN_NAME = "gpuscan"
+_T = TypeVar("_T")
 
 
-class GpuscanPlugin(WorkerPlugin):
+class GpuscanPlugin(WorkerPlugin):  # type: ignore[misc]  # (distributed is not followed: Any)
     """The worker plugin register() installs (name "gpuscan"): on each worker, one gpuscan.Client
     towards the worker's target, closed on teardown; calls that take shared memory copy their
     blocks into arrays carved from that client's arena (Client.shared_array), made once. A task
@@ -30,7 +32,7 @@ class GpuscanPlugin(WorkerPlugin):
     name = PLUGIN_NAME
 
     def __init__(self, targets: Targets, client_options: Dict[str, Any], shared_memory: Optional[bool] = None,
-                 assigned: Optional[Dict[str, int]] = None, shm_mode: int = _shared.DEFAULT_MODE):
+                 assigned: Optional[Dict[str, int]] = None, shm_mode: int = _shared.DEFAULT_MODE) -> None:
         self.targets = targets
         self.client_options = dict(client_options)
         self.shared_memory = shared_memory
@@ -38,7 +40,8 @@ class GpuscanPlugin(WorkerPlugin):
         self.assigned = dict(assigned or {})
 
     # -- lifecycle (the worker's event loop thread)
-    def setup(self, worker) -> None:
+    def setup(self, worker: Any) -> None:
+        """Opens the worker's client (distributed calls this when the plugin is installed or the worker starts)."""
         self.worker_address = worker.address
         self.nthreads = max(1, int(getattr(getattr(worker, "state", worker), "nthreads", 1) or 1))
         self.target = pick_target(self.targets, worker.name, worker.address, self.assigned)
@@ -56,7 +59,8 @@ class GpuscanPlugin(WorkerPlugin):
         self.copies = 0  # blocks copied into the arena (in_shared_memory's are not)
         self._others: Dict[str, Client] = {}  # clients of other workers' servers (persisted blocks), by target
 
-    def teardown(self, worker) -> None:
+    def teardown(self, worker: Any) -> None:
+        """Closes the worker's clients (and its arena's files)."""
         client = getattr(self, "client", None)
         if client is not None:
             client.close()  # and its arena's files
@@ -64,6 +68,7 @@ class GpuscanPlugin(WorkerPlugin):
             other.close()
 
     def describe(self) -> Dict[str, Any]:
+        """What this worker's plugin did: worker_info()'s entry for it."""
         return {"target": self.target, "shared_memory": self._shm, "shared_memory_reason": self._shm_reason,
                 "data_path": self.client.data_path.name, "calls": self.calls, "shared_calls": self.shared_calls,
                 "elements": self.elements, "copies": self.copies}
@@ -115,7 +120,7 @@ class GpuscanPlugin(WorkerPlugin):
         return type(e)(f"gpuscan server {self.target} (dask worker {self.worker_address}, {what}): {e.message}",
                        e.code)
 
-    def _run(self, what: str, n: int, call: Callable[[bool], Any], can_share: bool = True):
+    def _run(self, what: str, n: int, call: Callable[[bool], _T], can_share: bool = True) -> _T:
         shared = can_share and self._shared_ready()
         try:
             result = call(shared)
@@ -138,7 +143,7 @@ class GpuscanPlugin(WorkerPlugin):
                 c = self._others[target] = Client(target, **self.client_options)
             return c
 
-    def on_server(self, target: str, what: str, n: int, call: Callable[[Client], Any]):
+    def on_server(self, target: str, what: str, n: int, call: Callable[[Client], _T]) -> _T:
         """call(target's client), counted as a call of n elements; a gpuscan.Error comes back as
         the same class and code, its message naming the server and this worker."""
         try:
@@ -151,11 +156,11 @@ class GpuscanPlugin(WorkerPlugin):
             self.elements += n
         return result
 
-    def _carve(self, n: int, dtype) -> _shared.SharedArray:
+    def _carve(self, n: int, dtype: npt.DTypeLike) -> _shared.SharedArray:
         """n elements out of the client's arena (old bytes left: they are overwritten)."""
         return self.client.shared_array(n, dtype, dir=self._shm_dir, mode=self.shm_mode, zero=False)
 
-    def _in_region(self, x: np.ndarray, dtype=None) -> _shared.SharedArray:
+    def _in_region(self, x: npt.NDArray[Any], dtype: npt.DTypeLike = None) -> npt.NDArray[Any]:
         """x where the server reads it: as it is when it already lies in a region of the server's
         --shm-dir (a block of in_shared_memory), else copied into the arena (its piece goes back
         when the array is collected)."""
@@ -168,31 +173,34 @@ class GpuscanPlugin(WorkerPlugin):
             self.copies += 1
         return a
 
-    def to_shared(self, x: np.ndarray) -> np.ndarray:
+    def to_shared(self, x: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """x copied into the arena once (in_shared_memory's blocks), where shared memory is on."""
         if len(x) == 0 or not self._shared_ready():
             return x
         return self._in_region(x)
 
     # -- the calls (each on a non-empty block)
-    def scan(self, x: np.ndarray, op: str, exclusive: bool, algorithm) -> np.ndarray:
-        def call(shared: bool) -> np.ndarray:
+    def scan(self, x: npt.NDArray[Any], op: str, exclusive: bool, algorithm: Optional[str]) -> npt.NDArray[Any]:
+        """The block's scan on the worker's server."""
+        def call(shared: bool) -> npt.NDArray[Any]:
             if not shared:
-                return self.client.scan(x, op, exclusive, algorithm, copy=True)
+                return cast(npt.NDArray[Any], self.client.scan(x, op, exclusive, algorithm, copy=True))
             ys = self._carve(len(x), x.dtype)
             self.client.scan(self._in_region(x), op, exclusive, algorithm, out=ys)
             return ys  # in the arena: its piece goes back when dask lets go of it
         return self._run("scan", len(x), call)
 
-    def reduce(self, x: np.ndarray, op: str):
-        def call(shared: bool):
+    def reduce(self, x: npt.NDArray[Any], op: str) -> Any:
+        """The block's reduction (a numpy scalar) on the worker's server."""
+        def call(shared: bool) -> Any:
             if not shared:
                 return self.client.reduce(x, op, copy=True)
             return self.client.reduce(self._in_region(x), op)
         return self._run("reduce", len(x), call)
 
-    def compact(self, x: np.ndarray, mask: Optional[np.ndarray], predicate, indices: bool):
-        def call(shared: bool):
+    def compact(self, x: npt.NDArray[Any], mask: Optional[npt.NDArray[Any]], predicate: Any, indices: bool) -> Any:
+        """The block's kept values, or (values, indices), on the worker's server."""
+        def call(shared: bool) -> Any:
             if not shared:
                 return self.client.compact(x, where=mask, predicate=predicate, indices=indices, copy=True)
             ms = None if mask is None else self._in_region(mask != 0, np.uint8)
@@ -200,21 +208,25 @@ class GpuscanPlugin(WorkerPlugin):
             return out  # views [:kept] of arena pieces, which go back when dask lets go of them
         return self._run("compact", len(x), call)
 
-    def histogram(self, x: np.ndarray, spec) -> np.ndarray:
-        def call(shared: bool) -> np.ndarray:  # streamed: the server has no shared-memory histogram
+    def histogram(self, x: npt.NDArray[Any], spec: Any) -> npt.NDArray[Any]:
+        """The block's histogram counts on the worker's server (spec: histogram_spec's first item)."""
+        def call(shared: bool) -> npt.NDArray[Any]:  # streamed: the server has no shared-memory histogram
             if spec[0] == "even":
                 return self.client.histogram(x, spec[1], range=spec[2], copy=True).counts
             return self.client.histogram(x, spec[1], copy=True).counts
         return self._run("histogram", len(x), call, can_share=False)
 
-    def segmented_scan(self, x: np.ndarray, keys: np.ndarray, op: str, exclusive: bool) -> np.ndarray:
-        def call(shared: bool) -> np.ndarray:  # streamed: no shared memory for segmented scans
-            return self.client.segmented_scan(x, keys, op=op, exclusive=exclusive, copy=True)
+    def segmented_scan(self, x: npt.NDArray[Any], keys: npt.NDArray[Any], op: str, exclusive: bool
+                       ) -> npt.NDArray[Any]:
+        """The block's segmented scan on the worker's server."""
+        def call(shared: bool) -> npt.NDArray[Any]:  # streamed: no shared memory for segmented scans
+            return cast(npt.NDArray[Any], self.client.segmented_scan(x, keys, op=op, exclusive=exclusive, copy=True))
         return self._run("segmented_scan", len(x), call, can_share=False)
 
-    def sort(self, x: np.ndarray) -> np.ndarray:
-        def call(shared: bool) -> np.ndarray:  # streamed: no shared memory for sorts
-            return self.client.sort(x, copy=True)
+    def sort(self, x: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """The block sorted on the worker's server."""
+        def call(shared: bool) -> npt.NDArray[Any]:  # streamed: no shared memory for sorts
+            return cast(npt.NDArray[Any], self.client.sort(x, copy=True))
         return self._run("sort", len(x), call, can_share=False)
 
 
@@ -229,4 +241,4 @@ def plugin() -> GpuscanPlugin:
     if p is None:
         raise RuntimeError(f"gpuscan.dask: dask worker {worker.address} has no gpuscan clients: call "
                            "gpuscan.dask.register(client, targets) first")
-    return p
+    return cast(GpuscanPlugin, p)
