@@ -251,15 +251,9 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
   void OnDone() override {
     std::unique_lock<std::mutex> lock(mu_);
     server_done_ = true;
-    // Counted only now: a cancel can reach the front after its read ended looking like a
-    // half-close, and after the worker answered that cut-off input (a striped lane with chunks
-    // missing: INVALID_ARGUMENT). gRPC calls a call cancelled only when no status reached the
-    // client (its L66), and says so before OnDone: such a failure counts as CANCELLED.
-    if (!record_.status.empty() && record_.status != "OK" && record_.status != "DEADLINE_EXCEEDED" &&
-        ctx_->IsCancelled()) {
-      record_.status = CodeName(grpc::StatusCode::CANCELLED);
-    }
-    if (record_.status.empty()) record_.status = CodeName(grpc::StatusCode::CANCELLED);
+    // Counted only now, when gRPC knows whether the client cancelled (CountedCode says why).
+    const grpc::StatusCode code = finished_ ? finish_code_ : grpc::StatusCode::CANCELLED;
+    record_.status = CodeName(CountedCode(code, ctx_->IsCancelled()));
     front_->metrics->CallDone(record_);
     MaybeDelete(lock);
   }
@@ -521,7 +515,7 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
   void FinishLocked(const grpc::Status& status, Deferred& d) {
     if (finished_) return;
     finished_ = true;
-    record_.status = CodeName(status.error_code());
+    finish_code_ = status.error_code();
     if (status.ok()) {
       record_.bytes_in = bytes_in_;
       record_.bytes_out = bytes_out_;
@@ -572,6 +566,7 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
   int busy_ = 0;               // threads running a Deferred
   bool started_ = false;       // the worker's call exists
   bool finished_ = false;      // the client's call is being finished
+  grpc::StatusCode finish_code_ = grpc::StatusCode::OK;  // with this code (OnDone counts it)
   bool write_hold_ = false, read_hold_ = false;
   bool server_done_ = false, upstream_done_ = false, suspect_ = false;  // suspect_: UNAVAILABLE from the worker
 };

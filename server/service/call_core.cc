@@ -105,13 +105,7 @@ void CallCore::FillTiming(v1::Timing* t, const std::string& algorithm) const {
 void CallCore::RecordMetrics() {
   CallRecord r;
   r.op = op_name_;
-  r.status = CodeName(status_.error_code());
-  // A cancel can reach us after the read ended looking like a half-close, and after the call
-  // failed on that cut-off input; gRPC calls a call cancelled only when no status reached the
-  // client (its L66): such a failure counts as CANCELLED.
-  if (!status_.ok() && status_.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED && rpc_->IsCancelled()) {
-    r.status = CodeName(grpc::StatusCode::CANCELLED);
-  }
+  r.status = CodeName(CountedCode(status_.error_code(), rpc_->IsCancelled()));
   if (header_accepted_) {
     MetricLabels labels = Labels();
     if (!labels.algorithm.empty()) r.device = Device(labels);  // the call reached a device

@@ -33,6 +33,11 @@ grpc::Status StatusFromException(std::exception_ptr error) {
   }
 }
 
+grpc::StatusCode CountedCode(grpc::StatusCode code, bool client_cancelled) {
+  const bool failed = code != grpc::StatusCode::OK && code != grpc::StatusCode::DEADLINE_EXCEEDED;
+  return failed && client_cancelled ? grpc::StatusCode::CANCELLED : code;
+}
+
 std::string CodeName(grpc::StatusCode code) {
   // gRPC's codes are absl's codes (same numbers), and absl names them.
   std::string name = absl::StatusCodeToString(static_cast<absl::StatusCode>(code));

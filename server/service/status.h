@@ -24,6 +24,13 @@ inline grpc::Status ResourceExhausted(const std::string& message) {
 
 std::string CodeName(grpc::StatusCode code);  // "INVALID_ARGUMENT", ...
 
+// The code a finished call is counted under (the metrics): `code`, but a failure of a call whose
+// client cancelled counts as CANCELLED (DEADLINE_EXCEEDED stays). A cancel can reach a call after
+// its read ended looking like a half-close, and after the call failed on that cut-off input (a
+// striped lane with chunks missing: INVALID_ARGUMENT). gRPC calls a call cancelled only when no
+// status reached the client (its L66), and knows it by OnDone: ask there.
+grpc::StatusCode CountedCode(grpc::StatusCode code, bool client_cancelled);
+
 // Raw bytes as lowercase hex, for messages naming an id (a striped array's, a device's UUID).
 std::string HexText(const std::string& bytes);
 
