@@ -3,7 +3,6 @@
 #include "service/server.h"
 
 #include <atomic>
-#include <chrono>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -243,19 +242,7 @@ class ServerImpl final : public Server {
     if (metrics_endpoint_) spdlog::info("metrics at http://{}/metrics", metrics_endpoint_->address());
   }
 
-  ~ServerImpl() override {
-    Shutdown();
-    // The first steps of the teardown, timed (in destruction order; the rest, the engine last,
-    // is timed by the caller): a stop that takes long says where (RELIABILITY.md, Known defects).
-    const auto t0 = std::chrono::steady_clock::now();
-    metrics_endpoint_.reset();
-    const auto t1 = std::chrono::steady_clock::now();
-    server_.reset();
-    service_.reset();
-    const auto t2 = std::chrono::steady_clock::now();
-    const auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
-    spdlog::info("teardown: metrics endpoint {:.1f} ms, gRPC server {:.1f} ms", ms(t1 - t0), ms(t2 - t1));
-  }
+  ~ServerImpl() override { Shutdown(); }
 
   int port() const override { return port_; }
   std::string address() const override { return address_; }
