@@ -56,23 +56,31 @@ def prose_lines(text: str):
         yield n, line
 
 
-def fenced_blocks(text: str, lang: str) -> list[str]:
-    """The contents of the ```lang blocks, in order."""
+def all_blocks(text: str) -> list[tuple[int, str, str, str]]:
+    """(line, lang, contents, the last non-blank line before the fence) of every fenced block, in
+    order: line is the fence's (1-based), lang the first word of its info string."""
+    lines = text.split("\n")
     blocks, cur, fence = [], None, None
-    for line in text.split("\n"):
+    for n, line in enumerate(lines):
         m = FENCE.match(line)
         if fence is None:
             if m:
-                fence = m.group(2)
-                cur = [] if m.group(3).strip().split(" ")[0] == lang else None
+                fence, start = m.group(2), n
+                lang = (m.group(3).strip().split(" ") + [""])[0]
+                before = next((lines[j].strip() for j in range(n - 1, -1, -1) if lines[j].strip()), "")
+                cur = []
             continue
         if m and m.group(2).startswith(fence) and not m.group(3).strip():
-            if cur is not None:
-                blocks.append("\n".join(cur) + "\n")
+            blocks.append((start + 1, lang, "\n".join(cur) + "\n", before))
             fence, cur = None, None
-        elif cur is not None:
+        else:
             cur.append(line)
     return blocks
+
+
+def fenced_blocks(text: str, lang: str) -> list[str]:
+    """The contents of the ```lang blocks, in order."""
+    return [body for _, block_lang, body, _ in all_blocks(text) if block_lang == lang]
 
 
 def slug(heading: str) -> str:

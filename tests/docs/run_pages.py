@@ -27,7 +27,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import re
 import socket
@@ -36,9 +35,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-TARGET = "127.0.0.1:50051"
+from check_docs import TARGET, all_blocks, server_process_class  # this folder's
+
+
 LANGS = ("python", "sh", "bash", "cpp")
-FENCE = re.compile(r"^(\s*)(`{3,})(\w*)\s*$")
 MARK = re.compile(r"^<!-- docs-test: (skip: .+|run by \S+) -->$")
 SERVER_LINE = re.compile(r"^(\s*)((?:build/bin/)?gpuscan-server)\b(.*?)\s*&\s*(#.*)?$")
 N_RESIDENT = 65536
@@ -46,20 +46,10 @@ N_RESIDENT = 65536
 
 def blocks(text: str):
     """(line, lang, body, mark) of each fenced block; mark: the docs-test comment before it, or ''."""
-    lines, out, i = text.split("\n"), [], 0
-    while i < len(lines):
-        m = FENCE.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        start, lang = i, m.group(3)
-        prev = next((lines[j].strip() for j in range(start - 1, -1, -1) if lines[j].strip()), "")
-        mark = MARK.match(prev)
-        j = i + 1
-        while j < len(lines) and not (lines[j].strip().startswith(m.group(2)) and lines[j].strip() == m.group(2)):
-            j += 1
-        out.append((start + 1, lang, "\n".join(lines[i + 1:j]) + "\n", mark.group(1) if mark else ""))
-        i = j + 1
+    out = []
+    for line, lang, body, before in all_blocks(text):
+        mark = MARK.match(before)
+        out.append((line, lang, body, mark.group(1) if mark else ""))
     return out
 
 
@@ -154,10 +144,7 @@ def run_page(args) -> int:
     if not todo:
         print(f"{args.page}: no block to run here (each is marked or run by docs_readme_*)")
         return 1 if problems else 0
-    spec = importlib.util.spec_from_file_location("gpuscan_testing", root / "python" / "gpuscan" / "testing.py")
-    testing = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(testing)  # the standard library only: not the package's __init__
-    ServerProcess = testing.ServerProcess
+    ServerProcess = server_process_class(root)
 
     bindir = str(Path(args.cli).resolve().parent)
     failed = 0
