@@ -44,7 +44,7 @@ class Checker:
     def ok(self, what):
         print(f"ok: {what}")
 
-    def check(self, cond, what, found):
+    def check(self, cond, what, found=""):
         if cond:
             self.ok(what)
         else:

@@ -20,25 +20,20 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 
+from check_deploy import Checker, free_port  # this folder's
+
 DEVICE_ONLY = {"gpuscan_device_memory_used_bytes", "gpuscan_device_memory_total_bytes",
                "gpuscan_device_memory_pool_bytes"}
 PROMETHEUS_OWN = {"up"}
 NAME = re.compile(r"\b(gpuscan_[a-z0-9_]+|up)\b(?=\s*[{\[(]|\s*[=!<>/*+-]|\s*\)|\s*$)")
 
-failures = []
-
-
-def check(ok, what, detail=""):
-    print(("ok: " if ok else "FAIL: ") + what + ("" if ok or not detail else f"\n    {detail}"))
-    if not ok:
-        failures.append(what)
+chk = Checker()
 
 
 def promtool(*args, cwd=None):
@@ -60,14 +55,6 @@ def exported_name(name, families):
     return None
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def live_metrics(server, cli, work):
     """A CPU server's /metrics after a few calls: {family: type}."""
     port, mport = free_port(), free_port()
@@ -85,12 +72,12 @@ def live_metrics(server, cli, work):
                 break
             time.sleep(0.1)
         data = ", ".join(str((i * 7919) % 201 - 100) for i in range(5000))
-        check(gpuscan("scan", "--dtype", "int32", stdin=data).returncode == 0, "a CLI scan on the live server")
+        chk.check(gpuscan("scan", "--dtype", "int32", stdin=data).returncode == 0, "a CLI scan on the live server")
         put = gpuscan("put", "--dtype", "int64", stdin=data)
-        check(put.returncode == 0, "a CLI put on the live server", put.stderr)
+        chk.check(put.returncode == 0, "a CLI put on the live server", put.stderr)
         array_id = put.stdout.strip()
-        check(gpuscan("reduce", "--ref", array_id).returncode == 0, "a CLI reduce of the resident array")
-        check(gpuscan("drop", array_id).returncode == 0, "a CLI drop")
+        chk.check(gpuscan("reduce", "--ref", array_id).returncode == 0, "a CLI reduce of the resident array")
+        chk.check(gpuscan("drop", array_id).returncode == 0, "a CLI drop")
         gpuscan("get", "00" * 24, "-o", os.path.join(work, "none.npy"))  # NOT_FOUND: a failed call counted
         with urllib.request.urlopen(f"http://127.0.0.1:{mport}/metrics", timeout=10) as r:
             text = r.read().decode()
@@ -115,27 +102,27 @@ def main():
         return 1
 
     ok, out = promtool("check", "rules", "alerts.yml", cwd=mon)
-    check(ok, "promtool check rules alerts.yml", out)
+    chk.check(ok, "promtool check rules alerts.yml", out)
     ok, out = promtool("test", "rules", "alerts_test.yml", cwd=mon)
-    check(ok, "promtool test rules alerts_test.yml: every alert fires where it should, only there", out)
+    chk.check(ok, "promtool test rules alerts_test.yml: every alert fires where it should, only there", out)
     rules_text = open(os.path.join(mon, "alerts.yml")).read()
     exprs = {"alerts.yml": re.findall(r"expr: (?:\|\n((?:\s{10}.*\n)+)|(.*))", rules_text)}
     used = set()
     for block, line in exprs["alerts.yml"]:
         used |= names_in(block or line)
     alerts = re.findall(r"- alert: (\S+)", rules_text)
-    check(len(alerts) >= 5, f"alerts.yml has {len(alerts)} alerts: {', '.join(alerts)}")
+    chk.check(len(alerts) >= 5, f"alerts.yml has {len(alerts)} alerts: {', '.join(alerts)}")
 
     dash = json.load(open(os.path.join(mon, "grafana-dashboard.json")))
     panels = dash.get("panels", [])
     ids = [p.get("id") for p in panels]
-    check(len(panels) >= 8 and len(set(ids)) == len(ids), f"the dashboard has {len(panels)} panels with unique ids")
+    chk.check(len(panels) >= 8 and len(set(ids)) == len(ids), f"the dashboard has {len(panels)} panels with unique ids")
     queries = []
     for p in panels:
         targets = p.get("targets", [])
         good = bool(targets) and all(t.get("expr") and t.get("datasource", {}).get("uid") == "${datasource}"
                                      for t in targets)
-        check(good, f"panel {p.get('title')!r}: queries on ${{datasource}}")
+        chk.check(good, f"panel {p.get('title')!r}: queries on ${{datasource}}")
         queries += [t["expr"] for t in targets]
     for q in queries:
         used |= names_in(q)
@@ -147,7 +134,7 @@ def main():
         path = os.path.join(work, "dashboard_rules.yml")
         open(path, "w").write("\n".join(rules) + "\n")
         ok, out = promtool("check", "rules", path)
-        check(ok, f"the dashboard's {len(queries)} queries are valid PromQL", out)
+        chk.check(ok, f"the dashboard's {len(queries)} queries are valid PromQL", out)
 
         if args.metrics_url:
             with urllib.request.urlopen(args.metrics_url, timeout=10) as r:
@@ -159,14 +146,14 @@ def main():
     for name in sorted(used - PROMETHEUS_OWN):
         family = exported_name(name, families)
         if family is None and name in DEVICE_ONLY and not args.require_device:
-            check(name in header, f"{name}: a device's gauge (absent on a CPU server), documented in metrics.h")
+            chk.check(name in header, f"{name}: a device's gauge (absent on a CPU server), documented in metrics.h")
             continue
-        check(family is not None, f"{name} is exported by the live server" + (f" ({families[family]})" if family else ""),
-              "not in /metrics")
-    if failures:
-        print(f"{len(failures)} check(s) failed")
+        kind = f" ({families[family]})" if family else ""
+        chk.check(family is not None, f"{name} is exported by the live server{kind}", "not in /metrics")
+    if chk.done():
         return 1
-    print(f"PASS: {len(alerts)} alerts and {len(queries)} dashboard queries on {len(used - PROMETHEUS_OWN)} gpuscan metrics")
+    print(f"PASS: {len(alerts)} alerts and {len(queries)} dashboard queries on "
+          f"{len(used - PROMETHEUS_OWN)} gpuscan metrics")
     return 0
 
 
