@@ -20,26 +20,8 @@ for f in lib/cmake/gpuscan/gpuscanConfig.cmake lib/pkgconfig/gpuscan.pc include/
   [[ -e $prefix/$f ]] || { echo "FAIL: the prefix has no $f"; exit 1; }
 done
 
-mkdir "$work/project"
+cp -r "$src/tests/install/consumer" "$work/project"
 cp "$example" "$work/project/example.cc"
-cat > "$work/project/capi_version.c" <<'C'
-#include <stdio.h>
-#include "gpuscan_capi.h"
-int main(void) {
-  printf("gpuscan_capi_version() = %d (header %d)\n", gpuscan_capi_version(), GPUSCAN_CAPI_VERSION);
-  return gpuscan_capi_version() == GPUSCAN_CAPI_VERSION ? 0 : 1;
-}
-C
-cat > "$work/project/CMakeLists.txt" <<'CMAKE'
-cmake_minimum_required(VERSION 3.16)
-project(gpuscan_consumer C CXX)
-find_package(gpuscan CONFIG REQUIRED)
-add_executable(example example.cc)
-target_link_libraries(example PRIVATE gpuscan::client)
-target_compile_features(example PRIVATE cxx_std_17)
-add_executable(capi_version capi_version.c)
-target_link_libraries(capi_version PRIVATE gpuscan::capi)
-CMAKE
 
 step "find_package(gpuscan CONFIG REQUIRED): configure and build"
 cmake -S "$work/project" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \

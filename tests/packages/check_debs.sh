@@ -39,8 +39,9 @@ say "a clean Debian 12 root from $tarball"
 tar -C "$root" -xzf "$tarball"
 for m in proc sys dev dev/pts; do mount --bind "/$m" "$root/$m"; done
 cp /etc/resolv.conf "$root/etc/resolv.conf"
-mkdir -p "$root/tmp/debs" "$root/tmp/example"
+mkdir -p "$root/tmp/debs"
 cp "$debs"/*.deb "$root/tmp/debs/"
+cp -r tests/install/consumer "$root/tmp/example"  # the program tests/install builds too
 cp "$example" "$root/tmp/example/example.cc"
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root DEBIAN_FRONTEND=noninteractive "$@"; }
 
@@ -92,22 +93,15 @@ print("ok: python3-gpuscan: scan and reduce of 1,000,003 int32 equal numpy; nati
 PY
 
 cd /tmp/example
-cat > CMakeLists.txt <<'CM'
-cmake_minimum_required(VERSION 3.16)
-project(consumer CXX)
-find_package(gpuscan CONFIG REQUIRED)
-add_executable(example example.cc)
-target_link_libraries(example PRIVATE gpuscan::client)
-target_compile_features(example PRIVATE cxx_std_17)
-CM
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/tmp/cmake.log 2>&1 || { cat /tmp/cmake.log; fail "find_package(gpuscan) configure"; }
 cmake --build build >/tmp/build.log 2>&1 || { tail -30 /tmp/build.log; fail "find_package(gpuscan) build"; }
 read -r -a flags <<<"$(pkg-config --cflags --libs gpuscan)"
 g++ -std=c++17 -O1 example.cc "${flags[@]}" -o example_pc || fail "pkg-config build"
+build/capi_version || fail "the C API's version"
 for bin in build/example ./example_pc; do
   GPUSCAN_DOCS_TARGET=127.0.0.1:$port "$bin" >/tmp/example.log 2>&1 || { cat /tmp/example.log; fail "$bin"; }
 done
-ok "README's C++ example built with find_package(gpuscan) and with pkg-config gpuscan; both ran: $(head -1 /tmp/example.log)"
+ok "README's C++ example built with find_package(gpuscan) and with pkg-config gpuscan, and a C API program; all ran: $(head -1 /tmp/example.log)"
 kill -TERM "$server"; wait "$server" || true
 INSIDE
 
