@@ -3,7 +3,8 @@ and the health check's hand-framed messages, for Client and AsyncClient alike.""
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+import time
+from typing import Any, List, Optional
 
 import grpc
 
@@ -89,3 +90,19 @@ def encode_health_request(service: str) -> bytes:
 
 def decode_health_response(raw: bytes) -> str:
     return _HEALTH_STATUS.get(_wire.parse(raw).get(1, 0), "UNKNOWN")
+
+
+def sleep_watching(channels: List[Any], seconds: float) -> None:
+    """Client's wait before a retry, watching its channels: a sync channel advances a connection
+    only while polled (else at grpc's 5 s backup poll); a connectivity subscription polls, on a
+    grpc thread. (Not try_to_connect: grpc's poller would ask again after the subscription ends,
+    failing if the client was closed meanwhile.)"""
+    def ignore(_state: Any) -> None:
+        pass
+    for ch in channels:
+        ch.subscribe(ignore)
+    try:
+        time.sleep(seconds)
+    finally:
+        for ch in channels:
+            ch.unsubscribe(ignore)

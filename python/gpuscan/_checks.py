@@ -123,6 +123,56 @@ def scan_header(wire, op, exclusive, algorithm, n=None):
     return h
 
 
+def carry_bytes(carry, result: np.dtype) -> bytes:
+    """scan's carry= as ScanHeader.carry: one little-endian element of the results' dtype, the
+    value exactly (ints, floats and numpy scalars; an integral float for an integer dtype). A
+    value the dtype cannot hold exactly (2**40 for int32, -1 for uint32, 0.1 for float32): ValueError;
+    bool or a non-number: TypeError; a float16 result: ValueError (the server folds no carry into it)."""
+    result = np.dtype(result)
+    v = carry[()] if isinstance(carry, np.ndarray) and carry.ndim == 0 else carry
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"gpuscan: carry must be a number (an int, a float or a numpy scalar), got {carry!r}")
+    if result.kind == "f" and result.itemsize == 2:
+        raise ValueError("gpuscan: carry= with a float16 result: the server folds no carry into a float16 "
+                         "output (scan with dtype=np.float32 instead)")
+    value = None
+    with np.errstate(over="ignore", invalid="ignore"):
+        if result.kind != "f":
+            whole = isinstance(v, (int, np.integer)) or (np.isfinite(v) and float(v).is_integer())
+            info = np.iinfo(result)
+            if whole and info.min <= int(v) <= info.max:
+                value = result.type(int(v))
+        elif isinstance(v, (int, np.integer)):
+            try:
+                f = result.type(int(v))
+                value = f if np.isfinite(f) and int(f) == int(v) else None
+            except OverflowError:  # beyond float64
+                pass
+        else:
+            f = result.type(v)
+            value = f if (np.isnan(f) if np.isnan(v) else float(f) == float(v)) else None
+    fits = value is not None
+    if not fits:
+        raise ValueError(f"gpuscan: carry {carry!r} does not fit the results' dtype {result} exactly: pass a "
+                         f"value that does (np.{result}(...))")
+    return np.asarray(value, result.newbyteorder("<")).tobytes()
+
+
+def set_carry(header, carry, result: np.dtype) -> bool:
+    """header.carry from scan's carry= (carry_bytes) where it is given: whether it is."""
+    if carry is None:
+        return False
+    header.carry = carry_bytes(carry, result)
+    return True
+
+
+def no_carry(carry) -> None:
+    """carry= with a scan along an axis of a matrix (each row or column scanned on its own): ValueError."""
+    if carry is not None:
+        raise ValueError("gpuscan: carry= applies to 1-D scans (axis=None): a scan along axis 0 or 1 of a matrix "
+                         "takes no carry")
+
+
 def scan_args(x, op, exclusive, algorithm, out, copy=False):
     """x checked, the first request, and out checked (None stays None: see scan_out)."""
     x, wire = check_array(x, copy=copy)

@@ -143,28 +143,35 @@ def _on_device(c, method: str, call: _device.Call, data_field: int, retries, tim
 
 # -- the operations
 def scan(c, x, op, exclusive, algorithm, out, axis, dtype, copy, lanes, retries, timeout, keep=False, ttl=None,
-         label=None) -> Prepared:
+         label=None, carry=None) -> Prepared:
     """x a RemoteArray: _resident_ops; x a CUDA array: .device; x in shared memory: .shared (its
     result where out is None); a matrix with axis 0 or 1: the scan along it; a narrow x:
-    narrow_call(); else streamed into .out."""
+    narrow_call(); else streamed into .out. carry=: header.carry (_checks.carry_bytes), whose
+    streamed call runs on one stream through the full header (never lanes)."""
     if isinstance(x, _resident.RemoteArray):
         _resident.refuse("scan", out=out)
-        return _resident_ops.scan(c, x, op, exclusive, algorithm, out, axis, dtype, retries, timeout, keep, ttl, label)
+        return _resident_ops.scan(c, x, op, exclusive, algorithm, out, axis, dtype, retries, timeout, keep, ttl, label,
+                                  carry)
     _resident_ops.no_keep("scan", keep, ttl, label)
     _resident.refuse("scan", out=out)
     x, axis = _checks.scan_axis(x, axis, algorithm, copy)
     if axis is not None:
+        _checks.no_carry(carry)
         return scan2d(c, x, op, out, copy, retries, timeout, axis, exclusive, dtype)
+    if carry is not None and lanes is not None and c._wanted_lanes(lanes) > 1:
+        raise ValueError(f"gpuscan: carry= runs the scan on one stream: lanes={lanes} does not apply")
     x, accumulate = _checks.with_dtype(x, dtype, copy)
     if accumulate is not None:
-        return narrow_call(c, "Scan", x, accumulate, op, exclusive, algorithm, out, copy, retries, timeout)
+        return narrow_call(c, "Scan", x, accumulate, op, exclusive, algorithm, out, copy, retries, timeout, carry)
     src = _device.source(x, out=out)
     if src is not None:
         request = pb.ScanRequest(header=_checks.scan_header(_types.wire_dtype(src.dtype), op, exclusive, algorithm,
                                                             src.n))
+        _checks.set_carry(request.header, carry, src.dtype)
         return _on_device(c, "Scan", _device.Call.scan(request, src, out), _wire.SCAN_DATA, retries, timeout,
                           _header_scan)
     x, request, out = _checks.scan_args(x, op, exclusive, algorithm, out, copy)
+    carried = _checks.set_carry(request.header, carry, x.dtype)
     retries, timeout = c._call_options(retries, timeout)
     p = Prepared("Scan", x, request, retries, timeout, _wire.SCAN_DATA, shared=_t_shared.place_scan(x, request, out),
                  header_only=_header_scan)
@@ -172,16 +179,22 @@ def scan(c, x, op, exclusive, algorithm, out, axis, dtype, copy, lanes, retries,
         p.out = _checks.scan_out(x, out)
         p.per = _chunking.chunk_elements(c.chunk_bytes, x.itemsize)
         p.retries = _checks.scan_retries(x, p.out, retries)  # in place: not retried
-        p.lanes, p.striped, p.collect, p.native_lanes = lanes, True, _scanned, True
+        p.collect = _scanned
         h = request.header
-        p.native = lambda nc, k: (p.out, nc.scan(p.x, p.out, h.dtype, h.op, h.kind == pb.SCAN_KIND_EXCLUSIVE,
-                                                 h.algorithm, k))
+        if carried:  # one stream; natively the C API's call of the whole header
+            p.native = lambda nc, k: (p.out, nc.scan_header(p.x, p.out, h.SerializeToString()))
+        else:
+            p.lanes, p.striped, p.native_lanes = lanes, True, True
+            p.native = lambda nc, k: (p.out, nc.scan(p.x, p.out, h.dtype, h.op, h.kind == pb.SCAN_KIND_EXCLUSIVE,
+                                                     h.algorithm, k))
     return p
 
 
-def narrow_call(c, method: str, x, accumulate, op, exclusive, algorithm, out, copy, retries, timeout) -> Prepared:
-    """A narrow x's Scan or Reduce: the header with output_dtype, out of the result dtype (new if
-    None); each chunk small enough that its results fit chunk_bytes."""
+def narrow_call(c, method: str, x, accumulate, op, exclusive, algorithm, out, copy, retries, timeout,
+                carry=None) -> Prepared:
+    """A narrow x's Scan or Reduce: the header with output_dtype (and a scan's carry=, in the
+    result dtype), out of the result dtype (new if None); each chunk small enough that its
+    results fit chunk_bytes."""
     wire, result = accumulate
     x, narrow_wire = check_array(x, copy=copy, narrow=True)
     retries, timeout = c._call_options(retries, timeout)
@@ -193,6 +206,7 @@ def narrow_call(c, method: str, x, accumulate, op, exclusive, algorithm, out, co
                         result_dtype=result, collect=_reduced)
     header = _checks.scan_header(narrow_wire, op, exclusive, algorithm, len(x))
     header.output_dtype = wire
+    _checks.set_carry(header, carry, result)
     out = _checks.narrow_out(x, out, result)
     p = Prepared("Scan", x, pb.ScanRequest(header=header), _checks.scan_retries(x, out, retries), timeout,
                  _wire.SCAN_DATA, per=per, out=out, narrow=True, collect=_scanned)

@@ -164,12 +164,13 @@ class Pipeline:
     # -- the stages
     def scan(self, x, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None, *, dtype=None,
              keep: bool = False, ttl: Optional[float] = None, label: Optional[str] = None,
-             fetch: Optional[bool] = None) -> Stage:
-        """A scan stage: c.scan(x, op, exclusive, algorithm, dtype=) of a 1-D input; res[stage] its result."""
+             fetch: Optional[bool] = None, carry=None) -> Stage:
+        """A scan stage: c.scan(x, op, exclusive, algorithm, dtype=, carry=) of a 1-D input; res[stage] its result."""
         v, out_wire, result = self._accumulated("scan", x, dtype)
         header = _checks.scan_header(v.wire, op, exclusive, algorithm, v.size)
         if out_wire is not None:
             header.output_dtype = out_wire
+        _checks.set_carry(header, carry, result)
         return self._add("scan", pb.PipelineStage(scan=header), [("values", v)], {"values": (VALUES, result)},
                          "values", v, _pipeline_run.scan_data(result), lambda a: a[VALUES], keep, ttl, label, fetch)
 

@@ -110,10 +110,13 @@ def _kept(c, response, fields: Tuple[str, ...], shape=None) -> "_ops.Collector":
 
 
 # -- the operations
-def scan(c, r, op, exclusive, algorithm, out, axis, dtype, retries, timeout, keep, ttl, label) -> "_ops.Prepared":
+def scan(c, r, op, exclusive, algorithm, out, axis, dtype, retries, timeout, keep, ttl, label,
+         carry=None) -> "_ops.Prepared":
     """header.resident.values = r.id: the result streams back into .out, or with keep stays on the
-    server (a new RemoteArray). axis 0 or 1: the scan along it of r's matrix (r.reshape)."""
+    server (a new RemoteArray); carry= as a streamed scan's. axis 0 or 1: the scan along it of r's
+    matrix (r.reshape)."""
     if axis is not None:
+        _checks.no_carry(carry)
         return scan2d(c, r, op, out, retries, timeout, axis, exclusive, dtype, keep, ttl, label)
     if r.ndim != 1:
         raise ValueError("gpuscan: scan of a matrix RemoteArray scans along axis= 0 or 1 (r.reshape(-1): flat)")
@@ -121,6 +124,7 @@ def scan(c, r, op, exclusive, algorithm, out, axis, dtype, retries, timeout, kee
     header = _checks.scan_header(wire, op, exclusive, algorithm, r.size)
     if output is not None:
         header.output_dtype = output
+    _checks.set_carry(header, carry, result)
     header.resident.values = r.id
     keep = _keep(header.resident, keep, ttl, label, out)
     return _scanned(c, _prepared(c, "Scan", pb.ScanRequest(header=header), r, _wire.SCAN_DATA, retries, timeout, keep),

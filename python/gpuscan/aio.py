@@ -269,9 +269,10 @@ class AsyncClient(ClientBase):
                    out: Any = None, *, axis: Optional[int] = None, dtype: npt.DTypeLike = None,
                    copy: bool = False, lanes: Optional[int] = None, retries: Optional[int] = None,
                    timeout: Optional[float] = None, keep: bool = False, ttl: Optional[float] = None,
-                   label: Optional[str] = None) -> Any:
+                   label: Optional[str] = None, carry: Any = None) -> Any:
         return await self._drive(_transport.run(self, _ops.scan(self, x, op, exclusive, algorithm, out, axis, dtype,
-                                                                copy, lanes, retries, timeout, keep, ttl, label)))
+                                                                copy, lanes, retries, timeout, keep, ttl, label,
+                                                                carry)))
 
     @_client_doc("no native path")
     async def segmented_scan(self, x: Any, keys: Any = None, *, heads: Any = None, op: str = "sum",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from typing import Any, Callable, Dict, Generator, Iterable, Iterator, Optional, Tuple, Union, cast
 
 import grpc
@@ -16,6 +15,7 @@ import numpy.typing as npt
 from . import _chunking, _native, _ops, _pump, _resident, _retry, _tally, _transport, _types, shared
 from ._base import ClientBase
 from ._channel import Tls as Tls, channel_args, channel_credentials, decode_health_response, encode_health_request
+from ._channel import sleep_watching
 from ._effects import STREAMED_REPLY, UNARY, Call, HeaderOnly, Info, Lanes, Native, Program, Retry, Single
 from ._effects import NATIVE_RESPONSE_BYTES  # noqa: F401 (gpuscan.client's name, which tests size bins by)
 from ._types import DataPath, HistogramResult, Timing, TransportResult
@@ -220,29 +220,17 @@ class Client(ClientBase):
             return cast(bytes, _pump.result_of(start))  # created and waited for off this thread (see _pump)
 
     def _pause(self, seconds: float) -> None:
-        """The wait before a retry, watching the channels: a sync channel advances a connection only
-        while polled (else at grpc's 5 s backup poll); a connectivity subscription polls, on a grpc
-        thread. (Not try_to_connect: grpc's poller would ask again after the subscription ends,
-        failing if the client was closed meanwhile.)"""
+        """The wait before a retry, watching the channels (see _channel.sleep_watching)."""
         with self._lane_lock:
             channels = [self._channel, *self._lane_channels]
-
-        def ignore(_state: Any) -> None:
-            pass
-        for ch in channels:
-            ch.subscribe(ignore)
-        try:
-            time.sleep(seconds)
-        finally:
-            for ch in channels:
-                ch.unsubscribe(ignore)
+        sleep_watching(channels, seconds)
 
     # -- typed API: each method's arguments are checked and its requests built in _ops, and the
     # call runs on the transport _transport picks. AsyncClient's methods share these docstrings.
     def scan(self, x: Any, op: str = "sum", exclusive: bool = False, algorithm: Optional[str] = None,
              out: Any = None, *, axis: Optional[int] = None, dtype: npt.DTypeLike = None, copy: bool = False,
              lanes: Optional[int] = None, retries: Optional[int] = None, timeout: Optional[float] = None,
-             keep: bool = False, ttl: Optional[float] = None, label: Optional[str] = None) -> Any:
+             keep: bool = False, ttl: Optional[float] = None, label: Optional[str] = None, carry: Any = None) -> Any:
         """Prefix scan of a 1-D array (inclusive unless exclusive=True); returns `out` (new if None).
         dtype: the accumulator and result dtype, as np.cumsum's. A narrow x (int8, uint8, int16,
         uint16, bool, float16) travels as it is (1-2 bytes an element) and the server accumulates
@@ -286,9 +274,16 @@ class Client(ClientBase):
         x a RemoteArray (see put; axis= of r.reshape(rows, cols)): scanned where it lies (no upload; the streamed
         call's bits) into `out` (new if None), or with keep=True (ttl=, label= as put's) kept there: a new
         RemoteArray. So every operation: all its inputs RemoteArrays (else TypeError), keep=True returning
-        RemoteArrays in place of the arrays; one call (no lanes)."""
+        RemoteArrays in place of the arrays; one call (no lanes).
+
+        carry: a prefix folded into every result: out[i] = op(carry, scan[i]), scan being x's own (float
+        bits: x scanned alone, then folded), and an exclusive scan's out[0] is carry itself, so x continues
+        an array whose earlier part folds to carry. A number the result dtype holds exactly (else ValueError;
+        bool, non-numbers: TypeError), sent as one element of it. Host, shared, CUDA and remote x (keep=True
+        too), on one stream (lanes=K > 1: ValueError); not with axis 0/1 of a matrix or a float16 result
+        (ValueError). A server older than ScanHeader.carry ignores it."""
         return self._drive(_transport.run(self, _ops.scan(self, x, op, exclusive, algorithm, out, axis, dtype, copy,
-                                                           lanes, retries, timeout, keep, ttl, label)))
+                                                           lanes, retries, timeout, keep, ttl, label, carry)))
 
     def segmented_scan(self, x: Any, keys: Any = None, *, heads: Any = None, op: str = "sum", exclusive: bool = False,
                        out: Any = None, dtype: npt.DTypeLike = None, copy: bool = False,
