@@ -52,8 +52,9 @@ class Lanes:
 
 @dataclasses.dataclass
 class HeaderOnly:
-    """A call that sends its header alone (its data lie in shared or device memory): through the
-    C API where the client has it (the call's timeout with it), else grpcio."""
+    """A call that sends its header alone (its data lie in shared or device memory, or on the
+    server: a resident call answered by one message): through the C API where the client has it
+    (the call's timeout with it), else grpcio."""
     rpc: int                    # _native.RPC_*
     method: str
     request: bytes

@@ -54,6 +54,9 @@ class Prepared:
     native_lanes: bool = False
     collect: Optional[Callable[["Prepared", int], Collector]] = None  # a streamed try's, over k lanes
     header_only: Optional[Callable[[Any], Collector]] = None  # the shared or device call's
+    # A resident call answered by one message (a reduce, a kept result): its header sent as a
+    # HeaderOnly effect (the C API's header call where the client has it), retried as a stream.
+    one_answer: bool = False
     returns: Callable[[Any], Any] = lambda result: result  # the result as the method returns it
 
     def requests(self) -> Iterator[bytes]:

@@ -10,7 +10,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from . import _checks, _chunking, _ops, _resident, _types, _wire
+from . import _checks, _chunking, _ops, _resident, _t_shared, _types, _wire
 from ._resident import RemoteArray
 from ._types import Timing
 from .errors import Internal
@@ -79,10 +79,11 @@ def accumulation(r: RemoteArray, dtype) -> Tuple[int, Optional[int], np.dtype]:
 
 def _prepared(c, method: str, request, r: RemoteArray, data_field: int, retries, timeout, keep: bool,
               **kw) -> "_ops.Prepared":
-    """The call: its header alone (an empty x, one request), on one call (no lanes)."""
+    """The call: its header alone (an empty x, one request), on one call (no lanes); a reduce or a
+    kept result, answered by one message, as a header-only call (see _t_stream)."""
     retries, timeout = c._call_options(retries, timeout)
     return _ops.Prepared(method, np.empty(0, r.dtype), request, 0 if keep else retries, timeout, data_field, per=1,
-                         **kw)
+                         one_answer=(keep or method == "Reduce") and method in _t_shared.RPCS, **kw)
 
 
 # -- kept results: the final response's ArrayInfo fields as RemoteArrays

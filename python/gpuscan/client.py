@@ -59,9 +59,9 @@ class Client(ClientBase):
     (and info()["data_path"]) says which path the client took: "native" and the library's file, or "grpcio" and why
     (see gpuscan._native.candidates for where the library is looked for).
     Streamed histograms and sorts (the other operations too), scan_iter and in-place scans of host arrays use grpcio;
-    calls that send their header alone (shared memory; CUDA arrays: scan, reduce, compact, histogram, sort) go through
-    the C API's gpuscan_header_call. A call's own timeout= goes through the C API too (each of its calls takes a
-    deadline).
+    calls that send their header alone (shared memory; CUDA arrays: scan, reduce, compact, histogram, sort; a
+    RemoteArray's reduce and kept results) go through the C API's gpuscan_header_call. A call's own timeout= goes
+    through the C API too (each of its calls takes a deadline).
 
     timeout= on every call (None: the client's timeout; 0: none): that call's seconds, every try
     and wait included; past it, gpuscan.DeadlineExceeded.

@@ -3,7 +3,8 @@ scan's first element the carry itself, so the bits equal the scan without a carr
 afterwards (integers: numpy's scan of x after the carry). Every operator and wide dtype, both kinds,
 random data (never zeros) at sizes around the 64-byte chunks, on the streamed paths (the C API's
 where it loads, and grpcio's), on RemoteArrays (kept and not), shared memory, a narrow x, a
-pipeline stage and the AsyncClient; -0.0 carries; carries refused before any call."""
+pipeline stage and the AsyncClient; -0.0 carries; carries refused before any call. Resident calls
+answered by one message (a reduce, kept results) go through the C API's header call where it loads."""
 import asyncio
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 import gpuscan
 from gpuscan import _ops
 from gpuscan.aio import AsyncClient
+from gpuscan.testing import ServerProcess
 from gpuscan.v1 import gpuscan_pb2 as pb
 
 import reference as ref
@@ -187,3 +189,48 @@ def test_requests_carry_one_stream():
                       carry=2**40)
         assert p.request.header.carry == np.int64(2**40).tobytes()
         assert p.request.header.output_dtype == pb.DTYPE_INT64
+
+
+def test_resident_reduce_and_kept_calls_through_the_header_call(target, server_binary):
+    """A native client sends a resident reduce and the kept calls (one answer each) through the C
+    API's header call; the results are the streamed calls' and a reduce is retried as before (a
+    restarted server: UNAVAILABLE, retried, then NotFound)."""
+    with gpuscan.Client(target, chunk_bytes=SMALL_CHUNK_BYTES, timeout=60) as c:
+        if c._native is None:
+            pytest.skip("no C API here")
+        calls = []
+        header_call = c._native.header_call
+
+        def counted(rpc, request, *a, **kw):
+            calls.append(rpc)
+            return header_call(rpc, request, *a, **kw)
+        c._native.header_call = counted
+        x = ref.random_array(np.random.default_rng(9), np.dtype(np.float64), 300)
+        r = c.put(x)
+        try:
+            same_bits(c.reduce(r), c.reduce(x), "reduce")
+            same_bits(c.reduce(r, "max"), np.max(x), "reduce max")
+            kept = [c.scan(r, carry=1.5, keep=True), c.sort(r, keep=True),
+                    c.compact(r, predicate=("gt", 0), keep=True)]
+            same_bits(kept[0].get(), fold("sum", np.float64(1.5), c.scan(x), False), "kept scan")
+            same_bits(kept[1].get(), c.sort(x), "kept sort")
+            same_bits(kept[2].get(), x[x > 0], "kept compact")
+            assert len(calls) == 5, calls
+            same_bits(c.scan(r), c.scan(x), "streamed back")  # many answers: grpcio's stream
+            assert len(calls) == 5, calls
+        finally:
+            for a in c.arrays():
+                a.drop()
+    srv = ServerProcess(server_binary, extra=["--resident-bytes", "65536"])
+    try:
+        with gpuscan.Client(srv.target, retries=5, backoff=(0.05, 0.5), timeout=30) as c:
+            r = c.put(x[:100])
+            same_bits(c.reduce(r), c.reduce(x[:100]), "reduce")
+            port = int(srv.target.rsplit(":", 1)[1])
+            srv.kill()
+            srv.stop()
+            srv = ServerProcess(server_binary, extra=["--resident-bytes", "65536"], port=port)
+            with pytest.raises(gpuscan.NotFound, match="restarted"):
+                c.reduce(r)
+    finally:
+        srv.stop()
