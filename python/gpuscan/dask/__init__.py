@@ -13,6 +13,8 @@ dask arrays, each block computed by a gpuscan server next to the dask worker tha
     s = gpuscan.dask.sort(x)                            # a sample sort around the servers' sorts
     with gpuscan.dask.persist(x) as p:                  # the blocks kept on the workers' servers
         y = gpuscan.dask.cumsum(p).compute()            # each block scanned where it lies
+        with gpuscan.dask.cumsum(p, keep=True) as q:    # the result kept there too (q persisted)
+            m = gpuscan.dask.reduce(q, "max").compute()
 
 dask (and distributed) are imported by this package alone: `import gpuscan` does not need them.
 
@@ -40,7 +42,9 @@ persist(x) puts each block on its worker's server as a resident array and return
 PersistedArray, which every function here but segmented_scan and in_shared_memory takes in place
 of a dask array: the same graphs, each block's call made where the block lies, so only carries
 and results cross the wire; release() (or `with`) drops the blocks (docs/dask.md, "Persisted
-blocks").
+blocks"). scan(p, keep=True) (cumsum too) keeps the result there as well, a new PersistedArray
+made by one task (each block's total, then each block scanned with its carry: only the totals
+cross the wire), and reduce(p) is one task over every block.
 
 Layout: _checks (arguments), _graphs (the public functions and their graphs), _sort (sort's),
 _blocks (the block tasks), _ops (the operators in numpy), _worker (the plugin and its clients),

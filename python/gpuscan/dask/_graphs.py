@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -22,7 +22,7 @@ from . import _resident_blocks
 from ._blocks import (finish_scan, finish_segscan, hist_combine, reduce_combine, reduce_final, scan_carries,
                       segscan_block, segscan_carries, to_shared_block)
 from ._checks import check_array, check_bool, check_op, check_same_chunks, check_x, histogram_spec
-from ._persisted import blocks_of, check_mask_together, refuse, same_kind
+from ._persisted import PersistedArray, blocks_of, check_mask_together, refuse, same_kind, scan_kept
 
 SPLIT_EVERY = 32          # fan-in of the tree that combines reduce/histogram partials
 
@@ -62,20 +62,38 @@ def in_shared_memory(x: Any) -> da.Array:
                         name=f"gpuscan-in-shared-memory-{tokenize(x)}")
 
 
-def scan(x: Any, op: str = "sum", exclusive: bool = False, *, algorithm: Optional[str] = None) -> da.Array:
+def scan(x: Any, op: str = "sum", exclusive: bool = False, *, algorithm: Optional[str] = None, keep: bool = False,
+         ttl: Optional[float] = None, label: Optional[str] = None) -> Union[da.Array, PersistedArray]:
     """Prefix scan of a 1-D dask array on the gpuscan servers: a lazy dask array with x's chunks and
     dtype (integers wrap). op: sum, product, min, max, bit_and, bit_or, bit_xor (bitwise: integer
     dtypes only). exclusive=True: element i is op over x[:i] (the identity at 0). algorithm: a
     server scan algorithm (None: the server's default, deterministic for float sum/product).
     Float sum/product bits may change with the chunking (see gpuscan.dask's doc). Bad arguments
     raise TypeError/ValueError here, before anything runs. x persisted (persist()): each block
-    scanned where it lies, the same bits."""
+    scanned where it lies, the same bits.
+
+    keep=True (x persisted): the result stays on the servers, a new PersistedArray of x's chunks
+    whose blocks lie with x's, made now by one task: every block's total (its reduction: one value
+    back), the carries in block order, then every block scanned where it lies with its carry (the
+    server folds it in: scan's carry=) and kept; nothing else crosses the wire. The same bits as
+    the lazy scan (an explicit float algorithm=: the totals are the default's). ttl=, label= as
+    persist's (label default "gpuscan.dask.scan"); a failure drops what was kept. Release it as x."""
+    if keep is not True and keep is not False:
+        raise TypeError(f"gpuscan.dask.scan: keep must be True or False, got {keep!r}")
+    if not keep and (ttl is not None or label is not None):
+        raise ValueError("gpuscan.dask.scan: ttl= and label= describe a kept result: they need keep=True")
+    if keep and not isinstance(x, PersistedArray):
+        raise ValueError("gpuscan.dask.scan: keep=True keeps the result on the servers that keep x's blocks: x "
+                         "must be persisted (gpuscan.dask.persist(x)); a dask array's scan is lazy (.persist() it)")
+    persisted = x
     x, b = blocks_of(x, "scan")
     dtype = check_x(x, "scan")
     op = check_op(op, dtype, "scan")
     exclusive = check_bool(exclusive, "exclusive", "scan")
     if algorithm is not None:
         scan_algorithm(algorithm)  # an unknown name: ValueError now
+    if keep:
+        return scan_kept(persisted, op, exclusive, algorithm, ttl, label)
     token = tokenize(x, op, exclusive, algorithm)
     name = f"gpuscan-{'exclusive-' if exclusive else ''}scan-{op}-{token}"
     part, summ, carries = f"{name}-part", f"{name}-summary", f"{name}-carries"
@@ -90,23 +108,23 @@ def scan(x: Any, op: str = "sum", exclusive: bool = False, *, algorithm: Optiona
     return _array(name, dsk, [x], x.chunks, dtype)
 
 
-def cumsum(x: Any, exclusive: bool = False, **kw: Any) -> da.Array:
-    """scan(x, "sum", exclusive): x's dtype, wrapping (numpy's cumsum widens int32: compare with
-    np.cumsum(x, dtype=x.dtype)). Never dask's cumsum(axis=None), which rechunks (dask/dask#11872)."""
+def cumsum(x: Any, exclusive: bool = False, **kw: Any) -> Union[da.Array, PersistedArray]:
+    """scan(x, "sum", exclusive, **kw) (keep=True too): x's dtype, wrapping (numpy's cumsum widens int32:
+    compare with np.cumsum(x, dtype=x.dtype)). Never dask's cumsum(axis=None), which rechunks (dask/dask#11872)."""
     return scan(x, "sum", exclusive, **kw)
 
 
-def cumprod(x: Any, exclusive: bool = False, **kw: Any) -> da.Array:
+def cumprod(x: Any, exclusive: bool = False, **kw: Any) -> Union[da.Array, PersistedArray]:
     """scan(x, "product", exclusive, **kw): np.cumprod of a 1-D dask array on the servers."""
     return scan(x, "product", exclusive, **kw)
 
 
-def cummin(x: Any, exclusive: bool = False, **kw: Any) -> da.Array:
+def cummin(x: Any, exclusive: bool = False, **kw: Any) -> Union[da.Array, PersistedArray]:
     """scan(x, "min", exclusive, **kw): np.minimum.accumulate of a 1-D dask array on the servers."""
     return scan(x, "min", exclusive, **kw)
 
 
-def cummax(x: Any, exclusive: bool = False, **kw: Any) -> da.Array:
+def cummax(x: Any, exclusive: bool = False, **kw: Any) -> Union[da.Array, PersistedArray]:
     """scan(x, "max", exclusive, **kw): np.maximum.accumulate of a 1-D dask array on the servers."""
     return scan(x, "max", exclusive, **kw)
 
@@ -114,14 +132,18 @@ def cummax(x: Any, exclusive: bool = False, **kw: Any) -> da.Array:
 def reduce(x: Any, op: str = "sum") -> da.Array:
     """Reduction of a 1-D dask array: a lazy 0-d dask array of x's dtype (compute() gives a numpy
     scalar; integers wrap; an empty array gives the operator's identity). Each block is reduced on
-    its worker's server, the partials combined with numpy in block order (a tree of fan-in 32), or
-    where it lies for a persisted x."""
+    its worker's server, the partials combined with numpy in block order (a tree of fan-in 32). A
+    persisted x: one task reduces every block where it lies, at once, and folds the values as that
+    tree does (the same bits)."""
     x, b = blocks_of(x, "reduce")
     dtype = check_x(x, "reduce")
     op = check_op(op, dtype, "reduce")
     name = f"gpuscan-reduce-{op}-{tokenize(x, op)}"
     part = f"{name}-part"
     dsk: Dict[Any, Any] = {}
+    if b is _resident_blocks:
+        dsk[(name,)] = (_resident_blocks.reduce_blocks, list(x.__dask_keys__()), op, dtype, SPLIT_EVERY)
+        return _array(name, dsk, [x], (), dtype)
     keys = []
     for i, k in enumerate(x.__dask_keys__()):
         dsk[(part, i)] = (b.reduce_block, k, op)

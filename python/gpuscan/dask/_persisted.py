@@ -20,7 +20,7 @@ from dask.highlevelgraph import HighLevelGraph
 from .. import _resident
 from . import _blocks, _resident_blocks
 from ._checks import check_array, check_x
-from ._resident_blocks import BlockRef, drop_blocks, fetch_block, put_blocks, renew_blocks
+from ._resident_blocks import BlockRef, drop_blocks, fetch_block, put_blocks, renew_blocks, scan_kept_blocks
 
 _MASKS = {np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.uint8)}  # one byte an element: compact's where=
 
@@ -30,7 +30,8 @@ class PersistedArray:
     on the server of the worker that put it, as a resident array. Not a dask array (its blocks are
     handles, not data); gpuscan.dask's scan/cumsum/..., reduce, histogram, compact and sort take it
     in place of one and run each block's call on its server (only carries and results cross the
-    wire). to_dask() (or compute()) reads the data back. release() (or drop(), or leaving `with
+    wire); scan(p, keep=True) leaves its result there too, a new PersistedArray. to_dask() (or
+    compute()) reads the data back. release() (or drop(), or leaving `with
     p:`) drops every block; so does nothing else: unused for their ttl the server drops them
     (renew() restarts it). Attributes as a dask array's: dtype, shape, size, ndim, chunks,
     numblocks, nbytes; blocks: the BlockRefs; targets: {server: blocks it keeps}."""
@@ -169,6 +170,23 @@ class PersistedArray:
         if errors:
             raise errors[0]
         return [f.result() for f in futures]
+
+
+def scan_kept(x: PersistedArray, op: str, exclusive: bool, algorithm: Optional[str], ttl: Optional[float],
+              label: Optional[str]) -> PersistedArray:
+    """scan(x, keep=True) of a PersistedArray x (the arguments checked): its blocks scanned where
+    they lie and kept there, by one task on a worker (_resident_blocks.scan_kept_blocks); the new
+    PersistedArray."""
+    x.blocks_array("scan")  # released: ValueError
+    _resident.ttl_ms(ttl)
+    base = _resident.check_label(label) or "gpuscan.dask.scan"
+    refs = x.blocks
+    dc = x._client()
+    key = f"gpuscan-scan-keep-{uuid.uuid4().hex}"
+    labels = [f"{base} block {i}" for i in range(len(refs))]
+    future = dc.submit(scan_kept_blocks, list(refs), op, exclusive, algorithm, ttl, labels, pure=False, key=key)
+    kept = future.result()
+    return PersistedArray(kept, x.dtype, dc, key)
 
 
 class PersistedArrays(tuple):  # type: ignore[type-arg]  # (of PersistedArray)

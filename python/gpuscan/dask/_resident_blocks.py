@@ -2,10 +2,13 @@
 the tasks that put, fetch, renew and drop blocks, and run each operation on a block where it lies.
 The operations' tasks have _blocks' names and results, so _graphs builds the same graph over
 either: only a block's call differs (a resident call here, whose input never crosses the wire),
-and an exclusive scan's total, which needs the block's last element (one element fetched)."""
+and an exclusive scan's total, which needs the block's last element (one element fetched). Two
+tasks take every block at once instead (a thread pool, the calls of a round concurrent): reduce's
+(reduce_blocks) and the kept scan's (scan_kept_blocks), whose results stay on the servers."""
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
@@ -15,10 +18,10 @@ from .._resident import RemoteArray
 from ..client import Client
 from ..errors import NotFound, Unimplemented
 from ..v1 import gpuscan_pb2 as pb
-from ._blocks import _last_total
+from ._blocks import _last_total, reduce_combine, reduce_final, scan_carries
 from ._ops import identity
 from ._targets import multi_address
-from ._worker import plugin
+from ._worker import GpuscanPlugin, plugin
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,13 +50,15 @@ class BlockRef:
         return RemoteArray(client, pb.ArrayInfo.FromString(self.info))
 
 
-def _call(ref: BlockRef, what: str, n: int, call: Callable[[RemoteArray], Any]) -> Any:
-    """call(the block as a RemoteArray) on the block's server, whichever worker runs the task; a
-    block gone from the server (released, or idle past its ttl) says so."""
+def _call(ref: BlockRef, what: str, n: int, call: Callable[[RemoteArray], Any],
+          worker: Optional[GpuscanPlugin] = None) -> Any:
+    """call(the block as a RemoteArray) on the block's server, whichever worker runs the task
+    (worker: its plugin, for a thread of the task's own); a block gone from the server (released,
+    or idle past its ttl) says so."""
     def run(client: Client) -> Any:
         return call(ref.remote(client))
     try:
-        return plugin().on_server(ref.target, what, n, run)
+        return (worker or plugin()).on_server(ref.target, what, n, run)
     except NotFound as e:
         raise NotFound(f"{e.message} (a persisted block of gpuscan.dask.persist: gone once the persisted array "
                        "is released, or after its ttl unused; renew() restarts the ttl)", e.code) from None
@@ -180,3 +185,74 @@ def sort_block(ref: BlockRef) -> npt.NDArray[Any]:
 
 def _dtype(ref: BlockRef) -> np.dtype[Any]:
     return np.dtype(ref.dtype)
+
+
+# -- every block in one task: the calls of a round run at once (a thread pool), none streams a block
+CALLS_PER_SERVER = 16  # threads of a round's pool per server (a server admits 64 calls at once by default)
+
+
+def _each(refs: Sequence[BlockRef], call: Callable[[int, BlockRef], Any]) -> List[Any]:
+    """call(i, ref) for each non-empty block at once (a pool of CALLS_PER_SERVER threads a server,
+    the servers' blocks interleaved): the results in block order (None for an empty block). Every
+    call ends before the first error, in block order, raises."""
+    queues: Dict[str, List[int]] = {}
+    for i, ref in enumerate(refs):
+        if ref.size:
+            queues.setdefault(ref.target, []).append(i)
+    order: List[int] = []  # the servers' blocks interleaved: a bounded pool keeps every server busy
+    for k in range(max((len(q) for q in queues.values()), default=0)):
+        order += [q[k] for q in queues.values() if k < len(q)]
+    out: List[Any] = [None] * len(refs)
+    if not order:
+        return out
+    with ThreadPoolExecutor(max_workers=min(len(order), CALLS_PER_SERVER * len(queues))) as pool:
+        futures = {i: pool.submit(call, i, refs[i]) for i in order}
+        wait(list(futures.values()))
+    errors = [futures[i].exception() for i in sorted(futures) if futures[i].exception() is not None]
+    if errors:
+        raise cast(BaseException, errors[0])
+    for i, f in futures.items():
+        out[i] = f.result()
+    return out
+
+
+def _totals(worker: GpuscanPlugin, refs: Sequence[BlockRef], op: str) -> List[Any]:
+    """Each block's reduction where it lies (one value back; None for an empty block)."""
+    return _each(refs, lambda i, ref: _call(ref, "reduce", ref.size, lambda r: r.client.reduce(r, op), worker))
+
+
+def reduce_blocks(refs: Sequence[BlockRef], op: str, dtype: npt.DTypeLike, split_every: int) -> Any:
+    """reduce of a persisted array as one task: every block reduced at once, the values folded
+    in block order as the graph of per-block tasks folds them (groups of split_every, level by
+    level: reduce_combine, then reduce_final), so the same bits."""
+    totals = _totals(plugin(), refs, op)
+    parts: List[Any] = [(ref.size, v) if ref.size else (0, identity(op, dtype)) for ref, v in zip(refs, totals)]
+    while len(parts) > split_every:
+        parts = [reduce_combine(parts[j:j + split_every], op, dtype) for j in range(0, len(parts), split_every)]
+    return reduce_final(parts, op, dtype)
+
+
+def scan_kept_blocks(refs: Sequence[BlockRef], op: str, exclusive: bool, algorithm: Optional[str],
+                     ttl: Optional[float], labels: Sequence[str]) -> Tuple[BlockRef, ...]:
+    """scan(p, keep=True) as one task: every block's total (its reduction, which equals its
+    inclusive scan's last element bit for bit: an exclusive block's total too), the carries in
+    block order (scan_carries), then every block scanned where it lies with its carry folded in
+    by the server (carry=; none before the first element) and kept (keep=True): the new blocks'
+    handles, on the same servers. Each round's calls run at once; a failure drops the blocks kept
+    so far."""
+    worker = plugin()
+    totals = _totals(worker, refs, op)
+    carries = scan_carries([(ref.size, t) for ref, t in zip(refs, totals)], op)
+    kept: List[Optional[BlockRef]] = [None] * len(refs)
+
+    def scan(i: int, ref: BlockRef) -> None:
+        def call(r: RemoteArray) -> Any:
+            return r.client.scan(r, op, exclusive, algorithm, keep=True, ttl=ttl, label=labels[i], carry=carries[i])
+        y = _call(ref, "scan", ref.size, call, worker)
+        kept[i] = BlockRef(ref.target, y._info.SerializeToString(), y.size, ref.dtype)
+    try:
+        _each(refs, scan)
+    except BaseException:
+        drop_blocks([k for k in kept if k is not None])
+        raise
+    return tuple(k if k is not None else BlockRef("", b"", 0, ref.dtype) for k, ref in zip(kept, refs))

@@ -23,6 +23,7 @@ import dask  # noqa: E402
 import gpuscan  # noqa: E402
 import gpuscan.dask as gd  # noqa: E402
 from gpuscan.testing import ServerProcess  # noqa: E402
+from gpuscan.v1 import gpuscan_pb2 as pb  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # python/tests: reference.py
@@ -276,3 +277,144 @@ def test_persist_errors(dc, servers):
         assert listed(servers[0]) == [0, 0]
     finally:
         gd.register(dc, [s.target for s in servers[0]], timeout=60)
+
+
+
+def blocks_kept(a):
+    """How many non-empty blocks a persisted array keeps (its resident arrays)."""
+    return sum(1 for b in a.blocks if b.size)
+
+
+def test_kept_scans_as_the_lazy_scans(dc, servers):
+    """scan(p, keep=True): a PersistedArray of p's chunks whose blocks lie with p's (on both
+    servers), each the bits of gpuscan.dask's scan of the plain dask array (floats too; integers:
+    numpy's), every operator of reductions(dtype), both kinds; blocks of one element and empty
+    ones. While the kept scans run the servers receive no array data and send a value per block
+    at most (the totals). release() drops the new blocks and leaves p's."""
+    cases, held = [], []
+    try:
+        for dtype, chunks in CHUNKINGS.items():
+            xn = data(dtype, sum(chunks), salt=30)
+            x = dask_of(xn, chunks)
+            p = gd.persist(x)
+            held.append(p)
+            assert set(p.targets) == {s.target for s in servers[0]}, p.targets
+            before = wire(servers[0])
+            kept = [(op, exclusive, gd.scan(p, op, exclusive, keep=True)) for op in reductions(dtype)
+                    for exclusive in (False, True)]
+            after = wire(servers[0])
+            assert after[0] == before[0], (before, after)
+            assert after[1] - before[1] <= len(kept) * blocks_kept(p) * dtype.itemsize, (before, after)
+            cases.append((dtype, xn, x, p, kept))
+        got = dask.compute(*[q.to_dask() for *_, kept in cases for _, _, q in kept])
+        want = dask.compute(*[gd.scan(x, op, ex) for _, _, x, _, kept in cases for op, ex, _ in kept])
+        i = 0
+        for dtype, xn, x, p, kept in cases:
+            for op, exclusive, q in kept:
+                assert isinstance(q, gd.PersistedArray) and q.dtype == dtype and q.chunks == p.chunks
+                assert [b.target for b in q.blocks] == [b.target for b in p.blocks]
+                assert got[i].dtype == want[i].dtype and got[i].tobytes() == want[i].tobytes(), (dtype, op, exclusive)
+                if dtype.kind != "f":
+                    np.testing.assert_array_equal(got[i], ref.scan(xn, op, exclusive))
+                i += 1
+        persisted = sum(blocks_kept(p) for *_, p, _ in cases)
+        made = sum(blocks_kept(q) for *_, kept in cases for _, _, q in kept)
+        assert sum(listed(servers[0])) == persisted + made
+        assert sum(q.release() for *_, kept in cases for _, _, q in kept) == made
+        assert sum(listed(servers[0])) == persisted
+    finally:
+        for p in held:
+            p.release()
+    assert listed(servers[0]) == [0, 0]
+
+
+def test_kept_scan_chains_ttl_label_and_aliases(dc, servers):
+    """cumsum/cumprod/cummin/cummax pass keep= (and ttl=, label=) through; a kept result is a
+    persisted array like any (scanned and kept again, reduced, read back); its blocks carry the
+    label (each its index) and the ttl."""
+    xn = data(np.dtype(np.int64), 7001, salt=31)
+    with gd.persist(dask_of(xn, 1000)) as p:
+        with gd.cumsum(p, keep=True, ttl=60, label="kept") as q:
+            for s in servers[0]:
+                with gpuscan.Client(s.target) as c:
+                    mine = {r.id: r for r in c.arrays()}
+                for i, b in enumerate(q.blocks):
+                    if b.target == s.target:
+                        assert mine[b.id].label == f"kept block {i}", mine[b.id]
+                        assert 55 < mine[b.id].expires - time.time() <= 60.5, mine[b.id]
+            with gd.cumsum(q, exclusive=True, keep=True) as q2:
+                np.testing.assert_array_equal(q2.compute(), ref.scan(np.cumsum(xn), "sum", True))
+            assert gd.reduce(q, "max").compute() == np.cumsum(xn).max()
+            np.testing.assert_array_equal(q.to_dask().compute(), np.cumsum(xn))
+        for fn, op in ((gd.cumprod, "product"), (gd.cummin, "min"), (gd.cummax, "max")):
+            with fn(p, exclusive=True, keep=True) as q:
+                np.testing.assert_array_equal(q.compute(), ref.scan(xn, op, True))
+        assert sum(listed(servers[0])) == 8  # p's blocks alone
+    assert listed(servers[0]) == [0, 0]
+
+
+def test_kept_scan_errors_leave_nothing_kept(dc, servers):
+    """Arguments refused before anything runs; a block gone (its total fails: nothing kept), and a
+    server past its --resident-bytes (kept blocks made, then one refused: those made are dropped),
+    raise the server's error and leave the servers' arrays as they were."""
+    xn = data(np.dtype(np.int64), 8 * 8192, salt=32)
+    x = dask_of(xn, 8192)
+    with pytest.raises(ValueError, match="persisted"):
+        gd.cumsum(x, keep=True)
+    with gd.persist(x) as p:
+        assert listed(servers[0]) == [4, 4]
+        with pytest.raises(ValueError, match="keep=True"):
+            gd.scan(p, ttl=5)
+        with pytest.raises(TypeError, match="keep"):
+            gd.scan(p, keep="yes")
+        with pytest.raises(ValueError, match="ttl"):
+            gd.scan(p, keep=True, ttl=-1)
+        with pytest.raises(ValueError, match="algorithm"):
+            gd.scan(p, keep=True, algorithm="no such")
+        info = pb.ArrayInfo.FromString(p.blocks[5].info)
+        info.id = bytes(len(info.id))
+        gone = gd.PersistedArray([*p.blocks[:5], dataclasses.replace(p.blocks[5], info=info.SerializeToString()),
+                                  *p.blocks[6:]], p.dtype, dc, "gone")  # never released: not its blocks
+        with pytest.raises(gpuscan.NotFound, match="persisted block"):
+            gd.cumsum(gone, keep=True)
+        assert listed(servers[0]) == [4, 4]
+        # Fill server 0 but for room of about two more blocks: its kept scans are refused past that.
+        target = servers[0][0].target
+        with gpuscan.Client(target, tenant="filler") as c:
+            room = c.arrays().budget_bytes - c.arrays().used_bytes - 5 * 8192 * 8 // 2
+            filler = c.put(np.ones(room // 8, np.int64))
+            try:
+                with pytest.raises(gpuscan.ResourceExhausted, match=target):
+                    gd.cumsum(p, keep=True)
+                assert listed(servers[0]) == [4, 4]
+            finally:
+                filler.drop()
+        with gd.cumsum(p, keep=True) as q:  # room again
+            np.testing.assert_array_equal(q.compute(), np.cumsum(xn))
+    p.release()
+    with pytest.raises(ValueError, match="released"):
+        gd.cumsum(p, keep=True)
+    assert listed(servers[0]) == [0, 0]
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float64), np.dtype(np.int32)], ids=str)
+def test_reduce_of_a_persisted_array_is_one_task(dc, servers, dtype):
+    """reduce(p) is one task over every block (not a task a block and a tree), with the bits of
+    the plain array's reduce, whose tree folds 70 blocks in two levels; empty blocks and an empty
+    array too."""
+    chunks = tuple([0, 1] + [997] * 66 + [0, 3])
+    xn = data(dtype, sum(chunks), salt=33)
+    x = dask_of(xn, chunks)
+    with gd.persist(x) as p, gd.persist(dask_of(xn[:0], (0,))) as empty:
+        ops = reductions(dtype)
+        lazy = [gd.reduce(p, op) for op in ops]
+        for r in lazy:
+            assert [k for k in dict(r.__dask_graph__()) if "gpuscan-reduce" in str(k)] == [(r.name,)]
+            assert r.shape == () and r.dtype == dtype
+        got = dask.compute(*lazy, gd.reduce(empty, "max"))
+        want = dask.compute(*[gd.reduce(x, op) for op in ops])
+    for op, g, w in zip(ops, got, want):
+        assert type(g) is type(w) and g.tobytes() == w.tobytes(), (op, g, w)
+        if op != "product" or dtype.kind != "f":
+            ref.assert_value_close(g, ref.reduce(xn, op), xn, op)
+    assert got[-1] == ref.identity("max", dtype)
