@@ -12,6 +12,20 @@ def env(name, default, kind=float):
     return kind(os.environ.get(name, default))
 
 
+def per_block_sum(p):
+    """gd.reduce(p) as gpuscan.dask built it before its one task (the "persisted" sum row since
+    the row began): a task a block, each block reduced where it lies, and a tree of fan-in
+    SPLIT_EVERY combining the values."""
+    from dask.base import tokenize
+    from gpuscan.dask import _blocks, _graphs, _resident_blocks
+    src = p.blocks_array("sum")
+    name = f"gpuscan-reduce-per-block-{tokenize(src)}"
+    dsk = {(f"{name}-part", i): (_resident_blocks.reduce_block, k, "sum") for i, k in enumerate(src.__dask_keys__())}
+    _graphs._tree(dsk, f"{name}-tree", list(dsk), _blocks.reduce_combine, (name,), _blocks.reduce_final, "sum",
+                  src.dtype)
+    return _graphs._array(name, dsk, [src], (), src.dtype)
+
+
 def main():
     t0_target, t1_target, json_path, table_path = sys.argv[1:5]
     gib, chunk_mib = env("DASK_GIB", 8), env("DASK_CHUNK_MIB", 128)
@@ -39,6 +53,13 @@ def main():
                 time.sleep(0.05)
             raise RuntimeError(f"keys of {arr.name} still on the scheduler")
 
+        def record(op, backend, times):
+            best = min(times)
+            rows.append({"op": op, "backend": backend, "seconds": times, "best_s": best,
+                         "median_s": statistics.median(times), "gbps": n * 8 / best / 1e9})
+            print(f"  {op:<10} {backend:<32} {n * 8 / best / 1e9:8.2f} GB/s  (best {best:.3f} s, "
+                  f"median {statistics.median(times):.3f} s)", flush=True)
+
         def measure(op, backend, make, persist):
             """One warm-up run, then `reps` timed ones; returns the last result (persisted or computed)."""
             times, result = [], None
@@ -58,11 +79,25 @@ def main():
                     forget(arr)
                 else:
                     result = res
-            best = min(times)
-            rows.append({"op": op, "backend": backend, "seconds": times, "best_s": best,
-                         "median_s": statistics.median(times), "gbps": n * 8 / best / 1e9})
-            print(f"  {op:<10} {backend:<32} {n * 8 / best / 1e9:8.2f} GB/s  (best {best:.3f} s, "
-                  f"median {statistics.median(times):.3f} s)", flush=True)
+            record(op, backend, times)
+            return result
+
+        def measure_kept(op, backend, run):
+            """As measure, for a call that runs at once and leaves its result on the servers (a
+            PersistedArray: gd.cumsum(p, keep=True)): each run's result released after it (not
+            timed) but the last one's, which is returned."""
+            times, result = [], None
+            for r in range(reps + 1):
+                t = time.perf_counter()
+                res = run()
+                dt = time.perf_counter() - t
+                if r:
+                    times.append(dt)
+                if r < reps:
+                    res.release()
+                else:
+                    result = res
+            record(op, backend, times)
             return result
 
         print("dask's own (numpy in each block):")
@@ -93,12 +128,20 @@ def main():
             with gd.persist(x, dask_client=dc) as p:
                 print(f"  blocks put on the servers in {time.perf_counter() - t:.2f} s", flush=True)
                 yp = measure("cumsum", label + ", persisted", lambda: gd.cumsum(p), True)
-                sp = measure("sum", label + ", persisted", lambda: gd.reduce(p), False)
+                # "kept": keep=True, the result left on the servers (one task: the blocks' totals, then
+                # each block scanned with its carry and kept), released after each run. "one task":
+                # gd.reduce(p), every block reduced by one task; "persisted": the graph of a task a block.
+                yk = measure_kept("cumsum", label + ", kept", lambda: gd.cumsum(p, keep=True))
+                sp = measure("sum", label + ", persisted", lambda: per_block_sum(p), False)
+                s1 = measure("sum", label + ", one task", lambda: gd.reduce(p), False)
                 hp = measure("histogram", label + ", persisted", lambda: gd.histogram(p, bins, range=(lo, hi))[0],
                              False)
                 checks[label + ", persisted"] = {"cumsum": bool(da.all(yp == ref_cumsum).compute()),
                                                  "sum": bool(sp == ref_sum), "histogram": bool(np.array_equal(hp, ref_hist))}
-                del yp
+                checks[label + ", kept"] = {"cumsum": bool(da.all(yk.to_dask() == ref_cumsum).compute())}
+                checks[label + ", one task"] = {"sum": bool(s1 == ref_sum)}
+                yk.release()
+                del yp, yk
             info = gd.worker_info(dc)
             print(f"  checks against dask's: {checks[label]}; workers: "
                   + "; ".join(f"{i['target']} shared memory {i['shared_memory']} ({i['calls']} calls)"
@@ -120,6 +163,11 @@ def main():
         per2, per1 = best[(op, "gpuscan, 2 servers, persisted")], best[(op, "gpuscan, 1 server, persisted")]
         speed[op].update({"persisted_two_over_one_server": per2 / per1,
                           "persisted_two_servers_over_dask_numpy": per2 / best[(op, "dask numpy")]})
+    for op, kind in (("cumsum", "kept"), ("sum", "one task")):
+        k2, k1 = best[(op, f"gpuscan, 2 servers, {kind}")], best[(op, f"gpuscan, 1 server, {kind}")]
+        key = kind.replace(" ", "_")
+        speed[op].update({f"persisted_{key}_two_over_one_server": k2 / k1,
+                          f"persisted_{key}_two_servers_over_dask_numpy": k2 / best[(op, "dask numpy")]})
     for op in ("cumsum", "sum"):
         shm2, shm1 = best[(op, "gpuscan, 2 servers, shm blocks")], best[(op, "gpuscan, 1 server, shm blocks")]
         speed[op].update({"shm_two_over_one_server": shm2 / shm1,
@@ -130,7 +178,10 @@ def main():
                      (f"; blocks in shared memory: 2 servers / 1 server {s['shm_two_over_one_server']:.2f}x, "
                       f"2 servers / dask numpy {s['shm_two_servers_over_dask_numpy']:.2f}x"
                       if "shm_two_over_one_server" in s else "") +
-                     f"; persisted: 2 servers / dask numpy {s['persisted_two_servers_over_dask_numpy']:.2f}x")
+                     f"; persisted: 2 servers / dask numpy {s['persisted_two_servers_over_dask_numpy']:.2f}x" +
+                     "".join(f"; {kind}: 2 servers / dask numpy {s[key]:.2f}x" for kind, key in
+                             (("kept", "persisted_kept_two_servers_over_dask_numpy"),
+                              ("one task", "persisted_one_task_two_servers_over_dask_numpy")) if key in s))
     ok = all(v for c in checks.values() for k, v in c.items() if k != "workers")
     lines.append("every result equals dask's own" if ok else f"MISMATCH against dask's own: {checks}")
     table = "\n".join(lines)
