@@ -35,9 +35,9 @@ import urllib.request
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-# Checker and free_port: the deploy checks' own (tests/deploy/check_deploy.py).
+# Checker and free_port: the deploy checks' own (tests/deploy/deploy_common.py).
 sys.path.insert(0, os.path.join(HERE, "..", "deploy"))
-from check_deploy import Checker, free_port  # noqa: E402
+from deploy_common import Checker, free_port  # noqa: E402
 
 UID = 10001
 GRACE_MS = 4000

@@ -26,7 +26,7 @@ import tempfile
 import time
 import urllib.request
 
-from check_deploy import Checker, free_port  # this folder's
+from deploy_common import Checker, free_port  # this folder's
 
 DEVICE_ONLY = {"gpuscan_device_memory_used_bytes", "gpuscan_device_memory_total_bytes",
                "gpuscan_device_memory_pool_bytes"}
