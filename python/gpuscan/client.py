@@ -2,24 +2,24 @@
 thread-safe, calls may run concurrently). Mirrors client/include/gpuscan/client.h: numpy arrays in,
 numpy arrays and scalars out, every failure a gpuscan.Error. Each operation is checked and built
 in _ops and run by the transport _transport picks; this client runs a call's effects (_effects)
-blocking: grpcio's calls, the C API (_native), the waits between retries."""
+blocking: grpcio's calls (_blocking), the C API (_native), the waits between retries."""
 from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable, Dict, Generator, Iterable, Iterator, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, Union, cast
 
 import grpc
 import numpy.typing as npt
 
-from . import _chunking, _native, _ops, _pump, _resident, _retry, _tally, _transport, _types, shared
+from . import _blocking, _chunking, _native, _ops, _pump, _resident, _retry, _tally, _transport, _types, shared
 from ._base import ClientBase
 from ._channel import Tls as Tls, channel_args, channel_credentials, decode_health_response, encode_health_request
 from ._channel import sleep_watching
 from ._effects import STREAMED_REPLY, UNARY, Call, HeaderOnly, Info, Lanes, Native, Program, Retry, Single
 from ._effects import NATIVE_RESPONSE_BYTES  # noqa: F401 (gpuscan.client's name, which tests size bins by)
 from ._types import DataPath, HistogramResult, Timing, TransportResult
-from .errors import Internal, from_rpc_error, raised
+from .errors import Internal, raised
 from .v1 import gpuscan_pb2 as pb
 
 DEFAULT_CHUNK_BYTES = 1 << 20
@@ -145,7 +145,7 @@ class Client(ClientBase):
 
     def _effect(self, e: Any) -> Any:
         if isinstance(e, Call):
-            self._call(self._methods[e.method], e.method in UNARY, e.requests, e.timeout, e.feed)
+            _blocking.call(self._methods[e.method], e.method in UNARY, e.requests, e.timeout, e.feed, self._metadata)
         elif isinstance(e, Lanes):
             _chunking.fan_out(list(zip(self._lanes(len(e.requests), e.method), e.requests)), e.feed, e.timeout,
                               unary=e.method in UNARY, metadata=self._with_tenant(e.metadata))
@@ -157,12 +157,13 @@ class Client(ClientBase):
                 e.feed(0, self._native.timed(e.timeout).header_call(e.rpc, e.request, interruptible=e.interruptible,
                                                                     response_bytes=e.room))
             else:
-                self._call(self._methods[e.method], e.method in UNARY, [e.request], e.timeout, e.feed)
+                _blocking.call(self._methods[e.method], e.method in UNARY, [e.request], e.timeout, e.feed,
+                               self._metadata)
         elif isinstance(e, Single):
             method = self._methods[e.method]
             if e.method in STREAMED_REPLY:
-                # through _stream with its one request bound and nothing to upload
-                for raw in self._stream(lambda _, **kw: method(e.request, **kw), (), e.timeout):
+                # through _blocking.stream with its one request bound and nothing to upload
+                for raw in _blocking.stream(lambda _, **kw: method(e.request, **kw), (), e.timeout, self._metadata):
                     e.feed(0, raw)
             else:
                 with raised():
@@ -177,47 +178,6 @@ class Client(ClientBase):
         else:
             raise TypeError(f"gpuscan: no such effect {e!r}")
         return None
-
-    def _call(self, method: Any, unary: bool, requests: Any, timeout: Optional[float], feed: Any) -> None:
-        if unary:
-            feed(0, self._unary(method, requests, timeout))
-        else:
-            for raw in self._stream(method, requests, timeout):
-                feed(0, raw)
-
-    def _stream(self, method: Any, requests: Any, timeout: Optional[float]) -> Generator[bytes, None, None]:
-        """A stream-stream call's responses; any exit but the end cancels it."""
-        upload = _chunking.Upload(requests)
-
-        def start() -> Any:
-            call = method(iter(upload), timeout=timeout, metadata=self._metadata)
-            upload.attach(call)
-            return call
-        responses = _pump.ResponsePump(start)  # created and read off this thread: Ctrl-C-safe (see _pump)
-        try:
-            for raw in responses:
-                yield raw
-        except grpc.RpcError as e:
-            if upload.error is not None:
-                raise upload.error from None
-            raise from_rpc_error(e) from None
-        except BaseException:  # KeyboardInterrupt, an assembler error, the consumer stopping early
-            responses.close()
-            raise
-        if upload.error is not None:
-            raise upload.error
-
-    def _unary(self, method: Any, requests: Any, timeout: Optional[float]) -> bytes:
-        """One stream-unary call (Reduce, Histogram): the serialized response; Ctrl-C or any
-        failure cancels it."""
-        upload = _chunking.Upload(requests)
-
-        def start() -> Any:
-            fut = method.future(iter(upload), timeout=timeout, metadata=self._metadata)
-            upload.attach(fut)
-            return fut
-        with raised():
-            return cast(bytes, _pump.result_of(start))  # created and waited for off this thread (see _pump)
 
     def _pause(self, seconds: float) -> None:
         """The wait before a retry, watching the channels (see _channel.sleep_watching)."""
@@ -425,7 +385,7 @@ class Client(ClientBase):
         Stopping the iteration early cancels the call. Never retried (chunks is read once); timeout: the whole
         stream's seconds (None: the client's; 0: none)."""
         feeder, asm, timeout = self._scan_iter_parts(chunks, op, exclusive, algorithm, timeout)
-        stream = self._stream(self._methods["Scan"], feeder, timeout)
+        stream = _blocking.stream(self._methods["Scan"], feeder, timeout, self._metadata)
         try:
             for raw in stream:
                 yield from asm.feed(raw)
