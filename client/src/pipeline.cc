@@ -223,6 +223,7 @@ Stage Pipeline::Made(const PipelineInput& in, std::array<v1::DType, 3> makes, st
 
 Stage Pipeline::Scan(const PipelineInput& in, const ScanOptions& options, Return returns, const ResidentOptions& keep) {
   pipeline_detail::CheckOneCall(options, "Scan");
+  if (options.carry) detail::RequireServed(*client_, "scan_carry", "scans with a carry");
   v1::ScanHeader h = detail::ScanHeaderFor(in.dtype(), options);
   pipeline_detail::SetCount(&h, in.count_);
   const v1::DType result = pipeline_detail::ScanResultDType(in.dtype(), h.output_dtype());

@@ -43,9 +43,10 @@ void CheckResidentOneCall(const ScanOptions& options) {
   }
 }
 
-v1::ScanHeader ResidentScanHeader(const RemoteArray& in, const ScanOptions& options) {
+v1::ScanHeader ResidentScanHeader(Client& client, const RemoteArray& in, const ScanOptions& options) {
   if (!in) throw std::invalid_argument("gpuscan: Scan of an empty RemoteArray");
   CheckResidentOneCall(options);
+  if (options.carry) detail::RequireServed(client, "scan_carry", "scans with a carry");
   v1::ScanHeader header = detail::ScanHeaderFor(in.dtype(), options);
   header.set_element_count(in.size());
   header.mutable_resident()->set_values(in.id());
@@ -296,7 +297,7 @@ v1::ReduceResponse Client::ReduceResident(const v1::ReduceHeader& header) {
 }
 
 RemoteArray Client::Scan(const RemoteArray& in, const ScanOptions& options, const ResidentOptions& keep) {
-  v1::ScanHeader header = ResidentScanHeader(in, options);
+  v1::ScanHeader header = ResidentScanHeader(*this, in, options);
   v1::Resident* r = header.mutable_resident();
   r->set_keep(true);
   r->set_ttl_ms(static_cast<uint64_t>(std::max<int64_t>(0, keep.ttl.count())));
@@ -312,7 +313,7 @@ ScanResult<T> Client::Scan(const RemoteArray& in, const ScanOptions& options) {
     throw std::invalid_argument("gpuscan: the resident array holds " + v1::DType_Name(in.dtype()) + ", not " +
                                 v1::DType_Name(DTypeOf<T>()));
   }
-  const v1::ScanHeader header = ResidentScanHeader(in, options);
+  const v1::ScanHeader header = ResidentScanHeader(*this, in, options);
   ScanResult<T> result;
   result.values.resize(in.size());
   detail::BufferSink sink(result.values.data(), in.size() * sizeof(T), "the server");

@@ -9,6 +9,7 @@
 #include "gpuscan/client.h"
 #include "raw_messages.h"
 #include "stream_driver.h"
+#include "typed_support.h"
 
 namespace gpuscan {
 
@@ -96,6 +97,7 @@ Timing PlainBidi(grpc::ClientContext& ctx, Stream& stream, const Header& header,
 
 Timing Client::ScanStream(const v1::ScanHeader& header, Source in, Sink out,
                           Progress progress, uint32_t lanes) {
+  if (header.has_carry()) detail::RequireServed(*this, "scan_carry", "scans with a carry");
   if (LanesFor(lanes) > 1) return ScanLanes(header, std::move(in), std::move(out), std::move(progress), LanesFor(lanes));
   // Raw messages (raw_messages.h): each chunk leaves as one slice, sent as it is (an array in
   // memory's own bytes, borrowed; any other Source's copied into it), and results go to the Sink

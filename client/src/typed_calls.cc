@@ -28,6 +28,18 @@ ScanResult<T> Client::Scan(const T* data, size_t n, const ScanOptions& options) 
 
 template <class T>
 Timing Client::ScanInto(const T* data, size_t n, T* out, const ScanOptions& options) {
+  if (options.carry) {  // one stream: the server folds the carry into a whole array's results
+    if (options.lanes > 1 || options.shards > 1) {
+      throw std::invalid_argument("gpuscan: a scan with a carry runs on one stream (ScanOptions asks for " +
+                                  std::to_string(options.lanes) + " lanes, " + std::to_string(options.shards) +
+                                  " shards)");
+    }
+    detail::BufferSink sink(out, n * sizeof(T), "the server");
+    const Timing timing = ScanStream(detail::ScanHeaderFor<T>(options, n), MemoryReplay(data, n * sizeof(T)),
+                                     sink.at(), {}, 1);
+    sink.CheckFull();
+    return timing;
+  }
   const uint32_t shards = ShardsFor<T>(options.shards, n);
   if (shards > 1 && detail::Shardable(DTypeOf<T>(), options.op, options.algorithm)) {
     return detail::ShardedScan(shard_pool_->Clients(shards), ShardBounds<T>(n, shards), data, out, options);

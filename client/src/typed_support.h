@@ -108,9 +108,19 @@ Header ScanKindHeader(const Options& options, size_t n) {
   return header;
 }
 
+// RpcError UNIMPLEMENTED unless the server lists `operation` in ServerInfo.operations: an older
+// server ignores the field that asks for it and answers a wrong result, not an error.
+inline void RequireServed(Client& client, const std::string& operation, const std::string& what) {
+  if (!client.ServesOperation(operation)) {
+    throw RpcError(grpc::StatusCode::UNIMPLEMENTED, "the server does not serve " + what + " (no \"" + operation +
+                                                        "\" in ServerInfo.operations: an older version)");
+  }
+}
+
 inline v1::ScanHeader ScanHeaderFor(v1::DType dtype, const ScanOptions& options) {
   v1::ScanHeader header = ScanKindHeader<v1::ScanHeader>(dtype, options);
   header.set_algorithm(options.algorithm);
+  if (options.carry) header.set_carry(*options.carry);
   return header;
 }
 template <class T>

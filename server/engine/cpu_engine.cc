@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/carry_fold.h"
 #include "engine/cpu/blocks.h"
 #include "engine/cpu/sessions.h"
+#include "engine/host_scan.h"
 
 namespace gpuscan::engine {
 namespace {
@@ -99,7 +101,11 @@ std::unique_ptr<ScanSession> CpuEngine::NewScan(const ScanSpec& spec) {
                 "scan algorithm '" + std::string(Name(spec.algorithm)) +
                     "' is not available on the cpu engine (available: cpu_blocked, deterministic)");
   }
-  return cpu::NewScan(pool_, spec);
+  // The CPU engine's "device" memory is host memory: a whole array is folded on the host too.
+  return WithCarry(cpu::NewScan(pool_, spec), spec, [spec](void* out, uint64_t n, StageTimes& times) {
+    host::KernelTimer timer(times);
+    FoldCarry(spec, out, n, 0);
+  });
 }
 
 std::unique_ptr<ReduceSession> CpuEngine::NewReduce(const ReduceSpec& spec) { return cpu::NewReduce(pool_, spec); }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct ScanSpec {
   Op op = Op::kSum;
   bool exclusive = false;
   ScanAlgorithm algorithm = ScanAlgorithm::kDefault;
+  // Set: folded into every result, out[i] = op(carry, scan[i]) after the scan (an exclusive
+  // scan's out[0] is carry itself): the raw bits of one element of dtype, in the low bytes.
+  std::optional<uint64_t> carry;
 };
 
 struct ReduceSpec {

@@ -47,7 +47,7 @@ void FillServerInfo(const CallContext& ctx, v1::ServerInfo* info) {
   limits->set_max_scan2d_row_bytes(ctx.options->max_scan2d_row_bytes);
   limits->set_device_ipc(ctx.device_ipc != nullptr && ctx.device_ipc->enabled());
   for (const char* op : {"scan", "reduce", "compact", "histogram", "segmented_scan", "reduce_by_key", "sort", "scan2d",
-                         "scan_axis"}) {
+                         "scan_axis", "scan_carry"}) {
     info->add_operations(op);
   }
   if (ctx.resident != nullptr && ctx.resident->CheckServed().ok()) {

@@ -32,6 +32,10 @@ class ScanCall final : public StreamingCall<ScanChunk, ScanReply,
  protected:
   grpc::Status OnHeader(const v1::ScanHeader& header) override {
     if (auto s = ToEngine(header, &spec_, &narrow_); !s.ok()) return s;
+    if (spec_.carry && header.has_lanes()) {
+      return InvalidArgument("header.carry with header.lanes is not served: a striped call's lanes scan one array, "
+                             "so send the carry on one stream");
+    }
     if (auto s = NarrowStreamedOnly(narrow_, header.has_shared_memory(), header.has_device_memory()); !s.ok()) return s;
     if (auto s = CheckScanAlgorithm(spec_.algorithm, ctx_.engine->scan_algorithms(), ctx_.engine->name()); !s.ok()) {
       return s;

@@ -190,6 +190,23 @@ grpc::Status ToEngine(const v1::ScanHeader& h, engine::ScanSpec* spec, std::opti
     return InvalidArgument("header.algorithm=" + std::to_string(h.algorithm()) + " is not a known ScanAlgorithm");
   }
   spec->algorithm = static_cast<engine::ScanAlgorithm>(h.algorithm());
+  if (!h.has_carry()) return grpc::Status::OK;
+  // header.carry: one element of the results' dtype. A FLOAT16 output is rounded after the
+  // engine's float32 results, so a carry folded there would not be numpy's float16 fold.
+  const std::optional<NarrowInput> none;
+  const std::string result = AccumulatedName(narrow ? *narrow : none, spec->dtype);
+  if (narrow && *narrow && (*narrow)->half_out) {
+    return InvalidArgument("header.carry with a float16 output is not served (the carry is folded into the "
+                           "float32 accumulator, before each result is rounded): scan into FLOAT32 or FLOAT64");
+  }
+  const size_t size = engine::SizeOf(spec->dtype);
+  if (h.carry().size() != size) {
+    return InvalidArgument("header.carry has " + std::to_string(h.carry().size()) + " bytes: one " + result +
+                           " element (the results' dtype) is " + std::to_string(size));
+  }
+  uint64_t bits = 0;
+  std::memcpy(&bits, h.carry().data(), size);  // little-endian hosts only (wire.h)
+  spec->carry = bits;
   return grpc::Status::OK;
 }
 

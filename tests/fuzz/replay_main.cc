@@ -274,6 +274,18 @@ void WriteSeeds(const fs::path& dir) {
       {Head(SortH(v1::DTYPE_INT64, v1::SORT_OUTPUT_KEYS)), Chunk(NonZero(13))});
   WriteResidentSeeds(put);
   WritePipelineSeeds(put);
+  // ScanHeader.carry (after the rest, so the earlier seeds' random bytes stay as they were).
+  {
+    auto h = ScanH(v1::DTYPE_INT32, v1::OPERATOR_SUM);
+    h.set_carry(std::string("\x07\x00\x00\x80", 4));
+    put("accept_scan_int32_sum_carry", kScan, kChunk256, {Head(h, NonZero(200, 4)), Chunk(NonZero(120, 4))});
+    auto f = ScanH(v1::DTYPE_FLOAT64, v1::OPERATOR_SUM, true);
+    const double carry = -0.0;
+    f.set_carry(std::string(reinterpret_cast<const char*>(&carry), sizeof carry));
+    put("accept_scan_float64_sum_exclusive_carry", kScan, kChunk256, {Head(f, NonZero(256, 8)), Chunk(NonZero(64, 8))});
+    h.set_carry(std::string(8, '\x01'));
+    put("reject_scan_carry_two_elements", kScan, kChunk256, {Head(h, NonZero(16, 4))});
+  }
   std::printf("wrote %d seeds to %s\n", written, dir.c_str());
 }
 

@@ -87,7 +87,14 @@ void RunScanEngine(const engine::ScanSpec& spec, const std::vector<const std::st
     // element position, so it is held to the canonical tree; every other algorithm to the
     // sequential fold (the two agree wherever association cannot change the bits).
     const bool canonical = session->algorithm() == "deterministic";
-    ExpectSame(got, canonical ? testing::CanonicalScanRef<T, Op>(x, spec.exclusive) : testing::ScanRef<T, Op>(x, spec.exclusive),
+    std::vector<T> want = canonical ? testing::CanonicalScanRef<T, Op>(x, spec.exclusive) : testing::ScanRef<T, Op>(x, spec.exclusive);
+    if (spec.carry) {  // header.carry: folded into the array's own scan, an exclusive one's first result the carry
+      T carry;
+      std::memcpy(&carry, &*spec.carry, sizeof(T));
+      for (T& y : want) y = Op()(carry, y);
+      if (spec.exclusive && !want.empty()) want[0] = carry;
+    }
+    ExpectSame(got, want,
                std::string("scan ") + std::string(engine::Name(spec.op)) + " " + std::string(engine::Name(spec.dtype)) +
                    (spec.exclusive ? " exclusive" : " inclusive"));
   });

@@ -414,6 +414,7 @@ void ReduceByKeyRows(std::vector<Row>& rows);
 void SortRows(std::vector<Row>& rows);
 void Scan2DRows(std::vector<Row>& rows);
 void NarrowRows(std::vector<Row>& rows);
+void CarryRows(std::vector<Row>& rows);  // ScanHeader.carry
 void ResidentRows(std::vector<Row>& rows);
 void ResidentMemoryRows(std::vector<Row>& rows);  // PutArray's and GetArray's shared_memory, device_memory
 void ResidentKeyedRows(std::vector<Row>& rows);  // invalid_input_resident_keyed_rows.cc

@@ -2,6 +2,7 @@
 // Scan2D, and every place a narrow dtype is checked.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 #include <limits>
 
@@ -356,6 +357,26 @@ void NarrowRows(std::vector<Row>& rows) {
                          {"header.key_dtype=DTYPE_INT16", "narrow dtypes"}));
   rows.push_back(MakeRow("NarrowKeyDType", std::vector{ByKeyHead(v1::DTYPE_INT8, v1::DTYPE_UINT8)}, kInvalid,
                          {"header.key_dtype=DTYPE_UINT8", "narrow dtypes"}));
+}
+
+// ScanHeader.carry: one element of the results' dtype, on one stream, not into a float16 output.
+void CarryRows(std::vector<Row>& rows) {
+  using V = std::vector<v1::ScanRequest>;
+  auto carried = [](v1::ScanRequest r, std::string carry) {
+    r.mutable_header()->set_carry(std::move(carry));
+    return r;
+  };
+  rows.push_back(MakeRow("CarryOfTwoElements", V{carried(ScanHead(), std::string(8, '\x01'))}, kInvalid,
+                         {"header.carry has 8 bytes", "one int32 element", "is 4"}));
+  rows.push_back(MakeRow("CarryEmpty", V{carried(ScanHead(v1::DTYPE_FLOAT64), "")}, kInvalid,
+                         {"header.carry has 0 bytes", "one float64 element", "is 8"}));
+  // A narrow input's carry is one element of its output (int8's default: int64), not of the input.
+  rows.push_back(MakeRow("CarryOfTheNarrowInput", V{carried(ScanHead(v1::DTYPE_INT8), std::string(1, '\x05'))},
+                         kInvalid, {"header.carry has 1 bytes", "int8->int64", "is 8"}));
+  rows.push_back(MakeRow("CarryIntoAFloat16Output", V{carried(ScanHead(v1::DTYPE_FLOAT16), std::string(2, '\x00'))},
+                         kInvalid, {"header.carry with a float16 output is not served", "FLOAT32"}));
+  rows.push_back(MakeRow("CarryWithLanes", V{carried(WithLanes(ScanHead(), 0, 2, 64), std::string(4, '\x02'))},
+                         kInvalid, {"header.carry with header.lanes is not served"}));
 }
 
 }  // namespace gpuscan::matrix

@@ -195,6 +195,12 @@ void HeaderRows(std::vector<Row>& rows) {
     rows.push_back(PipeRow("StageLanes", P{Head({s})}, kInvalid,
                            {"header.stages[0].compact.lanes: not in a pipeline stage"}));
   }
+  {  // A stage's carry is checked as Scan's (the stage runs it: PipelineTest.ScanStageFoldsItsCarry)
+    v1::PipelineStage s = Scan(Id());
+    s.mutable_scan()->set_carry(std::string(2, '\x03'));
+    rows.push_back(PipeRow("StageCarryNotOneElement", P{Head({s})}, kInvalid,
+                           {"header.stages[0].scan.carry has 2 bytes", "one int32 element"}));
+  }
   // Narrow dtypes: checked as their operation's call checks them; a narrow scan's result is wide.
   {
     v1::PipelineStage s = Scan(Id(), v1::DTYPE_INT8);

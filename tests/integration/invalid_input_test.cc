@@ -47,6 +47,7 @@ std::vector<Row> Rows() {
   SortRows(rows);
   Scan2DRows(rows);
   NarrowRows(rows);
+  CarryRows(rows);
   ResidentRows(rows);
   ResidentMemoryRows(rows);
   ResidentKeyedRows(rows);

@@ -520,7 +520,7 @@ TEST_F(RpcTest, ServerInfoDescribesEngineAndLimits) {
   EXPECT_EQ(info.operators_size(), 7);
   EXPECT_EQ(std::vector<std::string>(info.operations().begin(), info.operations().end()),
             (std::vector<std::string>{"scan", "reduce", "compact", "histogram", "segmented_scan", "reduce_by_key", "sort",
-                                      "scan2d", "scan_axis"}));
+                                      "scan2d", "scan_axis", "scan_carry"}));
   EXPECT_EQ(info.limits().max_histogram_bins(), 65536u);
   EXPECT_EQ(info.limits().max_scan2d_row_bytes(), uint64_t{64} << 20);
   EXPECT_GT(info.scan_algorithms_size(), 0);

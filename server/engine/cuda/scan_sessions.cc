@@ -9,7 +9,9 @@
 #include <string>
 #include <type_traits>
 
+#include "engine/carry_fold.h"
 #include "engine/cuda/tree_sessions.h"
+#include "gpuscan/kernels/fold.h"
 #include "gpuscan/kernels/reduce.h"
 #include "gpuscan/kernels/scan.h"
 
@@ -276,9 +278,24 @@ class CudaReduce final : public ReduceSession {
   DeviceCarry<T> carry_;
 };
 
-}  // namespace
+// A carry folded into a whole array's results on the device (engine/carry_fold.h): one more
+// pass over them, after the scan.
+void FoldOnDevice(Shared& sh, const ScanSpec& spec, void* out, uint64_t n, StageTimes& times) {
+  Visit(spec.dtype, spec.op, [&](auto t, auto op) {
+    using T = typename decltype(t)::type;
+    using Op = typename decltype(op)::type;
+    T carry;
+    std::memcpy(&carry, &*spec.carry, sizeof(T));
+    DeviceGuard guard(sh);
+    StagingLease pair(sh);
+    RunOnDevice(sh, *pair, times, [&](cudaStream_t stream) {
+      sh.Call(kernels::FoldCarry<T, Op>(static_cast<T*>(out), n, carry, spec.exclusive, stream), "carry fold kernel");
+    });
+  });
+}
 
-std::unique_ptr<ScanSession> NewScan(const std::shared_ptr<Shared>& sh, const ScanSpec& spec) {
+// The scan session for spec, without its carry.
+std::unique_ptr<ScanSession> NewPlainScan(const std::shared_ptr<Shared>& sh, const ScanSpec& spec) {
   const kernels::ScanAlgorithm algo = ToKernels(spec.algorithm);
   return Visit(spec.dtype, spec.op, [&](auto t, auto op) -> std::unique_ptr<ScanSession> {
     using T = typename decltype(t)::type;
@@ -292,6 +309,14 @@ std::unique_ptr<ScanSession> NewScan(const std::shared_ptr<Shared>& sh, const Sc
       }
     }
     return std::make_unique<CudaScan<T, Op>>(sh, algo, spec.exclusive, spec.algorithm == ScanAlgorithm::kDefault);
+  });
+}
+
+}  // namespace
+
+std::unique_ptr<ScanSession> NewScan(const std::shared_ptr<Shared>& sh, const ScanSpec& spec) {
+  return WithCarry(NewPlainScan(sh, spec), spec, [sh, spec](void* out, uint64_t n, StageTimes& times) {
+    FoldOnDevice(*sh, spec, out, n, times);
   });
 }
 
