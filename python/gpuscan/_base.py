@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import grpc
 
@@ -63,7 +63,7 @@ class ClientBase:
         self.on_retry = _retry.check_on_retry(on_retry)
         self._native: Any = None  # Client's _native.NativeClient where it takes the native path
         self._max_lanes: Optional[int] = None  # the server's Limits.max_lanes, asked once
-        self._axis_served = False  # the server lists "scan_axis" (asked until it does)
+        self._served: Set[str] = set()  # what info()["operations"] listed of what calls needed
         self._device_server: Optional[pb.ServerInfo] = None  # its ServerInfo, kept once it serves device memory
         self._data_path = DataPath("grpcio", reason="grpc.aio: AsyncClient has no native path")
         # Lanes: one channel (connection) each, made on first use, reused, closed with the client.

@@ -147,6 +147,16 @@ def _on_device(c, method: str, call: _device.Call, data_field: int, retries, tim
 # -- the operations
 def scan(c, x, op, exclusive, algorithm, out, axis, dtype, copy, lanes, retries, timeout, keep=False, ttl=None,
          label=None, carry=None) -> Prepared:
+    """_scan's call; with a carry, from a server that lists "scan_carry" only (an older one would
+    ignore the field and answer the scan without it)."""
+    p = _scan(c, x, op, exclusive, algorithm, out, axis, dtype, copy, lanes, retries, timeout, keep, ttl, label, carry)
+    if carry is not None:
+        p.needs = "scan_carry"
+    return p
+
+
+def _scan(c, x, op, exclusive, algorithm, out, axis, dtype, copy, lanes, retries, timeout, keep, ttl, label,
+          carry) -> Prepared:
     """x a RemoteArray: _resident_ops; x a CUDA array: .device; x in shared memory: .shared (its
     result where out is None); a matrix with axis 0 or 1: the scan along it; a narrow x:
     narrow_call(); else streamed into .out. carry=: header.carry (_checks.carry_bytes), whose

@@ -8,15 +8,18 @@ from ._effects import Info
 from .errors import Unimplemented
 
 
+_NOT_SERVED = {"scan_axis": "scans along an axis", "scan_carry": "scans with a carry"}
+
+
 def served(c, p):
-    """Unimplemented unless the server lists p.needs in info()["operations"] ("scan_axis": an
-    older server would ignore the axis and answer the 2-D scan, a wrong result, not an error);
-    asked until it does."""
-    if not c._axis_served:
-        c._axis_served = p.needs in (yield Info(p.timeout))["operations"]
-        if not c._axis_served:
-            raise Unimplemented("the server does not serve scans along an axis (no \"scan_axis\" in "
+    """Unimplemented unless the server lists p.needs in info()["operations"] (an older server would
+    ignore the field and answer a wrong result, not an error: "scan_axis" the 2-D scan,
+    "scan_carry" the scan without its carry); asked until it does."""
+    if p.needs not in c._served:
+        if p.needs not in (yield Info(p.timeout))["operations"]:
+            raise Unimplemented(f"the server does not serve {_NOT_SERVED.get(p.needs, p.needs)} (no {p.needs!r} in "
                                 "info()[\"operations\"]: an older version)")
+        c._served.add(p.needs)
 
 
 def run(c, p):

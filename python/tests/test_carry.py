@@ -234,3 +234,17 @@ def test_resident_reduce_and_kept_calls_through_the_header_call(target, server_b
                 c.reduce(r)
     finally:
         srv.stop()
+
+
+def test_a_server_without_carries_is_refused_before_the_call(target):
+    # An older server ignores header.carry (an unknown field) and answers the plain scan: the
+    # client asks info() for "scan_carry" first.
+    with gpuscan.Client(target, timeout=60) as c:
+        c._info = lambda timeout: {"operations": ["scan", "scan2d", "scan_axis"]}
+        with pytest.raises(gpuscan.Unimplemented, match="scan_carry"):
+            c.scan(np.arange(1, 9, dtype=np.int32), carry=5)
+        assert c.scan(np.arange(1, 9, dtype=np.int32))[-1] == 36  # no carry: served as before
+
+
+def test_info_lists_scan_carry(client):
+    assert "scan_carry" in client.info()["operations"]
