@@ -33,10 +33,13 @@ export LD_LIBRARY_PATH=$R PYTHONPATH=$P PYTHONUNBUFFERED=1
 engine=${DASK_ENGINE:-cuda}
 port=${DASK_PORT:-50801}
 df -h "$shm" | tail -1 | awk '{print "shared memory in '"$shm"': " $4 " free of " $2}'
-step "two gpuscan servers ($engine engine), one per GPU"
+# One GPU: both servers on it (the rows then say two servers, one device).
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+[ "${ngpu:-0}" -ge 1 ] || ngpu=1
+step "two gpuscan servers ($engine engine), one per GPU ($ngpu GPUs here)"
 for dev in 0 1; do
   flags=()
-  [ "$engine" = cuda ] && flags=(--device "$dev")
+  [ "$engine" = cuda ] && flags=(--device "$((dev % ngpu))")
   gpu_server "gpu$dev" "127.0.0.1:$((port + dev))" --engine "$engine" "${flags[@]}" --shm-dir "$shm" \
     --resident-bytes "${DASK_RESIDENT_BYTES:-$((32 << 30))}" || exit 1
   grep -m1 "listening on" "$out/server_gpu$dev.log"
