@@ -28,26 +28,21 @@ ScanResult<T> Client::Scan(const T* data, size_t n, const ScanOptions& options) 
 
 template <class T>
 Timing Client::ScanInto(const T* data, size_t n, T* out, const ScanOptions& options) {
-  if (options.carry) {  // one stream: the server folds the carry into a whole array's results
-    if (options.lanes > 1 || options.shards > 1) {
-      throw std::invalid_argument("gpuscan: a scan with a carry runs on one stream (ScanOptions asks for " +
-                                  std::to_string(options.lanes) + " lanes, " + std::to_string(options.shards) +
-                                  " shards)");
-    }
-    detail::BufferSink sink(out, n * sizeof(T), "the server");
-    const Timing timing = ScanStream(detail::ScanHeaderFor<T>(options, n), MemoryReplay(data, n * sizeof(T)),
-                                     sink.at(), {}, 1);
-    sink.CheckFull();
-    return timing;
+  // A carry: one stream (the server folds it into one array's results), never the client's lanes or shards.
+  if (options.carry && (options.lanes > 1 || options.shards > 1)) {
+    throw std::invalid_argument("gpuscan: a scan with a carry runs on one stream (ScanOptions asks for " +
+                                std::to_string(options.lanes) + " lanes, " + std::to_string(options.shards) +
+                                " shards)");
   }
-  const uint32_t shards = ShardsFor<T>(options.shards, n);
+  const uint32_t shards = options.carry ? 1 : ShardsFor<T>(options.shards, n);
   if (shards > 1 && detail::Shardable(DTypeOf<T>(), options.op, options.algorithm)) {
     return detail::ShardedScan(shard_pool_->Clients(shards), ShardBounds<T>(n, shards), data, out, options);
   }
   // Written by position: striped lanes copy their results at once.
   detail::BufferSink sink(out, n * sizeof(T), "the server");
   const Timing timing =
-      ScanStream(detail::ScanHeaderFor<T>(options, n), MemoryReplay(data, n * sizeof(T)), sink.at(), {}, options.lanes);
+      ScanStream(detail::ScanHeaderFor<T>(options, n), MemoryReplay(data, n * sizeof(T)), sink.at(), {},
+                 options.carry ? 1 : options.lanes);
   sink.CheckFull();
   return timing;
 }

@@ -17,35 +17,14 @@
 #include "gpuscan/kernels/operators.h"
 #include "gpuscan/pipeline.h"
 #include "gpuscan/resident_ops.h"
-#include "reference.h"  // SameBits
+#include "reference.h"  // RandomInput, SameBits
+#include "resident_fixture.h"
 #include "test_server.h"
 
 namespace gpuscan::testing::carry_tests {
 namespace {
 
-constexpr size_t kChunk = 4096;  // the server's and the client's chunk: arrays cross many
-
-server::ServerOptions CarryServer() {
-  server::ServerOptions o;
-  o.chunk_bytes = kChunk;
-  o.resident_bytes = uint64_t{64} << 20;
-  return o;
-}
-
-template <class T>
-std::vector<T> Random(size_t n, uint32_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<T> v(n);
-  for (T& x : v) {
-    if constexpr (std::is_floating_point_v<T>) {
-      do x = std::uniform_real_distribution<T>(T(-1.5), T(1.5))(rng);
-      while (x == 0);
-    } else {
-      x = static_cast<T>(rng() | 1);  // full-width: sums and products wrap
-    }
-  }
-  return v;
-}
+constexpr size_t kChunk = resident::kChunk;  // the server's and the client's chunk: arrays cross many
 
 // The plain scan with the carry folded in on the host, as the server defines it.
 template <class T, class Op>
@@ -84,7 +63,7 @@ void WithOp(v1::Operator op, F&& f) {
 
 class CarryTest : public ::testing::Test {
  protected:
-  TestServer server_{CarryServer()};
+  TestServer server_{resident::ResidentOptions()};
   Client client_{server_.client_options(kChunk)};
 };
 
@@ -104,16 +83,21 @@ TYPED_TEST(CarryTyped, EveryResultIsTheCarryFoldedIntoTheScan) {
       for (const size_t n : {size_t{1}, per - 1, per, per + 1, 3 * per + 7}) {
         SCOPED_TRACE("op=" + v1::Operator_Name(op) + (exclusive ? " exclusive" : " inclusive") +
                      " n=" + std::to_string(n));
-        const std::vector<T> x = Random<T>(n, seed);
-        const T carry = Random<T>(1, seed + 1000)[0];
-        ++seed;
+        // The operator's own random data (reference.h: a running AND or OR keeps bits to the end,
+        // so a carry folded wrongly shows), and a carry drawn the same way.
+        std::mt19937_64 rng(seed++);
+        std::vector<T> x, want;
+        T carry{};
         ScanOptions plain;
         plain.op = op;
         plain.exclusive = exclusive;
+        WithOp<T>(op, [&](auto o) {
+          x = RandomInput<T, decltype(o)>(n, rng);
+          carry = RandomInput<T, decltype(o)>(1, rng)[0];
+          want = Folded<T, decltype(o)>(c.Scan(x, plain).values, carry, exclusive);
+        });
         ScanOptions carried = plain;
         carried.carry = CarryOf(carry);
-        std::vector<T> want;
-        WithOp<T>(op, [&](auto o) { want = Folded<T, decltype(o)>(c.Scan(x, plain).values, carry, exclusive); });
         EXPECT_TRUE(SameBits(c.Scan(x, carried).values, want)) << "streamed";
 
         RemoteArray a = c.Put(x);
@@ -133,7 +117,8 @@ TYPED_TEST(CarryTyped, EveryResultIsTheCarryFoldedIntoTheScan) {
 // An exclusive float sum's first result is the carry's own bits, -0.0 included (op(-0.0, identity)
 // would be +0.0); infinities and NaN fold as the operator says.
 TEST_F(CarryTest, FloatEdgesFoldAsTheOperatorSays) {
-  const std::vector<double> x = Random<double>(3 * kChunk / 8 + 3, 5);
+  std::mt19937_64 rng(5);
+  const std::vector<double> x = RandomInput<double, ops::Sum<double>>(3 * kChunk / 8 + 3, rng);
   for (const double carry : {-0.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
     ScanOptions o;
     o.exclusive = true;
@@ -180,7 +165,8 @@ TEST_F(CarryTest, NarrowInputFoldsIntoItsOutputDType) {
 // Lanes or shards asked of a carried scan: refused before any call; the client's own lanes are
 // not used for it (one stream).
 TEST_F(CarryTest, OneStreamOnly) {
-  const std::vector<int32_t> x = Random<int32_t>(10 * kChunk, 3);
+  std::mt19937_64 rng(3);
+  const std::vector<int32_t> x = RandomInput<int32_t, ops::Sum<int32_t>>(10 * kChunk, rng);
   ScanOptions o;
   o.carry = CarryOf<int32_t>(7);
   o.lanes = 4;
