@@ -8,6 +8,7 @@ namespace gpuscan::detail {
 namespace {
 thread_local bool t_scoped = false;
 thread_local Deadline t_deadline;
+thread_local Deadline t_refused_by;  // the end of the call's wait for a refused connection, once set
 }  // namespace
 
 Deadline CallDeadline(const ClientOptions& options) {
@@ -16,14 +17,23 @@ Deadline CallDeadline(const ClientOptions& options) {
   return std::chrono::system_clock::now() + options.timeout;
 }
 
-DeadlineScope::DeadlineScope(const Deadline& deadline) : had_(t_scoped), previous_(t_deadline) {
+DeadlineScope::DeadlineScope(const Deadline& deadline)
+    : had_(t_scoped), previous_(t_deadline), previous_refused_by_(t_refused_by) {
   t_scoped = true;
   t_deadline = deadline;
+  t_refused_by.reset();
 }
 
 DeadlineScope::~DeadlineScope() {
   t_scoped = had_;
   t_deadline = previous_;
+  t_refused_by = previous_refused_by_;
+}
+
+std::chrono::system_clock::time_point RefusedWaitEnd(std::chrono::system_clock::time_point proposed) {
+  if (!t_scoped) return proposed;
+  if (!t_refused_by) t_refused_by = proposed;
+  return *t_refused_by;
 }
 
 std::chrono::milliseconds Backoff(const RetryOptions& retry, uint32_t next) {

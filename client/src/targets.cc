@@ -9,6 +9,8 @@
 #include <optional>
 #include <set>
 
+#include "retry.h"
+
 namespace gpuscan::detail {
 namespace {
 
@@ -73,7 +75,8 @@ void ConnectAll(const std::vector<std::shared_ptr<grpc::Channel>>& channels, con
   // or gone), and the call fails now; a retry (the caller's retries) finds the server if it comes
   // back. Counting failures instead waited out `wait`: pick_first stays in TRANSIENT_FAILURE
   // between tries, so no second failure is ever seen (striped calls begun as their server shut
-  // down ended 10 s later, at the wait).
+  // down ended 10 s later, at the wait). A call waits this once over all its tries
+  // (RefusedWaitEnd).
   constexpr std::chrono::milliseconds kOneRetry{2000};
   const auto deadline = std::chrono::system_clock::now() + wait;
   for (auto& c : channels) c->GetState(true);
@@ -83,7 +86,7 @@ void ConnectAll(const std::vector<std::shared_ptr<grpc::Channel>>& channels, con
     bool connected = state == GRPC_CHANNEL_READY;
     while (!connected) {
       if (state == GRPC_CHANNEL_TRANSIENT_FAILURE && !retried_by) {
-        retried_by = std::chrono::system_clock::now() + kOneRetry;
+        retried_by = RefusedWaitEnd(std::chrono::system_clock::now() + kOneRetry);
       }
       if (!channels[i]->WaitForStateChange(state, retried_by ? std::min(deadline, *retried_by) : deadline)) break;
       state = channels[i]->GetState(true);
@@ -93,7 +96,8 @@ void ConnectAll(const std::vector<std::shared_ptr<grpc::Channel>>& channels, con
       const bool refused = retried_by && *retried_by <= deadline;
       throw RpcError(grpc::StatusCode::UNAVAILABLE,
                      what[i] + " could not connect to " + targets[i] +
-                         (refused ? ": refused, and again " + std::to_string(kOneRetry.count()) + " ms later"
+                         (refused ? ": refused, and still " + std::to_string(kOneRetry.count()) +
+                                        " ms after the call's first refusal"
                                   : " within " + std::to_string(wait.count()) + " ms"));
     }
   }

@@ -27,9 +27,10 @@ inline std::chrono::milliseconds ConnectWait(const ClientOptions& options) {
 }
 
 // Waits until every channel is connected, all connecting at once, for at most `wait` (gRPC
-// retries a failed connect meanwhile, after ~1 s); a channel still not connected 2 s after its
-// first failed connect is given up (refused: a server shutting down or gone). Fresh connections made for one call (a
-// lane, a shard) use it: a first connect that fails would otherwise fail the call at once. When
+// retries a failed connect meanwhile, after ~1 s); a channel still not connected 2 s after the
+// call's first failed connect (over all its tries) is given up (refused: a server shutting down
+// or gone). Fresh connections made for one call (a lane, a shard) use it: a first connect that
+// fails would otherwise fail the call at once. When
 // one does not connect: `required`, UNAVAILABLE naming what[i] and its target; otherwise the
 // call goes ahead and fails (or not) on its own.
 void ConnectAll(const std::vector<std::shared_ptr<grpc::Channel>>& channels, const std::vector<std::string>& what,

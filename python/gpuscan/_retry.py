@@ -51,10 +51,13 @@ def check_on_retry(on_retry) -> Optional[OnRetry]:
 
 def retryable(error: Error) -> bool:
     """UNAVAILABLE, and CANCELLED from the server's end (a server beginning to shut down cancels
-    calls that reach it; a call this client cancels ends with the exception that cancelled it).
-    Other codes (INVALID_ARGUMENT, DEADLINE_EXCEEDED, ...) would recur."""
+    calls that reach it; a call this client cancels ends with the exception that cancelled it),
+    and INTERNAL "Received RST_STREAM" (the HTTP/2 transport reset the stream: a fault of the link,
+    as in the C++ client). Other codes (INVALID_ARGUMENT, DEADLINE_EXCEEDED, ...) would recur."""
     if error.code == grpc.StatusCode.UNAVAILABLE:
         return True
+    if error.code == grpc.StatusCode.INTERNAL:
+        return error.message.startswith("Received RST_STREAM")
     return error.code == grpc.StatusCode.CANCELLED and "Locally cancelled" not in error.message
 
 

@@ -322,6 +322,17 @@ def test_backoff():
     assert _retry.backoff_s((0, 0), 5) == 0
 
 
+def test_retryable_codes():
+    """The link's faults are tried again; what the server answered is not (it would recur)."""
+    from gpuscan.errors import error_for
+    assert _retry.retryable(error_for(grpc.StatusCode.UNAVAILABLE, "failed to connect"))
+    assert _retry.retryable(error_for(grpc.StatusCode.CANCELLED, "Cancelled by the server"))
+    assert not _retry.retryable(error_for(grpc.StatusCode.CANCELLED, "Locally cancelled by application!"))
+    assert _retry.retryable(error_for(grpc.StatusCode.INTERNAL, "Received RST_STREAM with error code 1"))
+    assert not _retry.retryable(error_for(grpc.StatusCode.INTERNAL, "the engine failed: out of memory"))
+    assert not _retry.retryable(error_for(grpc.StatusCode.INVALID_ARGUMENT, "Received RST_STREAM"))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -215,7 +215,8 @@ int RunSigterm(const Options& o, std::mt19937_64& rng, nlohmann::json& report) {
       tally.longest_s = std::max(tally.longest_s, after);
       if (after > o.grace_ms / 1000.0 + o.slack_s) {
         tally.over_deadline++;
-        tally.Note("ENDED " + std::to_string(after) + " s after SIGTERM: " + what);
+        tally.Note("ENDED " + std::to_string(after) + " s after SIGTERM: " + what +
+                   (out.rpc_ok ? "" : " (" + out.error + ")") + when);
       }
     }
     tally.calls++;

@@ -135,6 +135,15 @@ struct Stats {
   std::map<std::string, uint64_t> by_dtype;
   uint64_t errors = 0, wrong = 0;
   std::vector<std::string> failures;  // the first few, described
+  // Tries the clients made again (RetryOptions): not failures, but a link fault shows here.
+  uint64_t retries = 0;
+  std::vector<std::string> retried;  // the first few errors tried again
+
+  void NoteRetry(const std::string& error) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++retries;
+    if (retried.size() < 20) retried.push_back(error);
+  }
 
   void Record(const Plan& plan, const Outcome& out) {
     std::lock_guard<std::mutex> lock(mu);
@@ -366,6 +375,10 @@ int Run(const Options& opt) {
       o.target = target;
       o.chunk_bytes = kChunks[i % 3];
       o.timeout = std::chrono::seconds(300);
+      o.retry.on_retry = [&](const RpcError& e, uint32_t next, std::chrono::milliseconds) {
+        std::fprintf(stderr, "RETRY (try %u): %s: %s\n", next, StatusCodeName(e.code()).c_str(), e.message().c_str());
+        stats.NoteRetry(StatusCodeName(e.code()) + ": " + e.message());
+      };
       // A quarter of the clients stripe by default (ClientOptions::lanes): their striped calls
       // leave the count to it half the time, their other calls ask for one lane.
       if (max_lanes >= 2 && i % 4 == 3) o.lanes = 2 + uint32_t(i / 4) % (max_lanes - 1);
@@ -611,6 +624,8 @@ int Run(const Options& opt) {
                 double(rss_peak.load()) / kMiB, double(rss_hwm) / kMiB);
   }
   std::printf("  server exit: %s\n", exit_why.c_str());
+  std::printf("  tries made again: %llu\n", static_cast<unsigned long long>(stats.retries));
+  for (const auto& r : stats.retried) std::printf("  RETRIED %s\n", r.c_str());
   for (const auto& f : stats.failures) std::printf("  %s\n", f.c_str());
   std::printf("%s\n", problems.empty() ? "PASS" : "FAIL");
   for (const auto& p : problems) std::printf("  - %s\n", p.c_str());
@@ -622,7 +637,7 @@ int Run(const Options& opt) {
       << ",\n  \"duration_s\": " << opt.duration_s << ",\n  \"warmup_s\": " << warmup_s << ",\n  \"wall_s\": " << wall_s
       << ",\n  \"max_request_bytes\": " << opt.max_bytes << ",\n  \"seed\": " << seed << ",\n  \"calls\": " << calls
       << ",\n  \"bytes\": " << bytes << ",\n  \"errors\": " << stats.errors << ",\n  \"wrong_results\": " << stats.wrong
-      << ",\n  \"by_op\": {";
+      << ",\n  \"retries\": " << stats.retries << ",\n  \"by_op\": {";
     auto table = [&](std::map<std::string, OpStats>& m) {
       bool first = true;
       for (auto& [name, s] : m) {

@@ -29,7 +29,8 @@ struct TlsOptions {
 // Retries (README "Retries"): a call whose input can be replayed (the typed calls on arrays in
 // memory; the streaming calls given a Replay) is tried again after UNAVAILABLE, which is what
 // a server that died, restarted, shut down or could not be reached gives, or after a CANCELLED
-// the client did not ask for (a server beginning to shut down cancels calls reaching it). Each try is a new
+// the client did not ask for (a server beginning to shut down cancels calls reaching it), or
+// an INTERNAL "Received RST_STREAM" (the HTTP/2 transport reset the stream). Each try is a new
 // call on the channel, so under round_robin it goes to the next address that is up. Results
 // already passed to the caller's Sink are not passed again: a retry sends the input again from
 // its start and skips the result bytes delivered before (the service's results are the same
