@@ -26,8 +26,26 @@ struct ScanArgs {
   int axis = -1;      // a matrix's axis (0: each column, 1: each row); -1: the array flat
   std::string out_dtype;  // the accumulator and result dtype (numpy's dtype=); empty: the default
   uint64_t cols = 0;  // with --axis: the row length of an input that is not a 2-D .npy
+  std::string carry;  // folded into every result (ScanHeader.carry), in the results' dtype
   ResidentArgs r;     // --ref (and --keys-ref, --flags-ref, --keep): arrays the server keeps
 };
+
+// --carry: on the header once the server is known to fold it (an older server would ignore the
+// field and answer the plain scan). The text is checked first, before the server is asked.
+void SetCarry(Client& client, const std::string& text, v1::DType results, v1::ScanHeader* header) {
+  if (text.empty()) return;
+  header->set_carry(ParseCarry(text, results));
+  if (!client.ServesOperation("scan_carry")) {
+    throw RpcError(grpc::StatusCode::UNIMPLEMENTED,
+                   "the server does not fold a carry into a scan (no \"scan_carry\" in its operations: an older "
+                   "version); scan without --carry");
+  }
+}
+
+// What a scan's note says of its kind and carry: ", exclusive" / ", inclusive", ", carry 5".
+std::string KindNote(const ScanArgs& a) {
+  return std::string(a.exclusive ? ", exclusive" : ", inclusive") + (a.carry.empty() ? "" : ", carry " + a.carry);
+}
 
 // scan --ref: the array the server keeps, scanned there (in segments by --keys-ref or
 // --flags-ref; along --axis as a matrix of --cols); the result written as a file's is, or
@@ -73,6 +91,7 @@ int RunResidentScan(const ScanArgs& a, const GlobalOptions& g) {
     header.set_algorithm(ParseAlgorithm(a.algorithm));
     header.set_element_count(info.element_count());
     SetResident(header.mutable_resident(), a.r, arrays);
+    SetCarry(client, a.carry, out_dtype, &header);
     last = client.ScanResident(header, sink);
   }
   if (out) out->Finish();
@@ -80,8 +99,7 @@ int RunResidentScan(const ScanArgs& a, const GlobalOptions& g) {
   ReportKept(report, {{"array", &last.array()}});
   report.Field("element_count", std::to_string(last.element_count()));
   report.Note("scanned " + Counted(last.element_count(), DTypeName(info.dtype()) + " element") +
-              " of resident array " + a.r.ref + (segmented ? " in segments" : "") + " (" + a.op +
-              (a.exclusive ? ", exclusive" : ", inclusive") + ")");
+              " of resident array " + a.r.ref + (segmented ? " in segments" : "") + " (" + a.op + KindNote(a) + ")");
   const Timing timing = FromProto(last.timing());
   report.Print(&timing);
   return 0;
@@ -159,6 +177,7 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
     return 0;
   }
   Client client(MakeClientOptions(g));
+  SetCarry(client, a.carry, out_dtype, &header);
   bool where_they_lie = false;  // --shm on the files themselves
   if (a.io.shm) {
     const std::string dir = ShmDir(a.io.shm_dir, client);
@@ -176,7 +195,9 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
     }
   } else {
     ProgressBar bar(!g.no_progress, in->payload_bytes());
-    const uint32_t lanes = IsNarrow(in->dtype()) ? 1 : ChooseLanes(a.io.lanes, in->payload_bytes(), client);
+    // A narrow input or a carry: one stream (the server folds a carry into one array's results).
+    const uint32_t lanes =
+        IsNarrow(in->dtype()) || !a.carry.empty() ? 1 : ChooseLanes(a.io.lanes, in->payload_bytes(), client);
     if (a.io.shards > 1) {
       timing = ShardedScan(client, header, *in, out.AsSink(), lanes, a.io.shards);
     } else if (const Replay replay = in->AsReplay()) {  // a file: retried (--retries)
@@ -191,8 +212,7 @@ int RunScan(const ScanArgs& a, const GlobalOptions& g) {
   Report report(g.json);
   report.Field("element_count", std::to_string(out.elements()));
   if (where_they_lie) report.Note("read and written where the files lie, under the server's --shm-dir");
-  report.Note("scanned " + Counted(out.elements(), DTypeName(in->dtype()) + " element") + " (" + a.op +
-              (a.exclusive ? ", exclusive" : ", inclusive") +
+  report.Note("scanned " + Counted(out.elements(), DTypeName(in->dtype()) + " element") + " (" + a.op + KindNote(a) +
               (out_dtype != in->dtype() ? ", into " + DTypeName(out_dtype) : "") + ")");
   report.Print(&timing);
   return 0;
@@ -224,6 +244,10 @@ Command AddScanCommand(CLI::App& app, const GlobalOptions& g) {
                                       "scan a matrix (a 2-D .npy, or --cols) along axis 0 (each column) or 1 (each "
                                       "row), as numpy's cumsum(m, axis)")
                           ->check(CLI::Range(0, 1));
+  CLI::Option* carry = cmd->add_option("--carry", a->carry,
+                                       "fold VALUE into every result after the scan (op(VALUE, scan[i]); an "
+                                       "exclusive scan starts at VALUE), in the results' dtype: to go on from an "
+                                       "earlier piece's total");
   cmd->add_option("--cols", a->cols, "with --axis: the row length, for inputs that are not a 2-D .npy")
       ->check(CLI::PositiveNumber)
       ->needs(axis);
@@ -232,11 +256,15 @@ Command AddScanCommand(CLI::App& app, const GlobalOptions& g) {
     for (const char* other : {"--algorithm", "--lanes", "--shards", "--shm"}) one->excludes(cmd->get_option(other));
   }
   axis->excludes(keys)->excludes(heads);
+  // A carry: one array's plain scan on one stream.
+  for (CLI::Option* o : {keys, heads, axis}) carry->excludes(o);
+  for (const char* other : {"--lanes", "--shards"}) carry->excludes(cmd->get_option(other));
   for (CLI::Option* o : {keys, heads}) out_dtype->excludes(o);
   // --ref: segments by --keys-ref or --flags-ref (head flags), a matrix by --axis and --cols.
   AddResidentOptions(cmd, a->r, kFlagsRef | kKeysRef | kKeep,
                      {"-i", "--format", "--dtype", "--lanes", "--shards", "--shm", "--keys", "--segment-heads"});
-  cmd->get_option("--keys-ref")->excludes(cmd->get_option("--flags-ref"))->excludes(axis);
+  cmd->get_option("--keys-ref")->excludes(cmd->get_option("--flags-ref"))->excludes(axis)->excludes(carry);
+  cmd->get_option("--flags-ref")->excludes(carry);
   cmd->get_option("--flags-ref")->excludes(axis);
   cmd->footer(kArrayIoHelp);
   return {cmd, [a, &g] { return RunScan(*a, g); }};

@@ -169,4 +169,15 @@ v1::Scalar ParseScalar(const std::string& text, v1::DType dtype) {
   return s;
 }
 
+std::string ParseCarry(const std::string& text, v1::DType results) {
+  std::string raw(DTypeSize(results), '\0');
+  try {
+    ParseElement(text, results, raw.data());
+  } catch (const std::exception&) {
+    throw std::invalid_argument("--carry '" + text + "': not a " + DTypeName(results) +
+                                " value (a carry is an element of the results' dtype)");
+  }
+  return raw;
+}
+
 }  // namespace gpuscan::cli

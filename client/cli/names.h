@@ -46,4 +46,9 @@ v1::Scalar ParseScalar(const std::string& text, v1::DType dtype);
 // The same for an option's value: a value that does not parse names the flag and the dtype.
 v1::Scalar ParseScalar(const std::string& text, v1::DType dtype, const std::string& flag);
 
+// scan --carry: the text as one raw little-endian element of the results' dtype (ScanHeader.carry).
+// Throws std::invalid_argument naming --carry and the dtype when the text is not such a value
+// (an integer out of the dtype's range included).
+std::string ParseCarry(const std::string& text, v1::DType results);
+
 }  // namespace gpuscan::cli

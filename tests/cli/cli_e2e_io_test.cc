@@ -48,6 +48,63 @@ TEST_F(CliIo, CompactByRawFlagsFile) {
 
 // --shm: through one-shot regions, and with files that already lie under the server's
 // --shm-dir read and written where they are (no region of the CLI's own left behind).
+// scan --carry: every result is op(carry, scan[i]) in the results' dtype (an exclusive scan's
+// first is the carry), streamed and through --shm, a narrow input's carry in its wider results;
+// text that is not one of the dtype's values, and --lanes beside it, are refused before any call.
+TEST_F(CliIo, ScanCarryFoldsTheValueIntoEveryResult) {
+  const std::vector<int32_t> x = RandomInt32(kN / 3 + 7);
+  const int32_t c = -123456789;
+  std::vector<int32_t> want(x.size());
+  uint32_t acc = static_cast<uint32_t>(c);  // wrapping, as int32 sums do
+  for (size_t i = 0; i < x.size(); ++i) want[i] = static_cast<int32_t>(acc += static_cast<uint32_t>(x[i]));
+  WriteArray(Path("in.npy"), x);
+  const std::string s = " --server " + addr() + " -i " + Path("in.npy") + " --carry " + std::to_string(c);
+  CliRun r = Run("scan" + s + " -o " + Path("s.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ReadArray<int32_t>(Path("s.npy")) == want);
+  EXPECT_NE(r.err.find("carry " + std::to_string(c)), std::string::npos) << r.err;
+  r = Run("scan" + s + " --exclusive -o " + Path("e.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<int32_t> ex = ReadArray<int32_t>(Path("e.npy"));
+  ASSERT_EQ(ex.size(), x.size());
+  EXPECT_EQ(ex[0], c);
+  EXPECT_TRUE(std::equal(ex.begin() + 1, ex.end(), want.begin()));
+  r = Run("scan" + s + " --op max -o " + Path("m.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<int32_t> m = ReadArray<int32_t>(Path("m.npy"));
+  int32_t best = c;
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(m[i], best = std::max(best, x[i])) << i;
+
+  const std::string shm = Path("shm");
+  std::filesystem::create_directory(shm);
+  std::unique_ptr<server::Server> shm_server = StartCpuServer("127.0.0.1:0", shm);
+  r = Run("scan --shm --server " + shm_server->address() + " -i " + Path("in.npy") + " --carry " + std::to_string(c) +
+          " -o " + Path("shm.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(ReadArray<int32_t>(Path("shm.npy")) == want);
+
+  std::string i8(100003, '\0');  // int8 into int64 results: the carry is an int64
+  std::mt19937_64 rng(53);
+  for (auto& b : i8) b = static_cast<char>(rng());
+  WriteRawArray(Path("i8.npy"), v1::DTYPE_INT8, i8, i8.size());
+  r = Run("scan --server " + addr() + " -i " + Path("i8.npy") + " --carry 3000000000 -o " + Path("w.npy"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<int64_t> w = ReadArray<int64_t>(Path("w.npy"));
+  ASSERT_EQ(w.size(), i8.size());
+  int64_t wide = 3000000000;
+  for (size_t i = 0; i < i8.size(); ++i) ASSERT_EQ(w[i], wide += static_cast<int8_t>(i8[i])) << i;
+
+  for (const std::string carry : {"1.5", "3000000000", "x"}) {
+    r = Run("scan" + std::string(" --server ") + addr() + " -i " + Path("in.npy") + " --carry " + carry + " -o " +
+            Path("bad.npy"));
+    EXPECT_NE(r.code, 0);
+    EXPECT_NE(r.err.find("--carry '" + carry + "': not a int32 value"), std::string::npos) << r.err;
+  }
+  r = Run("scan" + s + " --lanes 2 -o " + Path("bad.npy"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--lanes"), std::string::npos) << r.err;
+}
+
 TEST_F(CliIo, ShmScansFilesWhereTheyLieOrThroughRegions) {
   const std::string shm = Path("shm");
   std::filesystem::create_directory(shm);

@@ -118,6 +118,11 @@ void RoundTripsAndOperations(const ResidentCli& t, uint64_t seed) {
       o.op = ParseOperatorName(op);
       o.exclusive = true;
       EXPECT_TRUE(SameBits(ReadArray<T>(t.Path("ref.npy")), client.Scan(x, o).values)) << op;
+      r = t.Cli(std::string("scan --carry 7 --op ") + op + " --ref " + id + " -o " + t.Path("carry.npy"));
+      ASSERT_EQ(r.code, 0) << r.err;
+      o.exclusive = false;
+      o.carry = CarryOf(static_cast<T>(7));  // carry_test.cc holds Client::Scan's carry to the host's fold
+      EXPECT_TRUE(SameBits(ReadArray<T>(t.Path("carry.npy")), client.Scan(x, o).values)) << op << " carry";
     }
     const CliResult ref = t.Cli("reduce --json --ref " + id);
     const CliResult file = t.Cli("reduce --json -i " + t.Path("in.npy"));
