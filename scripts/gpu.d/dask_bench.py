@@ -57,7 +57,7 @@ def main():
             best = min(times)
             rows.append({"op": op, "backend": backend, "seconds": times, "best_s": best,
                          "median_s": statistics.median(times), "gbps": n * 8 / best / 1e9})
-            print(f"  {op:<10} {backend:<32} {n * 8 / best / 1e9:8.2f} GB/s  (best {best:.3f} s, "
+            print(f"  {op:<10} {backend:<38} {n * 8 / best / 1e9:8.2f} GB/s  (best {best:.3f} s, "
                   f"median {statistics.median(times):.3f} s)", flush=True)
 
         def measure(op, backend, make, persist):
@@ -82,10 +82,10 @@ def main():
             record(op, backend, times)
             return result
 
-        def measure_kept(op, backend, run):
+        def measure_kept(op, backend, run, release=True):
             """As measure, for a call that runs at once and leaves its result on the servers (a
             PersistedArray: gd.cumsum(p, keep=True)): each run's result released after it (not
-            timed) but the last one's, which is returned."""
+            timed) but the last one's, which is returned. release=False: a value (p.sum())."""
             times, result = [], None
             for r in range(reps + 1):
                 t = time.perf_counter()
@@ -94,7 +94,8 @@ def main():
                 if r:
                     times.append(dt)
                 if r < reps:
-                    res.release()
+                    if release:
+                        res.release()
                 else:
                     result = res
             record(op, backend, times)
@@ -134,12 +135,15 @@ def main():
                 yk = measure_kept("cumsum", label + ", kept", lambda: gd.cumsum(p, keep=True))
                 sp = measure("sum", label + ", persisted", lambda: per_block_sum(p), False)
                 s1 = measure("sum", label + ", one task", lambda: gd.reduce(p), False)
+                # "from the driver": p.sum(), the servers called from this process, no dask task.
+                sd = measure_kept("sum", label + ", from the driver", lambda: p.sum(), release=False)
                 hp = measure("histogram", label + ", persisted", lambda: gd.histogram(p, bins, range=(lo, hi))[0],
                              False)
                 checks[label + ", persisted"] = {"cumsum": bool(da.all(yp == ref_cumsum).compute()),
                                                  "sum": bool(sp == ref_sum), "histogram": bool(np.array_equal(hp, ref_hist))}
                 checks[label + ", kept"] = {"cumsum": bool(da.all(yk.to_dask() == ref_cumsum).compute())}
                 checks[label + ", one task"] = {"sum": bool(s1 == ref_sum)}
+                checks[label + ", from the driver"] = {"sum": bool(sd == ref_sum)}
                 yk.release()
                 del yp, yk
             info = gd.worker_info(dc)
@@ -156,14 +160,14 @@ def main():
         device = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip()
     except OSError:
         device = ""
-    lines = [f"{'op':<10} {'backend':<32} {'GB/s':>8} {'best s':>8} {'median s':>9}"]
+    lines = [f"{'op':<10} {'backend':<38} {'GB/s':>8} {'best s':>8} {'median s':>9}"]
     for r in rows:
-        lines.append(f"{r['op']:<10} {r['backend']:<32} {r['gbps']:8.2f} {r['best_s']:8.3f} {r['median_s']:9.3f}")
+        lines.append(f"{r['op']:<10} {r['backend']:<38} {r['gbps']:8.2f} {r['best_s']:8.3f} {r['median_s']:9.3f}")
     for op in ("cumsum", "sum", "histogram"):
         per2, per1 = best[(op, "gpuscan, 2 servers, persisted")], best[(op, "gpuscan, 1 server, persisted")]
         speed[op].update({"persisted_two_over_one_server": per2 / per1,
                           "persisted_two_servers_over_dask_numpy": per2 / best[(op, "dask numpy")]})
-    for op, kind in (("cumsum", "kept"), ("sum", "one task")):
+    for op, kind in (("cumsum", "kept"), ("sum", "one task"), ("sum", "from the driver")):
         k2, k1 = best[(op, f"gpuscan, 2 servers, {kind}")], best[(op, f"gpuscan, 1 server, {kind}")]
         key = kind.replace(" ", "_")
         speed[op].update({f"persisted_{key}_two_over_one_server": k2 / k1,
@@ -181,7 +185,9 @@ def main():
                      f"; persisted: 2 servers / dask numpy {s['persisted_two_servers_over_dask_numpy']:.2f}x" +
                      "".join(f"; {kind}: 2 servers / dask numpy {s[key]:.2f}x" for kind, key in
                              (("kept", "persisted_kept_two_servers_over_dask_numpy"),
-                              ("one task", "persisted_one_task_two_servers_over_dask_numpy")) if key in s))
+                              ("one task", "persisted_one_task_two_servers_over_dask_numpy"),
+                              ("from the driver", "persisted_from_the_driver_two_servers_over_dask_numpy"))
+                             if key in s))
     ok = all(v for c in checks.values() for k, v in c.items() if k != "workers")
     lines.append("every result equals dask's own" if ok else f"MISMATCH against dask's own: {checks}")
     table = "\n".join(lines)

@@ -22,9 +22,8 @@ from . import _resident_blocks
 from ._blocks import (finish_scan, finish_segscan, hist_combine, reduce_combine, reduce_final, scan_carries,
                       segscan_block, segscan_carries, to_shared_block)
 from ._checks import check_array, check_bool, check_op, check_same_chunks, check_x, histogram_spec
+from ._ops import SPLIT_EVERY
 from ._persisted import PersistedArray, blocks_of, check_mask_together, refuse, same_kind, scan_kept
-
-SPLIT_EVERY = 32          # fan-in of the tree that combines reduce/histogram partials
 
 
 # -- graphs ------------------------------------------------------------------------------------------------

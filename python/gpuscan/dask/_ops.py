@@ -7,6 +7,8 @@ from typing import Any, Dict, cast
 import numpy as np
 import numpy.typing as npt
 
+SPLIT_EVERY = 32  # fan-in of the tree that combines reduce/histogram partials
+
 _UFUNCS: Dict[str, np.ufunc] = {"sum": np.add, "product": np.multiply, "bit_and": np.bitwise_and,
                                 "bit_or": np.bitwise_or, "bit_xor": np.bitwise_xor}
 

@@ -18,8 +18,10 @@ from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 
 from .. import _resident
-from . import _blocks, _resident_blocks
-from ._checks import check_array, check_x
+from ..errors import Unavailable
+from . import _blocks, _driver, _resident_blocks
+from ._checks import check_array, check_op, check_x
+from ._ops import SPLIT_EVERY
 from ._resident_blocks import BlockRef, drop_blocks, fetch_block, put_blocks, renew_blocks, scan_kept_blocks
 
 _MASKS = {np.dtype(np.bool_), np.dtype(np.int8), np.dtype(np.uint8)}  # one byte an element: compact's where=
@@ -122,6 +124,29 @@ class PersistedArray:
         dsk = {(name, i): (fetch_block, k) for i, k in enumerate(src.__dask_keys__())}
         graph = HighLevelGraph.from_collections(name, dsk, dependencies=[src])
         return da.Array(graph, name, src.chunks, dtype=self._dtype, meta=np.empty(0, self._dtype))
+
+    def reduce(self, op: str = "sum") -> Any:
+        """The array's reduction now, a numpy scalar of its dtype with the bits of
+        gpuscan.dask.reduce(self).compute(). From the process that ran register(), the blocks'
+        servers are called from here, every block at once, without a dask task (a task costs the
+        scheduler's round trip); where register() ran in another process, or this one cannot reach
+        a server (then remembered), one task on a worker computes it, as reduce(self)."""
+        self.blocks_array("reduce")  # released: ValueError
+        op = check_op(op, self._dtype, "reduce")
+        dc = self._client()
+        servers = _driver.servers(dc)
+        live = {r.target for r in self._refs if r.size}
+        if servers is not None and not live & servers.unreachable:
+            try:
+                return _resident_blocks.reduce_blocks(list(self._refs), op, self._dtype, SPLIT_EVERY, servers)
+            except Unavailable:
+                servers.unreachable |= live  # from here; the task below says whether the servers are up
+        from ._graphs import reduce  # (_graphs imports this module)
+        return dc.compute(reduce(self, op), sync=True)
+
+    def sum(self) -> Any:
+        """reduce("sum"): np.sum of the array with its dtype (integers wrap)."""
+        return self.reduce("sum")
 
     def compute(self) -> npt.NDArray[Any]:
         """The data as one numpy array (to_dask() computed on this array's dask client)."""

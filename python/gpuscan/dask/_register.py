@@ -8,6 +8,7 @@ import distributed
 
 from .. import shared as _shared
 from ..client import Client
+from . import _driver
 from ._targets import Targets, check_targets, multi_address
 from ._worker import PLUGIN_NAME, GpuscanPlugin
 
@@ -52,6 +53,7 @@ def register(dask_client: Any = None, targets: Optional[Targets] = None, *, shar
         raise ValueError(f"gpuscan.dask.register: shm_mode must be a file mode such as 0o600, got {shm_mode!r}")
     plugin = GpuscanPlugin(targets, client_options, shared_memory, assigned, shm_mode)
     dask_client.register_worker_plugin(plugin, name=PLUGIN_NAME)
+    _driver.remember(dask_client, client_options)  # PersistedArray.reduce calls the servers from here
     return {addr: info["target"] for addr, info in worker_info(dask_client).items() if info}
 
 
@@ -60,6 +62,7 @@ def unregister(dask_client: Any = None) -> None:
     if dask_client is None:
         dask_client = distributed.get_client()
     dask_client.unregister_worker_plugin(PLUGIN_NAME)
+    _driver.forget(dask_client)
 
 
 def _describe(dask_worker: Any) -> Optional[Dict[str, Any]]:

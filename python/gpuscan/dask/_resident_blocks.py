@@ -216,16 +216,18 @@ def _each(refs: Sequence[BlockRef], call: Callable[[int, BlockRef], Any]) -> Lis
     return out
 
 
-def _totals(worker: GpuscanPlugin, refs: Sequence[BlockRef], op: str) -> List[Any]:
+def _totals(worker: Any, refs: Sequence[BlockRef], op: str) -> List[Any]:
     """Each block's reduction where it lies (one value back; None for an empty block)."""
     return _each(refs, lambda i, ref: _call(ref, "reduce", ref.size, lambda r: r.client.reduce(r, op), worker))
 
 
-def reduce_blocks(refs: Sequence[BlockRef], op: str, dtype: npt.DTypeLike, split_every: int) -> Any:
+def reduce_blocks(refs: Sequence[BlockRef], op: str, dtype: npt.DTypeLike, split_every: int,
+                  servers: Optional[Any] = None) -> Any:
     """reduce of a persisted array as one task: every block reduced at once, the values folded
     in block order as the graph of per-block tasks folds them (groups of split_every, level by
-    level: reduce_combine, then reduce_final), so the same bits."""
-    totals = _totals(plugin(), refs, op)
+    level: reduce_combine, then reduce_final), so the same bits. servers: whose clients call
+    (on_server): the worker's plugin (None), or the driver's (_driver.DriverServers)."""
+    totals = _totals(servers or plugin(), refs, op)
     parts: List[Any] = [(ref.size, v) if ref.size else (0, identity(op, dtype)) for ref, v in zip(refs, totals)]
     while len(parts) > split_every:
         parts = [reduce_combine(parts[j:j + split_every], op, dtype) for j in range(0, len(parts), split_every)]

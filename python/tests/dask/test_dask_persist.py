@@ -22,6 +22,7 @@ import dask  # noqa: E402
 
 import gpuscan  # noqa: E402
 import gpuscan.dask as gd  # noqa: E402
+from gpuscan.dask import _driver  # noqa: E402
 from gpuscan.testing import ServerProcess  # noqa: E402
 from gpuscan.v1 import gpuscan_pb2 as pb  # noqa: E402
 
@@ -418,3 +419,42 @@ def test_reduce_of_a_persisted_array_is_one_task(dc, servers, dtype):
         if op != "product" or dtype.kind != "f":
             ref.assert_value_close(g, ref.reduce(xn, op), xn, op)
     assert got[-1] == ref.identity("max", dtype)
+
+
+def worker_calls(dc):
+    return sum(i["calls"] for i in gd.worker_info(dc).values() if i)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float64), np.dtype(np.int64)], ids=str)
+def test_reduce_now_calls_the_servers_from_the_driver(dc, servers, dtype):
+    """p.reduce(op) (and p.sum()) from the process that registered: the servers called from here,
+    no worker calls, the bits of the lazy reduce; without register()'s options here, or with a
+    server this process cannot reach (remembered), one task on a worker, the same bits."""
+    chunks = tuple([0, 5] + [1499] * 40 + [0, 2])
+    xn = data(dtype, sum(chunks), salt=41)
+    x = dask_of(xn, chunks)
+    ops = reductions(dtype)
+    want = dask.compute(*[gd.reduce(x, op) for op in ops])
+    with gd.persist(x) as p:
+        before = worker_calls(dc)
+        got = [p.reduce(op) for op in ops]
+        assert worker_calls(dc) == before  # no task: the driver's own calls
+        for op, g, w in zip(ops, got, want):
+            assert type(g) is type(w) and g.tobytes() == w.tobytes(), (op, g, w)
+        assert p.sum().tobytes() == want[ops.index("sum")].tobytes()
+        with pytest.raises(ValueError, match="gpuscan.dask.reduce"):
+            p.reduce("bogus")
+        try:
+            _driver.forget(dc)  # as if register() ran in another process
+            assert p.reduce("max").tobytes() == want[ops.index("max")].tobytes()
+            assert worker_calls(dc) == before + 42  # a call a non-empty block
+            _driver.remember(dc, {"tls": True, "retries": 0, "timeout": 30})  # TLS towards plaintext: unreachable
+            assert p.reduce("max").tobytes() == want[ops.index("max")].tobytes()
+            assert worker_calls(dc) == before + 84
+            assert _driver.servers(dc).unreachable == {s.target for s in servers[0]}
+            p.reduce("max")  # remembered: straight to the task
+            assert worker_calls(dc) == before + 126
+        finally:
+            _driver.remember(dc, {"timeout": 60})
+    with pytest.raises(ValueError, match="released"):
+        p.sum()
