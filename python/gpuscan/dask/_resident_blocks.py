@@ -3,8 +3,9 @@ the tasks that put, fetch, renew and drop blocks, and run each operation on a bl
 The operations' tasks have _blocks' names and results, so _graphs builds the same graph over
 either: only a block's call differs (a resident call here, whose input never crosses the wire),
 and an exclusive scan's total, which needs the block's last element (one element fetched). Two
-tasks take every block at once instead (a thread pool, the calls of a round concurrent): reduce's
-(reduce_blocks) and the kept scan's (scan_kept_blocks), whose results stay on the servers."""
+tasks take every block at once instead: reduce's (reduce_blocks: one Pipeline call of reduce stages
+a server) and the kept scan's (scan_kept_blocks: those totals, then a call a block, concurrent),
+whose results stay on the servers. reduce_blocks runs in the driver too (_driver)."""
 from __future__ import annotations
 
 import dataclasses
@@ -22,6 +23,9 @@ from ._blocks import _last_total, reduce_combine, reduce_final, scan_carries
 from ._ops import identity
 from ._targets import multi_address
 from ._worker import GpuscanPlugin, plugin
+
+
+MAX_STAGES = 64  # a Pipeline's stages at most (the server's Limits.max_pipeline_stages)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +54,12 @@ class BlockRef:
         return RemoteArray(client, pb.ArrayInfo.FromString(self.info))
 
 
+def _gone(e: NotFound) -> NotFound:
+    """A block's NOT_FOUND, saying why a persisted block goes."""
+    return NotFound(f"{e.message} (a persisted block of gpuscan.dask.persist: gone once the persisted array "
+                    "is released, or after its ttl unused; renew() restarts the ttl)", e.code)
+
+
 def _call(ref: BlockRef, what: str, n: int, call: Callable[[RemoteArray], Any],
           worker: Optional[GpuscanPlugin] = None) -> Any:
     """call(the block as a RemoteArray) on the block's server, whichever worker runs the task
@@ -60,8 +70,7 @@ def _call(ref: BlockRef, what: str, n: int, call: Callable[[RemoteArray], Any],
     try:
         return (worker or plugin()).on_server(ref.target, what, n, run)
     except NotFound as e:
-        raise NotFound(f"{e.message} (a persisted block of gpuscan.dask.persist: gone once the persisted array "
-                       "is released, or after its ttl unused; renew() restarts the ttl)", e.code) from None
+        raise _gone(e) from None
 
 
 # -- persist, fetch, renew, release
@@ -217,8 +226,41 @@ def _each(refs: Sequence[BlockRef], call: Callable[[int, BlockRef], Any]) -> Lis
 
 
 def _totals(worker: Any, refs: Sequence[BlockRef], op: str) -> List[Any]:
-    """Each block's reduction where it lies (one value back; None for an empty block)."""
-    return _each(refs, lambda i, ref: _call(ref, "reduce", ref.size, lambda r: r.client.reduce(r, op), worker))
+    """Each block's reduction where it lies (None for an empty block): a Pipeline of reduce stages
+    a server (at most MAX_STAGES a call), the servers at once. One call a server instead of one a
+    block: the persisted sum's 64 calls took ~30 ms from one process, the servers' reductions ~3 ms.
+    A server without the Pipeline RPC (an older one): a call a block."""
+    groups: Dict[str, List[int]] = {}
+    for i, ref in enumerate(refs):
+        if ref.size:
+            groups.setdefault(ref.target, []).append(i)
+    batches = [(t, idx[j:j + MAX_STAGES]) for t, idx in groups.items() for j in range(0, len(idx), MAX_STAGES)]
+    out: List[Any] = [None] * len(refs)
+
+    def reduce_batch(target: str, idx: List[int]) -> None:
+        def call(client: Client) -> List[Any]:
+            try:
+                pipeline = client.pipeline()
+                stages = [pipeline.reduce(refs[i].remote(client), op) for i in idx]
+                res = pipeline.run()
+                return [res[s] for s in stages]
+            except Unimplemented:
+                return [client.reduce(refs[i].remote(client), op) for i in idx]
+        try:
+            values = worker.on_server(target, "reduce", sum(refs[i].size for i in idx), call)
+        except NotFound as e:
+            raise _gone(e) from None
+        for i, v in zip(idx, values):
+            out[i] = v
+    if len(batches) == 1:
+        reduce_batch(*batches[0])
+    elif batches:
+        with ThreadPoolExecutor(max_workers=len(batches)) as pool:
+            futures = [pool.submit(reduce_batch, t, idx) for t, idx in batches]
+            wait(futures)
+        for f in futures:
+            f.result()  # the first error, in server order
+    return out
 
 
 def reduce_blocks(refs: Sequence[BlockRef], op: str, dtype: npt.DTypeLike, split_every: int,
