@@ -44,18 +44,20 @@ of a dask array: the same graphs, each block's call made where the block lies, s
 and results cross the wire; release() (or `with`) drops the blocks (docs/dask.md, "Persisted
 blocks"). scan(p, keep=True) (cumsum too) keeps the result there as well, a new PersistedArray
 made by one task (each block's total, then each block scanned with its carry: only the totals
-cross the wire), and reduce(p) is one task over every block.
+cross the wire), and reduce(p) is one task over every block (one Pipeline call of reduce stages
+a server). p.reduce(op) and p.sum() give the value now, from the process that ran register()
+calling the servers itself (_driver): no dask task at all.
 
 Layout: _checks (arguments), _graphs (the public functions and their graphs), _sort (sort's),
 _blocks (the block tasks), _ops (the operators in numpy), _worker (the plugin and its clients),
 _register (the driver's register/unregister/worker_info), _targets (which server a worker calls),
 _persisted (persist and PersistedArray, on the driver), _resident_blocks (BlockRef and the tasks on
-persisted blocks).
+persisted blocks), _driver (the driver's own clients of the servers, for PersistedArray.reduce).
 """
 # SPLIT_EVERY, identity and Targets are public too, as they were, though __all__ leaves them out.
-from ._graphs import (SPLIT_EVERY, compact, cummax, cummin, cumprod, cumsum, histogram, in_shared_memory, reduce,
+from ._graphs import (compact, cummax, cummin, cumprod, cumsum, histogram, in_shared_memory, reduce,
                       scan, segmented_scan)
-from ._ops import identity
+from ._ops import SPLIT_EVERY, identity
 from ._persisted import PersistedArray, PersistedArrays, persist
 from ._register import register, unregister, worker_info
 from ._resident_blocks import BlockRef

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from .._resident import RemoteArray
 from ..client import Client
-from ..errors import NotFound, Unimplemented
+from ..errors import Error, NotFound, Unimplemented
 from ..v1 import gpuscan_pb2 as pb
 from ._blocks import _last_total, reduce_combine, reduce_final, scan_carries
 from ._ops import identity
@@ -54,7 +54,7 @@ class BlockRef:
         return RemoteArray(client, pb.ArrayInfo.FromString(self.info))
 
 
-def _gone(e: NotFound) -> NotFound:
+def _gone(e: Error) -> Error:
     """A block's NOT_FOUND, saying why a persisted block goes."""
     return NotFound(f"{e.message} (a persisted block of gpuscan.dask.persist: gone once the persisted array "
                     "is released, or after its ttl unused; renew() restarts the ttl)", e.code)
