@@ -70,6 +70,21 @@ def big_client(target):
         yield c
 
 
+@pytest.fixture()
+def own(target, request):
+    """A client of the test's own tenant, with the tiny chunks; its arrays dropped after. Skips
+    where the server keeps no resident arrays. (test_pipeline.py and test_resident.py define
+    their own: other servers.)"""
+    name = f"{request.module.__name__}-{request.node.name}"
+    tenant = name[:128].replace("[", "-").replace("]", "")
+    with gpuscan.Client(target, chunk_bytes=SMALL_CHUNK_BYTES, timeout=60, tenant=tenant) as c:
+        if "resident" not in c.info()["operations"]:
+            pytest.skip("the server keeps no resident arrays (start it with --resident-bytes)")
+        yield c
+        for r in c.arrays():
+            r.drop()
+
+
 @pytest.fixture(scope="module")
 def small_chunks(target):
     """A client of 4096-byte requests: a matrix or a few thousand elements cross several chunks

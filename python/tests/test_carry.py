@@ -29,18 +29,6 @@ def grpcio_client(target):
         yield c
 
 
-@pytest.fixture()
-def own(target, request):
-    """A client of the test's own tenant (grpcio: the C API sends no tenant); its arrays dropped after."""
-    tenant = f"carry-{request.node.name}"[:128].replace("[", "-").replace("]", "")
-    with gpuscan.Client(target, chunk_bytes=SMALL_CHUNK_BYTES, timeout=60, tenant=tenant) as c:
-        if "resident" not in c.info()["operations"]:
-            pytest.skip("the server keeps no resident arrays (start it with --resident-bytes)")
-        yield c
-        for r in c.arrays():
-            r.drop()
-
-
 def fold(op, carry, y, exclusive):
     """y (a scan without carry) with the carry folded in, as the server does."""
     with np.errstate(all="ignore"):

@@ -24,18 +24,6 @@ NARROW = ("int8", "uint8", "int16", "uint16", "float16")
 SIZES = (0, 1, 7, 8, 9, 15, 16, 17, 33, 129, 300)
 
 
-@pytest.fixture()
-def own(target, request):
-    """A client of the test's own tenant, with the tiny chunks; its arrays dropped after."""
-    tenant = f"ops-{request.node.name}"[:128].replace("[", "-").replace("]", "")
-    with gpuscan.Client(target, chunk_bytes=SMALL_CHUNK_BYTES, timeout=60, tenant=tenant) as c:
-        if "resident" not in c.info()["operations"]:
-            pytest.skip("the server keeps no resident arrays (start it with --resident-bytes)")
-        yield c
-        for r in c.arrays():
-            r.drop()
-
-
 def keys_for(rng, n, dtype="int32"):
     """Runs of 1-4 equal keys (random values, so a key may come back after another run)."""
     return np.repeat(rng.integers(-50 if np.dtype(dtype).kind == "i" else 0, 50, n), rng.integers(1, 5, n))[:n] \
