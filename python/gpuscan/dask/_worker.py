@@ -21,6 +21,34 @@ PLUGIN_NAME = "gpuscan"
 _T = TypeVar("_T")
 
 
+def named(e: Error, target: str, where: str, what: str) -> Error:
+    """e's class and code, its message naming the server and where the call was made from."""
+    return type(e)(f"gpuscan server {target} ({where}, {what}): {e.message}", e.code)
+
+
+class ClientCache:
+    """Clients of servers opened at first use (once a target, with register()'s options), closed
+    together: a worker's clients of other workers' servers, the driver's (_driver)."""
+
+    def __init__(self, client_options: Dict[str, Any]) -> None:
+        self.client_options = dict(client_options)
+        self._clients: Dict[str, Client] = {}
+        self._lock = threading.Lock()
+
+    def get(self, target: str) -> Client:
+        with self._lock:
+            c = self._clients.get(target)
+            if c is None:
+                c = self._clients[target] = Client(target, **self.client_options)
+            return c
+
+    def close(self) -> None:
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for c in clients:
+            c.close()
+
+
 class GpuscanPlugin(WorkerPlugin):  # type: ignore[misc]  # (distributed is not followed: Any)
     """The worker plugin register() installs (name "gpuscan"): on each worker, one gpuscan.Client
     towards the worker's target, closed on teardown; calls that take shared memory copy their
@@ -57,15 +85,16 @@ class GpuscanPlugin(WorkerPlugin):  # type: ignore[misc]  # (distributed is not 
         self.shared_calls = 0
         self.elements = 0
         self.copies = 0  # blocks copied into the arena (in_shared_memory's are not)
-        self._others: Dict[str, Client] = {}  # clients of other workers' servers (persisted blocks), by target
+        self._others = ClientCache(self.client_options)  # other workers' servers (persisted blocks)
 
     def teardown(self, worker: Any) -> None:
         """Closes the worker's clients (and its arena's files)."""
         client = getattr(self, "client", None)
         if client is not None:
             client.close()  # and its arena's files
-        for other in getattr(self, "_others", {}).values():
-            other.close()
+        others = getattr(self, "_others", None)
+        if others is not None:
+            others.close()
 
     def describe(self) -> Dict[str, Any]:
         """What this worker's plugin did: worker_info()'s entry for it."""
@@ -117,8 +146,7 @@ class GpuscanPlugin(WorkerPlugin):  # type: ignore[misc]  # (distributed is not 
 
     def _named(self, e: Error, what: str) -> Error:
         """The same error class and code, its message naming the server and the worker."""
-        return type(e)(f"gpuscan server {self.target} (dask worker {self.worker_address}, {what}): {e.message}",
-                       e.code)
+        return named(e, self.target, f"dask worker {self.worker_address}", what)
 
     def _run(self, what: str, n: int, call: Callable[[bool], _T], can_share: bool = True) -> _T:
         shared = can_share and self._shared_ready()
@@ -135,13 +163,7 @@ class GpuscanPlugin(WorkerPlugin):  # type: ignore[misc]  # (distributed is not 
     def client_for(self, target: str) -> Client:
         """The client of `target`: this worker's own, or one opened (once, with register's options)
         for a block persisted on another worker's server, which a task moved here must call."""
-        if target == self.target:
-            return self.client
-        with self._lock:
-            c = self._others.get(target)
-            if c is None:
-                c = self._others[target] = Client(target, **self.client_options)
-            return c
+        return self.client if target == self.target else self._others.get(target)
 
     def on_server(self, target: str, what: str, n: int, call: Callable[[Client], _T]) -> _T:
         """call(target's client), counted as a call of n elements; a gpuscan.Error comes back as
@@ -149,8 +171,7 @@ class GpuscanPlugin(WorkerPlugin):  # type: ignore[misc]  # (distributed is not 
         try:
             result = call(self.client_for(target))
         except Error as e:
-            raise type(e)(f"gpuscan server {target} (dask worker {self.worker_address}, {what}): {e.message}",
-                          e.code) from None
+            raise named(e, target, f"dask worker {self.worker_address}", what) from None
         with self._lock:
             self.calls += 1
             self.elements += n
