@@ -2,6 +2,7 @@
 from a directory of /dev/shm made for the session and removed after it; resident arrays within
 RESIDENT_BYTES), or the server at
 $GPUSCAN_TARGET when set (e.g. a CUDA server on the GPU machine)."""
+import contextlib
 import os
 import shutil
 import tempfile
@@ -70,19 +71,27 @@ def big_client(target):
         yield c
 
 
-@pytest.fixture()
-def own(target, request):
-    """A client of the test's own tenant, with the tiny chunks; its arrays dropped after. Skips
-    where the server keeps no resident arrays. (test_pipeline.py and test_resident.py define
-    their own: other servers.)"""
+@contextlib.contextmanager
+def tenant_client(target, request, needs, why):
+    """A client of `target` for the test's own tenant, with the tiny chunks; the test skipped (why)
+    where the server's operations lack `needs`; its arrays dropped after."""
     name = f"{request.module.__name__}-{request.node.name}"
     tenant = name[:128].replace("[", "-").replace("]", "")
     with gpuscan.Client(target, chunk_bytes=SMALL_CHUNK_BYTES, timeout=60, tenant=tenant) as c:
-        if "resident" not in c.info()["operations"]:
-            pytest.skip("the server keeps no resident arrays (start it with --resident-bytes)")
+        if needs not in c.info()["operations"]:
+            pytest.skip(why)
         yield c
         for r in c.arrays():
             r.drop()
+
+
+@pytest.fixture()
+def own(target, request):
+    """tenant_client of the session's server, skipped where it keeps no resident arrays.
+    (test_pipeline.py and test_resident.py define their own: other servers.)"""
+    with tenant_client(target, request, "resident",
+                       "the server keeps no resident arrays (start it with --resident-bytes)") as c:
+        yield c
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from gpuscan.aio import AsyncClient
 from gpuscan.testing import ServerProcess
 from gpuscan.v1 import gpuscan_pb2 as pb
 
-from conftest import SMALL_CHUNK_BYTES
+from conftest import SMALL_CHUNK_BYTES, tenant_client
 from test_resident import data, same_bits
 from test_resident_ops import keys_for, same
 
@@ -41,14 +41,10 @@ def small_server(server_binary):
 
 @pytest.fixture()
 def own(small_server, request):
-    """A client of the test's own tenant and 64-byte chunks; its arrays dropped after."""
-    tenant = f"pipe-{request.node.name}"[:128].replace("[", "-").replace("]", "")
-    with gpuscan.Client(small_server, chunk_bytes=SMALL_CHUNK_BYTES, timeout=60, tenant=tenant) as c:
-        if "pipeline" not in c.info()["operations"]:
-            pytest.skip("the server runs no pipelines (start it with --resident-bytes)")
+    """tenant_client of the 64-byte-chunk server, skipped where it runs no pipelines."""
+    with tenant_client(small_server, request, "pipeline",
+                       "the server runs no pipelines (start it with --resident-bytes)") as c:
         yield c
-        for r in c.arrays():
-            r.drop()
 
 
 @pytest.fixture()

@@ -37,6 +37,17 @@ class Checker:
             print(f"FAIL: {what}\n      found: {found}")
         return cond
 
+    def parsed(self, what, load):
+        """load()'s value, `what` reported ok; None, `what` failed with the error, when it raises
+        (any parse error is the finding)."""
+        try:
+            value = load()
+        except Exception as e:  # noqa: BLE001
+            self.check(False, what, e)
+            return None
+        self.ok(what)
+        return value
+
     def done(self):
         if self.failures:
             print(f"\n{len(self.failures)} check(s) failed:")

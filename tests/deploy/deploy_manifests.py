@@ -109,11 +109,8 @@ def cmd_manifests(a):
     # repository) behind a balancer service running deploy/haproxy/haproxy.cfg, and the nginx
     # one (deploy/nginx/nginx.conf) under its profile.
     compose_path = os.path.join(a.source_dir, "deploy", "docker-compose.yml")
-    try:
-        compose = load_yaml(compose_path)[0]
-        chk.ok("docker-compose.yml parses")
-    except Exception as e:  # noqa: BLE001
-        chk.check(False, "docker-compose.yml parses", e)
+    compose = chk.parsed("docker-compose.yml parses", lambda: load_yaml(compose_path)[0])
+    if compose is None:
         return chk.done()
     services = compose.get("services") or {}
     balancers = {n: s for n, s in services.items() if "haproxy" in str(s.get("image", ""))}
@@ -209,13 +206,11 @@ def check_shared_memory_examples(chk, a):
     """deploy/shared-memory: the server's GPUSCAN_SHM_DIR is a mount the client shares, and both
     talk over a shared unix socket."""
     base = os.path.join(a.source_dir, "deploy", "shared-memory")
-    try:
-        compose = load_yaml(os.path.join(base, "docker-compose.yml"))[0]
-        pod = load_yaml(os.path.join(base, "pod-with-sidecar.yaml"))[0]
-        chk.ok("shared-memory examples parse")
-    except Exception as e:  # noqa: BLE001
-        chk.check(False, "shared-memory examples parse", e)
+    both = chk.parsed("shared-memory examples parse", lambda: (load_yaml(os.path.join(base, "docker-compose.yml"))[0],
+                                                                load_yaml(os.path.join(base, "pod-with-sidecar.yaml"))[0]))
+    if both is None:
         return
+    compose, pod = both
     services = compose.get("services") or {}
     server, client = services.get("gpuscan") or {}, services.get("client") or {}
     env = server.get("environment") or {}
@@ -245,11 +240,8 @@ def check_dask_example(chk, a):
     GPU of its own and serves shared memory from a volume its worker mounts at the same path; the
     workers' image builds from deploy/dask/Dockerfile and installs the Python package."""
     base = os.path.join(a.source_dir, "deploy", "dask")
-    try:
-        compose = load_yaml(os.path.join(base, "docker-compose.yml"))[0]
-        chk.ok("dask compose parses")
-    except Exception as e:  # noqa: BLE001
-        chk.check(False, "dask compose parses", e)
+    compose = chk.parsed("dask compose parses", lambda: load_yaml(os.path.join(base, "docker-compose.yml"))[0])
+    if compose is None:
         return
     services = compose.get("services") or {}
     servers = {n: s for n, s in services.items() if str(s.get("image", "")).startswith("gpuscan:")}
